@@ -1,0 +1,77 @@
+/* plan: turns a resolved spec (plus topology, GPU choice, port) into the concrete workers of one attempt,
+ * and prints that plan (`ddplaunch plan`, text or JSON). Pure apart from printing: it starts nothing. */
+#ifndef DDP_PLAN_H
+#define DDP_PLAN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "spec.h"
+#include "util.h"
+
+/* One worker to start. All strings owned by the attempt. */
+struct ddp_worker {
+    int local_rank;
+    int rank;
+    struct ddp_strv argv; /* argv[0] is looked up in PATH by execvp */
+    struct ddp_strv envp; /* the complete environment the worker gets */
+    char *cwd;            /* NULL = the launcher's */
+    int gpu;              /* index into the topology's GPU list, or -1 */
+    char *gpu_busid;      /* "0000:17:00.0" or NULL */
+    int numa_node;        /* OS index of the node it is bound to, or -1 */
+    char *cpus;           /* CPU list to bind to ("0-3,8"), NULL = no CPU binding */
+    char *mems;           /* memory node list, NULL = no memory policy */
+    enum ddp_membind mem_mode;
+    bool bind_strict;     /* a binding that cannot be applied is an error, not a warning */
+    char *log_dir;        /* LOG_DIR/attempt_N/LOCAL_RANK, or NULL */
+    int std_redirect;     /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
+    int std_tee;          /* torchrun Std for tee */
+    bool console;         /* passes --local-ranks-filter */
+    char *prefix;         /* console line prefix, e.g. "[rank3]: ", "" for none */
+};
+
+/* One attempt of the job on this node. */
+struct ddp_attempt {
+    int attempt;    /* 0, 1, ... = TORCHELASTIC_RESTART_COUNT */
+    int nproc;      /* local workers */
+    int world_size; /* all nodes */
+    int orig_world_size;
+    char *run_id;
+    char *master_addr;
+    int master_port;
+    char *dir; /* LOG_DIR/<run_id>/attempt_N, or NULL when no log dir */
+    struct ddp_worker *workers;
+    size_t nworkers;
+    char *gpu_reason; /* one line: why these GPUs ("2 GPUs on NUMA node 0, NVLink") or NULL */
+};
+
+void ddp_attempt_free(struct ddp_attempt *a);
+
+/* What a builder needs that is not in the spec: decided once per launch. */
+struct ddp_plan_ctx {
+    const struct ddp_spec *spec;
+    char *const *base_env; /* the launcher's environment, inherited by workers */
+    const char *hostname;
+    const char *run_id;
+    const char *master_addr;
+    int master_port;
+    int nnodes;
+    int node_rank;
+    int nproc;                 /* resolved local worker count */
+    const char *python;        /* interpreter for script/module jobs */
+    struct ddp_topo *topo;     /* may be NULL (no topology: no GPUs, no binding) */
+    const char *inherited_cvd; /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
+    const char *heartbeat_dir; /* where heartbeat files go, or NULL */
+    const char *timer_file;    /* TORCHELASTIC_TIMER_FILE path, or NULL */
+};
+
+/* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology
+ * indices). 0, or a negative errno with err (e.g. not enough usable GPUs). Caller owns *out; free with
+ * ddp_attempt_free(). */
+int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude,
+                   size_t nexclude, struct ddp_attempt *out, struct ddp_err *err);
+
+/* Print the resolved spec (value and origin per key) and the attempt, as text or one JSON document. */
+void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json);
+
+#endif

@@ -1,0 +1,330 @@
+/* util: see util.h. */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int ddp_log_verbosity = DDP_LOG_INFO;
+
+int ddp_errf(struct ddp_err *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+static void oom(size_t n, const char *file, int line)
+{
+    fprintf(stderr, "ddplaunch: out of memory allocating %zu bytes at %s:%d\n", n, file, line);
+    abort();
+}
+
+void *ddp_xmalloc_at(size_t n, const char *file, int line)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom(n, file, line);
+    return p;
+}
+
+void *ddp_xcalloc_at(size_t n, size_t size, const char *file, int line)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom(n * size, file, line);
+    return p;
+}
+
+void *ddp_xrealloc_at(void *p, size_t n, const char *file, int line)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom(n, file, line);
+    return q;
+}
+
+char *ddp_xstrdup_at(const char *s, const char *file, int line)
+{
+    char *p = strdup(s);
+    if (!p)
+        oom(strlen(s) + 1, file, line);
+    return p;
+}
+
+char *ddp_xstrndup_at(const char *s, size_t n, const char *file, int line)
+{
+    char *p = strndup(s, n);
+    if (!p)
+        oom(n + 1, file, line);
+    return p;
+}
+
+char *ddp_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    int rc = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        oom(0, __FILE__, __LINE__);
+    return s;
+}
+
+void ddp_strv_push_own(struct ddp_strv *sv, char *s)
+{
+    if (sv->n + 2 > sv->cap) {
+        sv->cap = sv->cap ? sv->cap * 2 : 8;
+        sv->v = ddp_xrealloc(sv->v, sv->cap * sizeof *sv->v);
+    }
+    sv->v[sv->n++] = s;
+    sv->v[sv->n] = NULL;
+}
+
+void ddp_strv_push(struct ddp_strv *sv, const char *s)
+{
+    ddp_strv_push_own(sv, ddp_xstrdup(s));
+}
+
+void ddp_strv_pushf(struct ddp_strv *sv, const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    int rc = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        oom(0, __FILE__, __LINE__);
+    ddp_strv_push_own(sv, s);
+}
+
+void ddp_strv_copy(struct ddp_strv *dst, const struct ddp_strv *src)
+{
+    ddp_strv_clear(dst);
+    for (size_t i = 0; i < src->n; i++)
+        ddp_strv_push(dst, src->v[i]);
+}
+
+void ddp_strv_clear(struct ddp_strv *sv)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        free(sv->v[i]);
+    free(sv->v);
+    sv->v = NULL;
+    sv->n = sv->cap = 0;
+}
+
+int ddp_strv_env_find(const struct ddp_strv *sv, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < sv->n; i++)
+        if (strncmp(sv->v[i], name, len) == 0 && sv->v[i][len] == '=')
+            return (int)i;
+    return -1;
+}
+
+const char *ddp_env_get(char *const *envp, const char *name)
+{
+    size_t len = strlen(name);
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
+            return *envp + len + 1;
+    return NULL;
+}
+
+void ddp_log(enum ddp_log_level level, const char *fmt, ...)
+{
+    static const char *const tag[] = { "error: ", "warning: ", "", "debug: " };
+    if ((int)level > ddp_log_verbosity)
+        return;
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    /* One fprintf so the line reaches stderr in one piece. */
+    fprintf(stderr, "ddplaunch: %s%s\n", tag[level], line);
+}
+
+size_t ddp_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            size_t best = diag + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *ddp_did_you_mean(const char *word, const char *const *candidates)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    for (; *candidates; candidates++) {
+        size_t d = ddp_edit_distance(word, *candidates);
+        if (d < best_d) {
+            best_d = d;
+            best = *candidates;
+        }
+    }
+    size_t len = strlen(word);
+    size_t limit = len <= 3 ? 1 : len <= 6 ? 2 : 3;
+    return best_d <= limit ? best : NULL;
+}
+
+int ddp_parse_int(const char *s, long long min, long long max, long long *out)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    const char *p = s;
+    if (*p == '-' || *p == '+')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*end != '\0')
+        return -EINVAL;
+    if (errno == ERANGE || v < min || v > max)
+        return -ERANGE;
+    *out = v;
+    return 0;
+}
+
+int ddp_parse_duration(const char *s, long long *ms_out, struct ddp_err *err)
+{
+    if (!s || !*s)
+        return ddp_errf(err, -EINVAL, "expected a duration like 30s, 5m, 250ms or 1h, got an empty value");
+    if (strcmp(s, "off") == 0 || strcmp(s, "none") == 0 || strcmp(s, "0") == 0) {
+        *ms_out = 0;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)s[0]) && s[0] != '.')
+        goto bad;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        goto bad;
+    double mult;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        mult = 1000;
+    else if (strcmp(end, "ms") == 0)
+        mult = 1;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        mult = 60000;
+    else if (strcmp(end, "h") == 0)
+        mult = 3600000;
+    else
+        return ddp_errf(err, -EINVAL, "unknown duration unit '%s' in '%s' (expected ms, s, m or h)", end, s);
+    double ms = v * mult;
+    if (ms > 1e15)
+        return ddp_errf(err, -ERANGE, "duration '%s' is too long", s);
+    *ms_out = (long long)(ms + 0.5);
+    return 0;
+bad:
+    return ddp_errf(err, -EINVAL, "expected a duration like 30s, 5m, 250ms or 1h, got '%s'", s);
+}
+
+long long ddp_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+long long ddp_now_ms(void)
+{
+    return ddp_now_ns() / 1000000;
+}
+
+void ddp_buf_add(struct ddp_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->data = ddp_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void ddp_buf_puts(struct ddp_buf *b, const char *s)
+{
+    ddp_buf_add(b, s, strlen(s));
+}
+
+void ddp_buf_printf(struct ddp_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    int rc = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        oom(0, __FILE__, __LINE__);
+    ddp_buf_add(b, s, (size_t)rc);
+    free(s);
+}
+
+void ddp_buf_json_str(struct ddp_buf *b, const char *s)
+{
+    if (!s) {
+        ddp_buf_puts(b, "null");
+        return;
+    }
+    ddp_buf_add(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': ddp_buf_puts(b, "\\\""); break;
+        case '\\': ddp_buf_puts(b, "\\\\"); break;
+        case '\n': ddp_buf_puts(b, "\\n"); break;
+        case '\t': ddp_buf_puts(b, "\\t"); break;
+        case '\r': ddp_buf_puts(b, "\\r"); break;
+        default:
+            if (*p < 0x20)
+                ddp_buf_printf(b, "\\u%04x", *p);
+            else
+                ddp_buf_add(b, (const char *)p, 1);
+        }
+    }
+    ddp_buf_add(b, "\"", 1);
+}
+
+void ddp_buf_free(struct ddp_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

@@ -1,0 +1,89 @@
+/* util: errors with a human message, aborting allocation, string vectors, logging.
+ * It does not know about jobs, specs or processes; every other module builds on it. */
+#ifndef DDP_UTIL_H
+#define DDP_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* An error a function could not handle, with the message a user should read.
+ * code is a negative errno (or -EINVAL for bad input). msg never ends in '\n'. */
+struct ddp_err {
+    int code;
+    char msg[1024];
+};
+
+/* Fill err (may be NULL) and return code (a negative errno), so that callers
+ * can write: return ddp_errf(err, -EINVAL, "%s:%d: ...", file, line). */
+int ddp_errf(struct ddp_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Allocation never fails: on ENOMEM these print file:line and abort (flux's oom()). */
+#define ddp_xmalloc(n) ddp_xmalloc_at((n), __FILE__, __LINE__)
+#define ddp_xcalloc(n, s) ddp_xcalloc_at((n), (s), __FILE__, __LINE__)
+#define ddp_xrealloc(p, n) ddp_xrealloc_at((p), (n), __FILE__, __LINE__)
+#define ddp_xstrdup(s) ddp_xstrdup_at((s), __FILE__, __LINE__)
+#define ddp_xstrndup(s, n) ddp_xstrndup_at((s), (n), __FILE__, __LINE__)
+void *ddp_xmalloc_at(size_t n, const char *file, int line);
+void *ddp_xcalloc_at(size_t n, size_t size, const char *file, int line);
+void *ddp_xrealloc_at(void *p, size_t n, const char *file, int line);
+char *ddp_xstrdup_at(const char *s, const char *file, int line);
+char *ddp_xstrndup_at(const char *s, size_t n, const char *file, int line);
+/* printf into a new string. Caller owns; free(). */
+char *ddp_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable NULL-terminated vector of owned strings (argv/envp shaped).
+ * Zero-initialised is empty. v[n] is always NULL once anything was pushed. */
+struct ddp_strv {
+    char **v;
+    size_t n;
+    size_t cap;
+};
+void ddp_strv_push(struct ddp_strv *sv, const char *s);     /* copies s */
+void ddp_strv_push_own(struct ddp_strv *sv, char *s);       /* takes s */
+void ddp_strv_pushf(struct ddp_strv *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ddp_strv_copy(struct ddp_strv *dst, const struct ddp_strv *src); /* dst := copy of src */
+void ddp_strv_clear(struct ddp_strv *sv);                   /* frees strings, keeps nothing */
+/* Index of the entry "NAME=..." in an envp-shaped vector, or -1. */
+int ddp_strv_env_find(const struct ddp_strv *sv, const char *name);
+/* Value of NAME in a NULL-terminated envp array, or NULL (a pure getenv). */
+const char *ddp_env_get(char *const *envp, const char *name);
+
+/* Log levels for launcher messages on stderr; every line starts "ddplaunch: ". */
+enum ddp_log_level { DDP_LOG_ERROR, DDP_LOG_WARN, DDP_LOG_INFO, DDP_LOG_DEBUG };
+extern int ddp_log_verbosity; /* messages above this level are dropped; default INFO */
+void ddp_log(enum ddp_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ddp_error(...) ddp_log(DDP_LOG_ERROR, __VA_ARGS__)
+#define ddp_warn(...) ddp_log(DDP_LOG_WARN, __VA_ARGS__)
+#define ddp_info(...) ddp_log(DDP_LOG_INFO, __VA_ARGS__)
+#define ddp_debug(...) ddp_log(DDP_LOG_DEBUG, __VA_ARGS__)
+
+/* Levenshtein distance, for "did you mean" suggestions. */
+size_t ddp_edit_distance(const char *a, const char *b);
+/* The closest candidate to word (NULL-terminated list), or NULL when none is close
+ * enough to be a plausible typo. */
+const char *ddp_did_you_mean(const char *word, const char *const *candidates);
+
+/* Parse a whole decimal integer in [min, max]. 0 or -EINVAL/-ERANGE. */
+int ddp_parse_int(const char *s, long long min, long long max, long long *out);
+/* Parse a duration "250ms", "30s", "5m", "1h", "1.5h", bare number = seconds; "0", "off",
+ * "none" = 0. Result in milliseconds. 0 or -EINVAL with err filled ("expected ..."). */
+int ddp_parse_duration(const char *s, long long *ms_out, struct ddp_err *err);
+/* Monotonic clock in milliseconds / nanoseconds. */
+long long ddp_now_ms(void);
+long long ddp_now_ns(void);
+
+/* JSON string output: writes "s" with escapes to buf (a strv-free helper for plan/topo/doctor). */
+struct ddp_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+void ddp_buf_add(struct ddp_buf *b, const char *s, size_t n);
+void ddp_buf_puts(struct ddp_buf *b, const char *s);
+void ddp_buf_printf(struct ddp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ddp_buf_json_str(struct ddp_buf *b, const char *s); /* quoted, escaped; NULL -> null */
+void ddp_buf_free(struct ddp_buf *b);
+
+#endif

@@ -1,0 +1,19 @@
+# Shared helpers for integration tests. Source it: . "$DDP_SRCDIR/tests/integration/lib.sh"
+set -u
+DDP=${DDP_BUILD:?}/ddplaunch
+HELPERS=$DDP_BUILD/helpers
+FIXTURES=$DDP_SRCDIR/tests/fixtures
+SHARED_TOPO=$(cd "$DDP_SRCDIR/.." && pwd)/shared/fixtures/topo
+# Debian's python3 (with python3-torch), not a pyenv shim that may shadow it on PATH.
+PY=/usr/bin/python3
+export PYTHON_EXEC=$PY
+TMP=$(mktemp -d /tmp/ddpit.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "$*"; exit 77; }
+# expect_eq WHAT GOT WANT
+expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
+# expect_grep PATTERN FILE
+expect_grep() { grep -qE -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "no line matching '$1' in $2"; }; }
+have_torch() { $PY -c 'import torch' >/dev/null 2>&1; }

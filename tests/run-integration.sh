@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every tests/integration/*.sh. Each test exits 0 (pass), 77 (skip, with a reason on stdout) or
+# anything else (fail). DDP_BUILD and DDP_SRCDIR come from the Makefile.
+set -u
+: "${DDP_BUILD:?}" "${DDP_SRCDIR:?}"
+export DDP_BUILD DDP_SRCDIR
+pass=0 fail=0 skip=0 failed=()
+only=${DDP_TESTS:-}
+for t in "$DDP_SRCDIR"/tests/integration/[0-9]*.sh; do
+    name=$(basename "$t" .sh)
+    if [ -n "$only" ] && [[ $name != *$only* ]]; then continue; fi
+    log=$(mktemp)
+    start=$(date +%s.%N)
+    timeout 600 bash "$t" >"$log" 2>&1
+    rc=$?
+    secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo 0)")
+    case $rc in
+    0) pass=$((pass + 1)); echo "PASS $name (${secs}s)" ;;
+    77) skip=$((skip + 1)); echo "SKIP $name: $(tail -n 1 "$log")" ;;
+    *) fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name (rc=$rc, ${secs}s)"; sed 's/^/    | /' "$log" | tail -n 60 ;;
+    esac
+    rm -f "$log"
+done
+echo "integration: $pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
