@@ -1,0 +1,17 @@
+/* supervise: runs one job on this node: starts the workers of each attempt through the exec shim on one libuv
+ * loop, forwards their output and the launcher's signals, applies the restart/timeout policy, prints the summary.
+ * It does not decide what to run (plan.c) nor what a decision should be (policy.c): it carries them out. */
+#ifndef DDP_SUPERVISE_H
+#define DDP_SUPERVISE_H
+
+#include "plan.h"
+#include "util.h"
+
+/* Run the job: build attempt 0 with ddp_plan_build(ctx, 0, ctx->nproc, NULL, 0, &a, err), start the workers
+ * through the exec shim (self_exe re-executed with "--exec-shim"), supervise, restart/downsize per ctx->spec,
+ * print the summary. Returns the launcher's exit status: 0 all succeeded, the root cause's exit code,
+ * 128+N after a signal N (to a worker or to the launcher), 124 on a timeout with on_timeout=fail, 1 when the
+ * launcher itself failed (err filled). */
+int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, struct ddp_err *err);
+
+#endif
