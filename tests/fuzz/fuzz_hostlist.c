@@ -1,0 +1,42 @@
+/* libFuzzer harness for launcher/hostlist: any input must expand without a crash, leak or runaway
+ * allocation, and whatever expands must compress back into an expression that expands to the same list.
+ * Build: clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Ilauncher \
+ *        tests/fuzz/fuzz_hostlist.c launcher/hostlist.c launcher/util.c -o build/fuzz/fuzz_hostlist */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostlist.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 4096)
+        return 0;
+    char *expr = ddp_xstrndup((const char *)data, size);
+    struct ddp_strv hosts = { 0 };
+    struct ddp_err err = { 0 };
+    int n = ddp_hostlist_expand(expr, &hosts, &err);
+    if (n < 0) {
+        if (hosts.n != 0 || err.msg[0] == '\0' || err.code != n)
+            abort();
+    } else {
+        if ((size_t)n != hosts.n || n < 1 || n > DDP_HOSTLIST_MAX_HOSTS)
+            abort();
+        char *packed = NULL;
+        if (ddp_hostlist_compress(&hosts, &packed, &err) != 0)
+            abort(); /* every expanded name must be representable */
+        struct ddp_strv back = { 0 };
+        if (ddp_hostlist_expand(packed, &back, &err) != n)
+            abort();
+        for (size_t i = 0; i < hosts.n; i++)
+            if (strcmp(hosts.v[i], back.v[i]) != 0)
+                abort();
+        ddp_strv_clear(&back);
+        free(packed);
+    }
+    ddp_strv_clear(&hosts);
+    free(expr);
+    return 0;
+}
