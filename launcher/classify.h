@@ -21,7 +21,7 @@ enum ddp_class {
     DDP_CLASS_CUDA_OOM,     /* CUDA out of memory */
     DDP_CLASS_PORT_IN_USE,  /* EADDRINUSE at rendezvous / store creation */
     DDP_CLASS_EXEC_FAILED,  /* the worker program could not be started */
-    DDP_CLASS_RENDEZVOUS,   /* could not reach the store/master (connect refused/timed out) */
+    DDP_CLASS_RENDEZVOUS_TIMEOUT, /* the TCP store/rendezvous timed out: a rank never arrived or the master was unreachable */
     DDP_CLASS__COUNT
 };
 
@@ -34,8 +34,14 @@ enum ddp_class ddp_classify_line(const char *line, size_t len);
 enum ddp_class ddp_classify_status(int exit_code, int signo);
 
 /* True for classes that are timeout events for [restart] on_timeout: NCCL_TIMEOUT, HANG, INIT_TIMEOUT,
- * WALL_TIMEOUT. */
+ * WALL_TIMEOUT, RENDEZVOUS_TIMEOUT. */
 bool ddp_class_is_timeout(enum ddp_class c);
+
+/* The class that better explains an attempt when several were seen (across lines and ranks): the root
+ * cause wins over its consequences. Order: CUDA_OOM, PORT_IN_USE, EXEC_FAILED, NCCL_TIMEOUT,
+ * RENDEZVOUS_TIMEOUT, NCCL_ERROR, then the rest. E.g. a gloo timeout on ranks 0,2,3 and "Connection closed by
+ * peer" on rank 1 -> NCCL_TIMEOUT; an OOM on one rank and NCCL errors on the others -> CUDA_OOM. */
+enum ddp_class ddp_class_merge(enum ddp_class a, enum ddp_class b);
 
 /* Short stable name: "nccl-timeout", "hang", "init-timeout", ... ("exit" for DDP_CLASS_EXIT: the caller
  * writes "exit-N"). Static string; never NULL ("unknown" out of range). */

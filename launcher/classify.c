@@ -1,0 +1,250 @@
+/* classify: failure classes from exit statuses and recognised output lines, with hints.
+ * The literals below were collected from torch 1.13.1 (Debian python3-torch, libtorch_cpu, libgloo), from real
+ * gloo runs on this machine (tests/fixtures/logs/torch113-*), and from torch 2.x logs quoted in public issues
+ * (tests/fixtures/logs/torch2x-*, sources in tests/fixtures/logs/SOURCES). */
+#include "classify.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+struct pattern {
+    const char *lit;  /* must occur in the line */
+    const char *also; /* and this too, or NULL */
+    enum ddp_class cls;
+};
+
+/* First match wins, so more specific patterns come first. */
+static const struct pattern patterns[] = {
+    /* Collective timeouts. torch 1.13 and 2.x NCCL watchdog:
+     * "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ...)" */
+    {"Watchdog caught collective operation timeout", NULL, DDP_CLASS_NCCL_TIMEOUT},
+    /* torch 2.x: "[PG 1 Rank 4] Timeout at NCCL work: 9141, last enqueued NCCL work: ..." */
+    {"Timeout at NCCL work", NULL, DDP_CLASS_NCCL_TIMEOUT},
+    /* torch 2.x heartbeat monitor: "Heartbeat monitor timed out! Process will be terminated after dumping ..." and
+     * "ProcessGroupNCCL's watchdog got stuck for 600 seconds without making progress ..." */
+    {"Heartbeat monitor timed out", NULL, DDP_CLASS_NCCL_TIMEOUT},
+    {"watchdog got stuck for", NULL, DDP_CLASS_NCCL_TIMEOUT},
+    /* gloo (libgloo unbound_buffer.cc): "Timed out waiting 3000ms for recv operation to complete" */
+    {"Timed out waiting ", " operation to complete", DDP_CLASS_NCCL_TIMEOUT},
+    /* torch 1.13 monitored_barrier: "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms" */
+    {"failed to pass monitoredBarrier", NULL, DDP_CLASS_NCCL_TIMEOUT},
+    {"timed out in monitoredBarrier", NULL, DDP_CLASS_NCCL_TIMEOUT},
+
+    /* Out of memory. torch: "CUDA out of memory. Tried to allocate ..."; CUDA runtime: "CUDA error: out of
+     * memory"; torch 2.x type names "torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError"; NCCL:
+     * "NCCL WARN Cuda failure 'out of memory'". */
+    {"CUDA out of memory", NULL, DDP_CLASS_CUDA_OOM},
+    {"CUDA error: out of memory", NULL, DDP_CLASS_CUDA_OOM},
+    {"OutOfMemoryError", NULL, DDP_CLASS_CUDA_OOM},
+    {"Cuda failure 'out of memory'", NULL, DDP_CLASS_CUDA_OOM},
+    {"CUBLAS_STATUS_ALLOC_FAILED", NULL, DDP_CLASS_CUDA_OOM},
+
+    /* Port in use. torch 1.13 TCPStore: "... failed to bind to 0.0.0.0:29732 (errno: 98 - Address already in
+     * use)"; torch 2.x: "port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use". */
+    {"EADDRINUSE", NULL, DDP_CLASS_PORT_IN_USE},
+    {"Address already in use", NULL, DDP_CLASS_PORT_IN_USE},
+    {"address already in use", NULL, DDP_CLASS_PORT_IN_USE},
+
+    /* Store / rendezvous timeouts. torch 1.13: "RuntimeError: Socket Timeout" (store get during PG init),
+     * "The client socket has timed out after 3s while trying to connect to (127.0.0.1, 29734)."; torch 2.x:
+     * "DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+     * "DistStoreError: wait timeout after 30000ms, keys: ...". */
+    {"Socket Timeout", NULL, DDP_CLASS_RENDEZVOUS_TIMEOUT},
+    {"The client socket has timed out", NULL, DDP_CLASS_RENDEZVOUS_TIMEOUT},
+    {"waiting for clients", NULL, DDP_CLASS_RENDEZVOUS_TIMEOUT},
+    {"wait timeout after", NULL, DDP_CLASS_RENDEZVOUS_TIMEOUT},
+    {"Timeout waiting for key", NULL, DDP_CLASS_RENDEZVOUS_TIMEOUT},
+    {"The client socket has failed to connect", NULL, DDP_CLASS_RENDEZVOUS_TIMEOUT},
+
+    /* Communication errors that are not timeouts (often the consequence of a peer dying).
+     * torch: "NCCL error in: .../ProcessGroupNCCL.cpp:1691, unhandled system error", "NCCL error: remote process
+     * exited"; NCCL result names; torch 2.x "DistBackendError"; "NCCL communicator was aborted on rank 1";
+     * gloo: "[./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:27035", "Read error". */
+    {"NCCL error", NULL, DDP_CLASS_NCCL_ERROR},
+    {"ncclRemoteError", NULL, DDP_CLASS_NCCL_ERROR},
+    {"ncclSystemError", NULL, DDP_CLASS_NCCL_ERROR},
+    {"ncclInternalError", NULL, DDP_CLASS_NCCL_ERROR},
+    {"ncclUnhandledCudaError", NULL, DDP_CLASS_NCCL_ERROR},
+    {"ncclInvalidUsage", NULL, DDP_CLASS_NCCL_ERROR},
+    {"DistBackendError", NULL, DDP_CLASS_NCCL_ERROR},
+    {"NCCL communicator was aborted", NULL, DDP_CLASS_NCCL_ERROR},
+    {"Some NCCL operations have failed or timed out", NULL, DDP_CLASS_NCCL_ERROR},
+    {"Connection closed by peer", NULL, DDP_CLASS_NCCL_ERROR},
+    {"gloo/transport/tcp/", NULL, DDP_CLASS_NCCL_ERROR},
+};
+
+enum ddp_class ddp_classify_line(const char *line, size_t len)
+{
+    if (line == NULL || len < 10)
+        return DDP_CLASS_NONE;
+    for (size_t i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
+        const struct pattern *p = &patterns[i];
+        if (memmem(line, len, p->lit, strlen(p->lit)) == NULL)
+            continue;
+        if (p->also != NULL && memmem(line, len, p->also, strlen(p->also)) == NULL)
+            continue;
+        return p->cls;
+    }
+    return DDP_CLASS_NONE;
+}
+
+enum ddp_class ddp_classify_status(int exit_code, int signo)
+{
+    if (signo > 0) {
+        switch (signo) {
+        case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE:
+            return DDP_CLASS_SEGFAULT;
+        case SIGABRT:
+            return DDP_CLASS_ABORT;
+        case SIGKILL:
+            return DDP_CLASS_KILLED;
+        default:
+            return DDP_CLASS_SIGNAL;
+        }
+    }
+    return exit_code != 0 ? DDP_CLASS_EXIT : DDP_CLASS_NONE;
+}
+
+bool ddp_class_is_timeout(enum ddp_class c)
+{
+    return c == DDP_CLASS_NCCL_TIMEOUT || c == DDP_CLASS_HANG || c == DDP_CLASS_INIT_TIMEOUT ||
+           c == DDP_CLASS_WALL_TIMEOUT || c == DDP_CLASS_RENDEZVOUS_TIMEOUT;
+}
+
+struct class_info {
+    const char *name;
+    int priority; /* for ddp_class_merge: higher explains more */
+    const char *hint;
+};
+
+static const struct class_info infos[DDP_CLASS__COUNT] = {
+    [DDP_CLASS_NONE] = {"none", 0, ""},
+    [DDP_CLASS_EXIT] = {"exit", 20,
+        "the worker exited with an error: read its traceback above (or LOG_DIR/attempt_N/RANK/stderr.log)"},
+    [DDP_CLASS_SEGFAULT] = {"segfault", 62,
+        "the worker crashed in native code: an extension/ABI mismatch or a CUDA driver problem; rerun with "
+        "PYTHONFAULTHANDLER=1 ([env]) to get the Python stack"},
+    [DDP_CLASS_ABORT] = {"abort", 40,
+        "the worker aborted (SIGABRT), often torch's NCCL watchdog taking the process down after a collective "
+        "timeout or error: look for 'Watchdog' or 'NCCL error' lines above"},
+    [DDP_CLASS_KILLED] = {"killed", 35,
+        "the worker was killed (SIGKILL): the kernel OOM killer (check dmesg; host memory, DataLoader workers) or "
+        "someone else"},
+    [DDP_CLASS_SIGNAL] = {"signal", 30, "the worker died by a signal it does not handle"},
+    [DDP_CLASS_NCCL_TIMEOUT] = {"nccl-timeout", 80,
+        "a collective timed out: one rank stopped (hang, crash, slow input) or GPUs talk badly; keep GPUs on one "
+        "NUMA node ([gpus] policy = same-numa), get NCCL logs with [nccl] preset = debug, and let [restart] "
+        "on_timeout = downsize retry on fewer GPUs"},
+    [DDP_CLASS_NCCL_ERROR] = {"nccl-error", 60,
+        "collective communication failed, usually because a peer process died first (see the root cause); else "
+        "network or driver trouble: rerun with [nccl] preset = debug"},
+    [DDP_CLASS_HANG] = {"hang", 65,
+        "a rank made no progress for [timeout] stall (no heartbeat/output): py-spy dump --pid PID shows where it "
+        "is stuck; raise stall if a step is just slow"},
+    [DDP_CLASS_INIT_TIMEOUT] = {"init-timeout", 64,
+        "a rank showed no sign of life within [timeout] init: slow imports or data loading before the first "
+        "heartbeat, or stuck in init_process_group; raise init or check master_addr/master_port"},
+    [DDP_CLASS_WALL_TIMEOUT] = {"wall-timeout", 63,
+        "the attempt ran longer than [timeout] wall: raise wall if the job is simply long"},
+    [DDP_CLASS_CUDA_OOM] = {"cuda-oom", 100,
+        "CUDA out of memory: lower the per-GPU batch size or use activation checkpointing; skip GPUs others are "
+        "using with [gpus] max_memory_used"},
+    [DDP_CLASS_PORT_IN_USE] = {"port-in-use", 95,
+        "the master port is already in use (another job or a leftover process): use master_port = auto"},
+    [DDP_CLASS_EXEC_FAILED] = {"exec-failed", 90,
+        "the worker program could not be started: check the path, its permissions and the interpreter"},
+    [DDP_CLASS_RENDEZVOUS_TIMEOUT] = {"rendezvous-timeout", 70,
+        "a rank never reached the rendezvous (TCP store at master_addr:master_port): another rank died or hung "
+        "during start-up, or the address is unreachable; see the root cause"},
+};
+
+enum ddp_class ddp_class_merge(enum ddp_class a, enum ddp_class b)
+{
+    if ((unsigned)a >= DDP_CLASS__COUNT)
+        return b;
+    if ((unsigned)b >= DDP_CLASS__COUNT)
+        return a;
+    return infos[b].priority > infos[a].priority ? b : a;
+}
+
+const char *ddp_class_name(enum ddp_class c)
+{
+    if ((unsigned)c >= DDP_CLASS__COUNT)
+        return "unknown";
+    return infos[c].name;
+}
+
+const char *ddp_class_hint(enum ddp_class c)
+{
+    if ((unsigned)c >= DDP_CLASS__COUNT)
+        return "";
+    return infos[c].hint;
+}
+
+/* Two GPUs of the attempt on different known NUMA nodes, or false. */
+static bool numa_split(const struct ddp_class_facts *f, int *a, int *b)
+{
+    if (f->gpu_numa == NULL)
+        return false;
+    for (int i = 0; i < f->ngpus; i++) {
+        if (f->gpu_numa[i] < 0)
+            continue;
+        for (int j = i + 1; j < f->ngpus; j++) {
+            if (f->gpu_numa[j] >= 0 && f->gpu_numa[j] != f->gpu_numa[i]) {
+                *a = i;
+                *b = j;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static bool nccl_debug_on(const char *v)
+{
+    return v != NULL && (strcmp(v, "INFO") == 0 || strcmp(v, "TRACE") == 0);
+}
+
+const char *ddp_class_hint_facts(enum ddp_class c, const struct ddp_class_facts *facts, char *buf, size_t size)
+{
+    if (buf == NULL || size == 0)
+        return ddp_class_hint(c);
+    snprintf(buf, size, "%s", ddp_class_hint(c));
+    if (facts == NULL)
+        return buf;
+    char stalled[64] = "";
+    if (facts->stalled_rank >= 0)
+        snprintf(stalled, sizeof(stalled), "rank %d stopped first; ", facts->stalled_rank);
+    int a, b;
+    switch (c) {
+    case DDP_CLASS_NCCL_TIMEOUT:
+    case DDP_CLASS_NCCL_ERROR:
+    case DDP_CLASS_HANG:
+        if (numa_split(facts, &a, &b)) {
+            int ga = facts->gpu_index ? facts->gpu_index[a] : a;
+            int gb = facts->gpu_index ? facts->gpu_index[b] : b;
+            snprintf(buf, size, "%sGPUs %d and %d are on different NUMA nodes (%d and %d)%s%s", stalled, ga, gb,
+                     facts->gpu_numa[a], facts->gpu_numa[b],
+                     facts->numa_policy_same ? ": too few GPUs on one node; use fewer GPUs ([job] nproc_per_node)"
+                                             : "; set [gpus] policy = same-numa",
+                     nccl_debug_on(facts->nccl_debug) ? "" : "; [nccl] preset = debug keeps NCCL logs");
+        } else if (c != DDP_CLASS_HANG && !nccl_debug_on(facts->nccl_debug)) {
+            snprintf(buf, size, "%s%s; NCCL_DEBUG is %s: set [nccl] preset = debug to keep per-rank NCCL logs",
+                     stalled, ddp_class_hint(c), facts->nccl_debug ? facts->nccl_debug : "unset");
+        } else if (stalled[0] != '\0') {
+            snprintf(buf, size, "%s%s", stalled, ddp_class_hint(c));
+        }
+        break;
+    case DDP_CLASS_PORT_IN_USE:
+        if (facts->port > 0)
+            snprintf(buf, size,
+                     "port %d is already in use (another job or a leftover process; ss -ltnp 'sport = :%d' names "
+                     "it): use master_port = auto",
+                     facts->port, facts->port);
+        break;
+    default:
+        break;
+    }
+    return buf;
+}
