@@ -74,19 +74,45 @@ static const struct pattern patterns[] = {
     {"gloo/transport/tcp/", NULL, DDP_CLASS_NCCL_ERROR},
 };
 
+#define NPATTERNS (sizeof(patterns) / sizeof(patterns[0]))
+
+/* Patterns by first byte, so a line is scanned once: at each byte only the few patterns starting with it are
+ * compared. Built on first use (the supervisor calls this from its one loop thread; the build is idempotent). */
+static unsigned char by_first[256][8];
+static unsigned char nby_first[256];
+static size_t lit_len[NPATTERNS];
+static bool index_built;
+
+static void build_index(void)
+{
+    for (size_t i = 0; i < NPATTERNS; i++) {
+        unsigned char c = (unsigned char)patterns[i].lit[0];
+        lit_len[i] = strlen(patterns[i].lit);
+        if (nby_first[c] < sizeof(by_first[c]))
+            by_first[c][nby_first[c]++] = (unsigned char)i;
+    }
+    index_built = true;
+}
+
 enum ddp_class ddp_classify_line(const char *line, size_t len)
 {
     if (line == NULL || len < 10)
         return DDP_CLASS_NONE;
-    for (size_t i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
-        const struct pattern *p = &patterns[i];
-        if (memmem(line, len, p->lit, strlen(p->lit)) == NULL)
-            continue;
-        if (p->also != NULL && memmem(line, len, p->also, strlen(p->also)) == NULL)
-            continue;
-        return p->cls;
+    if (!index_built)
+        build_index();
+    size_t best = NPATTERNS; /* lowest table index that matched: first match wins */
+    for (size_t pos = 0; pos < len; pos++) {
+        unsigned char c = (unsigned char)line[pos];
+        for (unsigned k = 0; k < nby_first[c]; k++) {
+            size_t i = by_first[c][k];
+            if (i >= best || lit_len[i] > len - pos || memcmp(line + pos, patterns[i].lit, lit_len[i]) != 0)
+                continue;
+            if (patterns[i].also != NULL && memmem(line, len, patterns[i].also, strlen(patterns[i].also)) == NULL)
+                continue;
+            best = i;
+        }
     }
-    return DDP_CLASS_NONE;
+    return best < NPATTERNS ? patterns[best].cls : DDP_CLASS_NONE;
 }
 
 enum ddp_class ddp_classify_status(int exit_code, int signo)
