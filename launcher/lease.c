@@ -1,0 +1,496 @@
+/* lease: see lease.h. */
+#include "lease.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rundir.h"
+
+struct ddp_lease {
+    int dirfd;
+    size_t n;
+    int *fds;
+    char **busids; /* canonical */
+};
+
+/* "0000:17:00.0", "00000000:17:00.0" (NVML), "17:00.0" -> "0000:17:00.0". 0 or -EINVAL. */
+static int canon_busid(const char *s, char out[32])
+{
+    unsigned dom = 0, bus, dev, fn;
+    char tail;
+    if (!s || strlen(s) > 24 || s[strspn(s, "0123456789abcdefABCDEF:.")] != '\0')
+        return -EINVAL;
+    if (sscanf(s, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4) {
+        dom = 0;
+        if (sscanf(s, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3)
+            return -EINVAL;
+    }
+    if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+        return -EINVAL;
+    snprintf(out, 32, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+    return 0;
+}
+
+bool ddp_lease_busid_ok(const char *s)
+{
+    char c[32];
+    return canon_busid(s, c) == 0;
+}
+
+int ddp_lease_parse_info(const char *text, struct ddp_lease_info *info)
+{
+    bool have_pid = false;
+    const char *line = text;
+    info->pid = 0;
+    info->job[0] = info->user[0] = '\0';
+    info->start_unix = 0;
+    while (line && *line) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        const char *eq = memchr(line, '=', len);
+        if (eq) {
+            size_t klen = (size_t)(eq - line);
+            int vlen = (int)(len - klen - 1);
+            const char *v = eq + 1;
+            if (klen == 3 && strncmp(line, "pid", 3) == 0) {
+                char num[24];
+                snprintf(num, sizeof num, "%.*s", vlen, v);
+                long long p;
+                if (ddp_parse_int(num, 1, 0x7fffffff, &p) == 0) {
+                    info->pid = (pid_t)p;
+                    have_pid = true;
+                }
+            } else if (klen == 3 && strncmp(line, "job", 3) == 0) {
+                snprintf(info->job, sizeof info->job, "%.*s", vlen, v);
+            } else if (klen == 4 && strncmp(line, "user", 4) == 0) {
+                snprintf(info->user, sizeof info->user, "%.*s", vlen, v);
+            } else if (klen == 5 && strncmp(line, "start", 5) == 0) {
+                char num[24];
+                snprintf(num, sizeof num, "%.*s", vlen, v);
+                long long t;
+                if (ddp_parse_int(num, 0, 1LL << 40, &t) == 0)
+                    info->start_unix = t;
+            }
+        }
+        line = eol ? eol + 1 : NULL;
+    }
+    return have_pid ? 0 : -EINVAL;
+}
+
+static void lock_name(const char *busid, char *buf, size_t len)
+{
+    snprintf(buf, len, "gpu-%s.lock", busid);
+}
+
+/* Is the lock file of busid (canonical) held? 1 held, 0 free, negative errno. Fills *holder from /proc/locks. */
+static int probe_one(int dirfd, const char *busid, pid_t *holder)
+{
+    char name[64];
+    lock_name(busid, name, sizeof name);
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    int held = 0;
+    if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        held = 1;
+        if (holder)
+            *holder = ddp_rundir_lock_holder(fd);
+    }
+    close(fd);
+    return held;
+}
+
+/* Fill info for a held GPU from its info files: the one whose pid is the lock's holder, else the newest whose
+ * process is alive. */
+static void read_holder_info(int dirfd, const char *busid, pid_t holder, struct ddp_lease_info *info)
+{
+    memset(info, 0, sizeof *info);
+    snprintf(info->busid, sizeof info->busid, "%s", busid);
+    info->pid = holder;
+    DIR *d = fdopendir(dup(dirfd));
+    if (!d)
+        return;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "gpu-%s.", busid);
+    size_t plen = strlen(prefix);
+    struct ddp_lease_info best = {0};
+    bool have = false;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t nlen = strlen(de->d_name);
+        if (strncmp(de->d_name, prefix, plen) != 0 || nlen < 5 || strcmp(de->d_name + nlen - 5, ".info") != 0)
+            continue;
+        char *text = NULL;
+        if (ddp_rundir_read_small(dirfd, de->d_name, 4096, &text) < 0)
+            continue;
+        struct ddp_lease_info cand;
+        int rc = ddp_lease_parse_info(text, &cand);
+        free(text);
+        if (rc < 0)
+            continue;
+        if (holder > 0 && cand.pid == holder) {
+            best = cand;
+            have = true;
+            break;
+        }
+        if (holder <= 0 && kill(cand.pid, 0) == 0 && (!have || cand.start_unix > best.start_unix)) {
+            best = cand;
+            have = true;
+        }
+    }
+    closedir(d);
+    if (have) {
+        snprintf(info->job, sizeof info->job, "%s", best.job);
+        snprintf(info->user, sizeof info->user, "%s", best.user);
+        info->start_unix = best.start_unix;
+        info->pid = best.pid;
+    } else if (holder > 0) {
+        ddp_rundir_proc_identity(holder, NULL, 0, info->user, sizeof info->user);
+    }
+}
+
+static void format_info(struct ddp_buf *b, const struct ddp_lease_info *in)
+{
+    ddp_buf_printf(b, "gpu %s: ", in->busid);
+    if (in->job[0])
+        ddp_buf_printf(b, "job '%s' ", in->job);
+    else
+        ddp_buf_puts(b, "a ddplaunch job ");
+    ddp_buf_puts(b, "(");
+    if (in->pid > 0)
+        ddp_buf_printf(b, "pid %d", (int)in->pid);
+    else
+        ddp_buf_puts(b, "pid unknown");
+    if (in->user[0])
+        ddp_buf_printf(b, ", user %s", in->user);
+    if (in->start_unix > 0) {
+        time_t t = (time_t)in->start_unix;
+        struct tm tm;
+        char when[32];
+        localtime_r(&t, &tm);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        ddp_buf_printf(b, ", since %s", when);
+    }
+    ddp_buf_puts(b, ")");
+}
+
+static int canon_all(const char *const *busids, size_t n, char (*canon)[32], struct ddp_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (canon_busid(busids[i], canon[i]) < 0)
+            return ddp_errf(err, -EINVAL, "ddplaunch: gpu '%s': not a PCI bus id (expected DOMAIN:BUS:DEV.FN)",
+                            busids[i] ? busids[i] : "(null)");
+    return 0;
+}
+
+int ddp_lease_probe(const char *lock_dir, const char *const *busids, size_t n, bool *held, struct ddp_err *err)
+{
+    char(*canon)[32] = ddp_xcalloc(n ? n : 1, 32);
+    int dirfd = -1;
+    int rc = canon_all(busids, n, canon, err);
+    if (rc == 0)
+        rc = ddp_rundir_open_shared(lock_dir, &dirfd, err);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int h = probe_one(dirfd, canon[i], NULL);
+        if (h < 0)
+            rc = ddp_errf(err, h, "ddplaunch: gpu %s: cannot check its lease in %s: %s", canon[i], lock_dir,
+                          strerror(-h));
+        else
+            held[i] = h == 1;
+    }
+    if (dirfd >= 0)
+        close(dirfd);
+    free(canon);
+    return rc;
+}
+
+static int cmp_canon(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+static char *describe_dirfd(int dirfd, char (*canon)[32], size_t n)
+{
+    struct ddp_buf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        pid_t holder = 0;
+        if (probe_one(dirfd, canon[i], &holder) != 1)
+            continue;
+        struct ddp_lease_info info;
+        read_holder_info(dirfd, canon[i], holder, &info);
+        if (b.len)
+            ddp_buf_puts(&b, "; ");
+        format_info(&b, &info);
+    }
+    ddp_buf_add(&b, "", 1);
+    return b.data;
+}
+
+static void write_info(struct ddp_lease *l, const char *job_name)
+{
+    char user[64] = "";
+    struct passwd pw, *res = NULL;
+    char pwbuf[1024];
+    if (getpwuid_r(geteuid(), &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+        snprintf(user, sizeof user, "%s", res->pw_name);
+    else
+        snprintf(user, sizeof user, "uid %u", (unsigned)geteuid());
+    /* one line per field: a job name with a newline must not forge fields */
+    char *job = ddp_xstrdup(job_name ? job_name : "");
+    for (char *p = job; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    char *text = ddp_xasprintf("pid=%d\njob=%s\nuser=%s\nuid=%u\nstart=%lld\n", (int)getpid(), job, user,
+                               (unsigned)geteuid(), (long long)time(NULL));
+    free(job);
+    for (size_t i = 0; i < l->n; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "gpu-%s.%u.info", l->busids[i], (unsigned)geteuid());
+        struct ddp_err e = {0};
+        if (ddp_rundir_write_owned(l->dirfd, name, text, &e) < 0)
+            ddp_warn("gpu %s: leased, but cannot record who holds it: %s", l->busids[i], e.msg);
+    }
+    free(text);
+}
+
+int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, const char *job_name,
+                   struct ddp_lease **out, struct ddp_err *err)
+{
+    char(*canon)[32] = ddp_xcalloc(n ? n : 1, 32);
+    int rc = canon_all(busids, n, canon, err);
+    int dirfd = -1;
+    if (rc == 0)
+        rc = ddp_rundir_open_shared(lock_dir, &dirfd, err);
+    if (rc < 0) {
+        free(canon);
+        return rc;
+    }
+    /* the same order in every job: two jobs wanting overlapping sets collide on the first common GPU */
+    qsort(canon, n, 32, cmp_canon);
+    struct ddp_lease *l = ddp_xcalloc(1, sizeof *l);
+    l->dirfd = dirfd;
+    l->fds = ddp_xcalloc(n ? n : 1, sizeof *l->fds);
+    l->busids = ddp_xcalloc(n ? n : 1, sizeof *l->busids);
+    size_t busy_at = n;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i > 0 && strcmp(canon[i], canon[i - 1]) == 0)
+            continue; /* listed twice */
+        char name[64];
+        int fd;
+        lock_name(canon[i], name, sizeof name);
+        rc = ddp_rundir_open_lock(dirfd, name, &fd, NULL, err);
+        if (rc < 0)
+            break;
+        /* a probe (LOCK_SH for microseconds) may be in the way: retry briefly before calling it busy */
+        int got = -1;
+        for (int attempt = 0; attempt < 5; attempt++) {
+            if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                got = 0;
+                break;
+            }
+            if (errno != EWOULDBLOCK) {
+                got = -errno;
+                break;
+            }
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (got < 0) {
+            close(fd);
+            if (got == -1) {
+                busy_at = i;
+                rc = -EBUSY;
+            } else {
+                rc = ddp_errf(err, got, "ddplaunch: gpu %s: cannot lock %s/%s: %s", canon[i], lock_dir, name,
+                              strerror(-got));
+            }
+            break;
+        }
+        l->fds[l->n] = fd;
+        l->busids[l->n] = ddp_xstrdup(canon[i]);
+        l->n++;
+    }
+    if (rc < 0) {
+        for (size_t i = 0; i < l->n; i++) {
+            close(l->fds[i]);
+            free(l->busids[i]);
+        }
+        l->n = 0;
+        if (rc == -EBUSY) {
+            char *who = describe_dirfd(dirfd, canon + busy_at, n - busy_at);
+            ddp_errf(err, -EBUSY, "ddplaunch: GPUs leased by other jobs: %s",
+                     who[0] ? who : "(released meanwhile: try again)");
+            free(who);
+        }
+        ddp_lease_release(l);
+        free(canon);
+        return rc;
+    }
+    free(canon);
+    write_info(l, job_name);
+    *out = l;
+    return 0;
+}
+
+void ddp_lease_release(struct ddp_lease *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++) {
+        /* remove our info file while still holding the lock: nobody else may have rewritten it */
+        char name[96];
+        snprintf(name, sizeof name, "gpu-%s.%u.info", l->busids[i], (unsigned)geteuid());
+        unlinkat(l->dirfd, name, 0);
+        close(l->fds[i]);
+        free(l->busids[i]);
+    }
+    if (l->dirfd >= 0)
+        close(l->dirfd);
+    free(l->fds);
+    free(l->busids);
+    free(l);
+}
+
+int ddp_lease_acquire(const char *lock_dir, const char *const *all_busids, size_t n, ddp_lease_choose_fn choose,
+                      void *ctx, const char *job_name, long long wait_ms, struct ddp_lease **out,
+                      struct ddp_strv *chosen_out, struct ddp_err *err)
+{
+    long long deadline = ddp_now_ms() + (wait_ms > 0 ? wait_ms : 0);
+    bool *held = ddp_xcalloc(n ? n : 1, sizeof *held);
+    const char **held_ids = ddp_xcalloc(n ? n : 1, sizeof *held_ids);
+    bool logged = false;
+    int rc;
+    for (;;) {
+        rc = ddp_lease_probe(lock_dir, all_busids, n, held, err);
+        if (rc < 0)
+            break;
+        size_t nheld = 0;
+        for (size_t i = 0; i < n; i++)
+            if (held[i])
+                held_ids[nheld++] = all_busids[i];
+        struct ddp_strv chosen = {0};
+        rc = choose(ctx, held_ids, nheld, &chosen, err);
+        if (rc == 0) {
+            rc = ddp_lease_take(lock_dir, (const char *const *)chosen.v, chosen.n, job_name, out, err);
+            if (rc == 0) {
+                *chosen_out = chosen;
+                break;
+            }
+        }
+        ddp_strv_clear(&chosen);
+        if (rc != -EBUSY && rc != -ENODEV)
+            break;
+        if (rc == -ENODEV && nheld == 0)
+            break; /* not enough GPUs even with no leases: waiting cannot help */
+        if (ddp_now_ms() >= deadline) {
+            char *who = ddp_lease_describe(lock_dir, held_ids, nheld);
+            if (rc == -ENODEV && who[0]) {
+                struct ddp_err place = *err;
+                ddp_errf(err, -EBUSY, "%s%s; GPUs leased by other jobs: %s%s", place.msg,
+                         wait_ms > 0 ? " (after waiting for leases)" : "", who,
+                         wait_ms > 0 ? "" : "; set [gpus] lease_wait to wait for them");
+                rc = -EBUSY;
+            }
+            free(who);
+            break;
+        }
+        if (!logged && nheld) {
+            char *who = ddp_lease_describe(lock_dir, held_ids, nheld);
+            ddp_info("waiting up to %lld s for GPUs leased by other jobs: %s", (wait_ms + 999) / 1000, who);
+            free(who);
+            logged = true;
+        }
+        long long left = deadline - ddp_now_ms();
+        long long nap = left < 200 ? left : 200;
+        struct timespec ts = {nap / 1000, (long)(nap % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    free(held);
+    free(held_ids);
+    return rc;
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+    return strcmp(((const struct ddp_lease_info *)a)->busid, ((const struct ddp_lease_info *)b)->busid);
+}
+
+int ddp_lease_list(const char *lock_dir, struct ddp_lease_info **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    int dirfd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    DIR *d = fdopendir(dup(dirfd));
+    if (!d) {
+        int e = -errno;
+        close(dirfd);
+        return e;
+    }
+    struct ddp_lease_info *v = NULL;
+    size_t cnt = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        char busid[32];
+        if (strncmp(de->d_name, "gpu-", 4) != 0 || len < 9 || strcmp(de->d_name + len - 5, ".lock") != 0 ||
+            len - 9 >= sizeof busid)
+            continue;
+        snprintf(busid, sizeof busid, "%.*s", (int)(len - 9), de->d_name + 4);
+        pid_t holder = 0;
+        if (!ddp_lease_busid_ok(busid) || probe_one(dirfd, busid, &holder) != 1)
+            continue;
+        if (cnt == cap) {
+            cap = cap ? 2 * cap : 8;
+            v = ddp_xrealloc(v, cap * sizeof *v);
+        }
+        read_holder_info(dirfd, busid, holder, &v[cnt++]);
+    }
+    closedir(d);
+    close(dirfd);
+    if (cnt)
+        qsort(v, cnt, sizeof *v, cmp_info);
+    *out = v;
+    *n = cnt;
+    return 0;
+}
+
+char *ddp_lease_describe(const char *lock_dir, const char *const *busids, size_t n)
+{
+    struct ddp_lease_info *v;
+    size_t cnt;
+    struct ddp_buf b = {0};
+    if (ddp_lease_list(lock_dir, &v, &cnt) == 0) {
+        for (size_t i = 0; i < cnt; i++) {
+            bool want = !busids;
+            for (size_t j = 0; busids && j < n && !want; j++) {
+                char c[32];
+                want = canon_busid(busids[j], c) == 0 && strcmp(c, v[i].busid) == 0;
+            }
+            if (!want)
+                continue;
+            if (b.len)
+                ddp_buf_puts(&b, "; ");
+            format_info(&b, &v[i]);
+        }
+        free(v);
+    }
+    ddp_buf_add(&b, "", 1);
+    return b.data;
+}

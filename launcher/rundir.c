@@ -1,0 +1,394 @@
+/* rundir: see rundir.h. */
+#include "rundir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+const char *ddp_rundir_lock_dir(char *const *envp)
+{
+    const char *v = ddp_env_get(envp, "DDPLAUNCH_LOCK_DIR");
+    if (v && *v)
+        return v;
+    struct stat st;
+    if (lstat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode))
+        return DDP_RUNDIR_LOCK_DIR;
+    return DDP_RUNDIR_LOCK_DIR_FALLBACK;
+}
+
+static void mode_str(mode_t m, char *buf, size_t n)
+{
+    snprintf(buf, n, "%04o", (unsigned)(m & 07777));
+}
+
+/* open a directory path without following a symlink in its last component */
+static int open_dir_nofollow(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+static int refuse_symlink(const char *path, int code, struct ddp_err *err)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        return ddp_errf(err, -ELOOP, "ddplaunch: %s is a symlink (owner uid %u); refusing to follow it: remove it",
+                        path, (unsigned)st.st_uid);
+    if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+        return ddp_errf(err, -ENOTDIR, "ddplaunch: %s exists and is not a directory", path);
+    return ddp_errf(err, code, "ddplaunch: cannot open directory %s: %s", path, strerror(-code));
+}
+
+int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err)
+{
+    bool created = false;
+    if (mkdir(path, 01777) == 0)
+        created = true;
+    else if (errno != EEXIST)
+        return ddp_errf(err, -errno, "ddplaunch: cannot create the shared lock directory %s: %s", path,
+                        strerror(errno));
+    int fd = open_dir_nofollow(path);
+    if (fd < 0)
+        return refuse_symlink(path, fd, err);
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = -errno;
+        close(fd);
+        return ddp_errf(err, e, "ddplaunch: cannot stat %s: %s", path, strerror(-e));
+    }
+    uid_t me = geteuid();
+    if (created && st.st_uid == me && (st.st_mode & 07777) != 01777) {
+        /* the umask stripped bits: other users must be able to create their lock files here */
+        if (fchmod(fd, 01777) == 0)
+            st.st_mode = (st.st_mode & ~07777u) | 01777;
+    }
+    char m[8];
+    mode_str(st.st_mode, m, sizeof m);
+    if (st.st_uid != 0 && st.st_uid != me) {
+        close(fd);
+        return ddp_errf(err, -EPERM,
+                        "ddplaunch: the shared lock directory %s is owned by uid %u (expected root or uid %u): "
+                        "that user could remove other jobs' locks; remove it or set DDPLAUNCH_LOCK_DIR",
+                        path, (unsigned)st.st_uid, (unsigned)me);
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+        close(fd);
+        return ddp_errf(err, -EPERM,
+                        "ddplaunch: the shared lock directory %s has mode %s: writable by others without the "
+                        "sticky bit (expected 1777); fix with chmod 1777 %s",
+                        path, m, path);
+    }
+    *dirfd_out = fd;
+    return 0;
+}
+
+/* a regular file with one link: not a device, fifo, or a hard link to someone's file */
+static int check_plain(int fd, const char *what, const char *name, struct ddp_err *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return ddp_errf(err, -errno, "ddplaunch: cannot stat %s %s: %s", what, name, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return ddp_errf(err, -EINVAL, "ddplaunch: %s %s is not a regular file; refusing it", what, name);
+    if (st.st_nlink != 1)
+        return ddp_errf(err, -EPERM, "ddplaunch: %s %s has %lu hard links (expected 1); refusing it", what, name,
+                        (unsigned long)st.st_nlink);
+    return 0;
+}
+
+int ddp_rundir_open_lock(int dirfd, const char *name, int *fd_out, bool *writable_out, struct ddp_err *err)
+{
+    const int base = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    int fd = -1;
+    bool writable = true;
+    for (int tries = 0; tries < 8 && fd < 0; tries++) {
+        fd = openat(dirfd, name, O_RDWR | base);
+        if (fd < 0 && errno == EACCES) {
+            writable = false;
+            fd = openat(dirfd, name, O_RDONLY | base);
+        }
+        if (fd >= 0)
+            break;
+        if (errno == ENOENT) {
+            writable = true;
+            fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | base, 0644);
+            if (fd >= 0) {
+                if (fchmod(fd, 0644) < 0) { /* the umask may have removed read access for others */
+                    int e = errno;
+                    close(fd);
+                    return ddp_errf(err, -e, "ddplaunch: cannot chmod lock file %s: %s", name, strerror(e));
+                }
+                break;
+            }
+            if (errno == EEXIST)
+                continue; /* someone created it meanwhile: open theirs */
+        }
+        int e = errno;
+        if (e == ELOOP)
+            return ddp_errf(err, -ELOOP,
+                            "ddplaunch: lock file %s is a symlink; refusing to follow it (someone planted it: "
+                            "remove it)", name);
+        return ddp_errf(err, -e, "ddplaunch: cannot open lock file %s: %s", name, strerror(e));
+    }
+    if (fd < 0)
+        return ddp_errf(err, -EAGAIN, "ddplaunch: lock file %s keeps appearing and vanishing", name);
+    int rc = check_plain(fd, "lock file", name, err);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    /* drop O_NONBLOCK (only there so that opening a planted fifo cannot hang) */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    if (writable_out)
+        *writable_out = writable;
+    return 0;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct ddp_err *err)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP)
+            return ddp_errf(err, -ELOOP, "ddplaunch: %s is a symlink; refusing to follow it", name);
+        return ddp_errf(err, -e, "ddplaunch: cannot open %s: %s", name, strerror(e));
+    }
+    int rc = check_plain(fd, "file", name, err);
+    struct stat st;
+    if (rc == 0 && fstat(fd, &st) == 0 && st.st_uid != geteuid())
+        rc = ddp_errf(err, -EPERM, "ddplaunch: %s is owned by uid %u, not by this user; not writing it", name,
+                      (unsigned)st.st_uid);
+    if (rc == 0 && (fchmod(fd, 0644) < 0 || ftruncate(fd, 0) < 0))
+        rc = ddp_errf(err, -errno, "ddplaunch: cannot rewrite %s: %s", name, strerror(errno));
+    if (rc == 0 && (rc = write_all(fd, text, strlen(text))) < 0)
+        ddp_errf(err, rc, "ddplaunch: cannot write %s: %s", name, strerror(-rc));
+    close(fd);
+    return rc;
+}
+
+int ddp_rundir_read_small(int dirfd, const char *name, size_t max, char **text_out)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    char *buf = ddp_xmalloc(max + 1);
+    size_t len = 0;
+    while (len < max) {
+        ssize_t r = read(fd, buf + len, max - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    *text_out = buf;
+    return 0;
+}
+
+char *ddp_rundir_private_path(char *const *envp, uid_t uid)
+{
+    const char *xdg = ddp_env_get(envp, "XDG_RUNTIME_DIR");
+    if (xdg && xdg[0] == '/')
+        return ddp_xasprintf("%s/ddplaunch", xdg);
+    return ddp_xasprintf("/tmp/ddplaunch-%u", (unsigned)uid);
+}
+
+static int verify_private_fd(int fd, const char *path, struct ddp_err *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return ddp_errf(err, -errno, "ddplaunch: cannot stat %s: %s", path, strerror(errno));
+    char m[8];
+    mode_str(st.st_mode, m, sizeof m);
+    if (st.st_uid != geteuid())
+        return ddp_errf(err, -EPERM,
+                        "ddplaunch: private directory %s is owned by uid %u, not by this user (uid %u); "
+                        "refusing to use it: remove it",
+                        path, (unsigned)st.st_uid, (unsigned)geteuid());
+    if (st.st_mode & 077)
+        return ddp_errf(err, -EPERM,
+                        "ddplaunch: private directory %s has mode %s (expected 0700): others could read or "
+                        "replace files there; fix with chmod 700 %s",
+                        path, m, path);
+    return 0;
+}
+
+int ddp_rundir_make_private(const char *path, int *dirfd_out, struct ddp_err *err)
+{
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return ddp_errf(err, -errno, "ddplaunch: cannot create private directory %s: %s", path, strerror(errno));
+    int fd = open_dir_nofollow(path);
+    if (fd < 0)
+        return refuse_symlink(path, fd, err);
+    int rc = verify_private_fd(fd, path, err);
+    if (rc < 0 || !dirfd_out)
+        close(fd);
+    else
+        *dirfd_out = fd;
+    return rc;
+}
+
+int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, struct ddp_err *err)
+{
+    int rc = ddp_rundir_make_private(parent, NULL, err);
+    if (rc < 0)
+        return rc;
+    char *tmpl = ddp_xasprintf("%s/%s-XXXXXX", parent, prefix);
+    if (!mkdtemp(tmpl)) {
+        int e = errno;
+        ddp_errf(err, -e, "ddplaunch: cannot create a directory %s: %s", tmpl, strerror(e));
+        free(tmpl);
+        return -e;
+    }
+    *path_out = tmpl;
+    return 0;
+}
+
+int ddp_rundir_open_private_file(int dirfd, const char *name, int flags, mode_t mode, struct ddp_err *err)
+{
+    int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP)
+            return ddp_errf(err, -ELOOP, "ddplaunch: %s is a symlink; refusing to follow it", name);
+        return ddp_errf(err, -e, "ddplaunch: cannot open %s: %s", name, strerror(e));
+    }
+    if (flags & O_CREAT) {
+        struct stat st;
+        int rc = 0;
+        if (fstat(fd, &st) < 0)
+            rc = ddp_errf(err, -errno, "ddplaunch: cannot stat %s: %s", name, strerror(errno));
+        else if (!S_ISREG(st.st_mode))
+            rc = ddp_errf(err, -EINVAL, "ddplaunch: %s is not a regular file", name);
+        else if (st.st_uid != geteuid())
+            rc = ddp_errf(err, -EPERM, "ddplaunch: %s is owned by uid %u, not by this user", name,
+                          (unsigned)st.st_uid);
+        if (rc < 0) {
+            close(fd);
+            return rc;
+        }
+    }
+    return fd;
+}
+
+pid_t ddp_rundir_parse_locks(const char *text, unsigned int dev_major, unsigned int dev_minor,
+                             unsigned long long ino)
+{
+    if (!text)
+        return -1;
+    pid_t ino_only = 0;
+    const char *line = text;
+    while (*line) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        char buf[256];
+        if (len >= sizeof buf)
+            len = sizeof buf - 1;
+        memcpy(buf, line, len);
+        buf[len] = '\0';
+        line = eol ? eol + 1 : line + strlen(line);
+
+        /* "1: FLOCK  ADVISORY  WRITE 1234 fd:01:123456 0 EOF"; waiters read "1: -> FLOCK ..." */
+        char *p = strchr(buf, ':');
+        if (!p)
+            continue;
+        p++;
+        char type[16], adv[16], rw[16];
+        int pid;
+        unsigned int mj, mn;
+        unsigned long long in;
+        if (sscanf(p, " %15s %15s %15s %d %x:%x:%llu", type, adv, rw, &pid, &mj, &mn, &in) != 7)
+            continue; /* includes the "->" waiter lines, whose fields shift */
+        if (strcmp(type, "FLOCK") != 0 || in != ino || pid <= 0)
+            continue;
+        if (mj == dev_major && mn == dev_minor)
+            return (pid_t)pid;
+        if (!ino_only)
+            ino_only = (pid_t)pid;
+    }
+    return ino_only;
+}
+
+pid_t ddp_rundir_lock_holder(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return 0;
+    int pfd = open("/proc/locks", O_RDONLY | O_CLOEXEC);
+    if (pfd < 0)
+        return 0;
+    struct ddp_buf b = {0};
+    char chunk[8192];
+    ssize_t r;
+    while ((r = read(pfd, chunk, sizeof chunk)) > 0)
+        ddp_buf_add(&b, chunk, (size_t)r);
+    close(pfd);
+    ddp_buf_add(&b, "", 1);
+    pid_t pid = ddp_rundir_parse_locks(b.data, major(st.st_dev), minor(st.st_dev), (unsigned long long)st.st_ino);
+    ddp_buf_free(&b);
+    return pid > 0 ? pid : 0;
+}
+
+int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user, size_t user_len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -ESRCH;
+    char line[256];
+    unsigned uid = (unsigned)-1;
+    if (comm && comm_len)
+        comm[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        if (comm && comm_len && strncmp(line, "Name:", 5) == 0) {
+            const char *s = line + 5;
+            while (*s == ' ' || *s == '\t')
+                s++;
+            snprintf(comm, comm_len, "%.*s", (int)strcspn(s, "\n"), s);
+        } else if (strncmp(line, "Uid:", 4) == 0) {
+            sscanf(line + 4, "%u", &uid);
+        }
+    }
+    fclose(f);
+    if (user && user_len) {
+        struct passwd pw, *res = NULL;
+        char pwbuf[1024];
+        if (uid != (unsigned)-1 && getpwuid_r((uid_t)uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+            snprintf(user, user_len, "%s", res->pw_name);
+        else
+            snprintf(user, user_len, "uid %u", uid);
+    }
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* rundir: safe creation and opening of runtime directories and files: the private per-user directory (0700,
+ * owner checked) and the shared host-wide sticky lock directory (lock files 0644), never following symlinks.
+ * It does not decide what is locked or written there (port.h, lease.h) and never removes anything. */
+#ifndef DDP_RUNDIR_H
+#define DDP_RUNDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+/* The shared lock directory: $DDPLAUNCH_LOCK_DIR from envp when set (tests, sites), else
+ * DDP_RUNDIR_LOCK_DIR ("/run/lock/ddplaunch") when /run/lock is a directory, else "/tmp/ddplaunch-locks".
+ * Every user of a host gets the same answer, so jobs of root and of other users see each other.
+ * Returns a pointer into envp or a static string; never NULL. */
+#define DDP_RUNDIR_LOCK_DIR "/run/lock/ddplaunch"
+#define DDP_RUNDIR_LOCK_DIR_FALLBACK "/tmp/ddplaunch-locks"
+const char *ddp_rundir_lock_dir(char *const *envp);
+
+/* Open (creating when missing, mode 01777) the shared lock directory at path. The last component must not be
+ * a symlink; it must be a directory owned by root or by this user, sticky when writable by others.
+ * Returns 0 with *dirfd_out (O_CLOEXEC; caller closes), or a negative errno with err naming path, owner
+ * and mode, and what was expected. */
+int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err);
+
+/* Open the lock file name (a single component) in the shared directory dirfd, creating it 0644 (whatever
+ * the umask) when missing. Symlinks and hard-linked files are refused. Opened read-write when this user
+ * may write it, else read-only (flock works on either). *writable_out may be NULL. Returns 0 with *fd_out
+ * (O_CLOEXEC; caller closes), or a negative errno with err. */
+int ddp_rundir_open_lock(int dirfd, const char *name, int *fd_out, bool *writable_out, struct ddp_err *err);
+
+/* Replace the content of name in dirfd with text (a small file readable by all, owned by this user:
+ * created 0644 when missing; refused when it is a symlink, hard-linked or owned by someone else).
+ * 0 or negative errno with err. */
+int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct ddp_err *err);
+
+/* Read a small regular file name in dirfd (no symlink following) into a new NUL-terminated string of at
+ * most max bytes. Returns 0 with *text_out (caller frees), or a negative errno (no message). */
+int ddp_rundir_read_small(int dirfd, const char *name, size_t max, char **text_out);
+
+/* The private per-user runtime directory: "$XDG_RUNTIME_DIR/ddplaunch" when XDG_RUNTIME_DIR in envp is an
+ * absolute path, else "/tmp/ddplaunch-UID". Pure: builds the path only. Caller owns; free(). */
+char *ddp_rundir_private_path(char *const *envp, uid_t uid);
+
+/* Create (mode 0700) or verify the private directory path: the last component must not be a symlink, must
+ * be a directory owned by this user with no group/other permissions. Returns 0 with *dirfd_out when dirfd_out
+ * is non-NULL (O_CLOEXEC; caller closes), or a negative errno with err saying what was wrong. */
+int ddp_rundir_make_private(const char *path, int *dirfd_out, struct ddp_err *err);
+
+/* Create a fresh private directory under the private directory parent (verified as above), named
+ * PREFIX-XXXXXX, mode 0700. Returns 0 with *path_out (caller frees), or a negative errno with err. */
+int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, struct ddp_err *err);
+
+/* Open name in a directory this user owns (dirfd from ddp_rundir_make_private) without following symlinks;
+ * flags as for open(2) (O_CLOEXEC and O_NOFOLLOW are added). With O_CREAT the file is checked to be a regular
+ * file owned by this user. Returns the fd, or a negative errno with err. */
+int ddp_rundir_open_private_file(int dirfd, const char *name, int flags, mode_t mode, struct ddp_err *err);
+
+/* Who holds a flock on the file open as fd, from the text of /proc/locks (pure; for tests): the pid of the
+ * first FLOCK entry whose device and inode match (inode alone when no entry matches the device, as overlay
+ * file systems report another device there). Returns the pid, 0 when none is listed, -1 on bad input. */
+pid_t ddp_rundir_parse_locks(const char *proc_locks, unsigned int dev_major, unsigned int dev_minor,
+                             unsigned long long ino);
+/* The same on the live /proc/locks for the file open as fd. Returns pid, or 0 when unknown. */
+pid_t ddp_rundir_lock_holder(int fd);
+
+/* The command name (/proc/PID/comm) and user name of a process, for "held by pid N (comm, user)" messages.
+ * Either out may be NULL. Returns 0, or -ESRCH when the process is gone. */
+int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user, size_t user_len);
+
+#endif
