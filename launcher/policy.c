@@ -99,6 +99,18 @@ static struct ddp_paction run_all_finished(struct ddp_policy *p, const struct dd
     return a;
 }
 
+/* The supervisor arms the grace timer in RUNNING only when every worker exited but leftover processes of
+ * their groups still hold the output pipes: kill them. */
+static struct ddp_paction run_grace(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+{
+    struct ddp_paction a = {0};
+    (void)p;
+    (void)ev;
+    a.flags = DDP_ACT_KILL_ALL;
+    snprintf(a.why, sizeof(a.why), "processes left behind by exited workers still hold their output: killing them");
+    return a;
+}
+
 /* STOPPING */
 static struct ddp_paction stop_signal(struct ddp_policy *p, const struct ddp_pevent_data *ev)
 {
@@ -250,7 +262,7 @@ static struct ddp_paction backoff_signal(struct ddp_policy *p, const struct ddp_
 /* The table. Rows: states; columns: WORKER_OK, WORKER_FAILED, TIMEOUT, SIGNAL, ALL_FINISHED, GRACE_EXPIRED,
  * BACKOFF_DONE. */
 static handler_fn *const table[DDP_PS__COUNT][DDP_PE__COUNT] = {
-    [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, none, none},
+    [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none},
     [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none},
     [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done},
     [DDP_PS_DONE] = {none, none, none, none, none, none, none},

@@ -22,7 +22,8 @@ enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, 
  *   TIMEOUT        hang detected (heartbeat/output stall, init, wall, collective timeout in the output)
  *   SIGNAL         the launcher got signal `signo` (SIGINT/TERM/HUP/QUIT stop the job; others are forwarded)
  *   ALL_FINISHED   every worker of the attempt exited and its pipes reached EOF
- *   GRACE_EXPIRED  shutdown_timeout passed since the workers were told to stop
+ *   GRACE_EXPIRED  shutdown_timeout passed since the workers were told to stop (or, in RUNNING, since every
+ *                  worker exited while processes they left behind still hold their output pipes)
  *   BACKOFF_DONE   the backoff delay passed */
 enum ddp_pevent {
     DDP_PE_WORKER_OK, DDP_PE_WORKER_FAILED, DDP_PE_TIMEOUT, DDP_PE_SIGNAL, DDP_PE_ALL_FINISHED,

@@ -1,0 +1,66 @@
+/* output: frames a worker's stdout/stderr bytes into whole lines, prefixes them, and writes them to the console
+ * (batched, one line never split or mixed with another) and to per-worker log files; keeps the last stderr lines
+ * for the summary. It does not read pipes or decide anything: supervise.c feeds it the bytes it read. */
+#ifndef DDP_OUTPUT_H
+#define DDP_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define DDP_OUTPUT_TAIL 20             /* stderr lines kept per worker for the summary */
+#define DDP_OUTPUT_TAIL_LINE 2000      /* bytes kept of each of them */
+#define DDP_OUTPUT_MAX_LINE (8u << 20) /* a line longer than this without newline is cut (and counted) */
+#define DDP_OUTPUT_FLUSH (256u << 10)  /* console/file buffers are written out beyond this */
+
+/* The launcher's console: fd 1 and fd 2 (or any fds, for tests). One per launch. */
+struct ddp_output {
+    int fd[2];                 /* [0] stdout, [1] stderr; -1 = discard */
+    struct ddp_buf buf[2];     /* whole lines waiting to be written */
+    bool broken[2];            /* EPIPE or another write error: stop writing there */
+    uint64_t lines[2];         /* lines written (or discarded after a break) */
+};
+
+typedef void ddp_line_fn(void *arg, int which, const char *line, size_t len);
+
+/* One stream (stdout or stderr) of one worker. Zero-initialise, then ddp_stream_init. */
+struct ddp_stream {
+    int which;           /* 0 stdout, 1 stderr */
+    char *prefix;        /* owned copy; "" for none */
+    bool to_console;
+    int file_fd;         /* -1 when not logging to a file */
+    struct ddp_buf partial; /* bytes of the line not yet ended */
+    struct ddp_buf filebuf;
+    uint64_t nlines;
+    uint64_t ncut;       /* lines cut at DDP_OUTPUT_MAX_LINE */
+    char *tail[DDP_OUTPUT_TAIL]; /* ring of the last lines (stderr only), owned */
+    size_t tail_next, ntail;
+    bool keep_tail;
+    ddp_line_fn *on_line; /* called once per whole line (no '\n'), may be NULL */
+    void *arg;
+};
+
+void ddp_output_init(struct ddp_output *o, int out_fd, int err_fd);
+/* Write everything buffered. Returns 0; write errors mark that side broken (never fatal: workers must not be
+ * stopped because nobody reads the console). */
+int ddp_output_flush(struct ddp_output *o);
+void ddp_output_free(struct ddp_output *o); /* flushes, then frees buffers; does not close fds */
+
+/* which 0/1; prefix copied; file_path: NULL or a file to create (0644, O_TRUNC|O_NOFOLLOW) for this stream.
+ * Returns 0 or a negative errno with err ("stdout.log path: why"). */
+int ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, const char *file_path,
+                    struct ddp_err *err);
+/* Frame len bytes: whole lines go to the console buffer (with prefix) and the file buffer (without).
+ * The file buffer is written before returning; the console buffer when it passes DDP_OUTPUT_FLUSH (the caller
+ * calls ddp_output_flush after a batch of reads). */
+void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *data, size_t len);
+/* End of stream: a last line without newline is emitted as a line (a newline added). Idempotent. */
+void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s);
+/* The kept tail lines, oldest first: calls fn for each. */
+void ddp_stream_tail(const struct ddp_stream *s, void (*fn)(void *arg, const char *line), void *arg);
+/* Frees buffers and tail, closes the file. */
+void ddp_stream_free(struct ddp_stream *s);
+
+#endif

@@ -1,0 +1,46 @@
+/* report: the end-of-run summary, in the spirit of torchrun's "Root Cause (first observed failure)" block, plus
+ * the failure's class and a hint; and the reader of torch's @record error files. It does not watch processes:
+ * supervise.c fills the entries. */
+#ifndef DDP_REPORT_H
+#define DDP_REPORT_H
+
+#include <stdio.h>
+#include <time.h>
+
+#include "util.h"
+
+/* One failed (or stopped) worker, as the summary shows it. Strings are borrowed from the caller. */
+struct ddp_report_entry {
+    int rank, local_rank;
+    const char *host;
+    int pid;
+    int exit_code;          /* when signo == 0 */
+    int signo;              /* death by this signal, or 0 */
+    time_t when;            /* wall clock of the ending */
+    const char *error_file; /* TORCHELASTIC_ERROR_FILE path, or NULL */
+    const char *class_name; /* "nccl-timeout", "exit-3", ...; NULL = none */
+    const char *class_line; /* the output line that was recognised, or NULL */
+    const char *hint;       /* one line, or NULL */
+    const char *reason;     /* why it ended when the launcher ended it ("no progress for 10s (heartbeat)") */
+    const char *const *tail;/* last stderr lines, oldest first */
+    size_t ntail;
+};
+
+/* Read torch's error file ({"message": {"message": "...", "extraInfo": {"py_callstack": "...", "timestamp":
+ * "..."}}}, or {"message": "..."}). Returns 0 and sets *message and *traceback (either may be NULL when absent;
+ * caller owns, free()) and *timestamp (0 if absent); -ENOENT when there is no file; -EINVAL when it is not such
+ * JSON. */
+int ddp_report_read_error_file(const char *path, char **message, char **traceback, long long *timestamp);
+
+/* Print the summary: title (e.g. "train.py FAILED"), the root cause first, then the other failures.
+ * Reads the error files named in the entries. */
+void ddp_report_print(FILE *f, const char *title, const struct ddp_report_entry *root,
+                      const struct ddp_report_entry *others, size_t nothers);
+
+/* "SIGSEGV" for 11 (or "SIG34" for unnamed ones). Static or thread-local storage; do not free. */
+const char *ddp_report_signame(int signo);
+
+/* Parse a signal name or number ("SIGUSR1", "USR1", "10"). Returns the number, or -1. */
+int ddp_report_signum(const char *name);
+
+#endif
