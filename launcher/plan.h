@@ -61,8 +61,12 @@ struct ddp_plan_ctx {
     const char *python;        /* interpreter for script/module jobs */
     struct ddp_topo *topo;     /* may be NULL (no topology: no GPUs, no binding) */
     const char *inherited_cvd; /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
-    const char *heartbeat_dir; /* where heartbeat files go, or NULL */
+    const char *run_dir;       /* private runtime dir of this launch (0700): heartbeat files, error files
+                                  when there is no log_dir, the timer FIFO; NULL in `plan` */
     const char *timer_file;    /* TORCHELASTIC_TIMER_FILE path, or NULL */
+    const char *slurm_gpus;    /* Slurm's GPU list (global indices), or NULL */
+    const int *leased_by_others; /* topology GPU indices other jobs hold (left out), or NULL */
+    size_t nleased_by_others;
 };
 
 /* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology
@@ -70,6 +74,11 @@ struct ddp_plan_ctx {
  * ddp_attempt_free(). */
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude,
                    size_t nexclude, struct ddp_attempt *out, struct ddp_err *err);
+
+/* The placement request (topo.h) this spec makes for nproc workers, without exclusions. Used by main.c to
+ * count usable GPUs (nproc_per_node = gpu|auto). */
+struct ddp_place_req;
+void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req);
 
 /* Print the resolved spec (value and origin per key) and the attempt, as text or one JSON document. */
 void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json);

@@ -1,0 +1,329 @@
+/* main: wires the modules together: cli -> spec layers -> topology -> plan -> supervise -> exit status.
+ * Only main.c and the exec shim call exit(). */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "plan.h"
+#include "shim.h"
+#include "spec.h"
+#include "supervise.h"
+#include "topo.h"
+#include "util.h"
+
+extern char **environ;
+
+enum { EXIT_USAGE = 2, EXIT_LAUNCHER = 1 };
+
+static int usage_error(const char *msg)
+{
+    fprintf(stderr, "ddplaunch: %s\nTry 'ddplaunch --help'.\n", msg);
+    return EXIT_USAGE;
+}
+
+static int spec_error(const struct ddp_err *err)
+{
+    fprintf(stderr, "ddplaunch: %s\n", err->msg);
+    return EXIT_USAGE;
+}
+
+/* Site config: --config, else $DDPLAUNCH_CONFIG (must exist), else SYSCONFDIR's file if present. */
+static int load_site(struct ddp_spec *spec, const struct ddp_cli *cli, struct ddp_err *err)
+{
+    const char *path = cli->config ? cli->config : getenv("DDPLAUNCH_CONFIG");
+    if (path && *path)
+        return ddp_spec_load_file(spec, path, DDP_ORIGIN_SITE, err);
+    const char *def = DDP_SYSCONFDIR "/ddplaunch/ddplaunch.ini";
+    if (access(def, F_OK) != 0)
+        return 0;
+    return ddp_spec_load_file(spec, def, DDP_ORIGIN_SITE, err);
+}
+
+static char *make_run_id(const struct ddp_spec *spec)
+{
+    if (spec->run_id && *spec->run_id && strcmp(spec->run_id, "none") != 0)
+        return ddp_xstrdup(spec->run_id);
+    const char *slurm = getenv("SLURM_JOB_ID");
+    if (slurm && *slurm && spec->slurm_enabled != DDP_NO)
+        return ddp_xasprintf("slurm-%s", slurm);
+    unsigned char raw[6] = { 0 };
+    FILE *f = fopen("/dev/urandom", "re");
+    if (!f || fread(raw, 1, sizeof raw, f) != sizeof raw) {
+        long long t = ddp_now_ns() ^ getpid();
+        memcpy(raw, &t, sizeof raw);
+    }
+    if (f)
+        fclose(f);
+    return ddp_xasprintf("%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3], raw[4], raw[5]);
+}
+
+/* A port that is free right now (bind test on the wildcard address). */
+static int probe_free_port(int lo, int hi)
+{
+    for (int p = lo; p <= hi; p++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)p) };
+        int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        close(fd);
+        if (ok)
+            return p;
+    }
+    return -EADDRINUSE;
+}
+
+/* rdzv_endpoint HOST[:PORT] sets master_addr/master_port unless those were given with higher precedence. */
+static int apply_endpoint(struct ddp_spec *spec, struct ddp_err *err)
+{
+    if (!spec->rdzv_endpoint || !*spec->rdzv_endpoint)
+        return 0;
+    int ei = ddp_spec_key_find("job", "rdzv_endpoint");
+    enum ddp_origin o = spec->origin[ei];
+    char *host = ddp_xstrdup(spec->rdzv_endpoint);
+    char *colon = strrchr(host, ':');
+    int rc = 0;
+    if (colon && !strchr(colon, ']')) {
+        *colon = '\0';
+        if (spec->origin[ddp_spec_key_find("job", "master_port")] <= o)
+            rc = ddp_spec_set(spec, "job", "master_port", colon + 1, o, "rdzv_endpoint", err);
+    }
+    if (rc == 0 && *host && spec->origin[ddp_spec_key_find("job", "master_addr")] <= o) {
+        char *h = host;
+        if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+            h[strlen(h) - 1] = '\0';
+            h++;
+        }
+        rc = ddp_spec_set(spec, "job", "master_addr", h, o, "rdzv_endpoint", err);
+    }
+    free(host);
+    return rc;
+}
+
+static char *self_exe(const char *argv0)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        return ddp_xstrdup(buf);
+    }
+    return ddp_xstrdup(argv0);
+}
+
+/* A private directory for this launch: heartbeat files, error files, the timer FIFO. */
+static char *make_run_dir(void)
+{
+    const char *base = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+    if (!base || !*base || stat(base, &st) != 0 || st.st_uid != getuid())
+        base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    char *tmpl = ddp_xasprintf("%s/ddplaunch-%d-XXXXXX", base, (int)getpid());
+    if (!mkdtemp(tmpl)) {
+        ddp_warn("cannot create a runtime directory under %s: %s", base, strerror(errno));
+        free(tmpl);
+        return NULL;
+    }
+    return tmpl;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+/* The run dir holds only what ddplaunch made; remove it without following symlinks. */
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
+        return ddp_shim_main(argc, argv);
+
+    struct ddp_cli cli;
+    struct ddp_err err = { 0 };
+    int status = EXIT_LAUNCHER;
+
+    if (ddp_cli_parse(argc, argv, &cli, &err) < 0) {
+        ddp_cli_free(&cli);
+        return usage_error(err.msg);
+    }
+    ddp_log_verbosity = DDP_LOG_INFO + cli.verbosity;
+    switch (cli.cmd) {
+    case DDP_CMD_HELP:
+        ddp_cli_help(stdout);
+        ddp_cli_free(&cli);
+        return 0;
+    case DDP_CMD_VERSION:
+        printf("ddplaunch %s\n", DDP_VERSION);
+        ddp_cli_free(&cli);
+        return 0;
+    case DDP_CMD_KEYS:
+        ddp_cli_help_keys(stdout);
+        ddp_cli_free(&cli);
+        return 0;
+    default:
+        break;
+    }
+
+    struct ddp_spec spec;
+    struct ddp_topo *topo = NULL;
+    struct ddp_attempt attempt = { 0 };
+    char *run_id = NULL, *exe = NULL, *run_dir = NULL;
+    ddp_spec_init(&spec);
+
+    if (load_site(&spec, &cli, &err) < 0 ||
+        (cli.spec_path && ddp_spec_load_file(&spec, cli.spec_path, DDP_ORIGIN_SPEC, &err) < 0) ||
+        ddp_cli_apply_pet(&spec, environ, &err) < 0 || ddp_spec_apply_env(&spec, environ, &err) < 0 ||
+        ddp_cli_apply(&cli, &spec, environ, &err) < 0 || apply_endpoint(&spec, &err) < 0) {
+        status = spec_error(&err);
+        goto out;
+    }
+
+    const char *topo_file = cli.topology ? cli.topology : getenv("DDPLAUNCH_TOPOLOGY");
+    if (topo_file && !*topo_file)
+        topo_file = NULL;
+
+    if (cli.cmd == DDP_CMD_TOPO) {
+        if (ddp_topo_load(topo_file, &topo, &err) < 0) {
+            fprintf(stderr, "ddplaunch: %s\n", err.msg);
+            status = topo_file ? EXIT_USAGE : EXIT_LAUNCHER;
+            goto out;
+        }
+        status = ddp_topo_command(topo, &spec, cli.json, stdout);
+        goto out;
+    }
+    if (cli.cmd == DDP_CMD_DOCTOR) {
+        fprintf(stderr, "ddplaunch: doctor is not implemented yet\n");
+        status = EXIT_LAUNCHER;
+        goto out;
+    }
+
+    if (!cli.spec_path && !cli.target && cli.cmd == DDP_CMD_RUN && !spec.command.n && !spec.script &&
+        !spec.module && !spec.program) {
+        status = usage_error("expected a job spec (JOB.ini) or a training script");
+        goto out;
+    }
+    if (ddp_spec_validate(&spec, &err) < 0) {
+        status = spec_error(&err);
+        goto out;
+    }
+
+    /* Topology: needed for GPUs and binding. Without it the job still runs, unbound. */
+    if (ddp_topo_load(topo_file, &topo, &err) < 0) {
+        if (topo_file) {
+            status = spec_error(&err);
+            goto out;
+        }
+        ddp_warn("topology unavailable, workers will not be bound: %s", err.msg);
+        topo = NULL;
+    }
+
+    struct ddp_plan_ctx ctx = { 0 };
+    char hostname[256] = "localhost";
+    gethostname(hostname, sizeof hostname - 1);
+    const char *py = getenv("PYTHON_EXEC");
+    run_id = make_run_id(&spec);
+    ctx.spec = &spec;
+    ctx.base_env = environ;
+    ctx.hostname = hostname;
+    ctx.run_id = run_id;
+    ctx.python = py && *py ? py : "python3";
+    ctx.topo = topo;
+    ctx.inherited_cvd = getenv("CUDA_VISIBLE_DEVICES");
+    ctx.nnodes = spec.nnodes.max;
+    ctx.node_rank = spec.node_rank;
+    ctx.master_addr = spec.standalone ? "127.0.0.1" : spec.master_addr;
+
+    /* Workers on this node. */
+    switch (spec.nproc_per_node.kind) {
+    case DDP_NPROC_INT:
+        ctx.nproc = spec.nproc_per_node.n;
+        break;
+    case DDP_NPROC_GPU:
+    case DDP_NPROC_AUTO: {
+        struct ddp_place_req req;
+        ddp_plan_place_req(&ctx, 1, &req);
+        int usable = topo && req.want_gpus ? ddp_place_count_usable(topo, &req) : 0;
+        if (usable > 0) {
+            ctx.nproc = usable;
+            break;
+        }
+        if (spec.nproc_per_node.kind == DDP_NPROC_GPU) {
+            fprintf(stderr, "ddplaunch: nproc_per_node = gpu, but no usable GPU was found%s\n",
+                    topo ? "" : " (no topology)");
+            status = EXIT_USAGE;
+            goto out;
+        }
+    } /* fall through: auto without GPUs = one per CPU */
+    /* FALLTHROUGH */
+    case DDP_NPROC_CPU: {
+        long n = topo ? ddp_topo_ncpus(topo) : sysconf(_SC_NPROCESSORS_ONLN);
+        ctx.nproc = n > 0 ? (int)n : 1;
+        break;
+    }
+    }
+
+    /* PORTS: master_port */
+    if (spec.master_port.is_auto) {
+        int p = probe_free_port(spec.master_port.lo, spec.master_port.hi);
+        if (p < 0) {
+            fprintf(stderr, "ddplaunch: no free port in %d-%d\n", spec.master_port.lo, spec.master_port.hi);
+            status = EXIT_LAUNCHER;
+            goto out;
+        }
+        ctx.master_port = p;
+    } else {
+        ctx.master_port = spec.master_port.port;
+    }
+
+    if (cli.cmd == DDP_CMD_PLAN) {
+        if (ddp_plan_build(&ctx, 0, ctx.nproc, NULL, 0, &attempt, &err) < 0) {
+            status = spec_error(&err);
+            goto out;
+        }
+        ddp_plan_print(stdout, &ctx, &attempt, cli.json);
+        status = 0;
+        goto out;
+    }
+
+    run_dir = make_run_dir();
+    ctx.run_dir = run_dir;
+    exe = self_exe(argv[0]);
+    status = ddp_supervise_run(&ctx, exe, &err);
+    if (status == EXIT_LAUNCHER && err.msg[0])
+        fprintf(stderr, "ddplaunch: %s\n", err.msg);
+
+out:
+    if (run_dir)
+        remove_tree(run_dir);
+    ddp_attempt_free(&attempt);
+    if (topo)
+        ddp_topo_destroy(topo);
+    free(run_id);
+    free(exe);
+    free(run_dir);
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+    return status;
+}

@@ -1,0 +1,487 @@
+/* plan: see plan.h. Builds each worker's argv and environment (never calling setenv: the environment is
+ * data), and prints the plan. */
+#include "plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo.h"
+
+void ddp_attempt_free(struct ddp_attempt *a)
+{
+    for (size_t i = 0; i < a->nworkers; i++) {
+        struct ddp_worker *w = &a->workers[i];
+        ddp_strv_clear(&w->argv);
+        ddp_strv_clear(&w->envp);
+        free(w->cwd);
+        free(w->gpu_busid);
+        free(w->cpus);
+        free(w->mems);
+        free(w->log_dir);
+        free(w->prefix);
+    }
+    free(a->workers);
+    free(a->run_id);
+    free(a->master_addr);
+    free(a->dir);
+    free(a->gpu_reason);
+    memset(a, 0, sizeof *a);
+}
+
+/* Set NAME=value in an envp vector, replacing an existing entry. */
+static void env_set(struct ddp_strv *env, const char *name, const char *value)
+{
+    int i = ddp_strv_env_find(env, name);
+    char *entry = ddp_xasprintf("%s=%s", name, value);
+    if (i >= 0) {
+        free(env->v[i]);
+        env->v[i] = entry;
+    } else {
+        ddp_strv_push_own(env, entry);
+    }
+}
+
+static void env_setf(struct ddp_strv *env, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void env_setf(struct ddp_strv *env, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    char *v;
+    va_start(ap, fmt);
+    if (vasprintf(&v, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    env_set(env, name, v);
+    free(v);
+}
+
+static void env_default(struct ddp_strv *env, const char *name, const char *value)
+{
+    if (ddp_strv_env_find(env, name) < 0)
+        env_set(env, name, value);
+}
+
+static const char *env_lookup(const struct ddp_strv *env, const char *name)
+{
+    int i = ddp_strv_env_find(env, name);
+    return i >= 0 ? env->v[i] + strlen(name) + 1 : NULL;
+}
+
+/* Expand ${VAR} and ${VAR:-default} from the worker's environment as built so far (which includes the
+ * launcher's). $$ is a literal $. An unset variable without default is an error. */
+static int expand(const char *value, const struct ddp_strv *env, const struct ddp_kv *kv, char **out,
+                  struct ddp_err *err)
+{
+    struct ddp_buf b = { 0 };
+    for (const char *p = value; *p; p++) {
+        if (p[0] == '$' && p[1] == '$') {
+            ddp_buf_add(&b, "$", 1);
+            p++;
+            continue;
+        }
+        if (p[0] != '$' || p[1] != '{') {
+            ddp_buf_add(&b, p, 1);
+            continue;
+        }
+        const char *close = strchr(p + 2, '}');
+        if (!close) {
+            ddp_buf_free(&b);
+            goto bad_syntax;
+        }
+        char *name = ddp_xstrndup(p + 2, (size_t)(close - p - 2));
+        char *def = strstr(name, ":-");
+        if (def) {
+            *def = '\0';
+            def += 2;
+        }
+        const char *v = env_lookup(env, name);
+        if (!v && !def) {
+            int rc;
+            if (kv->file)
+                rc = ddp_errf(err, -EINVAL, "%s:%d: %s: ${%s} is not set (write ${%s:-default} for a default)",
+                              kv->file, kv->line, kv->key, name, name);
+            else
+                rc = ddp_errf(err, -EINVAL, "%s: ${%s} is not set (write ${%s:-default} for a default)", kv->key,
+                              name, name);
+            free(name);
+            ddp_buf_free(&b);
+            return rc;
+        }
+        ddp_buf_puts(&b, v ? v : def);
+        free(name);
+        p = close;
+    }
+    *out = b.data ? b.data : ddp_xstrdup("");
+    return 0;
+bad_syntax:
+    if (kv->file)
+        return ddp_errf(err, -EINVAL, "%s:%d: %s: unterminated ${ in '%s'", kv->file, kv->line, kv->key, value);
+    return ddp_errf(err, -EINVAL, "%s: unterminated ${ in '%s'", kv->key, value);
+}
+
+static char *prefix_for(const char *tmpl, int rank, int local_rank, const char *role, const char *host)
+{
+    struct ddp_buf b = { 0 };
+    for (const char *p = tmpl; *p; p++) {
+        if (p[0] == '$' && p[1] == '{') {
+            const char *close = strchr(p, '}');
+            if (close) {
+                size_t n = (size_t)(close - p - 2);
+                if (n == 4 && !strncmp(p + 2, "rank", 4)) {
+                    ddp_buf_printf(&b, "%d", rank);
+                    p = close;
+                    continue;
+                }
+                if (n == 10 && !strncmp(p + 2, "local_rank", 10)) {
+                    ddp_buf_printf(&b, "%d", local_rank);
+                    p = close;
+                    continue;
+                }
+                if (n == 9 && !strncmp(p + 2, "role_name", 9)) {
+                    ddp_buf_puts(&b, role);
+                    p = close;
+                    continue;
+                }
+                if (n == 4 && !strncmp(p + 2, "host", 4)) {
+                    ddp_buf_puts(&b, host);
+                    p = close;
+                    continue;
+                }
+            }
+        }
+        ddp_buf_add(&b, p, 1);
+    }
+    return b.data ? b.data : ddp_xstrdup("");
+}
+
+static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
+{
+    const struct ddp_spec *s = ctx->spec;
+    const char *py = ctx->python ? ctx->python : "python3";
+    if (s->command.n) {
+        for (size_t i = 0; i < s->command.n; i++)
+            ddp_strv_push(argv, s->command.v[i]);
+    } else if (s->script) {
+        ddp_strv_push(argv, py);
+        ddp_strv_push(argv, "-u");
+        ddp_strv_push(argv, s->script);
+    } else if (s->module) {
+        ddp_strv_push(argv, py);
+        ddp_strv_push(argv, "-u");
+        ddp_strv_push(argv, "-m");
+        ddp_strv_push(argv, s->module);
+    } else if (s->program) {
+        ddp_strv_push(argv, s->program);
+    }
+    for (size_t i = 0; i < s->args.n; i++)
+        ddp_strv_push(argv, s->args.v[i]);
+}
+
+static bool select_is(const struct ddp_spec *s, const char *word)
+{
+    return s->gpus_select.n == 1 && strcmp(s->gpus_select.v[0], word) == 0;
+}
+
+void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req)
+{
+    const struct ddp_spec *s = ctx->spec;
+    static const struct ddp_strv empty;
+    memset(req, 0, sizeof *req);
+    req->nproc = nproc;
+    bool auto_select = s->gpus_select.n == 0 || select_is(s, "auto");
+    req->want_gpus = s->nproc_per_node.kind != DDP_NPROC_CPU && !select_is(s, "none") &&
+                     (!auto_select || (ctx->topo && ddp_topo_ngpus(ctx->topo) > 0));
+    req->select = auto_select || select_is(s, "none") ? &empty : &s->gpus_select;
+    req->exclude = &s->gpus_exclude;
+    req->policy = s->gpus_policy;
+    req->visible = s->gpus_visible;
+    req->bind = s->numa_bind;
+    req->mem = s->numa_memory;
+    req->max_memory_used = s->gpus_max_memory_used;
+    req->inherited_cvd = ctx->inherited_cvd;
+    req->slurm_gpus = ctx->slurm_gpus;
+}
+
+int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,
+                   struct ddp_attempt *out, struct ddp_err *err)
+{
+    const struct ddp_spec *s = ctx->spec;
+    struct ddp_placement place = { 0 };
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (nproc < 1)
+        return ddp_errf(err, -EINVAL, "internal: attempt with %d workers", nproc);
+
+    if (ctx->topo) {
+        struct ddp_place_req req;
+        ddp_plan_place_req(ctx, nproc, &req);
+        int *all = ddp_xcalloc(nexclude + ctx->nleased_by_others + 1, sizeof *all);
+        for (size_t i = 0; i < nexclude; i++)
+            all[i] = exclude[i];
+        for (size_t i = 0; i < ctx->nleased_by_others; i++)
+            all[nexclude + i] = ctx->leased_by_others[i];
+        req.exclude_idx = all;
+        req.nexclude_idx = nexclude + ctx->nleased_by_others;
+        rc = ddp_place(ctx->topo, &req, &place, err);
+        free(all);
+        if (rc < 0)
+            return rc;
+    }
+
+    out->attempt = attempt;
+    out->nproc = nproc;
+    out->world_size = nproc * ctx->nnodes;
+    out->orig_world_size = ctx->nproc * ctx->nnodes;
+    out->run_id = ddp_xstrdup(ctx->run_id);
+    out->master_addr = ddp_xstrdup(ctx->master_addr);
+    out->master_port = ctx->master_port;
+    if (s->log_dir)
+        out->dir = ddp_xasprintf("%s/attempt_%d", s->log_dir, attempt);
+    else if (ctx->run_dir)
+        out->dir = ddp_xasprintf("%s/attempt_%d", ctx->run_dir, attempt);
+    out->gpu_reason = place.reason ? ddp_xstrdup(place.reason) : NULL;
+    out->workers = ddp_xcalloc((size_t)nproc, sizeof *out->workers);
+    out->nworkers = (size_t)nproc;
+
+    char signals[256] = "";
+    for (size_t i = 0; i < s->signals_to_handle.n; i++)
+        snprintf(signals + strlen(signals), sizeof signals - strlen(signals), "%s%s", i ? "," : "",
+                 s->signals_to_handle.v[i]);
+
+    for (int lr = 0; lr < nproc; lr++) {
+        struct ddp_worker *w = &out->workers[lr];
+        struct ddp_strv *env = &w->envp;
+        int rank = ctx->node_rank * nproc + lr;
+        w->local_rank = lr;
+        w->rank = rank;
+        w->gpu = -1;
+        w->numa_node = -1;
+        build_argv(ctx, &w->argv);
+        w->cwd = s->workdir ? ddp_xstrdup(s->workdir) : NULL;
+        w->mem_mode = s->numa_memory;
+        w->bind_strict = s->numa_strict;
+        if (out->dir)
+            w->log_dir = ddp_xasprintf("%s/%d", out->dir, lr);
+        w->std_redirect = ddp_spec_std_for_rank(s->redirects, lr);
+        w->std_tee = ddp_spec_std_for_rank(s->tee, lr);
+        w->console = s->local_ranks_filter.n == 0;
+        for (size_t i = 0; i < s->local_ranks_filter.n; i++)
+            if (atoi(s->local_ranks_filter.v[i]) == lr)
+                w->console = true;
+        w->prefix = prefix_for(s->log_line_prefix ? s->log_line_prefix : "", rank, lr, s->role, ctx->hostname);
+
+        for (char *const *e = ctx->base_env; e && *e; e++)
+            ddp_strv_push(env, *e);
+        env_setf(env, "RANK", "%d", rank);
+        env_setf(env, "LOCAL_RANK", "%d", lr);
+        env_setf(env, "GROUP_RANK", "%d", ctx->node_rank);
+        env_setf(env, "ROLE_RANK", "%d", rank);
+        env_set(env, "ROLE_NAME", s->role);
+        env_setf(env, "LOCAL_WORLD_SIZE", "%d", nproc);
+        env_setf(env, "WORLD_SIZE", "%d", out->world_size);
+        env_setf(env, "GROUP_WORLD_SIZE", "%d", ctx->nnodes);
+        env_setf(env, "ROLE_WORLD_SIZE", "%d", out->world_size);
+        env_set(env, "MASTER_ADDR", ctx->master_addr);
+        env_setf(env, "MASTER_PORT", "%d", ctx->master_port);
+        env_setf(env, "TORCHELASTIC_RESTART_COUNT", "%d", attempt);
+        env_setf(env, "TORCHELASTIC_MAX_RESTARTS", "%d", s->max_restarts);
+        env_set(env, "TORCHELASTIC_RUN_ID", ctx->run_id);
+        env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
+        env_set(env, "TORCHELASTIC_SIGNALS_TO_HANDLE", signals);
+        if (w->log_dir)
+            env_setf(env, "TORCHELASTIC_ERROR_FILE", "%s/error.json", w->log_dir);
+        if (ctx->timer_file)
+            env_set(env, "TORCHELASTIC_TIMER_FILE", ctx->timer_file);
+        env_default(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+        if (nproc > 1)
+            env_default(env, "OMP_NUM_THREADS", "1");
+
+        if (ctx->topo) {
+            struct ddp_place_rank *pr = &place.ranks[lr];
+            w->gpu = pr->gpu;
+            w->gpu_busid = pr->busid ? ddp_xstrdup(pr->busid) : NULL;
+            w->numa_node = pr->numa_node;
+            w->cpus = pr->cpus ? ddp_xstrdup(pr->cpus) : NULL;
+            w->mems = pr->mems ? ddp_xstrdup(pr->mems) : NULL;
+            if (pr->cvd) {
+                env_set(env, "CUDA_VISIBLE_DEVICES", pr->cvd);
+                if (pr->gpu >= 0)
+                    env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+            }
+            if (pr->busid)
+                env_set(env, "DDPLAUNCH_GPU_BUSID", pr->busid);
+            if (pr->uuid)
+                env_set(env, "DDPLAUNCH_GPU_UUID", pr->uuid);
+            if (pr->numa_node >= 0)
+                env_setf(env, "DDPLAUNCH_NUMA_NODE", "%d", pr->numa_node);
+        }
+        env_setf(env, "DDPLAUNCH_ATTEMPT", "%d", attempt);
+        env_setf(env, "DDPLAUNCH_ORIG_WORLD_SIZE", "%d", out->orig_world_size);
+        if (out->dir)
+            env_set(env, "DDPLAUNCH_ATTEMPT_DIR", out->dir);
+        if (ctx->run_dir)
+            env_setf(env, "DDPLAUNCH_HEARTBEAT_FILE", "%s/heartbeat.%d", ctx->run_dir, lr);
+
+        /* [nccl] then [env]: explicit settings win over inherited values. */
+        const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
+        for (size_t l = 0; l < 2; l++)
+            for (size_t i = 0; i < lists[l]->n; i++) {
+                const struct ddp_kv *kv = &lists[l]->v[i];
+                char *v = NULL;
+                rc = expand(kv->value, env, kv, &v, err);
+                if (rc < 0) {
+                    ddp_placement_free(&place);
+                    ddp_attempt_free(out);
+                    return rc;
+                }
+                env_set(env, kv->key, v);
+                free(v);
+            }
+    }
+    if (ctx->topo)
+        ddp_placement_free(&place);
+    return 0;
+}
+
+/* ---- printing ---- */
+
+/* The variables ddplaunch sets or changes for a worker, relative to the launcher's environment. */
+static bool env_changed(const struct ddp_plan_ctx *ctx, const char *entry)
+{
+    for (char *const *e = ctx->base_env; e && *e; e++)
+        if (strcmp(*e, entry) == 0)
+            return false;
+    return true;
+}
+
+static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
+{
+    const struct ddp_spec *s = ctx->spec;
+    struct ddp_buf b = { 0 };
+    ddp_buf_puts(&b, "{\n  \"spec\": {");
+    for (size_t i = 0; i < ddp_spec_nkeys; i++) {
+        char *v = ddp_spec_format(s, i);
+        ddp_buf_printf(&b, "%s\n    \"%s.%s\": {\"value\": ", i ? "," : "", ddp_spec_keys[i].section,
+                       ddp_spec_keys[i].name);
+        ddp_buf_json_str(&b, v);
+        ddp_buf_printf(&b, ", \"origin\": \"%s\"}", ddp_origin_name(s->origin[i]));
+        free(v);
+    }
+    const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
+    const char *names[] = { "nccl", "env" };
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; i < lists[l]->n; i++) {
+            ddp_buf_printf(&b, ",\n    \"%s.%s\": {\"value\": ", names[l], lists[l]->v[i].key);
+            ddp_buf_json_str(&b, lists[l]->v[i].value);
+            ddp_buf_printf(&b, ", \"origin\": \"%s\"}", ddp_origin_name(lists[l]->v[i].origin));
+        }
+    ddp_buf_puts(&b, "\n  },\n");
+    ddp_buf_printf(&b, "  \"nnodes\": %d,\n  \"node_rank\": %d,\n  \"nproc_per_node\": %d,\n  \"world_size\": %d,\n",
+                   ctx->nnodes, ctx->node_rank, a->nproc, a->world_size);
+    ddp_buf_puts(&b, "  \"master_addr\": ");
+    ddp_buf_json_str(&b, a->master_addr);
+    ddp_buf_printf(&b, ",\n  \"master_port\": %d,\n  \"run_id\": ", a->master_port);
+    ddp_buf_json_str(&b, a->run_id);
+    ddp_buf_puts(&b, ",\n  \"gpu_choice\": ");
+    ddp_buf_json_str(&b, a->gpu_reason);
+    ddp_buf_puts(&b, ",\n  \"workers\": [");
+    for (size_t i = 0; i < a->nworkers; i++) {
+        const struct ddp_worker *w = &a->workers[i];
+        ddp_buf_printf(&b, "%s\n    {\"local_rank\": %d, \"rank\": %d, \"gpu\": %d, \"gpu_busid\": ", i ? "," : "",
+                       w->local_rank, w->rank, w->gpu);
+        ddp_buf_json_str(&b, w->gpu_busid);
+        ddp_buf_printf(&b, ", \"numa_node\": %d, \"cpus\": ", w->numa_node);
+        ddp_buf_json_str(&b, w->cpus);
+        ddp_buf_puts(&b, ", \"mems\": ");
+        ddp_buf_json_str(&b, w->mems);
+        ddp_buf_puts(&b, ",\n     \"argv\": [");
+        for (size_t j = 0; j < w->argv.n; j++) {
+            if (j)
+                ddp_buf_puts(&b, ", ");
+            ddp_buf_json_str(&b, w->argv.v[j]);
+        }
+        ddp_buf_puts(&b, "],\n     \"cwd\": ");
+        ddp_buf_json_str(&b, w->cwd);
+        ddp_buf_puts(&b, ",\n     \"env\": {");
+        bool first = true;
+        for (size_t j = 0; j < w->envp.n; j++) {
+            const char *e = w->envp.v[j];
+            if (!env_changed(ctx, e))
+                continue;
+            const char *eq = strchr(e, '=');
+            char *name = ddp_xstrndup(e, (size_t)(eq - e));
+            ddp_buf_puts(&b, first ? "\n       " : ",\n       ");
+            ddp_buf_json_str(&b, name);
+            ddp_buf_puts(&b, ": ");
+            ddp_buf_json_str(&b, eq + 1);
+            free(name);
+            first = false;
+        }
+        ddp_buf_puts(&b, "}}");
+    }
+    ddp_buf_puts(&b, "\n  ]\n}\n");
+    fputs(b.data, f);
+    ddp_buf_free(&b);
+}
+
+void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json)
+{
+    if (json) {
+        print_json(f, ctx, a);
+        return;
+    }
+    const struct ddp_spec *s = ctx->spec;
+    fprintf(f, "Job spec (value, and where it came from):\n");
+    const char *section = "";
+    for (size_t i = 0; i < ddp_spec_nkeys; i++) {
+        const struct ddp_key *k = &ddp_spec_keys[i];
+        if (strcmp(section, k->section) != 0) {
+            section = k->section;
+            fprintf(f, "  [%s]\n", section);
+        }
+        char *v = ddp_spec_format(s, i);
+        char where[300] = "";
+        if (s->set_file[i])
+            snprintf(where, sizeof where, " %s:%d", s->set_file[i], s->set_line[i]);
+        fprintf(f, "    %-20s = %-30s (%s%s)\n", k->name, v, ddp_origin_name(s->origin[i]), where);
+        free(v);
+    }
+    const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
+    const char *names[] = { "nccl", "env" };
+    for (size_t l = 0; l < 2; l++) {
+        if (!lists[l]->n)
+            continue;
+        fprintf(f, "  [%s] variables\n", names[l]);
+        for (size_t i = 0; i < lists[l]->n; i++)
+            fprintf(f, "    %-20s = %-30s (%s)\n", lists[l]->v[i].key, lists[l]->v[i].value,
+                    ddp_origin_name(lists[l]->v[i].origin));
+    }
+    fprintf(f, "\nNodes: %d (this is node %d), %d workers here, world size %d\n", ctx->nnodes, ctx->node_rank,
+            a->nproc, a->world_size);
+    fprintf(f, "Master: %s:%d%s   run id: %s\n", a->master_addr, a->master_port,
+            s->master_port.is_auto ? " (auto: free now; reserved when the job starts)" : "", a->run_id);
+    if (a->gpu_reason)
+        fprintf(f, "GPUs: %s\n", a->gpu_reason);
+    fprintf(f, "\n%-6s %-6s %-14s %-5s %-16s %-8s\n", "LOCAL", "RANK", "GPU", "NUMA", "CPUS", "MEMS");
+    for (size_t i = 0; i < a->nworkers; i++) {
+        const struct ddp_worker *w = &a->workers[i];
+        char numa[16] = "-";
+        if (w->numa_node >= 0)
+            snprintf(numa, sizeof numa, "%d", w->numa_node);
+        fprintf(f, "%-6d %-6d %-14s %-5s %-16s %-8s\n", w->local_rank, w->rank, w->gpu_busid ? w->gpu_busid : "-",
+                numa, w->cpus ? w->cpus : "-", w->mems ? w->mems : "-");
+    }
+    for (size_t i = 0; i < a->nworkers; i++) {
+        const struct ddp_worker *w = &a->workers[i];
+        fprintf(f, "\nlocal rank %d:\n  command:", w->local_rank);
+        for (size_t j = 0; j < w->argv.n; j++)
+            fprintf(f, " %s", w->argv.v[j]);
+        fprintf(f, "\n  environment (set or changed by ddplaunch):\n");
+        for (size_t j = 0; j < w->envp.n; j++)
+            if (env_changed(ctx, w->envp.v[j]))
+                fprintf(f, "    %s\n", w->envp.v[j]);
+    }
+}
