@@ -1,0 +1,211 @@
+/* Unit tests for launcher/slurm: the variable sets a live Slurm 22.05.8 cluster (tests/slurm/start.sh, two
+ * nodes n1 n2 with 2 fake GPUs each) gave a batch step, an srun step, a one-node step inside a two-node
+ * job, and a step with two tasks per node; plus ConstrainDevices numbering and the enabled switch. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "slurm.h"
+
+/* sbatch -N2 --ntasks-per-node=2 --gres=gpu:2: the batch shell on n1. */
+static char *batch_env[] = {
+    "CUDA_VISIBLE_DEVICES=0,1", "GPU_DEVICE_ORDINAL=0,1", "SLURMD_NODENAME=n1", "SLURM_CPUS_ON_NODE=2",
+    "SLURM_GPUS_ON_NODE=2", "SLURM_GTIDS=0", "SLURM_JOBID=3", "SLURM_JOB_CPUS_PER_NODE=2(x2)",
+    "SLURM_JOB_GPUS=0,1", "SLURM_JOB_ID=3", "SLURM_JOB_NAME=job.sh", "SLURM_JOB_NODELIST=n[1-2]",
+    "SLURM_JOB_NUM_NODES=2", "SLURM_LOCALID=0", "SLURM_NNODES=2", "SLURM_NODEID=0", "SLURM_NODELIST=n[1-2]",
+    "SLURM_NPROCS=4", "SLURM_NTASKS=4", "SLURM_NTASKS_PER_NODE=2", "SLURM_PROCID=0",
+    "SLURM_TASKS_PER_NODE=2(x2)", "SLURM_TOPOLOGY_ADDR=n1", "PATH=/usr/bin", NULL
+};
+
+/* srun -N2 --ntasks-per-node=1 in a 2-node job: the task on n2. */
+static char *step_env[] = {
+    "CUDA_VISIBLE_DEVICES=0,1", "SLURMD_NODENAME=n2", "SLURM_CPUS_ON_NODE=1", "SLURM_GTIDS=1", "SLURM_JOBID=2",
+    "SLURM_JOB_CPUS_PER_NODE=1(x2)", "SLURM_JOB_GPUS=0,1", "SLURM_JOB_ID=2", "SLURM_JOB_NODELIST=n[1-2]",
+    "SLURM_JOB_NUM_NODES=2", "SLURM_LOCALID=0", "SLURM_NNODES=2", "SLURM_NODEID=1", "SLURM_NODELIST=n[1-2]",
+    "SLURM_NPROCS=2", "SLURM_NTASKS=2", "SLURM_NTASKS_PER_NODE=1", "SLURM_PROCID=1", "SLURM_STEPID=0",
+    "SLURM_STEP_GPUS=0,1", "SLURM_STEP_ID=0", "SLURM_STEP_NODELIST=n[1-2]", "SLURM_STEP_NUM_NODES=2",
+    "SLURM_STEP_NUM_TASKS=2", "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_TASKS_PER_NODE=1(x2)", NULL
+};
+
+/* srun -N1 -n1 -w n2 --gres=gpu:1 inside the 2-node job: SLURM_NODEID is relative to the step. */
+static char *sub_env[] = {
+    "CUDA_VISIBLE_DEVICES=0", "SLURMD_NODENAME=n2", "SLURM_GPUS_ON_NODE=1", "SLURM_JOB_GPUS=0,1",
+    "SLURM_JOB_ID=3", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_JOB_NUM_NODES=2", "SLURM_NNODES=1",
+    "SLURM_NODEID=0", "SLURM_PROCID=0", "SLURM_STEP_GPUS=0", "SLURM_STEP_ID=2", "SLURM_STEP_NODELIST=n2",
+    "SLURM_STEP_NUM_NODES=1", "SLURM_STEP_NUM_TASKS=1", NULL
+};
+
+/* srun -N2 --ntasks-per-node=2 (or --ntasks-per-node=1 silently overridden by sbatch's SLURM_NTASKS=4). */
+static char *multi_env[] = {
+    "SLURMD_NODENAME=n2", "SLURM_JOB_ID=3", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_JOB_NUM_NODES=2",
+    "SLURM_LOCALID=1", "SLURM_NNODES=2", "SLURM_NODEID=1", "SLURM_PROCID=3", "SLURM_STEP_ID=1",
+    "SLURM_STEP_NODELIST=n[1-2]", "SLURM_STEP_NUM_NODES=2", "SLURM_STEP_NUM_TASKS=4",
+    "SLURM_STEP_TASKS_PER_NODE=2(x2)", NULL
+};
+
+Test(slurm, batch_step_takes_no_ranks)
+{
+    struct ddp_slurm s;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(batch_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    cr_expect(s.active);
+    cr_expect_not(s.is_step);
+    cr_expect_eq(s.nnodes, 1);
+    cr_expect_eq(s.node_rank, 0);
+    cr_expect_eq(s.job_nnodes, 2);
+    cr_expect_null(s.master_addr);
+    cr_expect_str_eq(s.job_id, "3");
+    cr_expect_str_eq(s.gpus, "0,1");
+    cr_expect_not(s.gpus_local);
+    cr_expect_eq(s.hosts.n, 2);
+    /* A two-node job used from its batch shell: say how to use every node. */
+    cr_assert_not_null(s.warning);
+    cr_expect(strstr(s.warning, "srun --ntasks=2 --ntasks-per-node=1 ddplaunch"), "%s", s.warning);
+    ddp_slurm_free(&s);
+}
+
+Test(slurm, srun_step)
+{
+    struct ddp_slurm s;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    cr_expect(s.active);
+    cr_expect(s.is_step);
+    cr_expect_eq(s.nnodes, 2);
+    cr_expect_eq(s.node_rank, 1);
+    cr_expect_eq(s.ntasks_per_node, 1);
+    cr_expect_str_eq(s.master_addr, "n1");
+    cr_expect_str_eq(s.job_id, "2");
+    cr_expect_str_eq(s.step_id, "0");
+    cr_expect_str_eq(s.nodename, "n2");
+    cr_expect_str_eq(s.gpus, "0,1");
+    cr_expect_str_eq(s.cuda_visible, "0,1");
+    cr_expect_null(s.warning);
+    cr_assert_eq(s.hosts.n, 2);
+    cr_expect_str_eq(s.hosts.v[1], "n2");
+    ddp_slurm_free(&s);
+}
+
+Test(slurm, step_on_part_of_the_job)
+{
+    struct ddp_slurm s;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(sub_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    cr_expect_eq(s.nnodes, 1);
+    cr_expect_eq(s.node_rank, 0);
+    cr_expect_eq(s.job_nnodes, 2);
+    cr_expect_str_eq(s.master_addr, "n2");
+    cr_expect_str_eq(s.gpus, "0"); /* the step's GPU, not the job's two */
+    ddp_slurm_free(&s);
+}
+
+Test(slurm, several_tasks_per_node_is_an_error_saying_what_to_do)
+{
+    struct ddp_slurm s;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(multi_env, DDP_AUTO, &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "runs 4 tasks on 2 nodes"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "srun --ntasks=2 --ntasks-per-node=1"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "2(x2)"), "%s", err.msg);
+    cr_expect_null(s.job_id); /* nothing left to free */
+}
+
+Test(slurm, enabled_switch)
+{
+    struct ddp_slurm s;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(step_env, DDP_NO, &s, &err), 0);
+    cr_expect_not(s.active);
+    cr_expect_null(s.job_id);
+    ddp_slurm_free(&s);
+    char *plain[] = { "PATH=/usr/bin", "HOME=/root", NULL };
+    cr_assert_eq(ddp_slurm_detect(plain, DDP_AUTO, &s, &err), 0);
+    cr_expect_not(s.active);
+    ddp_slurm_free(&s);
+    cr_assert_eq(ddp_slurm_detect(plain, DDP_YES, &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "SLURM_JOB_ID is not set"), "%s", err.msg);
+    cr_assert_eq(ddp_slurm_detect(NULL, DDP_AUTO, &s, &err), 0);
+    cr_expect_not(s.active);
+}
+
+Test(slurm, constrained_devices_number_gpus_locally)
+{
+    char *env[] = { "SLURM_JOB_ID=9", "SLURM_JOB_NUM_NODES=1", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_NODES=1",
+                    "SLURM_STEP_NUM_TASKS=1", "SLURM_NODEID=0", "SLURM_STEP_NODELIST=gpu007",
+                    "SLURM_STEP_GPUS=4,6", "CUDA_VISIBLE_DEVICES=0,1", NULL };
+    struct ddp_slurm s;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(s.gpus, "4,6");
+    cr_expect(s.gpus_local);
+    ddp_slurm_free(&s);
+    /* Without ConstrainDevices CUDA sees the global indices. */
+    env[8] = "CUDA_VISIBLE_DEVICES=4,6";
+    cr_assert_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    cr_expect_not(s.gpus_local);
+    ddp_slurm_free(&s);
+    env[7] = "SLURM_STEP_GPUS=4,x";
+    cr_expect_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "SLURM_STEP_GPUS='4,x'"), "%s", err.msg);
+}
+
+Test(slurm, big_hostlists_and_bad_variables)
+{
+    char *env[] = { "SLURM_JOB_ID=77", "SLURM_JOB_NUM_NODES=9", "SLURM_STEP_ID=3", "SLURM_STEP_NUM_NODES=9",
+                    "SLURM_STEP_NUM_TASKS=9", "SLURM_NODEID=7", "SLURMD_NODENAME=rack2n01",
+                    "SLURM_STEP_NODELIST=gpu[001-004,010],rack[1-2]n[01-02]", NULL };
+    struct ddp_slurm s;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(s.master_addr, "gpu001");
+    cr_expect_str_eq(s.hosts.v[8], "rack2n02");
+    cr_expect_null(s.gpus);
+    ddp_slurm_free(&s);
+    /* SLURMD_NODENAME must be the node SLURM_NODEID names. */
+    env[5] = "SLURM_NODEID=5";
+    cr_expect_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "SLURMD_NODENAME=rack2n01, but node 5"), "%s", err.msg);
+    env[5] = "SLURM_NODEID=9";
+    cr_expect_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), -EINVAL);
+    env[5] = "SLURM_NODEID=x";
+    cr_expect_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "SLURM_NODEID='x'"), "%s", err.msg);
+    env[5] = "SLURM_NODEID=7";
+    env[7] = "SLURM_STEP_NODELIST=gpu[001-004";
+    cr_expect_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "SLURM_STEP_NODELIST: hostlist"), "%s", err.msg);
+    env[7] = "SLURM_STEP_NODELIST=n[1-8]";
+    cr_expect_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "names 8 hosts but the step has 9 nodes"), "%s", err.msg);
+}
+
+Test(slurm, port_is_the_same_on_every_node_and_differs_between_jobs)
+{
+    struct ddp_slurm a, b, c;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &a, &err), 0);
+    char *n1_env[sizeof step_env / sizeof *step_env];
+    memcpy(n1_env, step_env, sizeof step_env);
+    for (char **p = n1_env; *p; p++) {
+        if (strncmp(*p, "SLURM_NODEID=", 13) == 0)
+            *p = "SLURM_NODEID=0";
+        if (strncmp(*p, "SLURMD_NODENAME=", 16) == 0)
+            *p = "SLURMD_NODENAME=n1";
+    }
+    cr_assert_eq(ddp_slurm_detect(n1_env, DDP_AUTO, &b, &err), 0, "%s", err.msg);
+    cr_expect_eq(b.node_rank, 0);
+    int pa = ddp_slurm_port(&a, 20000, 29999);
+    cr_expect(pa >= 20000 && pa <= 29999);
+    cr_expect_eq(pa, ddp_slurm_port(&b, 20000, 29999));
+    /* Jobs 10002 and 20002 share their last 4 digits; the ports should not collide. */
+    free(b.job_id);
+    b.job_id = ddp_xstrdup("10002");
+    free(a.job_id);
+    a.job_id = ddp_xstrdup("20002");
+    cr_expect_neq(ddp_slurm_port(&a, 20000, 29999), ddp_slurm_port(&b, 20000, 29999));
+    memset(&c, 0, sizeof c);
+    cr_expect_eq(ddp_slurm_port(&c, 20000, 29999), -EINVAL);
+    cr_expect_eq(ddp_slurm_port(&a, 3000, 2000), -EINVAL);
+    ddp_slurm_free(&a);
+    ddp_slurm_free(&b);
+}
