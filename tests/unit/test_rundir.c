@@ -1,0 +1,316 @@
+/* Unit tests for rundir: the shared lock directory and the private directory refuse planted symlinks, wrong
+ * owners and unsafe modes; lock files are 0644 whatever the umask; the /proc/locks parser. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rundir.h"
+
+static char base[64];
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static void setup(void)
+{
+    snprintf(base, sizeof base, "/tmp/ddp-rundir-test.XXXXXX");
+    cr_assert_not_null(mkdtemp(base));
+}
+
+static void teardown(void)
+{
+    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *in_base(const char *name)
+{
+    return ddp_xasprintf("%s/%s", base, name);
+}
+
+TestSuite(rundir, .init = setup, .fini = teardown);
+
+Test(rundir, shared_dir_created_sticky_1777_whatever_the_umask)
+{
+    char *p = in_base("locks");
+    mode_t old = umask(077);
+    int fd = -1;
+    struct ddp_err err = {0};
+    int rc = ddp_rundir_open_shared(p, &fd, &err);
+    umask(old);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    struct stat st;
+    cr_assert_eq(lstat(p, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 01777, "mode %o", st.st_mode & 07777);
+    cr_expect(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+    /* opening it again (as another job would) works */
+    cr_assert_eq(ddp_rundir_open_shared(p, &fd, &err), 0, "%s", err.msg);
+    close(fd);
+    free(p);
+}
+
+Test(rundir, shared_dir_symlink_refused)
+{
+    char *target = in_base("attacker");
+    char *p = in_base("locks");
+    cr_assert_eq(mkdir(target, 01777), 0);
+    cr_assert_eq(symlink(target, p), 0);
+    int fd = -1;
+    struct ddp_err err = {0};
+    int rc = ddp_rundir_open_shared(p, &fd, &err);
+    cr_expect_eq(rc, -ELOOP, "rc %d: %s", rc, err.msg);
+    cr_expect(strstr(err.msg, "symlink") && strstr(err.msg, p), "%s", err.msg);
+    free(target);
+    free(p);
+}
+
+Test(rundir, shared_dir_of_another_user_refused)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root to chown");
+    char *p = in_base("locks");
+    cr_assert_eq(mkdir(p, 01777), 0);
+    cr_assert_eq(chown(p, 4321, 4321), 0);
+    int fd = -1;
+    struct ddp_err err = {0};
+    cr_expect_eq(ddp_rundir_open_shared(p, &fd, &err), -EPERM);
+    cr_expect(strstr(err.msg, "owned by uid 4321"), "%s", err.msg);
+    free(p);
+}
+
+Test(rundir, shared_dir_world_writable_without_sticky_refused)
+{
+    char *p = in_base("locks");
+    cr_assert_eq(mkdir(p, 0700), 0);
+    cr_assert_eq(chmod(p, 0777), 0);
+    int fd = -1;
+    struct ddp_err err = {0};
+    cr_expect_eq(ddp_rundir_open_shared(p, &fd, &err), -EPERM);
+    cr_expect(strstr(err.msg, "0777") && strstr(err.msg, "sticky"), "%s", err.msg);
+    free(p);
+}
+
+Test(rundir, lock_file_created_0644_and_reopened)
+{
+    char *p = in_base("locks");
+    int dfd, fd1, fd2;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
+    mode_t old = umask(077);
+    bool w = false;
+    int rc = ddp_rundir_open_lock(dfd, "port-1.lock", &fd1, &w, &err);
+    umask(old);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_expect(w);
+    struct stat st1, st2;
+    fstat(fd1, &st1);
+    cr_expect_eq(st1.st_mode & 07777, 0644, "mode %o", st1.st_mode & 07777);
+    cr_expect(fcntl(fd1, F_GETFD) & FD_CLOEXEC);
+    cr_assert_eq(ddp_rundir_open_lock(dfd, "port-1.lock", &fd2, NULL, &err), 0, "%s", err.msg);
+    fstat(fd2, &st2);
+    cr_expect_eq(st1.st_ino, st2.st_ino);
+    /* two open file descriptions: the second cannot lock while the first holds it */
+    cr_assert_eq(flock(fd1, LOCK_EX | LOCK_NB), 0);
+    cr_expect_eq(flock(fd2, LOCK_EX | LOCK_NB), -1);
+    cr_expect_eq(errno, EWOULDBLOCK);
+    close(fd1);
+    close(fd2);
+    close(dfd);
+    free(p);
+}
+
+Test(rundir, planted_symlink_lock_file_refused_and_target_untouched)
+{
+    char *p = in_base("locks");
+    char *victim = in_base("victim");
+    int dfd, fd;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
+    char *link = ddp_xasprintf("%s/gpu-0000:17:00.0.lock", p);
+    cr_assert_eq(symlink(victim, link), 0);
+    int rc = ddp_rundir_open_lock(dfd, "gpu-0000:17:00.0.lock", &fd, NULL, &err);
+    cr_expect_eq(rc, -ELOOP, "rc %d %s", rc, err.msg);
+    cr_expect(strstr(err.msg, "symlink"), "%s", err.msg);
+    struct stat st;
+    cr_expect_eq(lstat(victim, &st), -1, "the symlink's target was created");
+    /* the same for an info file */
+    cr_assert_eq(symlink(victim, ddp_xasprintf("%s/x.info", p)), 0);
+    cr_expect_eq(ddp_rundir_write_owned(dfd, "x.info", "pid=1\n", &err), -ELOOP);
+    cr_expect_eq(lstat(victim, &st), -1);
+    close(dfd);
+    free(p);
+    free(victim);
+    free(link);
+}
+
+Test(rundir, hard_linked_or_special_lock_file_refused)
+{
+    char *p = in_base("locks");
+    char *other = in_base("other");
+    int dfd, fd;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
+    int ofd = open(other, O_CREAT | O_WRONLY, 0600);
+    close(ofd);
+    char *hl = ddp_xasprintf("%s/port-2.lock", p);
+    cr_assert_eq(link(other, hl), 0);
+    cr_expect_eq(ddp_rundir_open_lock(dfd, "port-2.lock", &fd, NULL, &err), -EPERM, "%s", err.msg);
+    cr_expect(strstr(err.msg, "hard links"), "%s", err.msg);
+    char *ff = ddp_xasprintf("%s/port-3.lock", p);
+    cr_assert_eq(mkfifo(ff, 0644), 0);
+    cr_expect_eq(ddp_rundir_open_lock(dfd, "port-3.lock", &fd, NULL, &err), -EINVAL, "%s", err.msg);
+    close(dfd);
+    free(p);
+    free(other);
+    free(hl);
+    free(ff);
+}
+
+Test(rundir, info_file_of_another_user_not_written)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root to chown");
+    char *p = in_base("locks");
+    int dfd;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
+    char *f = ddp_xasprintf("%s/gpu-0000:01:00.0.0.info", p);
+    int fd = open(f, O_CREAT | O_WRONLY, 0666);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(fchown(fd, 4321, 4321), 0);
+    cr_assert_eq(write(fd, "forged\n", 7), 7);
+    close(fd);
+    cr_expect_eq(ddp_rundir_write_owned(dfd, "gpu-0000:01:00.0.0.info", "pid=1\n", &err), -EPERM);
+    char *text = NULL;
+    cr_assert_eq(ddp_rundir_read_small(dfd, "gpu-0000:01:00.0.0.info", 100, &text), 0);
+    cr_expect_str_eq(text, "forged\n");
+    free(text);
+    close(dfd);
+    free(p);
+    free(f);
+}
+
+Test(rundir, private_dir_created_0700_and_verified)
+{
+    char *p = in_base("priv");
+    int dfd = -1;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_make_private(p, &dfd, &err), 0, "%s", err.msg);
+    struct stat st;
+    cr_assert_eq(stat(p, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0700);
+    int fd = ddp_rundir_open_private_file(dfd, "hb", O_CREAT | O_WRONLY, 0600, &err);
+    cr_expect_geq(fd, 0, "%s", err.msg);
+    close(fd);
+    /* a symlink in the private dir is not followed */
+    cr_assert_eq(symlinkat("/etc/passwd", dfd, "evil"), 0);
+    cr_expect_eq(ddp_rundir_open_private_file(dfd, "evil", O_RDONLY, 0, &err), -ELOOP);
+    close(dfd);
+    char *path = NULL;
+    cr_assert_eq(ddp_rundir_mkdtemp(p, "job", &path, &err), 0, "%s", err.msg);
+    cr_expect(strncmp(path, p, strlen(p)) == 0 && strstr(path, "/job-"), "%s", path);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0700);
+    free(path);
+    free(p);
+}
+
+Test(rundir, private_dir_wrong_mode_refused)
+{
+    char *p = in_base("priv");
+    cr_assert_eq(mkdir(p, 0700), 0);
+    cr_assert_eq(chmod(p, 0755), 0);
+    struct ddp_err err = {0};
+    cr_expect_eq(ddp_rundir_make_private(p, NULL, &err), -EPERM);
+    cr_expect(strstr(err.msg, "0755") && strstr(err.msg, "0700"), "%s", err.msg);
+    free(p);
+}
+
+Test(rundir, private_dir_symlink_refused)
+{
+    char *t = in_base("elsewhere");
+    char *p = in_base("priv");
+    cr_assert_eq(mkdir(t, 0700), 0);
+    cr_assert_eq(symlink(t, p), 0);
+    struct ddp_err err = {0};
+    cr_expect_eq(ddp_rundir_make_private(p, NULL, &err), -ELOOP);
+    cr_expect(strstr(err.msg, "symlink"), "%s", err.msg);
+    free(t);
+    free(p);
+}
+
+Test(rundir, private_dir_wrong_owner_refused)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root to chown");
+    char *p = in_base("priv");
+    cr_assert_eq(mkdir(p, 0700), 0);
+    cr_assert_eq(chown(p, 4321, 4321), 0);
+    struct ddp_err err = {0};
+    cr_expect_eq(ddp_rundir_make_private(p, NULL, &err), -EPERM);
+    cr_expect(strstr(err.msg, "owned by uid 4321"), "%s", err.msg);
+    free(p);
+}
+
+Test(rundir, paths_from_envp)
+{
+    char *env1[] = {"DDPLAUNCH_LOCK_DIR=/x/locks", NULL};
+    cr_expect_str_eq(ddp_rundir_lock_dir(env1), "/x/locks");
+    char *env0[] = {NULL};
+    const char *d = ddp_rundir_lock_dir(env0);
+    cr_expect(strcmp(d, DDP_RUNDIR_LOCK_DIR) == 0 || strcmp(d, DDP_RUNDIR_LOCK_DIR_FALLBACK) == 0, "%s", d);
+    char *env2[] = {"XDG_RUNTIME_DIR=/run/user/1000", NULL};
+    char *p = ddp_rundir_private_path(env2, 1000);
+    cr_expect_str_eq(p, "/run/user/1000/ddplaunch");
+    free(p);
+    char *env3[] = {"XDG_RUNTIME_DIR=relative", NULL};
+    p = ddp_rundir_private_path(env3, 1000);
+    cr_expect_str_eq(p, "/tmp/ddplaunch-1000");
+    free(p);
+}
+
+Test(rundir, parse_proc_locks)
+{
+    const char *text = "1: POSIX  ADVISORY  WRITE 500 fd:01:1234 0 EOF\n"
+                       "2: FLOCK  ADVISORY  WRITE 600 00:2a:777 0 EOF\n"
+                       "2: -> FLOCK  ADVISORY  WRITE 601 fd:01:1234 0 EOF\n"
+                       "3: FLOCK  ADVISORY  WRITE 700 fd:01:1234 0 EOF\n"
+                       "4: FLOCK  ADVISORY  READ  800 08:02:1234 0 EOF\n";
+    cr_expect_eq(ddp_rundir_parse_locks(text, 0xfd, 0x01, 1234), 700); /* POSIX and waiter lines skipped */
+    cr_expect_eq(ddp_rundir_parse_locks(text, 0x08, 0x02, 1234), 800);
+    cr_expect_eq(ddp_rundir_parse_locks(text, 0x00, 0x99, 777), 600); /* inode alone when device differs */
+    cr_expect_eq(ddp_rundir_parse_locks(text, 0xfd, 0x01, 42), 0);
+    cr_expect_eq(ddp_rundir_parse_locks("", 1, 1, 1), 0);
+    cr_expect_eq(ddp_rundir_parse_locks(NULL, 1, 1, 1), -1);
+}
+
+Test(rundir, live_lock_holder_is_this_process)
+{
+    char *p = in_base("locks");
+    int dfd, fd, fd2;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
+    cr_assert_eq(ddp_rundir_open_lock(dfd, "a.lock", &fd, NULL, &err), 0);
+    cr_assert_eq(ddp_rundir_open_lock(dfd, "a.lock", &fd2, NULL, &err), 0);
+    cr_expect_eq(ddp_rundir_lock_holder(fd2), 0);
+    cr_assert_eq(flock(fd, LOCK_EX), 0);
+    cr_expect_eq(ddp_rundir_lock_holder(fd2), getpid());
+    char comm[64], user[64];
+    cr_assert_eq(ddp_rundir_proc_identity(getpid(), comm, sizeof comm, user, sizeof user), 0);
+    cr_expect_str_eq(comm, "test_rundir");
+    cr_expect(strlen(user) > 0);
+    close(fd);
+    close(fd2);
+    close(dfd);
+    free(p);
+}
