@@ -70,4 +70,14 @@ int ddp_topo_ncpus(const struct ddp_topo *topo);
 /* `ddplaunch topo`: print the link matrix, NUMA nodes and picks; returns the exit status. */
 int ddp_topo_command(const struct ddp_topo *topo, const struct ddp_spec *spec, bool json, FILE *out);
 
+/* Additions (topology work): */
+/* The same with the environment passed in (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS/SLURM_JOB_GPUS are read from
+ * envp for the picks); ddp_topo_command() passes environ. spec may be NULL (defaults). Exit status 0, or 1 when
+ * writing failed. */
+int ddp_topo_command_env(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp, bool json,
+                         FILE *out);
+/* Lease hook: mark topology GPU `gpu` as held by another job (holder = who, shown by `topo` and in the
+ * "left out" reasons; NULL = free again). Such a GPU is not usable. 0 or -EINVAL (no such GPU). */
+int ddp_topo_set_holder(struct ddp_topo *topo, int gpu, const char *holder);
+
 #endif

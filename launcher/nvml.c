@@ -1,0 +1,162 @@
+/* nvml: dlopen'd NVML; the few entry points we use are declared here with their documented ABI. */
+#include "nvml.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <ctype.h>
+
+#include "util.h"
+
+typedef int nvml_return;
+typedef void *nvml_device;
+/* nvmlPciInfo_t (v3 layout) */
+struct nvml_pci {
+    char bus_id_legacy[16];
+    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+};
+struct nvml_memory {
+    unsigned long long total, free, used;
+};
+
+struct nvml_fns {
+    nvml_return (*init)(void);
+    nvml_return (*shutdown)(void);
+    const char *(*error_string)(nvml_return);
+    nvml_return (*driver_version)(char *, unsigned);
+    nvml_return (*count)(unsigned *);
+    nvml_return (*handle)(unsigned, nvml_device *);
+    nvml_return (*pci)(nvml_device, struct nvml_pci *);
+    nvml_return (*uuid)(nvml_device, char *, unsigned);
+    nvml_return (*name)(nvml_device, char *, unsigned);
+    nvml_return (*memory)(nvml_device, struct nvml_memory *);
+    nvml_return (*link_state)(nvml_device, unsigned, int *);
+    nvml_return (*link_remote_pci)(nvml_device, unsigned, struct nvml_pci *);
+    nvml_return (*link_remote_type)(nvml_device, unsigned, int *); /* may be missing (old drivers) */
+};
+
+void ddp_nvml_busid_norm(const char *in, char *out, size_t outsz)
+{
+    char tmp[64];
+    const char *colon = strchr(in, ':');
+    size_t i;
+
+    /* domain:bus:dev.fn; reduce a long domain to its last 4 digits */
+    if (colon && strchr(colon + 1, ':') && colon - in > 4)
+        in = colon - 4;
+    snprintf(tmp, sizeof tmp, "%s", in);
+    for (i = 0; tmp[i]; i++)
+        tmp[i] = (char)tolower((unsigned char)tmp[i]);
+    snprintf(out, outsz, "%s", tmp);
+}
+
+static void *sym(void *lib, const char *name, const char *fallback)
+{
+    void *p = dlsym(lib, name);
+
+    return p || !fallback ? p : dlsym(lib, fallback);
+}
+
+void ddp_nvml_read(struct ddp_nvml *out)
+{
+    struct nvml_fns f;
+    void *lib;
+    unsigned n = 0;
+    nvml_return r;
+
+    memset(out, 0, sizeof *out);
+    lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(out->status, sizeof out->status, "NVML: not found (%s)", dlerror());
+        return;
+    }
+    memset(&f, 0, sizeof f);
+    f.init = (nvml_return(*)(void))sym(lib, "nvmlInit_v2", "nvmlInit");
+    f.shutdown = (nvml_return(*)(void))sym(lib, "nvmlShutdown", NULL);
+    f.error_string = (const char *(*)(nvml_return))sym(lib, "nvmlErrorString", NULL);
+    f.driver_version = (nvml_return(*)(char *, unsigned))sym(lib, "nvmlSystemGetDriverVersion", NULL);
+    f.count = (nvml_return(*)(unsigned *))sym(lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+    f.handle = (nvml_return(*)(unsigned, nvml_device *))sym(lib, "nvmlDeviceGetHandleByIndex_v2",
+                                                           "nvmlDeviceGetHandleByIndex");
+    f.pci = (nvml_return(*)(nvml_device, struct nvml_pci *))sym(lib, "nvmlDeviceGetPciInfo_v3", NULL);
+    f.uuid = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetUUID", NULL);
+    f.name = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetName", NULL);
+    f.memory = (nvml_return(*)(nvml_device, struct nvml_memory *))sym(lib, "nvmlDeviceGetMemoryInfo", NULL);
+    f.link_state = (nvml_return(*)(nvml_device, unsigned, int *))sym(lib, "nvmlDeviceGetNvLinkState", NULL);
+    f.link_remote_pci = (nvml_return(*)(nvml_device, unsigned, struct nvml_pci *))sym(
+        lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", NULL);
+    f.link_remote_type = (nvml_return(*)(nvml_device, unsigned, int *))sym(
+        lib, "nvmlDeviceGetNvLinkRemoteDeviceType", NULL);
+    if (!f.init || !f.shutdown || !f.count || !f.handle || !f.pci) {
+        snprintf(out->status, sizeof out->status, "NVML: unusable (libnvidia-ml.so.1 lacks nvmlInit_v2 or"
+                 " nvmlDeviceGetPciInfo_v3: driver too old)");
+        dlclose(lib);
+        return;
+    }
+    if ((r = f.init()) != 0) {
+        snprintf(out->status, sizeof out->status, "NVML: nvmlInit failed: %s (error %d)",
+                 f.error_string ? f.error_string(r) : "?", r);
+        dlclose(lib);
+        return;
+    }
+    if (f.driver_version)
+        f.driver_version(out->driver, sizeof out->driver);
+    if (f.count(&n) != 0)
+        n = 0;
+    out->gpus = ddp_xcalloc(n ? n : 1, sizeof *out->gpus);
+    for (unsigned i = 0; i < n; i++) {
+        struct ddp_nvml_gpu *g = &out->gpus[out->ngpus];
+        struct nvml_pci pci;
+        struct nvml_memory mem;
+        nvml_device d;
+
+        if (f.handle(i, &d) != 0 || f.pci(d, &pci) != 0)
+            continue;
+        ddp_nvml_busid_norm(pci.bus_id, g->busid, sizeof g->busid);
+        if (f.uuid)
+            f.uuid(d, g->uuid, sizeof g->uuid);
+        if (f.name)
+            f.name(d, g->name, sizeof g->name);
+        g->mem_used = g->mem_total = -1;
+        if (f.memory && f.memory(d, &mem) == 0) {
+            g->mem_used = (long long)mem.used;
+            g->mem_total = (long long)mem.total;
+        }
+        for (unsigned l = 0; f.link_state && f.link_remote_pci && l < DDP_NVML_MAX_LINKS; l++) {
+            int active = 0, type = -1;
+            struct nvml_pci rp;
+
+            if (f.link_state(d, l, &active) != 0 || !active || f.link_remote_pci(d, l, &rp) != 0)
+                continue;
+            ddp_nvml_busid_norm(rp.bus_id, g->link_peer[g->nlinks], sizeof g->link_peer[0]);
+            /* NVML_NVLINK_DEVICE_TYPE_SWITCH = 2 */
+            g->link_to_switch[g->nlinks] = f.link_remote_type && f.link_remote_type(d, l, &type) == 0 && type == 2;
+            g->nlinks++;
+        }
+        out->ngpus++;
+    }
+    /* A peer that is no GPU NVML lists is a switch (old drivers cannot say). */
+    for (size_t i = 0; i < out->ngpus; i++)
+        for (int l = 0; l < out->gpus[i].nlinks; l++) {
+            bool gpu = false;
+
+            for (size_t j = 0; j < out->ngpus; j++)
+                gpu |= !strcmp(out->gpus[i].link_peer[l], out->gpus[j].busid);
+            if (!gpu)
+                out->gpus[i].link_to_switch[l] = true;
+        }
+    out->found = true;
+    snprintf(out->status, sizeof out->status, "NVML: found, driver %s, %zu GPU%s",
+             out->driver[0] ? out->driver : "?", out->ngpus, out->ngpus == 1 ? "" : "s");
+    f.shutdown();
+    dlclose(lib);
+}
+
+void ddp_nvml_free(struct ddp_nvml *n)
+{
+    free(n->gpus);
+    memset(n, 0, sizeof *n);
+}

@@ -1,0 +1,37 @@
+/* nvml: optional NVIDIA facts (UUIDs, memory in use, NVLink pairs, driver version) read through NVML, which is
+ * loaded at run time with dlopen("libnvidia-ml.so.1"): no build-time dependency. It does not find GPUs (hwloc does). */
+#ifndef DDP_NVML_H
+#define DDP_NVML_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DDP_NVML_MAX_LINKS 18
+
+struct ddp_nvml_gpu {
+    char busid[32];            /* "0000:18:00.0" (lower case, 4-digit domain) */
+    char uuid[96];             /* "GPU-..." */
+    char name[96];
+    long long mem_used, mem_total; /* bytes, -1 unknown */
+    int nlinks;                /* active NVLinks */
+    char link_peer[DDP_NVML_MAX_LINKS][32]; /* bus id at the other end of each active link */
+    bool link_to_switch[DDP_NVML_MAX_LINKS]; /* the other end is an NVSwitch (or not a GPU NVML knows) */
+};
+
+struct ddp_nvml {
+    bool found;          /* the library loaded and nvmlInit succeeded */
+    char status[256];    /* "NVML: not found (libnvidia-ml.so.1: cannot open ...)" or "NVML 12.535 driver ..." */
+    char driver[80];
+    struct ddp_nvml_gpu *gpus;
+    size_t ngpus;
+};
+
+/* Load NVML and read every device; never fails: when NVML is missing or broken, found is false and status
+ * says why. The library is closed again before returning. Caller owns; free with ddp_nvml_free(). */
+void ddp_nvml_read(struct ddp_nvml *out);
+void ddp_nvml_free(struct ddp_nvml *n);
+
+/* Normalise a PCI bus id to "dddd:bb:dd.f" lower case (NVML writes an 8-digit domain). */
+void ddp_nvml_busid_norm(const char *in, char *out, size_t outsz);
+
+#endif
