@@ -284,6 +284,21 @@ int main(int argc, char **argv)
     }
     }
 
+    /* Derived defaults the spec leaves open. */
+    if (spec.min_nproc_per_node == 0)
+        spec.min_nproc_per_node = spec.on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? 1 : ctx.nproc;
+    if (spec.min_nproc_per_node > ctx.nproc)
+        spec.min_nproc_per_node = ctx.nproc;
+    if (!spec.name || !*spec.name) {
+        const char *prog = spec.command.n ? spec.command.v[0]
+                           : spec.script  ? spec.script
+                           : spec.module  ? spec.module
+                                          : spec.program;
+        const char *slash = strrchr(prog, '/');
+        free(spec.name);
+        spec.name = ddp_xstrdup(slash ? slash + 1 : prog);
+    }
+
     /* PORTS: master_port */
     if (spec.master_port.is_auto) {
         int p = probe_free_port(spec.master_port.lo, spec.master_port.hi);

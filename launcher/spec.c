@@ -39,7 +39,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "job", "nproc_per_node", DDP_T_NPROC, OFF(nproc_per_node), "1", NULL, 0, 0,
       "workers on this node: a number, gpu (one per usable GPU), cpu (one per CPU) or auto" },
     { "job", "min_nproc_per_node", DDP_T_INT, OFF(min_nproc_per_node), "0", NULL, 0, 1 << 20,
-      "smallest size a timeout may downsize the job to (0 = nproc_per_node: never downsize)" },
+      "smallest size a timeout may downsize the job to (0: 1 with on_timeout = downsize, else nproc_per_node)" },
     { "job", "nnodes", DDP_T_RANGE, OFF(nnodes), "1", NULL, 0, 0,
       "number of nodes, N or MIN:MAX" },
     { "job", "node_rank", DDP_T_INT, OFF(node_rank), "0", NULL, 0, 1 << 20,
