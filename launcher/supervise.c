@@ -1,12 +1,1078 @@
-/* supervise: see supervise.h. Placeholder until the real loop lands (minutes away). */
+/* supervise: see supervise.h. One libuv loop; the loop callbacks turn what happened into policy events
+ * (policy.h) and carry out the actions the policy returns. */
 #include "supervise.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "classify.h"
+#include "output.h"
+#include "policy.h"
+#include "report.h"
+#include "shim.h"
+
+struct sup;
+struct run;
+
+/* One worker of one attempt, while it runs. */
+struct wrk {
+    struct run *run;
+    const struct ddp_worker *w;
+    uv_process_t proc;
+    uv_pipe_t out, err, rep;
+    struct ddp_stream s_out, s_err;
+    char rep_buf[sizeof(struct ddp_shim_record)];
+    size_t rep_len;
+    bool spawned, exited, out_eof, err_eof, rep_eof, finished;
+    int status;   /* exit code, or 128+N */
+    int signo;    /* death by signal, or 0 */
+    int pid;      /* the program's pid (from the shim), else the shim's */
+    int pgid;     /* the group to signal (the shim's pid), 0 = none */
+    long long start_ms, end_ms;
+    time_t end_wall;
+    bool exec_failed, bind_failed;
+    int exec_err;
+    char *bind_msg;
+    /* hang detection */
+    char *hb_path;
+    struct timespec hb_mtime;
+    long long last_progress_ms; /* monotonic time of the last sign of progress */
+    bool alive;                 /* showed life (heartbeat touched or a line of output) */
+    enum ddp_class cls;         /* first recognised line's class */
+    char *cls_line;
+};
+
+/* One attempt: the plan and its running workers. Freed once every handle of it is closed. */
+struct run {
+    struct sup *sup;
+    struct ddp_attempt plan;
+    struct wrk *w;
+    size_t nw;
+    size_t nexited, nfinished;
+    int open_handles;
+    bool retired;
+    long long start_ms;
+};
+
+/* What the summary needs from a failed worker, kept after its attempt is freed. */
+struct ended {
+    int rank, local_rank, pid, status, signo, attempt;
+    time_t when;
+    char *error_file, *class_name, *class_line, *hint, *reason;
+    struct ddp_strv tail;
+    bool set;
+};
+
+struct sup {
+    uv_loop_t loop;
+    const struct ddp_plan_ctx *ctx;
+    const struct ddp_spec *spec;
+    const char *self_exe;
+    struct ddp_policy pol;
+    struct run *cur;
+    struct ddp_output out;
+    char readbuf[64 * 1024];
+    uv_signal_t sigs[16];
+    int nsigs;
+    uv_timer_t grace, backoff, watch, wall, force;
+    bool grace_armed;
+    struct ddp_paction pending; /* START waiting for the backoff timer */
+    int exit_status;
+    bool done;
+    int *exclude;
+    size_t nexclude;
+    long long last_output_ms; /* any rank, for heartbeat = output */
+    bool any_output;
+    char *timeout_reason;     /* why the current attempt is being stopped for a timeout */
+    enum ddp_class timeout_class;
+    struct ended root;        /* root cause of the attempt being stopped / last failed attempt */
+    struct ended *others;
+    size_t nothers;
+    struct ddp_err *err;
+    bool launcher_failed;
+};
+
+static void apply(struct sup *s, const struct ddp_paction *a);
+static void feed(struct sup *s, const struct ddp_pevent_data *ev);
+
+/* ---------------------------------------------------------------- small helpers */
+
+static void ended_clear(struct ended *e)
+{
+    free(e->error_file);
+    free(e->class_name);
+    free(e->class_line);
+    free(e->hint);
+    free(e->reason);
+    ddp_strv_clear(&e->tail);
+    memset(e, 0, sizeof(*e));
+}
+
+static void clear_others(struct sup *s)
+{
+    for (size_t i = 0; i < s->nothers; i++)
+        ended_clear(&s->others[i]);
+    free(s->others);
+    s->others = NULL;
+    s->nothers = 0;
+}
+
+static void push_tail(void *arg, const char *line)
+{
+    ddp_strv_push((struct ddp_strv *)arg, line);
+}
+
+static const char *worker_env(const struct ddp_worker *w, const char *name)
+{
+    int i = ddp_strv_env_find(&w->envp, name);
+    return i >= 0 ? w->envp.v[i] + strlen(name) + 1 : NULL;
+}
+
+static char *fmt_ms(long long ms)
+{
+    if (ms % 1000 == 0)
+        return ddp_xasprintf("%llds", ms / 1000);
+    return ddp_xasprintf("%lldms", ms);
+}
+
+static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, const char *reason)
+{
+    const char *ef = worker_env(k->w, "TORCHELASTIC_ERROR_FILE");
+    enum ddp_class c;
+    ended_clear(e);
+    e->set = true;
+    e->rank = k->w->rank;
+    e->local_rank = k->w->local_rank;
+    e->pid = k->pid;
+    e->status = k->status;
+    e->signo = k->signo;
+    e->attempt = k->run->plan.attempt;
+    e->when = k->exited ? k->end_wall : time(NULL);
+    e->error_file = ef ? ddp_xstrdup(ef) : NULL;
+    c = k->cls;
+    if (c == DDP_CLASS_NONE) {
+        if (k->exec_failed)
+            c = DDP_CLASS_EXEC_FAILED;
+        else if (s->timeout_reason && reason)
+            c = s->timeout_class;
+        else if (k->exited)
+            c = ddp_classify_status(k->signo ? 0 : k->status, k->signo);
+    }
+    if (c == DDP_CLASS_EXIT)
+        e->class_name = ddp_xasprintf("exit-%d", k->status);
+    else if (c != DDP_CLASS_NONE)
+        e->class_name = ddp_xstrdup(ddp_class_name(c));
+    if (c != DDP_CLASS_NONE) {
+        const char *h = ddp_class_hint(c);
+        if (h && *h)
+            e->hint = ddp_xstrdup(h);
+    }
+    e->class_line = k->cls_line ? ddp_xstrdup(k->cls_line) : NULL;
+    e->reason = reason ? ddp_xstrdup(reason) : NULL;
+    if (k->exec_failed)
+        e->reason = ddp_xasprintf("cannot execute '%s': %s", k->w->argv.v ? k->w->argv.v[0] : "?",
+                                  strerror(k->exec_err));
+    else if (k->bind_failed && k->bind_msg)
+        e->reason = ddp_xstrdup(k->bind_msg);
+    ddp_stream_tail(&k->s_err, push_tail, &e->tail);
+}
+
+/* kill(-pgid) for every worker group of the current attempt that may still have processes. */
+static int signal_all(struct sup *s, int sig)
+{
+    int n = 0;
+    struct run *r = s->cur;
+    if (!r)
+        return 0;
+    for (size_t i = 0; i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        if (!k->spawned || k->finished || k->pgid <= 0)
+            continue;
+        if (kill(-k->pgid, sig) == 0)
+            n++;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- handle lifetime */
+
+static void run_free(struct run *r)
+{
+    for (size_t i = 0; i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        ddp_stream_free(&k->s_out);
+        ddp_stream_free(&k->s_err);
+        free(k->bind_msg);
+        free(k->hb_path);
+        free(k->cls_line);
+    }
+    free(r->w);
+    ddp_attempt_free(&r->plan);
+    free(r);
+}
+
+static void on_close(uv_handle_t *h)
+{
+    struct wrk *k = h->data;
+    struct run *r = k->run;
+    if (--r->open_handles == 0 && r->retired)
+        run_free(r);
+}
+
+static void close_handle(struct wrk *k, uv_handle_t *h)
+{
+    (void)k; /* h->data is k */
+    if (!uv_is_closing(h))
+        uv_close(h, on_close);
+}
+
+/* ---------------------------------------------------------------- ending of workers */
+
+static void check_finished(struct sup *s, struct wrk *k)
+{
+    struct run *r = k->run;
+    if (k->finished || !k->exited || !k->out_eof || !k->err_eof || !k->rep_eof)
+        return;
+    k->finished = true;
+    r->nfinished++;
+    if (r != s->cur)
+        return;
+    if (r->nfinished == r->nw) {
+        struct ddp_pevent_data ev = {.kind = DDP_PE_ALL_FINISHED};
+        uv_timer_stop(&s->grace);
+        uv_timer_stop(&s->force);
+        uv_timer_stop(&s->watch);
+        uv_timer_stop(&s->wall);
+        s->grace_armed = false;
+        feed(s, &ev);
+    }
+}
+
+static void handle_record(struct sup *s, struct wrk *k, const struct ddp_shim_record *rec)
+{
+    (void)s;
+    switch (rec->kind) {
+    case DDP_SHIM_STARTED:
+        if (rec->pid > 0)
+            k->pid = rec->pid;
+        break;
+    case DDP_SHIM_EXEC_FAILED:
+        k->exec_failed = true;
+        k->exec_err = rec->err;
+        ddp_error("rank %d: cannot execute '%s': %s", k->w->rank, k->w->argv.v ? k->w->argv.v[0] : "?",
+                  strerror(rec->err));
+        break;
+    case DDP_SHIM_BIND_WARN:
+        ddp_warn("%s", rec->msg);
+        break;
+    case DDP_SHIM_BIND_FAILED:
+        k->bind_failed = true;
+        free(k->bind_msg);
+        k->bind_msg = ddp_xstrndup(rec->msg, sizeof(rec->msg));
+        ddp_error("%s (numa strict = yes)", k->bind_msg);
+        break;
+    default:
+        break;
+    }
+}
+
+static void rep_bytes(struct sup *s, struct wrk *k, const char *p, size_t n)
+{
+    while (n > 0) {
+        size_t take = sizeof(k->rep_buf) - k->rep_len;
+        if (take > n)
+            take = n;
+        memcpy(k->rep_buf + k->rep_len, p, take);
+        k->rep_len += take;
+        p += take;
+        n -= take;
+        if (k->rep_len == sizeof(k->rep_buf)) {
+            struct ddp_shim_record rec;
+            memcpy(&rec, k->rep_buf, sizeof(rec));
+            rec.msg[sizeof(rec.msg) - 1] = '\0';
+            handle_record(s, k, &rec);
+            k->rep_len = 0;
+        }
+    }
+}
+
+/* Read what the shim wrote before it exited (the record may not have been read by the loop yet). */
+static void drain_report(struct sup *s, struct wrk *k)
+{
+    uv_os_fd_t fd;
+    char buf[sizeof(struct ddp_shim_record) * 4];
+    if (k->rep_eof || uv_fileno((uv_handle_t *)&k->rep, &fd) != 0)
+        return;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n > 0) {
+            rep_bytes(s, k, buf, (size_t)n);
+            continue;
+        }
+        break;
+    }
+}
+
+static void on_grace(uv_timer_t *t);
+
+static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
+{
+    struct wrk *k = p->data;
+    struct run *r = k->run;
+    struct sup *s = r->sup;
+    k->exited = true;
+    k->end_ms = ddp_now_ms();
+    k->end_wall = time(NULL);
+    k->signo = term_signal;
+    k->status = term_signal ? 128 + term_signal : (int)exit_status;
+    r->nexited++;
+    drain_report(s, k);
+    close_handle(k, (uv_handle_t *)p);
+    /* Processes the worker left in its group: ask them to go. */
+    if (k->pgid > 0 && kill(-k->pgid, 0) == 0)
+        kill(-k->pgid, SIGTERM);
+    if (r == s->cur) {
+        struct ddp_pevent_data ev = {0};
+        enum ddp_pstate before = s->pol.state;
+        if (k->status == 0) {
+            ev.kind = DDP_PE_WORKER_OK;
+        } else {
+            ev.kind = DDP_PE_WORKER_FAILED;
+            ev.status = k->status;
+            ev.fatal = k->exec_failed || k->bind_failed;
+            if (before == DDP_PS_RUNNING) {
+                clear_others(s);
+                record_ended(s, &s->root, k, NULL);
+                if (k->signo)
+                    ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers",
+                              r->plan.attempt, k->w->rank, k->w->local_rank, k->pid,
+                              ddp_report_signame(k->signo));
+                else
+                    ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other "
+                              "workers", r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, k->status);
+            } else if (before == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && !k->exec_failed &&
+                       k->signo != SIGTERM && k->signo != SIGKILL && k->status != 128 + SIGTERM) {
+                /* a failure of its own while we were stopping: list it after the root cause */
+                s->others = ddp_xrealloc(s->others, (s->nothers + 1) * sizeof(*s->others));
+                memset(&s->others[s->nothers], 0, sizeof(*s->others));
+                record_ended(s, &s->others[s->nothers++], k, NULL);
+            }
+        }
+        feed(s, &ev);
+        if (r->nexited == r->nw && r->nfinished < r->nw && !s->grace_armed && s->pol.state == DDP_PS_RUNNING) {
+            s->grace_armed = true;
+            uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
+        }
+    }
+    check_finished(s, k);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct wrk *k = h->data;
+    struct sup *s = k->run->sup;
+    (void)suggested;
+    buf->base = s->readbuf;
+    buf->len = sizeof(s->readbuf);
+}
+
+static void on_line(void *arg, int which, const char *line, size_t len)
+{
+    struct wrk *k = arg;
+    struct sup *s = k->run->sup;
+    enum ddp_class c;
+    (void)which;
+    c = ddp_classify_line(line, len);
+    if (c == DDP_CLASS_NONE)
+        return;
+    if (k->cls == DDP_CLASS_NONE) {
+        k->cls = c;
+        k->cls_line = ddp_xstrndup(line, len < 1000 ? len : 1000);
+    }
+    if (ddp_class_is_timeout(c) && k->run == s->cur && s->pol.state == DDP_PS_RUNNING) {
+        struct ddp_pevent_data ev = {.kind = DDP_PE_TIMEOUT};
+        free(s->timeout_reason);
+        s->timeout_reason = ddp_xasprintf("rank %d reported a collective timeout (%s)", k->w->rank,
+                                          ddp_class_name(c));
+        s->timeout_class = c;
+        clear_others(s);
+        record_ended(s, &s->root, k, s->timeout_reason);
+        ddp_error("attempt %d: %s; stopping the workers", k->run->plan.attempt, s->timeout_reason);
+        feed(s, &ev);
+    }
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    struct wrk *k = st->data;
+    struct sup *s = k->run->sup;
+    if (st == (uv_stream_t *)&k->rep) {
+        if (n > 0) {
+            rep_bytes(s, k, buf->base, (size_t)n);
+            return;
+        }
+        if (n < 0) {
+            k->rep_eof = true;
+            close_handle(k, (uv_handle_t *)st);
+            check_finished(s, k);
+        }
+        return;
+    }
+    struct ddp_stream *ds = st == (uv_stream_t *)&k->out ? &k->s_out : &k->s_err;
+    if (n > 0) {
+        long long now = ddp_now_ms();
+        ddp_stream_feed(&s->out, ds, buf->base, (size_t)n);
+        k->alive = true;
+        s->last_output_ms = now;
+        s->any_output = true;
+        if (s->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
+            k->last_progress_ms = now;
+        ddp_output_flush(&s->out);
+        return;
+    }
+    if (n < 0) {
+        ddp_stream_finish(&s->out, ds);
+        ddp_output_flush(&s->out);
+        if (ds == &k->s_out)
+            k->out_eof = true;
+        else
+            k->err_eof = true;
+        close_handle(k, (uv_handle_t *)st);
+        check_finished(s, k);
+    }
+}
+
+/* ---------------------------------------------------------------- starting */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char *p = ddp_xstrdup(path);
+    int rc = 0;
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/')
+            continue;
+        *q = '\0';
+        if (mkdir(p, mode) != 0 && errno != EEXIST)
+            rc = -errno;
+        *q = '/';
+    }
+    if (rc == 0 && mkdir(p, mode) != 0 && errno != EEXIST)
+        rc = -errno;
+    free(p);
+    return rc;
+}
+
+static const char *mem_mode_name(enum ddp_membind m)
+{
+    return m == DDP_MEM_LOCAL ? "local" : m == DDP_MEM_INTERLEAVE ? "interleave" : "none";
+}
+
+/* Create (or reset) the heartbeat file with mtime = now. */
+static void heartbeat_reset(struct wrk *k)
+{
+    struct stat st;
+    char *dir = ddp_xstrdup(k->hb_path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir_p(dir, 0700);
+    }
+    free(dir);
+    int fd = open(k->hb_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        futimens(fd, NULL);
+        if (fstat(fd, &st) == 0)
+            k->hb_mtime = st.st_mtim;
+        close(fd);
+    } else {
+        ddp_warn("rank %d: heartbeat file %s: %s", k->w->rank, k->hb_path, strerror(errno));
+    }
+}
+
+static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
+{
+    const struct ddp_worker *w = k->w;
+    struct ddp_strv args = {0};
+    uv_process_options_t o;
+    uv_stdio_container_t io[4];
+    int rp[2];
+    int rc;
+    bool logs = s->spec->log_dir && w->log_dir;
+    char *path;
+
+    if (w->log_dir) {
+        rc = mkdir_p(w->log_dir, 0755);
+        if (rc < 0)
+            return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir,
+                            strerror(-rc));
+    }
+    path = logs ? ddp_xasprintf("%s/stdout.log", w->log_dir) : NULL;
+    rc = ddp_stream_init(&k->s_out, 0, w->prefix, w->console && !(logs && (w->std_redirect & 1)), path, err);
+    free(path);
+    if (rc < 0)
+        return rc;
+    path = logs ? ddp_xasprintf("%s/stderr.log", w->log_dir) : NULL;
+    rc = ddp_stream_init(&k->s_err, 1, w->prefix, w->console && !(logs && (w->std_redirect & 2)), path, err);
+    free(path);
+    if (rc < 0)
+        return rc;
+    k->s_out.on_line = on_line;
+    k->s_out.arg = k;
+    k->s_err.on_line = on_line;
+    k->s_err.arg = k;
+
+    const char *hb = worker_env(w, "DDPLAUNCH_HEARTBEAT_FILE");
+    if (hb && s->spec->heartbeat == DDP_HEARTBEAT_FILE) {
+        k->hb_path = ddp_xstrdup(hb);
+        heartbeat_reset(k);
+    }
+
+    if (pipe2(rp, O_CLOEXEC) != 0)
+        return ddp_errf(err, -errno, "rank %d: pipe: %s", w->rank, strerror(errno));
+
+    ddp_strv_push(&args, s->self_exe);
+    ddp_strv_push(&args, "--exec-shim");
+    ddp_strv_pushf(&args, "--rank=%d", w->rank);
+    ddp_strv_pushf(&args, "--ppid=%d", (int)getpid());
+    ddp_strv_pushf(&args, "--report-fd=3");
+    if (w->cpus && *w->cpus)
+        ddp_strv_pushf(&args, "--cpus=%s", w->cpus);
+    if (w->mems && *w->mems) {
+        ddp_strv_pushf(&args, "--mems=%s", w->mems);
+        ddp_strv_pushf(&args, "--mem-mode=%s", mem_mode_name(w->mem_mode));
+    }
+    if (w->bind_strict)
+        ddp_strv_push(&args, "--strict");
+    ddp_strv_push(&args, "--");
+    for (size_t i = 0; i < w->argv.n; i++)
+        ddp_strv_push(&args, w->argv.v[i]);
+
+    uv_pipe_init(&s->loop, &k->out, 0);
+    uv_pipe_init(&s->loop, &k->err, 0);
+    uv_pipe_init(&s->loop, &k->rep, 0);
+    k->out.data = k->err.data = k->rep.data = k->proc.data = k;
+    k->run->open_handles += 3;
+
+    memset(&o, 0, sizeof(o));
+    memset(io, 0, sizeof(io));
+    io[0].flags = UV_INHERIT_FD;
+    io[0].data.fd = 0;
+    io[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    io[1].data.stream = (uv_stream_t *)&k->out;
+    io[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    io[2].data.stream = (uv_stream_t *)&k->err;
+    io[3].flags = UV_INHERIT_FD;
+    io[3].data.fd = rp[1];
+    o.exit_cb = on_exit_cb;
+    o.file = s->self_exe;
+    o.args = args.v;
+    o.env = w->envp.v;
+    o.cwd = w->cwd;
+    o.flags = UV_PROCESS_DETACHED;
+    o.stdio_count = 4;
+    o.stdio = io;
+    k->start_ms = ddp_now_ms();
+    k->last_progress_ms = k->start_ms;
+    rc = uv_spawn(&s->loop, &k->proc, &o);
+    close(rp[1]);
+    ddp_strv_clear(&args);
+    if (rc != 0) {
+        close(rp[0]);
+        close_handle(k, (uv_handle_t *)&k->out);
+        close_handle(k, (uv_handle_t *)&k->err);
+        close_handle(k, (uv_handle_t *)&k->rep);
+        return ddp_errf(err, rc, "rank %d: cannot start %s: %s", w->rank, s->self_exe, uv_strerror(rc));
+    }
+    k->run->open_handles++;
+    k->spawned = true;
+    k->pid = k->proc.pid;
+    k->pgid = k->proc.pid;
+    uv_pipe_open(&k->rep, rp[0]);
+    uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
+    uv_read_start((uv_stream_t *)&k->err, on_alloc, on_read);
+    uv_read_start((uv_stream_t *)&k->rep, on_alloc, on_read);
+    return 0;
+}
+
+static void on_watch(uv_timer_t *t);
+static void on_wall(uv_timer_t *t);
+
+static long long watch_period(const struct ddp_spec *sp)
+{
+    long long p = 1000;
+    if (sp->timeout_stall_ms > 0 && sp->timeout_stall_ms / 4 < p)
+        p = sp->timeout_stall_ms / 4;
+    if (sp->timeout_init_ms > 0 && sp->timeout_init_ms / 4 < p)
+        p = sp->timeout_init_ms / 4;
+    return p < 20 ? 20 : p;
+}
+
+/* Build and start attempt `attempt` with nproc workers. 0 or negative errno with s->err. */
+static int start_attempt(struct sup *s, int attempt, int nproc)
+{
+    struct run *r = ddp_xcalloc(1, sizeof(*r));
+    int rc;
+    r->sup = s;
+    rc = ddp_plan_build(s->ctx, attempt, nproc, s->exclude, s->nexclude, &r->plan, s->err);
+    if (rc < 0 && s->nexclude > 0) {
+        ddp_warn("attempt %d: %s; trying again without leaving out the GPUs of the stalled ranks", attempt,
+                 s->err->msg);
+        rc = ddp_plan_build(s->ctx, attempt, nproc, NULL, 0, &r->plan, s->err);
+    }
+    if (rc < 0) {
+        free(r);
+        return rc;
+    }
+    r->nw = r->plan.nworkers;
+    r->w = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*r->w));
+    r->start_ms = ddp_now_ms();
+    for (size_t i = 0; i < r->nw; i++) {
+        r->w[i].run = r;
+        r->w[i].w = &r->plan.workers[i];
+        r->w[i].s_out.file_fd = r->w[i].s_err.file_fd = -1;
+    }
+    s->cur = r;
+    s->any_output = false;
+    s->last_output_ms = r->start_ms;
+    free(s->timeout_reason);
+    s->timeout_reason = NULL;
+    if (attempt > 0 && r->plan.gpu_reason)
+        ddp_info("attempt %d: %s", attempt, r->plan.gpu_reason);
+    for (size_t i = 0; i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        rc = spawn_one(s, k, s->err);
+        if (rc < 0) {
+            /* the workers started so far are stopped like after a failure; then we exit 1 */
+            ddp_error("%s", s->err->msg);
+            s->launcher_failed = true;
+            for (size_t j = i; j < r->nw; j++) {
+                struct wrk *q = &r->w[j];
+                q->exited = q->out_eof = q->err_eof = q->rep_eof = q->finished = true;
+                q->status = 1;
+                r->nexited++;
+                r->nfinished++;
+            }
+            struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = 1, .fatal = true};
+            if (s->pol.state == DDP_PS_RUNNING)
+                feed(s, &ev);
+            if (r->nfinished == r->nw && s->cur == r) {
+                struct ddp_pevent_data all = {.kind = DDP_PE_ALL_FINISHED};
+                feed(s, &all);
+            }
+            return 0;
+        }
+    }
+    if (s->spec->timeout_wall_ms > 0)
+        uv_timer_start(&s->wall, on_wall, (uint64_t)s->spec->timeout_wall_ms, 0);
+    if (s->spec->timeout_init_ms > 0 ||
+        (s->spec->timeout_stall_ms > 0 && s->spec->heartbeat != DDP_HEARTBEAT_NONE)) {
+        long long p = watch_period(s->spec);
+        uv_timer_start(&s->watch, on_watch, (uint64_t)p, (uint64_t)p);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- hang detection */
+
+static void timeout_now(struct sup *s, enum ddp_class c, struct wrk *k, char *reason)
+{
+    struct ddp_pevent_data ev = {.kind = DDP_PE_TIMEOUT};
+    free(s->timeout_reason);
+    s->timeout_reason = reason;
+    s->timeout_class = c;
+    clear_others(s);
+    if (k)
+        record_ended(s, &s->root, k, reason);
+    else
+        ended_clear(&s->root);
+    ddp_error("attempt %d: %s; stopping the workers", s->cur->plan.attempt, reason);
+    feed(s, &ev);
+}
+
+static void exclude_gpu(struct sup *s, int gpu)
+{
+    if (gpu < 0)
+        return;
+    for (size_t i = 0; i < s->nexclude; i++)
+        if (s->exclude[i] == gpu)
+            return;
+    s->exclude = ddp_xrealloc(s->exclude, (s->nexclude + 1) * sizeof(int));
+    s->exclude[s->nexclude++] = gpu;
+}
+
+static void on_watch(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    struct run *r = s->cur;
+    const struct ddp_spec *sp = s->spec;
+    long long now = ddp_now_ms();
+    struct wrk *first = NULL;
+    size_t nstalled = 0;
+    if (!r || s->pol.state != DDP_PS_RUNNING)
+        return;
+    for (size_t i = 0; i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        struct stat st;
+        if (k->exited || !k->spawned)
+            continue;
+        if (k->hb_path && stat(k->hb_path, &st) == 0 &&
+            (st.st_mtim.tv_sec != k->hb_mtime.tv_sec || st.st_mtim.tv_nsec != k->hb_mtime.tv_nsec)) {
+            k->hb_mtime = st.st_mtim;
+            k->last_progress_ms = now;
+            k->alive = true;
+        }
+    }
+    /* init: every rank shows life within `init` */
+    if (sp->timeout_init_ms > 0) {
+        for (size_t i = 0; i < r->nw; i++) {
+            struct wrk *k = &r->w[i];
+            if (k->exited || k->alive || now - k->start_ms < sp->timeout_init_ms)
+                continue;
+            if (!first)
+                first = k;
+            nstalled++;
+        }
+        if (first) {
+            char *d = fmt_ms(sp->timeout_init_ms);
+            char *why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,
+                                      nstalled > 1 ? " and others" : "", d);
+            free(d);
+            for (size_t i = 0; i < r->nw; i++)
+                if (!r->w[i].exited && !r->w[i].alive)
+                    exclude_gpu(s, r->w[i].w->gpu);
+            timeout_now(s, DDP_CLASS_INIT_TIMEOUT, first, why);
+            return;
+        }
+    }
+    if (sp->timeout_stall_ms <= 0)
+        return;
+    if (sp->heartbeat == DDP_HEARTBEAT_FILE) {
+        for (size_t i = 0; i < r->nw; i++) {
+            struct wrk *k = &r->w[i];
+            if (k->exited || !k->hb_path)
+                continue;
+            if (sp->timeout_init_ms > 0 && !k->alive)
+                continue; /* init covers the start */
+            if (now - k->last_progress_ms < sp->timeout_stall_ms)
+                continue;
+            if (!first)
+                first = k;
+            nstalled++;
+        }
+        if (first) {
+            char *d = fmt_ms(sp->timeout_stall_ms);
+            char *why;
+            if (nstalled > 1)
+                why = ddp_xasprintf("rank %d and %zu other%s made no progress for %s (heartbeat)", first->w->rank,
+                                    nstalled - 1, nstalled > 2 ? "s" : "", d);
+            else
+                why = ddp_xasprintf("rank %d made no progress for %s (heartbeat)", first->w->rank, d);
+            free(d);
+            /* leave out the stalled ranks' GPUs, unless every rank stalled (then nobody is to blame) */
+            if (nstalled < r->nw)
+                for (size_t i = 0; i < r->nw; i++) {
+                    struct wrk *k = &r->w[i];
+                    if (!k->exited && k->hb_path && now - k->last_progress_ms >= sp->timeout_stall_ms)
+                        exclude_gpu(s, k->w->gpu);
+                }
+            timeout_now(s, DDP_CLASS_HANG, first, why);
+        }
+    } else if (sp->heartbeat == DDP_HEARTBEAT_OUTPUT) {
+        if (sp->timeout_init_ms > 0 && !s->any_output)
+            return;
+        if (now - s->last_output_ms >= sp->timeout_stall_ms) {
+            char *d = fmt_ms(sp->timeout_stall_ms);
+            char *why = ddp_xasprintf("no rank wrote any output for %s (output)", d);
+            free(d);
+            timeout_now(s, DDP_CLASS_HANG, NULL, why);
+        }
+    }
+}
+
+static void on_wall(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    if (!s->cur || s->pol.state != DDP_PS_RUNNING)
+        return;
+    char *d = fmt_ms(s->spec->timeout_wall_ms);
+    char *why = ddp_xasprintf("the attempt ran longer than %s (wall)", d);
+    free(d);
+    timeout_now(s, DDP_CLASS_WALL_TIMEOUT, NULL, why);
+}
+
+/* ---------------------------------------------------------------- timers and signals */
+
+static void on_grace(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    struct ddp_pevent_data ev = {.kind = DDP_PE_GRACE_EXPIRED};
+    s->grace_armed = false;
+    feed(s, &ev);
+}
+
+/* After SIGKILL, a process outside the groups may still hold a pipe: give up on those pipes. */
+static void on_force(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    struct run *r = s->cur;
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        if (!k->exited)
+            continue;
+        if (!k->out_eof) {
+            ddp_stream_finish(&s->out, &k->s_out);
+            k->out_eof = true;
+            close_handle(k, (uv_handle_t *)&k->out);
+        }
+        if (!k->err_eof) {
+            ddp_stream_finish(&s->out, &k->s_err);
+            k->err_eof = true;
+            close_handle(k, (uv_handle_t *)&k->err);
+        }
+        if (!k->rep_eof) {
+            k->rep_eof = true;
+            close_handle(k, (uv_handle_t *)&k->rep);
+        }
+        if (!k->finished) {
+            ddp_warn("rank %d: a process outside its group still holds its output; no longer reading it",
+                     k->w->rank);
+            check_finished(s, k);
+        }
+    }
+    ddp_output_flush(&s->out);
+}
+
+static void on_backoff(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    struct ddp_pevent_data ev = {.kind = DDP_PE_BACKOFF_DONE};
+    feed(s, &ev);
+}
+
+static void on_signal(uv_signal_t *h, int signo)
+{
+    struct sup *s = h->data;
+    struct ddp_pevent_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
+    feed(s, &ev);
+}
+
+static void retire_current(struct sup *s)
+{
+    struct run *r = s->cur;
+    if (!r)
+        return;
+    s->cur = NULL;
+    r->retired = true;
+    if (r->open_handles == 0)
+        run_free(r);
+}
+
+static void close_loop_handles(struct sup *s)
+{
+    uv_close((uv_handle_t *)&s->grace, NULL);
+    uv_close((uv_handle_t *)&s->backoff, NULL);
+    uv_close((uv_handle_t *)&s->watch, NULL);
+    uv_close((uv_handle_t *)&s->wall, NULL);
+    uv_close((uv_handle_t *)&s->force, NULL);
+    for (int i = 0; i < s->nsigs; i++)
+        uv_close((uv_handle_t *)&s->sigs[i], NULL);
+}
+
+static void feed(struct sup *s, const struct ddp_pevent_data *ev)
+{
+    struct ddp_paction a = ddp_policy_step(&s->pol, ev);
+    if (ev->kind == DDP_PE_SIGNAL && a.flags) {
+        int alive = 0;
+        if (s->cur)
+            for (size_t i = 0; i < s->cur->nw; i++)
+                alive += s->cur->w[i].spawned && !s->cur->w[i].exited;
+        if (a.flags & DDP_ACT_KILL_ALL)
+            ddp_error("got %s again: killing %d worker%s now", ddp_report_signame(ev->signo), alive,
+                      alive == 1 ? "" : "s");
+        else if (ddp_policy_signal_stops(ev->signo))
+            ddp_info("got %s: forwarding it to %d worker%s%s", ddp_report_signame(ev->signo), alive,
+                     alive == 1 ? "" : "s", ev->signo == SIGINT ? " (again to kill them now)" : "");
+        else
+            ddp_info("got %s: forwarding it to %d worker%s", ddp_report_signame(ev->signo), alive,
+                     alive == 1 ? "" : "s");
+    }
+    apply(s, &a);
+}
+
+static void print_summary(struct sup *s, int status)
+{
+    struct ddp_report_entry root = {0};
+    struct ddp_report_entry *others;
+    const char *prog = s->spec->script   ? s->spec->script
+                       : s->spec->module ? s->spec->module
+                       : s->spec->program ? s->spec->program
+                       : s->spec->command.n ? s->spec->command.v[0]
+                                            : "job";
+    char *title;
+    if (!s->root.set)
+        return;
+    title = ddp_xasprintf("%s FAILED (exit status %d)", prog, status);
+    root.rank = s->root.rank;
+    root.local_rank = s->root.local_rank;
+    root.host = s->ctx->hostname;
+    root.pid = s->root.pid;
+    root.exit_code = s->root.status;
+    root.signo = s->root.signo;
+    root.when = s->root.when;
+    root.error_file = s->root.error_file;
+    root.class_name = s->root.class_name;
+    root.class_line = s->root.class_line;
+    root.hint = s->root.hint;
+    root.reason = s->root.reason;
+    root.tail = (const char *const *)s->root.tail.v;
+    root.ntail = s->root.tail.n;
+    others = ddp_xcalloc(s->nothers + 1, sizeof(*others));
+    for (size_t i = 0; i < s->nothers; i++) {
+        struct ended *e = &s->others[i];
+        others[i] = (struct ddp_report_entry){
+            .rank = e->rank, .local_rank = e->local_rank, .host = s->ctx->hostname, .pid = e->pid,
+            .exit_code = e->status, .signo = e->signo, .when = e->when, .error_file = e->error_file,
+            .class_name = e->class_name, .class_line = e->class_line, .hint = e->hint, .reason = e->reason,
+            .tail = (const char *const *)e->tail.v, .ntail = e->tail.n};
+    }
+    ddp_output_flush(&s->out);
+    fflush(stdout);
+    ddp_report_print(stderr, title, &root, others, s->nothers);
+    free(others);
+    free(title);
+}
+
+static void apply(struct sup *s, const struct ddp_paction *a)
+{
+    int attempt = s->cur ? s->cur->plan.attempt : s->pol.attempt;
+    if (a->flags & DDP_ACT_TERM_ALL)
+        signal_all(s, SIGTERM);
+    if (a->flags & DDP_ACT_FORWARD)
+        signal_all(s, a->signo);
+    if (a->flags & DDP_ACT_KILL_ALL) {
+        if (a->why[0] && !(s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL))
+            ddp_warn("attempt %d: %s", attempt, a->why);
+        signal_all(s, SIGKILL);
+        uv_timer_start(&s->force, on_force, 1000, 0);
+    }
+    if (a->flags & DDP_ACT_ARM_GRACE) {
+        s->grace_armed = true;
+        uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
+    }
+    if (a->flags & DDP_ACT_ARM_BACKOFF) {
+        if (s->timeout_reason)
+            ddp_warn("attempt %d: %s; %s", attempt, s->timeout_reason, a->why);
+        else
+            ddp_warn("attempt %d: %s", attempt, a->why);
+        retire_current(s);
+        s->pending = *a;
+        uv_timer_start(&s->backoff, on_backoff, (uint64_t)(a->delay_ms > 0 ? a->delay_ms : 0), 0);
+    }
+    if (a->flags & DDP_ACT_START) {
+        ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
+        if (start_attempt(s, a->attempt, a->nproc) < 0) {
+            ddp_error("attempt %d: %s", a->attempt, s->err->msg);
+            s->launcher_failed = true;
+            s->exit_status = 1;
+            s->done = true;
+            close_loop_handles(s);
+        }
+    }
+    if (a->flags & DDP_ACT_EXIT) {
+        int status = s->launcher_failed ? 1 : a->exit_status;
+        if (s->pol.stop == DDP_STOP_TIMEOUT && s->timeout_reason)
+            ddp_error("attempt %d: %s; %s", attempt, s->timeout_reason,
+                      a->why[0] ? a->why : "exiting");
+        else if (a->why[0] && status != 0)
+            ddp_info("%s", a->why);
+        if (s->pol.stop == DDP_STOP_SIGNAL)
+            ddp_error("stopped by %s", ddp_report_signame(s->pol.stop_signo));
+        else if (status != 0)
+            print_summary(s, status);
+        retire_current(s);
+        s->exit_status = status;
+        s->done = true;
+        close_loop_handles(s);
+    }
+}
+
+/* ---------------------------------------------------------------- entry */
+
+static int add_signal(struct sup *s, int signo)
+{
+    for (int i = 0; i < s->nsigs; i++)
+        if (s->sigs[i].signum == signo)
+            return 0;
+    if (s->nsigs >= (int)(sizeof(s->sigs) / sizeof(s->sigs[0])))
+        return 0;
+    uv_signal_t *h = &s->sigs[s->nsigs];
+    uv_signal_init(&s->loop, h);
+    h->data = s;
+    s->nsigs++;
+    return uv_signal_start(h, on_signal, signo);
+}
 
 int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, struct ddp_err *err)
 {
-    (void)ctx;
-    (void)self_exe;
-    ddp_errf(err, -ENOSYS, "supervisor not implemented yet");
-    return 1;
+    struct sup *s = ddp_xcalloc(1, sizeof(*s));
+    int rc, status;
+    static const int base_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+    s->ctx = ctx;
+    s->spec = ctx->spec;
+    s->self_exe = self_exe;
+    s->err = err;
+    signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
+    uv_loop_init(&s->loop);
+    ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force};
+    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+        uv_timer_init(&s->loop, timers[i]);
+        timers[i]->data = s;
+    }
+    /* Signals first, so that one arriving while the workers start is not lost. */
+    for (size_t i = 0; i < sizeof(base_sigs) / sizeof(base_sigs[0]); i++)
+        add_signal(s, base_sigs[i]);
+    for (size_t i = 0; i < s->spec->signals_to_handle.n; i++) {
+        int n = ddp_report_signum(s->spec->signals_to_handle.v[i]);
+        if (n <= 0 || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGILL ||
+            n == SIGFPE || n == SIGCHLD || n == SIGPIPE)
+            ddp_warn("signals_to_handle: ignoring '%s' (not a signal that can be forwarded)",
+                     s->spec->signals_to_handle.v[i]);
+        else
+            add_signal(s, n);
+    }
+    ddp_policy_init(&s->pol, s->spec, ctx->nproc);
+    rc = start_attempt(s, 0, ctx->nproc);
+    if (rc < 0) {
+        s->launcher_failed = true;
+        s->done = true;
+        close_loop_handles(s);
+    }
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    /* Anything still open (should be nothing): close and run once more so that memory is returned. */
+    if (s->cur)
+        retire_current(s);
+    status = s->launcher_failed ? 1 : s->exit_status;
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&s->loop);
+    ddp_output_free(&s->out);
+    ended_clear(&s->root);
+    clear_others(s);
+    free(s->exclude);
+    free(s->timeout_reason);
+    free(s);
+    return status;
 }
