@@ -122,7 +122,7 @@ static void read_holder_info(int dirfd, const char *busid, pid_t holder, struct 
     memset(info, 0, sizeof *info);
     snprintf(info->busid, sizeof info->busid, "%s", busid);
     info->pid = holder;
-    DIR *d = fdopendir(dup(dirfd));
+    DIR *d = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!d)
         return;
     char prefix[64];
@@ -164,9 +164,8 @@ static void read_holder_info(int dirfd, const char *busid, pid_t holder, struct 
     }
 }
 
-static void format_info(struct ddp_buf *b, const struct ddp_lease_info *in)
+static void format_holder(struct ddp_buf *b, const struct ddp_lease_info *in)
 {
-    ddp_buf_printf(b, "gpu %s: ", in->busid);
     if (in->job[0])
         ddp_buf_printf(b, "job '%s' ", in->job);
     else
@@ -187,6 +186,28 @@ static void format_info(struct ddp_buf *b, const struct ddp_lease_info *in)
         ddp_buf_printf(b, ", since %s", when);
     }
     ddp_buf_puts(b, ")");
+}
+
+/* "gpu A, B: job 'x' (pid 1, user u, since T); gpu C: ..." grouping the GPUs of one holder. */
+static void format_infos(struct ddp_buf *b, const struct ddp_lease_info *v, size_t n)
+{
+    bool *done = ddp_xcalloc(n ? n : 1, sizeof *done);
+    for (size_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        if (b->len)
+            ddp_buf_puts(b, "; ");
+        ddp_buf_printf(b, "gpu %s", v[i].busid);
+        for (size_t j = i + 1; j < n; j++) {
+            if (!done[j] && v[j].pid == v[i].pid && strcmp(v[j].job, v[i].job) == 0) {
+                ddp_buf_printf(b, ", %s", v[j].busid);
+                done[j] = true;
+            }
+        }
+        ddp_buf_puts(b, ": ");
+        format_holder(b, &v[i]);
+    }
+    free(done);
 }
 
 static int canon_all(const char *const *busids, size_t n, char (*canon)[32], struct ddp_err *err)
@@ -227,16 +248,15 @@ static int cmp_canon(const void *a, const void *b)
 static char *describe_dirfd(int dirfd, char (*canon)[32], size_t n)
 {
     struct ddp_buf b = {0};
+    struct ddp_lease_info *v = ddp_xcalloc(n ? n : 1, sizeof *v);
+    size_t cnt = 0;
     for (size_t i = 0; i < n; i++) {
         pid_t holder = 0;
-        if (probe_one(dirfd, canon[i], &holder) != 1)
-            continue;
-        struct ddp_lease_info info;
-        read_holder_info(dirfd, canon[i], holder, &info);
-        if (b.len)
-            ddp_buf_puts(&b, "; ");
-        format_info(&b, &info);
+        if (probe_one(dirfd, canon[i], &holder) == 1)
+            read_holder_info(dirfd, canon[i], holder, &v[cnt++]);
     }
+    format_infos(&b, v, cnt);
+    free(v);
     ddp_buf_add(&b, "", 1);
     return b.data;
 }
@@ -437,7 +457,7 @@ int ddp_lease_list(const char *lock_dir, struct ddp_lease_info **out, size_t *n)
     int dirfd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dirfd < 0)
         return errno == ENOENT ? 0 : -errno;
-    DIR *d = fdopendir(dup(dirfd));
+    DIR *d = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!d) {
         int e = -errno;
         close(dirfd);
@@ -477,18 +497,17 @@ char *ddp_lease_describe(const char *lock_dir, const char *const *busids, size_t
     size_t cnt;
     struct ddp_buf b = {0};
     if (ddp_lease_list(lock_dir, &v, &cnt) == 0) {
+        size_t keep = 0;
         for (size_t i = 0; i < cnt; i++) {
             bool want = !busids;
             for (size_t j = 0; busids && j < n && !want; j++) {
                 char c[32];
                 want = canon_busid(busids[j], c) == 0 && strcmp(c, v[i].busid) == 0;
             }
-            if (!want)
-                continue;
-            if (b.len)
-                ddp_buf_puts(&b, "; ");
-            format_info(&b, &v[i]);
+            if (want)
+                v[keep++] = v[i];
         }
+        format_infos(&b, v, keep);
         free(v);
     }
     ddp_buf_add(&b, "", 1);
