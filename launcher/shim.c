@@ -99,8 +99,10 @@ int ddp_shim_main(int argc, char **argv)
         return 1;
     }
     for (i = 1; i < argc; i++) {
+        char name[32];
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *v = NULL;
+        const char *eq = strchr(a, '=');
         if (strcmp(a, "--exec-shim") == 0)
             continue;
         if (strcmp(a, "--") == 0) {
@@ -111,8 +113,16 @@ int ddp_shim_main(int argc, char **argv)
             strict = true;
             continue;
         }
-        if (!v)
+        if (eq && (size_t)(eq - a) < sizeof(name)) { /* --name=value */
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = '\0';
+            v = eq + 1;
+            a = name;
+        } else if (i + 1 < argc) { /* --name value */
+            v = argv[++i];
+        } else {
             goto usage;
+        }
         if (strcmp(a, "--rank") == 0) {
             if (ddp_parse_int(v, 0, 1 << 30, &rank) != 0)
                 goto usage;
@@ -132,7 +142,6 @@ int ddp_shim_main(int argc, char **argv)
         } else {
             goto usage;
         }
-        i++;
     }
     if (prog < 0 || prog >= argc)
         goto usage;
