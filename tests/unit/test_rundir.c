@@ -144,7 +144,9 @@ Test(rundir, planted_symlink_lock_file_refused_and_target_untouched)
     struct stat st;
     cr_expect_eq(lstat(victim, &st), -1, "the symlink's target was created");
     /* the same for an info file */
-    cr_assert_eq(symlink(victim, ddp_xasprintf("%s/x.info", p)), 0);
+    char *info = ddp_xasprintf("%s/x.info", p);
+    cr_assert_eq(symlink(victim, info), 0);
+    free(info);
     cr_expect_eq(ddp_rundir_write_owned(dfd, "x.info", "pid=1\n", &err), -ELOOP);
     cr_expect_eq(lstat(victim, &st), -1);
     close(dfd);
