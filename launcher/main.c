@@ -14,6 +14,9 @@
 
 #include "cli.h"
 #include "plan.h"
+#include "port.h"
+#include "rundir.h"
+#include "slurm.h"
 #include "shim.h"
 #include "spec.h"
 #include "supervise.h"
@@ -64,22 +67,6 @@ static char *make_run_id(const struct ddp_spec *spec)
     if (f)
         fclose(f);
     return ddp_xasprintf("%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3], raw[4], raw[5]);
-}
-
-/* A port that is free right now (bind test on the wildcard address). */
-static int probe_free_port(int lo, int hi)
-{
-    for (int p = lo; p <= hi; p++) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return -errno;
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)p) };
-        int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-        close(fd);
-        if (ok)
-            return p;
-    }
-    return -EADDRINUSE;
 }
 
 /* rdzv_endpoint HOST[:PORT] sets master_addr/master_port unless those were given with higher precedence. */
@@ -189,6 +176,8 @@ int main(int argc, char **argv)
     struct ddp_spec spec;
     struct ddp_topo *topo = NULL;
     struct ddp_attempt attempt = { 0 };
+    struct ddp_slurm slurm = { 0 };
+    struct ddp_port_resv *port_resv = NULL;
     char *run_id = NULL, *exe = NULL, *run_dir = NULL;
     ddp_spec_init(&spec);
 
@@ -229,6 +218,27 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    /* SLURM: inside an srun step, nodes, ranks, rank 0's address and the GPU set come from Slurm, unless the
+     * command line says otherwise. */
+    if (ddp_slurm_detect(environ, spec.slurm_enabled, &slurm, &err) < 0) {
+        status = spec_error(&err);
+        goto out;
+    }
+    if (slurm.warning)
+        ddp_warn("%s", slurm.warning);
+    if (slurm.active && slurm.is_step) {
+        char num[32];
+        snprintf(num, sizeof num, "%d", slurm.nnodes);
+        if (spec.origin[ddp_spec_key_find("job", "nnodes")] < DDP_ORIGIN_CLI)
+            ddp_spec_set(&spec, "job", "nnodes", num, DDP_ORIGIN_ENV, "SLURM_STEP_NUM_NODES", NULL);
+        snprintf(num, sizeof num, "%d", slurm.node_rank);
+        if (spec.origin[ddp_spec_key_find("job", "node_rank")] < DDP_ORIGIN_CLI)
+            ddp_spec_set(&spec, "job", "node_rank", num, DDP_ORIGIN_ENV, "SLURM_NODEID", NULL);
+        if (slurm.master_addr && spec.origin[ddp_spec_key_find("job", "master_addr")] < DDP_ORIGIN_CLI)
+            ddp_spec_set(&spec, "job", "master_addr", slurm.master_addr, DDP_ORIGIN_ENV, "SLURM_STEP_NODELIST",
+                         NULL);
+    }
+
     /* Topology: needed for GPUs and binding. Without it the job still runs, unbound. */
     if (ddp_topo_load(topo_file, &topo, &err) < 0) {
         if (topo_file) {
@@ -250,7 +260,8 @@ int main(int argc, char **argv)
     ctx.run_id = run_id;
     ctx.python = py && *py ? py : "python3";
     ctx.topo = topo;
-    ctx.inherited_cvd = getenv("CUDA_VISIBLE_DEVICES");
+    ctx.inherited_cvd = slurm.gpus_local ? NULL : getenv("CUDA_VISIBLE_DEVICES");
+    ctx.slurm_gpus = slurm.active ? slurm.gpus : NULL;
     ctx.nnodes = spec.nnodes.max;
     ctx.node_rank = spec.node_rank;
     ctx.master_addr = spec.standalone ? "127.0.0.1" : spec.master_addr;
@@ -299,15 +310,40 @@ int main(int argc, char **argv)
         spec.name = ddp_xstrdup(slash ? slash + 1 : prog);
     }
 
-    /* PORTS: master_port */
-    if (spec.master_port.is_auto) {
-        int p = probe_free_port(spec.master_port.lo, spec.master_port.hi);
-        if (p < 0) {
-            fprintf(stderr, "ddplaunch: no free port in %d-%d\n", spec.master_port.lo, spec.master_port.hi);
-            status = EXIT_LAUNCHER;
+    /* PORTS: master_port: reserved host-wide (auto), or checked to be free (explicit, on node 0). */
+    if (spec.master_port.is_auto && ctx.nnodes > 1 && !slurm.active) {
+        fprintf(stderr, "ddplaunch: master_port = auto needs a single node or Slurm; give every node the same "
+                        "--master-port\n");
+        status = EXIT_USAGE;
+        goto out;
+    }
+    if (ctx.node_rank != 0 && spec.master_port.is_auto) {
+        /* Node 0 reserves the port; the others compute the same one from the job id. */
+        ctx.master_port = ddp_slurm_port(&slurm, spec.master_port.lo, spec.master_port.hi);
+    } else if (ctx.node_rank == 0) {
+        char ephemeral[64] = "";
+        FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+        if (f) {
+            if (!fgets(ephemeral, sizeof ephemeral, f))
+                ephemeral[0] = '\0';
+            fclose(f);
+        }
+        struct ddp_port_req preq = {
+            .lock_dir = ddp_rundir_lock_dir(environ),
+            .addr = ctx.master_addr,
+            .spec = spec.master_port,
+            .ephemeral_range = ephemeral[0] ? ephemeral : NULL,
+        };
+        if (slurm.active && slurm.job_id) {
+            preq.slurm_job_id = strtoull(slurm.job_id, NULL, 10);
+            preq.slurm_step_id = slurm.step_id ? strtoull(slurm.step_id, NULL, 10) : 0;
+            preq.max_candidates = ctx.nnodes > 1 ? 1 : 0;
+        }
+        if (ddp_port_reserve(&preq, &port_resv, &ctx.master_port, &err) < 0) {
+            fprintf(stderr, "ddplaunch: %s\n", err.msg);
+            status = err.code == -EADDRINUSE && !spec.master_port.is_auto ? EXIT_USAGE : EXIT_LAUNCHER;
             goto out;
         }
-        ctx.master_port = p;
     } else {
         ctx.master_port = spec.master_port.port;
     }
@@ -330,6 +366,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddplaunch: %s\n", err.msg);
 
 out:
+    ddp_port_release(port_resv);
+    ddp_slurm_free(&slurm);
     if (run_dir)
         remove_tree(run_dir);
     ddp_attempt_free(&attempt);

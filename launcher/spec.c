@@ -217,8 +217,11 @@ int ddp_spec_split_argv(const char *s, struct ddp_strv *out, struct ddp_err *err
                 ddp_buf_add(&word, p, 1);
             }
         } else if (c == '\\') {
-            if (p[1] == '\0')
+            if (p[1] == '\0') {
+                ddp_buf_free(&word);
+                ddp_strv_clear(out);
                 return ddp_errf(err, -EINVAL, "a backslash at the end of '%s' escapes nothing", s);
+            }
             p++;
             ddp_buf_add(&word, p, 1);
         } else {
@@ -279,12 +282,15 @@ int ddp_spec_std_for_rank(const char *value, int local_rank)
 {
     if (!value || !*value)
         return 0;
-    if (!strchr(value, ':'))
-        return atoi(value);
+    if (!strchr(value, ':')) {
+        long v = strtol(value, NULL, 10);
+        return v >= 0 && v <= 3 ? (int)v : 0;
+    }
+    /* Unvalidated input must not run past the end: "0:" or "0:1x" mean nothing. */
     for (const char *p = value; *p;) {
         char *end;
         long r = strtol(p, &end, 10);
-        if (*end != ':')
+        if (end == p || *end != ':' || end[1] < '0' || end[1] > '3')
             return 0;
         int v = end[1] - '0';
         if (r == local_rank)
@@ -292,6 +298,8 @@ int ddp_spec_std_for_rank(const char *value, int local_rank)
         p = end + 2;
         if (*p == ',')
             p++;
+        else if (*p)
+            return 0;
     }
     return 0;
 }
@@ -322,6 +330,8 @@ static int parse_mem(const char *v, struct ddp_mem_limit *m, struct ddp_err *err
                   { "T", 1099511627776.0 }, { "TiB", 1099511627776.0 } };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(end, units[i].unit) == 0) {
+            if (x * units[i].mult >= 1.8e19) /* would not fit: the conversion is undefined */
+                goto bad;
             m->bytes = (unsigned long long)(x * units[i].mult);
             return 0;
         }
@@ -442,8 +452,7 @@ static int parse_value(struct ddp_spec *spec, size_t i, const char *v, struct dd
         struct ddp_port_spec *ps = f;
         if (!strcmp(v, "auto") || !strcmp(v, "0")) {
             ps->is_auto = true;
-            ps->lo = 29500;
-            ps->hi = 29999;
+            ps->lo = ps->hi = 0; /* port.c's default range, clear of the kernel's ephemeral ports */
             return 0;
         }
         if (!strncmp(v, "auto:", 5)) {
@@ -533,7 +542,7 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
         for (size_t j = 0; j < sv->n; j++) {
             if (j)
                 ddp_buf_puts(&b, k->type == DDP_T_LIST ? "," : " ");
-            bool quote = k->type == DDP_T_ARGV && (!*sv->v[j] || strpbrk(sv->v[j], " \t'\"\\"));
+            bool quote = k->type == DDP_T_ARGV && (!*sv->v[j] || strpbrk(sv->v[j], " \t\n\v\f\r'\"\\"));
             if (quote) {
                 ddp_buf_puts(&b, "'");
                 for (const char *p = sv->v[j]; *p; p++)
@@ -561,7 +570,7 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
         const struct ddp_port_spec *ps = f;
         if (!ps->is_auto)
             ddp_buf_printf(&b, "%d", ps->port);
-        else if (ps->lo == 29500 && ps->hi == 29999)
+        else if (ps->lo == 0 && ps->hi == 0)
             ddp_buf_puts(&b, "auto");
         else
             ddp_buf_printf(&b, "auto:%d-%d", ps->lo, ps->hi);
@@ -571,8 +580,17 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
         const struct ddp_mem_limit *m = f;
         if (m->percent)
             ddp_buf_printf(&b, "%d%%", m->percent);
-        else if (m->bytes)
-            ddp_buf_printf(&b, "%lluMiB", m->bytes >> 20);
+        else if (m->bytes) {
+            /* the largest unit that keeps the value exact, so that it parses back the same */
+            static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+            unsigned long long v = m->bytes;
+            int u = 0;
+            while (u < 4 && v % 1024 == 0) {
+                v /= 1024;
+                u++;
+            }
+            ddp_buf_printf(&b, "%llu%s", v, units[u]);
+        }
         else
             ddp_buf_puts(&b, "none");
         break;
