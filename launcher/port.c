@@ -99,6 +99,13 @@ int ddp_port_slurm_candidate(unsigned long long job_id, unsigned long long step_
     return lo + (int)((h % n + i % n) % n);
 }
 
+int ddp_port_slurm_port(unsigned long long job_id, unsigned long long step_id, const struct ddp_port_spec *ps)
+{
+    int lo = ps->lo > 0 ? ps->lo : DDP_PORT_AUTO_LO;
+    int hi = ps->hi > 0 ? ps->hi : DDP_PORT_AUTO_HI;
+    return ddp_port_slurm_candidate(job_id, step_id, lo, hi, 0);
+}
+
 /* "0100007F" -> 127.0.0.1; 32 hex digits -> IPv6. The kernel prints each 32-bit word in host order. */
 static int decode_addr(const char *hex, bool v6, char *out, size_t len)
 {
@@ -388,8 +395,12 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
     if (req->spec.is_auto) {
         lo = req->spec.lo;
         hi = req->spec.hi;
-        if (lo <= 0 || hi <= 0)
+        if ((lo <= 0 || hi <= 0) && req->slurm_job_id) {
+            lo = DDP_PORT_AUTO_LO; /* the same on every node: see ddp_port_slurm_port() */
+            hi = DDP_PORT_AUTO_HI;
+        } else if (lo <= 0 || hi <= 0) {
             ddp_port_default_range(req->ephemeral_range, &lo, &hi);
+        }
         if (hi < lo) {
             if (dirfd >= 0)
                 close(dirfd);

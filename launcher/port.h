@@ -35,6 +35,12 @@ bool ddp_port_range_overlaps_ephemeral(const char *ip_local_port_range, int lo, 
  * Candidates 0..(hi-lo) are all distinct. Pure. */
 int ddp_port_slurm_candidate(unsigned long long job_id, unsigned long long step_id, int lo, int hi, unsigned i);
 
+/* The port every node of a multi-node Slurm job computes for master_port = auto (ps->is_auto): candidate 0 of
+ * ddp_port_slurm_candidate() in ps's range, or in DDP_PORT_AUTO_LO-HI when ps gives none (fixed, so that nodes
+ * with different ephemeral ranges agree). Node 0 reserves the same port with ddp_port_reserve() and
+ * max_candidates = 1. Pure. */
+int ddp_port_slurm_port(unsigned long long job_id, unsigned long long step_id, const struct ddp_port_spec *ps);
+
 /* A LISTEN socket from /proc/net/tcp or /proc/net/tcp6. */
 struct ddp_port_listener {
     unsigned long long inode;

@@ -398,3 +398,26 @@ Test(port, slurm_job_uses_its_derived_port)
     ddp_port_release(r);
     ddp_port_release(r2);
 }
+
+Test(port, slurm_port_of_other_nodes_matches_node0_reservation)
+{
+    struct ddp_port_spec ps = {.is_auto = true};
+    int other = ddp_port_slurm_port(987654, 2, &ps);
+    cr_expect(other >= DDP_PORT_AUTO_LO && other <= DDP_PORT_AUTO_HI, "%d", other);
+    cr_expect_eq(other, ddp_port_slurm_candidate(987654, 2, DDP_PORT_AUTO_LO, DDP_PORT_AUTO_HI, 0));
+    /* node 0 ignores a narrow ephemeral range for Slurm jobs, so that all nodes agree */
+    if (ddp_port_probe(other) < 0)
+        cr_skip_test("port %d busy on this host", other);
+    struct ddp_port_req req = {.lock_dir = lockdir, .spec = ps, .slurm_job_id = 987654, .slurm_step_id = 2,
+                               .max_candidates = 1, .ephemeral_range = "20000 60999"};
+    struct ddp_port_resv *r;
+    int p;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_port_reserve(&req, &r, &p, &err), 0, "%s", err.msg);
+    cr_expect_eq(p, other);
+    ddp_port_release(r);
+    ps.lo = 30000;
+    ps.hi = 30099;
+    int q = ddp_port_slurm_port(987654, 2, &ps);
+    cr_expect(q >= 30000 && q <= 30099);
+}
