@@ -293,7 +293,7 @@ out:
 
 /* ---- choosing ---- */
 
-#define NKEYS 4
+#define NKEYS 5
 #define ENUM_LIMIT 200000.0
 
 struct chooser {
@@ -319,14 +319,16 @@ static long long link_cost(const struct ddp_sel_topo *t, int a, int b)
 static void score(struct chooser *c, const int *set, int n, long long *key)
 {
     const struct ddp_sel_topo *t = c->t;
-    long long span = 0, maxdist = 0, maxper = 0, worst = 0, sum = 0;
+    long long span = 0, maxdist = 0, maxper = 0, worst = 0, sum = 0, unknown = 0;
 
     memset(c->seen, 0, (t->nnodes ? t->nnodes : 1) * sizeof *c->seen);
     for (int i = 0; i < n; i++) {
         int nd = t->gpus[set[i]].node;
 
-        if (nd < 0)
+        if (nd < 0) {
+            unknown++;
             continue;
+        }
         if (!c->seen[nd]++)
             span++;
         if (c->seen[nd] > maxper)
@@ -350,6 +352,10 @@ static void score(struct chooser *c, const int *set, int n, long long *key)
             if (lc > worst)
                 worst = lc;
         }
+    /* GPUs of unknown locality fit any node; among equal choices prefer GPUs whose node is known. */
+    if (span == 0 && n > 0)
+        span = 1;
+    key[4] = unknown;
     switch (c->policy) {
     case DDP_POLICY_PACK:
         key[0] = worst, key[1] = sum, key[2] = span, key[3] = maxdist;

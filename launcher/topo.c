@@ -230,12 +230,25 @@ static int bridges_between(hwloc_obj_t from, hwloc_obj_t anc)
     return k;
 }
 
+/* hwloc_get_common_ancestor_obj() compares depths, which are special negative values for I/O objects
+ * (all bridges share one): walk parents instead. */
+static hwloc_obj_t common_ancestor(hwloc_obj_t a, hwloc_obj_t b)
+{
+    for (hwloc_obj_t p = a; p; p = p->parent)
+        for (hwloc_obj_t q = b; q; q = q->parent)
+            if (p == q)
+                return p;
+    return NULL;
+}
+
 static enum ddp_link pcie_link(const struct ddp_topo *topo, size_t a, size_t b)
 {
     const struct topo_gpu *ga = &topo->gpus[a], *gb = &topo->gpus[b];
-    hwloc_obj_t anc = hwloc_get_common_ancestor_obj(topo->t, ga->obj, gb->obj);
+    hwloc_obj_t anc = common_ancestor(ga->obj, gb->obj);
     hwloc_obj_t na, nb;
 
+    if (!anc)
+        return DDP_LINK_SYS;
     if (anc->type == HWLOC_OBJ_BRIDGE) {
         int da, db;
 
