@@ -188,8 +188,9 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
             a = exit_with(p, p->stop_status);
             snprintf(a.why, sizeof(a.why), "%s",
                      p->no_restart ? "stopped by a signal: not restarting"
-                     : p->stop_fatal ? "the program could not be started: not restarting"
-                     : p->on_failure == DDP_ONFAIL_FAIL ? "on_failure = fail: not restarting"
+                     : p->stop_fatal && p->max_restarts > 0 ? "the program could not be started: not restarting"
+                     : p->stop_fatal ? ""
+                     : p->on_failure == DDP_ONFAIL_FAIL && p->max_restarts > 0 ? "on_failure = fail: not restarting"
                      : p->max_restarts > 0 ? "no restarts left" : "");
             return a;
         }

@@ -1,0 +1,339 @@
+/* Unit tests for policy.c: every (state, event) pair of the table, then whole scenarios. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <string.h>
+
+#include "policy.h"
+
+static struct ddp_spec spec_with(int max_restarts, enum ddp_on_timeout ot, int nproc_min)
+{
+    struct ddp_spec s;
+    memset(&s, 0, sizeof(s));
+    s.max_restarts = max_restarts;
+    s.backoff_ms = 50;
+    s.on_failure = DDP_ONFAIL_RESTART;
+    s.on_timeout = ot;
+    s.downsize_after = 1;
+    s.downsize_to.divisor = 2;
+    s.min_nproc_per_node = nproc_min;
+    s.shutdown_timeout_ms = 30000;
+    return s;
+}
+
+static struct ddp_pevent_data ev(enum ddp_pevent k)
+{
+    struct ddp_pevent_data e = {.kind = k, .status = 3, .signo = SIGTERM};
+    return e;
+}
+
+/* Put p in state st the way the supervisor would get there. */
+static void reach(struct ddp_policy *p, const struct ddp_spec *s, enum ddp_pstate st)
+{
+    ddp_policy_init(p, s, 4);
+    if (st == DDP_PS_RUNNING)
+        return;
+    struct ddp_pevent_data f = ev(DDP_PE_WORKER_FAILED);
+    ddp_policy_step(p, &f);
+    if (st == DDP_PS_STOPPING)
+        return;
+    struct ddp_pevent_data a = ev(DDP_PE_ALL_FINISHED);
+    ddp_policy_step(p, &a); /* max_restarts > 0: BACKOFF; else DONE */
+}
+
+struct cell {
+    enum ddp_pstate from;
+    enum ddp_pevent event;
+    enum ddp_pstate to;
+    unsigned flags;
+};
+
+/* The whole table, with max_restarts = 2, on_timeout = restart, a failure (exit 3) as the stopping cause,
+ * and SIGTERM as the signal. */
+static const struct cell cells[] = {
+    {DDP_PS_RUNNING, DDP_PE_WORKER_OK, DDP_PS_RUNNING, 0},
+    {DDP_PS_RUNNING, DDP_PE_WORKER_FAILED, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
+    {DDP_PS_RUNNING, DDP_PE_TIMEOUT, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
+    {DDP_PS_RUNNING, DDP_PE_SIGNAL, DDP_PS_STOPPING, DDP_ACT_FORWARD | DDP_ACT_ARM_GRACE},
+    {DDP_PS_RUNNING, DDP_PE_ALL_FINISHED, DDP_PS_DONE, DDP_ACT_EXIT},
+    {DDP_PS_RUNNING, DDP_PE_GRACE_EXPIRED, DDP_PS_RUNNING, DDP_ACT_KILL_ALL},
+    {DDP_PS_RUNNING, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, 0},
+    {DDP_PS_STOPPING, DDP_PE_WORKER_OK, DDP_PS_STOPPING, 0},
+    {DDP_PS_STOPPING, DDP_PE_WORKER_FAILED, DDP_PS_STOPPING, 0},
+    {DDP_PS_STOPPING, DDP_PE_TIMEOUT, DDP_PS_STOPPING, 0},
+    {DDP_PS_STOPPING, DDP_PE_SIGNAL, DDP_PS_STOPPING, DDP_ACT_FORWARD},
+    {DDP_PS_STOPPING, DDP_PE_ALL_FINISHED, DDP_PS_BACKOFF, DDP_ACT_ARM_BACKOFF},
+    {DDP_PS_STOPPING, DDP_PE_GRACE_EXPIRED, DDP_PS_STOPPING, DDP_ACT_KILL_ALL},
+    {DDP_PS_STOPPING, DDP_PE_BACKOFF_DONE, DDP_PS_STOPPING, 0},
+    {DDP_PS_BACKOFF, DDP_PE_WORKER_OK, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_WORKER_FAILED, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_TIMEOUT, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_SIGNAL, DDP_PS_DONE, DDP_ACT_EXIT},
+    {DDP_PS_BACKOFF, DDP_PE_ALL_FINISHED, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_GRACE_EXPIRED, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, DDP_ACT_START},
+};
+
+Test(policy, every_state_and_event)
+{
+    struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
+    size_t seen = 0;
+    for (int st = 0; st < DDP_PS__COUNT; st++) {
+        for (int e = 0; e < DDP_PE__COUNT; e++) {
+            struct ddp_policy p;
+            struct ddp_pevent_data d = ev((enum ddp_pevent)e);
+            if (st == DDP_PS_DONE) {
+                reach(&p, &s, DDP_PS_RUNNING);
+                struct ddp_pevent_data fin = ev(DDP_PE_ALL_FINISHED);
+                ddp_policy_step(&p, &fin);
+                cr_assert_eq(p.state, DDP_PS_DONE);
+                struct ddp_paction a = ddp_policy_step(&p, &d);
+                cr_expect_eq(a.flags, 0u, "done + %s must do nothing", ddp_pevent_name(e));
+                cr_expect_eq(p.state, DDP_PS_DONE);
+                seen++;
+                continue;
+            }
+            reach(&p, &s, (enum ddp_pstate)st);
+            cr_assert_eq(p.state, (enum ddp_pstate)st, "could not reach %s", ddp_pstate_name(st));
+            const struct cell *c = NULL;
+            for (size_t i = 0; i < sizeof(cells) / sizeof(cells[0]); i++)
+                if (cells[i].from == (enum ddp_pstate)st && cells[i].event == (enum ddp_pevent)e)
+                    c = &cells[i];
+            cr_assert_not_null(c, "no expectation for (%s, %s)", ddp_pstate_name(st), ddp_pevent_name(e));
+            struct ddp_paction a = ddp_policy_step(&p, &d);
+            cr_expect_eq(a.flags, c->flags, "(%s, %s): flags %#x, want %#x", ddp_pstate_name(st),
+                         ddp_pevent_name(e), a.flags, c->flags);
+            cr_expect_eq(p.state, c->to, "(%s, %s): state %s, want %s", ddp_pstate_name(st), ddp_pevent_name(e),
+                         ddp_pstate_name(p.state), ddp_pstate_name(c->to));
+            seen++;
+        }
+    }
+    cr_expect_eq(seen, (size_t)DDP_PS__COUNT * DDP_PE__COUNT);
+}
+
+Test(policy, failure_without_restarts_exits_with_root_cause_code)
+{
+    struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 7};
+    ddp_policy_step(&p, &f);
+    struct ddp_pevent_data f2 = {.kind = DDP_PE_WORKER_FAILED, .status = 143};
+    ddp_policy_step(&p, &f2); /* a peer dying of our SIGTERM is not the root cause */
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 7);
+}
+
+Test(policy, restarts_count_and_run_out)
+{
+    struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    for (int i = 1; i <= 3; i++) {
+        struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 1};
+        struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+        struct ddp_pevent_data bo = {.kind = DDP_PE_BACKOFF_DONE};
+        ddp_policy_step(&p, &f);
+        struct ddp_paction a = ddp_policy_step(&p, &fin);
+        if (i <= 2) {
+            cr_assert_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF);
+            cr_expect_eq(a.delay_ms, 50);
+            cr_expect(strstr(a.why, "restart") != NULL, "why: %s", a.why);
+            a = ddp_policy_step(&p, &bo);
+            cr_assert_eq(a.flags, (unsigned)DDP_ACT_START);
+            cr_expect_eq(a.attempt, i);
+            cr_expect_eq(a.nproc, 2);
+        } else {
+            cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+            cr_expect_eq(a.exit_status, 1);
+        }
+    }
+}
+
+Test(policy, fatal_start_failure_is_not_restarted)
+{
+    struct ddp_spec s = spec_with(5, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 127, .fatal = true};
+    ddp_policy_step(&p, &f);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 127);
+}
+
+Test(policy, on_failure_fail)
+{
+    struct ddp_spec s = spec_with(5, DDP_ONTIMEOUT_RESTART, 0);
+    s.on_failure = DDP_ONFAIL_FAIL;
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 4};
+    ddp_policy_step(&p, &f);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 4);
+}
+
+Test(policy, signal_stops_and_never_restarts)
+{
+    struct ddp_spec s = spec_with(5, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    cr_expect_eq(a.flags, (unsigned)(DDP_ACT_FORWARD | DDP_ACT_ARM_GRACE));
+    cr_expect_eq(a.signo, SIGTERM);
+    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 143};
+    ddp_policy_step(&p, &f);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 143);
+}
+
+Test(policy, second_sigint_kills_at_once)
+{
+    struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGINT};
+    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    cr_expect_eq(a.flags & DDP_ACT_KILL_ALL, 0u);
+    a = ddp_policy_step(&p, &sg);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_KILL_ALL);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.exit_status, 130);
+}
+
+Test(policy, sigint_while_stopping_after_failure_keeps_root_cause)
+{
+    struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 9};
+    ddp_policy_step(&p, &f);
+    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGINT};
+    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_KILL_ALL);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT, "a signal cancels the restart");
+    cr_expect_eq(a.exit_status, 9);
+}
+
+Test(policy, usr1_is_forwarded_without_stopping)
+{
+    struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGUSR1};
+    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_FORWARD);
+    cr_expect_eq(a.signo, SIGUSR1);
+    cr_expect_eq(p.state, DDP_PS_RUNNING);
+}
+
+Test(policy, timeout_fail_exits_124)
+{
+    struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_FAIL, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT};
+    ddp_policy_step(&p, &t);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 124);
+}
+
+Test(policy, timeout_restart_counts_then_124)
+{
+    struct ddp_spec s = spec_with(1, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
+                           bo = {.kind = DDP_PE_BACKOFF_DONE};
+    ddp_policy_step(&p, &t);
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF);
+    a = ddp_policy_step(&p, &bo);
+    cr_expect_eq(a.nproc, 4);
+    ddp_policy_step(&p, &t);
+    a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.exit_status, 124);
+}
+
+Test(policy, downsize_halves_to_min_then_restarts_then_124)
+{
+    struct ddp_spec s = spec_with(1, DDP_ONTIMEOUT_DOWNSIZE, 2);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 8);
+    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
+                           bo = {.kind = DDP_PE_BACKOFF_DONE};
+    int want[] = {4, 2, 2};
+    for (int i = 0; i < 3; i++) {
+        ddp_policy_step(&p, &t);
+        struct ddp_paction a = ddp_policy_step(&p, &fin);
+        cr_assert_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF, "step %d", i);
+        cr_expect_eq(a.nproc, want[i]);
+        cr_expect_eq(a.downsized, i < 2);
+        if (i < 2)
+            cr_expect(strstr(a.why, "downsizing") != NULL, "why: %s", a.why);
+        a = ddp_policy_step(&p, &bo);
+        cr_expect_eq(a.nproc, want[i]);
+        cr_expect_eq(a.attempt, i + 1);
+    }
+    ddp_policy_step(&p, &t);
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 124);
+}
+
+Test(policy, downsize_after_two_timeouts)
+{
+    struct ddp_spec s = spec_with(5, DDP_ONTIMEOUT_DOWNSIZE, 1);
+    s.downsize_after = 2;
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
+                           bo = {.kind = DDP_PE_BACKOFF_DONE};
+    ddp_policy_step(&p, &t);
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.nproc, 4, "first timeout at 4: same size");
+    ddp_policy_step(&p, &bo);
+    ddp_policy_step(&p, &t);
+    a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.nproc, 2, "second timeout at 4: downsize");
+}
+
+Test(policy, next_size)
+{
+    struct ddp_downsize half = {.divisor = 2}, fixed = {.size = 2};
+    cr_expect_eq(ddp_policy_next_size(&half, 8, 1), 4);
+    cr_expect_eq(ddp_policy_next_size(&half, 3, 1), 1);
+    cr_expect_eq(ddp_policy_next_size(&half, 8, 6), 6);
+    cr_expect_eq(ddp_policy_next_size(&half, 2, 2), 2);
+    cr_expect_eq(ddp_policy_next_size(&half, 1, 1), 1);
+    cr_expect_eq(ddp_policy_next_size(&fixed, 8, 1), 2);
+    cr_expect_eq(ddp_policy_next_size(&fixed, 2, 1), 1);
+}
+
+Test(policy, backoff_signal_exits_without_workers)
+{
+    struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 1}, fin = {.kind = DDP_PE_ALL_FINISHED};
+    ddp_policy_step(&p, &f);
+    ddp_policy_step(&p, &fin);
+    cr_assert_eq(p.state, DDP_PS_BACKOFF);
+    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGHUP};
+    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 128 + SIGHUP);
+}
