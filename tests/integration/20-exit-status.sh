@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Exit status rules (issue 3): 0 when all succeed; the root cause's own code; 128+N for death by signal N;
+# 127/126 for a program that cannot be executed, with a message naming the rank and the path. The summary
+# names the root cause first.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+
+"$DDP" --no-python --nproc-per-node 4 /bin/true >"$TMP/out" 2>"$TMP/err"
+expect_eq "all succeed" "$?" 0
+[ -s "$TMP/err" ] && { cat "$TMP/err"; fail "a successful run printed on stderr"; }
+
+# Only rank 2 fails (code 3); the others finish later with 0.
+EXITN_RANK=2 EXITN_DELAY_MS=200 "$DDP" --no-python --nproc-per-node 4 "$HELPERS/exitn" 3 "rank two says boom" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "root cause code" "$?" 3
+expect_grep '^Root Cause \(first observed failure\):' "$TMP/err"
+# The root cause block names rank 2, code 3 and its last stderr line.
+sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
+expect_grep 'rank +: 2 \(local_rank: 2\)' "$TMP/root"
+expect_grep 'exitcode +: 3 \(pid: [0-9]+\)' "$TMP/root"
+expect_grep 'rank two says boom' "$TMP/root"
+expect_grep 'class +: exit-3' "$TMP/root"
+expect_grep '^\[rank2\]: rank two says boom$' "$TMP/err"
+
+# Death by signal: 128+11, SIGSEGV named.
+DIESIG_RANK=1 DIESIG_OTHERS_MS=2000 "$DDP" --no-python --nproc-per-node 2 "$HELPERS/diesig" 11 >"$TMP/out" 2>"$TMP/err"
+expect_eq "segfault status" "$?" 139
+sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
+expect_grep 'rank +: 1 ' "$TMP/root"
+expect_grep 'SIGSEGV' "$TMP/root"
+expect_grep 'class +: segfault' "$TMP/root"
+
+# Not found: 127 and a clear message.
+"$DDP" --no-python --nproc-per-node 2 /nonexistent/prog-xyz >"$TMP/out" 2>"$TMP/err"
+expect_eq "not found" "$?" 127
+expect_grep "^ddplaunch: (error: )?rank [01]: cannot execute '/nonexistent/prog-xyz': No such file or directory" "$TMP/err"
+
+# Not executable: 126.
+printf 'echo hi\n' >"$TMP/noexec"
+chmod 0644 "$TMP/noexec"
+"$DDP" --no-python --nproc-per-node 1 "$TMP/noexec" >"$TMP/out" 2>"$TMP/err"
+expect_eq "not executable" "$?" 126
+expect_grep "rank 0: cannot execute '$TMP/noexec': Permission denied" "$TMP/err"
+
+# A bare name is looked up in PATH.
+"$DDP" --no-python --nproc-per-node 1 true >"$TMP/out" 2>"$TMP/err"
+expect_eq "PATH lookup" "$?" 0
+echo ok
