@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Signals to the launcher (issue 3): SIGTERM ends every worker and exits 143; SIGINT twice kills at once
+# (130); --signals-to-handle SIGUSR1 is forwarded to the workers; a signal that arrives while the workers are
+# still starting is not lost.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+
+wait_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
+gone() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null | tr -d ' '); [ -z "$st" ] || [ "$st" = Z ]; }
+
+# SIGTERM -> 143, all workers gone.
+mkdir -p "$TMP/a"
+"$DDP" --no-python --nproc-per-node 3 "$HELPERS/hang" 3600 "$TMP/a" >"$TMP/out" 2>"$TMP/err" &
+L=$!
+for r in 0 1 2; do wait_file "$TMP/a/pid.$r"; done
+kill -TERM $L
+wait $L
+expect_eq "status after SIGTERM" "$?" 143
+for f in "$TMP"/a/pid.*; do gone "$(cat "$f")" || fail "worker $(cat "$f") survived SIGTERM to the launcher"; done
+expect_grep 'got SIGTERM: forwarding it to 3 workers' "$TMP/err"
+
+# SIGINT once: forwarded (ignored by the workers); SIGINT twice: SIGKILL at once, 130.
+mkdir -p "$TMP/b"
+IGNORE_INT=1 "$DDP" --no-python --nproc-per-node 2 --shutdown-timeout 60 "$HELPERS/ignoreterm" 3600 \
+    >"$TMP/out" 2>"$TMP/err" &
+L=$!
+for _ in $(seq 100); do [ "$(grep -c ready "$TMP/out")" = 2 ] && break; sleep 0.05; done
+kill -INT $L
+sleep 0.3
+kill -0 $L 2>/dev/null || fail "the launcher exited after one SIGINT although the workers ignore it"
+start=$(date +%s%N)
+kill -INT $L
+wait $L
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "status after two SIGINTs" "$rc" 130
+[ "$ms" -lt 1000 ] || fail "second SIGINT did not kill at once (${ms} ms)"
+
+# SIGUSR1 forwarded with --signals-to-handle; the workers die of it -> 128+10.
+mkdir -p "$TMP/c"
+"$DDP" --no-python --nproc-per-node 2 --signals-to-handle SIGTERM,SIGINT,SIGUSR1 "$HELPERS/hang" 3600 "$TMP/c" \
+    >"$TMP/out" 2>"$TMP/err" &
+L=$!
+for r in 0 1; do wait_file "$TMP/c/pid.$r"; done
+kill -USR1 $L
+wait $L
+expect_eq "status after SIGUSR1 forwarded" "$?" 138
+expect_grep 'got SIGUSR1: forwarding it to 2 workers' "$TMP/err"
+
+# A signal during the start: 16 workers, SIGTERM right away; nothing is left.
+"$DDP" --no-python --nproc-per-node 16 "$HELPERS/hang" 3600 "$TMP/d" >"$TMP/out" 2>"$TMP/err" &
+L=$!
+sleep 0.02
+kill -TERM $L
+wait $L
+rc=$?
+[ "$rc" = 143 ] || fail "status after an early SIGTERM: $rc"
+sleep 0.2
+left=$(pgrep -f "$HELPERS/hang 3600 $TMP/d" | wc -l)
+expect_eq "workers left after an early SIGTERM" "$left" 0
+echo ok
