@@ -76,7 +76,8 @@ def main():
     expected = world * (world + 1) / 2
     if rank == 0:
         say(f"allreduce sum={t.item():g} expected={expected:g} world_size={world} orig_world_size={orig_world} "
-            f"backend={backend} attempt={attempt} first_allreduce_s={time.time() - t0:.3f}")
+            f"backend={backend} attempt={attempt} first_allreduce_s={time.time() - t0:.3f} "
+            f"allreduce_unix={time.time():.6f}")
     if t.item() != expected:
         say(f"rank {rank}: all_reduce gave {t.item()} instead of {expected}")
         sys.exit(1)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "nccl.h"
 #include "plan.h"
 #include "port.h"
 #include "rundir.h"
@@ -216,6 +217,24 @@ int main(int argc, char **argv)
     if (ddp_spec_validate(&spec, &err) < 0) {
         status = spec_error(&err);
         goto out;
+    }
+
+    /* NCCL: the preset's variables (below explicit ones), then every NCCL/torch variable checked. */
+    if (spec.nccl_preset && *spec.nccl_preset &&
+        ddp_nccl_preset_apply(spec.nccl_preset, spec.log_dir, &spec.nccl, &err) < 0) {
+        status = spec_error(&err);
+        goto out;
+    }
+    {
+        struct ddp_strv warnings = { 0 };
+        int rc = ddp_nccl_validate(&spec.nccl, environ, &warnings, &err);
+        for (size_t i = 0; i < warnings.n; i++)
+            ddp_warn("%s", warnings.v[i]);
+        ddp_strv_clear(&warnings);
+        if (rc < 0) {
+            status = spec_error(&err);
+            goto out;
+        }
     }
 
     /* SLURM: inside an srun step, nodes, ranks, rank 0's address and the GPU set come from Slurm, unless the
