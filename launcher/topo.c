@@ -1139,3 +1139,8 @@ int ddp_topo_command(const struct ddp_topo *topo, const struct ddp_spec *spec, b
 {
     return ddp_topo_command_env(topo, spec, environ, json, out);
 }
+
+const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i)
+{
+    return i < topo->ngpus ? topo->gpus[i].busid : NULL;
+}

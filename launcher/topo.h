@@ -80,4 +80,7 @@ int ddp_topo_command_env(const struct ddp_topo *topo, const struct ddp_spec *spe
  * "left out" reasons; NULL = free again). Such a GPU is not usable. 0 or -EINVAL (no such GPU). */
 int ddp_topo_set_holder(struct ddp_topo *topo, int gpu, const char *holder);
 
+/* PCI bus id ("0000:18:00.0") of topology GPU i (bus order), or NULL when out of range. Owned by topo. */
+const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i);
+
 #endif
