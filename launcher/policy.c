@@ -12,7 +12,10 @@ void ddp_policy_init(struct ddp_policy *p, const struct ddp_spec *spec, int npro
     memset(p, 0, sizeof(*p));
     p->state = DDP_PS_RUNNING;
     p->nproc = nproc;
-    p->min_nproc = spec->min_nproc_per_node > 0 ? spec->min_nproc_per_node : nproc;
+    /* min_nproc_per_node 0: 1 when downsizing is allowed, else the size itself */
+    p->min_nproc = spec->min_nproc_per_node > 0             ? spec->min_nproc_per_node
+                   : spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? 1
+                                                                 : nproc;
     if (p->min_nproc > nproc)
         p->min_nproc = nproc;
     p->max_restarts = spec->max_restarts;
