@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# What a worker process sees (issue 3): its own process group and session (the exec shim leads it), the
+# torchrun variables, stdin inherited, the working directory; and the launcher keeps no fd open in it
+# other than 0-2.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+
+mkdir -p "$TMP/d"
+"$DDP" --no-python --nproc-per-node 3 "$HELPERS/dumpenv" "$TMP/d" >"$TMP/out" 2>"$TMP/err"
+expect_eq "status" "$?" 0
+pgids=""
+for r in 0 1 2; do
+    st="$TMP/d/status.$r"
+    [ -s "$st" ] || fail "rank $r wrote no status"
+    pid=$(awk '/^Pid:/{print $2}' "$st")
+    ppid=$(awk '/^PPid:/{print $2}' "$st")
+    pgid=$(awk '/^Pgid:/{print $2}' "$st")
+    sid=$(awk '/^Sid:/{print $2}' "$st")
+    # The worker's parent is the shim, which leads the worker's own group and session.
+    expect_eq "rank $r pgid = its shim" "$pgid" "$ppid"
+    expect_eq "rank $r session" "$sid" "$pgid"
+    [ "$pgid" != "$$" ] || fail "rank $r is in the test's process group"
+    pgids="$pgids $pgid"
+    env="$TMP/d/env.$r"
+    expect_grep "^RANK=$r$" "$env"
+    expect_grep "^LOCAL_RANK=$r$" "$env"
+    expect_grep '^WORLD_SIZE=3$' "$env"
+    expect_grep '^LOCAL_WORLD_SIZE=3$' "$env"
+    expect_grep '^TORCHELASTIC_RESTART_COUNT=0$' "$env"
+    expect_grep '^MASTER_ADDR=' "$env"
+    expect_grep '^MASTER_PORT=[0-9]+$' "$env"
+    expect_grep '^DDPLAUNCH_HEARTBEAT_FILE=' "$env"
+done
+expect_eq "distinct groups" "$(echo $pgids | tr ' ' '\n' | sort -u | wc -l)" 3
+
+# Open fds of a worker: the same as the program run directly (nothing of the launcher's leaks: the report
+# pipe is close-on-exec; fds the test harness itself leaks are inherited either way).
+cat >"$TMP/fds.sh" <<'EOS'
+#!/bin/sh
+ls /proc/self/fd | sort -n | tr '\n' ' '
+EOS
+chmod +x "$TMP/fds.sh"
+"$DDP" --no-python --nproc-per-node 1 "$TMP/fds.sh" >"$TMP/out" 2>"$TMP/err" </dev/null
+expect_eq "status" "$?" 0
+expect_eq "worker fds" "$(cat "$TMP/out")" "[rank0]: $("$TMP/fds.sh" </dev/null)"
+
+# stdin is the launcher's.
+echo "from-stdin" | "$DDP" --no-python --nproc-per-node 1 head -n 1 >"$TMP/out" 2>"$TMP/err"
+expect_eq "stdin passed" "$(cat "$TMP/out")" "[rank0]: from-stdin"
+echo ok
