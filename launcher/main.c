@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "lease.h"
 #include "nccl.h"
 #include "plan.h"
 #include "port.h"
@@ -143,6 +144,70 @@ static void remove_tree(const char *path)
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/* Mark the GPUs other ddplaunch jobs lease now as held in the topology (shown by topo and plan). */
+static void mark_leases(struct ddp_topo *topo, char *const *envp)
+{
+    struct ddp_lease_info *info = NULL;
+    size_t n = 0;
+    if (!topo || ddp_lease_list(ddp_rundir_lock_dir(envp), &info, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        for (size_t g = 0; g < ddp_topo_ngpus(topo); g++)
+            if (strcmp(info[i].busid, ddp_topo_gpu_busid(topo, g)) == 0 && info[i].pid != getpid()) {
+                char who[256];
+                snprintf(who, sizeof who, "job '%s' (pid %d, user %s)", info[i].job[0] ? info[i].job : "?",
+                         (int)info[i].pid, info[i].user[0] ? info[i].user : "?");
+                ddp_topo_set_holder(topo, (int)g, who);
+            }
+    free(info);
+}
+
+struct lease_choice {
+    const struct ddp_plan_ctx *ctx;
+};
+
+static int topo_index(const struct ddp_topo *topo, const char *busid)
+{
+    for (size_t g = 0; g < ddp_topo_ngpus(topo); g++)
+        if (strcmp(ddp_topo_gpu_busid(topo, g), busid) == 0)
+            return (int)g;
+    return -1;
+}
+
+/* ddp_lease_acquire's chooser: the placement this job would make with the held GPUs left out. */
+static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct ddp_strv *chosen, struct ddp_err *err)
+{
+    const struct lease_choice *lc = arg;
+    const struct ddp_plan_ctx *ctx = lc->ctx;
+    struct ddp_place_req req;
+    struct ddp_placement pl = { 0 };
+    int *idx = ddp_xcalloc(nheld + 1, sizeof *idx);
+    size_t nidx = 0;
+    for (size_t i = 0; i < nheld; i++) {
+        int g = topo_index(ctx->topo, held[i]);
+        if (g >= 0)
+            idx[nidx++] = g;
+    }
+    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    int usable_all = ddp_place_count_usable(ctx->topo, &req);
+    req.exclude_idx = idx;
+    req.nexclude_idx = nidx;
+    int rc = ddp_place(ctx->topo, &req, &pl, err);
+    free(idx);
+    if (rc < 0)
+        return usable_all >= ctx->nproc && nheld > 0 ? -ENODEV : rc;
+    for (size_t r = 0; r < pl.nranks; r++) {
+        const char *b = pl.ranks[r].busid;
+        bool dup = false;
+        for (size_t j = 0; b && j < chosen->n; j++)
+            dup |= strcmp(chosen->v[j], b) == 0;
+        if (b && !dup)
+            ddp_strv_push(chosen, b);
+    }
+    ddp_placement_free(&pl);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
@@ -179,6 +244,8 @@ int main(int argc, char **argv)
     struct ddp_attempt attempt = { 0 };
     struct ddp_slurm slurm = { 0 };
     struct ddp_port_resv *port_resv = NULL;
+    struct ddp_lease *gpu_lease = NULL;
+    int *not_ours = NULL;
     char *run_id = NULL, *exe = NULL, *run_dir = NULL;
     ddp_spec_init(&spec);
 
@@ -190,6 +257,10 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    /* [gpus] select = auto is the same as no list: every module reads an empty list as "choose for me". */
+    if (spec.gpus_select.n == 1 && strcmp(spec.gpus_select.v[0], "auto") == 0)
+        ddp_strv_clear(&spec.gpus_select);
+
     const char *topo_file = cli.topology ? cli.topology : getenv("DDPLAUNCH_TOPOLOGY");
     if (topo_file && !*topo_file)
         topo_file = NULL;
@@ -200,6 +271,7 @@ int main(int argc, char **argv)
             status = topo_file ? EXIT_USAGE : EXIT_LAUNCHER;
             goto out;
         }
+        mark_leases(topo, environ);
         status = ddp_topo_command(topo, &spec, cli.json, stdout);
         goto out;
     }
@@ -367,6 +439,41 @@ int main(int argc, char **argv)
         ctx.master_port = spec.master_port.port;
     }
 
+    /* GPU leases: concurrent jobs on this host without a scheduler get disjoint GPUs. The job's later attempts
+     * (downsizing) choose only among the GPUs it leased. */
+    bool lease = spec.gpus_lease == DDP_YES || (spec.gpus_lease == DDP_AUTO && !slurm.active);
+    struct ddp_place_req lreq;
+    ddp_plan_place_req(&ctx, ctx.nproc, &lreq);
+    if (lease && topo && lreq.want_gpus && ddp_topo_ngpus(topo) > 0 && cli.cmd == DDP_CMD_RUN) {
+        size_t ngpus = ddp_topo_ngpus(topo);
+        const char **all = ddp_xcalloc(ngpus + 1, sizeof *all);
+        for (size_t g = 0; g < ngpus; g++)
+            all[g] = ddp_topo_gpu_busid(topo, g);
+        struct lease_choice lc = { .ctx = &ctx };
+        struct ddp_strv chosen = { 0 };
+        int rc = ddp_lease_acquire(ddp_rundir_lock_dir(environ), all, ngpus, choose_gpus, &lc, spec.name,
+                                   spec.gpus_lease_wait_ms, &gpu_lease, &chosen, &err);
+        free(all);
+        if (rc < 0) {
+            ddp_strv_clear(&chosen);
+            fprintf(stderr, "ddplaunch: %s\n", err.msg);
+            status = rc == -EBUSY ? EXIT_LAUNCHER : EXIT_USAGE;
+            goto out;
+        }
+        not_ours = ddp_xcalloc(ngpus, sizeof *not_ours);
+        for (size_t g = 0; g < ngpus; g++) {
+            bool mine = false;
+            for (size_t j = 0; j < chosen.n; j++)
+                mine |= strcmp(chosen.v[j], ddp_topo_gpu_busid(topo, g)) == 0;
+            if (!mine)
+                not_ours[ctx.nleased_by_others++] = (int)g;
+        }
+        ctx.leased_by_others = not_ours;
+        ddp_strv_clear(&chosen);
+    } else if (topo) {
+        mark_leases(topo, environ);
+    }
+
     if (cli.cmd == DDP_CMD_PLAN) {
         if (ddp_plan_build(&ctx, 0, ctx.nproc, NULL, 0, &attempt, &err) < 0) {
             status = spec_error(&err);
@@ -385,6 +492,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddplaunch: %s\n", err.msg);
 
 out:
+    ddp_lease_release(gpu_lease);
+    free(not_ours);
     ddp_port_release(port_resv);
     ddp_slurm_free(&slurm);
     if (run_dir)

@@ -604,6 +604,8 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
         break;
     }
     }
+    if (!b.data && k->type == DDP_T_LIST && k->def && strcmp(k->def, "auto") == 0)
+        ddp_buf_puts(&b, "auto"); /* an empty [gpus] select means auto */
     if (!b.data)
         ddp_buf_puts(&b, "");
     return b.data;
