@@ -134,6 +134,17 @@ static void add_ranges(struct ddp_buf *b, const bool *set, size_t n)
     }
 }
 
+/* An explicit select list: not empty and not the word auto. */
+static bool explicit_select(const struct ddp_sel_req *req)
+{
+    return req->select && req->select->n && !(req->select->n == 1 && !strcasecmp(req->select->v[0], "auto"));
+}
+
+static bool select_none(const struct ddp_sel_req *req)
+{
+    return req->select && req->select->n == 1 && !strcasecmp(req->select->v[0], "none");
+}
+
 int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, bool *usable, char **cvd,
                       char **why, struct ddp_err *err)
 {
@@ -185,7 +196,11 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
             if (!in[i] && reason[i] == OK)
                 reason[i] = NOT_SLURM;
     }
-    if (req->select && req->select->n) {
+    if (select_none(req)) {
+        for (size_t i = 0; i < n; i++)
+            if (reason[i] == OK)
+                reason[i] = NOT_SELECT;
+    } else if (explicit_select(req)) {
         memset(in, 0, n * sizeof *in);
         for (size_t k = 0; k < req->select->n; k++) {
             int g = find_gpu(t, req->select->v[k]);
@@ -546,7 +561,7 @@ int ddp_select_choose(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
     bool *usable = ddp_xcalloc(t->ngpus + 1, sizeof *usable);
     char *why = NULL;
     int *cand = NULL, ncand = 0, rc;
-    bool explicit_sel = req->select && req->select->n;
+    bool explicit_sel = explicit_select(req) && !select_none(req);
     struct ddp_buf b = {0};
 
     if (reason)

@@ -45,7 +45,8 @@ struct ddp_sel_topo {
 
 struct ddp_sel_req {
     int n;                          /* GPUs wanted (ignored by ddp_select_usable) */
-    const struct ddp_strv *select;  /* explicit choice: indices, bus ids or UUIDs (NULL/empty = auto) */
+    const struct ddp_strv *select;  /* explicit choice: indices, bus ids or UUIDs (NULL, empty or "auto" = auto;
+                                       "none" = no GPU is usable) */
     const struct ddp_strv *exclude; /* same forms */
     const int *exclude_idx;         /* topology indices left out (downsizing) */
     size_t nexclude_idx;

@@ -891,6 +891,12 @@ static bool select_none(const struct ddp_place_req *req)
     return req->select && req->select->n == 1 && !strcasecmp(req->select->v[0], "none");
 }
 
+/* CPU workers when there are no GPUs, [gpus] select = none, or nproc_per_node = cpu. */
+static bool picks_want_gpus(const struct ddp_topo *topo, const struct ddp_spec *spec, const struct ddp_place_req *req)
+{
+    return topo->ngpus > 0 && !select_none(req) && !(spec && spec->nproc_per_node.kind == DDP_NPROC_CPU);
+}
+
 static void print_text(const struct ddp_topo *topo, const struct ddp_place_req *base, FILE *f)
 {
     size_t n = topo->ngpus, aff_w = 14;
@@ -987,7 +993,7 @@ static void print_text(const struct ddp_topo *topo, const struct ddp_place_req *
         char label[32];
 
         req.nproc = picks[p];
-        req.want_gpus = n > 0 && !select_none(base);
+        req.want_gpus = base->want_gpus;
         snprintf(label, sizeof label, "%d worker%s:", picks[p], picks[p] > 1 ? "s" : "");
         if (ddp_place(topo, &req, &pl, &err) < 0) {
             fprintf(f, "  %-11s cannot: %s\n", label, err.msg);
@@ -1089,7 +1095,7 @@ static void print_json(const struct ddp_topo *topo, const struct ddp_place_req *
         struct ddp_err err = {0};
 
         req.nproc = picks[p];
-        req.want_gpus = n > 0 && !select_none(base);
+        req.want_gpus = base->want_gpus;
         ddp_buf_printf(&b, "%s{\"nproc\":%d,", p ? "," : "", picks[p]);
         if (ddp_place(topo, &req, &pl, &err) < 0) {
             ddp_buf_puts(&b, "\"ok\":false,\"error\":");
@@ -1128,6 +1134,7 @@ int ddp_topo_command_env(const struct ddp_topo *topo, const struct ddp_spec *spe
     struct ddp_place_req req;
 
     req_from_spec(spec, envp, &req);
+    req.want_gpus = picks_want_gpus(topo, spec, &req);
     if (json)
         print_json(topo, &req, out);
     else
