@@ -214,7 +214,7 @@ static int canon_all(const char *const *busids, size_t n, char (*canon)[32], str
 {
     for (size_t i = 0; i < n; i++)
         if (canon_busid(busids[i], canon[i]) < 0)
-            return ddp_errf(err, -EINVAL, "ddplaunch: gpu '%s': not a PCI bus id (expected DOMAIN:BUS:DEV.FN)",
+            return ddp_errf(err, -EINVAL, "gpu '%s': not a PCI bus id (expected DOMAIN:BUS:DEV.FN)",
                             busids[i] ? busids[i] : "(null)");
     return 0;
 }
@@ -229,7 +229,7 @@ int ddp_lease_probe(const char *lock_dir, const char *const *busids, size_t n, b
     for (size_t i = 0; rc == 0 && i < n; i++) {
         int h = probe_one(dirfd, canon[i], NULL);
         if (h < 0)
-            rc = ddp_errf(err, h, "ddplaunch: gpu %s: cannot check its lease in %s: %s", canon[i], lock_dir,
+            rc = ddp_errf(err, h, "gpu %s: cannot check its lease in %s: %s", canon[i], lock_dir,
                           strerror(-h));
         else
             held[i] = h == 1;
@@ -336,7 +336,7 @@ int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, co
                 busy_at = i;
                 rc = -EBUSY;
             } else {
-                rc = ddp_errf(err, got, "ddplaunch: gpu %s: cannot lock %s/%s: %s", canon[i], lock_dir, name,
+                rc = ddp_errf(err, got, "gpu %s: cannot lock %s/%s: %s", canon[i], lock_dir, name,
                               strerror(-got));
             }
             break;
@@ -353,7 +353,7 @@ int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, co
         l->n = 0;
         if (rc == -EBUSY) {
             char *who = describe_dirfd(dirfd, canon + busy_at, n - busy_at);
-            ddp_errf(err, -EBUSY, "ddplaunch: GPUs leased by other jobs: %s",
+            ddp_errf(err, -EBUSY, "GPUs leased by other jobs: %s",
                      who[0] ? who : "(released meanwhile: try again)");
             free(who);
         }

@@ -318,7 +318,7 @@ static int lock_port(int dirfd, int port, int *fd_out, struct ddp_err *err)
         close(fd);
         if (e == EWOULDBLOCK)
             return 0;
-        return ddp_errf(err, -e, "ddplaunch: cannot lock %s: %s", name, strerror(e));
+        return ddp_errf(err, -e, "cannot lock %s: %s", name, strerror(e));
     }
     *fd_out = fd;
     return 1;
@@ -328,7 +328,7 @@ static void describe_pid(pid_t pid, char *buf, size_t len)
 {
     char comm[64] = "", user[64] = "";
     if (pid > 0 && ddp_rundir_proc_identity(pid, comm, sizeof comm, user, sizeof user) == 0)
-        snprintf(buf, len, "pid %d (%s, user %s)", (int)pid, comm, user);
+        snprintf(buf, len, "pid %d, %s, user %s", (int)pid, comm, user);
     else if (pid > 0)
         snprintf(buf, len, "pid %d", (int)pid);
     else
@@ -362,17 +362,17 @@ static int busy_message(int port, const char *addr, int probe_rc, struct ddp_err
         bool v6 = strchr(h.addr, ':') != NULL;
         if (h.pid > 0)
             return ddp_errf(err, -EADDRINUSE,
-                            "ddplaunch: master_port %d on %s is in use: pid %d (%s) of user %s listens on %s%s%s:%d "
-                            "[command: %s]; use master_port = auto to pick a free port",
+                            "master_port %d on %s is in use: pid %d (%s) of user %s listens on %s%s%s:%d "
+                            "[command: %.60s%s]; use master_port = auto to pick a free port",
                             port, addr, (int)h.pid, h.comm, h.user, v6 ? "[" : "", h.addr, v6 ? "]" : "", port,
-                            h.cmdline[0] ? h.cmdline : h.comm);
+                            h.cmdline[0] ? h.cmdline : h.comm, strlen(h.cmdline) > 60 ? "..." : "");
         return ddp_errf(err, -EADDRINUSE,
-                        "ddplaunch: master_port %d on %s is in use by a process of %s that this user cannot see "
+                        "master_port %d on %s is in use by a process of %s that this user cannot see "
                         "(listening on %s); use master_port = auto to pick a free port",
                         port, addr, h.user, h.addr);
     }
     return ddp_errf(err, -EADDRINUSE,
-                    "ddplaunch: master_port %d on %s cannot be bound (%s; no process listens on it: a socket may "
+                    "master_port %d on %s cannot be bound (%s; no process listens on it: a socket may "
                     "hold it without listening); use master_port = auto to pick a free port",
                     port, addr, strerror(-probe_rc));
 }
@@ -386,7 +386,7 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
     if (ddp_rundir_open_shared(req->lock_dir, &dirfd, &derr) < 0) {
         ddp_warn("%s; choosing MASTER_PORT by bind test alone (no protection against other ddplaunch jobs "
                  "starting at the same moment)",
-                 derr.msg + (strncmp(derr.msg, "ddplaunch: ", 11) == 0 ? 11 : 0));
+                 derr.msg);
         dirfd = -1;
     }
 
@@ -404,7 +404,7 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
         if (hi < lo) {
             if (dirfd >= 0)
                 close(dirfd);
-            return ddp_errf(err, -EINVAL, "ddplaunch: master_port = auto:%d-%d is an empty range", lo, hi);
+            return ddp_errf(err, -EINVAL, "master_port = auto:%d-%d is an empty range", lo, hi);
         }
         n = (unsigned)(hi - lo + 1);
         if (req->max_candidates && req->max_candidates < n)
@@ -433,7 +433,7 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
                     ddp_port_lock_holder(req->lock_dir, port, who, sizeof who);
                     close(dirfd);
                     return ddp_errf(err, -EADDRINUSE,
-                                    "ddplaunch: master_port %d on %s is reserved by another ddplaunch job (%s); "
+                                    "master_port %d on %s is reserved by another ddplaunch job (%s); "
                                     "use master_port = auto to pick a free port",
                                     port, addr, who[0] ? who : "holder unknown");
                 }
@@ -465,12 +465,12 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
         close(dirfd);
     if (req->slurm_job_id && n < (unsigned)(hi - lo + 1))
         return ddp_errf(err, -EBUSY,
-                        "ddplaunch: the MASTER_PORT derived from Slurm job %llu (%d) is busy on this host "
+                        "the MASTER_PORT derived from Slurm job %llu (%d) is busy on this host "
                         "(%u reserved by other ddplaunch jobs, %u in use); set master_port explicitly",
                         req->slurm_job_id, ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, 0),
                         held, in_use);
     return ddp_errf(err, -EBUSY,
-                    "ddplaunch: no free port for master_port = auto in %d-%d on this host (%u reserved by other "
+                    "no free port for master_port = auto in %d-%d on this host (%u reserved by other "
                     "ddplaunch jobs, %u in use); widen the range with master_port = auto:LO-HI",
                     lo, hi, held, in_use);
 }

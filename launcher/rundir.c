@@ -38,11 +38,11 @@ static int refuse_symlink(const char *path, int code, struct ddp_err *err)
 {
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-        return ddp_errf(err, -ELOOP, "ddplaunch: %s is a symlink (owner uid %u); refusing to follow it: remove it",
+        return ddp_errf(err, -ELOOP, "%s is a symlink (owner uid %u); refusing to follow it: remove it",
                         path, (unsigned)st.st_uid);
     if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
-        return ddp_errf(err, -ENOTDIR, "ddplaunch: %s exists and is not a directory", path);
-    return ddp_errf(err, code, "ddplaunch: cannot open directory %s: %s", path, strerror(-code));
+        return ddp_errf(err, -ENOTDIR, "%s exists and is not a directory", path);
+    return ddp_errf(err, code, "cannot open directory %s: %s", path, strerror(-code));
 }
 
 int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err)
@@ -51,7 +51,7 @@ int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err
     if (mkdir(path, 01777) == 0)
         created = true;
     else if (errno != EEXIST)
-        return ddp_errf(err, -errno, "ddplaunch: cannot create the shared lock directory %s: %s", path,
+        return ddp_errf(err, -errno, "cannot create the shared lock directory %s: %s", path,
                         strerror(errno));
     int fd = open_dir_nofollow(path);
     if (fd < 0)
@@ -60,7 +60,7 @@ int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err
     if (fstat(fd, &st) < 0) {
         int e = -errno;
         close(fd);
-        return ddp_errf(err, e, "ddplaunch: cannot stat %s: %s", path, strerror(-e));
+        return ddp_errf(err, e, "cannot stat %s: %s", path, strerror(-e));
     }
     uid_t me = geteuid();
     if (created && st.st_uid == me && (st.st_mode & 07777) != 01777) {
@@ -73,14 +73,14 @@ int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err
     if (st.st_uid != 0 && st.st_uid != me) {
         close(fd);
         return ddp_errf(err, -EPERM,
-                        "ddplaunch: the shared lock directory %s is owned by uid %u (expected root or uid %u): "
+                        "the shared lock directory %s is owned by uid %u (expected root or uid %u): "
                         "that user could remove other jobs' locks; remove it or set DDPLAUNCH_LOCK_DIR",
                         path, (unsigned)st.st_uid, (unsigned)me);
     }
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
         close(fd);
         return ddp_errf(err, -EPERM,
-                        "ddplaunch: the shared lock directory %s has mode %s: writable by others without the "
+                        "the shared lock directory %s has mode %s: writable by others without the "
                         "sticky bit (expected 1777); fix with chmod 1777 %s",
                         path, m, path);
     }
@@ -93,11 +93,11 @@ static int check_plain(int fd, const char *what, const char *name, struct ddp_er
 {
     struct stat st;
     if (fstat(fd, &st) < 0)
-        return ddp_errf(err, -errno, "ddplaunch: cannot stat %s %s: %s", what, name, strerror(errno));
+        return ddp_errf(err, -errno, "cannot stat %s %s: %s", what, name, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return ddp_errf(err, -EINVAL, "ddplaunch: %s %s is not a regular file; refusing it", what, name);
+        return ddp_errf(err, -EINVAL, "%s %s is not a regular file; refusing it", what, name);
     if (st.st_nlink != 1)
-        return ddp_errf(err, -EPERM, "ddplaunch: %s %s has %lu hard links (expected 1); refusing it", what, name,
+        return ddp_errf(err, -EPERM, "%s %s has %lu hard links (expected 1); refusing it", what, name,
                         (unsigned long)st.st_nlink);
     return 0;
 }
@@ -122,7 +122,7 @@ int ddp_rundir_open_lock(int dirfd, const char *name, int *fd_out, bool *writabl
                 if (fchmod(fd, 0644) < 0) { /* the umask may have removed read access for others */
                     int e = errno;
                     close(fd);
-                    return ddp_errf(err, -e, "ddplaunch: cannot chmod lock file %s: %s", name, strerror(e));
+                    return ddp_errf(err, -e, "cannot chmod lock file %s: %s", name, strerror(e));
                 }
                 break;
             }
@@ -132,12 +132,12 @@ int ddp_rundir_open_lock(int dirfd, const char *name, int *fd_out, bool *writabl
         int e = errno;
         if (e == ELOOP)
             return ddp_errf(err, -ELOOP,
-                            "ddplaunch: lock file %s is a symlink; refusing to follow it (someone planted it: "
+                            "lock file %s is a symlink; refusing to follow it (someone planted it: "
                             "remove it)", name);
-        return ddp_errf(err, -e, "ddplaunch: cannot open lock file %s: %s", name, strerror(e));
+        return ddp_errf(err, -e, "cannot open lock file %s: %s", name, strerror(e));
     }
     if (fd < 0)
-        return ddp_errf(err, -EAGAIN, "ddplaunch: lock file %s keeps appearing and vanishing", name);
+        return ddp_errf(err, -EAGAIN, "lock file %s keeps appearing and vanishing", name);
     int rc = check_plain(fd, "lock file", name, err);
     if (rc < 0) {
         close(fd);
@@ -174,18 +174,18 @@ int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
-            return ddp_errf(err, -ELOOP, "ddplaunch: %s is a symlink; refusing to follow it", name);
-        return ddp_errf(err, -e, "ddplaunch: cannot open %s: %s", name, strerror(e));
+            return ddp_errf(err, -ELOOP, "%s is a symlink; refusing to follow it", name);
+        return ddp_errf(err, -e, "cannot open %s: %s", name, strerror(e));
     }
     int rc = check_plain(fd, "file", name, err);
     struct stat st;
     if (rc == 0 && fstat(fd, &st) == 0 && st.st_uid != geteuid())
-        rc = ddp_errf(err, -EPERM, "ddplaunch: %s is owned by uid %u, not by this user; not writing it", name,
+        rc = ddp_errf(err, -EPERM, "%s is owned by uid %u, not by this user; not writing it", name,
                       (unsigned)st.st_uid);
     if (rc == 0 && (fchmod(fd, 0644) < 0 || ftruncate(fd, 0) < 0))
-        rc = ddp_errf(err, -errno, "ddplaunch: cannot rewrite %s: %s", name, strerror(errno));
+        rc = ddp_errf(err, -errno, "cannot rewrite %s: %s", name, strerror(errno));
     if (rc == 0 && (rc = write_all(fd, text, strlen(text))) < 0)
-        ddp_errf(err, rc, "ddplaunch: cannot write %s: %s", name, strerror(-rc));
+        ddp_errf(err, rc, "cannot write %s: %s", name, strerror(-rc));
     close(fd);
     return rc;
 }
@@ -228,17 +228,17 @@ static int verify_private_fd(int fd, const char *path, struct ddp_err *err)
 {
     struct stat st;
     if (fstat(fd, &st) < 0)
-        return ddp_errf(err, -errno, "ddplaunch: cannot stat %s: %s", path, strerror(errno));
+        return ddp_errf(err, -errno, "cannot stat %s: %s", path, strerror(errno));
     char m[8];
     mode_str(st.st_mode, m, sizeof m);
     if (st.st_uid != geteuid())
         return ddp_errf(err, -EPERM,
-                        "ddplaunch: private directory %s is owned by uid %u, not by this user (uid %u); "
+                        "private directory %s is owned by uid %u, not by this user (uid %u); "
                         "refusing to use it: remove it",
                         path, (unsigned)st.st_uid, (unsigned)geteuid());
     if (st.st_mode & 077)
         return ddp_errf(err, -EPERM,
-                        "ddplaunch: private directory %s has mode %s (expected 0700): others could read or "
+                        "private directory %s has mode %s (expected 0700): others could read or "
                         "replace files there; fix with chmod 700 %s",
                         path, m, path);
     return 0;
@@ -247,7 +247,7 @@ static int verify_private_fd(int fd, const char *path, struct ddp_err *err)
 int ddp_rundir_make_private(const char *path, int *dirfd_out, struct ddp_err *err)
 {
     if (mkdir(path, 0700) < 0 && errno != EEXIST)
-        return ddp_errf(err, -errno, "ddplaunch: cannot create private directory %s: %s", path, strerror(errno));
+        return ddp_errf(err, -errno, "cannot create private directory %s: %s", path, strerror(errno));
     int fd = open_dir_nofollow(path);
     if (fd < 0)
         return refuse_symlink(path, fd, err);
@@ -267,7 +267,7 @@ int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, 
     char *tmpl = ddp_xasprintf("%s/%s-XXXXXX", parent, prefix);
     if (!mkdtemp(tmpl)) {
         int e = errno;
-        ddp_errf(err, -e, "ddplaunch: cannot create a directory %s: %s", tmpl, strerror(e));
+        ddp_errf(err, -e, "cannot create a directory %s: %s", tmpl, strerror(e));
         free(tmpl);
         return -e;
     }
@@ -281,18 +281,18 @@ int ddp_rundir_open_private_file(int dirfd, const char *name, int flags, mode_t 
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
-            return ddp_errf(err, -ELOOP, "ddplaunch: %s is a symlink; refusing to follow it", name);
-        return ddp_errf(err, -e, "ddplaunch: cannot open %s: %s", name, strerror(e));
+            return ddp_errf(err, -ELOOP, "%s is a symlink; refusing to follow it", name);
+        return ddp_errf(err, -e, "cannot open %s: %s", name, strerror(e));
     }
     if (flags & O_CREAT) {
         struct stat st;
         int rc = 0;
         if (fstat(fd, &st) < 0)
-            rc = ddp_errf(err, -errno, "ddplaunch: cannot stat %s: %s", name, strerror(errno));
+            rc = ddp_errf(err, -errno, "cannot stat %s: %s", name, strerror(errno));
         else if (!S_ISREG(st.st_mode))
-            rc = ddp_errf(err, -EINVAL, "ddplaunch: %s is not a regular file", name);
+            rc = ddp_errf(err, -EINVAL, "%s is not a regular file", name);
         else if (st.st_uid != geteuid())
-            rc = ddp_errf(err, -EPERM, "ddplaunch: %s is owned by uid %u, not by this user", name,
+            rc = ddp_errf(err, -EPERM, "%s is owned by uid %u, not by this user", name,
                           (unsigned)st.st_uid);
         if (rc < 0) {
             close(fd);

@@ -215,7 +215,7 @@ static int choose_first_free(void *ctx, const char *const *held, size_t nheld, s
             ddp_strv_push(chosen, gpus8[i]);
     }
     if ((int)chosen->n < pk->want)
-        return ddp_errf(err, -ENODEV, "ddplaunch: %d GPUs asked for, %zu usable", pk->want, chosen->n);
+        return ddp_errf(err, -ENODEV, "%d GPUs asked for, %zu usable", pk->want, chosen->n);
     return 0;
 }
 
