@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# GPU leases on the 8-GPU AWS g4dn.metal fixture (--topology): four concurrent 2-GPU jobs get four disjoint
+# pairs; a fifth fails at once naming who holds which GPU (lease_wait = 0), or waits (lease_wait = 20s) and
+# gets the pair of a job that was killed with kill -9. `ddplaunch topo` shows the leases.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+export DDPLAUNCH_LOCK_DIR=$TMP/locks
+TOPO=$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml
+[ -r "$TOPO" ] || skip "fixture $TOPO not found"
+
+# Each worker writes its GPU's bus id, then stays until its stop file appears (or 60 s pass).
+cat >"$TMP/worker.sh" <<'EOF'
+#!/bin/sh
+echo "$DDPLAUNCH_GPU_BUSID" >"$1/gpu.$RANK"
+i=0
+while [ ! -e "$1/stop" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+EOF
+chmod +x "$TMP/worker.sh"
+
+start_job() { # start_job NAME [extra ddplaunch args...]: in the background, its pid in $TMP/NAME/pid
+    local name=$1
+    shift
+    mkdir -p "$TMP/$name"
+    "$DDP" --topology "$TOPO" --nproc-per-node 2 --numa-binding none --set "job.name=$name" "$@" \
+        --no-python "$TMP/worker.sh" "$TMP/$name" >"$TMP/$name/out" 2>&1 &
+    echo $! >"$TMP/$name/pid"
+}
+wait_gpus() { # wait_gpus NAME: until both ranks wrote their GPU
+    for _ in $(seq 200); do
+        [ -s "$TMP/$1/gpu.0" ] && [ -s "$TMP/$1/gpu.1" ] && return 0
+        if ! kill -0 "$(cat "$TMP/$1/pid")" 2>/dev/null; then cat "$TMP/$1/out"; fail "job $1 ended early"; fi
+        sleep 0.05
+    done
+    cat "$TMP/$1/out"
+    fail "job $1 did not start its workers"
+}
+stop_job() { touch "$TMP/$1/stop"; wait "$(cat "$TMP/$1/pid")"; }
+
+# Four jobs at the same time.
+for j in a b c d; do start_job "$j"; done
+for j in a b c d; do wait_gpus "$j"; done
+all=$(cat "$TMP"/[abcd]/gpu.* | sort)
+echo "leased: $(echo $all)"
+expect_eq "GPUs used by the four jobs" "$(echo "$all" | grep -c .)" 8
+expect_eq "distinct GPUs among them" "$(echo "$all" | sort -u | grep -c .)" 8
+for j in a b c d; do # a pair stays on one NUMA node (0000:18..36 = node 0, e7..f5 = node 1)
+    pair=$(cat "$TMP/$j"/gpu.* | cut -c6-7 | sort | tr '\n' ' ')
+    case $pair in 1*" "1*" "|3*" "3*" "|1*" "3*" "|e*" "e*" "|f*" "f*" "|e*" "f*" ") ;;
+    *) fail "job $j got GPUs across NUMA nodes: $(cat "$TMP/$j"/gpu.* | tr '\n' ' ')" ;;
+    esac
+done
+
+# topo shows who holds what
+"$DDP" topo --topology "$TOPO" >"$TMP/topo.out" 2>&1
+expect_grep "job 'a'" "$TMP/topo.out"
+expect_grep "job 'd'" "$TMP/topo.out"
+
+# A fifth job without waiting: fails before starting anything, listing the holders.
+mkdir -p "$TMP/e"
+t0=$(date +%s%N)
+"$DDP" --topology "$TOPO" --nproc-per-node 2 --numa-binding none --set job.name=e \
+    --no-python "$TMP/worker.sh" "$TMP/e" >"$TMP/e/out" 2>&1
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+cat "$TMP/e/out"
+[ "$rc" != 0 ] || fail "the fifth job ran although every GPU was leased"
+[ ! -e "$TMP/e/gpu.0" ] || fail "the fifth job started a worker"
+[ "$ms" -lt 3000 ] || fail "the fifth job took $ms ms to fail with lease_wait = 0"
+for j in a b c d; do expect_grep "job '$j' \(pid $(cat "$TMP/$j/pid"), user " "$TMP/e/out"; done
+
+# A fifth job that waits; kill -9 job b's launcher: its workers die with it, its lease ends, e gets b's pair.
+start_job e --set gpus.lease_wait=20s
+sleep 1
+kill -0 "$(cat "$TMP/e/pid")" || { cat "$TMP/e/out"; fail "the waiting job gave up"; }
+[ ! -e "$TMP/e/gpu.0" ] || fail "the waiting job started before a GPU was free"
+t0=$(date +%s%N)
+kill -9 "$(cat "$TMP/b/pid")"
+wait_gpus e
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "job e started $ms ms after kill -9 of job b"
+expect_eq "job e's GPUs" "$(cat "$TMP/e"/gpu.* | sort | tr '\n' ' ')" "$(cat "$TMP/b"/gpu.* | sort | tr '\n' ' ')"
+expect_grep "waiting up to 20 s for GPUs leased by other jobs" "$TMP/e/out"
+
+for j in a c d e; do stop_job "$j"; done
+# every lease ended with its job
+"$DDP" topo --topology "$TOPO" >"$TMP/topo2.out" 2>&1
+if grep -q "job '" "$TMP/topo2.out"; then cat "$TMP/topo2.out"; fail "leases left after every job ended"; fi
+echo ok
