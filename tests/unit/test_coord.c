@@ -1,0 +1,666 @@
+/* Unit tests for launcher/coord: HMAC-SHA256 vectors (RFC 4231), the join handshake with the right and wrong
+ * secrets, start/stop/report/exit messages, a fake node 0, node loss by death (EOF) and by silence (SIGSTOP),
+ * join retries and timeouts, and the token-file secret. Real TCP on 127.0.0.1, one libuv loop per process. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "coord.h"
+
+#define SECRET "0123456789abcdef-test-secret"
+
+static void hexs(const uint8_t *b, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+Test(coord, hmac_sha256_rfc4231)
+{
+    uint8_t mac[32], key[131];
+    char h[65];
+    memset(key, 0x0b, 20);
+    ddp_coord_hmac(key, 20, "Hi There", 8, mac);
+    hexs(mac, 32, h);
+    cr_expect_str_eq(h, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    ddp_coord_hmac("Jefe", 4, "what do ya want for nothing?", 28, mac);
+    hexs(mac, 32, h);
+    cr_expect_str_eq(h, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    memset(key, 0xaa, 131);
+    const char *m = "Test Using Larger Than Block-Size Key - Hash Key First";
+    ddp_coord_hmac(key, 131, m, strlen(m), mac);
+    hexs(mac, 32, h);
+    cr_expect_str_eq(h, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+/* ---- a small harness: one node 0 and several nodes in one loop, events recorded ---- */
+
+#define MAXEV 64
+struct rec {
+    struct ddp_coord *c;
+    int node;
+    struct ddp_coord_event ev[MAXEV];
+    char reason[MAXEV][400];
+    long long at[MAXEV];
+    int n;
+    bool closed;
+    void (*on_event)(struct rec *r, const struct ddp_coord_event *ev);
+    struct world *w;
+};
+
+struct world {
+    uv_loop_t loop;
+    struct rec server, node[4];
+    int nnodes;
+    int reports;
+    uv_timer_t guard;
+    pid_t child;
+};
+
+static void on_closed(void *data)
+{
+    ((struct rec *)data)->closed = true;
+}
+
+static void record(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
+{
+    (void)c;
+    struct rec *r = data;
+    if (r->n < MAXEV) {
+        r->ev[r->n] = *ev;
+        snprintf(r->reason[r->n], sizeof r->reason[0], "%s", ev->reason);
+        r->ev[r->n].reason = r->reason[r->n];
+        r->at[r->n] = ddp_now_ms();
+        r->n++;
+    }
+    if (r->on_event)
+        r->on_event(r, ev);
+}
+
+static int count(const struct rec *r, enum ddp_coord_event_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < r->n; i++)
+        n += r->ev[i].kind == kind;
+    return n;
+}
+
+static const struct ddp_coord_event *find(const struct rec *r, enum ddp_coord_event_kind kind)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->ev[i].kind == kind)
+            return &r->ev[i];
+    return NULL;
+}
+
+static void close_rec(struct rec *r)
+{
+    if (r->c) {
+        ddp_coord_close(r->c, on_closed, r);
+        r->c = NULL;
+    }
+}
+
+static void close_all(struct world *w)
+{
+    close_rec(&w->server);
+    for (int i = 0; i < 4; i++)
+        close_rec(&w->node[i]);
+    if (!uv_is_closing((uv_handle_t *)&w->guard))
+        uv_close((uv_handle_t *)&w->guard, NULL);
+}
+
+static void on_guard(uv_timer_t *t)
+{
+    struct world *w = t->data;
+    close_all(w);
+}
+
+static struct ddp_coord_config config(int node, int nnodes, int port)
+{
+    struct ddp_coord_config cfg = { .node_rank = node, .nnodes = nnodes, .addr = "127.0.0.1", .port = port,
+                                    .secret = SECRET, .run_id = "run-1", .heartbeat_ms = 100,
+                                    .lost_after_ms = 400, .join_timeout_ms = 3000 };
+    return cfg;
+}
+
+static void world_init(struct world *w, int nnodes, long long guard_ms)
+{
+    memset(w, 0, sizeof *w);
+    uv_loop_init(&w->loop);
+    w->nnodes = nnodes;
+    uv_timer_init(&w->loop, &w->guard);
+    w->guard.data = w;
+    uv_timer_start(&w->guard, on_guard, (uint64_t)guard_ms, 0);
+    w->server.w = w;
+    for (int i = 0; i < 4; i++) {
+        w->node[i].w = w;
+        w->node[i].node = i + 1;
+    }
+}
+
+static int start_server(struct world *w, int nnodes)
+{
+    struct ddp_coord_config cfg = config(0, nnodes, 0);
+    struct ddp_err err = { 0 };
+    int rc = ddp_coord_start(&w->loop, &cfg, record, &w->server, &w->server.c, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    return ddp_coord_port(w->server.c);
+}
+
+static void start_node(struct world *w, int i, struct ddp_coord_config cfg)
+{
+    struct ddp_err err = { 0 };
+    int rc = ddp_coord_start(&w->loop, &cfg, record, &w->node[i], &w->node[i].c, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+}
+
+static void world_run(struct world *w)
+{
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    cr_expect_eq(uv_loop_close(&w->loop), 0, "handles left open");
+}
+
+/* The whole life of a job: two nodes join, attempt 0 starts everywhere, one node fails, node 0 stops the
+ * attempt everywhere, attempt 1 starts with the same number on every node, both succeed, exit 0. */
+static void server_script(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct world *w = r->w;
+    if (ev->kind == DDP_COORD_JOINED && ddp_coord_joined(r->c) == 2)
+        cr_expect_eq(ddp_coord_send_start(r->c, 0, 6, 29500, 2, NULL, NULL), 2);
+    if (ev->kind == DDP_COORD_REPORT) {
+        w->reports++;
+        if (ev->attempt == 0 && ev->status != 0) {
+            cr_expect_eq(ddp_coord_send_stop(r->c, 0, "node 2 failed:\nrank 5 exited with 1"), 2);
+            int nproc[3] = { 2, 1, 1 }, base[3] = { 0, 2, 3 };
+            cr_expect_eq(ddp_coord_send_start(r->c, 1, 4, 29501, 0, nproc, base), 2);
+        }
+        if (ev->attempt == 1 && w->reports == 3) {
+            cr_expect_eq(ddp_coord_send_exit(r->c, 0), 2);
+            close_rec(r);
+        }
+    }
+}
+
+static void node_script(struct rec *r, const struct ddp_coord_event *ev)
+{
+    if (ev->kind == DDP_COORD_START) {
+        int fail = ev->attempt == 0 && r->node == 2;
+        cr_expect_eq(ddp_coord_report(r->c, ev->attempt, fail ? 1 : 0, fail ? "rank 5 exited with 1" : "ok"), 0);
+    }
+    if (ev->kind == DDP_COORD_EXIT)
+        close_rec(r);
+}
+
+Test(coord, join_start_stop_report_exit)
+{
+    struct world w;
+    world_init(&w, 3, 5000);
+    w.server.on_event = server_script;
+    int port = start_server(&w, 3);
+    cr_assert_gt(port, 0);
+    for (int i = 0; i < 2; i++) {
+        w.node[i].on_event = node_script;
+        start_node(&w, i, config(i + 1, 3, port));
+    }
+    world_run(&w);
+    cr_expect(w.server.closed && w.node[0].closed && w.node[1].closed);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 2);
+    cr_expect_eq(count(&w.server, DDP_COORD_REPORT), 3);
+    cr_expect_eq(count(&w.server, DDP_COORD_LOST), 0, "a node that exits after EXIT is not lost");
+    for (int i = 0; i < 2; i++) {
+        const struct rec *n = &w.node[i];
+        cr_expect_eq(count(n, DDP_COORD_JOINED), 1);
+        cr_expect_eq(count(n, DDP_COORD_START), 2);
+        cr_expect_eq(count(n, DDP_COORD_LOST), 0);
+        const struct ddp_coord_event *s = find(n, DDP_COORD_START);
+        cr_assert_not_null(s);
+        cr_expect_eq(s->attempt, 0);
+        cr_expect_eq(s->world_size, 6);
+        cr_expect_eq(s->master_port, 29500);
+        cr_expect_eq(s->nproc, 2);
+        cr_expect_eq(s->rank_base, 2 * (i + 1));
+        const struct ddp_coord_event *st = find(n, DDP_COORD_STOP);
+        cr_assert_not_null(st);
+        cr_expect_eq(st->attempt, 0);
+        cr_expect_str_eq(st->reason, "node 2 failed: rank 5 exited with 1");
+        /* The restart: same attempt number and world size on every node, per-node sizes. */
+        const struct ddp_coord_event *s1 = NULL;
+        for (int k = 0; k < n->n; k++)
+            if (n->ev[k].kind == DDP_COORD_START && n->ev[k].attempt == 1)
+                s1 = &n->ev[k];
+        cr_assert_not_null(s1);
+        cr_expect_eq(s1->world_size, 4);
+        cr_expect_eq(s1->master_port, 29501);
+        cr_expect_eq(s1->nproc, 1);
+        cr_expect_eq(s1->rank_base, i + 2);
+        cr_expect_eq(n->ev[n->n - 1].kind, DDP_COORD_EXIT);
+        cr_expect_eq(n->ev[n->n - 1].status, 0);
+    }
+    const struct ddp_coord_event *bad = NULL;
+    for (int k = 0; k < w.server.n; k++)
+        if (w.server.ev[k].kind == DDP_COORD_REPORT && w.server.ev[k].status != 0)
+            bad = &w.server.ev[k];
+    cr_assert_not_null(bad);
+    cr_expect_eq(bad->node, 2);
+    cr_expect_str_eq(bad->reason, "rank 5 exited with 1");
+}
+
+static void close_on_lost(struct rec *r, const struct ddp_coord_event *ev)
+{
+    if (ev->kind == DDP_COORD_LOST) {
+        close_all(r->w);
+    }
+}
+
+static void expect_refused(struct ddp_coord_config ncfg, int nnodes, const char *why)
+{
+    struct world w;
+    world_init(&w, nnodes, 3000);
+    ncfg.port = start_server(&w, nnodes);
+    w.node[0].on_event = close_on_lost;
+    start_node(&w, 0, ncfg);
+    world_run(&w);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 0);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 0);
+    const struct ddp_coord_event *lost = find(&w.node[0], DDP_COORD_LOST);
+    cr_assert_not_null(lost, "node was not told it was refused");
+    cr_expect(strstr(lost->reason, why), "reason: %s", lost->reason);
+    cr_expect(strstr(lost->reason, "refused"), "reason: %s", lost->reason);
+}
+
+Test(coord, wrong_secret_or_run_or_rank_is_refused)
+{
+    struct ddp_coord_config cfg = config(1, 2, 0);
+    cfg.secret = "another-secret-of-16+";
+    expect_refused(cfg, 2, "authentication failed");
+    cfg = config(1, 2, 0);
+    cfg.run_id = "run-2";
+    expect_refused(cfg, 2, "authentication failed");
+    cfg = config(5, 6, 0);
+    expect_refused(cfg, 3, "node rank 5 is not in 1..2");
+}
+
+static void dup_script(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct world *w = r->w;
+    if (ev->kind == DDP_COORD_JOINED && r == &w->node[0]) {
+        struct ddp_coord_config cfg = config(1, 3, ddp_coord_port(w->server.c));
+        w->node[1].on_event = close_on_lost;
+        start_node(w, 1, cfg);
+    }
+}
+
+Test(coord, a_node_rank_joins_once)
+{
+    struct world w;
+    world_init(&w, 3, 3000);
+    int port = start_server(&w, 3);
+    w.node[0].on_event = dup_script;
+    start_node(&w, 0, config(1, 3, port));
+    world_run(&w);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 1);
+    const struct ddp_coord_event *lost = find(&w.node[1], DDP_COORD_LOST);
+    cr_assert_not_null(lost);
+    cr_expect(strstr(lost->reason, "node 1 has already joined"), "%s", lost->reason);
+}
+
+/* A fake node 0: greets correctly, then answers with a forged WELCOME. The node must not accept it. */
+struct fake {
+    uv_tcp_t server, conn;
+    uv_write_t wr[2];
+    uv_buf_t buf[2];
+    char msg[2][200];
+    uint8_t frame[2][204];
+};
+
+static void fake_write(struct fake *f, int i, const char *text)
+{
+    size_t n = strlen(text);
+    f->frame[i][0] = f->frame[i][1] = f->frame[i][2] = 0;
+    f->frame[i][3] = (uint8_t)n;
+    memcpy(f->frame[i] + 4, text, n);
+    f->buf[i] = uv_buf_init((char *)f->frame[i], (unsigned)(4 + n));
+    uv_write(&f->wr[i], (uv_stream_t *)&f->conn, &f->buf[i], 1, NULL);
+}
+
+static void fake_alloc(uv_handle_t *h, size_t s, uv_buf_t *b)
+{
+    (void)h;
+    static char space[8192];
+    (void)s;
+    *b = uv_buf_init(space, sizeof space);
+}
+
+static void fake_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    (void)b;
+    struct fake *f = s->data;
+    if (n > 0) /* the JOIN arrived: answer with a WELCOME whose MAC is made up */
+        fake_write(f, 1, "DDPC1 WELCOME 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+}
+
+static void fake_accept(uv_stream_t *s, int status)
+{
+    struct fake *f = s->data;
+    if (status < 0)
+        return;
+    uv_tcp_init(s->loop, &f->conn);
+    f->conn.data = f;
+    uv_accept(s, (uv_stream_t *)&f->conn);
+    fake_write(f, 0, "DDPC1 HELLO 0123456789abcdef0123456789abcdef");
+    uv_read_start((uv_stream_t *)&f->conn, fake_alloc, fake_read);
+}
+
+static void fake_close_on_lost(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct fake *f = r->w->server.on_event ? NULL : (struct fake *)r->w->loop.data;
+    if (ev->kind == DDP_COORD_LOST) {
+        close_all(r->w);
+        uv_close((uv_handle_t *)&f->server, NULL);
+        uv_close((uv_handle_t *)&f->conn, NULL);
+    }
+}
+
+Test(coord, a_fake_node0_is_not_believed)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    struct fake f;
+    memset(&f, 0, sizeof f);
+    w.loop.data = &f;
+    uv_tcp_init(&w.loop, &f.server);
+    f.server.data = &f;
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", 0, &sa);
+    cr_assert_eq(uv_tcp_bind(&f.server, (struct sockaddr *)&sa, 0), 0);
+    cr_assert_eq(uv_listen((uv_stream_t *)&f.server, 8, fake_accept), 0);
+    int len = sizeof sa;
+    uv_tcp_getsockname(&f.server, (struct sockaddr *)&sa, &len);
+    w.node[0].on_event = fake_close_on_lost;
+    start_node(&w, 0, config(1, 2, ntohs(sa.sin_port)));
+    world_run(&w);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 0);
+    const struct ddp_coord_event *lost = find(&w.node[0], DDP_COORD_LOST);
+    cr_assert_not_null(lost);
+    cr_expect(strstr(lost->reason, "failed authentication"), "%s", lost->reason);
+}
+
+/* Garbage on node 0's port (a port scanner, a stray client) changes nothing; the real node still joins. */
+static void junk_connected(uv_connect_t *req, int status)
+{
+    cr_assert_eq(status, 0);
+    static uv_write_t wr;
+    static char junk[] = "\0\0\0\x0bSTART 0 1 2GET / HTTP/1.0\r\n\r\n";
+    static uv_buf_t b;
+    b = uv_buf_init(junk, sizeof junk - 1);
+    uv_write(&wr, req->handle, &b, 1, NULL);
+}
+
+static void junk_script(struct rec *r, const struct ddp_coord_event *ev)
+{
+    if (ev->kind == DDP_COORD_JOINED)
+        close_all(r->w);
+}
+
+Test(coord, junk_connections_are_dropped)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    int port = start_server(&w, 2);
+    uv_tcp_t junk;
+    uv_connect_t req;
+    uv_tcp_init(&w.loop, &junk);
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", port, &sa);
+    uv_tcp_connect(&req, &junk, (struct sockaddr *)&sa, junk_connected);
+    w.server.on_event = junk_script;
+    start_node(&w, 0, config(1, 2, port));
+    uv_run(&w.loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&junk, NULL);
+    world_run(&w);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 1);
+    cr_expect_eq(count(&w.server, DDP_COORD_REPORT), 0);
+    cr_expect_eq(count(&w.server, DDP_COORD_LOST), 0);
+}
+
+/* ---- node loss, across processes ---- */
+
+static void child_node(int port, int ready_fd)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct rec r;
+    memset(&r, 0, sizeof r);
+    struct ddp_coord_config cfg = config(1, 2, port);
+    struct ddp_err err;
+    if (ddp_coord_start(&loop, &cfg, record, &r, &r.c, &err) < 0)
+        _exit(3);
+    while (count(&r, DDP_COORD_JOINED) == 0 && count(&r, DDP_COORD_LOST) == 0)
+        uv_run(&loop, UV_RUN_ONCE);
+    if (write(ready_fd, "j", 1) != 1)
+        _exit(4);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    _exit(0);
+}
+
+static long long stopped_at;
+
+static void loss_script(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct world *w = r->w;
+    if (ev->kind == DDP_COORD_JOINED) {
+        stopped_at = ddp_now_ms();
+        kill(w->child, w->nnodes == 1 ? SIGKILL : SIGSTOP);
+    }
+    if (ev->kind == DDP_COORD_LOST)
+        close_all(w);
+}
+
+static void node_loss(int how_nnodes, long long min_ms, long long max_ms, const char *why)
+{
+    struct world w;
+    world_init(&w, how_nnodes, 5000);
+    w.server.on_event = loss_script;
+    int port = start_server(&w, 2);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    fflush(NULL);
+    w.child = fork();
+    cr_assert_geq(w.child, 0);
+    if (w.child == 0) {
+        close(p[0]);
+        child_node(port, p[1]);
+    }
+    close(p[1]);
+    world_run(&w);
+    kill(w.child, SIGKILL);
+    int st;
+    waitpid(w.child, &st, 0);
+    close(p[0]);
+    const struct ddp_coord_event *lost = find(&w.server, DDP_COORD_LOST);
+    cr_assert_not_null(lost, "node 1's loss was not noticed");
+    cr_expect_eq(lost->node, 1);
+    cr_expect(strstr(lost->reason, why), "%s", lost->reason);
+    long long took = w.server.at[w.server.n - 1] - stopped_at;
+    cr_expect(took >= min_ms && took <= max_ms, "noticed after %lld ms, expected %lld..%lld", took, min_ms,
+              max_ms);
+}
+
+Test(coord, a_dead_agent_is_noticed_at_once)
+{
+    node_loss(1, 0, 300, "connection");
+}
+
+Test(coord, a_silent_agent_is_noticed_after_lost_after_ms)
+{
+    node_loss(2, 300, 1000, "silent for");
+}
+
+static void server_leaves(struct rec *r, const struct ddp_coord_event *ev)
+{
+    if (ev->kind == DDP_COORD_JOINED)
+        close_rec(&r->w->server);
+}
+
+Test(coord, nodes_notice_when_node0_goes)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    int port = start_server(&w, 2);
+    w.node[0].on_event = server_leaves;
+    start_node(&w, 0, config(1, 2, port));
+    uv_run(&w.loop, UV_RUN_DEFAULT);
+    /* The node's LOST closed nothing by itself: close it, then the loop ends. */
+    close_all(&w);
+    world_run(&w);
+    const struct ddp_coord_event *lost = find(&w.node[0], DDP_COORD_LOST);
+    cr_assert_not_null(lost);
+    cr_expect(strstr(lost->reason, "lost node 0 at 127.0.0.1"), "%s", lost->reason);
+}
+
+static void close_when_lost(struct rec *r, const struct ddp_coord_event *ev)
+{
+    if (ev->kind == DDP_COORD_LOST || ev->kind == DDP_COORD_JOINED)
+        close_all(r->w);
+}
+
+static void late_server(uv_timer_t *t)
+{
+    struct world *w = t->data;
+    struct ddp_coord_config cfg = config(0, 2, w->nnodes);
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_coord_start(&w->loop, &cfg, record, &w->server, &w->server.c, &err), 0, "%s", err.msg);
+    uv_close((uv_handle_t *)t, NULL);
+}
+
+static int free_port(void)
+{
+    uv_loop_t loop;
+    uv_tcp_t t;
+    uv_loop_init(&loop);
+    uv_tcp_init(&loop, &t);
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", 0, &sa);
+    uv_tcp_bind(&t, (struct sockaddr *)&sa, 0);
+    int len = sizeof sa;
+    uv_tcp_getsockname(&t, (struct sockaddr *)&sa, &len);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return ntohs(sa.sin_port);
+}
+
+Test(coord, a_node_waits_for_node0_then_joins)
+{
+    struct world w;
+    int port = free_port();
+    world_init(&w, port, 5000); /* nnodes field carries the port to late_server */
+    uv_timer_t t;
+    uv_timer_init(&w.loop, &t);
+    t.data = &w;
+    uv_timer_start(&t, late_server, 500, 0);
+    w.node[0].on_event = close_when_lost;
+    long long t0 = ddp_now_ms();
+    start_node(&w, 0, config(1, 2, port));
+    world_run(&w);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1, "%s", w.node[0].n ? w.node[0].reason[0] : "");
+    cr_expect_geq(w.node[0].at[0] - t0, 450);
+}
+
+Test(coord, join_timeout)
+{
+    struct world w;
+    int port = free_port();
+    world_init(&w, 2, 5000);
+    struct ddp_coord_config cfg = config(1, 2, port);
+    cfg.join_timeout_ms = 600;
+    w.node[0].on_event = close_when_lost;
+    long long t0 = ddp_now_ms();
+    start_node(&w, 0, cfg);
+    world_run(&w);
+    const struct ddp_coord_event *lost = find(&w.node[0], DDP_COORD_LOST);
+    cr_assert_not_null(lost);
+    cr_expect(strstr(lost->reason, "could not join node 0 at 127.0.0.1:"), "%s", lost->reason);
+    cr_expect(strstr(lost->reason, "within 600 ms: connection refused"), "%s", lost->reason);
+    long long took = w.node[0].at[0] - t0;
+    cr_expect(took >= 550 && took < 1500, "gave up after %lld ms", took);
+}
+
+Test(coord, bad_config)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct ddp_coord *c;
+    struct ddp_err err = { 0 };
+    struct ddp_coord_config cfg = config(1, 2, 1234);
+    cfg.secret = "short";
+    cr_expect_eq(ddp_coord_start(&loop, &cfg, record, NULL, &c, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "at least 16"), "%s", err.msg);
+    cfg = config(2, 2, 1234);
+    cr_expect_eq(ddp_coord_start(&loop, &cfg, record, NULL, &c, &err), -EINVAL);
+    cfg = config(1, 2, 0);
+    cr_expect_eq(ddp_coord_start(&loop, &cfg, record, NULL, &c, &err), -EINVAL);
+    cfg = config(1, 2, 1234);
+    cfg.addr = "no-such-host.invalid";
+    cr_expect_lt(ddp_coord_start(&loop, &cfg, record, NULL, &c, &err), 0);
+    cr_expect(strstr(err.msg, "cannot resolve 'no-such-host.invalid'"), "%s", err.msg);
+    /* Two node 0s on one port: the second one says so. */
+    struct rec r = { 0 };
+    cfg = config(0, 2, 0);
+    cr_assert_eq(ddp_coord_start(&loop, &cfg, record, &r, &r.c, &err), 0, "%s", err.msg);
+    cfg.port = ddp_coord_port(r.c);
+    cr_expect_eq(ddp_coord_start(&loop, &cfg, record, NULL, &c, &err), UV_EADDRINUSE);
+    cr_expect(strstr(err.msg, "cannot listen on 127.0.0.1:"), "%s", err.msg);
+    ddp_coord_close(r.c, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_expect_eq(uv_loop_close(&loop), 0);
+}
+
+/* ---- the secret ---- */
+
+Test(coord, secret_from_job_or_token_file)
+{
+    char dir[] = "/tmp/ddp-coord-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[300], link_path[300];
+    snprintf(path, sizeof path, "%s/token", dir);
+    snprintf(link_path, sizeof link_path, "%s/link", dir);
+    struct ddp_err err = { 0 };
+    char *a = NULL, *b = NULL, *c = NULL;
+    cr_assert_eq(ddp_coord_secret("a-job-secret-long-enough", path, "7", &a, &err), 0);
+    cr_expect_str_eq(a, "a-job-secret-long-enough");
+    free(a);
+    cr_expect_eq(ddp_coord_secret("short", path, "7", &a, &err), -EINVAL);
+    cr_expect_eq(ddp_coord_secret(NULL, NULL, NULL, &a, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "[job] secret"), "%s", err.msg);
+    /* First use creates the token (0600); the same job id gives the same secret, another job another one. */
+    cr_assert_eq(ddp_coord_secret(NULL, path, "7", &a, &err), 0, "%s", err.msg);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0600);
+    cr_assert_eq(ddp_coord_secret(NULL, path, "7", &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(ddp_coord_secret(NULL, path, "8", &c, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(a, b);
+    cr_expect_str_neq(a, c);
+    cr_expect_eq(strlen(a), 64);
+    free(a);
+    free(b);
+    free(c);
+    /* A token others can read, or a symlink, is refused. */
+    chmod(path, 0644);
+    cr_expect_eq(ddp_coord_secret(NULL, path, "7", &a, &err), -EPERM);
+    cr_expect(strstr(err.msg, "mode 644"), "%s", err.msg);
+    chmod(path, 0600);
+    cr_assert_eq(symlink(path, link_path), 0);
+    cr_expect_lt(ddp_coord_secret(NULL, link_path, "7", &a, &err), 0);
+    unlink(link_path);
+    unlink(path);
+    rmdir(dir);
+}
