@@ -6,7 +6,7 @@ c10d's socket.cpp does), listens, and sends its run id to every rank that connec
 to MASTER_ADDR:MASTER_PORT (retrying for up to 30 s, like a TCPStore client) and check that the run id they
 receive is their own: a job that reached another job's rank 0 fails instead of silently joining it.
 Rank 0 keeps the port for HOLD seconds (argv[2], default 1.0) so that concurrent jobs overlap.
-Writes "PORT <port>" (rank 0) to the file argv[1] when given. Exit 0 on success, 1 on any failure.
+Rank 0 writes "PORT <port> <unix time when listening>" to the file argv[1] when given. Exit 0 on success, 1 on any failure.
 """
 import errno
 import os
@@ -19,7 +19,7 @@ def say(msg):
     os.write(1, (msg + "\n").encode())  # one write per line
 
 
-def serve(port, world, run_id, hold):
+def serve(port, world, run_id, hold, out):
     s = None
     for fam in (socket.AF_INET6, socket.AF_INET):
         try:
@@ -41,6 +41,9 @@ def serve(port, world, run_id, hold):
     if s is None:
         say("rank 0: no address family could bind %d" % port)
         return 1
+    if out:
+        with open(out, "w") as f:
+            f.write("PORT %d %.6f\n" % (port, time.time()))  # bound and listening at this time
     s.settimeout(30)
     for _ in range(world - 1):
         c, _ = s.accept()
@@ -79,10 +82,7 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else ""
     hold = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
     if rank == 0:
-        if out:
-            with open(out, "w") as f:
-                f.write("PORT %d\n" % port)
-        return serve(port, world, run_id, hold)
+        return serve(port, world, run_id, hold, out)
     return join(addr, port, run_id)
 
 
