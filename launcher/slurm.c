@@ -2,7 +2,6 @@
 #include "slurm.h"
 
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,13 +89,16 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
     }
     out->active = true;
     out->job_id = ddp_xstrdup(job_id);
+    out->job_id_num = strtoull(job_id, NULL, 10);
     const char *nodename = ddp_env_get(envp, "SLURMD_NODENAME");
     if (nodename)
         out->nodename = ddp_xstrdup(nodename);
     const char *step_id = env_first(envp, "SLURM_STEP_ID", "SLURM_STEPID", &name);
     out->is_step = step_id != NULL;
-    if (step_id)
+    if (step_id) {
         out->step_id = ddp_xstrdup(step_id);
+        out->step_id_num = strtoull(step_id, NULL, 10);
+    }
 
     int rc = env_int(envp, "SLURM_JOB_NUM_NODES", "SLURM_NNODES", 1, DDP_HOSTLIST_MAX_HOSTS, &out->job_nnodes,
                      err);
@@ -185,18 +187,29 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
     return 0;
 }
 
-int ddp_slurm_port(const struct ddp_slurm *s, int lo, int hi)
+/* Set section.key from Slurm unless something of higher precedence (environment, command line) set it. */
+static int apply_key(struct ddp_spec *spec, const char *key, const char *value, const char *var,
+                     struct ddp_err *err)
 {
-    if (!s->active || !s->job_id || lo < 1 || hi > 65535 || lo > hi)
-        return -EINVAL;
-    uint32_t h = 2166136261u;
-    char key[256];
-    snprintf(key, sizeof key, "%s.%s", s->job_id, s->step_id ? s->step_id : "batch");
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        h ^= *p;
-        h *= 16777619u;
-    }
-    return lo + (int)(h % (uint32_t)(hi - lo + 1));
+    int i = ddp_spec_key_find("job", key);
+    if (i < 0 || spec->origin[i] >= DDP_ORIGIN_ENV)
+        return 0;
+    return ddp_spec_set(spec, "job", key, value, DDP_ORIGIN_ENV, var, err);
+}
+
+int ddp_slurm_apply(const struct ddp_slurm *s, struct ddp_spec *spec, struct ddp_err *err)
+{
+    if (!s->active || !s->is_step)
+        return 0;
+    char num[32];
+    snprintf(num, sizeof num, "%d", s->nnodes);
+    int rc = apply_key(spec, "nnodes", num, "SLURM_STEP_NUM_NODES", err);
+    snprintf(num, sizeof num, "%d", s->node_rank);
+    if (rc == 0)
+        rc = apply_key(spec, "node_rank", num, "SLURM_NODEID", err);
+    if (rc == 0)
+        rc = apply_key(spec, "master_addr", s->master_addr, "SLURM_STEP_NODELIST", err);
+    return rc;
 }
 
 void ddp_slurm_free(struct ddp_slurm *s)

@@ -20,6 +20,7 @@ struct ddp_slurm {
     char *master_addr;    /* first host of the step's node list (SLURM_STEP_NODELIST); NULL in a batch step */
     char *job_id;         /* SLURM_JOB_ID */
     char *step_id;        /* SLURM_STEP_ID, or NULL in a batch step */
+    unsigned long long job_id_num, step_id_num; /* the same as numbers (0 when not numeric / batch step) */
     char *nodename;       /* SLURMD_NODENAME, or NULL */
     struct ddp_strv hosts;/* the step's hosts in node-rank order (batch: the job's hosts) */
     char *gpus;           /* global GPU indices Slurm gave this node, "0,1" (SLURM_STEP_GPUS in a step, else
@@ -40,11 +41,12 @@ struct ddp_slurm {
  * expected); on error out holds nothing to free. */
 int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_slurm *out, struct ddp_err *err);
 
-/* The master port candidate for this job step: lo + (FNV-1a of "JOBID.STEPID") % (hi - lo + 1), the same on
- * every node of the step and different between steps and jobs (unlike "15000 + last 4 digits of the job id",
- * which collides). The ports module probes it on node 0. Returns the port, or -EINVAL when !s->active or
- * the range is not within 1..65535 with lo <= hi. */
-int ddp_slurm_port(const struct ddp_slurm *s, int lo, int hi);
+/* Put what Slurm says into spec, at the environment's precedence (above defaults, the site config and the job
+ * spec; below DDPLAUNCH_* variables and the command line, which win): in an srun step job.nnodes, job.node_rank
+ * and job.master_addr. Nothing in a batch step or when !s->active. The master port stays as the spec says:
+ * with master_port = auto, main.c passes s->job_id_num / s->step_id_num to ddp_port_reserve() (port.h), which
+ * derives the same candidate on every node. 0, or a negative errno with err. */
+int ddp_slurm_apply(const struct ddp_slurm *s, struct ddp_spec *spec, struct ddp_err *err);
 
 void ddp_slurm_free(struct ddp_slurm *s);
 

@@ -179,33 +179,34 @@ Test(slurm, big_hostlists_and_bad_variables)
     cr_expect(strstr(err.msg, "names 8 hosts but the step has 9 nodes"), "%s", err.msg);
 }
 
-Test(slurm, port_is_the_same_on_every_node_and_differs_between_jobs)
+Test(slurm, apply_fills_the_spec_below_env_and_cli)
 {
-    struct ddp_slurm a, b, c;
+    struct ddp_slurm s;
     struct ddp_err err = { 0 };
-    cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &a, &err), 0);
-    char *n1_env[sizeof step_env / sizeof *step_env];
-    memcpy(n1_env, step_env, sizeof step_env);
-    for (char **p = n1_env; *p; p++) {
-        if (strncmp(*p, "SLURM_NODEID=", 13) == 0)
-            *p = "SLURM_NODEID=0";
-        if (strncmp(*p, "SLURMD_NODENAME=", 16) == 0)
-            *p = "SLURMD_NODENAME=n1";
-    }
-    cr_assert_eq(ddp_slurm_detect(n1_env, DDP_AUTO, &b, &err), 0, "%s", err.msg);
-    cr_expect_eq(b.node_rank, 0);
-    int pa = ddp_slurm_port(&a, 20000, 29999);
-    cr_expect(pa >= 20000 && pa <= 29999);
-    cr_expect_eq(pa, ddp_slurm_port(&b, 20000, 29999));
-    /* Jobs 10002 and 20002 share their last 4 digits; the ports should not collide. */
-    free(b.job_id);
-    b.job_id = ddp_xstrdup("10002");
-    free(a.job_id);
-    a.job_id = ddp_xstrdup("20002");
-    cr_expect_neq(ddp_slurm_port(&a, 20000, 29999), ddp_slurm_port(&b, 20000, 29999));
-    memset(&c, 0, sizeof c);
-    cr_expect_eq(ddp_slurm_port(&c, 20000, 29999), -EINVAL);
-    cr_expect_eq(ddp_slurm_port(&a, 3000, 2000), -EINVAL);
-    ddp_slurm_free(&a);
-    ddp_slurm_free(&b);
+    struct ddp_spec spec;
+    cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    cr_expect_eq(s.job_id_num, 2);
+    cr_expect_eq(s.step_id_num, 0);
+    ddp_spec_init(&spec);
+    const char *ini = "[job]\nscript = t.py\nnnodes = 4\nmaster_addr = 10.0.0.9\n";
+    cr_assert_eq(ddp_spec_load_string(&spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
+    cr_assert_eq(ddp_spec_set(&spec, "job", "master_addr", "n1-ib", DDP_ORIGIN_CLI, "--master-addr", &err), 0);
+    cr_assert_eq(ddp_slurm_apply(&s, &spec, &err), 0, "%s", err.msg);
+    cr_expect_eq(spec.nnodes.min, 2); /* the job spec's 4 is below the environment */
+    cr_expect_eq(spec.nnodes.max, 2);
+    cr_expect_eq(spec.node_rank, 1);
+    cr_expect_str_eq(spec.master_addr, "n1-ib"); /* the command line wins */
+    cr_expect(spec.master_port.is_auto);
+    cr_expect_eq(ddp_spec_validate(&spec, &err), 0, "%s", err.msg);
+    ddp_spec_free(&spec);
+    ddp_slurm_free(&s);
+    /* A batch step changes nothing. */
+    cr_assert_eq(ddp_slurm_detect(batch_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
+    ddp_spec_init(&spec);
+    cr_assert_eq(ddp_slurm_apply(&s, &spec, &err), 0);
+    cr_expect_eq(spec.nnodes.max, 1);
+    cr_expect_eq(spec.node_rank, 0);
+    cr_expect_str_eq(spec.master_addr, "127.0.0.1");
+    ddp_spec_free(&spec);
+    ddp_slurm_free(&s);
 }
