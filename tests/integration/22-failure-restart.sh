@@ -45,7 +45,7 @@ cat >"$TMP/job3.sh" <<EOS
 #!/bin/sh
 echo "attempt \$TORCHELASTIC_RESTART_COUNT max \$TORCHELASTIC_MAX_RESTARTS" >>"$TMP/attempts.\$LOCAL_RANK"
 [ "\$TORCHELASTIC_RESTART_COUNT" -ge 2 ] && exit 0
-[ "\$RANK" = 1 ] && exit 9
+[ "\$RANK" = 1 ] && { sleep 0.3; exit 9; }
 sleep 30
 EOS
 chmod +x "$TMP/job3.sh"
@@ -63,7 +63,7 @@ rm -f "$TMP"/attempts.*
 cat >"$TMP/job4.sh" <<EOS
 #!/bin/sh
 echo x >>"$TMP/attempts.\$LOCAL_RANK"
-[ "\$RANK" = 1 ] && exit 9
+[ "\$RANK" = 1 ] && { sleep 0.3; exit 9; }
 sleep 30
 EOS
 chmod +x "$TMP/job4.sh"
