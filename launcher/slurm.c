@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hostlist.h"
+#include "port.h"
 
 /* The first of several variable names that is set. */
 static const char *env_first(char *const *envp, const char *a, const char *b, const char **which)
@@ -210,6 +211,14 @@ int ddp_slurm_apply(const struct ddp_slurm *s, struct ddp_spec *spec, struct ddp
     if (rc == 0)
         rc = apply_key(spec, "master_addr", s->master_addr, "SLURM_STEP_NODELIST", err);
     return rc;
+}
+
+int ddp_slurm_port(const struct ddp_slurm *s, int lo, int hi)
+{
+    if (!s->active)
+        return -EINVAL;
+    struct ddp_port_spec ps = { .is_auto = true, .lo = lo, .hi = hi };
+    return ddp_port_slurm_port(s->job_id_num, s->step_id_num, &ps);
 }
 
 void ddp_slurm_free(struct ddp_slurm *s)

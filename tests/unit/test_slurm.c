@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "port.h"
 #include "slurm.h"
 
 /* sbatch -N2 --ntasks-per-node=2 --gres=gpu:2: the batch shell on n1. */
@@ -209,4 +210,23 @@ Test(slurm, apply_fills_the_spec_below_env_and_cli)
     cr_expect_str_eq(spec.master_addr, "127.0.0.1");
     ddp_spec_free(&spec);
     ddp_slurm_free(&s);
+}
+
+Test(slurm, port_is_the_one_node0_reserves)
+{
+    struct ddp_slurm a, b;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(ddp_slurm_detect(sub_env, DDP_AUTO, &b, &err), 0, "%s", err.msg);
+    int p = ddp_slurm_port(&a, 0, 0);
+    cr_expect(p >= DDP_PORT_AUTO_LO && p <= DDP_PORT_AUTO_HI, "port %d", p);
+    /* Candidate 0 of port.c's sequence for job 2 step 0: what node 0's ddp_port_reserve() tries. */
+    cr_expect_eq(p, ddp_port_slurm_candidate(2, 0, DDP_PORT_AUTO_LO, DDP_PORT_AUTO_HI, 0));
+    int q = ddp_slurm_port(&a, 40000, 40099);
+    cr_expect(q >= 40000 && q <= 40099, "port %d", q);
+    cr_expect_neq(ddp_slurm_port(&b, 0, 0), -EINVAL);
+    struct ddp_slurm none = { 0 };
+    cr_expect_eq(ddp_slurm_port(&none, 0, 0), -EINVAL);
+    ddp_slurm_free(&a);
+    ddp_slurm_free(&b);
 }
