@@ -323,3 +323,50 @@ Test(timer, refuses_unsafe_places)
     cr_expect(S_ISFIFO(st.st_mode) && (st.st_mode & 0777) == 0600);
     fx_done(&f);
 }
+
+/* The real client: torch.distributed.elastic.timer.FileTimerClient from Debian's python3-torch. */
+static pid_t spawn_python(const char *fifo, const char *code)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("TORCHELASTIC_TIMER_FILE", fifo, 1);
+        execl("/usr/bin/python3", "python3", "-c", code, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+Test(timer, torch_file_timer_client)
+{
+    if (access("/usr/bin/python3", X_OK) != 0 ||
+        system("/usr/bin/python3 -c 'import torch.distributed.elastic.timer' >/dev/null 2>&1") != 0) {
+        cr_skip_test("no torch in /usr/bin/python3");
+        return;
+    }
+    struct fx f;
+    fx_init(&f);
+    fx_start(&f);
+    /* acquire + release around a quick block, then a block that overruns its 0.5 s. */
+    const char *code = "import os, time\n"
+                       "import torch.distributed.elastic.timer as timer\n"
+                       "timer.configure(timer.FileTimerClient(os.environ['TORCHELASTIC_TIMER_FILE']))\n"
+                       "with timer.expires(after=5, scope='quick'):\n"
+                       "    pass\n"
+                       "print('quick done', flush=True)\n"
+                       "with timer.expires(after=0.5, scope='slow_step'):\n"
+                       "    time.sleep(60)\n";
+    pid_t child = spawn_python(f.path, code);
+    cr_assert_gt(child, 0);
+    for (int i = 0; i < 100 && f.nhits == 0; i++)
+        run_for(&f, 100); /* python + torch import takes a few seconds */
+    cr_assert_eq(f.nhits, 1, "no expiry reported");
+    cr_expect_eq(f.hits[0].pid, child);
+    cr_expect_eq(f.hits[0].signo, SIGKILL);
+    cr_expect_str_eq(f.hits[0].scope, "slow_step");
+    cr_expect_eq(ddp_timer_server_requests(f.srv), 3, "acquire, release, acquire");
+    kill(child, f.hits[0].signo);
+    int st;
+    waitpid(child, &st, 0);
+    cr_expect(WIFSIGNALED(st));
+    fx_done(&f);
+}
