@@ -786,7 +786,7 @@ static int resolve(const char *host, int port, bool passive, struct sockaddr_sto
         hints.ai_family = AF_INET;
     int rc = getaddrinfo(host, service, &hints, &res);
     if (rc != 0)
-        return ddp_errf(err, -EHOSTUNREACH, "ddplaunch: coord: cannot resolve '%s': %s", host ? host : "*",
+        return ddp_errf(err, -EHOSTUNREACH, "coord: cannot resolve '%s': %s", host ? host : "*",
                         gai_strerror(rc));
     memcpy(out, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
@@ -797,14 +797,14 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
                     struct ddp_coord **out, struct ddp_err *err)
 {
     if (!cfg->secret || strlen(cfg->secret) < 16)
-        return ddp_errf(err, -EINVAL, "ddplaunch: coord: the job secret must have at least 16 characters");
+        return ddp_errf(err, -EINVAL, "coord: the job secret must have at least 16 characters");
     if (cfg->nnodes < 2 || cfg->node_rank < 0 || cfg->node_rank >= cfg->nnodes)
-        return ddp_errf(err, -EINVAL, "ddplaunch: coord: node rank %d with %d nodes", cfg->node_rank,
+        return ddp_errf(err, -EINVAL, "coord: node rank %d with %d nodes", cfg->node_rank,
                         cfg->nnodes);
     if (cfg->port < 0 || cfg->port > 65535 || (cfg->node_rank > 0 && cfg->port == 0))
-        return ddp_errf(err, -EINVAL, "ddplaunch: coord: control port %d is not in 1..65535", cfg->port);
+        return ddp_errf(err, -EINVAL, "coord: control port %d is not in 1..65535", cfg->port);
     if (cfg->node_rank > 0 && (!cfg->addr || !*cfg->addr))
-        return ddp_errf(err, -EINVAL, "ddplaunch: coord: node %d needs node 0's address", cfg->node_rank);
+        return ddp_errf(err, -EINVAL, "coord: node %d needs node 0's address", cfg->node_rank);
     struct ddp_coord *c = ddp_xcalloc(1, sizeof *c);
     c->loop = loop;
     c->cfg = *cfg;
@@ -837,7 +837,7 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
         if (rc == 0)
             rc = uv_listen((uv_stream_t *)&c->listener, 128, on_connection);
         if (rc < 0) {
-            ddp_errf(err, rc, "ddplaunch: coord: cannot listen on %s:%d: %s", *c->addr ? c->addr : "*", cfg->port,
+            ddp_errf(err, rc, "coord: cannot listen on %s:%d: %s", *c->addr ? c->addr : "*", cfg->port,
                      uv_strerror(rc));
             c->closing = true;
             uv_close((uv_handle_t *)&c->listener, on_handle_closed);
@@ -985,25 +985,25 @@ static int read_token(const char *path, char *buf, size_t cap, struct ddp_err *e
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) < 0)
-        rc = ddp_errf(err, -errno, "ddplaunch: token file %s: %s", path, strerror(errno));
+        rc = ddp_errf(err, -errno, "token file %s: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        rc = ddp_errf(err, -EPERM, "ddplaunch: token file %s is not a regular file", path);
+        rc = ddp_errf(err, -EPERM, "token file %s is not a regular file", path);
     else if (st.st_uid != geteuid())
-        rc = ddp_errf(err, -EPERM, "ddplaunch: token file %s belongs to uid %u, not to this user (%u)", path,
+        rc = ddp_errf(err, -EPERM, "token file %s belongs to uid %u, not to this user (%u)", path,
                       (unsigned)st.st_uid, (unsigned)geteuid());
     else if (st.st_mode & 077)
-        rc = ddp_errf(err, -EPERM, "ddplaunch: token file %s has mode %03o; it must be private (chmod 600 %s)",
+        rc = ddp_errf(err, -EPERM, "token file %s has mode %03o; it must be private (chmod 600 %s)",
                       path, (unsigned)(st.st_mode & 0777), path);
     if (rc == 0) {
         ssize_t n = read(fd, buf, cap - 1);
         if (n < 0)
-            rc = ddp_errf(err, -errno, "ddplaunch: token file %s: %s", path, strerror(errno));
+            rc = ddp_errf(err, -errno, "token file %s: %s", path, strerror(errno));
         else {
             while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
                 n--;
             buf[n] = '\0';
             if (n < 16)
-                rc = ddp_errf(err, -EINVAL, "ddplaunch: token file %s holds fewer than 16 characters", path);
+                rc = ddp_errf(err, -EINVAL, "token file %s holds fewer than 16 characters", path);
         }
     }
     close(fd);
@@ -1016,7 +1016,7 @@ static int create_token(const char *path, struct ddp_err *err)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
-        int rc = ddp_errf(err, -e, "ddplaunch: cannot create token file %s: %s", tmp, strerror(e));
+        int rc = ddp_errf(err, -e, "cannot create token file %s: %s", tmp, strerror(e));
         free(tmp);
         return rc;
     }
@@ -1028,11 +1028,11 @@ static int create_token(const char *path, struct ddp_err *err)
     ssize_t w = write(fd, text, strlen(text));
     int rc = 0;
     if (w != (ssize_t)strlen(text) || fsync(fd) < 0)
-        rc = ddp_errf(err, -EIO, "ddplaunch: cannot write token file %s", tmp);
+        rc = ddp_errf(err, -EIO, "cannot write token file %s", tmp);
     close(fd);
     /* link() is atomic and fails when another node (sharing this home directory) was first: use theirs. */
     if (rc == 0 && link(tmp, path) < 0 && errno != EEXIST)
-        rc = ddp_errf(err, -errno, "ddplaunch: cannot create token file %s: %s", path, strerror(errno));
+        rc = ddp_errf(err, -errno, "cannot create token file %s: %s", path, strerror(errno));
     unlink(tmp);
     free(tmp);
     return rc;
@@ -1043,12 +1043,12 @@ int ddp_coord_secret(const char *job_secret, const char *token_path, const char 
 {
     if (job_secret && *job_secret) {
         if (strlen(job_secret) < 16)
-            return ddp_errf(err, -EINVAL, "ddplaunch: [job] secret must have at least 16 characters");
+            return ddp_errf(err, -EINVAL, "[job] secret must have at least 16 characters");
         *out = ddp_xstrdup(job_secret);
         return 0;
     }
     if (!token_path || !job_id || !*job_id)
-        return ddp_errf(err, -EINVAL, "ddplaunch: several nodes need a shared secret: set [job] secret (the same "
+        return ddp_errf(err, -EINVAL, "several nodes need a shared secret: set [job] secret (the same "
                                       "on every node), or run under Slurm with a token file");
     char token[4096];
     int rc = read_token(token_path, token, sizeof token, err);
@@ -1058,7 +1058,7 @@ int ddp_coord_secret(const char *job_secret, const char *token_path, const char 
             rc = read_token(token_path, token, sizeof token, err);
     }
     if (rc == -ENOENT || rc == -ELOOP)
-        return ddp_errf(err, rc, "ddplaunch: token file %s: %s", token_path, strerror(-rc));
+        return ddp_errf(err, rc, "token file %s: %s", token_path, strerror(-rc));
     if (rc < 0)
         return rc;
     char *msg = ddp_xasprintf("ddplaunch job %s", job_id);

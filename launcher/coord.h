@@ -55,7 +55,7 @@ struct ddp_coord_config {
 };
 
 /* Start listening (node 0) or joining (others) on loop. Events go to cb(c, ev, data). 0 and *out, or a negative
- * errno with err ("ddplaunch: coord: cannot listen on ADDR:PORT: Address in use"). Caller owns *out; release
+ * errno with err ("coord: cannot listen on ADDR:PORT: address already in use"). Caller owns *out; release
  * with ddp_coord_close(). Joining is asynchronous: failures arrive as DDP_COORD_LOST. */
 int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coord_cb cb, void *data,
                     struct ddp_coord **out, struct ddp_err *err);

@@ -27,11 +27,11 @@ static int env_int(char *const *envp, const char *a, const char *b, long long mi
     const char *name;
     const char *v = env_first(envp, a, b, &name);
     if (!v)
-        return ddp_errf(err, -EINVAL, "ddplaunch: Slurm step without %s%s%s (is this an srun step?)", a,
+        return ddp_errf(err, -EINVAL, "Slurm step without %s%s%s (is this an srun step?)", a,
                         b ? " or " : "", b ? b : "");
     long long x;
     if (ddp_parse_int(v, min, max, &x) < 0)
-        return ddp_errf(err, -EINVAL, "ddplaunch: Slurm: %s='%s': expected a number in %lld..%lld", name, v,
+        return ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected a number in %lld..%lld", name, v,
                         min, max);
     *out = (int)x;
     return 0;
@@ -84,7 +84,7 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
     const char *job_id = env_first(envp, "SLURM_JOB_ID", "SLURM_JOBID", &name);
     if (!job_id || !*job_id) {
         if (enabled == DDP_YES)
-            return ddp_errf(err, -EINVAL, "ddplaunch: [slurm] enabled = yes, but SLURM_JOB_ID is not set: this "
+            return ddp_errf(err, -EINVAL, "[slurm] enabled = yes, but SLURM_JOB_ID is not set: this "
                                           "is not inside a Slurm job (use enabled = auto to run either way)");
         return 0;
     }
@@ -112,12 +112,12 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
         list = ddp_env_get(envp, list_var);
     }
     if (!list)
-        return fail(out, ddp_errf(err, -EINVAL, "ddplaunch: Slurm job %s without %s",
+        return fail(out, ddp_errf(err, -EINVAL, "Slurm job %s without %s",
                                   job_id, out->is_step ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST"));
     struct ddp_err herr = { 0 };
     rc = ddp_hostlist_expand(list, &out->hosts, &herr);
     if (rc < 0)
-        return fail(out, ddp_errf(err, rc, "ddplaunch: Slurm: %s: %s", list_var, herr.msg));
+        return fail(out, ddp_errf(err, rc, "Slurm: %s: %s", list_var, herr.msg));
 
     if (out->is_step) {
         int ntasks;
@@ -131,7 +131,7 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
         if (ntasks != out->nnodes) {
             const char *tpn = ddp_env_get(envp, "SLURM_STEP_TASKS_PER_NODE");
             return fail(out, ddp_errf(err, -EINVAL,
-                                      "ddplaunch: Slurm step %s.%s runs %d tasks on %d nodes (tasks per node: %s); "
+                                      "Slurm step %s.%s runs %d tasks on %d nodes (tasks per node: %s); "
                                       "ddplaunch starts the workers itself and wants one task per node: "
                                       "srun --ntasks=%d --ntasks-per-node=1 ddplaunch ... (srun inherits "
                                       "sbatch's --ntasks, so give --ntasks too), or set [slurm] enabled = no",
@@ -139,13 +139,13 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
         }
         out->ntasks_per_node = 1;
         if (out->hosts.n != (size_t)out->nnodes)
-            return fail(out, ddp_errf(err, -EINVAL, "ddplaunch: Slurm: %s='%s' names %zu hosts but the step has "
+            return fail(out, ddp_errf(err, -EINVAL, "Slurm: %s='%s' names %zu hosts but the step has "
                                       "%d nodes", list_var, list, out->hosts.n, out->nnodes));
         if (out->node_rank >= out->nnodes)
-            return fail(out, ddp_errf(err, -EINVAL, "ddplaunch: Slurm: SLURM_NODEID=%d, but the step has only %d "
+            return fail(out, ddp_errf(err, -EINVAL, "Slurm: SLURM_NODEID=%d, but the step has only %d "
                                       "nodes", out->node_rank, out->nnodes));
         if (nodename && strcmp(nodename, out->hosts.v[out->node_rank]) != 0)
-            return fail(out, ddp_errf(err, -EINVAL, "ddplaunch: Slurm: SLURMD_NODENAME=%s, but node %d of %s "
+            return fail(out, ddp_errf(err, -EINVAL, "Slurm: SLURMD_NODENAME=%s, but node %d of %s "
                                       "(%s) is %s", nodename, out->node_rank, list_var, list,
                                       out->hosts.v[out->node_rank]));
         out->master_addr = ddp_xstrdup(out->hosts.v[0]);
@@ -172,7 +172,7 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
     bool ident = false;
     if (gpus && *gpus) {
         if (!parse_index_list(gpus, &ngpus, &ident))
-            return fail(out, ddp_errf(err, -EINVAL, "ddplaunch: Slurm: %s='%s': expected GPU indices like 0,1,2",
+            return fail(out, ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected GPU indices like 0,1,2",
                                       gpus_var, gpus));
         out->gpus = ddp_xstrdup(gpus);
     }

@@ -37,7 +37,7 @@ struct ddp_slurm {
  * when SLURM_JOB_ID is set; DDP_YES -> as AUTO but outside a Slurm job it is an error.
  * In an srun step, ddplaunch wants ONE task per node (it starts the workers itself): a step with more tasks
  * than nodes is an error that says how to call srun. Returns 0 (out filled; caller frees it with
- * ddp_slurm_free() also when inactive), or -EINVAL with err ("ddplaunch: Slurm ...": which variable, what was
+ * ddp_slurm_free() also when inactive), or -EINVAL with err ("Slurm ...": which variable, what was
  * expected); on error out holds nothing to free. */
 int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_slurm *out, struct ddp_err *err);
 
