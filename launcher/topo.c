@@ -449,6 +449,7 @@ static void sel_topo(const struct ddp_topo *topo, struct ddp_sel_topo *st)
 
 int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *err)
 {
+    static const char *const gpu_plugins[] = {"pci", "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero"};
     struct ddp_topo *topo;
     unsigned api = hwloc_get_api_version();
     int rc;
@@ -465,6 +466,11 @@ int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *e
     }
     /* Keep PCI GPUs and the bridges above them (hwloc drops I/O objects by default). */
     hwloc_topology_set_io_types_filter(topo->t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    /* Not the plugins that start GPU runtimes (OpenCL/CUDA init is slow and may create contexts on the GPUs),
+     * nor the libpciaccess one (it leaks ~1 KiB per process, which fails sanitizer builds): the linux
+     * component reads the same PCI facts from sysfs, and NVML facts come from our own nvml.c. */
+    for (size_t i = 0; i < sizeof gpu_plugins / sizeof gpu_plugins[0]; i++)
+        hwloc_topology_set_components(topo->t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_plugins[i]);
     if (xml_path) {
         topo->from_xml = true;
         topo->source = ddp_xstrdup(xml_path);
