@@ -618,6 +618,10 @@ static const char *kv_where(const struct ddp_kv *kv, char *buf, size_t size)
         snprintf(buf, size, "%s:%d", kv->file, kv->line);
     else if (kv->file)
         snprintf(buf, size, "%s", kv->file);
+    else if (kv->origin == DDP_ORIGIN_CLI)
+        snprintf(buf, size, "--set nccl.%s", kv->key);
+    else if (kv->origin == DDP_ORIGIN_ENV)
+        snprintf(buf, size, "DDPLAUNCH_NCCL_%s", kv->key);
     else
         snprintf(buf, size, "[nccl] (%s)", ddp_origin_name(kv->origin));
     return buf;

@@ -221,7 +221,12 @@ Test(nccl, where_names_the_source)
     memset(&f, 0, sizeof(f));
     ddp_kvlist_set(&f.nccl, "NCCL_IB_RETRY_CNT", "8", DDP_ORIGIN_ENV, NULL, 0);
     cr_expect_eq(ddp_nccl_validate(&f.nccl, NULL, &f.warn, &f.err), -EINVAL);
-    ERR_HAS(f, "[nccl] (");
+    ERR_HAS(f, "DDPLAUNCH_NCCL_NCCL_IB_RETRY_CNT: NCCL_IB_RETRY_CNT=8");
+    fx_free(&f);
+    memset(&f, 0, sizeof(f));
+    ddp_kvlist_set(&f.nccl, "NCCL_IB_RETRY_CNT", "8", DDP_ORIGIN_CLI, NULL, 0);
+    cr_expect_eq(ddp_nccl_validate(&f.nccl, NULL, &f.warn, &f.err), -EINVAL);
+    ERR_HAS(f, "--set nccl.NCCL_IB_RETRY_CNT: NCCL_IB_RETRY_CNT=8: expected 0-7");
     fx_free(&f);
 }
 
