@@ -18,6 +18,7 @@
 #include "policy.h"
 #include "report.h"
 #include "shim.h"
+#include "timer.h"
 
 struct sup;
 struct run;
@@ -98,6 +99,7 @@ struct sup {
     size_t nothers;
     struct ddp_err *err;
     bool launcher_failed;
+    struct ddp_timer_server *timer; /* torch FileTimerServer, when [timeout] timer_file */
 };
 
 static void apply(struct sup *s, const struct ddp_paction *a);
@@ -646,6 +648,8 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     s->last_output_ms = r->start_ms;
     free(s->timeout_reason);
     s->timeout_reason = NULL;
+    if (s->timer)
+        ddp_timer_server_clear_all(s->timer);
     if (attempt > 0 && r->plan.gpu_reason)
         ddp_info("attempt %d: %s", attempt, r->plan.gpu_reason);
     for (size_t i = 0; i < r->nw; i++) {
@@ -799,6 +803,32 @@ static void on_watch(uv_timer_t *t)
     }
 }
 
+/* torch's FileTimerServer semantics: the expired client gets its signal; for us it is also a hang of its rank. */
+static void on_timer_expired(void *arg, int pid, int signo, const char *scope_id)
+{
+    struct sup *s = arg;
+    struct run *r = s->cur;
+    struct wrk *hit = NULL;
+    pid_t g = getpgid(pid);
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nw && !hit; i++) {
+        struct wrk *k = &r->w[i];
+        if (k->spawned && !k->exited && (k->pid == pid || (g > 0 && k->pgid == g)))
+            hit = k;
+    }
+    if (!hit)
+        return; /* not one of ours (any more) */
+    if (s->pol.state == DDP_PS_RUNNING) {
+        char *why = ddp_xasprintf("rank %d's timer '%s' expired (TORCHELASTIC_TIMER_FILE)", hit->w->rank,
+                                  scope_id ? scope_id : "");
+        exclude_gpu(s, hit->w->gpu);
+        timeout_now(s, DDP_CLASS_HANG, hit, why);
+    }
+    if (signo > 0 && pid > 0)
+        kill(pid, signo);
+}
+
 static void on_wall(uv_timer_t *t)
 {
     struct sup *s = t->data;
@@ -888,6 +918,8 @@ static void close_loop_handles(struct sup *s)
     uv_close((uv_handle_t *)&s->force, NULL);
     for (int i = 0; i < s->nsigs; i++)
         uv_close((uv_handle_t *)&s->sigs[i], NULL);
+    ddp_timer_server_close(s->timer);
+    s->timer = NULL;
 }
 
 static void feed(struct sup *s, const struct ddp_pevent_data *ev)
@@ -1054,8 +1086,15 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
         else
             add_signal(s, n);
     }
+    if (ctx->timer_file && s->spec->timer_file) {
+        rc = ddp_timer_server_start(&s->loop, ctx->timer_file, on_timer_expired, s, &s->timer, err);
+        if (rc < 0) {
+            ddp_error("%s", err->msg);
+            s->launcher_failed = true;
+        }
+    }
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
-    rc = start_attempt(s, 0, ctx->nproc);
+    rc = s->launcher_failed ? -1 : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
         s->launcher_failed = true;
         s->done = true;
