@@ -317,17 +317,9 @@ int main(int argc, char **argv)
     }
     if (slurm.warning)
         ddp_warn("%s", slurm.warning);
-    if (slurm.active && slurm.is_step) {
-        char num[32];
-        snprintf(num, sizeof num, "%d", slurm.nnodes);
-        if (spec.origin[ddp_spec_key_find("job", "nnodes")] < DDP_ORIGIN_CLI)
-            ddp_spec_set(&spec, "job", "nnodes", num, DDP_ORIGIN_ENV, "SLURM_STEP_NUM_NODES", NULL);
-        snprintf(num, sizeof num, "%d", slurm.node_rank);
-        if (spec.origin[ddp_spec_key_find("job", "node_rank")] < DDP_ORIGIN_CLI)
-            ddp_spec_set(&spec, "job", "node_rank", num, DDP_ORIGIN_ENV, "SLURM_NODEID", NULL);
-        if (slurm.master_addr && spec.origin[ddp_spec_key_find("job", "master_addr")] < DDP_ORIGIN_CLI)
-            ddp_spec_set(&spec, "job", "master_addr", slurm.master_addr, DDP_ORIGIN_ENV, "SLURM_STEP_NODELIST",
-                         NULL);
+    if (ddp_slurm_apply(&slurm, &spec, &err) < 0) {
+        status = spec_error(&err);
+        goto out;
     }
 
     /* Topology: needed for GPUs and binding. Without it the job still runs, unbound. */
@@ -426,8 +418,8 @@ int main(int argc, char **argv)
             .ephemeral_range = ephemeral[0] ? ephemeral : NULL,
         };
         if (slurm.active && slurm.job_id) {
-            preq.slurm_job_id = strtoull(slurm.job_id, NULL, 10);
-            preq.slurm_step_id = slurm.step_id ? strtoull(slurm.step_id, NULL, 10) : 0;
+            preq.slurm_job_id = slurm.job_id_num;
+            preq.slurm_step_id = slurm.step_id_num;
             preq.max_candidates = ctx.nnodes > 1 ? 1 : 0;
         }
         if (ddp_port_reserve(&preq, &port_resv, &ctx.master_port, &err) < 0) {

@@ -83,7 +83,8 @@ def case_train(args, L, res):
 def case_true(args, L, res):
     for rep in range(args.reps):
         for name, pre in L.items():
-            rc, wall, rss, out, t0 = run(pre + ["--nproc-per-node", "8", "--no-python", "/bin/true"])
+            extra = ["--set", "gpus.select=none"] if name == "ddplaunch" else []  # 8 CPU workers on a 2-GPU host
+            rc, wall, rss, out, t0 = run(pre + extra + ["--nproc-per-node", "8", "--no-python", "/bin/true"])
             res.setdefault("true_x8", {}).setdefault(name, []).append(
                 {"rc": rc, "wall_s": wall, "launcher_peak_rss_kib": rss})
 
