@@ -14,6 +14,8 @@
 
 #include "timer.h"
 
+#define LINE_BIG 10000
+
 struct hit {
     int pid, signo;
     char scope[256];
@@ -368,5 +370,49 @@ Test(timer, torch_file_timer_client)
     int st;
     waitpid(child, &st, 0);
     cr_expect(WIFSIGNALED(st));
+    fx_done(&f);
+}
+
+Test(timer, survives_garbage_then_serves)
+{
+    struct fx f;
+    fx_init(&f);
+    fx_start(&f);
+    static const char *const bits[] = {"{", "}", "\"", "\\", "\\u", "d800", ":", ",", "pid", "scope_id",
+                                       "expiration_time", "signal", "1e308", "-", "9", " ", "null", "[", "\x01",
+                                       "\xff", "1e999", "\"\\u0000\"", "version"};
+    unsigned seed = 12345;
+    char line[600];
+    int fd = open(f.path, O_WRONLY | O_NONBLOCK);
+    cr_assert_geq(fd, 0);
+    for (int i = 0; i < 3000; i++) {
+        size_t len = 0;
+        int parts = (int)(rand_r(&seed) % 30);
+        for (int k = 0; k < parts; k++) {
+            const char *b = bits[rand_r(&seed) % (sizeof(bits) / sizeof(bits[0]))];
+            size_t bl = strlen(b);
+            if (len + bl + 2 >= sizeof(line))
+                break;
+            memcpy(line + len, b, bl);
+            len += bl;
+        }
+        line[len++] = '\n';
+        if (write(fd, line, len) < 0 && errno == EAGAIN)
+            run_for(&f, 5); /* the pipe is full: let the server read */
+        if (i % 200 == 0)
+            run_for(&f, 1);
+    }
+    /* One overlong line too. */
+    char big[LINE_BIG];
+    memset(big, 'x', sizeof(big));
+    big[sizeof(big) - 1] = '\n';
+    run_for(&f, 20);
+    cr_assert_eq(write(fd, big, sizeof(big)), (ssize_t)sizeof(big));
+    close(fd);
+    run_for(&f, 50);
+    send_req(f.path, 31337, "after_garbage", wall() + 0.05, 9);
+    run_for(&f, 400);
+    cr_expect_eq(f.hits[f.nhits > 0 ? f.nhits - 1 : 0].pid, 31337);
+    cr_expect_geq(f.nhits, 1);
     fx_done(&f);
 }
