@@ -18,7 +18,7 @@ TORCHRUN_ROUNDS=${TORCHRUN_ROUNDS:-1}
 WORKER=$SRC/tests/integration/tcpstore_bind.py
 TMP=$(mktemp -d /tmp/ddpbench-ports.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-export DDPLAUNCH_LOCK_DIR=$TMP/locks # the bench's own lock dir: real jobs on this host are not disturbed
+unset DDPLAUNCH_LOCK_DIR # the host's lock dir: other ddplaunch jobs running meanwhile take part as well
 [ -x "$DDP" ] || { echo "bench/ports.sh: $DDP not built (make)"; exit 1; }
 
 # Debian's torchrun 1.13 exits at start on Python 3.11 (Std.from_str; /work/shared/notes/torchrun.md): the
@@ -85,6 +85,13 @@ summarize() {
     local wall
     wall=$(echo "$walls" | tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}')
     printf "%-34s %5d %7d %9s %21s %9s\n" "$name" "$jobs" "$failed" "$distinct" "$stats" "$wall"
+    for d in "$@"; do # why the first failures failed
+        for i in $(seq 1 "$JOBS"); do
+            [ "$(cat "$d/rc.$i")" = 0 ] && continue
+            grep -hE "EADDRINUSE|CROSSTALK|could not reach|nothing listens|Address already in use|ddplaunch:" \
+                "$d/out.$i" | head -2 | sed "s/^/    $(basename "$d") job $i: /"
+        done
+    done | head -6
 }
 
 echo "ports bench: $JOBS concurrent 2-worker jobs per round, $(nproc) CPUs, $(uname -r)"

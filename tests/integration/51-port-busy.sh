@@ -4,7 +4,8 @@
 # master_port = auto. A port reserved by another ddplaunch job is refused naming that job; kill -9 of that
 # launcher frees the reservation at once.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-export DDPLAUNCH_LOCK_DIR=$TMP/locks
+unset DDPLAUNCH_LOCK_DIR # the host's lock directory, where every ddplaunch job looks
+LOCKS=$([ -d /run/lock ] && echo /run/lock/ddplaunch || echo /tmp/ddplaunch-locks)
 PORT=${DDP_TEST_PORT:-28731}
 
 # 1. a python3 program listening on PORT (as another user's TCPStore or a notebook would)
@@ -31,7 +32,7 @@ expect_grep "master_port = auto" "$TMP/err"
 # 2. the same port reserved by a running ddplaunch job: refused, naming that job's launcher
 "$DDP" --nproc-per-node 1 --master-port "$PORT" --no-python /bin/sleep 30 >"$TMP/a.out" 2>&1 &
 jobA=$!
-for _ in $(seq 100); do flock -n "$DDPLAUNCH_LOCK_DIR/port-$PORT.lock" true 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 100); do flock -n "$LOCKS/port-$PORT.lock" true 2>/dev/null || break; sleep 0.05; done
 "$DDP" --nproc-per-node 1 --master-port "$PORT" --no-python /usr/bin/touch "$TMP/started2" >/dev/null 2>"$TMP/err2"
 rc=$?
 cat "$TMP/err2"

@@ -6,7 +6,9 @@ c10d's socket.cpp does), listens, and sends its run id to every rank that connec
 to MASTER_ADDR:MASTER_PORT (retrying for up to 30 s, like a TCPStore client) and check that the run id they
 receive is their own: a job that reached another job's rank 0 fails instead of silently joining it.
 Rank 0 keeps the port for HOLD seconds (argv[2], default 1.0) so that concurrent jobs overlap.
-Rank 0 writes "PORT <port> <unix time when listening>" to the file argv[1] when given. Exit 0 on success, 1 on any failure.
+Rank 0 writes "PORT <port> <unix time when listening>" to the file argv[1] when given.
+Under torchrun (TORCHELASTIC_USE_AGENT_STORE=True) the agent itself serves the store on MASTER_PORT; then the
+workers only check that it listens (a second torchrun on the same port fails in its agent, before any worker). Exit 0 on success, 1 on any failure.
 """
 import errno
 import os
@@ -81,6 +83,19 @@ def main():
     run_id = os.environ.get("TORCHELASTIC_RUN_ID", "") + "/" + os.environ.get("JOB_TOKEN", "")
     out = sys.argv[1] if len(sys.argv) > 1 else ""
     hold = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # torchrun's agent already listens on MASTER_PORT as the job's TCPStore (its bind is the allocation):
+        # check that it is there, and report when the workers saw it.
+        try:
+            socket.create_connection((addr, port), timeout=5).close()
+        except OSError as e:
+            say("rank %d: nothing listens on MASTER_PORT %d: %s" % (rank, port, e))
+            return 1
+        if rank == 0 and out:
+            with open(out, "w") as f:
+                f.write("PORT %d %.6f\n" % (port, time.time()))
+        time.sleep(hold)
+        return 0
     if rank == 0:
         return serve(port, world, run_id, hold, out)
     return join(addr, port, run_id)
