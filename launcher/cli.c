@@ -311,6 +311,14 @@ int ddp_cli_parse(int argc, char **argv, struct ddp_cli *cli, struct ddp_err *er
         if (cli->spec_path && !options_done)
             return ddp_errf(err, -EINVAL, "unexpected argument '%s' after %s (put the program's extra arguments "
                                           "after '--')", a, cli->spec_path);
+        if (cli->spec_path) {
+            /* "-- JOB.ini -- extra args": the job spec came after '--'; the rest is for the program. */
+            if (strcmp(a, "--") == 0)
+                i++;
+            for (; i < argc; i++)
+                ddp_strv_push(&cli->target_args, argv[i]);
+            break;
+        }
         cli->target = ddp_xstrdup(a);
         for (i++; i < argc; i++)
             ddp_strv_push(&cli->target_args, argv[i]);
