@@ -347,6 +347,24 @@ Test(cli_pos, job_spec_and_extra_args)
     ddp_cli_free(&cli);
 }
 
+Test(cli_pos, job_spec_after_double_dash)
+{
+    /* found by fuzz_cli: the second '--' became a training script named "--" next to the job spec */
+    struct ddp_cli cli;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(parse(&cli, &err, "--", "job.ini", "--", "--epochs", "3", NULL), 0, "%s", err.msg);
+    cr_expect_str_eq(cli.spec_path, "job.ini");
+    cr_expect_null(cli.target);
+    const char *want[] = { "--epochs", "3", NULL };
+    expect_argv(&cli.target_args, want, "extra args");
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "--", "job.ini", "x", NULL), 0, "%s", err.msg);
+    cr_expect_null(cli.target);
+    const char *want2[] = { "x", NULL };
+    expect_argv(&cli.target_args, want2, "extra args");
+    ddp_cli_free(&cli);
+}
+
 Test(cli_pos, script_on_the_command_line_replaces_the_specs_program)
 {
     struct ddp_cli cli;
