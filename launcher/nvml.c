@@ -155,6 +155,38 @@ void ddp_nvml_read(struct ddp_nvml *out)
     dlclose(lib);
 }
 
+static const struct ddp_nvml_gpu *find(const struct ddp_nvml *n, const char *busid)
+{
+    for (size_t i = 0; i < n->ngpus; i++)
+        if (!strcasecmp(n->gpus[i].busid, busid))
+            return &n->gpus[i];
+    return NULL;
+}
+
+static int switch_links(const struct ddp_nvml_gpu *g)
+{
+    int k = 0;
+
+    for (int l = 0; l < g->nlinks; l++)
+        k += g->link_to_switch[l];
+    return k;
+}
+
+int ddp_nvml_links(const struct ddp_nvml *n, const char *a, const char *b)
+{
+    const struct ddp_nvml_gpu *ga = find(n, a), *gb = find(n, b);
+    int links = 0, sa, sb;
+
+    if (!ga || !gb || ga == gb)
+        return 0;
+    for (int l = 0; l < ga->nlinks; l++)
+        links += !ga->link_to_switch[l] && !strcasecmp(ga->link_peer[l], gb->busid);
+    sa = switch_links(ga), sb = switch_links(gb);
+    if (sa && sb)
+        links += sa < sb ? sa : sb;
+    return links;
+}
+
 void ddp_nvml_free(struct ddp_nvml *n)
 {
     free(n->gpus);

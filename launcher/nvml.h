@@ -31,6 +31,10 @@ struct ddp_nvml {
 void ddp_nvml_read(struct ddp_nvml *out);
 void ddp_nvml_free(struct ddp_nvml *n);
 
+/* NVLinks between the GPUs with bus ids a and b, as nvidia-smi counts them (NV#): links from a straight to b,
+ * plus, when both reach NVSwitches, the smaller of their switch link counts. 0 when not linked or unknown. */
+int ddp_nvml_links(const struct ddp_nvml *n, const char *a, const char *b);
+
 /* Normalise a PCI bus id to "dddd:bb:dd.f" lower case (NVML writes an 8-digit domain). */
 void ddp_nvml_busid_norm(const char *in, char *out, size_t outsz);
 

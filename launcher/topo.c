@@ -268,14 +268,6 @@ static enum ddp_link pcie_link(const struct ddp_topo *topo, size_t a, size_t b)
     return DDP_LINK_SYS;
 }
 
-static int gpu_by_busid(const struct ddp_topo *topo, const char *busid)
-{
-    for (size_t i = 0; i < topo->ngpus; i++)
-        if (!strcasecmp(topo->gpus[i].busid, busid))
-            return (int)i;
-    return -1;
-}
-
 /* The GPU a distances object stands for: an OS device (nvml0, rsmi0) under the GPU's PCI device, or the
  * PCI device itself. -1 for anything else (an NVSwitch). */
 static int gpu_of_obj(const struct ddp_topo *topo, hwloc_obj_t o)
@@ -342,46 +334,22 @@ static void links_from_hwloc(struct ddp_topo *topo)
     }
 }
 
-/* NV# from NVML: direct links between two GPUs, plus min(links to NVSwitches) when both reach the fabric. */
+/* NV# from NVML (nvml.c counts direct links and shared NVSwitch fabric). */
 static void links_from_nvml(struct ddp_topo *topo)
 {
     size_t n = topo->ngpus;
-    int *sw = ddp_xcalloc(n + 1, sizeof *sw);
-    int *nv = ddp_xcalloc(n + 1, sizeof *nv); /* NVML entry per topology GPU, -1 none */
 
-    for (size_t i = 0; i < n; i++) {
-        nv[i] = -1;
-        for (size_t k = 0; k < topo->nvml.ngpus; k++)
-            if (!strcasecmp(topo->nvml.gpus[k].busid, topo->gpus[i].busid))
-                nv[i] = (int)k;
-        if (nv[i] < 0)
-            continue;
-        for (int l = 0; l < topo->nvml.gpus[nv[i]].nlinks; l++)
-            sw[i] += topo->nvml.gpus[nv[i]].link_to_switch[l];
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (nv[i] < 0)
-            continue;
+    for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++) {
-            const struct ddp_nvml_gpu *g = &topo->nvml.gpus[nv[i]];
-            int links = 0;
+            int links = i == j ? 0 : ddp_nvml_links(&topo->nvml, topo->gpus[i].busid, topo->gpus[j].busid);
 
-            if (i == j || nv[j] < 0)
+            if (!links)
                 continue;
-            for (int l = 0; l < g->nlinks; l++)
-                links += !g->link_to_switch[l] && gpu_by_busid(topo, g->link_peer[l]) == (int)j;
-            if (sw[i] && sw[j])
-                links += sw[i] < sw[j] ? sw[i] : sw[j];
-            if (links) {
-                topo->link[i * n + j] = DDP_LINK_NV;
-                topo->nvlinks[i * n + j] = links;
-                if (!topo->link_src)
-                    topo->link_src = ddp_xstrdup("NVML");
-            }
+            topo->link[i * n + j] = DDP_LINK_NV;
+            topo->nvlinks[i * n + j] = links;
+            if (!topo->link_src)
+                topo->link_src = ddp_xstrdup("NVML");
         }
-    }
-    free(nv);
-    free(sw);
 }
 
 static void load_links(struct ddp_topo *topo)

@@ -3,6 +3,7 @@
  * style link matrix (PHB/NODE/SYS on g4dn, NV# on DGX-2, XGMI on MI250X, PIX/PXB/NV4 on our own fixture), the
  * JSON variant, and the live machine (no GPUs here, NVML not found). */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nvml.h"
 #include "topo.h"
 
 static char *fixture(const char *name)
@@ -242,4 +244,62 @@ Test(topo, live_machine_without_gpus)
     if (!strstr(out, "NVML: found"))
         cr_expect(strstr(out, "NVML: not found (libnvidia-ml.so.1"), "%s", out);
     free(out);
+}
+
+/* ---- nvml: the parts that do not need a GPU ---- */
+
+Test(nvml, busid_normalisation)
+{
+    char out[32];
+
+    ddp_nvml_busid_norm("00000000:1A:00.0", out, sizeof out);
+    cr_expect_str_eq(out, "0000:1a:00.0");
+    ddp_nvml_busid_norm("0004:04:00.0", out, sizeof out);
+    cr_expect_str_eq(out, "0004:04:00.0");
+}
+
+Test(nvml, link_counts_direct_and_through_switches)
+{
+    /* GPUs a,b bonded by 4 direct links; c,d reach NVSwitches by 18 and 12 links (H100/H200 HGX style) */
+    struct ddp_nvml_gpu g[4] = {0};
+    struct ddp_nvml n = {.found = true, .gpus = g, .ngpus = 4};
+
+    strcpy(g[0].busid, "0000:17:00.0"), strcpy(g[1].busid, "0000:65:00.0");
+    strcpy(g[2].busid, "0000:ca:00.0"), strcpy(g[3].busid, "0000:e3:00.0");
+    for (int l = 0; l < 4; l++) {
+        strcpy(g[0].link_peer[l], "0000:65:00.0");
+        strcpy(g[1].link_peer[l], "0000:17:00.0");
+    }
+    g[0].nlinks = g[1].nlinks = 4;
+    for (int l = 0; l < 18; l++) {
+        strcpy(g[2].link_peer[l], "0000:05:00.0");
+        g[2].link_to_switch[l] = true;
+        if (l < 12) {
+            strcpy(g[3].link_peer[l], "0000:06:00.0");
+            g[3].link_to_switch[l] = true;
+        }
+    }
+    g[2].nlinks = 18, g[3].nlinks = 12;
+    cr_expect_eq(ddp_nvml_links(&n, "0000:17:00.0", "0000:65:00.0"), 4);
+    cr_expect_eq(ddp_nvml_links(&n, "0000:65:00.0", "0000:17:00.0"), 4);
+    cr_expect_eq(ddp_nvml_links(&n, "0000:CA:00.0", "0000:e3:00.0"), 12);
+    cr_expect_eq(ddp_nvml_links(&n, "0000:17:00.0", "0000:ca:00.0"), 0, "no shared fabric");
+    cr_expect_eq(ddp_nvml_links(&n, "0000:17:00.0", "0000:17:00.0"), 0);
+    cr_expect_eq(ddp_nvml_links(&n, "0000:17:00.0", "0000:99:00.0"), 0);
+}
+
+Test(nvml, missing_library_is_not_an_error)
+{
+    struct ddp_nvml n;
+    void *probe = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+
+    if (probe) {
+        dlclose(probe);
+        cr_skip_test("NVML is installed here");
+    }
+    ddp_nvml_read(&n);
+    cr_expect(!n.found);
+    cr_expect_eq(n.ngpus, 0);
+    cr_expect(!strncmp(n.status, "NVML: not found (libnvidia-ml.so.1", 34), "%s", n.status);
+    ddp_nvml_free(&n);
 }
