@@ -299,8 +299,8 @@ void ddp_doctor_check_numa(struct ddp_doctor_report *r, const struct ddp_doctor_
                        "NUMA locality of the picked GPUs is unknown (firmware or VM gives none): treated as local "
                        "to every node");
     } else if (nn == 1) {
-        ddp_doctor_add(r, DDP_DOCTOR_OK, "numa", NULL, "picked GPU%s on NUMA node %s%s",
-                       g->npicked == 1 ? "" : "s share", nodes, unknown ? " (some of unknown locality)" : "");
+        ddp_doctor_add(r, DDP_DOCTOR_OK, "numa", NULL, "picked GPU%s NUMA node %s%s",
+                       g->npicked == 1 ? " is on" : "s share", nodes, unknown ? " (some of unknown locality)" : "");
     } else {
         char *bnodes = NULL, *bpkgs = NULL, *span;
         int bn = 0, bp = 0, bunk = 0;
