@@ -543,16 +543,18 @@ int ddp_topo_set_holder(struct ddp_topo *topo, int gpu, const char *holder)
 /* ---- placement ---- */
 
 /* The cpuset of the j-th of R equal shares of `set`, in units of `type` objects (cores, L3 caches); PUs when
- * the topology has no such objects, single CPUs when it has no PUs either (a stripped XML). */
+ * the topology has no such objects, single CPUs when it has no PUs either (a stripped XML). With one_unit,
+ * rank j gets only unit j (core-complex: one L3 per rank, as torch does), shared when there are fewer. */
 static hwloc_bitmap_t share_of(const struct ddp_topo *topo, hwloc_obj_type_t type, hwloc_const_bitmap_t set, int j,
-                               int R)
+                               int R, bool one_unit)
 {
     hwloc_bitmap_t res = bitmap_new();
     hwloc_bitmap_t *units;
     int n = hwloc_get_nbobjs_by_type(topo->t, type), C = 0, start, end;
 
-    if (n <= 0 && type != HWLOC_OBJ_PU)
-        return hwloc_bitmap_free(res), share_of(topo, HWLOC_OBJ_PU, set, j, R);
+    if (n <= 0 && type != HWLOC_OBJ_PU) /* no L3 objects: split cores; no cores: split PUs */
+        return hwloc_bitmap_free(res),
+               share_of(topo, type == HWLOC_OBJ_L3CACHE ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU, set, j, R, false);
     units = ddp_xcalloc((size_t)(n > 0 ? n : 0) + (size_t)hwloc_bitmap_weight(set) + 1, sizeof *units);
     for (int i = 0; i < n; i++) {
         hwloc_obj_t o = hwloc_get_obj_by_type(topo->t, type, (unsigned)i);
@@ -579,6 +581,10 @@ static hwloc_bitmap_t share_of(const struct ddp_topo *topo, hwloc_obj_type_t typ
         end = (int)((long long)(j + 1) * C / R);
         if (end <= start)
             end = start + 1; /* fewer units than ranks: ranks share */
+        if (one_unit && C >= R)
+            start = j, end = j + 1;
+        else if (one_unit)
+            end = start + 1;
         for (int i = start; i < end && i < C; i++)
             hwloc_bitmap_or(res, res, units[i]);
     }
@@ -611,10 +617,10 @@ static void bind_rank(const struct ddp_topo *topo, const struct ddp_place_req *r
         break;
     }
     case DDP_BIND_EXCLUSIVE:
-        cpus = share_of(topo, HWLOC_OBJ_CORE, node->cpus, j, R);
+        cpus = share_of(topo, HWLOC_OBJ_CORE, node->cpus, j, R, false);
         break;
     case DDP_BIND_CORE_COMPLEX:
-        cpus = share_of(topo, HWLOC_OBJ_L3CACHE, node->cpus, j, R);
+        cpus = share_of(topo, HWLOC_OBJ_L3CACHE, node->cpus, j, R, true);
         break;
     default:
         cpus = bitmap_new();

@@ -253,6 +253,12 @@ Test(select_own, two_sockets_binding_modes)
     cr_expect_str_eq(p.ranks[1].cpus, "8-11,24-27");
     cr_expect_str_eq(p.ranks[2].cpus, "12-15,28-31");
     ddp_placement_free(&p);
+    /* one rank: one L3 (not the whole node) */
+    req.nproc = 1;
+    p = place_ok(t, &req, "0");
+    cr_expect_str_eq(p.ranks[0].cpus, "0-3,16-19");
+    ddp_placement_free(&p);
+    req.nproc = 4;
     /* none: no binding at all; memory none: no mems */
     req.bind = DDP_BIND_NONE;
     p = place_ok(t, &req, "4,5,6,7");
