@@ -166,8 +166,8 @@ static const struct class_info infos[DDP_CLASS__COUNT] = {
         "collective communication failed, usually because a peer process died first (see the root cause); else "
         "network or driver trouble: rerun with [nccl] preset = debug"},
     [DDP_CLASS_HANG] = {"hang", 65,
-        "a rank made no progress for [timeout] stall (no heartbeat/output): py-spy dump --pid PID shows where it "
-        "is stuck; raise stall if a step is just slow"},
+        "a rank made no progress (no heartbeat/output for [timeout] stall, or a torch timer.expires() block ran "
+        "out): py-spy dump --pid PID shows where it is stuck; raise the limit if a step is just slow"},
     [DDP_CLASS_INIT_TIMEOUT] = {"init-timeout", 64,
         "a rank showed no sign of life within [timeout] init: slow imports or data loading before the first "
         "heartbeat, or stuck in init_process_group; raise init or check master_addr/master_port"},
