@@ -466,18 +466,23 @@ int main(int argc, char **argv)
         mark_leases(topo, environ);
     }
 
+    if (cli.cmd != DDP_CMD_PLAN) {
+        run_dir = make_run_dir();
+        ctx.run_dir = run_dir;
+    }
+    /* Attempt 0 as `plan` shows it, also before a run: what it rejects ([env] ${VAR} not set, too few
+     * GPUs) is a usage error, exit 2, before anything starts. */
+    if (ddp_plan_build(&ctx, 0, ctx.nproc, NULL, 0, &attempt, &err) < 0) {
+        status = spec_error(&err);
+        goto out;
+    }
     if (cli.cmd == DDP_CMD_PLAN) {
-        if (ddp_plan_build(&ctx, 0, ctx.nproc, NULL, 0, &attempt, &err) < 0) {
-            status = spec_error(&err);
-            goto out;
-        }
         ddp_plan_print(stdout, &ctx, &attempt, cli.json);
         status = 0;
         goto out;
     }
+    ddp_attempt_free(&attempt);
 
-    run_dir = make_run_dir();
-    ctx.run_dir = run_dir;
     exe = self_exe(argv[0]);
     status = ddp_supervise_run(&ctx, exe, &err);
     if (status == EXIT_LAUNCHER && err.msg[0])
