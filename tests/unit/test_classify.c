@@ -223,3 +223,28 @@ Test(classify, fast_enough_for_every_line)
     cr_log_info("ddp_classify_line: %.0f ns per benign 90-byte line", ns);
     cr_expect_lt(ns, 20000.0, "%.0f ns per line", ns); /* generous: sanitizer and valgrind builds */
 }
+
+Test(classify, retry_warnings_are_not_failures)
+{
+    /* torch logs these while it retries; the job may still come up. The supervisor must not stop on them. */
+    cr_expect_eq(cl("[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 "
+                    "(errno: 99 - Cannot assign requested address)."),
+                 DDP_CLASS_NONE);
+    cr_expect_eq(cl("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:25641 (errno: 98 - "
+                    "Address already in use)."),
+                 DDP_CLASS_NONE);
+    cr_expect_eq(cl("[rank1]:[W1129 00:01:02.123456789 socket.cpp:752] [c10d] The client socket has timed out "
+                    "after 1s while trying to connect to (127.0.0.1, 29500)."),
+                 DDP_CLASS_NONE);
+    /* The exception that follows is the failure. */
+    cr_expect_eq(cl("[rank0]: RuntimeError: The server socket has failed to listen on any local network address. "
+                    "The server socket has failed to bind to [::]:29732 (errno: 98 - Address already in use)."),
+                 DDP_CLASS_PORT_IN_USE);
+    cr_expect_eq(cl("TimeoutError: The client socket has timed out after 3s while trying to connect to "
+                    "(127.0.0.1, 29734)."),
+                 DDP_CLASS_RENDEZVOUS_TIMEOUT);
+    /* Error-level torch lines still count. */
+    cr_expect_eq(cl("[rank1]:[E1129 00:01:02.1 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
+                    "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, ...)"),
+                 DDP_CLASS_NCCL_TIMEOUT);
+}
