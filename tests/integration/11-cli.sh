@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The command line end to end (issue 2): --help/--version/--help-keys on stdout with exit 0; usage errors are
+# one line naming the flag plus "Try 'ddplaunch --help'." on stderr, exit 2, nothing started (marker file);
+# a bad flag value names the flag; the script's own arguments reach the worker untouched.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+
+MARK=$TMP/marker
+
+for h in --help -h; do
+    "$DDP" $h >"$TMP/out" 2>"$TMP/err"
+    expect_eq "$h status" "$?" 0
+    [ -s "$TMP/err" ] && fail "$h printed on stderr"
+    expect_grep '^Usage: ddplaunch ' "$TMP/out"
+    expect_grep '--nproc-per-node' "$TMP/out"
+done
+"$DDP" --version >"$TMP/out" 2>"$TMP/err"
+expect_eq "--version status" "$?" 0
+expect_grep '^ddplaunch [0-9]+\.[0-9]+' "$TMP/out"
+"$DDP" --help-keys >"$TMP/out" 2>"$TMP/err"
+expect_eq "--help-keys status" "$?" 0
+expect_grep '^\[job\]$' "$TMP/out"
+expect_grep '^  nproc_per_node ' "$TMP/out"
+[ -s "$TMP/err" ] && fail "--help-keys printed on stderr"
+
+# usage NAME WANT_REGEX args...: exit 2, first stderr line matches, second is the hint, no marker.
+usage() {
+    local name=$1 want=$2
+    shift 2
+    rm -f "$MARK"
+    "$DDP" "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    [ "$rc" = 2 ] || { cat "$TMP/err"; fail "$name: exit $rc, want 2"; }
+    [ "$(wc -l <"$TMP/err")" -le 2 ] || { cat "$TMP/err"; fail "$name: more than two lines on stderr"; }
+    [ "$(head -n 1 "$TMP/err" | grep -cE -- "$want")" = 1 ] || { cat "$TMP/err"; fail "$name: first line does not match '$want'"; }
+    if [ "$(wc -l <"$TMP/err")" = 2 ]; then
+        [ "$(tail -n 1 "$TMP/err")" = "Try 'ddplaunch --help'." ] || { cat "$TMP/err"; fail "$name: second line"; }
+    fi
+    [ -s "$TMP/out" ] && { cat "$TMP/out"; fail "$name: printed on stdout"; }
+    [ -e "$MARK" ] && fail "$name: a worker was started"
+    echo "ok: $name: $(head -n 1 "$TMP/err")"
+}
+T=(--no-python /usr/bin/touch "$MARK")
+usage "unknown flag" "^ddplaunch: unknown option '--nproc-per-nod' \(did you mean '--nproc-per-node'\?\)$" \
+    --nproc-per-nod 2 "${T[@]}"
+usage "unknown underscore flag" "^ddplaunch: unknown option '--max-restart' \(did you mean '--max-restarts'\?\)$" \
+    --max_restart 2 "${T[@]}"
+usage "unknown short flag" "^ddplaunch: unknown option '-z'$" -z "${T[@]}"
+usage "missing value" "^ddplaunch: --nnodes: expected a value \(N\|MIN:MAX\)$" --nnodes
+usage "switch with a value" "^ddplaunch: --standalone takes no value, got 'yes'$" --standalone=yes "${T[@]}"
+usage "bad --set" "^ddplaunch: --set: expected SECTION.KEY=VALUE, got 'policy=pack'$" --set policy=pack "${T[@]}"
+usage "bad --set key" "^ddplaunch: --set: unknown key 'polcy' in \[gpus\] \(did you mean 'policy'\?\)$" \
+    --set gpus.polcy=pack "${T[@]}"
+usage "bad flag value" "^ddplaunch: --nnodes: job.nnodes: expected MIN:MAX with MIN <= MAX, got '3:1'$" \
+    --nnodes 3:1 "${T[@]}"
+usage "bad -r" "^ddplaunch: -r: job.redirects: expected 0-3" -r7 "${T[@]}"
+usage "bad numa binding" "^ddplaunch: --numa-binding: numa.bind: expected node, socket, exclusive, core-complex or none, got 'nodes' \(did you mean 'node'\?\)$" \
+    --numa_binding=nodes "${T[@]}"
+usage "nothing to run" "^ddplaunch: expected a job spec \(JOB.ini\) or a training script$"
+printf '[job]\ncommand = /usr/bin/touch %s\n' "$MARK" >"$TMP/job.ini"
+usage "argument after a job spec" "^ddplaunch: unexpected argument 'extra' after $TMP/job.ini \(put the program's extra arguments after '--'\)$" \
+    "$TMP/job.ini" extra
+
+# The script's arguments reach the worker untouched, flags that look like ours included.
+"$DDP" --no-python --nproc-per-node 1 /bin/echo --nnodes 5 -m --help -- -r3 x.ini >"$TMP/out" 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "echo run failed"; }
+expect_grep '(^|: )--nnodes 5 -m --help -- -r3 x.ini$' "$TMP/out"
+# the same through `plan --json`: argv exact
+"$DDP" plan --json --no-python --nproc-per-node 1 /bin/echo --nnodes 5 -m --help -- -r3 x.ini >"$TMP/plan.json" ||
+    fail "plan failed"
+got=$($PY -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["workers"][0]["argv"]))' "$TMP/plan.json")
+expect_eq "argv" "$got" '["/bin/echo", "--nnodes", "5", "-m", "--help", "--", "-r3", "x.ini"]'
+# JOB.ini -- extra args are appended to the spec's args
+printf '[job]\nprogram = /bin/echo\nargs = --from-spec\n' >"$TMP/echo.ini"
+"$DDP" plan --json "$TMP/echo.ini" -- --epochs 3 >"$TMP/plan.json" || fail "plan JOB.ini -- args failed"
+got=$($PY -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["workers"][0]["argv"]))' "$TMP/plan.json")
+expect_eq "argv with extra args" "$got" '["/bin/echo", "--from-spec", "--epochs", "3"]'
+"$DDP" "$TMP/echo.ini" -- --epochs 3 >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err"; fail "run JOB.ini -- args failed"; }
+expect_grep '--from-spec --epochs 3$' "$TMP/out"
+echo "cli ok"
