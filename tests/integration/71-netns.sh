@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Issue 7, several nodes without Slurm: three network namespaces joined by a bridge (10.231.0.0/24, in a
+# private "hub" namespace: the host's own network is not touched) play three nodes. Each runs ddplaunch with
+# static rendezvous (--nnodes 3 --node-rank i --master-addr 10.231.0.1 --master-port P) and one gloo worker:
+#  1. ranks 0-2 come up in their own namespaces, GROUP_RANK = node rank, all_reduce sums are right;
+#  2. killing node 2's agent (SIGKILL) takes its worker with it, and nodes 0 and 1 notice within seconds:
+#     their workers' collectives fail and both agents exit non-zero instead of hanging.
+# Root only (ip netns); skipped otherwise.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (ip netns)"
+command -v ip >/dev/null || skip "ip (iproute2) not installed"
+have_torch || skip "no torch in $PY"
+
+id=$$
+HUB=ddpit-hub-$id
+NODES=3
+ns() { echo "ddpit-n$1-$id"; }
+cleanup() {
+    for i in $(seq 0 $((NODES - 1))); do
+        # Processes still in a node's namespace are ours (started below): end them before deleting it.
+        for pid in $(ip netns pids "$(ns "$i")" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+        ip netns del "$(ns "$i")" 2>/dev/null
+    done
+    ip netns del "$HUB" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+ip netns add "$HUB" || skip "cannot create network namespaces here"
+ip -n "$HUB" link add br0 type bridge || skip "no bridge support in this kernel"
+ip -n "$HUB" link set br0 up
+for i in $(seq 0 $((NODES - 1))); do
+    ip netns add "$(ns "$i")"
+    ip -n "$HUB" link add "v$i" type veth peer name ddpit0 netns "$(ns "$i")"
+    ip -n "$HUB" link set "v$i" master br0 up
+    ip -n "$(ns "$i")" addr add "10.231.0.$((i + 1))/24" dev ddpit0
+    ip -n "$(ns "$i")" link set ddpit0 up
+    ip -n "$(ns "$i")" link set lo up
+done
+
+cat >"$TMP/worker.py" <<'PYEOF'
+import os, sys, time
+import torch
+import torch.distributed as dist
+steps = int(sys.argv[1])
+dist.init_process_group("gloo")
+rank, w = dist.get_rank(), dist.get_world_size()
+keys = ["RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
+netns = os.readlink("/proc/self/ns/net")
+for step in range(steps):
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    if step == 0:
+        os.write(1, ("RANKINFO " + " ".join(f"{k}={os.environ.get(k, '-')}" for k in keys) +
+                     f" NETNS={netns} sum={t.item():g} want={w * (w + 1) / 2:g} pid={os.getpid()}\n").encode())
+    time.sleep(0.1)
+os.write(1, f"rank {rank} finished {steps} steps\n".encode())
+PYEOF
+
+port=29400
+run_node() { # run_node I STEPS: ddplaunch on node I, in the background, output in $TMP/nI.{out,err}
+    ip netns exec "$(ns "$1")" env GLOO_SOCKET_IFNAME=ddpit0 PYTHONUNBUFFERED=1 \
+        "$DDP" --nnodes $NODES --node-rank "$1" --master-addr 10.231.0.1 --master-port $port --nproc-per-node 1 \
+        "$TMP/worker.py" "$2" >"$TMP/n$1.out" 2>"$TMP/n$1.err" &
+    pids[$1]=$!
+}
+
+# 1. Three nodes, one job.
+for i in 0 1 2; do run_node $i 5; done
+for i in 0 1 2; do
+    wait "${pids[$i]}"
+    rc=$?
+    [ $rc = 0 ] || { cat "$TMP"/n*.out "$TMP"/n*.err; fail "node $i: ddplaunch exited with $rc"; }
+done
+for i in 0 1 2; do
+    line=$(grep -o 'RANKINFO.*' "$TMP/n$i.out") || { cat "$TMP/n$i.out" "$TMP/n$i.err"; fail "node $i: no worker output"; }
+    want_ns=$(ip netns exec "$(ns "$i")" readlink /proc/self/ns/net)
+    for kv in "RANK=$i" "LOCAL_RANK=0" "GROUP_RANK=$i" "WORLD_SIZE=3" "GROUP_WORLD_SIZE=3" \
+        "MASTER_ADDR=10.231.0.1" "MASTER_PORT=$port" "NETNS=$want_ns" "sum=6 want=6"; do
+        [[ " $line " == *" $kv "* ]] || fail "node $i: expected $kv in: $line"
+    done
+    expect_grep "rank $i finished 5 steps" "$TMP/n$i.out"
+done
+echo "3 nodes in 3 network namespaces: ranks 0-2, sums right"
+
+# 2. Kill node 2's agent in the middle of the job: the other nodes must notice, not hang.
+port=29401
+for i in 0 1 2; do run_node $i 600; done
+for _ in $(seq 1 240); do
+    [ "$(cat "$TMP"/n*.out 2>/dev/null | grep -c RANKINFO)" = 3 ] && break
+    sleep 0.25
+done
+expect_eq "workers running" "$(cat "$TMP"/n*.out | grep -c RANKINFO)" 3
+wpid=$(sed -n 's/.*RANKINFO RANK=2 .* pid=\([0-9]*\)$/\1/p' "$TMP/n2.out")
+agent=$(ip netns pids "$(ns 2)" | while read -r p; do
+    [ "$(cat /proc/$p/comm 2>/dev/null)" = ddplaunch ] && [ "$(awk '{print $4}' /proc/$p/stat)" != 1 ] && echo "$p"; done | head -n 1)
+[ -n "$agent" ] || fail "cannot find node 2's ddplaunch"
+kill -KILL "$agent"
+killed_at=$(date +%s%N)
+for i in 0 1; do
+    wait "${pids[$i]}"
+    rc=$?
+    [ $rc != 0 ] || fail "node $i: ddplaunch exited 0 although node 2 died"
+done
+secs=$((($(date +%s%N) - killed_at) / 1000000))
+wait "${pids[2]}" 2>/dev/null
+alive() { [ -d "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+[ -n "$wpid" ] && alive "$wpid" && { ps -o pid,ppid,stat,cmd -p "$wpid"; cat "$TMP/n2.err"; fail "node 2's worker $wpid outlived its agent"; }
+grep -q 'finished 600 steps' "$TMP"/n*.out && fail "a worker finished although node 2 was gone"
+[ "$secs" -lt 60000 ] || fail "nodes 0 and 1 took ${secs} ms to notice"
+echo "node 2's agent killed: nodes 0 and 1 stopped in ${secs} ms"
+exit 0
