@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `ddplaunch plan` (issue 2): examples/job.ini --json parses (python json and jq) and shows RANK, LOCAL_RANK,
+# WORLD_SIZE, MASTER_ADDR and MASTER_PORT for every local rank; torchrun-style flags give the right ranks on
+# a later node; every value says where it came from (default < site < spec < env < cli); the text form
+# lists the same; plan starts nothing.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+cd "$DDP_SRCDIR" || fail "no source dir"
+# The JSON env lists what ddplaunch sets or changes: variables the test compares must not be inherited.
+unset RANK LOCAL_RANK WORLD_SIZE MASTER_ADDR MASTER_PORT DDPLAUNCH_CONFIG PYTHONUNBUFFERED
+for v in $(env | sed -n 's/^\(PET_[A-Z_]*\)=.*/\1/p; s/^\(DDPLAUNCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+HAVE_JQ=0
+command -v jq >/dev/null && HAVE_JQ=1
+
+"$DDP" plan examples/job.ini --json >"$TMP/plan.json" 2>"$TMP/err"
+expect_eq "plan status" "$?" 0
+$PY -m json.tool "$TMP/plan.json" >/dev/null || { cat "$TMP/plan.json"; fail "plan --json is not JSON (python)"; }
+if [ $HAVE_JQ = 1 ]; then jq -e . "$TMP/plan.json" >/dev/null || fail "plan --json is not JSON (jq)"; fi
+
+# check_ranks FILE NPROC NODE_RANK NNODES MASTER_ADDR [MASTER_PORT]
+check_ranks() {
+    $PY - "$@" <<'PYEOF' || fail "rank variables wrong in $1"
+import json, sys
+path, nproc, node, nnodes, addr = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+port = sys.argv[6] if len(sys.argv) > 6 else None
+p = json.load(open(path))
+ws = p["workers"]
+assert len(ws) == nproc, "%d workers, want %d" % (len(ws), nproc)
+assert p["world_size"] == nproc * nnodes
+for lr, w in enumerate(ws):
+    e = w["env"]
+    want = {"RANK": str(node * nproc + lr), "LOCAL_RANK": str(lr), "WORLD_SIZE": str(nproc * nnodes),
+            "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(node), "GROUP_WORLD_SIZE": str(nnodes),
+            "MASTER_ADDR": addr, "TORCHELASTIC_USE_AGENT_STORE": "False"}
+    for k, v in want.items():
+        assert e.get(k) == v, "local rank %d: %s=%r, want %r" % (lr, k, e.get(k), v)
+    assert e["MASTER_PORT"].isdigit() and 0 < int(e["MASTER_PORT"]) < 65536, e["MASTER_PORT"]
+    assert e["MASTER_PORT"] == str(p["master_port"])
+    if port:
+        assert e["MASTER_PORT"] == port, e["MASTER_PORT"]
+    assert w["local_rank"] == lr and w["rank"] == node * nproc + lr
+print("ranks ok: %s" % path)
+PYEOF
+}
+check_ranks "$TMP/plan.json" 4 0 1 127.0.0.1
+$PY - "$TMP/plan.json" <<'PYEOF' || fail "examples/job.ini plan content"
+import json, sys
+p = json.load(open(sys.argv[1]))
+w = p["workers"][0]
+assert w["argv"][1:] == ["-u", "examples/train_ddp.py", "--steps", "10"], w["argv"]
+assert w["env"]["PYTHONUNBUFFERED"] == "1"
+assert w["env"]["OMP_NUM_THREADS"] == "1" or "OMP_NUM_THREADS" not in w["env"]
+s = p["spec"]
+assert s["job.nproc_per_node"] == {"value": "4", "origin": "spec"}, s["job.nproc_per_node"]
+assert s["restart.max_restarts"] == {"value": "1", "origin": "spec"}
+assert s["job.role"] == {"value": "default", "origin": "default"}
+assert s["env.PYTHONUNBUFFERED"]["origin"] == "spec"
+PYEOF
+if [ $HAVE_JQ = 1 ]; then
+    expect_eq "jq RANKs" "$(jq -r '[.workers[].env.RANK] | join(",")' "$TMP/plan.json")" "0,1,2,3"
+fi
+
+# torchrun style on node 1 of 2, explicit port, env and flags layered over a site config and a spec.
+"$DDP" plan --json --nnodes 2 --node_rank=1 --nproc-per-node 3 --master-addr 10.1.2.3 --master-port 29777 \
+    --no-python /bin/true >"$TMP/p2.json" 2>"$TMP/err" || { cat "$TMP/err"; fail "torchrun-style plan failed"; }
+check_ranks "$TMP/p2.json" 3 1 2 10.1.2.3 29777
+
+printf '[restart]\nmax_restarts = 7\nbackoff = 2s\nshutdown_timeout = 9s\n[numa]\nbind = socket\n' >"$TMP/site.ini"
+printf '[job]\nprogram = /bin/true\nnproc_per_node = 4\n[restart]\nbackoff = 3s\nmax_restarts = 8\n[numa]\nbind = none\n' \
+    >"$TMP/job.ini"
+DDPLAUNCH_CONFIG=$TMP/site.ini DDPLAUNCH_RESTART_MAX_RESTARTS=9 PET_NPROC_PER_NODE=3 \
+    "$DDP" plan --json --nproc-per-node 2 "$TMP/job.ini" >"$TMP/p3.json" 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "layered plan failed"; }
+check_ranks "$TMP/p3.json" 2 0 1 127.0.0.1
+$PY - "$TMP/p3.json" <<'PYEOF' || fail "origins"
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]
+want = {
+    "job.nproc_per_node": ("2", "cli"),          # flag over PET_NPROC_PER_NODE over spec
+    "restart.max_restarts": ("9", "env"),        # DDPLAUNCH_ over spec over site
+    "restart.backoff": ("3s", "spec"),           # spec over site
+    "restart.shutdown_timeout": ("9s", "site"),  # site over default
+    "numa.bind": ("none", "spec"),
+    "timeout.heartbeat": ("file", "default"),
+}
+for k, (v, o) in want.items():
+    assert s[k] == {"value": v, "origin": o}, "%s = %r, want %r" % (k, s[k], (v, o))
+print("origins ok")
+PYEOF
+
+# The text form: same facts, one line per key with its origin, and per rank the environment.
+DDPLAUNCH_CONFIG=$TMP/site.ini "$DDP" plan "$TMP/job.ini" >"$TMP/plan.txt" 2>"$TMP/err" || fail "text plan failed"
+expect_grep "^    shutdown_timeout +=  *9s +\(site $TMP/site.ini:4\)" "$TMP/plan.txt"
+expect_grep "^    backoff +=  *3s +\(spec $TMP/job.ini:5\)" "$TMP/plan.txt"
+expect_grep '^local rank 3:' "$TMP/plan.txt"
+expect_grep '^    RANK=3$' "$TMP/plan.txt"
+expect_grep '^    WORLD_SIZE=4$' "$TMP/plan.txt"
+expect_grep '^    MASTER_ADDR=127.0.0.1$' "$TMP/plan.txt"
+expect_grep '^    MASTER_PORT=[0-9]+$' "$TMP/plan.txt"
+
+# plan starts nothing.
+printf '[job]\ncommand = /usr/bin/touch %s/marker\nnproc_per_node = 2\n' "$TMP" >"$TMP/touch.ini"
+"$DDP" plan "$TMP/touch.ini" >/dev/null 2>&1 || fail "plan of touch.ini failed"
+[ -e "$TMP/marker" ] && fail "plan started a worker"
+
+# JSON stays valid with awkward values.
+printf '[job]\nprogram = /bin/true\nname = q"uo\\\\te\n[env]\nWEIRD = tab\there "quoted" back\\\\slash ünï\n' >"$TMP/odd.ini"
+"$DDP" plan --json "$TMP/odd.ini" >"$TMP/p4.json" 2>"$TMP/err" || { cat "$TMP/err"; fail "plan odd.ini failed"; }
+$PY -c 'import json,sys; e=json.load(open(sys.argv[1]))["workers"][0]["env"]["WEIRD"]; assert e == "tab\there \"quoted\" back\\\\slash ünï", repr(e)' \
+    "$TMP/p4.json" || { cat "$TMP/p4.json"; fail "awkward values not escaped right"; }
+echo "plan ok"
