@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "doctor.h"
 #include "lease.h"
 #include "nccl.h"
 #include "plan.h"
@@ -275,17 +276,15 @@ int main(int argc, char **argv)
         status = ddp_topo_command(topo, &spec, cli.json, stdout);
         goto out;
     }
-    if (cli.cmd == DDP_CMD_DOCTOR) {
-        fprintf(stderr, "ddplaunch: doctor is not implemented yet\n");
-        status = EXIT_LAUNCHER;
-        goto out;
-    }
 
     if (!cli.spec_path && !cli.target && cli.cmd == DDP_CMD_RUN && !spec.command.n && !spec.script &&
         !spec.module && !spec.program) {
         status = usage_error("expected a job spec (JOB.ini) or a training script");
         goto out;
     }
+    bool doctor = cli.cmd == DDP_CMD_DOCTOR;
+    if (doctor && !spec.command.n && !spec.script && !spec.module && !spec.program)
+        ddp_spec_set(&spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
     if (ddp_spec_validate(&spec, &err) < 0) {
         status = spec_error(&err);
         goto out;
@@ -303,7 +302,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < warnings.n; i++)
             ddp_warn("%s", warnings.v[i]);
         ddp_strv_clear(&warnings);
-        if (rc < 0) {
+        if (rc < 0 && !doctor) { /* doctor reports it as a failed check */
             status = spec_error(&err);
             goto out;
         }
@@ -391,6 +390,13 @@ int main(int argc, char **argv)
         const char *slash = strrchr(prog, '/');
         free(spec.name);
         spec.name = ddp_xstrdup(slash ? slash + 1 : prog);
+    }
+
+    if (doctor) {
+        mark_leases(topo, environ);
+        ctx.master_port = spec.master_port.is_auto ? 0 : spec.master_port.port;
+        status = ddp_doctor_run(&ctx, cli.json, stdout);
+        goto out;
     }
 
     /* PORTS: master_port: reserved host-wide (auto), or checked to be free (explicit, on node 0). */
