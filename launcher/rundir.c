@@ -70,12 +70,15 @@ int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err
     }
     char m[8];
     mode_str(st.st_mode, m, sizeof m);
-    if (st.st_uid != 0 && st.st_uid != me) {
+    /* Another user's directory is accepted only in the shared form (1777), as when that user's job happened to
+     * create it first: they could remove lock files (spoiling exclusion against their own jobs, no worse than
+     * binding the ports themselves), but O_NOFOLLOW and the link count checks keep them from redirecting us. */
+    if (st.st_uid != 0 && st.st_uid != me && (st.st_mode & 07777) != 01777) {
         close(fd);
         return ddp_errf(err, -EPERM,
-                        "the shared lock directory %s is owned by uid %u (expected root or uid %u): "
-                        "that user could remove other jobs' locks; remove it or set DDPLAUNCH_LOCK_DIR",
-                        path, (unsigned)st.st_uid, (unsigned)me);
+                        "the shared lock directory %s is owned by uid %u with mode %s (expected root or uid %u, "
+                        "or mode 1777); remove it or set DDPLAUNCH_LOCK_DIR",
+                        path, (unsigned)st.st_uid, m, (unsigned)me);
     }
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
         close(fd);

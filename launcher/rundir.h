@@ -19,7 +19,8 @@
 const char *ddp_rundir_lock_dir(char *const *envp);
 
 /* Open (creating when missing, mode 01777) the shared lock directory at path. The last component must not be
- * a symlink; it must be a directory owned by root or by this user, sticky when writable by others.
+ * a symlink; it must be a directory, sticky when writable by others, owned by root or by this user (or by
+ * another user with mode exactly 1777: the directory another user's job created first).
  * Returns 0 with *dirfd_out (O_CLOEXEC; caller closes), or a negative errno with err naming path, owner
  * and mode, and what was expected. */
 int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err);
