@@ -436,20 +436,42 @@ void ddp_doctor_check_leases(struct ddp_doctor_report *r, const struct ddp_lease
 
 /* ---- master port ---- */
 
-static int listeners_on(const struct ddp_doctor_port *p, int port, struct ddp_port_listener *first)
+/* The header and the LISTEN (0A) lines of a /proc/net/tcp text: a busy host has thousands of connections, and
+ * the auto range asks about hundreds of ports. Caller frees. */
+static char *listen_lines(const char *text)
+{
+    struct ddp_buf b = {0};
+    bool header = true;
+
+    for (const char *l = text; l && *l;) {
+        size_t len = strcspn(l, "\n");
+        char st[4] = "";
+
+        if (header || (sscanf(l, "%*s %*s %*s %3s", st) == 1 && strcmp(st, "0A") == 0)) {
+            ddp_buf_add(&b, l, len);
+            ddp_buf_puts(&b, "\n");
+        }
+        header = false;
+        l += len + (l[len] == '\n');
+    }
+    ddp_buf_puts(&b, "");
+    return b.data;
+}
+
+static int listeners_on(const char *tcp, const char *tcp6, int port, struct ddp_port_listener *first)
 {
     int n = 0;
     struct ddp_port_listener ls[1];
 
-    if (p->tcp) {
-        int k = ddp_port_parse_listeners(p->tcp, false, port, ls, 1);
+    if (tcp) {
+        int k = ddp_port_parse_listeners(tcp, false, port, ls, 1);
 
         if (k > 0 && first && n == 0)
             *first = ls[0];
         n += k > 0 ? k : 0;
     }
-    if (p->tcp6) {
-        int k = ddp_port_parse_listeners(p->tcp6, true, port, ls, 1);
+    if (tcp6) {
+        int k = ddp_port_parse_listeners(tcp6, true, port, ls, 1);
 
         if (k > 0 && first && n == 0)
             *first = ls[0];
@@ -461,6 +483,7 @@ static int listeners_on(const struct ddp_doctor_port *p, int port, struct ddp_po
 void ddp_doctor_check_port(struct ddp_doctor_report *r, const struct ddp_doctor_port *p)
 {
     const char *host = p->master_addr && *p->master_addr ? p->master_addr : "localhost";
+    char *tcp = NULL, *tcp6 = NULL;
 
     if (p->node_rank != 0) {
         ddp_doctor_add(r, DDP_DOCTOR_SKIP, "master-port", NULL,
@@ -468,13 +491,15 @@ void ddp_doctor_check_port(struct ddp_doctor_report *r, const struct ddp_doctor_
                        host);
         return;
     }
+    tcp = p->tcp ? listen_lines(p->tcp) : NULL;
+    tcp6 = p->tcp6 ? listen_lines(p->tcp6) : NULL;
     if (p->spec.is_auto) {
         int lo = p->spec.lo, hi = p->spec.hi, nfree = 0, first = 0;
 
         if (lo == 0 && hi == 0)
             ddp_port_default_range(p->ephemeral, &lo, &hi);
         for (int port = lo; port <= hi; port++)
-            if (listeners_on(p, port, NULL) == 0 && nfree++ == 0)
+            if (listeners_on(tcp, tcp6, port, NULL) == 0 && nfree++ == 0)
                 first = port;
         if (nfree == 0)
             ddp_doctor_add(r, DDP_DOCTOR_FAIL, "master-port", "widen it: master_port = auto:LO-HI",
@@ -489,12 +514,12 @@ void ddp_doctor_check_port(struct ddp_doctor_report *r, const struct ddp_doctor_
             ddp_doctor_add(r, DDP_DOCTOR_OK, "master-port", NULL,
                            "auto: %d of %d ports in %d-%d free now (first %d); reserved host-wide at start", nfree,
                            hi - lo + 1, lo, hi, first);
-        return;
+        goto out;
     }
 
     int port = p->spec.port;
     struct ddp_port_listener first = {0};
-    int nl = listeners_on(p, port, &first);
+    int nl = listeners_on(tcp, tcp6, port, &first);
 
     if (nl > 0 || p->probe_rc == -EADDRINUSE) {
         const struct ddp_port_holder *h = p->holder;
@@ -526,6 +551,9 @@ void ddp_doctor_check_port(struct ddp_doctor_report *r, const struct ddp_doctor_
     } else {
         ddp_doctor_add(r, DDP_DOCTOR_OK, "master-port", NULL, "%d is free", port);
     }
+out:
+    free(tcp);
+    free(tcp6);
 }
 
 /* ---- master address and interfaces ---- */
