@@ -3,6 +3,8 @@
 # process-group timeout -> torch's NCCL watchdog line -> ddplaunch reports nccl-timeout, downsizes 2 -> 1 GPU and
 # completes. Prints the time from the hang to the restart. With DDP_ARTIFACTS set, keeps the real logs there.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
+# On the GPU machine the python3 on PATH holds torch (not /usr/bin/python3).
+if ! have_torch && command -v python3 >/dev/null; then PY=$(command -v python3); export PYTHON_EXEC=$PY; fi
 have_torch || skip "no torch in $PY"
 ngpu=$($PY -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)' 2>/dev/null)
 [ "${ngpu:-0}" -ge 2 ] || skip "needs 2 CUDA GPUs (found ${ngpu:-0})"
