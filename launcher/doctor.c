@@ -1447,9 +1447,22 @@ static void glob_push(const char *pattern, struct ddp_strv *out)
 static void python_dirs(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_strv *dirs)
 {
     const char *py = ctx->python, *venv = ddp_env_get(envp, "VIRTUAL_ENV"), *conda = ddp_env_get(envp, "CONDA_PREFIX");
-    const char *home = ddp_env_get(envp, "HOME");
-    char buf[PATH_MAX + 64];
+    const char *home = ddp_env_get(envp, "HOME"), *path = ddp_env_get(envp, "PATH");
+    char buf[PATH_MAX + 64], found[PATH_MAX];
 
+    /* the interpreter's prefix: PREFIX/bin/python3 -> PREFIX/lib/python3.X/site-packages (a venv's bin/python3
+     * is a symlink to the base interpreter: the venv's own prefix is what counts, so no realpath) */
+    if (py && !strchr(py, '/'))
+        for (const char *s = path; s && *s;) {
+            size_t n = strcspn(s, ":");
+
+            snprintf(found, sizeof found, "%.*s/%s", (int)n, s, py);
+            if (n && found[0] == '/' && access(found, X_OK) == 0) {
+                py = found;
+                break;
+            }
+            s += n + (s[n] == ':');
+        }
     if (py && py[0] == '/') {
         char *prefix = ddp_xstrdup(py), *s = strrchr(prefix, '/');
 
