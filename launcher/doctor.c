@@ -1682,9 +1682,7 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_doctor_report
 
         topo_facts_read(ctx->topo, spec, envp, &tf);
         /* leave out GPUs other jobs hold, as the job would */
-        excl = ddp_xcalloc(tf.ngpus + ctx->nleased_by_others + 1, sizeof *excl);
-        for (size_t i = 0; i < ctx->nleased_by_others; i++)
-            excl[nexcl++] = ctx->leased_by_others[i];
+        excl = ddp_xcalloc(tf.ngpus + 1, sizeof *excl);
         for (size_t i = 0; i < tf.ngpus; i++)
             for (size_t k = 0; lease_rc == 0 && k < nleases; k++)
                 if (leases[k].pid != getpid() && strcasecmp(leases[k].busid, tf.gpus[i].busid) == 0) {

@@ -175,26 +175,27 @@ static int topo_index(const struct ddp_topo *topo, const char *busid)
     return -1;
 }
 
-/* ddp_lease_acquire's chooser: the placement this job would make with the held GPUs left out. */
+/* ddp_lease_acquire's chooser: the placement this job would make with the GPUs other jobs hold marked as
+ * held in the topology (placement then says "in use by another job", not "left out"). */
 static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct ddp_strv *chosen, struct ddp_err *err)
 {
     const struct lease_choice *lc = arg;
     const struct ddp_plan_ctx *ctx = lc->ctx;
     struct ddp_place_req req;
     struct ddp_placement pl = { 0 };
-    int *idx = ddp_xcalloc(nheld + 1, sizeof *idx);
-    size_t nidx = 0;
+    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    int usable_all = ddp_place_count_usable(ctx->topo, &req);
     for (size_t i = 0; i < nheld; i++) {
         int g = topo_index(ctx->topo, held[i]);
         if (g >= 0)
-            idx[nidx++] = g;
+            ddp_topo_set_holder(ctx->topo, g, "another ddplaunch job");
     }
-    ddp_plan_place_req(ctx, ctx->nproc, &req);
-    int usable_all = ddp_place_count_usable(ctx->topo, &req);
-    req.exclude_idx = idx;
-    req.nexclude_idx = nidx;
     int rc = ddp_place(ctx->topo, &req, &pl, err);
-    free(idx);
+    for (size_t i = 0; i < nheld; i++) {
+        int g = topo_index(ctx->topo, held[i]);
+        if (g >= 0)
+            ddp_topo_set_holder(ctx->topo, g, NULL);
+    }
     if (rc < 0)
         return usable_all >= ctx->nproc && nheld > 0 ? -ENODEV : rc;
     for (size_t r = 0; r < pl.nranks; r++) {
@@ -246,7 +247,6 @@ int main(int argc, char **argv)
     struct ddp_slurm slurm = { 0 };
     struct ddp_port_resv *port_resv = NULL;
     struct ddp_lease *gpu_lease = NULL;
-    int *not_ours = NULL;
     char *run_id = NULL, *exe = NULL, *run_dir = NULL;
     ddp_spec_init(&spec);
 
@@ -409,6 +409,12 @@ int main(int argc, char **argv)
     if (ctx.node_rank != 0 && spec.master_port.is_auto) {
         /* Node 0 reserves the port; the others compute the same one from the job id. */
         ctx.master_port = ddp_slurm_port(&slurm, spec.master_port.lo, spec.master_port.hi);
+        if (ctx.master_port <= 0) {
+            fprintf(stderr, "ddplaunch: master_port = auto on node %d needs Slurm (to derive node 0's port); give "
+                            "every node the same --master-port\n", ctx.node_rank);
+            status = EXIT_USAGE;
+            goto out;
+        }
     } else if (ctx.node_rank == 0) {
         char ephemeral[64] = "";
         FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
@@ -458,15 +464,14 @@ int main(int argc, char **argv)
             status = rc == -EBUSY ? EXIT_LAUNCHER : EXIT_USAGE;
             goto out;
         }
-        not_ours = ddp_xcalloc(ngpus, sizeof *not_ours);
+        /* Later attempts (downsizing) choose only among the GPUs this job leased. */
         for (size_t g = 0; g < ngpus; g++) {
             bool mine = false;
             for (size_t j = 0; j < chosen.n; j++)
                 mine |= strcmp(chosen.v[j], ddp_topo_gpu_busid(topo, g)) == 0;
             if (!mine)
-                not_ours[ctx.nleased_by_others++] = (int)g;
+                ddp_topo_set_holder(topo, (int)g, "not leased by this job");
         }
-        ctx.leased_by_others = not_ours;
         ddp_strv_clear(&chosen);
     } else if (topo) {
         mark_leases(topo, environ);
@@ -496,7 +501,6 @@ int main(int argc, char **argv)
 
 out:
     ddp_lease_release(gpu_lease);
-    free(not_ours);
     ddp_port_release(port_resv);
     ddp_slurm_free(&slurm);
     if (run_dir)

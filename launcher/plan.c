@@ -218,15 +218,9 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     if (ctx->topo) {
         struct ddp_place_req req;
         ddp_plan_place_req(ctx, nproc, &req);
-        int *all = ddp_xcalloc(nexclude + ctx->nleased_by_others + 1, sizeof *all);
-        for (size_t i = 0; i < nexclude; i++)
-            all[i] = exclude[i];
-        for (size_t i = 0; i < ctx->nleased_by_others; i++)
-            all[nexclude + i] = ctx->leased_by_others[i];
-        req.exclude_idx = all;
-        req.nexclude_idx = nexclude + ctx->nleased_by_others;
+        req.exclude_idx = exclude;
+        req.nexclude_idx = nexclude;
         rc = ddp_place(ctx->topo, &req, &place, err);
-        free(all);
         if (rc < 0)
             return rc;
     }

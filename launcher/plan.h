@@ -65,8 +65,6 @@ struct ddp_plan_ctx {
                                   when there is no log_dir, the timer FIFO; NULL in `plan` */
     const char *timer_file;    /* TORCHELASTIC_TIMER_FILE path, or NULL */
     const char *slurm_gpus;    /* Slurm's GPU list (global indices), or NULL */
-    const int *leased_by_others; /* topology GPU indices other jobs hold (left out), or NULL */
-    size_t nleased_by_others;
 };
 
 /* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology
