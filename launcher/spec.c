@@ -849,6 +849,28 @@ static int handler(void *user, const char *section, const char *name, const char
         /* inih's multi-line value: an indented line continues the previous key. Only list-like keys may
          * span lines; the pieces are joined with a space. */
         int i = ddp_spec_key_find(section, name);
+        /* "  nproc_per_node = 4" under "args = ...": an indented key, which inih would silently make part of
+         * the previous value. */
+        const char *p = c->rawline, *end = c->text + c->len;
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        size_t n = 0;
+        while (p + n < end && n < 64 && (isalnum((unsigned char)p[n]) || p[n] == '_'))
+            n++;
+        const char *q = p + n;
+        while (q < end && (*q == ' ' || *q == '\t'))
+            q++;
+        if (n > 0 && n < 64 && q < end && *q == '=') {
+            char word[64];
+            memcpy(word, p, n);
+            word[n] = '\0';
+            if (ddp_spec_key_find(section, word) >= 0 || i < 0) {
+                c->rc = ddp_errf(c->err, -EINVAL,
+                                 "%s: indented key '%s' would continue the value of '%s' (write keys at the start "
+                                 "of the line; only continuation lines are indented)", where, word, name);
+                return 0;
+            }
+        }
         if (i < 0 || (ddp_spec_keys[i].type != DDP_T_ARGV && ddp_spec_keys[i].type != DDP_T_LIST)) {
             c->rc = ddp_errf(c->err, -EINVAL,
                              "%s: indented line continues '%s', which takes one line (only command, args and lists "
