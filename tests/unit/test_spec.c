@@ -136,6 +136,15 @@ static const struct bad_case bad_load[] = {
       "job.ini:2: restart.downsize_to: expected half or a positive number of workers, got 'quarter'" },
     { "continuation of a one-line key", "[job]\nscript = a.py\nrole = x\n  y\n",
       "job.ini:4: indented line continues 'role', which takes one line (only command, args and lists may continue)" },
+    { "indented key under args", "[job]\nscript = t.py\nargs = --lr 1\n  nproc_per_node = 4\n",
+      "job.ini:4: indented key 'nproc_per_node' would continue the value of 'args' (write keys at the start of the "
+      "line; only continuation lines are indented)" },
+    { "indented keys", "[gpus]\n  select = 0,1\n  policy = pack\n",
+      "job.ini:3: indented key 'policy' would continue the value of 'select' (write keys at the start of the line; "
+      "only continuation lines are indented)" },
+    { "indented [env] variable", "[job]\nscript = t.py\n[env]\nA = 1\n\tB = 2\n",
+      "job.ini:5: indented key 'B' would continue the value of 'A' (write keys at the start of the line; only "
+      "continuation lines are indented)" },
     { "bad quote on a continuation line", "[job]\ncommand = python3 t.py\n  --name \"x\n",
       "job.ini:3: job.command: unterminated quote in 'python3 t.py --name \"x'" },
 };
@@ -574,6 +583,7 @@ Test(spec_good, continuation_lines)
                        "args =\n"
                        "  --a 1\n"
                        "  --b \"x y\"\n"
+                       "  FOO=1 --x = 3\n" /* not a key of [job]: an argument */
                        "[gpus]\n"
                        "select = 0,1\n"
                        "  2\n";
@@ -582,8 +592,10 @@ Test(spec_good, continuation_lines)
     cr_assert_eq(s.command.n, 7u);
     for (size_t i = 0; i < 7; i++)
         cr_expect_str_eq(s.command.v[i], want[i]);
-    cr_assert_eq(s.args.n, 4u);
+    cr_assert_eq(s.args.n, 8u);
     cr_expect_str_eq(s.args.v[3], "x y");
+    cr_expect_str_eq(s.args.v[4], "FOO=1");
+    cr_expect_str_eq(s.args.v[6], "=");
     cr_assert_eq(s.gpus_select.n, 3u);
     cr_expect_str_eq(s.gpus_select.v[2], "2");
     /* the key is recorded at its first line */
