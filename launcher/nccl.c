@@ -194,6 +194,18 @@ static const struct var vars[] = {
     {"NCCL_LEGACY_CUDA_REGISTER", K_BOOL, 0, 0, NULL, NULL},
     {"NCCL_WIN_ENABLE", K_BOOL, 0, 0, NULL, NULL},
     {"NCCL_ALLOC_P2P_NET_LL_BUFFERS", K_BOOL, 0, 0, NULL, NULL},
+    /* Not read by NCCL at run time but commonly present: NVIDIA container images export NCCL_VERSION; build
+     * systems (PyTorch's setup.py, CMake) read NCCL_ROOT, NCCL_HOME, NCCL_INCLUDE_DIR, NCCL_LIB_DIR... */
+    {"NCCL_VERSION", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_HOME", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_ROOT", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_ROOT_DIR", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_DIR", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_INCLUDE_DIR", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_LIB_DIR", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_LIBRARY", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_LIBRARIES", K_ANY, 0, 0, NULL, NULL},
+    {"NCCL_PKG_VERSION", K_ANY, 0, 0, NULL, NULL},
     /* Names that were never NCCL's (timeouts belong to torch), removed ones and old aliases. */
     {"NCCL_SOCKET_TIMEOUT", K_NOT_EXIST, 0, 0, NULL, NULL},
     {"NCCL_SOCKET_TIMEOUT_MS", K_NOT_EXIST, 0, 0, NULL, NULL},
