@@ -664,3 +664,138 @@ Test(coord, secret_from_job_or_token_file)
     unlink(path);
     rmdir(dir);
 }
+
+/* ---- a man in the middle changes "world size 6" into 7 in node 0's START: the node must not believe it ---- */
+
+struct mitm {
+    uv_tcp_t listener, down, up; /* down: to the node; up: to node 0 */
+    uv_connect_t conn;
+    struct sockaddr_in target;
+    size_t from_up; /* bytes node 0 sent so far */
+    size_t tamper_at;
+    bool tampered;
+};
+
+struct mitm_write {
+    uv_write_t req;
+    uv_buf_t buf;
+};
+
+static void mitm_written(uv_write_t *req, int status)
+{
+    (void)status;
+    struct mitm_write *w = (struct mitm_write *)req;
+    free(w->buf.base);
+    free(w);
+}
+
+static void mitm_alloc(uv_handle_t *h, size_t s, uv_buf_t *b)
+{
+    (void)h;
+    *b = uv_buf_init(malloc(s), (unsigned)s);
+}
+
+static void mitm_forward(uv_stream_t *to, char *data, ssize_t n)
+{
+    struct mitm_write *w = malloc(sizeof *w);
+    w->buf = uv_buf_init(data, (unsigned)n);
+    if (uv_write(&w->req, to, &w->buf, 1, mitm_written) != 0) {
+        free(data);
+        free(w);
+    }
+}
+
+static void mitm_read_up(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct mitm *m = s->data;
+    if (n <= 0) {
+        free(b->base);
+        return;
+    }
+    if (!m->tampered && m->tamper_at >= m->from_up && m->tamper_at < m->from_up + (size_t)n) {
+        char *p = b->base + (m->tamper_at - m->from_up);
+        cr_assert_eq(*p, '6', "the byte to change is '%c', not the world size", *p);
+        *p = '7';
+        m->tampered = true;
+    }
+    m->from_up += (size_t)n;
+    mitm_forward((uv_stream_t *)&m->down, b->base, n);
+}
+
+static void mitm_read_down(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct mitm *m = s->data;
+    if (n <= 0) {
+        free(b->base);
+        return;
+    }
+    mitm_forward((uv_stream_t *)&m->up, b->base, n);
+}
+
+static void mitm_connected(uv_connect_t *req, int status)
+{
+    struct mitm *m = req->data;
+    cr_assert_eq(status, 0);
+    uv_read_start((uv_stream_t *)&m->up, mitm_alloc, mitm_read_up);
+    uv_read_start((uv_stream_t *)&m->down, mitm_alloc, mitm_read_down);
+}
+
+static void mitm_accept(uv_stream_t *s, int status)
+{
+    struct mitm *m = s->data;
+    cr_assert_eq(status, 0);
+    uv_tcp_init(s->loop, &m->down);
+    uv_tcp_init(s->loop, &m->up);
+    m->down.data = m->up.data = m;
+    uv_accept(s, (uv_stream_t *)&m->down);
+    m->conn.data = m;
+    uv_tcp_connect(&m->conn, &m->up, (struct sockaddr *)&m->target, mitm_connected);
+}
+
+static void mitm_server(struct rec *r, const struct ddp_coord_event *ev)
+{
+    if (ev->kind == DDP_COORD_JOINED)
+        ddp_coord_send_start(r->c, 0, 6, 29500, 2, NULL, NULL);
+}
+
+static void mitm_node(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct mitm *m = r->w->loop.data;
+    if (ev->kind == DDP_COORD_LOST || ev->kind == DDP_COORD_START) {
+        close_all(r->w);
+        uv_close((uv_handle_t *)&m->listener, NULL);
+        uv_close((uv_handle_t *)&m->down, NULL);
+        uv_close((uv_handle_t *)&m->up, NULL);
+    }
+}
+
+Test(coord, a_changed_message_is_rejected)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    struct mitm m;
+    memset(&m, 0, sizeof m);
+    w.loop.data = &m;
+    w.server.on_event = mitm_server;
+    int port = start_server(&w, 2);
+    uv_ip4_addr("127.0.0.1", port, &m.target);
+    /* Node 0 sends HELLO (4 + 44 bytes), WELCOME (4 + 78), then START: length, 16-byte MAC, "START 0 6 ...". */
+    m.tamper_at = (4 + 44) + (4 + 78) + 4 + 16 + strlen("START 0 ");
+    uv_tcp_init(&w.loop, &m.listener);
+    m.listener.data = &m;
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", 0, &sa);
+    cr_assert_eq(uv_tcp_bind(&m.listener, (struct sockaddr *)&sa, 0), 0);
+    cr_assert_eq(uv_listen((uv_stream_t *)&m.listener, 4, mitm_accept), 0);
+    int len = sizeof sa;
+    uv_tcp_getsockname(&m.listener, (struct sockaddr *)&sa, &len);
+    w.node[0].on_event = mitm_node;
+    start_node(&w, 0, config(1, 2, ntohs(sa.sin_port)));
+    world_run(&w);
+    cr_expect(m.tampered, "the proxy never saw the START");
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_START), 0, "the node believed a changed START");
+    const struct ddp_coord_event *lost = find(&w.node[0], DDP_COORD_LOST);
+    cr_assert_not_null(lost);
+    cr_expect(strstr(lost->reason, "failed authentication"), "%s", lost->reason);
+}
