@@ -307,6 +307,13 @@ void ddp_doctor_check_numa(struct ddp_doctor_report *r, const struct ddp_doctor_
 
         span = np > 1 ? ddp_xasprintf("NUMA nodes %s, across sockets %s", nodes, pkgs)
                       : ddp_xasprintf("NUMA nodes %s", nodes);
+        if (g->nvlink) {
+            ddp_doctor_add(r, DDP_DOCTOR_OK, "numa", NULL,
+                           "picked GPUs span %s, but every pair is joined by NVLink/XGMI: GPU traffic does not "
+                           "cross the %s link", span, np > 1 ? "socket" : "inter-node");
+            free(span);
+            goto out;
+        }
         if (g->better && g->nbetter == g->npicked)
             span_of(g, g->better, g->nbetter, &bnodes, &bn, &bpkgs, &bp, &bunk);
         if (g->better && g->nbetter == g->npicked && bn < nn) {
@@ -342,6 +349,7 @@ void ddp_doctor_check_numa(struct ddp_doctor_report *r, const struct ddp_doctor_
         free(bpkgs);
         free(span);
     }
+out:
     free(nodes);
     free(pkgs);
 }
@@ -1701,6 +1709,7 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_doctor_report
         if (ctx->nproc > 0 && ddp_place(ctx->topo, &req, &pl, &perr) == 0) {
             placed = true;
             g.reason = pl.reason;
+            g.nvlink = pl.reason && (strstr(pl.reason, ", NVLink (NV") || strstr(pl.reason, ", XGMI links"));
             if (req.want_gpus) {
                 picked = ddp_xcalloc(pl.nranks + 1, sizeof *picked);
                 for (size_t i = 0; i < pl.nranks; i++)

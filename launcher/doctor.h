@@ -70,6 +70,7 @@ struct ddp_doctor_gpus {
     const char *error;        /* why placement failed, or NULL */
     const int *better;        /* the same-numa automatic choice of nproc usable GPUs, or NULL */
     size_t nbetter;
+    bool nvlink;              /* every pair of picked GPUs is joined by NVLink/XGMI (from the placement) */
     bool nvml;                /* NVML answered (mem_used/util/users are meaningful) */
     const char *nvml_status;  /* why not, when !nvml */
 };

@@ -731,3 +731,20 @@ Test(doctor, live_machine_runs_every_check_quickly)
     ddp_topo_destroy(ctx.topo);
     ddp_spec_free(&spec);
 }
+
+Test(doctor, nvlinked_gpus_across_sockets_are_fine)
+{
+    struct ddp_doctor_gpu all[2] = {fake_gpu("0000:18:00.0", 0, 0, 81920, 0, ""),
+                                    fake_gpu("0000:b7:00.0", 1, 0, 81920, 0, "")};
+    int picked[2] = {0, 1};
+    struct ddp_doctor_gpus g = {.have_topo = true, .all = all, .nall = 2, .want_gpus = true, .nproc = 2,
+                                .nusable = 2, .picked = picked, .npicked = 2, .nvlink = true};
+    struct ddp_doctor_report r = {0};
+
+    ddp_doctor_check_numa(&r, &g);
+    expect_result(&r.v[0], DDP_DOCTOR_OK, "span NUMA nodes 0,1, across sockets 0,1, but every pair is joined by NVLink");
+    g.nvlink = false;
+    ddp_doctor_check_numa(&r, &g);
+    expect_result(&r.v[1], DDP_DOCTOR_WARN, "crosses the socket link");
+    ddp_doctor_report_free(&r);
+}
