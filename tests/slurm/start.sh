@@ -5,7 +5,8 @@
 #        tests/slurm/stop.sh DIR         kills exactly what this started.
 # Needs root and Debian's slurmctld slurmd slurm-client munge. The daemons run in a private mount namespace
 # whose /etc/hosts also names n1 and n2 (127.0.0.1), so jobs can resolve the node names; nothing on the host
-# is changed. Ports: $DDP_SLURM_PORT (slurmctld, default 16817) and the next two (slurmd n1, n2).
+# is changed. Ports: $DDP_SLURM_PORT (slurmctld) and the next two (slurmd n1, n2); without DDP_SLURM_PORT the
+# first of 16817, 16917, ... whose three ports nothing listens on.
 # Exit status: 0 when `sinfo` shows both nodes idle, 1 otherwise (with the daemons' logs on stderr), 77 when
 # root or a package is missing.
 set -eu
@@ -20,7 +21,16 @@ dir=$(cd "$dir" && pwd)
 chmod 0755 "$dir"
 mkdir -p "$dir/munge" "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
 chmod 0700 "$dir/munge"
-port=${DDP_SLURM_PORT:-16817}
+listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+if [ -n "${DDP_SLURM_PORT:-}" ]; then
+    port=$DDP_SLURM_PORT
+else
+    port=
+    for base in $(seq 16817 100 19817); do
+        listening $base || listening $((base + 1)) || listening $((base + 2)) || { port=$base; break; }
+    done
+    [ -n "$port" ] || { echo "tests/slurm/start.sh: no free port triple in 16817-19819" >&2; exit 1; }
+fi
 host=$(hostname -s)
 
 # munge: our own key, socket and daemon; the system's munged (if any) is left alone.
