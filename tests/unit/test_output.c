@@ -1,0 +1,205 @@
+/* Unit tests for output.c: framing, prefixes, partial lines, long lines, files, tail. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output.h"
+
+/* Read everything written so far to a file made by fx_init (consumes it). Caller frees. */
+static char *slurp(int fd, size_t *len)
+{
+    struct ddp_buf b = {0};
+    char chunk[65536];
+    ssize_t n;
+    lseek(fd, 0, SEEK_SET);
+    while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+        ddp_buf_add(&b, chunk, (size_t)n);
+    if (ftruncate(fd, 0) == 0) /* a console file: start it afresh (read-only log files stay) */
+        lseek(fd, 0, SEEK_SET);
+    *len = b.len;
+    return b.data ? b.data : strdup("");
+}
+
+/* The console is two temporary files (a pipe would block once full: nobody reads it during the test). */
+struct fx {
+    int out[2], err[2];
+    struct ddp_output o;
+};
+
+static int tmpfd(void)
+{
+    char path[] = "/tmp/ddp_test_console_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    unlink(path);
+    return fd;
+}
+
+static void fx_init(struct fx *f)
+{
+    f->out[0] = f->out[1] = tmpfd();
+    f->err[0] = f->err[1] = tmpfd();
+    ddp_output_init(&f->o, f->out[1], f->err[1]);
+}
+
+static void fx_free(struct fx *f)
+{
+    ddp_output_free(&f->o);
+    close(f->out[0]);
+    close(f->err[0]);
+}
+
+Test(output, lines_split_across_reads_are_whole_and_prefixed)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len;
+    fx_init(&f);
+    cr_assert_eq(ddp_stream_init(&s, 0, "[rank3]: ", true, NULL, NULL), 0);
+    ddp_stream_feed(&f.o, &s, "hel", 3);
+    ddp_stream_feed(&f.o, &s, "lo\nwor", 6);
+    ddp_stream_feed(&f.o, &s, "ld\n\nlast", 8);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.out[0], &len);
+    cr_expect_str_eq(got, "[rank3]: hello\n[rank3]: world\n[rank3]: \n");
+    free(got);
+    ddp_stream_finish(&f.o, &s);
+    ddp_stream_finish(&f.o, &s); /* idempotent */
+    ddp_output_flush(&f.o);
+    got = slurp(f.out[0], &len);
+    cr_expect_str_eq(got, "[rank3]: last\n", "the partial last line is flushed with a newline");
+    free(got);
+    cr_expect_eq(s.nlines, 4);
+    ddp_stream_free(&s);
+    fx_free(&f);
+}
+
+static void push_line(void *arg, const char *line)
+{
+    ddp_strv_push(arg, line);
+}
+
+Test(output, stderr_goes_to_fd2_and_keeps_a_tail)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len;
+    char line[64];
+    fx_init(&f);
+    cr_assert_eq(ddp_stream_init(&s, 1, "", true, NULL, NULL), 0);
+    for (int i = 0; i < DDP_OUTPUT_TAIL + 5; i++) {
+        int n = snprintf(line, sizeof(line), "e%d\n", i);
+        ddp_stream_feed(&f.o, &s, line, (size_t)n);
+    }
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.err[0], &len);
+    cr_expect(strncmp(got, "e0\ne1\n", 6) == 0);
+    free(got);
+    got = slurp(f.out[0], &len);
+    cr_expect_eq(len, 0u);
+    free(got);
+    struct ddp_strv tail = {0};
+    ddp_stream_tail(&s, push_line, &tail);
+    cr_assert_eq(tail.n, (size_t)DDP_OUTPUT_TAIL);
+    cr_expect_str_eq(tail.v[0], "e5");
+    cr_expect_str_eq(tail.v[DDP_OUTPUT_TAIL - 1], "e24");
+    ddp_strv_clear(&tail);
+    ddp_stream_free(&s);
+    fx_free(&f);
+}
+
+Test(output, one_mib_line_intact_and_files_unprefixed)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len, n = 1 << 20;
+    char path[] = "/tmp/ddp_test_output_XXXXXX";
+    int tfd = mkstemp(path);
+    cr_assert(tfd >= 0);
+    close(tfd);
+    fx_init(&f);
+    cr_assert_eq(ddp_stream_init(&s, 0, "[r]: ", true, path, NULL), 0);
+    char *big = malloc(n + 1);
+    memset(big, 'y', n);
+    big[n] = '\n';
+    for (size_t off = 0; off <= n; off += 4096) /* arrives in pipe-sized pieces */
+        ddp_stream_feed(&f.o, &s, big + off, off + 4096 <= n + 1 ? 4096 : n + 1 - off);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.out[0], &len);
+    cr_expect_eq(len, n + 6);
+    cr_expect(strncmp(got, "[r]: yyyy", 9) == 0);
+    cr_expect_eq(got[len - 1], '\n');
+    cr_expect_eq(s.nlines, 1);
+    free(got);
+    ddp_stream_free(&s);
+    int rfd = open(path, O_RDONLY);
+    got = slurp(rfd, &len);
+    close(rfd);
+    cr_expect_eq(len, n + 1, "the file gets the line without prefix");
+    cr_expect_eq(got[0], 'y');
+    free(got);
+    free(big);
+    unlink(path);
+    fx_free(&f);
+}
+
+Test(output, not_to_console_still_writes_the_file)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len;
+    char path[] = "/tmp/ddp_test_output_XXXXXX";
+    int tfd = mkstemp(path);
+    close(tfd);
+    fx_init(&f);
+    cr_assert_eq(ddp_stream_init(&s, 0, "[x]: ", false, path, NULL), 0);
+    ddp_stream_feed(&f.o, &s, "a\nb", 3);
+    ddp_stream_finish(&f.o, &s);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.out[0], &len);
+    cr_expect_eq(len, 0u);
+    free(got);
+    ddp_stream_free(&s);
+    int rfd = open(path, O_RDONLY);
+    got = slurp(rfd, &len);
+    close(rfd);
+    cr_expect_str_eq(got, "a\nb\n");
+    free(got);
+    unlink(path);
+    fx_free(&f);
+}
+
+Test(output, broken_console_is_not_fatal)
+{
+    struct ddp_output o;
+    struct ddp_stream s;
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    ddp_output_init(&o, p[1], -1);
+    cr_assert_eq(ddp_stream_init(&s, 0, "", true, NULL, NULL), 0);
+    ddp_stream_feed(&o, &s, "x\n", 2);
+    cr_expect_eq(ddp_output_flush(&o), 0);
+    cr_expect(o.broken[0]);
+    ddp_stream_feed(&o, &s, "y\n", 2);
+    ddp_output_flush(&o);
+    cr_expect_eq(s.nlines, 2);
+    ddp_stream_free(&s);
+    ddp_output_free(&o);
+    close(p[1]);
+}
+
+Test(output, file_that_cannot_be_created_is_an_error_naming_it)
+{
+    struct ddp_stream s;
+    struct ddp_err err = {0};
+    int rc = ddp_stream_init(&s, 0, "", true, "/nonexistent-dir/x/stdout.log", &err);
+    cr_expect_eq(rc, -ENOENT);
+    cr_expect(strstr(err.msg, "/nonexistent-dir/x/stdout.log") != NULL, "%s", err.msg);
+}
