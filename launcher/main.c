@@ -299,8 +299,8 @@ int main(int argc, char **argv)
     {
         struct ddp_strv warnings = { 0 };
         int rc = ddp_nccl_validate(&spec.nccl, environ, &warnings, &err);
-        for (size_t i = 0; i < warnings.n; i++)
-            ddp_warn("%s", warnings.v[i]);
+        for (size_t i = 0; i < warnings.n && cli.cmd != DDP_CMD_DOCTOR; i++)
+            ddp_warn("%s", warnings.v[i]); /* doctor prints them as its nccl-env check */
         ddp_strv_clear(&warnings);
         if (rc < 0 && !doctor) { /* doctor reports it as a failed check */
             status = spec_error(&err);
@@ -360,6 +360,10 @@ int main(int argc, char **argv)
         int usable = topo && req.want_gpus ? ddp_place_count_usable(topo, &req) : 0;
         if (usable > 0) {
             ctx.nproc = usable;
+            break;
+        }
+        if (spec.nproc_per_node.kind == DDP_NPROC_GPU && doctor) {
+            ctx.nproc = 1; /* the gpus check explains what is missing */
             break;
         }
         if (spec.nproc_per_node.kind == DDP_NPROC_GPU) {

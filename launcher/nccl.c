@@ -587,6 +587,9 @@ static int check_one(struct ctx *c, const char *repl_value)
     if (v == NULL) {
         if (!checked_name(c->name) || plugin_name(c->name))
             return 0;
+        /* Set by NVIDIA's containers to describe the bundled library, not read by NCCL. */
+        if (strcmp(c->name, "NCCL_VERSION") == 0 || strcmp(c->name, "NV_LIBNCCL_DEV_PACKAGE") == 0)
+            return 0;
         const char *dym = ddp_did_you_mean(c->name, known_names());
         if (dym)
             warn_at(c, "not a known NCCL/torch variable; NCCL ignores unknown names (did you mean %s?)", dym);
