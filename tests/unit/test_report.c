@@ -1,0 +1,99 @@
+/* Unit tests for report.c: torch's @record error files, signal names, the summary block. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+
+static char *write_tmp(const char *text)
+{
+    char *path = strdup("/tmp/ddp_test_report_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+Test(report, torch_record_error_file)
+{
+    /* as written by torch.distributed.elastic.multiprocessing.errors.record (1.13 and 2.x) */
+    char *p = write_tmp("{\"message\": {\"message\": \"RuntimeError: boom \\u00e9\", \"extraInfo\": "
+                        "{\"py_callstack\": \"Traceback (most recent call last):\\n  File \\\"t.py\\\", line 3\\n"
+                        "RuntimeError: boom\\n\", \"timestamp\": \"1795992869\"}}}");
+    char *msg, *tb;
+    long long ts;
+    cr_assert_eq(ddp_report_read_error_file(p, &msg, &tb, &ts), 0);
+    cr_expect_str_eq(msg, "RuntimeError: boom \xc3\xa9");
+    cr_expect(strstr(tb, "line 3\nRuntimeError: boom") != NULL, "%s", tb);
+    cr_expect_eq(ts, 1795992869LL);
+    free(msg);
+    free(tb);
+    unlink(p);
+    free(p);
+}
+
+Test(report, plain_message_and_bad_files)
+{
+    char *p = write_tmp("{\"other\": [1, 2, {\"x\": null}], \"message\": \"plain text\"}");
+    char *msg, *tb;
+    long long ts;
+    cr_assert_eq(ddp_report_read_error_file(p, &msg, &tb, &ts), 0);
+    cr_expect_str_eq(msg, "plain text");
+    cr_expect_null(tb);
+    free(msg);
+    unlink(p);
+    free(p);
+    cr_expect_eq(ddp_report_read_error_file("/nonexistent/error.json", &msg, &tb, &ts), -ENOENT);
+    p = write_tmp("{\"message\": ");
+    cr_expect_eq(ddp_report_read_error_file(p, &msg, &tb, &ts), -EINVAL);
+    unlink(p);
+    free(p);
+    p = write_tmp("");
+    cr_expect_eq(ddp_report_read_error_file(p, &msg, &tb, &ts), -EINVAL);
+    unlink(p);
+    free(p);
+}
+
+Test(report, signal_names)
+{
+    cr_expect_str_eq(ddp_report_signame(SIGSEGV), "SIGSEGV");
+    cr_expect_str_eq(ddp_report_signame(SIGUSR1), "SIGUSR1");
+    cr_expect_eq(ddp_report_signum("SIGUSR1"), SIGUSR1);
+    cr_expect_eq(ddp_report_signum("usr2"), SIGUSR2);
+    cr_expect_eq(ddp_report_signum("15"), SIGTERM);
+    cr_expect_eq(ddp_report_signum("SIGNOPE"), -1);
+}
+
+Test(report, summary_root_cause_first_with_error_file)
+{
+    char *ef = write_tmp("{\"message\": {\"message\": \"ValueError: bad lr\", \"extraInfo\": {\"py_callstack\": "
+                         "\"Traceback\\nValueError: bad lr\", \"timestamp\": \"1\"}}}");
+    const char *tail[] = {"line one", "line two"};
+    struct ddp_report_entry root = {.rank = 2, .local_rank = 2, .host = "node7", .pid = 4242, .exit_code = 1,
+                                    .error_file = ef, .class_name = "exit-1", .hint = "read the traceback"};
+    struct ddp_report_entry other = {.rank = 3, .local_rank = 3, .host = "node7", .pid = 4243, .signo = SIGSEGV,
+                                     .tail = tail, .ntail = 2};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ddp_report_print(f, "train.py FAILED", &root, &other, 1);
+    fclose(f);
+    char *rc = strstr(buf, "Root Cause (first observed failure):");
+    cr_assert_not_null(rc, "%s", buf);
+    cr_expect(strstr(rc, "rank      : 2 (local_rank: 2)") != NULL, "%s", buf);
+    cr_expect(strstr(rc, "exitcode  : 1 (pid: 4242)") != NULL, "%s", buf);
+    cr_expect(strstr(rc, "message   : ValueError: bad lr") != NULL, "%s", buf);
+    cr_expect(strstr(rc, "host      : node7") != NULL, "%s", buf);
+    char *fails = strstr(buf, "Failures:");
+    cr_assert_not_null(fails);
+    cr_expect(strstr(fails, "exitcode  : -11 (pid: 4243) SIGSEGV") < rc, "%s", buf);
+    cr_expect(strstr(fails, "    line two") < rc, "%s", buf);
+    free(buf);
+    unlink(ef);
+    free(ef);
+}
