@@ -7,7 +7,8 @@
  *   node 0 -> node: "DDPC1 WELCOME <hex HMAC(secret, "welcome\n" ...same...)>"  or  "DDPC1 DENIED <why>"
  * Then session key = HMAC(secret, "session\n" snonce "\n" cnonce), and every body is a 16-byte MAC
  * (HMAC(key, direction 'S'|'C', 8-byte sequence number, text), truncated) followed by the text:
- *   node 0 -> node: "PING", "START attempt world port nproc rank_base", "STOP attempt why", "EXIT status"
+ *   node 0 -> node: "PING", "START attempt world group_world port nproc rank_base group_rank", "STOP attempt why",
+ *                   "EXIT status"
  *   node -> node 0: "PONG", "REPORT attempt status why"
  * A bad MAC, a bad frame or an unknown message closes the connection. */
 #include "coord.h"
@@ -544,7 +545,7 @@ static int on_frame(struct conn *k, uint8_t *body, size_t len)
         break;
     }
 
-    int a, b, p, q, r, n = 0;
+    int a, b, g, p, q, r, gr, n = 0;
     struct ddp_coord_event ev = { .node = k->node };
     if (c->server) {
         if (strcmp(text, "PONG") == 0)
@@ -561,13 +562,15 @@ static int on_frame(struct conn *k, uint8_t *body, size_t len)
             conn_send(k, "PONG");
             return 0;
         }
-        if (sscanf(text, "START %d %d %d %d %d%n", &a, &b, &p, &q, &r, &n) == 5 && text[n] == '\0') {
+        if (sscanf(text, "START %d %d %d %d %d %d %d%n", &a, &b, &g, &p, &q, &r, &gr, &n) == 7 && text[n] == '\0') {
             ev.kind = DDP_COORD_START;
             ev.attempt = a;
             ev.world_size = b;
+            ev.group_world_size = g;
             ev.master_port = p;
             ev.nproc = q;
             ev.rank_base = r;
+            ev.group_rank = gr;
             return emit(c, &ev);
         }
         if (sscanf(text, "STOP %d%n", &a, &n) == 1 && (text[n] == '\0' || text[n] == ' ')) {
@@ -886,23 +889,86 @@ bool ddp_coord_node_joined(const struct ddp_coord *c, int node)
     return node_conn(c, node) != NULL;
 }
 
-int ddp_coord_send_start(struct ddp_coord *c, int attempt, int world_size, int master_port, int nproc_all,
-                         const int *nproc, const int *rank_base)
+int ddp_coord_send_start(struct ddp_coord *c, int attempt, int world_size, int group_world_size, int master_port,
+                         const struct ddp_coord_assign *assign)
 {
     if (!c->server)
         return -EINVAL;
     int sent = 0;
     for (struct conn *k = c->conns; k; k = k->next) {
-        if (k->closing || k->state != ST_AUTHED)
+        if (k->closing || k->state != ST_AUTHED || k->node >= c->cfg.nnodes)
             continue;
-        int np = nproc ? nproc[k->node] : nproc_all;
-        int base = rank_base ? rank_base[k->node] : k->node * nproc_all;
-        char msg[128];
-        snprintf(msg, sizeof msg, "START %d %d %d %d %d", attempt, world_size, master_port, np, base);
+        const struct ddp_coord_assign *a = &assign[k->node];
+        if (a->nproc <= 0)
+            continue;
+        char msg[160];
+        snprintf(msg, sizeof msg, "START %d %d %d %d %d %d %d", attempt, world_size, group_world_size,
+                 master_port, a->nproc, a->rank_base, a->group_rank);
         conn_send(k, msg);
         sent++;
     }
     return sent;
+}
+
+int ddp_coord_layout(int nnodes, const bool *up, const int *nproc, int min_nodes, struct ddp_coord_assign *assign,
+                     int *world_size)
+{
+    int nodes = 0, ranks = 0;
+    for (int i = 0; i < nnodes; i++) {
+        bool in = up[i] && nproc[i] > 0;
+        assign[i] = (struct ddp_coord_assign){ in ? nproc[i] : 0, in ? ranks : 0, in ? nodes : 0 };
+        if (in) {
+            ranks += nproc[i];
+            nodes++;
+        }
+    }
+    if (nnodes < 1 || assign[0].nproc == 0 || nodes < min_nodes)
+        return -ENODEV;
+    *world_size = ranks;
+    return nodes;
+}
+
+void ddp_coord_round_begin(struct ddp_coord_round *r, int nnodes, int attempt, const struct ddp_coord_assign *assign)
+{
+    if (!r->state || r->nnodes != nnodes) {
+        free(r->state);
+        r->state = ddp_xcalloc((size_t)nnodes, 1);
+    }
+    r->nnodes = nnodes;
+    r->attempt = attempt;
+    r->running = 0;
+    r->failed_node = -1;
+    r->failed_status = 0;
+    r->failed_reason[0] = '\0';
+    for (int i = 0; i < nnodes; i++) {
+        r->state[i] = assign[i].nproc > 0 ? 1 : 0;
+        r->running += r->state[i];
+    }
+}
+
+bool ddp_coord_round_end(struct ddp_coord_round *r, int attempt, int node, int status, const char *reason)
+{
+    if (attempt != r->attempt || node < 0 || node >= r->nnodes || r->state[node] != 1)
+        return false;
+    r->running--;
+    r->state[node] = status == 0 ? 2 : 3;
+    if (status == 0 || r->failed_node >= 0)
+        return false;
+    r->failed_node = node;
+    r->failed_status = status;
+    snprintf(r->failed_reason, sizeof r->failed_reason, "%s", reason ? reason : "");
+    return true;
+}
+
+bool ddp_coord_round_done(const struct ddp_coord_round *r)
+{
+    return r->state && r->running == 0;
+}
+
+void ddp_coord_round_free(struct ddp_coord_round *r)
+{
+    free(r->state);
+    memset(r, 0, sizeof *r);
 }
 
 /* Printable, single-line copy of a reason. */

@@ -105,6 +105,15 @@ static void close_rec(struct rec *r)
         ddp_coord_close(r->c, on_closed, r);
         r->c = NULL;
     }
+    /* Everything closed: the guard timer need not keep the loop alive. */
+    struct world *w = r->w;
+    if (!w || w->server.c)
+        return;
+    for (int i = 0; i < 4; i++)
+        if (w->node[i].c)
+            return;
+    if (!uv_is_closing((uv_handle_t *)&w->guard))
+        uv_close((uv_handle_t *)&w->guard, NULL);
 }
 
 static void close_all(struct world *w)
@@ -167,33 +176,59 @@ static void world_run(struct world *w)
     cr_expect_eq(uv_loop_close(&w->loop), 0, "handles left open");
 }
 
-/* The whole life of a job: two nodes join, attempt 0 starts everywhere, one node fails, node 0 stops the
- * attempt everywhere, attempt 1 starts with the same number on every node, both succeed, exit 0. */
+/* The whole life of a job, node 0 deciding with ddp_coord_layout/round: two nodes join, attempt 0 starts
+ * everywhere (3 nodes x 2), node 2 fails, node 0 stops the attempt everywhere, every node ends it, attempt 1
+ * starts with the same number on every node and 2+1+1 workers, all succeed, exit 0. */
+static struct ddp_coord_round round0;
+static int decided_after_attempt0_failed_node = -2;
+
+static void start_attempt(struct rec *r, int attempt, const int *nproc)
+{
+    bool up[3] = { true, true, true };
+    struct ddp_coord_assign as[3];
+    int world;
+    cr_assert_eq(ddp_coord_layout(3, up, nproc, 1, as, &world), 3);
+    ddp_coord_round_begin(&round0, 3, attempt, as);
+    cr_expect_eq(ddp_coord_send_start(r->c, attempt, world, 3, 29500 + attempt, as), 2);
+    if (attempt == 1) /* node 0's own workers: they succeed at once */
+        ddp_coord_round_end(&round0, 1, 0, 0, "");
+}
+
 static void server_script(struct rec *r, const struct ddp_coord_event *ev)
 {
-    struct world *w = r->w;
-    if (ev->kind == DDP_COORD_JOINED && ddp_coord_joined(r->c) == 2)
-        cr_expect_eq(ddp_coord_send_start(r->c, 0, 6, 29500, 2, NULL, NULL), 2);
-    if (ev->kind == DDP_COORD_REPORT) {
-        w->reports++;
-        if (ev->attempt == 0 && ev->status != 0) {
-            cr_expect_eq(ddp_coord_send_stop(r->c, 0, "node 2 failed:\nrank 5 exited with 1"), 2);
-            int nproc[3] = { 2, 1, 1 }, base[3] = { 0, 2, 3 };
-            cr_expect_eq(ddp_coord_send_start(r->c, 1, 4, 29501, 0, nproc, base), 2);
-        }
-        if (ev->attempt == 1 && w->reports == 3) {
-            cr_expect_eq(ddp_coord_send_exit(r->c, 0), 2);
-            close_rec(r);
-        }
+    if (ev->kind == DDP_COORD_JOINED && ddp_coord_joined(r->c) == 2) {
+        int nproc[3] = { 2, 2, 2 };
+        start_attempt(r, 0, nproc);
+    }
+    if (ev->kind != DDP_COORD_REPORT)
+        return;
+    if (ddp_coord_round_end(&round0, ev->attempt, ev->node, ev->status, ev->reason)) {
+        char why[600];
+        snprintf(why, sizeof why, "node %d failed:\n%s", ev->node, ev->reason);
+        cr_expect_eq(ddp_coord_send_stop(r->c, ev->attempt, why), 2);
+        ddp_coord_round_end(&round0, ev->attempt, 0, 143, "stopped"); /* node 0 stops its own workers */
+    }
+    if (!ddp_coord_round_done(&round0))
+        return;
+    if (round0.attempt == 0) {
+        decided_after_attempt0_failed_node = round0.failed_node;
+        int nproc[3] = { 2, 1, 1 };
+        start_attempt(r, 1, nproc);
+    } else {
+        cr_expect_eq(round0.failed_node, -1);
+        cr_expect_eq(ddp_coord_send_exit(r->c, 0), 2);
+        close_rec(r);
     }
 }
 
 static void node_script(struct rec *r, const struct ddp_coord_event *ev)
 {
-    if (ev->kind == DDP_COORD_START) {
-        int fail = ev->attempt == 0 && r->node == 2;
-        cr_expect_eq(ddp_coord_report(r->c, ev->attempt, fail ? 1 : 0, fail ? "rank 5 exited with 1" : "ok"), 0);
-    }
+    if (ev->kind == DDP_COORD_START && ev->attempt == 0 && r->node == 2)
+        cr_expect_eq(ddp_coord_report(r->c, 0, 1, "rank 5 exited with 1"), 0);
+    if (ev->kind == DDP_COORD_STOP)
+        cr_expect_eq(ddp_coord_report(r->c, ev->attempt, 143, "stopped by node 0"), 0);
+    if (ev->kind == DDP_COORD_START && ev->attempt == 1)
+        cr_expect_eq(ddp_coord_report(r->c, 1, 0, "ok"), 0);
     if (ev->kind == DDP_COORD_EXIT)
         close_rec(r);
 }
@@ -211,8 +246,9 @@ Test(coord, join_start_stop_report_exit)
     }
     world_run(&w);
     cr_expect(w.server.closed && w.node[0].closed && w.node[1].closed);
+    cr_expect_eq(decided_after_attempt0_failed_node, 2, "the root cause is node 2");
     cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 2);
-    cr_expect_eq(count(&w.server, DDP_COORD_REPORT), 3);
+    cr_expect_eq(count(&w.server, DDP_COORD_REPORT), 5); /* node 2 reports its failure, then the STOP */
     cr_expect_eq(count(&w.server, DDP_COORD_LOST), 0, "a node that exits after EXIT is not lost");
     for (int i = 0; i < 2; i++) {
         const struct rec *n = &w.node[i];
@@ -223,14 +259,16 @@ Test(coord, join_start_stop_report_exit)
         cr_assert_not_null(s);
         cr_expect_eq(s->attempt, 0);
         cr_expect_eq(s->world_size, 6);
+        cr_expect_eq(s->group_world_size, 3);
         cr_expect_eq(s->master_port, 29500);
         cr_expect_eq(s->nproc, 2);
         cr_expect_eq(s->rank_base, 2 * (i + 1));
+        cr_expect_eq(s->group_rank, i + 1);
         const struct ddp_coord_event *st = find(n, DDP_COORD_STOP);
         cr_assert_not_null(st);
         cr_expect_eq(st->attempt, 0);
         cr_expect_str_eq(st->reason, "node 2 failed: rank 5 exited with 1");
-        /* The restart: same attempt number and world size on every node, per-node sizes. */
+        /* The restart: the same attempt number and world size on every node, per-node sizes. */
         const struct ddp_coord_event *s1 = NULL;
         for (int k = 0; k < n->n; k++)
             if (n->ev[k].kind == DDP_COORD_START && n->ev[k].attempt == 1)
@@ -245,11 +283,51 @@ Test(coord, join_start_stop_report_exit)
     }
     const struct ddp_coord_event *bad = NULL;
     for (int k = 0; k < w.server.n; k++)
-        if (w.server.ev[k].kind == DDP_COORD_REPORT && w.server.ev[k].status != 0)
+        if (w.server.ev[k].kind == DDP_COORD_REPORT && w.server.ev[k].status == 1)
             bad = &w.server.ev[k];
     cr_assert_not_null(bad);
     cr_expect_eq(bad->node, 2);
     cr_expect_str_eq(bad->reason, "rank 5 exited with 1");
+    ddp_coord_round_free(&round0);
+}
+
+Test(coord, layout_over_the_nodes_that_are_up)
+{
+    bool up[4] = { true, true, false, true };
+    int nproc[4] = { 4, 2, 4, 4 };
+    struct ddp_coord_assign as[4];
+    int world = -1;
+    cr_assert_eq(ddp_coord_layout(4, up, nproc, 2, as, &world), 3);
+    cr_expect_eq(world, 10);
+    cr_expect_eq(as[0].rank_base, 0);
+    cr_expect_eq(as[1].rank_base, 4);
+    cr_expect_eq(as[1].group_rank, 1);
+    cr_expect_eq(as[2].nproc, 0, "a node that is down takes no part");
+    cr_expect_eq(as[3].rank_base, 6);
+    cr_expect_eq(as[3].group_rank, 2, "group ranks stay consecutive");
+    /* nnodes 4:4 cannot go on with 3; node 0 down cannot go on at all. */
+    cr_expect_eq(ddp_coord_layout(4, up, nproc, 4, as, &world), -ENODEV);
+    up[0] = false;
+    cr_expect_eq(ddp_coord_layout(4, up, nproc, 1, as, &world), -ENODEV);
+}
+
+Test(coord, round_takes_the_first_failure_once)
+{
+    struct ddp_coord_round r = { 0 };
+    struct ddp_coord_assign as[3] = { { 1, 0, 0 }, { 1, 1, 1 }, { 0, 0, 0 } };
+    ddp_coord_round_begin(&r, 3, 5, as);
+    cr_expect_not(ddp_coord_round_done(&r));
+    cr_expect_not(ddp_coord_round_end(&r, 4, 1, 1, "old attempt"), "another attempt's report is ignored");
+    cr_expect_not(ddp_coord_round_end(&r, 5, 2, 1, "not in it"), "a node that takes no part is ignored");
+    cr_expect(ddp_coord_round_end(&r, 5, 1, 9, "node 1 lost: connection closed"));
+    cr_expect_not(ddp_coord_round_end(&r, 5, 1, 9, "again"), "a second report of a node is ignored");
+    cr_expect_not(ddp_coord_round_done(&r));
+    cr_expect_not(ddp_coord_round_end(&r, 5, 0, 143, "stopped"), "only the first failure is the root cause");
+    cr_expect(ddp_coord_round_done(&r));
+    cr_expect_eq(r.failed_node, 1);
+    cr_expect_eq(r.failed_status, 9);
+    cr_expect_str_eq(r.failed_reason, "node 1 lost: connection closed");
+    ddp_coord_round_free(&r);
 }
 
 static void close_on_lost(struct rec *r, const struct ddp_coord_event *ev)
@@ -507,6 +585,8 @@ static void server_leaves(struct rec *r, const struct ddp_coord_event *ev)
 {
     if (ev->kind == DDP_COORD_JOINED)
         close_rec(&r->w->server);
+    if (ev->kind == DDP_COORD_LOST)
+        close_all(r->w);
 }
 
 Test(coord, nodes_notice_when_node0_goes)
@@ -516,10 +596,9 @@ Test(coord, nodes_notice_when_node0_goes)
     int port = start_server(&w, 2);
     w.node[0].on_event = server_leaves;
     start_node(&w, 0, config(1, 2, port));
-    uv_run(&w.loop, UV_RUN_DEFAULT);
-    /* The node's LOST closed nothing by itself: close it, then the loop ends. */
-    close_all(&w);
+    long long t0 = ddp_now_ms();
     world_run(&w);
+    cr_expect_lt(ddp_now_ms() - t0, 1000, "node 0's departure took long to notice");
     const struct ddp_coord_event *lost = find(&w.node[0], DDP_COORD_LOST);
     cr_assert_not_null(lost);
     cr_expect(strstr(lost->reason, "lost node 0 at 127.0.0.1"), "%s", lost->reason);
@@ -754,8 +833,9 @@ static void mitm_accept(uv_stream_t *s, int status)
 
 static void mitm_server(struct rec *r, const struct ddp_coord_event *ev)
 {
+    struct ddp_coord_assign as[2] = { { 3, 0, 0 }, { 3, 3, 1 } };
     if (ev->kind == DDP_COORD_JOINED)
-        ddp_coord_send_start(r->c, 0, 6, 29500, 2, NULL, NULL);
+        ddp_coord_send_start(r->c, 0, 6, 2, 29500, as);
 }
 
 static void mitm_node(struct rec *r, const struct ddp_coord_event *ev)
