@@ -55,6 +55,13 @@ ports=$(grep -o 'MASTER_PORT=[0-9]*' "$TMP/ranks" | sort -u)
 expect_eq "one MASTER_PORT for all ranks" "$(echo "$ports" | wc -l)" 1
 echo "srun: 4 ranks on n1,n2, MASTER_ADDR=n1 $ports"
 
+# 1b. ddplaunch in the batch step of a two-node job (no srun): one node only, SLURM_PROCID/NODEID are not ranks,
+#     and a warning says how to use both nodes.
+timeout 180 sbatch -W -N2 -o "$TMP/batch.out" --wrap "'$DDP' --nproc-per-node 2 '$TMP/ranks.py'" >/dev/null 2>&1 ||
+    { cat "$TMP/batch.out"; fail "ddplaunch in a batch step failed"; }
+expect_grep 'warning: running in the batch step of Slurm job [0-9]+, on n1 only of its 2 nodes \(n\[1-2\]\).*srun --ntasks=2 --ntasks-per-node=1' "$TMP/batch.out"
+expect_eq "ranks in the batch step" "$(grep -c 'RANKINFO.* WORLD_SIZE=2 GROUP_WORLD_SIZE=1 .*MASTER_ADDR=127.0.0.1 .*sum=3 want=3' "$TMP/batch.out")" 2
+
 # 2. The example sbatch script as it is (only the binary, the worker count and the CPUs differ from a real
 #    cluster): same model as one node with 4 workers.
 PYTHONUNBUFFERED=1 "$DDP" --nproc-per-node 4 examples/train_ddp.py --steps 5 >"$TMP/ref.out" 2>&1 ||
