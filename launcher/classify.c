@@ -26,6 +26,9 @@ static const struct pattern patterns[] = {
      * "ProcessGroupNCCL's watchdog got stuck for 600 seconds without making progress ..." */
     {"Heartbeat monitor timed out", NULL, DDP_CLASS_NCCL_TIMEOUT, false},
     {"watchdog got stuck for", NULL, DDP_CLASS_NCCL_TIMEOUT, false},
+    /* torch 2.x, on the ranks that did not time out themselves (seen on H200s, torch 2.11): "[PG ID 0 PG GUID
+     * 0(default_pg) Rank 1] Received a dump signal due to a collective timeout from  rank 0 and we will ..." */
+    {"dump signal due to a collective timeout", NULL, DDP_CLASS_NCCL_TIMEOUT, false},
     /* gloo (libgloo unbound_buffer.cc): "Timed out waiting 3000ms for recv operation to complete" */
     {"Timed out waiting ", " operation to complete", DDP_CLASS_NCCL_TIMEOUT, false},
     /* torch 1.13 monitored_barrier: "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms" */

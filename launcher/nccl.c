@@ -231,9 +231,9 @@ static const struct var vars[] = {
     {"TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", K_INT, 0, BIG, NULL, NULL},
     {"TORCH_NCCL_COORD_CHECK_MILSEC", K_INT, 1, BIG, NULL, NULL},
     {"TORCH_NCCL_DUMP_ON_TIMEOUT", K_TORCH_BOOL, 0, 0, NULL, NULL},
-    {"TORCH_NCCL_TRACE_BUFFER_SIZE", K_INT, 0, BIG, NULL, NULL},
+    {"TORCH_NCCL_TRACE_BUFFER_SIZE", K_DEPRECATED, 0, 0, NULL, "TORCH_FR_BUFFER_SIZE"},
     {"TORCH_NCCL_TRACE_CPP_STACK", K_TORCH_BOOL, 0, 0, NULL, NULL},
-    {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", K_ANY, 0, 0, NULL, NULL},
+    {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", K_DEPRECATED, 0, 0, NULL, "TORCH_FR_DUMP_TEMP_FILE"},
     {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", K_ANY, 0, 0, NULL, NULL},
     {"TORCH_NCCL_HIGH_PRIORITY", K_TORCH_BOOL, 0, 0, NULL, NULL},
     {"TORCH_NCCL_USE_COMM_NONBLOCKING", K_TORCH_BOOL, 0, 0, NULL, NULL},
@@ -610,11 +610,14 @@ static int check_one(struct ctx *c, const char *repl_value)
     case K_DEPRECATED: {
         const struct var *nv = var_find(v->repl);
         bool torch = strncmp(v->repl, "TORCH_", 6) == 0;
+        bool fr = strncmp(v->repl, "TORCH_FR_", 9) == 0;
         if (repl_value == NULL)
             warn_at(c, "deprecated name of %s%s", v->repl,
-                    torch ? " (torch >= 2.2 reads the new name first; torch 1.13 reads only this one: set both "
-                            "for mixed versions)"
-                          : "");
+                    fr ? " (torch 2.11 warns about this name; torch before the TORCH_FR_* names reads only this "
+                         "one: set both for mixed versions)"
+                    : torch ? " (torch >= 2.2 reads the new name first; torch 1.13 reads only this one: set both "
+                              "for mixed versions)"
+                            : "");
         else if (strcmp(repl_value, c->value) != 0)
             warn_at(c, "%s is also set, to %s: torch >= 2.2 uses that one, older versions use this one", v->repl,
                     repl_value);

@@ -178,6 +178,9 @@ Test(nccl, deprecated_names)
     ddp_strv_clear(&f.warn);
     cr_expect_eq(ddp_nccl_validate(NULL, envp, &f.warn, &f.err), 0);
     cr_expect(any_warning(&f, "torch >= 2.2 uses that one"));
+    cr_expect_eq(one(&f, "TORCH_NCCL_TRACE_BUFFER_SIZE", "2000"), 0);
+    cr_expect(any_warning(&f, "deprecated name of TORCH_FR_BUFFER_SIZE (torch 2.11 warns"));
+    cr_expect_eq(one(&f, "TORCH_NCCL_TRACE_BUFFER_SIZE", "lots"), -EINVAL);
     cr_expect_eq(one(&f, "NCCL_MAX_NRINGS", "4"), 0);
     cr_expect(any_warning(&f, "NCCL_MAX_NCHANNELS"));
     fx_free(&f);
