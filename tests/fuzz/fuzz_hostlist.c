@@ -1,7 +1,7 @@
 /* libFuzzer harness for launcher/hostlist: any input must expand without a crash, leak or runaway
  * allocation, and whatever expands must compress back into an expression that expands to the same list.
- * Build: clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Ilauncher \
- *        tests/fuzz/fuzz_hostlist.c launcher/hostlist.c launcher/util.c -o build/fuzz/fuzz_hostlist */
+ * Run: tests/fuzz/run.sh SECONDS hostlist (make fuzz). Built as
+ *   clang -fsanitize=fuzzer,address,undefined -Ilauncher tests/fuzz/fuzz_hostlist.c launcher/hostlist.c launcher/util.c */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
