@@ -325,6 +325,27 @@ static void drain_report(struct sup *s, struct wrk *k)
 
 static void on_grace(uv_timer_t *t);
 
+/* Read what is already waiting in a worker's stdout/stderr pipes, so that its last lines (a traceback, a
+ * recognised error message) are forwarded, classified and in the summary's tail before its ending is judged. */
+static void drain_output(struct sup *s, struct wrk *k)
+{
+    uv_pipe_t *pipes[2] = {&k->out, &k->err};
+    struct ddp_stream *streams[2] = {&k->s_out, &k->s_err};
+    bool eof[2] = {k->out_eof, k->err_eof};
+    for (int i = 0; i < 2; i++) {
+        uv_os_fd_t fd;
+        if (eof[i] || uv_is_closing((uv_handle_t *)pipes[i]) || uv_fileno((uv_handle_t *)pipes[i], &fd) != 0)
+            continue;
+        for (int rounds = 0; rounds < 64; rounds++) { /* bounded: a flooding grandchild cannot keep us here */
+            ssize_t n = read(fd, s->readbuf, sizeof(s->readbuf));
+            if (n <= 0)
+                break; /* EAGAIN, or EOF: the loop's own read will see it */
+            ddp_stream_feed(&s->out, streams[i], s->readbuf, (size_t)n);
+        }
+    }
+    ddp_output_flush(&s->out);
+}
+
 static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
 {
     struct wrk *k = p->data;
@@ -337,6 +358,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     k->status = term_signal ? 128 + term_signal : (int)exit_status;
     r->nexited++;
     drain_report(s, k);
+    drain_output(s, k);
     close_handle(k, (uv_handle_t *)p);
     /* Processes the worker left in its group: ask them to go. */
     if (k->pgid > 0 && kill(-k->pgid, 0) == 0)
