@@ -247,7 +247,7 @@ int main(int argc, char **argv)
     struct ddp_slurm slurm = { 0 };
     struct ddp_port_resv *port_resv = NULL;
     struct ddp_lease *gpu_lease = NULL;
-    char *run_id = NULL, *exe = NULL, *run_dir = NULL;
+    char *run_id = NULL, *exe = NULL, *run_dir = NULL, *timer_path = NULL;
     ddp_spec_init(&spec);
 
     if (load_site(&spec, &cli, &err) < 0 ||
@@ -484,6 +484,10 @@ int main(int argc, char **argv)
     if (cli.cmd != DDP_CMD_PLAN) {
         run_dir = make_run_dir();
         ctx.run_dir = run_dir;
+    if (spec.timer_file && run_dir) {
+        timer_path = ddp_xasprintf("%s/timer", run_dir); /* the FIFO torch's FileTimerClient writes to */
+        ctx.timer_file = timer_path;
+    }
     }
     /* Attempt 0 as `plan` shows it, also before a run: what it rejects ([env] ${VAR} not set, too few
      * GPUs) is a usage error, exit 2, before anything starts. */
@@ -515,6 +519,7 @@ out:
     free(run_id);
     free(exe);
     free(run_dir);
+    free(timer_path);
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
     return status;
