@@ -273,7 +273,9 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
     fprintf(f, "  %-10s: %s\n", "time", when);
     fprintf(f, "  %-10s: %s\n", "host", e->host ? e->host : "-");
     fprintf(f, "  %-10s: %d (local_rank: %d)\n", "rank", e->rank, e->local_rank);
-    if (e->signo)
+    if (e->running)
+        fprintf(f, "  %-10s: - (pid: %d) still running when the launcher stopped waiting\n", "exitcode", e->pid);
+    else if (e->signo)
         fprintf(f, "  %-10s: -%d (pid: %d) %s\n", "exitcode", e->signo, e->pid, ddp_report_signame(e->signo));
     else
         fprintf(f, "  %-10s: %d (pid: %d)\n", "exitcode", e->exit_code, e->pid);

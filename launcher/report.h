@@ -4,6 +4,7 @@
 #ifndef DDP_REPORT_H
 #define DDP_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@ struct ddp_report_entry {
     int pid;
     int exit_code;          /* when signo == 0 */
     int signo;              /* death by this signal, or 0 */
+    bool running;           /* it had not exited when the launcher gave up on it (exit_code/signo unknown) */
     time_t when;            /* wall clock of the ending */
     const char *error_file; /* TORCHELASTIC_ERROR_FILE path, or NULL */
     const char *class_name; /* "nccl-timeout", "exit-3", ...; NULL = none */

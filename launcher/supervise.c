@@ -70,6 +70,7 @@ struct ended {
     char *error_file, *class_name, *class_line, *hint, *reason;
     struct ddp_strv tail;
     bool set;
+    bool exited; /* false: recorded while it still ran (a timeout); updated when it exits */
 };
 
 struct sup {
@@ -156,6 +157,7 @@ static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, co
     e->pid = k->pid;
     e->status = k->status;
     e->signo = k->signo;
+    e->exited = k->exited;
     e->attempt = k->run->plan.attempt;
     e->when = k->exited ? k->end_wall : time(NULL);
     e->error_file = ef ? ddp_xstrdup(ef) : NULL;
@@ -359,6 +361,13 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     r->nexited++;
     drain_report(s, k);
     drain_output(s, k);
+    if (s->root.set && !s->root.exited && r == s->cur && s->root.rank == k->w->rank &&
+        s->root.attempt == r->plan.attempt) {
+        /* the root cause was recorded at a timeout while it ran: now we know how it ended */
+        char *reason = s->root.reason ? ddp_xstrdup(s->root.reason) : NULL;
+        record_ended(s, &s->root, k, reason);
+        free(reason);
+    }
     close_handle(k, (uv_handle_t *)p);
     /* Processes the worker left in its group: ask them to go. */
     if (k->pgid > 0 && kill(-k->pgid, 0) == 0)
@@ -985,6 +994,7 @@ static void print_summary(struct sup *s, int status)
     root.exit_code = s->root.status;
     root.signo = s->root.signo;
     root.when = s->root.when;
+    root.running = !s->root.exited;
     root.error_file = s->root.error_file;
     root.class_name = s->root.class_name;
     root.class_line = s->root.class_line;
@@ -999,7 +1009,7 @@ static void print_summary(struct sup *s, int status)
             .rank = e->rank, .local_rank = e->local_rank, .host = s->ctx->hostname, .pid = e->pid,
             .exit_code = e->status, .signo = e->signo, .when = e->when, .error_file = e->error_file,
             .class_name = e->class_name, .class_line = e->class_line, .hint = e->hint, .reason = e->reason,
-            .tail = (const char *const *)e->tail.v, .ntail = e->tail.n};
+            .tail = (const char *const *)e->tail.v, .ntail = e->tail.n, .running = !e->exited};
     }
     ddp_output_flush(&s->out);
     fflush(stdout);
