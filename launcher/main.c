@@ -61,6 +61,8 @@ static char *make_run_id(const struct ddp_spec *spec)
     const char *slurm = getenv("SLURM_JOB_ID");
     if (slurm && *slurm && spec->slurm_enabled != DDP_NO)
         return ddp_xasprintf("slurm-%s", slurm);
+    if (spec->nnodes.max > 1)
+        return ddp_xstrdup("none"); /* as torchrun: the same on every node without anything to agree on */
     unsigned char raw[6] = { 0 };
     FILE *f = fopen("/dev/urandom", "re");
     if (!f || fread(raw, 1, sizeof raw, f) != sizeof raw) {
