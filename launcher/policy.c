@@ -190,7 +190,8 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
         if (p->no_restart || p->stop_fatal || p->on_failure == DDP_ONFAIL_FAIL || left <= 0) {
             a = exit_with(p, p->stop_status);
             snprintf(a.why, sizeof(a.why), "%s",
-                     p->no_restart ? "stopped by a signal: not restarting"
+                     p->no_restart && p->max_restarts > 0 ? "stopped by a signal: not restarting"
+                     : p->no_restart ? ""
                      : p->stop_fatal && p->max_restarts > 0 ? "the program could not be started: not restarting"
                      : p->stop_fatal ? ""
                      : p->on_failure == DDP_ONFAIL_FAIL && p->max_restarts > 0 ? "on_failure = fail: not restarting"

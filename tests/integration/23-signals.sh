@@ -47,6 +47,7 @@ expect_eq "status after SIGUSR1 forwarded" "$?" 138
 expect_grep 'got SIGUSR1: forwarding it to 2 workers' "$TMP/err"
 
 # A signal during the start: 16 workers, SIGTERM right away; nothing is left.
+mkdir -p "$TMP/d"
 "$DDP" --no-python --nproc-per-node 16 "$HELPERS/hang" 3600 "$TMP/d" >"$TMP/out" 2>"$TMP/err" &
 L=$!
 sleep 0.02
