@@ -125,7 +125,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "timeout", "timer_file", DDP_T_BOOL, OFF(timer_file), "no", NULL, 0, 0,
       "serve torch's file-based watchdog (TORCHELASTIC_TIMER_FILE)" },
     { "nccl", "preset", DDP_T_STR, OFF(nccl_preset), NULL, NULL, 0, 0,
-      "a set of NCCL/torch variables: debug or robust" },
+      "a set of NCCL/torch variables: debug, robust or none" },
     { "slurm", "enabled", DDP_T_TRISTATE, OFF(slurm_enabled), "auto", tristate_names, 0, 0,
       "take nodes, ranks, address and GPUs from Slurm: auto (inside srun), yes or no" },
 };
