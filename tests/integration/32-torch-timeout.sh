@@ -9,7 +9,7 @@ TRAIN=$DDP_SRCDIR/examples/train_ddp.py
 [ -f "$TRAIN" ] || skip "examples/train_ddp.py is missing"
 
 "$DDP" --nproc-per-node 4 --set restart.on_timeout=downsize --shutdown-timeout 5s "$TRAIN" --steps 4 \
-    --backend gloo --pg-timeout 4 --hang-rank 1 --hang-step 1 >"$TMP/out" 2>"$TMP/err"
+    --backend gloo --pg-timeout 6 --hang-rank 1 --hang-step 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?
 [ $rc = 0 ] || { cat "$TMP/out" "$TMP/err"; fail "exit $rc"; }
 expect_grep 'attempt 0: rank [0-9]+ reported a collective timeout \(nccl-timeout\); downsizing 4 -> 2 workers' "$TMP/err"
