@@ -4,7 +4,7 @@
 usage: bench.py DDPLAUNCH HELPERS_DIR [--quick]
 Every number is wall-clock on this machine; torchrun is run through bench/torchrun.py (Std.from_str fix)
 with --monitor_interval 0.1 (its 1.13 default of 5 s is also shown once)."""
-import os, signal, statistics, subprocess, sys, tempfile, time
+import os, resource, signal, statistics, subprocess, sys, tempfile, time
 
 DDP = os.path.abspath(sys.argv[1])
 HELP = os.path.abspath(sys.argv[2])
@@ -42,10 +42,19 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def timed(cmd, **kw):
+def cpu_children():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed(cmd, cpu=None, **kw):
+    c = cpu_children()
     t = time.perf_counter()
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, **kw)
-    return time.perf_counter() - t, r.returncode
+    dt = time.perf_counter() - t
+    if cpu is not None:
+        cpu.append(cpu_children() - c)
+    return dt, r.returncode
 
 
 def row(name, d, t, unit, fmt="{:.1f}"):
@@ -59,9 +68,11 @@ def launch_overhead(torch_ok):
     for n, reps_d, reps_t in ((1, 21, 3), (8, 21, 3), (64, 11, 3)):
         if QUICK:
             reps_d, reps_t = 5, 1
-        d = [timed(ddp_cmd(n, ["/bin/true"]))[0] for _ in range(reps_d)]
-        t = [timed(tr_cmd(n, ["/bin/true"]))[0] for _ in range(reps_t)] if torch_ok else []
+        dc, tc = [], []
+        d = [timed(ddp_cmd(n, ["/bin/true"]), dc)[0] for _ in range(reps_d)]
+        t = [timed(tr_cmd(n, ["/bin/true"]), tc)[0] for _ in range(reps_t)] if torch_ok else []
         row(f"N = {n}", median(d) * 1000, median(t) * 1000, "ms")
+        row(f"  CPU time, launcher + shims + workers", median(dc) * 1000, median(tc) * 1000, "ms")
         ref = []
         for _ in range(reps_d):
             t0 = time.perf_counter()
