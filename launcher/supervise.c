@@ -20,6 +20,9 @@
 #include "shim.h"
 #include "timer.h"
 
+/* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
+#define PIPE_SIZE (256 * 1024)
+
 struct sup;
 struct run;
 
@@ -538,7 +541,7 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     struct ddp_strv args = {0};
     uv_process_options_t o;
     uv_stdio_container_t io[4];
-    int rp[2];
+    int rp[2], op[2], ep[2];
     int rc;
     bool logs = s->spec->log_dir && w->log_dir;
     char *path;
@@ -570,8 +573,26 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
         heartbeat_reset(k);
     }
 
+    /* Real pipes (libuv's UV_CREATE_PIPE makes socketpairs, whose per-write skbs cost both sides dearly when
+     * a worker prints many short lines). Close-on-exec here; libuv dup2s them onto 1, 2 and 3 in the child. */
     if (pipe2(rp, O_CLOEXEC) != 0)
         return ddp_errf(err, -errno, "rank %d: pipe: %s", w->rank, strerror(errno));
+    if (pipe2(op, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(rp[0]);
+        close(rp[1]);
+        return ddp_errf(err, -e, "rank %d: pipe: %s", w->rank, strerror(e));
+    }
+    if (pipe2(ep, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(rp[0]);
+        close(rp[1]);
+        close(op[0]);
+        close(op[1]);
+        return ddp_errf(err, -e, "rank %d: pipe: %s", w->rank, strerror(e));
+    }
+    fcntl(op[0], F_SETPIPE_SZ, PIPE_SIZE);
+    fcntl(ep[0], F_SETPIPE_SZ, PIPE_SIZE);
 
     ddp_strv_push(&args, s->self_exe);
     ddp_strv_push(&args, "--exec-shim");
@@ -600,10 +621,10 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     memset(io, 0, sizeof(io));
     io[0].flags = UV_INHERIT_FD;
     io[0].data.fd = 0;
-    io[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-    io[1].data.stream = (uv_stream_t *)&k->out;
-    io[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-    io[2].data.stream = (uv_stream_t *)&k->err;
+    io[1].flags = UV_INHERIT_FD;
+    io[1].data.fd = op[1];
+    io[2].flags = UV_INHERIT_FD;
+    io[2].data.fd = ep[1];
     io[3].flags = UV_INHERIT_FD;
     io[3].data.fd = rp[1];
     o.exit_cb = on_exit_cb;
@@ -618,9 +639,13 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     k->last_progress_ms = k->start_ms;
     rc = uv_spawn(&s->loop, &k->proc, &o);
     close(rp[1]);
+    close(op[1]);
+    close(ep[1]);
     ddp_strv_clear(&args);
     if (rc != 0) {
         close(rp[0]);
+        close(op[0]);
+        close(ep[0]);
         close_handle(k, (uv_handle_t *)&k->out);
         close_handle(k, (uv_handle_t *)&k->err);
         close_handle(k, (uv_handle_t *)&k->rep);
@@ -630,6 +655,8 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     k->spawned = true;
     k->pid = k->proc.pid;
     k->pgid = k->proc.pid;
+    uv_pipe_open(&k->out, op[0]);
+    uv_pipe_open(&k->err, ep[0]);
     uv_pipe_open(&k->rep, rp[0]);
     uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
     uv_read_start((uv_stream_t *)&k->err, on_alloc, on_read);
