@@ -348,10 +348,13 @@ static int parse_value(struct ddp_spec *spec, size_t i, const char *v, struct dd
     int rc;
 
     switch (k->type) {
-    case DDP_T_STR:
+    case DDP_T_STR: {
+        /* "..." keeps leading and trailing spaces, which inih strips from bare values. */
+        size_t len = strlen(v);
         free_value(spec, i);
-        *(char **)f = ddp_xstrdup(v);
+        *(char **)f = len >= 2 && v[0] == '"' && v[len - 1] == '"' ? ddp_xstrndup(v + 1, len - 2) : ddp_xstrdup(v);
         return 0;
+    }
     case DDP_T_STD:
         if ((rc = parse_std(v, err)) < 0)
             return rc;
@@ -500,7 +503,14 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
     const void *f = cfield(spec, i);
     struct ddp_buf b = { 0 };
     switch (k->type) {
-    case DDP_T_STR:
+    case DDP_T_STR: {
+        const char *v = *(char *const *)f ? *(char *const *)f : "";
+        size_t len = strlen(v);
+        bool quote = len && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[len - 1]) ||
+                             (len >= 2 && v[0] == '"' && v[len - 1] == '"'));
+        ddp_buf_printf(&b, quote ? "\"%s\"" : "%s", v); /* as it would be written in a file */
+        break;
+    }
     case DDP_T_STD:
         ddp_buf_puts(&b, *(char *const *)f ? *(char *const *)f : "");
         break;
