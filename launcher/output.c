@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +15,38 @@ void ddp_output_init(struct ddp_output *o, int out_fd, int err_fd)
     memset(o, 0, sizeof(*o));
     o->fd[0] = out_fd;
     o->fd[1] = err_fd;
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        o->may_block[i] = o->fd[i] >= 0 && fstat(o->fd[i], &st) == 0 && !S_ISREG(st.st_mode) &&
+                          !S_ISBLK(st.st_mode);
+    }
+}
+
+/* Write what fd takes now. Returns bytes written (may be 0), or a negative errno. */
+static ssize_t write_ready(int fd, const char *p, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int r = poll(&pfd, 1, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (pfd.revents & POLLNVAL)
+            return -EBADF;
+        size_t chunk = n - done < PIPE_BUF ? n - done : PIPE_BUF;
+        ssize_t w = write(fd, p + done, chunk);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                break;
+            return -errno;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
 }
 
 /* Write all of buf to fd; waits (poll) when fd is non-blocking and full. 0 or negative errno. */
@@ -36,27 +70,80 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-int ddp_output_flush(struct ddp_output *o)
+static void shrink(struct ddp_buf *b)
 {
+    if (b->len == 0 && b->cap > 4 * DDP_OUTPUT_FLUSH) { /* after a huge line: give the memory back */
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
+    }
+}
+
+size_t ddp_output_flush(struct ddp_output *o)
+{
+    size_t left = 0;
     for (int i = 0; i < 2; i++) {
         struct ddp_buf *b = &o->buf[i];
         if (b->len == 0)
             continue;
-        if (o->fd[i] >= 0 && !o->broken[i] && write_all(o->fd[i], b->data, b->len) != 0)
-            o->broken[i] = true;
-        b->len = 0;
-        if (b->cap > 4 * DDP_OUTPUT_FLUSH) { /* after a huge line: give the memory back */
-            free(b->data);
-            b->data = NULL;
-            b->cap = 0;
+        if (o->fd[i] < 0 || o->broken[i]) {
+            b->len = 0;
+        } else if (!o->may_block[i]) {
+            if (write_all(o->fd[i], b->data, b->len) != 0)
+                o->broken[i] = true;
+            b->len = 0;
+        } else {
+            ssize_t w = write_ready(o->fd[i], b->data, b->len);
+            if (w < 0) {
+                o->broken[i] = true;
+                b->len = 0;
+            } else if ((size_t)w < b->len) {
+                memmove(b->data, b->data + w, b->len - (size_t)w);
+                b->len -= (size_t)w;
+                b->data[b->len] = '\0';
+            } else {
+                b->len = 0;
+            }
         }
+        shrink(b);
+        left += b->len;
     }
-    return 0;
+    return left;
+}
+
+void ddp_output_flush_wait(struct ddp_output *o)
+{
+    for (int i = 0; i < 2; i++) {
+        struct ddp_buf *b = &o->buf[i];
+        int idle_ms = 0;
+        if (b->len && o->fd[i] >= 0 && !o->broken[i] && !o->may_block[i] &&
+            write_all(o->fd[i], b->data, b->len) != 0)
+            o->broken[i] = true;
+        /* a pipe or terminal: wait while it makes progress; give up after 10 s without any */
+        while (b->len && o->fd[i] >= 0 && !o->broken[i] && idle_ms < 10000) {
+            ssize_t w = write_ready(o->fd[i], b->data, b->len);
+            if (w < 0) {
+                o->broken[i] = true;
+                break;
+            }
+            if (w > 0) {
+                memmove(b->data, b->data + w, b->len - (size_t)w);
+                b->len -= (size_t)w;
+                idle_ms = 0;
+                continue;
+            }
+            struct pollfd pfd = {.fd = o->fd[i], .events = POLLOUT};
+            if (poll(&pfd, 1, 100) == 0)
+                idle_ms += 100;
+        }
+        b->len = 0;
+        shrink(b);
+    }
 }
 
 void ddp_output_free(struct ddp_output *o)
 {
-    ddp_output_flush(o);
+    ddp_output_flush_wait(o);
     ddp_buf_free(&o->buf[0]);
     ddp_buf_free(&o->buf[1]);
 }

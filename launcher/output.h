@@ -18,6 +18,7 @@
 /* The launcher's console: fd 1 and fd 2 (or any fds, for tests). One per launch. */
 struct ddp_output {
     int fd[2];                 /* [0] stdout, [1] stderr; -1 = discard */
+    bool may_block[2];         /* a pipe, socket or terminal (not a regular file): written without blocking */
     struct ddp_buf buf[2];     /* whole lines waiting to be written */
     bool broken[2];            /* EPIPE or another write error: stop writing there */
     uint64_t lines[2];         /* lines written (or discarded after a break) */
@@ -43,9 +44,15 @@ struct ddp_stream {
 };
 
 void ddp_output_init(struct ddp_output *o, int out_fd, int err_fd);
-/* Write everything buffered. Returns 0; write errors mark that side broken (never fatal: workers must not be
- * stopped because nobody reads the console). */
-int ddp_output_flush(struct ddp_output *o);
+/* Write what the console takes now without blocking (a pipe or terminal that is full is polled, and written
+ * at most PIPE_BUF bytes at a time, which never blocks once it polls writable); regular files are written in full.
+ * Returns the bytes still waiting (0 = all written): the caller then stops reading the workers (back-pressure)
+ * and calls again later. Write errors mark that side broken (never fatal: workers must not be stopped because
+ * nobody reads the console); its buffered lines are dropped. */
+size_t ddp_output_flush(struct ddp_output *o);
+/* Write everything, waiting while the console makes progress (at the end, before the summary); a console that
+ * takes nothing for 10 s is given up (its lines are dropped) so that the launcher can still exit. */
+void ddp_output_flush_wait(struct ddp_output *o);
 void ddp_output_free(struct ddp_output *o); /* flushes, then frees buffers; does not close fds */
 
 /* which 0/1; prefix copied; file_path: NULL or a file to create (0644, O_TRUNC|O_NOFOLLOW) for this stream.

@@ -87,8 +87,9 @@ struct sup {
     char readbuf[64 * 1024];
     uv_signal_t sigs[16];
     int nsigs;
-    uv_timer_t grace, backoff, watch, wall, force;
+    uv_timer_t grace, backoff, watch, wall, force, unblock;
     bool grace_armed;
+    bool paused; /* the console is full: worker pipes are not read until it drains (back-pressure) */
     struct ddp_paction pending; /* START waiting for the backoff timer */
     int exit_status;
     bool done;
@@ -129,6 +130,58 @@ static void clear_others(struct sup *s)
     free(s->others);
     s->others = NULL;
     s->nothers = 0;
+}
+
+/* Read or stop reading every output pipe of the current attempt that is still open. */
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+
+static void set_reading(struct sup *s, bool on)
+{
+    struct run *r = s->cur;
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        uv_stream_t *st[2] = {(uv_stream_t *)&k->out, (uv_stream_t *)&k->err};
+        bool eof[2] = {k->out_eof, k->err_eof};
+        if (!k->spawned || (!on && k->exited))
+            continue; /* an exited worker's pipes hold a bounded rest: read it, so that it can finish */
+        for (int j = 0; j < 2; j++) {
+            if (eof[j] || uv_is_closing((uv_handle_t *)st[j]))
+                continue;
+            if (on)
+                uv_read_start(st[j], on_alloc, on_read);
+            else
+                uv_read_stop(st[j]);
+        }
+    }
+}
+
+static void on_unblock(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    if (ddp_output_flush(&s->out) > 0)
+        return;
+    long long now = ddp_now_ms();
+    s->paused = false;
+    uv_timer_stop(&s->unblock);
+    /* the time the console was blocked is not the workers' silence */
+    s->last_output_ms = now;
+    if (s->cur && s->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
+        for (size_t i = 0; i < s->cur->nw; i++)
+            s->cur->w[i].last_progress_ms = now;
+    set_reading(s, true);
+}
+
+/* Write what the console takes; when it is full, stop reading the workers until it drains. */
+static void console_flush(struct sup *s)
+{
+    if (ddp_output_flush(&s->out) == 0 || s->paused)
+        return;
+    s->paused = true;
+    set_reading(s, false);
+    uv_timer_start(&s->unblock, on_unblock, 5, 5);
 }
 
 static void push_tail(void *arg, const char *line)
@@ -348,7 +401,7 @@ static void drain_output(struct sup *s, struct wrk *k)
             ddp_stream_feed(&s->out, streams[i], s->readbuf, (size_t)n);
         }
     }
-    ddp_output_flush(&s->out);
+    console_flush(s);
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
@@ -364,6 +417,12 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     r->nexited++;
     drain_report(s, k);
     drain_output(s, k);
+    if (s->paused) {
+        if (!k->out_eof && !uv_is_closing((uv_handle_t *)&k->out))
+            uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
+        if (!k->err_eof && !uv_is_closing((uv_handle_t *)&k->err))
+            uv_read_start((uv_stream_t *)&k->err, on_alloc, on_read);
+    }
     if (s->root.set && !s->root.exited && r == s->cur && s->root.rank == k->w->rank &&
         s->root.attempt == r->plan.attempt) {
         /* the root cause was recorded at a timeout while it ran: now we know how it ended */
@@ -473,12 +532,12 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         s->any_output = true;
         if (s->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
             k->last_progress_ms = now;
-        ddp_output_flush(&s->out);
+        console_flush(s);
         return;
     }
     if (n < 0) {
         ddp_stream_finish(&s->out, ds);
-        ddp_output_flush(&s->out);
+        console_flush(s);
         if (ds == &k->s_out)
             k->out_eof = true;
         else
@@ -658,8 +717,10 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     uv_pipe_open(&k->out, op[0]);
     uv_pipe_open(&k->err, ep[0]);
     uv_pipe_open(&k->rep, rp[0]);
-    uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
-    uv_read_start((uv_stream_t *)&k->err, on_alloc, on_read);
+    if (!s->paused) {
+        uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
+        uv_read_start((uv_stream_t *)&k->err, on_alloc, on_read);
+    }
     uv_read_start((uv_stream_t *)&k->rep, on_alloc, on_read);
     return 0;
 }
@@ -850,7 +911,7 @@ static void on_watch(uv_timer_t *t)
             timeout_now(s, DDP_CLASS_HANG, first, why);
         }
     } else if (sp->heartbeat == DDP_HEARTBEAT_OUTPUT) {
-        if (sp->timeout_init_ms > 0 && !s->any_output)
+        if (s->paused || (sp->timeout_init_ms > 0 && !s->any_output))
             return;
         if (now - s->last_output_ms >= sp->timeout_stall_ms) {
             char *d = fmt_ms(sp->timeout_stall_ms);
@@ -939,7 +1000,7 @@ static void on_force(uv_timer_t *t)
             check_finished(s, k);
         }
     }
-    ddp_output_flush(&s->out);
+    console_flush(s);
 }
 
 static void on_backoff(uv_timer_t *t)
@@ -974,6 +1035,7 @@ static void close_loop_handles(struct sup *s)
     uv_close((uv_handle_t *)&s->watch, NULL);
     uv_close((uv_handle_t *)&s->wall, NULL);
     uv_close((uv_handle_t *)&s->force, NULL);
+    uv_close((uv_handle_t *)&s->unblock, NULL);
     for (int i = 0; i < s->nsigs; i++)
         uv_close((uv_handle_t *)&s->sigs[i], NULL);
     ddp_timer_server_close(s->timer);
@@ -1038,7 +1100,7 @@ static void print_summary(struct sup *s, int status)
             .class_name = e->class_name, .class_line = e->class_line, .hint = e->hint, .reason = e->reason,
             .tail = (const char *const *)e->tail.v, .ntail = e->tail.n, .running = !e->exited};
     }
-    ddp_output_flush(&s->out);
+    ddp_output_flush_wait(&s->out);
     fflush(stdout);
     ddp_report_print(stderr, title, &root, others, s->nothers);
     free(others);
@@ -1128,7 +1190,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     uv_loop_init(&s->loop);
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
-    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force};
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
         uv_timer_init(&s->loop, timers[i]);
         timers[i]->data = s;

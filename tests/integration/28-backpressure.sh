@@ -33,4 +33,24 @@ expect_eq "rank 1 lines in order" "$(grep '^\[rank1\]: ' "$TMP/out" | awk '{prin
     "$(seq 0 19 | tr '\n' ' ')"
 bad=$(grep -cvE '^\[rank[01]\]: r[01] [0-9]+ x*$' "$TMP/out")
 expect_eq "malformed lines" "$bad" 0
+
+# A console that takes nothing at all does not make the launcher deaf: SIGTERM still stops the job. (The lines
+# it could not write are dropped after 10 s without progress, so that it can exit.)
+rm -f "$TMP/fifo2"
+mkfifo "$TMP/fifo2"
+exec 7<>"$TMP/fifo2"   # a reader that never reads
+"$DDP" --no-python --nproc-per-node 2 "$HELPERS/printlines" 100000000 out 60 >"$TMP/fifo2" 2>"$TMP/err2" &
+L=$!
+sleep 1
+hwm=$(awk '/^VmHWM:/{print $2}' /proc/$L/status)
+start=$(date +%s%N)
+kill -TERM $L
+wait $L
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+exec 7<&-
+expect_eq "status after SIGTERM with a blocked console" "$rc" 143
+[ "$ms" -lt 15000 ] || fail "SIGTERM with a blocked console took ${ms} ms"
+[ "$hwm" -lt 20000 ] || fail "launcher RSS ${hwm} kB with a blocked console"
+expect_grep 'got SIGTERM' "$TMP/err2"
 echo ok
