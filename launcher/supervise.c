@@ -226,7 +226,12 @@ static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, co
         else if (k->exited)
             c = ddp_classify_status(k->signo ? 0 : k->status, k->signo);
     }
-    if (c == DDP_CLASS_EXIT)
+    if (k->bind_failed && !k->exec_failed) {
+        e->class_name = ddp_xstrdup("bind-failed");
+        e->hint = ddp_xstrdup("the worker could not be bound to its CPUs/memory nodes and [numa] strict = yes: "
+                              "check the cpuset this job may use, or set [numa] strict = no or bind = none");
+        c = DDP_CLASS_NONE;
+    } else if (c == DDP_CLASS_EXIT)
         e->class_name = ddp_xasprintf("exit-%d", k->status);
     else if (c != DDP_CLASS_NONE)
         e->class_name = ddp_xstrdup(ddp_class_name(c));
