@@ -34,8 +34,17 @@ def ddp_cmd(n, prog, *extra):
     return [DDP, "--no-python", "--nproc-per-node", str(n), *extra, *prog]
 
 
+def free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
 def tr_cmd(n, prog, *extra, monitor="0.1"):
-    return [*TORCHRUN, "--nproc_per_node", str(n), "--monitor_interval", monitor, *extra, "--no_python", *prog]
+    # a free port each time: torchrun's default 29500 may be taken by another job on the host
+    return [*TORCHRUN, "--nproc_per_node", str(n), "--monitor_interval", monitor, "--master_port", str(free_port()),
+            *extra, "--no_python", *prog]
 
 
 def median(xs):
@@ -104,7 +113,7 @@ def peak_rss(cmd):
             if kids and not shim:
                 with open(f"/proc/{kids[0]}/status") as f:
                     for line in f:
-                        if line.startswith("VmRSS:"):
+                        if line.startswith("VmRSS:") and int(line.split()[1]) > 0:
                             shim = int(line.split()[1])
         except (OSError, ValueError, IndexError):
             pass
