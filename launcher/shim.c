@@ -170,6 +170,10 @@ int ddp_shim_main(int argc, char **argv)
         return 126;
     }
     pid_t shim = getpid();
+    /* Signals sent to the group before PROGRAM exists reached only us (blocked, pending): pass them on once it
+     * runs, so that a SIGTERM during the start is not lost. */
+    sigset_t early;
+    sigpending(&early);
     child = fork();
     if (child < 0) {
         int e = errno;
@@ -206,6 +210,16 @@ int ddp_shim_main(int argc, char **argv)
         }
     }
     report((int)rfd, DDP_SHIM_STARTED, 0, child, 0, NULL);
+    for (int sig = 1; sig < NSIG; sig++) {
+        sigset_t one;
+        struct timespec zero = {0, 0};
+        if (sig == SIGCHLD || sig == SHIM_DEATHSIG || !sigismember(&early, sig))
+            continue;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        if (sigtimedwait(&one, NULL, &zero) == sig)
+            kill(child, sig);
+    }
     if (rfd >= 0)
         close((int)rfd);
 

@@ -46,15 +46,19 @@ wait $L
 expect_eq "status after SIGUSR1 forwarded" "$?" 138
 expect_grep 'got SIGUSR1: forwarding it to 2 workers' "$TMP/err"
 
-# A signal during the start: 16 workers, SIGTERM right away; nothing is left.
+# A signal during the start: 48 workers, SIGTERM as soon as the first one runs (most are still starting, some
+# not yet exec'd by their shim): every worker ends at once (not after the 30 s grace), status 143.
 mkdir -p "$TMP/d"
-"$DDP" --no-python --nproc-per-node 16 "$HELPERS/hang" 3600 "$TMP/d" >"$TMP/out" 2>"$TMP/err" &
+"$DDP" --no-python --nproc-per-node 48 "$HELPERS/hang" 3600 "$TMP/d" >"$TMP/out" 2>"$TMP/err" &
 L=$!
-sleep 0.02
+for _ in $(seq 400); do ls "$TMP"/d/pid.* >/dev/null 2>&1 && break; sleep 0.005; done
+start=$(date +%s%N)
 kill -TERM $L
 wait $L
 rc=$?
-[ "$rc" = 143 ] || fail "status after an early SIGTERM: $rc"
+ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "status after a SIGTERM during the start" "$rc" 143
+[ "$ms" -lt 5000 ] || fail "workers were not stopped at once after a SIGTERM during the start (${ms} ms)"
 sleep 0.2
 left=$(pgrep -f "$HELPERS/hang 3600 $TMP/d" | wc -l)
 expect_eq "workers left after an early SIGTERM" "$left" 0
