@@ -118,14 +118,15 @@ def case_timeout(args, L, res):
             env = dict(os.environ, TORCH_NCCL_ASYNC_ERROR_HANDLING="1")
             rc, wall, rss, out, t0 = run(pre + extra[name] + ["--nproc-per-node", "2", TRAIN, "--steps", "6",
                                                              "--pg-timeout", "10", "--hang-rank", "1",
-                                                             "--hang-step", "2"], env=env, timeout=300)
+                                                             "--hang-step", "2"], env=env, timeout=args.timeout_case_limit)
             hang_t = next((t for t, l in out if "hanging before" in l), None)
             back_t = next((t for t, l in out if "attempt=1" in l), None)
             text = "".join(l for _, l in out)
             m = re.findall(r"world_size=(\d+)", text)
             res.setdefault("nccl_timeout", {}).setdefault(name, []).append(
                 {"rc": rc, "wall_s": wall, "hang_to_training_again_s": (back_t - hang_t) if hang_t and back_t else None,
-                 "final_world_size": int(m[-1]) if m else None, "completed": "done steps=" in text})
+                 "final_world_size": int(m[-1]) if m else None, "completed": "done steps=" in text,
+                 "killed_by_bench_after_s": args.timeout_case_limit if wall >= args.timeout_case_limit else None})
             if rep == 0:
                 res.setdefault("nccl_timeout_output", {})[name] = text[-6000:]
 
@@ -157,9 +158,14 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--cases", default="train,true,failfast,timeout,kill9")
+    ap.add_argument("--timeout-case-limit", type=float, default=150)
+    ap.add_argument("--merge", help="results.json of an earlier run to extend")
     args = ap.parse_args()
     L = launchers(args)
     res = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "reps": args.reps}
+    if args.merge and os.path.exists(args.merge):
+        res = json.load(open(args.merge))
+        res.pop("summary", None)
     try:
         import torch
         res["torch"] = torch.__version__
@@ -178,7 +184,8 @@ def main():
     summary = {}
     for case in ("train_2gpu", "true_x8", "failfast", "nccl_timeout", "kill9"):
         for name, runs in res.get(case, {}).items():
-            keys = [k for k in runs[0] if isinstance(runs[0][k], (int, float)) and not isinstance(runs[0][k], bool)]
+            keys = [k for k in runs[0] if k != "rc" and isinstance(runs[0][k], (int, float, type(None)))
+                    and not isinstance(runs[0][k], bool)]
             summary.setdefault(case, {})[name] = {k: med([r[k] for r in runs]) for k in keys}
             summary[case][name]["rc"] = sorted(set(r["rc"] for r in runs if "rc" in r))
     res["summary"] = summary

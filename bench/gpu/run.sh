@@ -20,4 +20,5 @@ ddp=$(pwd)/.devrt/ddplaunch
     echo "== torchrun"; torchrun --help | head -3; python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())'
 } > "$out/topo.txt" 2>&1
 lstopo-no-graphics --of xml > "$out/topo.xml" 2>/dev/null || true
-python3 bench/gpu/bench.py --ddplaunch "$ddp" --out "$out/results.json" --reps "$reps" --cases "$cases" 2>&1 | tail -80
+python3 bench/gpu/bench.py --ddplaunch "$ddp" --out "$out/results.json" --reps "$reps" --cases "$cases" \
+    ${BENCH_MERGE:+--merge "$BENCH_MERGE"} 2>&1 | tee "$out/bench.log" | tail -80
