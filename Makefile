@@ -13,11 +13,12 @@ CC         ?= cc
 PKG_CONFIG ?= pkg-config
 SANITIZE   ?=
 
+comma      := ,
 ifeq ($(SANITIZE),)
 BUILD      ?= build
 SANFLAGS   :=
 else
-BUILD      ?= build/san
+BUILD      ?= build/san-$(subst $(comma),-,$(SANITIZE))
 SANFLAGS   := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
@@ -85,8 +86,9 @@ unit: $(BUILD)/ddplaunch $(UNIT_BINS)
 integration: $(BUILD)/ddplaunch $(HELP_BINS)
 	@DDP_BUILD=$(CURDIR)/$(BUILD) DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh
 
+# The tests again, built with sanitizers (default ASan + UBSan) in their own build directory.
 check:
-	@$(MAKE) --no-print-directory test SANITIZE=$(or $(SANITIZE),address,undefined)
+	@$(MAKE) --no-print-directory test SANITIZE=$(if $(SANITIZE),$(SANITIZE),address$(comma)undefined)
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \
