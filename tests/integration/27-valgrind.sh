@@ -4,6 +4,7 @@
 # topology load (libhwloc internals, reached from topo.c) is reported to the topology owner and ignored here.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 command -v valgrind >/dev/null || skip "valgrind is not installed"
+case $DDP_BUILD in */san*) skip "a sanitizer build cannot run under valgrind (the plain build is checked by make test)" ;; esac
 
 run() {
     local name=$1
@@ -11,6 +12,7 @@ run() {
     valgrind --leak-check=full --errors-for-leak-kinds=definite --num-callers=30 --log-file="$TMP/vg.$name" \
         "$DDP" --no-python "$@" >"$TMP/out.$name" 2>"$TMP/err.$name"
     echo $? >"$TMP/rc.$name"
+    echo "--- $name: stderr"; cat "$TMP/err.$name" # shown when the test fails
     # Invalid reads/writes, uninitialised values, bad frees.
     if grep -qE 'Invalid (read|write|free)|uninitialised|Mismatched free|Syscall param' "$TMP/vg.$name"; then
         cat "$TMP/vg.$name"
