@@ -1,6 +1,7 @@
 /* main: wires the modules together: cli -> spec layers -> topology -> plan -> supervise -> exit status.
  * Only main.c and the exec shim call exit(). */
 #include <errno.h>
+#include <signal.h>
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "coord.h"
 #include "doctor.h"
 #include "lease.h"
 #include "nccl.h"
@@ -212,10 +214,23 @@ static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct 
     return 0;
 }
 
+static void ignore_signal(int signo)
+{
+    (void)signo;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
         return ddp_shim_main(argc, argv);
+
+    /* SIGUSR1/SIGUSR2 must not kill the launcher: Slurm sends them to every process of a step as a preemption
+     * warning (--signal=USR1@T), and workers get them directly. A handler (not SIG_IGN) so that exec'd workers
+     * start with the default disposition; with signals_to_handle listing them, the supervisor forwards them. */
+    struct sigaction sa = { .sa_handler = ignore_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
 
     struct ddp_cli cli;
     struct ddp_err err = { 0 };
@@ -249,6 +264,7 @@ int main(int argc, char **argv)
     struct ddp_slurm slurm = { 0 };
     struct ddp_port_resv *port_resv = NULL;
     struct ddp_lease *gpu_lease = NULL;
+    char *coord_secret = NULL;
     char *run_id = NULL, *exe = NULL, *run_dir = NULL, *timer_path = NULL;
     ddp_spec_init(&spec);
 
@@ -504,6 +520,32 @@ int main(int argc, char **argv)
     }
     ddp_attempt_free(&attempt);
 
+    /* Several nodes: the agents coordinate over an authenticated control channel on master_port + 1. */
+    if (ctx.nnodes > 1) {
+        const char *tf = getenv("DDPLAUNCH_TOKEN_FILE");
+        const char *home = getenv("HOME");
+        char *tpath = tf && *tf ? ddp_xstrdup(tf) : ddp_xasprintf("%s/.config/ddplaunch/token", home ? home : "");
+        if (!(tf && *tf) && home) {
+            char *d = ddp_xasprintf("%s/.config", home);
+            mkdir(d, 0700);
+            free(d);
+            d = ddp_xasprintf("%s/.config/ddplaunch", home);
+            mkdir(d, 0700);
+            free(d);
+        }
+        int rc = ddp_coord_secret(spec.secret, tpath, slurm.active && slurm.job_id ? slurm.job_id : run_id,
+                                  &coord_secret, &err);
+        free(tpath);
+        if (rc < 0) {
+            fprintf(stderr, "ddplaunch: job secret: %s\n", err.msg);
+            status = EXIT_USAGE;
+            goto out;
+        }
+        ctx.coord_secret = coord_secret;
+        ctx.coord_port = ctx.master_port + 1;
+        ctx.min_nnodes = spec.nnodes.min > 0 ? spec.nnodes.min : ctx.nnodes;
+    }
+
     exe = self_exe(argv[0]);
     status = ddp_supervise_run(&ctx, exe, &err);
     if (status == EXIT_LAUNCHER && err.msg[0])
@@ -519,6 +561,7 @@ out:
     if (topo)
         ddp_topo_destroy(topo);
     free(run_id);
+    free(coord_secret);
     free(exe);
     free(run_dir);
     free(timer_path);
