@@ -65,6 +65,10 @@ struct ddp_plan_ctx {
                                   when there is no log_dir, the timer FIFO; NULL in `plan` */
     const char *timer_file;    /* TORCHELASTIC_TIMER_FILE path, or NULL */
     const char *slurm_gpus;    /* Slurm's GPU list (global indices), or NULL */
+    /* nnodes > 1: the control channel between the agents (coord.h); unused on one node */
+    const char *coord_secret;  /* the job secret (ddp_coord_secret) */
+    int coord_port;            /* node 0's control port */
+    int min_nnodes;            /* nnodes MIN: the job goes on while at least this many nodes are up */
 };
 
 /* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "classify.h"
+#include "coord.h"
 #include "output.h"
 #include "policy.h"
 #include "report.h"
@@ -105,10 +106,27 @@ struct sup {
     struct ddp_err *err;
     bool launcher_failed;
     struct ddp_timer_server *timer; /* torch FileTimerServer, when [timeout] timer_file */
+    /* several nodes (ctx->nnodes > 1): see "several nodes" below */
+    struct ddp_plan_ctx actx;       /* ctx with this attempt's group rank, node count and port */
+    bool multi, leader;
+    struct ddp_coord *coord;
+    bool waiting;                   /* no attempt under way: node 0 before attempt 0, others between attempts */
+    bool *up;                       /* node 0: which nodes are joined */
+    struct ddp_coord_round round;   /* node 0: how the current attempt ends across the nodes */
+    bool round_live, local_done;
+    bool remote_stop;               /* others: node 0 asked this attempt to stop */
+    bool coord_lost;                /* others: node 0 is gone: exit 1 once the workers are stopped */
+    int exit_after;                 /* others: node 0 said EXIT while workers still ran: exit with this (-1 none) */
+    uv_timer_t join;
+    bool handles_closed;
+    const char *stop_why;           /* node 0: why the attempt stops, for STOP (during one feed) */
 };
 
 static void apply(struct sup *s, const struct ddp_paction *a);
 static void feed(struct sup *s, const struct ddp_pevent_data *ev);
+static void multi_all_finished(struct sup *s);
+static int leader_start(struct sup *s, int attempt, int nproc);
+static void finish(struct sup *s, int status);
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -317,7 +335,10 @@ static void check_finished(struct sup *s, struct wrk *k)
         uv_timer_stop(&s->watch);
         uv_timer_stop(&s->wall);
         s->grace_armed = false;
-        feed(s, &ev);
+        if (s->multi)
+            multi_all_finished(s);
+        else
+            feed(s, &ev);
     }
 }
 
@@ -749,11 +770,11 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     struct run *r = ddp_xcalloc(1, sizeof(*r));
     int rc;
     r->sup = s;
-    rc = ddp_plan_build(s->ctx, attempt, nproc, s->exclude, s->nexclude, &r->plan, s->err);
+    rc = ddp_plan_build(&s->actx, attempt, nproc, s->exclude, s->nexclude, &r->plan, s->err);
     if (rc < 0 && s->nexclude > 0) {
         ddp_warn("attempt %d: %s; trying again without leaving out the GPUs of the stalled ranks", attempt,
                  s->err->msg);
-        rc = ddp_plan_build(s->ctx, attempt, nproc, NULL, 0, &r->plan, s->err);
+        rc = ddp_plan_build(&s->actx, attempt, nproc, NULL, 0, &r->plan, s->err);
     }
     if (rc < 0) {
         free(r);
@@ -795,7 +816,10 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
                 feed(s, &ev);
             if (r->nfinished == r->nw && s->cur == r) {
                 struct ddp_pevent_data all = {.kind = DDP_PE_ALL_FINISHED};
-                feed(s, &all);
+                if (s->multi)
+                    multi_all_finished(s);
+                else
+                    feed(s, &all);
             }
             return 0;
         }
@@ -1019,6 +1043,13 @@ static void on_signal(uv_signal_t *h, int signo)
 {
     struct sup *s = h->data;
     struct ddp_pevent_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
+    if (s->multi && s->waiting && !s->cur) {
+        if (!ddp_policy_signal_stops(signo))
+            return;
+        ddp_error("stopped by %s", ddp_report_signame(signo));
+        finish(s, 128 + signo);
+        return;
+    }
     feed(s, &ev);
 }
 
@@ -1035,6 +1066,16 @@ static void retire_current(struct sup *s)
 
 static void close_loop_handles(struct sup *s)
 {
+    if (s->handles_closed)
+        return;
+    s->handles_closed = true;
+    if (s->coord) {
+        if (s->leader)
+            ddp_coord_send_exit(s->coord, s->exit_status);
+        ddp_coord_close(s->coord, NULL, NULL);
+        s->coord = NULL;
+    }
+    uv_close((uv_handle_t *)&s->join, NULL);
     uv_close((uv_handle_t *)&s->grace, NULL);
     uv_close((uv_handle_t *)&s->backoff, NULL);
     uv_close((uv_handle_t *)&s->watch, NULL);
@@ -1049,7 +1090,15 @@ static void close_loop_handles(struct sup *s)
 
 static void feed(struct sup *s, const struct ddp_pevent_data *ev)
 {
+    enum ddp_pstate before = s->pol.state;
     struct ddp_paction a = ddp_policy_step(&s->pol, ev);
+    if (s->leader && s->coord && s->round_live && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
+        const char *why = s->stop_why                       ? s->stop_why
+                          : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
+                          : s->pol.stop == DDP_STOP_TIMEOUT ? "a timeout on node 0"
+                                                            : "a worker on node 0 failed";
+        ddp_coord_send_stop(s->coord, s->round.attempt, why);
+    }
     if (ev->kind == DDP_PE_SIGNAL && a.flags) {
         int alive = 0;
         if (s->cur)
@@ -1140,7 +1189,7 @@ static void apply(struct sup *s, const struct ddp_paction *a)
     }
     if (a->flags & DDP_ACT_START) {
         ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
-        if (start_attempt(s, a->attempt, a->nproc) < 0) {
+        if ((s->leader ? leader_start(s, a->attempt, a->nproc) : start_attempt(s, a->attempt, a->nproc)) < 0) {
             ddp_error("attempt %d: %s", a->attempt, s->err->msg);
             s->launcher_failed = true;
             s->exit_status = 1;
@@ -1166,6 +1215,333 @@ static void apply(struct sup *s, const struct ddp_paction *a)
     }
 }
 
+/* ---------------------------------------------------------------- several nodes
+ * nnodes > 1: node 0 (the leader) runs the policy for the whole job. It waits until every node joined, then for
+ * each attempt lays the ranks out over the nodes that are up, sends START and starts its own workers. A failure
+ * or timeout anywhere (its own workers, a node's REPORT, a lost node) is fed to its policy as one event and
+ * STOP goes to every node; once every node reported the attempt's end, the policy's decision (restart,
+ * downsize, exit) is carried out everywhere: START with the next attempt number, or EXIT. The other nodes decide
+ * nothing: they start workers on START, stop them on STOP, report how each attempt ended, exit on EXIT, and
+ * stop everything and exit 1 when node 0 is lost. */
+
+#define JOIN_TIMEOUT_MS 60000
+
+static void finish(struct sup *s, int status)
+{
+    retire_current(s);
+    s->exit_status = status;
+    s->done = true;
+    close_loop_handles(s);
+}
+
+/* How this node's part of the attempt ended, as a status for REPORT (0 = every worker succeeded). */
+static int local_status(const struct sup *s)
+{
+    if (s->pol.state == DDP_PS_RUNNING || s->pol.state == DDP_PS_DONE)
+        return s->pol.state == DDP_PS_DONE ? s->exit_status : 0;
+    switch (s->pol.stop) {
+    case DDP_STOP_SIGNAL:
+        return 128 + s->pol.stop_signo;
+    case DDP_STOP_TIMEOUT:
+        return 124;
+    case DDP_STOP_FAILURE:
+        return s->pol.stop_status ? s->pol.stop_status : 1;
+    case DDP_STOP_NONE:
+        break;
+    }
+    return 0;
+}
+
+static int leader_start(struct sup *s, int attempt, int nproc)
+{
+    int n = s->ctx->nnodes, world = 0, k, nup = 0;
+    int *np = ddp_xcalloc((size_t)n, sizeof(*np));
+    struct ddp_coord_assign *as = ddp_xcalloc((size_t)n, sizeof(*as));
+    for (int i = 0; i < n; i++) {
+        np[i] = nproc;
+        nup += s->up[i];
+    }
+    k = ddp_coord_layout(n, s->up, np, s->ctx->min_nnodes, as, &world);
+    free(np);
+    if (k < 0) {
+        free(as);
+        return ddp_errf(s->err, -ENODEV, "only %d node%s up, the job needs at least %d (nnodes): giving up", nup,
+                        nup == 1 ? "" : "s", s->ctx->min_nnodes);
+    }
+    s->actx.node_rank = 0;
+    s->actx.nnodes = k;
+    ddp_coord_round_begin(&s->round, n, attempt, as);
+    s->round_live = true;
+    s->local_done = false;
+    s->waiting = false;
+    ddp_coord_send_start(s->coord, attempt, world, k, s->actx.master_port, as);
+    free(as);
+    if (k < n)
+        ddp_warn("attempt %d: on %d of %d nodes, world size %d", attempt, k, n, world);
+    return start_attempt(s, attempt, nproc);
+}
+
+static void leader_begin(struct sup *s)
+{
+    if (leader_start(s, 0, s->ctx->nproc) < 0) {
+        ddp_error("attempt 0: %s", s->err->msg);
+        s->launcher_failed = true;
+        finish(s, 1);
+    }
+}
+
+static void on_join_timeout(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    int nup = 1 + ddp_coord_joined(s->coord);
+    if (!s->waiting || s->done)
+        return;
+    if (nup >= s->ctx->min_nnodes) {
+        ddp_warn("only %d of %d nodes joined within %ds; starting with them", nup, s->ctx->nnodes,
+                 JOIN_TIMEOUT_MS / 1000);
+        leader_begin(s);
+        return;
+    }
+    ddp_errf(s->err, -ETIMEDOUT, "only %d of %d nodes joined within %ds", nup, s->ctx->nnodes,
+             JOIN_TIMEOUT_MS / 1000);
+    ddp_error("%s", s->err->msg);
+    s->launcher_failed = true;
+    finish(s, 1);
+}
+
+/* Node 0: every node ended the attempt (and so did its own workers): let the policy decide. */
+static void leader_maybe_decide(struct sup *s)
+{
+    struct ddp_pevent_data ev = {.kind = DDP_PE_ALL_FINISHED};
+    if (!s->round_live || !s->local_done || !ddp_coord_round_done(&s->round))
+        return;
+    s->round_live = false;
+    s->local_done = false;
+    feed(s, &ev);
+}
+
+/* Node 0: another node failed (or was lost) in the current attempt: the whole job stops. */
+static void leader_remote_failed(struct sup *s, int status, const char *why)
+{
+    struct ddp_pevent_data ev = {.kind = status == 124 ? DDP_PE_TIMEOUT : DDP_PE_WORKER_FAILED, .status = status};
+    if (s->pol.state != DDP_PS_RUNNING)
+        return;
+    ddp_error("attempt %d: %s; stopping the workers on every node", s->round.attempt, why);
+    if (status == 124) {
+        free(s->timeout_reason);
+        s->timeout_reason = ddp_xstrdup(why);
+    }
+    s->stop_why = why;
+    feed(s, &ev);
+    s->stop_why = NULL;
+}
+
+static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
+{
+    char why[700];
+    int n = s->ctx->nnodes;
+    switch (ev->kind) {
+    case DDP_COORD_JOINED:
+        if (ev->node <= 0 || ev->node >= n)
+            break;
+        s->up[ev->node] = true;
+        ddp_info("node %d joined (%d of %d nodes up)", ev->node, 1 + ddp_coord_joined(s->coord), n);
+        if (s->waiting && !s->cur && s->pol.attempt == 0 && ddp_coord_joined(s->coord) == n - 1) {
+            uv_timer_stop(&s->join);
+            leader_begin(s);
+        }
+        break;
+    case DDP_COORD_LOST:
+        if (ev->node <= 0 || ev->node >= n)
+            break;
+        s->up[ev->node] = false;
+        snprintf(why, sizeof(why), "node %d lost: %s", ev->node, ev->reason);
+        ddp_error("%s", why);
+        if (s->round_live && ddp_coord_round_end(&s->round, s->round.attempt, ev->node, 1, why))
+            leader_remote_failed(s, 1, why);
+        leader_maybe_decide(s);
+        break;
+    case DDP_COORD_REPORT:
+        if (!s->round_live)
+            break;
+        if (ev->reason[0])
+            snprintf(why, sizeof(why), "node %d failed (status %d): %s", ev->node, ev->status, ev->reason);
+        else
+            snprintf(why, sizeof(why), "node %d failed (status %d)", ev->node, ev->status);
+        if (ddp_coord_round_end(&s->round, ev->attempt, ev->node, ev->status, ev->reason) && ev->status != 0)
+            leader_remote_failed(s, ev->status, why);
+        leader_maybe_decide(s);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Other nodes: this node's workers of the attempt all ended: tell node 0, then wait for its decision. */
+static void follower_finished(struct sup *s)
+{
+    int st = local_status(s);
+    int attempt = s->cur ? s->cur->plan.attempt : s->pol.attempt;
+    char why[600] = "";
+    if (st != 0 && !s->remote_stop) {
+        if (s->timeout_reason)
+            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, s->timeout_reason);
+        else if (s->root.set)
+            snprintf(why, sizeof(why), "%s: rank %d (local %d) %s %d%s%s", s->ctx->hostname, s->root.rank,
+                     s->root.local_rank, s->root.signo ? "died by signal" : "exited with code",
+                     s->root.signo ? s->root.signo : s->root.status, s->root.class_name ? ", " : "",
+                     s->root.class_name ? s->root.class_name : "");
+        if (s->pol.stop != DDP_STOP_SIGNAL)
+            print_summary(s, st);
+    }
+    if (s->coord)
+        ddp_coord_report(s->coord, attempt, st, why);
+    retire_current(s);
+    s->waiting = true;
+    if (s->coord_lost) {
+        finish(s, 1);
+    } else if (s->exit_after >= 0) {
+        finish(s, s->exit_after);
+    } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL) {
+        ddp_error("stopped by %s", ddp_report_signame(s->pol.stop_signo));
+        finish(s, 128 + s->pol.stop_signo);
+    }
+}
+
+static void follower_stop(struct sup *s)
+{
+    struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = 1};
+    if (!s->cur || s->pol.state != DDP_PS_RUNNING)
+        return;
+    s->remote_stop = true;
+    feed(s, &ev);
+}
+
+static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
+{
+    switch (ev->kind) {
+    case DDP_COORD_JOINED:
+        ddp_info("node %d: joined node 0 (%s:%d)", s->ctx->node_rank, s->ctx->master_addr, s->ctx->coord_port);
+        break;
+    case DDP_COORD_START:
+        if (s->cur) {
+            ddp_warn("attempt %d: node 0 says start while attempt %d still runs here; ignored", ev->attempt,
+                     s->cur->plan.attempt);
+            break;
+        }
+        if (ev->nproc <= 0 || ev->rank_base != ev->group_rank * ev->nproc) {
+            ddp_error("attempt %d: node 0 sent a layout this node cannot apply (rank base %d, group rank %d, "
+                      "%d workers)", ev->attempt, ev->rank_base, ev->group_rank, ev->nproc);
+            ddp_coord_report(s->coord, ev->attempt, 1, "cannot apply the layout");
+            break;
+        }
+        if (ev->attempt > 0)
+            ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
+                     ev->attempt - 1, ev->attempt, ev->nproc, ev->nproc == 1 ? "" : "s", ev->world_size);
+        s->actx.node_rank = ev->group_rank;
+        s->actx.nnodes = ev->group_world_size;
+        s->actx.master_port = ev->master_port;
+        ddp_policy_init(&s->pol, s->spec, ev->nproc);
+        s->pol.attempt = ev->attempt;
+        s->waiting = false;
+        s->remote_stop = false;
+        clear_others(s);
+        ended_clear(&s->root);
+        ddp_info("attempt %d: starting %d worker%s (ranks %d-%d of %d)", ev->attempt, ev->nproc,
+                 ev->nproc == 1 ? "" : "s", ev->rank_base, ev->rank_base + ev->nproc - 1, ev->world_size);
+        if (start_attempt(s, ev->attempt, ev->nproc) < 0) {
+            ddp_error("attempt %d: %s", ev->attempt, s->err->msg);
+            ddp_coord_report(s->coord, ev->attempt, 1, s->err->msg);
+            s->waiting = true;
+        }
+        break;
+    case DDP_COORD_STOP:
+        if (s->cur && s->cur->plan.attempt == ev->attempt && s->pol.state == DDP_PS_RUNNING) {
+            ddp_warn("attempt %d: node 0 says stop (%s); stopping the workers", ev->attempt, ev->reason);
+            follower_stop(s);
+        }
+        break;
+    case DDP_COORD_EXIT:
+        if (s->cur) {
+            s->exit_after = ev->status;
+            follower_stop(s);
+        } else {
+            finish(s, ev->status);
+        }
+        break;
+    case DDP_COORD_LOST:
+        ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
+        s->coord_lost = true;
+        if (s->cur)
+            follower_stop(s);
+        else
+            finish(s, 1);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
+{
+    struct sup *s = data;
+    (void)c;
+    if (s->done)
+        return;
+    if (s->leader)
+        leader_event(s, ev);
+    else
+        follower_event(s, ev);
+}
+
+/* The workers of this node's part of the attempt all ended. */
+static void multi_all_finished(struct sup *s)
+{
+    if (s->leader) {
+        int st = local_status(s);
+        s->local_done = true;
+        if (s->round_live)
+            ddp_coord_round_end(&s->round, s->round.attempt, 0, st, st ? "node 0's workers failed" : "");
+        leader_maybe_decide(s);
+    } else {
+        follower_finished(s);
+    }
+}
+
+/* Start listening (node 0) or joining (others); node 0 starts attempt 0 once every node joined. */
+static int multi_begin(struct sup *s)
+{
+    const struct ddp_plan_ctx *ctx = s->ctx;
+    struct ddp_coord_config cfg = {
+        .node_rank = ctx->node_rank,
+        .nnodes = ctx->nnodes,
+        .addr = s->leader ? NULL : ctx->master_addr,
+        .port = ctx->coord_port,
+        .secret = ctx->coord_secret,
+        .run_id = ctx->run_id,
+        .join_timeout_ms = JOIN_TIMEOUT_MS,
+    };
+    int rc;
+    s->waiting = true;
+    if (s->leader) {
+        s->up = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->up));
+        s->up[0] = true;
+    }
+    rc = ddp_coord_start(&s->loop, &cfg, on_coord, s, &s->coord, s->err);
+    if (rc < 0) {
+        ddp_error("%s", s->err->msg);
+        return rc;
+    }
+    if (s->leader) {
+        ddp_info("node 0: waiting for %d other node%s to join on control port %d", ctx->nnodes - 1,
+                 ctx->nnodes == 2 ? "" : "s", ctx->coord_port);
+        uv_timer_start(&s->join, on_join_timeout, JOIN_TIMEOUT_MS, 0);
+    } else {
+        ddp_info("node %d: joining node 0 at %s:%d", ctx->node_rank, ctx->master_addr, ctx->coord_port);
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static int add_signal(struct sup *s, int signo)
@@ -1189,13 +1565,17 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     static const int base_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
     s->ctx = ctx;
+    s->actx = *ctx;
     s->spec = ctx->spec;
+    s->exit_after = -1;
+    s->multi = ctx->nnodes > 1 && ctx->coord_secret;
+    s->leader = s->multi && ctx->node_rank == 0;
     s->self_exe = self_exe;
     s->err = err;
     signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     uv_loop_init(&s->loop);
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
-    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock};
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock, &s->join};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
         uv_timer_init(&s->loop, timers[i]);
         timers[i]->data = s;
@@ -1220,9 +1600,10 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
         }
     }
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
-    rc = s->launcher_failed ? -1 : start_attempt(s, 0, ctx->nproc);
+    rc = s->launcher_failed ? -1 : s->multi ? multi_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
         s->launcher_failed = true;
+        s->exit_status = 1;
         s->done = true;
         close_loop_handles(s);
     }
@@ -1238,6 +1619,9 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     clear_others(s);
     free(s->exclude);
     free(s->timeout_reason);
+    free(s->up);
+    if (s->round.state)
+        ddp_coord_round_free(&s->round);
     free(s);
     return status;
 }

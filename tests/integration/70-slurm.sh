@@ -4,7 +4,8 @@
 # job over both nodes: ranks 0-3 in blocks by node, one MASTER_ADDR (n1, the step's first host) and one port
 # everywhere, right sums. examples/slurm/train.sbatch, run as it is, trains examples/train_ddp.py to the same
 # model as a single-node 4-worker run. Several tasks per node are refused with the srun line to use instead.
-# scancel --signal=USR1 reaches every worker and ddplaunch survives it; scancel stops everything.
+# scancel --signal=USR1 reaches every worker and ddplaunch survives it; scancel stops everything. The two
+# agents join over their control channel (node 1 joins node 0) before the workers start.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (a throwaway Slurm cluster)"
 for b in munged slurmctld slurmd srun sbatch scancel unshare; do
@@ -53,6 +54,9 @@ for r in 0 1 2 3; do
 done
 ports=$(grep -o 'MASTER_PORT=[0-9]*' "$TMP/ranks" | sort -u)
 expect_eq "one MASTER_PORT for all ranks" "$(echo "$ports" | wc -l)" 1
+# the agents coordinate: node 1 joined node 0's control port (authenticated with the job's secret)
+expect_grep "node 1 joined \\(2 of 2 nodes up\\)" "$TMP/srun.err"
+expect_grep "node 1: joined node 0" "$TMP/srun.err"
 echo "srun: 4 ranks on n1,n2, MASTER_ADDR=n1 $ports"
 
 # 1b. ddplaunch in the batch step of a two-node job (no srun): one node only, SLURM_PROCID/NODEID are not ranks,

@@ -3,12 +3,13 @@
 # private "hub" namespace: the host's own network is not touched) play three nodes. Each runs ddplaunch with
 # static rendezvous (--nnodes 3 --node-rank i --master-addr 10.231.0.1 --master-port P) and one gloo worker:
 #  1. ranks 0-2 come up in their own namespaces, GROUP_RANK = node rank, all_reduce sums are right;
-#  2. killing node 2's agent (SIGKILL) takes its worker with it, and nodes 0 and 1 notice within seconds:
-#     their workers' collectives fail and both agents exit non-zero instead of hanging;
-#  3. killing node 1's worker (SIGKILL) with max_restarts = 1: all three nodes stop and run attempt 1 to the end.
-# Today 2 and 3 work through gloo (a dead peer fails every collective) and torch's store on node 0, not through
-# launcher/coord.c, which the supervisor does not use yet: the nodes do not agree on a restart, each restarts
-# on its own failure, which is racy in principle (seen 6/6 passing here).
+#  2. killing node 2's agent (SIGKILL) takes its worker with it, and nodes 0 and 1 notice within seconds through
+#     the agents' control channel (launcher/coord.c; the workers make no collective call after their first one,
+#     so gloo cannot tell them): node 0 says "node 2 lost", stops every node, and both agents exit non-zero;
+#  3. killing node 1's worker (SIGKILL) with max_restarts = 1: node 0 stops every node and decides the restart
+#     once; all three nodes run attempt 1 (TORCHELASTIC_RESTART_COUNT=1 on every node) to the end;
+#  4. nnodes 2:3: node 2's agent dies in attempt 0; nodes 0 and 1 go on as a 2-node job (world size 2).
+# The workers of 2-4 idle after their first all_reduce: only the agents' coordination can stop them.
 # Root only (ip netns); skipped otherwise.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (ip netns)"
@@ -47,12 +48,16 @@ import torch
 import torch.distributed as dist
 attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
 steps = int(sys.argv[1] if attempt == 0 or len(sys.argv) < 3 else sys.argv[2])
+idle = len(sys.argv) > 3 and sys.argv[3] == "idle" and attempt == 0  # no collective after the first
 dist.init_process_group("gloo")
 rank, w = dist.get_rank(), dist.get_world_size()
 keys = ["RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
         "TORCHELASTIC_RESTART_COUNT"]
 netns = os.readlink("/proc/self/ns/net")
 for step in range(steps):
+    if idle and step > 0:
+        time.sleep(0.1)
+        continue
     t = torch.tensor([float(rank + 1)])
     dist.all_reduce(t)
     if step == 0:
@@ -63,13 +68,14 @@ os.write(1, f"rank {rank} finished {steps} steps in attempt {attempt} sum={t.ite
 PYEOF
 
 port=29400
+NNODES=$NODES
 run_node() { # run_node I [ddplaunch options] -- worker args: ddplaunch on node I in the background -> $TMP/nI.*
     local i=$1 opts=()
     shift
     while [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift
     ip netns exec "$(ns "$i")" env GLOO_SOCKET_IFNAME=ddpit0 PYTHONUNBUFFERED=1 \
-        "$DDP" --nnodes $NODES --node-rank "$i" --master-addr 10.231.0.1 --master-port $port --nproc-per-node 1 \
+        "$DDP" --nnodes $NNODES --node-rank "$i" --master-addr 10.231.0.1 --master-port $port --nproc-per-node 1 \
         "${opts[@]}" "$TMP/worker.py" "$@" >"$TMP/n$i.out" 2>"$TMP/n$i.err" &
     pids[$i]=$!
 }
@@ -90,11 +96,14 @@ for i in 0 1 2; do
     done
     expect_grep "rank $i finished 5 steps in attempt 0 sum=6" "$TMP/n$i.out"
 done
+expect_grep "node 1 joined" "$TMP/n0.err"
+expect_grep "node 2 joined" "$TMP/n0.err"
+expect_grep "node 1: joined node 0" "$TMP/n1.err"
 echo "3 nodes in 3 network namespaces: ranks 0-2, sums right"
 
 # 2. Kill node 2's agent in the middle of the job: the other nodes must notice, not hang.
 port=29401
-for i in 0 1 2; do run_node $i -- 600; done
+for i in 0 1 2; do run_node $i -- 600 600 idle; done
 for _ in $(seq 1 240); do
     [ "$(cat "$TMP"/n*.out 2>/dev/null | grep -c RANKINFO)" = 3 ] && break
     sleep 0.25
@@ -116,14 +125,16 @@ wait "${pids[2]}" 2>/dev/null
 alive() { [ -d "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 [ -n "$wpid" ] && alive "$wpid" && { ps -o pid,ppid,stat,cmd -p "$wpid"; cat "$TMP/n2.err"; fail "node 2's worker $wpid outlived its agent"; }
 grep -q 'finished' "$TMP"/n*.out && fail "a worker finished although node 2 was gone"
-[ "$secs" -lt 60000 ] || fail "nodes 0 and 1 took ${secs} ms to notice"
+[ "$secs" -lt 15000 ] || fail "nodes 0 and 1 took ${secs} ms to notice"
+expect_grep "node 2 lost" "$TMP/n0.err"
+expect_grep "node 0 says stop .*node 2 lost|node 0 says stop" "$TMP/n1.err"
 echo "node 2's agent killed: nodes 0 and 1 stopped in ${secs} ms"
 
 # 3. Kill node 1's worker (SIGKILL) in attempt 0: every node stops its workers and starts attempt 1, which
 #    completes everywhere with the full world size.
 port=29402
 rm -f "$TMP"/n*.out "$TMP"/n*.err
-for i in 0 1 2; do run_node $i --max-restarts 1 -- 600 5; done
+for i in 0 1 2; do run_node $i --max-restarts 1 -- 600 5 idle; done
 for _ in $(seq 1 240); do
     [ "$(cat "$TMP"/n*.out 2>/dev/null | grep -c RANKINFO)" = 3 ] && break
     sleep 0.25
@@ -138,7 +149,40 @@ for i in 0 1 2; do
     [ $rc = 0 ] || { cat "$TMP/n$i.out" "$TMP/n$i.err"; fail "node $i: ddplaunch exited with $rc after the restart"; }
     expect_grep "attempt 0: restarting" "$TMP/n$i.err"
     expect_grep "rank $i finished 5 steps in attempt 1 sum=6" "$TMP/n$i.out"
+    # the same attempt numbers on every node: 0 then 1, nothing else
+    expect_eq "node $i: restart counts" "$(grep -o 'TORCHELASTIC_RESTART_COUNT=[0-9]*' "$TMP/n$i.out" | tr '\n' ' ')" \
+        "TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_RESTART_COUNT=1 "
 done
 expect_grep "rank 1 .*killed by SIGKILL|rank 1 .*signal 9|rank 1 .*SIGKILL" "$TMP/n1.err"
-echo "rank 1 killed: all 3 nodes restarted together and attempt 1 completed"
+expect_grep "node 1 failed" "$TMP/n0.err"
+expect_grep "node 0 says stop" "$TMP/n2.err"
+expect_grep "node 0's decision" "$TMP/n2.err"
+[ "$(grep -c 'restarting' "$TMP/n0.err")" = 1 ] || fail "node 0 decided more than one restart"
+echo "rank 1 killed: all 3 nodes restarted together (TORCHELASTIC_RESTART_COUNT 0 then 1 on each) and attempt 1 completed"
+
+# 4. nnodes 2:3: node 2's agent dies; nodes 0 and 1 go on without it as attempt 1 with world size 2.
+port=29403
+NNODES=2:3
+rm -f "$TMP"/n*.out "$TMP"/n*.err
+for i in 0 1 2; do run_node $i --max-restarts 1 -- 600 5 idle; done
+for _ in $(seq 1 240); do
+    [ "$(cat "$TMP"/n*.out 2>/dev/null | grep -c RANKINFO)" = 3 ] && break
+    sleep 0.25
+done
+expect_eq "workers running" "$(cat "$TMP"/n*.out | grep -c RANKINFO)" 3
+agent=$(ip netns pids "$(ns 2)" | while read -r p; do
+    [ "$(cat /proc/$p/comm 2>/dev/null)" = ddplaunch ] && [ "$(awk '{print $4}' /proc/$p/stat)" != 1 ] && echo "$p"; done | head -n 1)
+[ -n "$agent" ] || fail "cannot find node 2's ddplaunch"
+kill -KILL "$agent"
+for i in 0 1; do
+    wait "${pids[$i]}"
+    rc=$?
+    [ $rc = 0 ] || { cat "$TMP/n$i.out" "$TMP/n$i.err"; fail "node $i: ddplaunch exited with $rc after losing node 2"; }
+    expect_grep "rank $i finished 5 steps in attempt 1 sum=3" "$TMP/n$i.out"
+    expect_grep "RANKINFO RANK=$i .*WORLD_SIZE=2 GROUP_WORLD_SIZE=2 .*TORCHELASTIC_RESTART_COUNT=1 " "$TMP/n$i.out"
+done
+wait "${pids[2]}" 2>/dev/null
+expect_grep "node 2 lost" "$TMP/n0.err"
+expect_grep "attempt 1: on 2 of 3 nodes, world size 2" "$TMP/n0.err"
+echo "nnodes 2:3: node 2 lost, nodes 0 and 1 finished attempt 1 as a 2-node job"
 exit 0
