@@ -116,6 +116,7 @@ struct sup {
     bool round_live, local_done;
     bool remote_stop;               /* others: node 0 asked this attempt to stop */
     bool coord_lost;                /* others: node 0 is gone: exit 1 once the workers are stopped */
+    bool joined;                    /* others: joined node 0 */
     int exit_after;                 /* others: node 0 said EXIT while workers still ran: exit with this (-1 none) */
     uv_timer_t join;
     bool handles_closed;
@@ -1421,6 +1422,7 @@ static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
 {
     switch (ev->kind) {
     case DDP_COORD_JOINED:
+        s->joined = true;
         ddp_info("node %d: joined node 0 (%s:%d)", s->ctx->node_rank, s->ctx->master_addr, s->ctx->coord_port);
         break;
     case DDP_COORD_START:
@@ -1470,7 +1472,10 @@ static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
         }
         break;
     case DDP_COORD_LOST:
-        ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
+        if (s->joined)
+            ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
+        else
+            ddp_error("node %d cannot join node 0: %s", s->ctx->node_rank, ev->reason);
         s->coord_lost = true;
         if (s->cur)
             follower_stop(s);

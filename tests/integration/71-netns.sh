@@ -74,14 +74,22 @@ run_node() { # run_node I [ddplaunch options] -- worker args: ddplaunch on node 
     shift
     while [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift
-    ip netns exec "$(ns "$i")" env GLOO_SOCKET_IFNAME=ddpit0 PYTHONUNBUFFERED=1 \
+    ip netns exec "$(ns "$i")" env ${DDPLAUNCH_JOB_SECRET:+DDPLAUNCH_JOB_SECRET=$DDPLAUNCH_JOB_SECRET} GLOO_SOCKET_IFNAME=ddpit0 PYTHONUNBUFFERED=1 \
         "$DDP" --nnodes $NNODES --node-rank "$i" --master-addr 10.231.0.1 --master-port $port --nproc-per-node 1 \
         "${opts[@]}" "$TMP/worker.py" "$@" >"$TMP/n$i.out" 2>"$TMP/n$i.err" &
     pids[$i]=$!
 }
 
-# 1. Three nodes, one job.
-for i in 0 1 2; do run_node $i -- 5; done
+# 1. Three nodes, one job. Before the real node 1, an agent with another job secret tries to join as node 1:
+#    node 0 refuses it, it exits 1 saying why, and the job goes on waiting for the real one.
+run_node 0 -- 5
+DDPLAUNCH_JOB_SECRET=not-this-jobs-secret-at-all run_node 1 -- 5
+wait "${pids[1]}"
+rc=$?
+[ $rc = 1 ] || { cat "$TMP/n1.err"; fail "an agent with the wrong secret exited with $rc, want 1"; }
+expect_grep "node 1 cannot join node 0: .*authentication failed" "$TMP/n1.err"
+expect_grep "refused a node from 10.231.0.2" "$TMP/n0.err"
+for i in 1 2; do run_node $i -- 5; done
 for i in 0 1 2; do
     wait "${pids[$i]}"
     rc=$?
