@@ -8,7 +8,9 @@
 #     so gloo cannot tell them): node 0 says "node 2 lost", stops every node, and both agents exit non-zero;
 #  3. killing node 1's worker (SIGKILL) with max_restarts = 1: node 0 stops every node and decides the restart
 #     once; all three nodes run attempt 1 (TORCHELASTIC_RESTART_COUNT=1 on every node) to the end;
-#  4. nnodes 2:3: node 2's agent dies in attempt 0; nodes 0 and 1 go on as a 2-node job (world size 2).
+#  4. nnodes 2:3: node 2's agent dies in attempt 0; nodes 0 and 1 go on as a 2-node job (world size 2);
+#  5. on_timeout = downsize, 2 workers per node: node 1's workers hang silently (stall, heartbeat = output); node 0
+#     decides to downsize and every node runs attempt 1 with 1 worker, world size 6 -> 3.
 # The workers of 2-4 idle after their first all_reduce: only the agents' coordination can stop them.
 # Root only (ip netns); skipped otherwise.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
@@ -193,4 +195,30 @@ wait "${pids[2]}" 2>/dev/null
 expect_grep "node 2 lost" "$TMP/n0.err"
 expect_grep "attempt 1: on 2 of 3 nodes, world size 2" "$TMP/n0.err"
 echo "nnodes 2:3: node 2 lost, nodes 0 and 1 finished attempt 1 as a 2-node job"
+
+# 5. Downsizing decided once, applied everywhere.
+port=29405
+NNODES=$NODES
+rm -f "$TMP"/n*.out "$TMP"/n*.err
+W='echo "DS RANK=$RANK WORLD_SIZE=$WORLD_SIZE RC=$TORCHELASTIC_RESTART_COUNT"
+if [ "$GROUP_RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exec sleep 60; fi
+i=0; while [ $i -lt 8 ]; do echo tick; sleep 0.5; i=$((i + 1)); done'
+for i in 0 1 2; do
+    ip netns exec "$(ns "$i")" env DDPLAUNCH_TIMEOUT_STALL=2s DDPLAUNCH_TIMEOUT_HEARTBEAT=output \
+        DDPLAUNCH_RESTART_ON_TIMEOUT=downsize "$DDP" --nnodes $NODES --node-rank "$i" --master-addr 10.231.0.1 \
+        --master-port $port --nproc-per-node 2 --max-restarts 1 --no-python /bin/sh -c "$W" \
+        >"$TMP/n$i.out" 2>"$TMP/n$i.err" &
+    pids[$i]=$!
+done
+for i in 0 1 2; do
+    wait "${pids[$i]}"
+    rc=$?
+    [ $rc = 0 ] || { cat "$TMP/n$i.out" "$TMP/n$i.err"; fail "node $i: ddplaunch exited with $rc after downsizing"; }
+    expect_eq "node $i: attempt 0" "$(grep -c "DS RANK=.* WORLD_SIZE=6 RC=0" "$TMP/n$i.out")" 2
+    expect_eq "node $i: attempt 1" "$(grep -c "DS RANK=$i WORLD_SIZE=3 RC=1" "$TMP/n$i.out")" 1
+done
+expect_grep "node 1 failed \(status 124\).*no rank wrote any output" "$TMP/n0.err"
+expect_grep "downsizing 2 -> 1 workers" "$TMP/n0.err"
+expect_grep "restarting as attempt 1 with 1 worker here, world size 3 \(node 0's decision\)" "$TMP/n2.err"
+echo "downsize: node 1 hung, every node went from 2 workers (world 6) to 1 (world 3) in attempt 1"
 exit 0
