@@ -1335,6 +1335,11 @@ static void leader_remote_failed(struct sup *s, int status, const char *why)
     s->stop_why = why;
     feed(s, &ev);
     s->stop_why = NULL;
+    if (s->local_done) {
+        /* our own workers are already gone: nothing to wait for or kill here */
+        uv_timer_stop(&s->grace);
+        s->grace_armed = false;
+    }
 }
 
 static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
