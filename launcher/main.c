@@ -114,22 +114,19 @@ static char *self_exe(const char *argv0)
     return ddp_xstrdup(argv0);
 }
 
-/* A private directory for this launch: heartbeat files, error files, the timer FIFO. */
+/* A fresh private directory for this launch (heartbeat files, error files, the timer FIFO) inside the user's
+ * private runtime directory (0700, owner checked, no symlinks: rundir.c). NULL with a warning if impossible. */
 static char *make_run_dir(void)
 {
-    const char *base = getenv("XDG_RUNTIME_DIR");
-    struct stat st;
-    if (!base || !*base || stat(base, &st) != 0 || st.st_uid != getuid())
-        base = getenv("TMPDIR");
-    if (!base || !*base)
-        base = "/tmp";
-    char *tmpl = ddp_xasprintf("%s/ddplaunch-%d-XXXXXX", base, (int)getpid());
-    if (!mkdtemp(tmpl)) {
-        ddp_warn("cannot create a runtime directory under %s: %s", base, strerror(errno));
-        free(tmpl);
-        return NULL;
+    struct ddp_err err;
+    char *parent = ddp_rundir_private_path(environ, getuid());
+    char *path = NULL;
+    if (ddp_rundir_make_private(parent, NULL, &err) < 0 || ddp_rundir_mkdtemp(parent, "run", &path, &err) < 0) {
+        ddp_warn("no runtime directory, so no heartbeat files: %s", err.msg);
+        path = NULL;
     }
-    return tmpl;
+    free(parent);
+    return path;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -502,10 +499,10 @@ int main(int argc, char **argv)
     if (cli.cmd != DDP_CMD_PLAN) {
         run_dir = make_run_dir();
         ctx.run_dir = run_dir;
-    if (spec.timer_file && run_dir) {
-        timer_path = ddp_xasprintf("%s/timer", run_dir); /* the FIFO torch's FileTimerClient writes to */
-        ctx.timer_file = timer_path;
-    }
+        if (spec.timer_file && run_dir) {
+            timer_path = ddp_xasprintf("%s/timer", run_dir); /* the FIFO torch's FileTimerClient writes to */
+            ctx.timer_file = timer_path;
+        }
     }
     /* Attempt 0 as `plan` shows it, also before a run: what it rejects ([env] ${VAR} not set, too few
      * GPUs) is a usage error, exit 2, before anything starts. */
