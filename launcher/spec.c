@@ -117,7 +117,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "timeout", "init", DDP_T_DURATION, OFF(timeout_init_ms), "off", NULL, 0, 0,
       "every rank must show life (heartbeat or output) within this after start" },
     { "timeout", "stall", DDP_T_DURATION, OFF(timeout_stall_ms), "off", NULL, 0, 0,
-      "a rank without progress (see heartbeat) for this long is hung" },
+      "a rank without progress (see heartbeat) for this long is hung (from its start unless init is set)" },
     { "timeout", "heartbeat", DDP_T_ENUM, OFF(heartbeat), "file", heartbeat_names, 0, 0,
       "progress signal for stall: file (DDPLAUNCH_HEARTBEAT_FILE), output or none" },
     { "timeout", "wall", DDP_T_DURATION, OFF(timeout_wall_ms), "off", NULL, 0, 0,

@@ -16,8 +16,10 @@ expect_grep 'attempt 0: rank [0-9]+ reported a collective timeout \(nccl-timeout
 expect_grep '^\[rank0\]: allreduce sum=3 expected=3 world_size=2 orig_world_size=4 backend=gloo attempt=1 ' "$TMP/out"
 expect_grep '^\[rank0\]: done steps=4 world_size=2 ' "$TMP/out"
 
-# Heartbeat: rank 1 hangs (no pg timeout to speak of), stall 3s -> downsize -> done at 2 workers.
-"$DDP" --nproc-per-node 4 --set timeout.stall=3s --set timeout.heartbeat=file --set restart.on_timeout=downsize \
+# Heartbeat: rank 1 hangs (no pg timeout to speak of), stall 3s -> downsize -> done at 2 workers. init covers
+# the start (importing torch can take longer than 3 s on a loaded machine), stall the steps after it.
+"$DDP" --nproc-per-node 4 --set timeout.stall=3s --set timeout.init=120s --set timeout.heartbeat=file \
+    --set restart.on_timeout=downsize \
     --shutdown-timeout 2s "$TRAIN" --steps 4 --backend gloo --pg-timeout 600 --hang-rank 1 --hang-step 1 \
     >"$TMP/out" 2>"$TMP/err"
 rc=$?

@@ -6,14 +6,14 @@ export DDP_SRCDIR
 W=$DDP_SRCDIR/tests/integration/hb_worker.py
 
 # Without a stall: 4 workers finish, nobody is flagged.
-"$DDP" --nproc-per-node 4 --set timeout.stall=1s --set timeout.heartbeat=file "$W" 10 >"$TMP/out" 2>"$TMP/err"
+"$DDP" --nproc-per-node 4 --set timeout.stall=1s --set timeout.init=60s --set timeout.heartbeat=file "$W" 10 >"$TMP/out" 2>"$TMP/err"
 expect_eq "status, no stall" "$?" 0
 expect_eq "ranks done at world 4" "$(grep -c 'done r[0-3] world 4 orig 4' "$TMP/out")" 4
 grep -q 'no progress' "$TMP/err" && fail "a healthy job was flagged"
 
 # Rank 2 stalls: detected within stall (+ check interval), downsized, completes.
 start=$(date +%s%N)
-STALL_RANK=2 "$DDP" --nproc-per-node 4 --set timeout.stall=1s --set timeout.heartbeat=file \
+STALL_RANK=2 "$DDP" --nproc-per-node 4 --set timeout.stall=1s --set timeout.init=60s --set timeout.heartbeat=file \
     --set restart.on_timeout=downsize "$W" 15 >"$TMP/out" 2>"$TMP/err"
 rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
