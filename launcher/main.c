@@ -1,16 +1,13 @@
 /* main: wires the modules together: cli -> spec layers -> topology -> plan -> supervise -> exit status.
  * Only main.c and the exec shim call exit(). */
 #include <errno.h>
-#include <signal.h>
 #include <ftw.h>
 #include <limits.h>
-#include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
