@@ -93,7 +93,7 @@ check:
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPS_ALL); \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_ALL); \
 	else \
 	    echo "ddplaunch: missing build or test dependencies; install them with:"; \
 	    echo "  sudo apt-get install -y $(DEPS_ALL)"; exit 1; \
