@@ -10,10 +10,11 @@ for t in "$DDP_SRCDIR"/tests/integration/[0-9]*.sh; do
     name=$(basename "$t" .sh)
     if [ -n "$only" ] && [[ $name != *$only* ]]; then continue; fi
     log=$(mktemp)
-    start=$(date +%s.%N)
+    start=${EPOCHREALTIME/[.,]/}
     timeout 600 bash "$t" >"$log" 2>&1
     rc=$?
-    secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo 0)")
+    end=${EPOCHREALTIME/[.,]/}
+    secs=$(((end - start) / 1000000)).$((((end - start) / 100000) % 10))
     case $rc in
     0) pass=$((pass + 1)); echo "PASS $name (${secs}s)" ;;
     77) skip=$((skip + 1)); echo "SKIP $name: $(tail -n 1 "$log")" ;;
