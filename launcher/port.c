@@ -135,14 +135,8 @@ int ddp_port_parse_listeners(const char *text, bool v6, int port, struct ddp_por
     bool header = false;
     const char *line = text;
     while (*line) {
-        const char *eol = strchr(line, '\n');
-        size_t len = eol ? (size_t)(eol - line) : strlen(line);
         char buf[512];
-        if (len >= sizeof buf)
-            len = sizeof buf - 1;
-        memcpy(buf, line, len);
-        buf[len] = '\0';
-        line = eol ? eol + 1 : line + strlen(line);
+        line = ddp_line_next(line, buf, sizeof buf);
         if (strstr(buf, "local_address")) {
             header = true;
             continue;

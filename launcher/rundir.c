@@ -313,14 +313,8 @@ pid_t ddp_rundir_parse_locks(const char *text, unsigned int dev_major, unsigned 
     pid_t ino_only = 0;
     const char *line = text;
     while (*line) {
-        const char *eol = strchr(line, '\n');
-        size_t len = eol ? (size_t)(eol - line) : strlen(line);
         char buf[256];
-        if (len >= sizeof buf)
-            len = sizeof buf - 1;
-        memcpy(buf, line, len);
-        buf[len] = '\0';
-        line = eol ? eol + 1 : line + strlen(line);
+        line = ddp_line_next(line, buf, sizeof buf);
 
         /* "1: FLOCK  ADVISORY  WRITE 1234 fd:01:123456 0 EOF"; waiters read "1: -> FLOCK ..." */
         char *p = strchr(buf, ':');

@@ -157,6 +157,16 @@ void ddp_log(enum ddp_log_level level, const char *fmt, ...)
     fprintf(stderr, "ddplaunch: %s%s\n", tag[level], line);
 }
 
+const char *ddp_line_next(const char *text, char *buf, size_t size)
+{
+    const char *eol = strchr(text, '\n');
+    size_t len = eol ? (size_t)(eol - text) : strlen(text);
+    size_t n = len < size - 1 ? len : size - 1;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    return eol ? eol + 1 : text + len;
+}
+
 size_t ddp_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

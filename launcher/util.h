@@ -59,6 +59,10 @@ void ddp_log(enum ddp_log_level level, const char *fmt, ...) __attribute__((form
 #define ddp_info(...) ddp_log(DDP_LOG_INFO, __VA_ARGS__)
 #define ddp_debug(...) ddp_log(DDP_LOG_DEBUG, __VA_ARGS__)
 
+/* Copy the line that starts at text into buf (without its newline; cut to size - 1 bytes; NUL-terminated) and
+ * return where the next line starts (the end of text after the last line). For /proc text parsers. */
+const char *ddp_line_next(const char *text, char *buf, size_t size);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t ddp_edit_distance(const char *a, const char *b);
 /* The closest candidate to word (NULL-terminated list), or NULL when none is close
