@@ -394,6 +394,7 @@ int ddp_lease_acquire(const char *lock_dir, const char *const *all_busids, size_
     bool *held = ddp_xcalloc(n ? n : 1, sizeof *held);
     const char **held_ids = ddp_xcalloc(n ? n : 1, sizeof *held_ids);
     bool logged = false;
+    size_t races = 0;
     int rc;
     for (;;) {
         rc = ddp_lease_probe(lock_dir, all_busids, n, held, err);
@@ -412,7 +413,12 @@ int ddp_lease_acquire(const char *lock_dir, const char *const *all_busids, size_
                 break;
             }
         }
+        bool lost_race = rc == -EBUSY && chosen.n > 0;
         ddp_strv_clear(&chosen);
+        /* Another job took a GPU between our probe and our take: probe again at once, whatever the deadline,
+         * since free GPUs may remain. Each lost race means some job got GPUs, so this ends. */
+        if (lost_race && races++ < n + 1)
+            continue;
         if (rc != -EBUSY && rc != -ENODEV)
             break;
         if (rc == -ENODEV && nheld == 0)
