@@ -3,7 +3,7 @@
 # machine allows); a binding that cannot be applied is a warning naming the rank and the set, or with
 # [numa] strict = yes an error before exec (exit 1, class bind-failed). Uses a 2-socket topology fixture.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-F=$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml
+F=$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml
 [ -f "$F" ] || skip "topology fixture $F is missing"
 allowed=$(awk '/^Cpus_allowed_list:/{print $2}' /proc/self/status)
 

@@ -5,9 +5,9 @@
 # clear message when a topology cannot be read or more GPUs are asked for than are usable.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 
-G4DN=$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml
+G4DN=$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml
 OWN=$FIXTURES/topo/2s-8gpu-switches-nvlink.xml
-[ -r "$G4DN" ] || skip "shared fixtures not found at $SHARED_TOPO"
+[ -r "$G4DN" ] || { echo "fixture missing: $G4DN"; exit 1; }
 
 row() { grep -E "^$1 " "$2" | tr -s ' ' | sed 's/ $//'; }
 
@@ -27,7 +27,7 @@ expect_grep "^  2 workers:  GPUs 4,6 " "$TMP/cvd"
 expect_grep "4 workers:  cannot: asked for 4 GPUs, but only 2 of the 8 GPUs here are usable; left out: GPUs 0-3,5,7 not in CUDA_VISIBLE_DEVICES='4,6'" "$TMP/cvd"
 
 # JSON: one document, parsed by Python
-for f in "$SHARED_TOPO"/*.xml "$FIXTURES"/topo/*.xml; do
+for f in "$TOPO_DIR"/*.xml; do
     "$DDP" topo --json --topology "$f" >"$TMP/t.json" || fail "topo --json $f exited $?"
     $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["links"]) == len(d["gpus"]), "links"; print(sys.argv[2], len(d["gpus"]), "GPUs", len(d["numa_nodes"]), "nodes")' \
         "$TMP/t.json" "$(basename "$f")" || fail "topo --json $f: not valid JSON"

@@ -4,7 +4,7 @@
 # gets the pair of a job that was killed with kill -9. `ddplaunch topo` shows the leases.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 export DDPLAUNCH_LOCK_DIR=$TMP/locks
-TOPO=$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml
+TOPO=$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml
 [ -r "$TOPO" ] || skip "fixture $TOPO not found"
 
 # Each worker writes its GPU's bus id, then stays until its stop file appears (or 60 s pass).

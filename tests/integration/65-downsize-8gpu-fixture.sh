@@ -3,7 +3,7 @@
 # out, and each smaller set is re-picked on one NUMA node with the tightest links. The workers are shell
 # scripts that report what they were given; the hang is a rank that stops touching its heartbeat file.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-topo=$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml
+topo=$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml
 [ -r "$topo" ] || skip "fixture $topo not found"
 export DDPLAUNCH_LOCK_DIR=$TMP/locks
 cat > "$TMP/worker.sh" <<'W'

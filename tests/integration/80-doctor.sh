@@ -66,14 +66,14 @@ assert ifc["status"] == "fail" and "nosuchif0" in ifc["found"] and ifc["todo"], 
 EOF
 
 # 4. faults: cross-socket selection on the 2-socket g4dn fixture names the same-node set
-if [ -f "$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml" ]; then
+if [ -f "$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml" ]; then
 rc=0
-"$DDP" doctor --topology "$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml" --nproc-per-node 4 \
+"$DDP" doctor --topology "$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml" --nproc-per-node 4 \
     --set gpus.select=0,1,4,5 >"$TMP/numa" 2>&1 || rc=$?
 expect_grep "^ok +gpus +8 GPUs visible \(4 usable\); would pick 0000:18:00.0,0000:19:00.0,0000:e7:00.0,0000:e8:00.0" "$TMP/numa"
 expect_grep "^warn +numa +picked GPUs span NUMA nodes 0,1, across sockets 0,1; 0000:18:00.0,0000:19:00.0,0000:35:00.0,0000:36:00.0 on NUMA node 0 would not" "$TMP/numa"
 [ "$rc" -ge 1 ] || fail "cross-socket selection: exit status $rc"
-"$DDP" doctor --topology "$SHARED_TOPO/2s-8gpu-aws-g4dn-metal-t4.xml" --nproc-per-node 4 >"$TMP/numa2" 2>&1 || true
+"$DDP" doctor --topology "$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml" --nproc-per-node 4 >"$TMP/numa2" 2>&1 || true
 expect_grep "^ok +numa +picked GPUs share NUMA node 0" "$TMP/numa2"
 else
     echo "(no shared fixtures here: cross-socket part not run)"

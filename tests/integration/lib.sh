@@ -3,7 +3,7 @@ set -u
 DDP=${DDP_BUILD:?}/ddplaunch
 HELPERS=$DDP_BUILD/helpers
 FIXTURES=$DDP_SRCDIR/tests/fixtures
-SHARED_TOPO=$(cd "$DDP_SRCDIR/.." && pwd)/shared/fixtures/topo
+TOPO_DIR=$FIXTURES/topo
 # Debian's python3 (with python3-torch), not a pyenv shim that may shadow it on PATH.
 PY=/usr/bin/python3
 export PYTHON_EXEC=$PY

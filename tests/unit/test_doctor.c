@@ -69,7 +69,7 @@ static char *fixture(const char *name)
     const char *src = getenv("DDP_SRCDIR");
 
     cr_assert(src, "DDP_SRCDIR is not set (run through `make unit`)");
-    return ddp_xasprintf("%s/../shared/fixtures/topo/%s", src, name);
+    return ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name);
 }
 
 static char *print_to_string(const struct ddp_doctor_report *r, bool json)

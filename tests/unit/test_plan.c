@@ -425,7 +425,7 @@ static void load_topo(struct fixture *f, const char *name)
 {
     const char *src = getenv("DDP_SRCDIR");
     cr_assert_not_null(src, "DDP_SRCDIR is not set (run through `make unit`)");
-    char *path = ddp_xasprintf("%s/../shared/fixtures/topo/%s", src, name);
+    char *path = ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name);
     struct ddp_err err = { 0 };
     int rc = ddp_topo_load(path, &f->topo, &err);
     free(path);

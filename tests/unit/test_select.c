@@ -1,5 +1,5 @@
 /* Unit tests for launcher/select (pure GPU choice) and ddp_place over real hwloc XML topologies
- * (../shared/fixtures/topo, read in place) and our own (tests/fixtures/topo): same-NUMA choice, closest nodes,
+ * (tests/fixtures/topo, copied with provenance in MANIFEST.md) and our own (tests/fixtures/topo): same-NUMA choice, closest nodes,
  * tightest links, inherited CUDA_VISIBLE_DEVICES, Slurm lists, exclude, busy and leased GPUs, errors. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -16,7 +16,7 @@ static char *fixture(const char *name)
     cr_assert(src, "DDP_SRCDIR is not set (run through `make unit`)");
     if (!strncmp(name, "own:", 4))
         return ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name + 4);
-    return ddp_xasprintf("%s/../shared/fixtures/topo/%s", src, name);
+    return ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name);
 }
 
 static struct ddp_topo *load(const char *name)

@@ -1,4 +1,4 @@
-/* Unit tests for launcher/topo: loading every real hwloc XML topology in ../shared/fixtures/topo (hwloc 1.x
+/* Unit tests for launcher/topo: loading every real hwloc XML topology in tests/fixtures/topo (hwloc 1.x
  * XML and a topology without CPU objects included), GPU bus order and NUMA locality, the `nvidia-smi topo -m`
  * style link matrix (PHB/NODE/SYS on g4dn, NV# on DGX-2, XGMI on MI250X, PIX/PXB/NV4 on our own fixture), the
  * JSON variant, and the live machine (no GPUs here, NVML not found). */
@@ -21,7 +21,7 @@ static char *fixture(const char *name)
     cr_assert(src, "DDP_SRCDIR is not set (run through `make unit`)");
     if (!strncmp(name, "own:", 4))
         return ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name + 4);
-    return ddp_xasprintf("%s/../shared/fixtures/topo/%s", src, name);
+    return ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name);
 }
 
 static struct ddp_topo *load(const char *name)
