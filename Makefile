@@ -23,13 +23,15 @@ SANFLAGS   := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recov
 endif
 
 PKGS       := libuv hwloc inih
-DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lnuma -ldl -lm
-CRIT_LIBS  := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+# Asked of pkg-config on first use (a recipe), not when make reads this file: on a bare machine `make demo`
+# and `make test` install pkg-config and the -dev packages first (deps-check), then build in a second make.
+DEP_CFLAGS  = $(eval DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null))$(DEP_CFLAGS)
+DEP_LIBS    = $(eval DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lnuma -ldl -lm)$(DEP_LIBS)
+CRIT_LIBS   = $(eval CRIT_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null))$(CRIT_LIBS)
 
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
               -Wformat=2 -Wno-format-nonliteral
-DDP_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
+DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
               -DDDP_VERSION='"$(VERSION)"' -DDDP_SYSCONFDIR='"$(SYSCONFDIR)"' \
               -DDDP_DATADIR='"$(DATADIR)"'
 DDP_LDFLAGS := $(SANFLAGS)
@@ -48,9 +50,11 @@ DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev lib
 DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps \
               groff-base mandoc valgrind clang libclang-rt-14-dev jq \
               slurmctld slurmd slurm-client munge
+DEPS_DEMO  := python3 python3-torch
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 
-.PHONY: all test unit integration check deps deps-check install uninstall demo fuzz bench clean lint-man
+.PHONY: all test unit integration check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
+        clean lint-man
 
 all: $(BUILD)/ddplaunch
 
@@ -90,18 +94,28 @@ integration: $(BUILD)/ddplaunch $(HELP_BINS)
 check:
 	@$(MAKE) --no-print-directory test SANITIZE=$(if $(SANITIZE),$(SANITIZE),address$(comma)undefined)
 
+# Install Debian packages: as root with apt-get, otherwise through sudo; with neither, one line saying what to
+# run as root. $(1): the packages.
+define apt_install
+if [ "$$(id -u)" = 0 ]; then su=; elif command -v sudo >/dev/null 2>&1; then su=sudo; else \
+    echo "ddplaunch: missing Debian packages; as root run: apt-get install -y $(strip $(1))" >&2; exit 1; fi; \
+echo "ddplaunch: installing Debian packages$${su:+ with sudo}: $(strip $(1))"; \
+$$su env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+$$su env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1)
+endef
+
+# True (0) when the build dependencies and a python3 with torch are present.
+have_build_deps = $(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && [ -e /usr/include/numa.h ] && \
+    /usr/bin/python3 -c 'import torch' >/dev/null 2>&1
+
 deps:
-	@if [ "$$(id -u)" = 0 ]; then \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_ALL); \
-	else \
-	    echo "ddplaunch: missing build or test dependencies; install them with:"; \
-	    echo "  sudo apt-get install -y $(DEPS_ALL)"; exit 1; \
-	fi
+	@$(call apt_install,$(DEPS_ALL))
 
 deps-check:
-	@if ! $(PKG_CONFIG) --exists $(PKGS) criterion 2>/dev/null || [ ! -e /usr/include/numa.h ] || \
-	    ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then $(MAKE) --no-print-directory deps; fi
+	@if ! { $(have_build_deps) && $(PKG_CONFIG) --exists criterion; }; then $(MAKE) --no-print-directory deps; fi
+
+deps-demo:
+	@if ! { $(have_build_deps); }; then $(call apt_install,$(DEPS_BUILD) $(DEPS_DEMO)); fi
 
 install: $(BUILD)/ddplaunch
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
@@ -119,7 +133,10 @@ uninstall:
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/ddplaunch 2>/dev/null
 
 # The main job: a real multi-worker DDP training run on this machine's CPUs (or GPUs).
-demo: deps-check $(BUILD)/ddplaunch
+demo: deps-demo
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: $(BUILD)/ddplaunch
 	@bash examples/demo.sh $(BUILD)/ddplaunch
 
 lint-man:

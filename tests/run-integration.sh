@@ -10,6 +10,11 @@ for t in "$DDP_SRCDIR"/tests/integration/[0-9]*.sh; do
     name=$(basename "$t" .sh)
     if [ -n "$only" ] && [[ $name != *$only* ]]; then continue; fi
     log=$(mktemp)
+    # Every test takes its private state (lock and runtime directories) from lib.sh.
+    if ! grep -q '^\. "\$DDP_SRCDIR/tests/integration/lib.sh"' "$t"; then
+        fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name: does not source tests/integration/lib.sh"
+        continue
+    fi
     start=${EPOCHREALTIME/[.,]/}
     timeout 600 bash "$t" >"$log" 2>&1
     rc=$?

@@ -2,13 +2,12 @@
 # 24 ddplaunch jobs started at the same instant, each with 2 workers whose rank 0 binds MASTER_PORT as torch's
 # TCPStore does (tcpstore_bind.py: rank 1 must reach its own job's rank 0): every job gets a distinct port and
 # succeeds, 5 rounds. Then one round of real 2-worker gloo jobs (DDP_GLOO_JOBS of them, default 6; 24 with
-# DDP_STRESS_FULL=1). The jobs use the host's real lock directory: other ddplaunch jobs running meanwhile
-# (other tests) take part in the same reservation, as they would on a shared machine.
+# DDP_STRESS_FULL=1). The jobs share the test's private lock directory (lib.sh), which ddplaunch creates as it
+# would create the host's /run/lock/ddplaunch.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 JOBS=${DDP_STRESS_JOBS:-24}
 ROUNDS=${DDP_STRESS_ROUNDS:-5}
-unset DDPLAUNCH_LOCK_DIR
-LOCKS=$([ -d /run/lock ] && echo /run/lock/ddplaunch || echo /tmp/ddplaunch-locks)
+LOCKS=$DDPLAUNCH_LOCK_DIR
 WORKER=$DDP_SRCDIR/tests/integration/tcpstore_bind.py
 
 # A trivial job first: without a working launcher there is nothing to measure.

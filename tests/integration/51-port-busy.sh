@@ -4,8 +4,7 @@
 # master_port = auto. A port reserved by another ddplaunch job is refused naming that job; kill -9 of that
 # launcher frees the reservation at once.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-unset DDPLAUNCH_LOCK_DIR # the host's lock directory, where every ddplaunch job looks
-LOCKS=$([ -d /run/lock ] && echo /run/lock/ddplaunch || echo /tmp/ddplaunch-locks)
+LOCKS=$DDPLAUNCH_LOCK_DIR
 PORT=${DDP_TEST_PORT:-28731}
 
 # 1. a python3 program listening on PORT (as another user's TCPStore or a notebook would)

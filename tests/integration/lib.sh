@@ -9,6 +9,12 @@ PY=/usr/bin/python3
 export PYTHON_EXEC=$PY
 TMP=$(mktemp -d /tmp/ddpit.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+# Private state for every test: the "host-wide" lock directory (port reservations, GPU leases) and the
+# per-user runtime directory live in this test's $TMP, so a test never collides with real jobs on the machine
+# or with another test, and leaves nothing behind. A test may point them elsewhere after sourcing this file.
+export DDPLAUNCH_LOCK_DIR=$TMP/locks
+export XDG_RUNTIME_DIR=$TMP/run
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
 
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "$*"; exit 77; }
