@@ -1068,7 +1068,7 @@ priv:
 
 /* ==== gathering live facts (effects) ==== */
 
-/* A minimal JSON reader for the document `ddplaunch topo --json` prints (ddp_topo_command_env), the public
+/* A minimal JSON reader for the document `ddplaunch topo --json` prints (ddp_topo_command), the public
  * description of the topology: GPUs with vendor, NUMA node and holder, NUMA nodes with their package. */
 enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
 struct jv {
@@ -1254,7 +1254,7 @@ struct topo_facts {
 };
 
 static void topo_facts_read(struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp,
-                            struct topo_facts *tf)
+                            const char *const *holders, struct topo_facts *tf)
 {
     char *text = NULL;
     size_t len = 0;
@@ -1265,7 +1265,7 @@ static void topo_facts_read(struct ddp_topo *topo, const struct ddp_spec *spec, 
     memset(tf, 0, sizeof *tf);
     if (!f)
         return;
-    ddp_topo_command_env(topo, spec, envp, true, f);
+    ddp_topo_command(topo, spec, envp, holders, true, f);
     fclose(f);
     p = text;
     if (!text || jparse(&p, &doc, 0) < 0) {
@@ -1688,7 +1688,7 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_doctor_report
     if (ctx->topo) {
         struct ddp_place_req req;
 
-        topo_facts_read(ctx->topo, spec, envp, &tf);
+        topo_facts_read(ctx->topo, spec, envp, ctx->gpu_holders, &tf);
         /* leave out GPUs other jobs hold, as the job would */
         excl = ddp_xcalloc(tf.ngpus + 1, sizeof *excl);
         for (size_t i = 0; i < tf.ngpus; i++)
@@ -1780,7 +1780,7 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_doctor_report
     /* ---- master port ---- */
     {
         char *tcp = read_file("/proc/net/tcp", 8u << 20, NULL), *tcp6 = read_file("/proc/net/tcp6", 8u << 20, NULL);
-        char *eph = read_file("/proc/sys/net/ipv4/ip_local_port_range", 256, NULL);
+        char *eph = ddp_port_ephemeral_range();
         struct ddp_port_holder holder;
         char lock_holder[256];
         struct ddp_doctor_port p = {.spec = spec->master_port, .node_rank = ctx->node_rank,

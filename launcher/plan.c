@@ -202,6 +202,7 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->max_memory_used = s->gpus_max_memory_used;
     req->inherited_cvd = ctx->inherited_cvd;
     req->slurm_gpus = ctx->slurm_gpus;
+    req->holders = ctx->gpu_holders;
 }
 
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,

@@ -65,6 +65,7 @@ struct ddp_plan_ctx {
                                   when there is no log_dir, the timer FIFO; NULL in `plan` */
     const char *timer_file;    /* TORCHELASTIC_TIMER_FILE path, or NULL */
     const char *slurm_gpus;    /* Slurm's GPU list (global indices), or NULL */
+    const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
     /* nnodes > 1: the control channel between the agents (coord.h); unused on one node */
     const char *coord_secret;  /* the job secret (ddp_coord_secret) */
     int coord_port;            /* node 0's control port */
@@ -77,8 +78,8 @@ struct ddp_plan_ctx {
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude,
                    size_t nexclude, struct ddp_attempt *out, struct ddp_err *err);
 
-/* The placement request (topo.h) this spec makes for nproc workers, without exclusions. Used by main.c to
- * count usable GPUs (nproc_per_node = gpu|auto). */
+/* The placement request (topo.h) this spec makes for nproc workers, without exclusions. Used by launch.c to
+ * count usable GPUs (nproc_per_node = gpu|auto) and choose the GPUs to lease. */
 struct ddp_place_req;
 void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req);
 

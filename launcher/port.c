@@ -59,6 +59,19 @@ static bool parse_ephemeral(const char *text, int *elo, int *ehi)
     return text && sscanf(text, "%d %d", elo, ehi) == 2 && *elo > 0 && *elo <= *ehi;
 }
 
+char *ddp_port_ephemeral_range(void)
+{
+    char buf[64] = "";
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+
+    if (!f)
+        return NULL;
+    if (!fgets(buf, sizeof buf, f))
+        buf[0] = '\0';
+    fclose(f);
+    return buf[0] ? ddp_xstrdup(buf) : NULL;
+}
+
 bool ddp_port_range_overlaps_ephemeral(const char *text, int lo, int hi)
 {
     int elo, ehi;

@@ -26,6 +26,9 @@ int ddp_port_spec_parse(const char *s, struct ddp_port_spec *out, struct ddp_err
  * when unknown): DDP_PORT_AUTO_LO-HI unless it overlaps the ephemeral range, else 500 ports just below it
  * (or just above it when there is no room below). Pure. */
 void ddp_port_default_range(const char *ip_local_port_range, int *lo, int *hi);
+/* The text of /proc/sys/net/ipv4/ip_local_port_range ("32768\t60999\n"), or NULL when it cannot be read.
+ * Caller owns; free(). */
+char *ddp_port_ephemeral_range(void);
 /* Whether [lo, hi] overlaps the ephemeral range in that text (ports the kernel hands to outgoing
  * connections, which can take a port between the check and the bind). Pure; false when text is NULL. */
 bool ddp_port_range_overlaps_ephemeral(const char *ip_local_port_range, int lo, int hi);

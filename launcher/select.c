@@ -238,7 +238,7 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
 
         if (reason[i] != OK)
             continue;
-        if (g->holder)
+        if (req->holders && req->holders[i])
             reason[i] = LEASED;
         else if (g->mem_used >= 0 && g->mem_total > 0 &&
                  ((lim->percent > 0 && g->mem_used * 100 > (long long)lim->percent * g->mem_total) ||
@@ -283,7 +283,7 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
                     if (!in[i])
                         continue;
                     if (r == LEASED)
-                        ddp_buf_printf(&b, " (GPU %zu: %s)", i, t->gpus[i].holder);
+                        ddp_buf_printf(&b, " (GPU %zu: %s)", i, req->holders[i]);
                     else
                         ddp_buf_printf(&b, " (GPU %zu: %.1f of %.1f GiB in use)", i,
                                        t->gpus[i].mem_used / 1073741824.0, t->gpus[i].mem_total / 1073741824.0);

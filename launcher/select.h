@@ -30,7 +30,6 @@ struct ddp_sel_gpu {
     int node;           /* position in the node list of ddp_sel_topo, or -1: locality unknown = local to all */
     long long mem_used; /* bytes, -1 = unknown */
     long long mem_total;
-    const char *holder; /* leased by another job (who), or NULL */
 };
 
 struct ddp_sel_topo {
@@ -54,6 +53,7 @@ struct ddp_sel_req {
     struct ddp_mem_limit max_memory_used;
     const char *inherited_cvd; /* the launcher's CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), or NULL */
     const char *slurm_gpus;    /* Slurm's GPU indices ("0,1" or "0-3"), or NULL */
+    const char *const *holders; /* per GPU: leased by another job (who), or NULL; the array may be NULL */
 };
 
 /* Which GPUs req may use. usable[i] is set per topology GPU; cvd[i] (when cvd is not NULL) gets the value that

@@ -1,6 +1,6 @@
 /* slurm: what a Slurm job tells this launcher through its environment (pure: envp is passed in): inside an
  * srun step the node count, this node's rank, the master host and the GPUs; in a batch step only the GPUs.
- * It talks to no Slurm daemon, probes no port and sets nothing; main.c decides how these fill the spec. */
+ * It talks to no Slurm daemon, probes no port and sets nothing; launch.c decides how these fill the spec. */
 #ifndef DDP_SLURM_H
 #define DDP_SLURM_H
 
@@ -29,7 +29,7 @@ struct ddp_slurm {
     bool gpus_local;      /* CUDA_VISIBLE_DEVICES numbers the GPUs 0..n-1 while gpus are other global indices:
                              the devices cgroup hides the rest (ConstrainDevices=yes), so CUDA index i is the
                              i-th of gpus in ascending order */
-    char *warning;        /* one line main.c should log as a warning, or NULL (e.g. a multi-node job whose
+    char *warning;        /* one line launch.c logs as a warning, or NULL (e.g. a multi-node job whose
                              batch step runs ddplaunch without srun) */
 };
 
@@ -44,7 +44,7 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
 /* Put what Slurm says into spec, at the environment's precedence (above defaults, the site config and the job
  * spec; below DDPLAUNCH_* variables and the command line, which win): in an srun step job.nnodes, job.node_rank
  * and job.master_addr. Nothing in a batch step or when !s->active. The master port stays as the spec says:
- * with master_port = auto, main.c passes s->job_id_num / s->step_id_num to ddp_port_reserve() (port.h), which
+ * with master_port = auto, launch.c passes s->job_id_num / s->step_id_num to ddp_port_reserve() (port.h), which
  * derives the same candidate on every node. 0, or a negative errno with err. */
 int ddp_slurm_apply(const struct ddp_slurm *s, struct ddp_spec *spec, struct ddp_err *err);
 

@@ -10,8 +10,6 @@
 #include "nvml.h"
 #include "select.h"
 
-extern char **environ;
-
 struct topo_node {
     int os_index;
     hwloc_obj_t obj;
@@ -30,7 +28,6 @@ struct topo_gpu {
     hwloc_bitmap_t cpus; /* CPU affinity: the CPUs of its first non-I/O ancestor that we may use */
     char uuid[96];
     long long mem_used, mem_total;
-    char *holder;       /* leased by (lease.c), or NULL */
 };
 
 struct ddp_topo {
@@ -397,7 +394,6 @@ static void build_sel(struct ddp_topo *topo)
             .node = g->no_locality ? -1 : g->node,
             .mem_used = g->mem_used,
             .mem_total = g->mem_total,
-            .holder = g->holder,
         };
     }
 }
@@ -495,7 +491,6 @@ void ddp_topo_destroy(struct ddp_topo *topo)
         hwloc_bitmap_free(topo->nodes[i].cpus);
     for (size_t i = 0; i < topo->ngpus; i++) {
         free(topo->gpus[i].model);
-        free(topo->gpus[i].holder);
         hwloc_bitmap_free(topo->gpus[i].cpus);
     }
     free(topo->nodes);
@@ -530,14 +525,12 @@ int ddp_topo_ncpus(const struct ddp_topo *topo)
     return w > 0 ? w : 1;
 }
 
-int ddp_topo_set_holder(struct ddp_topo *topo, int gpu, const char *holder)
+int ddp_topo_gpu_find(const struct ddp_topo *topo, const char *busid)
 {
-    if (gpu < 0 || (size_t)gpu >= topo->ngpus)
-        return -EINVAL;
-    free(topo->gpus[gpu].holder);
-    topo->gpus[gpu].holder = holder ? ddp_xstrdup(holder) : NULL;
-    build_sel(topo);
-    return 0;
+    for (size_t i = 0; busid && i < topo->ngpus; i++)
+        if (strcasecmp(topo->gpus[i].busid, busid) == 0)
+            return (int)i;
+    return -1;
 }
 
 /* ---- placement ---- */
@@ -656,6 +649,7 @@ static void sel_req(const struct ddp_place_req *req, int n, struct ddp_sel_req *
         .max_memory_used = req->max_memory_used,
         .inherited_cvd = req->inherited_cvd,
         .slurm_gpus = req->slurm_gpus,
+        .holders = req->holders,
     };
 }
 
@@ -942,8 +936,8 @@ static void print_text(const struct ddp_topo *topo, const struct ddp_place_req *
                 fprintf(f, "  %s", g->uuid);
             if (g->mem_total > 0)
                 fprintf(f, "  %.1f/%.1f GiB used", g->mem_used / 1073741824.0, g->mem_total / 1073741824.0);
-            if (g->holder)
-                fprintf(f, "  in use by %s", g->holder);
+            if (base->holders && base->holders[i])
+                fprintf(f, "  in use by %s", base->holders[i]);
             fputc('\n', f);
             free(numa);
         }
@@ -1050,7 +1044,7 @@ static void print_json(const struct ddp_topo *topo, const struct ddp_place_req *
         else
             ddp_buf_puts(&b, ",\"memory_used\":null,\"memory_total\":null");
         ddp_buf_puts(&b, ",\"holder\":");
-        ddp_buf_json_str(&b, g->holder);
+        ddp_buf_json_str(&b, base->holders ? base->holders[i] : NULL);
         ddp_buf_puts(&b, "}");
         free(c);
     }
@@ -1108,23 +1102,19 @@ static void print_json(const struct ddp_topo *topo, const struct ddp_place_req *
     free(allowed);
 }
 
-int ddp_topo_command_env(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp, bool json,
-                         FILE *out)
+int ddp_topo_command(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp,
+                     const char *const *holders, bool json, FILE *out)
 {
     struct ddp_place_req req;
 
     req_from_spec(spec, envp, &req);
+    req.holders = holders;
     req.want_gpus = picks_want_gpus(topo, spec, &req);
     if (json)
         print_json(topo, &req, out);
     else
         print_text(topo, &req, out);
     return fflush(out) == 0 && !ferror(out) ? 0 : 1;
-}
-
-int ddp_topo_command(const struct ddp_topo *topo, const struct ddp_spec *spec, bool json, FILE *out)
-{
-    return ddp_topo_command_env(topo, spec, environ, json, out);
 }
 
 const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i)

@@ -1,7 +1,7 @@
 /* topo: the node's topology from hwloc (live machine or an XML export): NUMA nodes with their CPUs, PCI
  * GPUs sorted by bus id with NUMA locality and pairwise links, optional NVML facts (dlopen at run time).
  * It does not choose GPUs (select.h) and does not bind processes (bind.h).
- * (Owned by the topology work; the declarations here are the contract plan.c and main.c rely on.) */
+ * (Owned by the topology work; the declarations here are the contract plan.c and launch.c rely on.) */
 #ifndef DDP_TOPO_H
 #define DDP_TOPO_H
 
@@ -37,6 +37,7 @@ struct ddp_place_req {
     struct ddp_mem_limit max_memory_used;
     const char *inherited_cvd;  /* the launcher's CUDA_VISIBLE_DEVICES, or NULL */
     const char *slurm_gpus;     /* Slurm's GPU list (global indices), or NULL */
+    const char *const *holders; /* per topology GPU: held by another job (who), or NULL; the array may be NULL */
 };
 
 /* Per local rank. Strings owned by the placement. */
@@ -67,18 +68,15 @@ int ddp_place_count_usable(const struct ddp_topo *topo, const struct ddp_place_r
 /* Number of CPUs this process may use (for nproc_per_node=cpu|auto without GPUs). */
 int ddp_topo_ncpus(const struct ddp_topo *topo);
 
-/* `ddplaunch topo`: print the link matrix, NUMA nodes and picks; returns the exit status. */
-int ddp_topo_command(const struct ddp_topo *topo, const struct ddp_spec *spec, bool json, FILE *out);
+/* `ddplaunch topo`: print the link matrix, NUMA nodes and picks, as text or one JSON document. The picks
+ * read CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS/SLURM_JOB_GPUS from envp; spec may be NULL (defaults);
+ * holders (per topology GPU, may be NULL) name the GPUs other jobs hold. Exit status 0, or 1 when writing
+ * failed. */
+int ddp_topo_command(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp,
+                     const char *const *holders, bool json, FILE *out);
 
-/* Additions (topology work): */
-/* The same with the environment passed in (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS/SLURM_JOB_GPUS are read from
- * envp for the picks); ddp_topo_command() passes environ. spec may be NULL (defaults). Exit status 0, or 1 when
- * writing failed. */
-int ddp_topo_command_env(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp, bool json,
-                         FILE *out);
-/* Lease hook: mark topology GPU `gpu` as held by another job (holder = who, shown by `topo` and in the
- * "left out" reasons; NULL = free again). Such a GPU is not usable. 0 or -EINVAL (no such GPU). */
-int ddp_topo_set_holder(struct ddp_topo *topo, int gpu, const char *holder);
+/* Index of the topology GPU with PCI bus id busid (any case), or -1. */
+int ddp_topo_gpu_find(const struct ddp_topo *topo, const char *busid);
 
 /* PCI bus id ("0000:18:00.0") of topology GPU i (bus order), or NULL when out of range. Owned by topo. */
 const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i);

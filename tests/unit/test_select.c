@@ -447,15 +447,16 @@ Test(select_candidates, leased_gpus_are_left_out)
     struct ddp_placement p;
     struct ddp_err err = {0};
 
-    cr_assert_eq(ddp_topo_set_holder(t, 1, "job 'bert' (pid 4242)"), 0);
-    cr_expect_eq(ddp_topo_set_holder(t, 8, "x"), -EINVAL);
+    const char *holders[8] = {[1] = "job 'bert' (pid 4242)"};
+
+    req.holders = holders;
     /* node 0 has only 3 free now: node 1 */
     p = place_ok(t, &req, "4,5,6,7");
     ddp_placement_free(&p);
     req.nproc = 8;
     cr_expect_eq(ddp_place(t, &req, &p, &err), -ENODEV);
     cr_expect(strstr(err.msg, "GPU 1 in use by another ddplaunch job (GPU 1: job 'bert' (pid 4242))"), "%s", err.msg);
-    cr_expect_eq(ddp_topo_set_holder(t, 1, NULL), 0);
+    holders[1] = NULL;
     p = place_ok(t, &req, "0,1,2,3,4,5,6,7");
     ddp_placement_free(&p);
     ddp_topo_destroy(t);
@@ -464,10 +465,10 @@ Test(select_candidates, leased_gpus_are_left_out)
 /* ---- pure select over a hand-built description (UUIDs and memory need NVML, absent here) ---- */
 
 static const struct ddp_sel_gpu synth_gpus[4] = {
-    {0, "0000:17:00.0", "GPU-aaaa1111-0000", 0, 70LL << 30, 80LL << 30, NULL},
-    {1, "0000:65:00.0", "GPU-bbbb2222-0000", 0, 1LL << 30, 80LL << 30, NULL},
-    {2, "0000:ca:00.0", "GPU-cccc3333-0000", 1, 1LL << 30, 80LL << 30, NULL},
-    {3, "0000:e3:00.0", "GPU-dddd4444-0000", 1, -1, -1, NULL},
+    {0, "0000:17:00.0", "GPU-aaaa1111-0000", 0, 70LL << 30, 80LL << 30},
+    {1, "0000:65:00.0", "GPU-bbbb2222-0000", 0, 1LL << 30, 80LL << 30},
+    {2, "0000:ca:00.0", "GPU-cccc3333-0000", 1, 1LL << 30, 80LL << 30},
+    {3, "0000:e3:00.0", "GPU-dddd4444-0000", 1, -1, -1},
 };
 static const enum ddp_link synth_link[16] = {
     DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_NV,
@@ -575,7 +576,7 @@ Test(select_pure, large_counts_use_greedy_and_stay_on_nodes)
 
     for (int i = 0; i < 64; i++) {
         snprintf(bus[i], sizeof bus[i], "0000:%02x:00.0", i);
-        g[i] = (struct ddp_sel_gpu){i, bus[i], NULL, i % 2, -1, -1, NULL};
+        g[i] = (struct ddp_sel_gpu){i, bus[i], NULL, i % 2, -1, -1};
         for (int j = 0; j < 64; j++)
             link[i * 64 + j] = i == j ? DDP_LINK_SELF : (i % 2 == j % 2 ? DDP_LINK_NODE : DDP_LINK_SYS);
     }

@@ -45,7 +45,7 @@ static char *topo_output(const char *name, const struct ddp_spec *spec, char *co
     FILE *f = open_memstream(&buf, &len);
     char *empty[] = {NULL};
 
-    cr_assert_eq(ddp_topo_command_env(t, spec, envp ? envp : empty, json, f), 0);
+    cr_assert_eq(ddp_topo_command(t, spec, envp ? envp : empty, NULL, json, f), 0);
     fclose(f);
     ddp_topo_destroy(t);
     return buf;

@@ -1,0 +1,522 @@
+/* launch: load, resolve and acquire for one launch (launch.h). */
+#include "launch.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "coord.h"
+#include "nccl.h"
+#include "port.h"
+#include "rundir.h"
+#include "topo.h"
+
+enum { EXIT_USAGE = 2, EXIT_LAUNCHER = 1 };
+
+static int fail(struct ddp_launch *l, int status, int rc)
+{
+    l->fail_status = status;
+    return rc;
+}
+
+void ddp_launch_init(struct ddp_launch *l, enum ddp_cmd cmd)
+{
+    memset(l, 0, sizeof *l);
+    l->cmd = cmd;
+    l->fail_status = EXIT_LAUNCHER;
+    ddp_spec_init(&l->spec);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+void ddp_launch_free(struct ddp_launch *l)
+{
+    ddp_lease_release(l->gpus);
+    ddp_port_release(l->port);
+    ddp_slurm_free(&l->slurm);
+    /* The run dir holds only what ddplaunch made; remove it without following symlinks. */
+    if (l->run_dir)
+        nftw(l->run_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (l->topo)
+        ddp_topo_destroy(l->topo);
+    ddp_launch_holders_free(l->holders, l->nholders);
+    free(l->run_id);
+    free(l->python);
+    free(l->run_dir);
+    free(l->timer_path);
+    free(l->secret);
+    ddp_spec_free(&l->spec);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- load ---- */
+
+static int load_site(struct ddp_spec *spec, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
+{
+    const char *path = cli->config ? cli->config : ddp_env_get(envp, "DDPLAUNCH_CONFIG");
+    if (path && *path)
+        return ddp_spec_load_file(spec, path, DDP_ORIGIN_SITE, err);
+    const char *def = DDP_SYSCONFDIR "/ddplaunch/ddplaunch.ini";
+    if (access(def, F_OK) != 0)
+        return 0;
+    return ddp_spec_load_file(spec, def, DDP_ORIGIN_SITE, err);
+}
+
+/* rdzv_endpoint HOST[:PORT] sets master_addr/master_port unless those were given with higher precedence. */
+static int apply_endpoint(struct ddp_spec *spec, struct ddp_err *err)
+{
+    if (!spec->rdzv_endpoint || !*spec->rdzv_endpoint)
+        return 0;
+    enum ddp_origin o = spec->origin[ddp_spec_key_find("job", "rdzv_endpoint")];
+    char *host = ddp_xstrdup(spec->rdzv_endpoint);
+    char *colon = strrchr(host, ':');
+    int rc = 0;
+    if (colon && !strchr(colon, ']')) {
+        *colon = '\0';
+        if (spec->origin[ddp_spec_key_find("job", "master_port")] <= o)
+            rc = ddp_spec_set(spec, "job", "master_port", colon + 1, o, "rdzv_endpoint", err);
+    }
+    if (rc == 0 && *host && spec->origin[ddp_spec_key_find("job", "master_addr")] <= o) {
+        char *h = host;
+        if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+            h[strlen(h) - 1] = '\0';
+            h++;
+        }
+        rc = ddp_spec_set(spec, "job", "master_addr", h, o, "rdzv_endpoint", err);
+    }
+    free(host);
+    return rc;
+}
+
+int ddp_launch_load_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_spec *spec = &l->spec;
+    int rc;
+
+    if ((rc = load_site(spec, cli, envp, err)) < 0 ||
+        (cli->spec_path && (rc = ddp_spec_load_file(spec, cli->spec_path, DDP_ORIGIN_SPEC, err)) < 0) ||
+        (rc = ddp_cli_apply_pet(spec, envp, err)) < 0 || (rc = ddp_spec_apply_env(spec, envp, err)) < 0 ||
+        (rc = ddp_cli_apply(cli, spec, envp, err)) < 0 || (rc = apply_endpoint(spec, err)) < 0)
+        return fail(l, EXIT_USAGE, rc);
+    /* [gpus] select = auto is the same as no list: every module reads an empty list as "choose for me". */
+    if (spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "auto") == 0)
+        ddp_strv_clear(&spec->gpus_select);
+    return 0;
+}
+
+static bool has_program(const struct ddp_spec *s)
+{
+    return s->command.n || s->script || s->module || s->program;
+}
+
+int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_spec *spec = &l->spec;
+    bool doctor = l->cmd == DDP_CMD_DOCTOR;
+    int rc;
+
+    if (!cli->spec_path && !cli->target && l->cmd == DDP_CMD_RUN && !has_program(spec)) {
+        l->fail_usage = true;
+        return fail(l, EXIT_USAGE, ddp_errf(err, -EINVAL, "expected a job spec (JOB.ini) or a training script"));
+    }
+    if (doctor && !has_program(spec))
+        ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
+    if ((rc = ddp_spec_validate(spec, err)) < 0)
+        return fail(l, EXIT_USAGE, rc);
+
+    /* NCCL: the preset's variables (below explicit ones), then every NCCL/torch variable checked. */
+    if (spec->nccl_preset && *spec->nccl_preset &&
+        (rc = ddp_nccl_preset_apply(spec->nccl_preset, spec->log_dir, &spec->nccl, err)) < 0)
+        return fail(l, EXIT_USAGE, rc);
+    struct ddp_strv warnings = {0};
+    rc = ddp_nccl_validate(&spec->nccl, envp, &warnings, err);
+    for (size_t i = 0; i < warnings.n && !doctor; i++)
+        ddp_warn("%s", warnings.v[i]); /* doctor prints them as its nccl-env check */
+    ddp_strv_clear(&warnings);
+    if (rc < 0 && !doctor) /* doctor reports it as a failed check */
+        return fail(l, EXIT_USAGE, rc);
+
+    /* SLURM: inside an srun step, nodes, ranks, rank 0's address and the GPU set come from Slurm, unless the
+     * command line says otherwise. */
+    if ((rc = ddp_slurm_detect(envp, spec->slurm_enabled, &l->slurm, err)) < 0)
+        return fail(l, EXIT_USAGE, rc);
+    if (l->slurm.warning)
+        ddp_warn("%s", l->slurm.warning);
+    if ((rc = ddp_slurm_apply(&l->slurm, spec, err)) < 0)
+        return fail(l, EXIT_USAGE, rc);
+    return 0;
+}
+
+const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *envp)
+{
+    const char *path = cli->topology ? cli->topology : ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY");
+    return path && *path ? path : NULL;
+}
+
+int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, struct ddp_err *err)
+{
+    int rc = ddp_topo_load(path, &l->topo, err);
+    if (rc < 0) {
+        l->topo = NULL;
+        if (required || path)
+            return fail(l, path ? EXIT_USAGE : EXIT_LAUNCHER, rc);
+        /* Needed for GPUs and binding; without it the job still runs, unbound. */
+        ddp_warn("topology unavailable, workers will not be bound: %s", err->msg);
+    }
+    return 0;
+}
+
+/* ---- facts ---- */
+
+void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
+{
+    memset(f, 0, sizeof *f);
+    f->envp = envp;
+    snprintf(f->hostname, sizeof f->hostname, "localhost");
+    gethostname(f->hostname, sizeof f->hostname - 1);
+    f->online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned char raw[6] = {0};
+    FILE *u = fopen("/dev/urandom", "re");
+    if (!u || fread(raw, 1, sizeof raw, u) != sizeof raw) {
+        long long t = ddp_now_ns() ^ getpid();
+        memcpy(raw, &t, sizeof raw);
+    }
+    if (u)
+        fclose(u);
+    snprintf(f->random_id, sizeof f->random_id, "%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3], raw[4],
+             raw[5]);
+    struct ddp_lease_info *info = NULL;
+    if (ddp_lease_list(ddp_rundir_lock_dir(envp), &info, &f->nleases) < 0) {
+        info = NULL;
+        f->nleases = 0;
+    }
+    f->leases = info;
+    f->self = getpid();
+}
+
+void ddp_launch_facts_free(struct ddp_launch_facts *f)
+{
+    free((void *)f->leases);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- resolve (pure) ---- */
+
+char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_info *leases, size_t nleases,
+                          pid_t self)
+{
+    if (!topo)
+        return NULL;
+    size_t ngpus = ddp_topo_ngpus(topo);
+    char **holders = ddp_xcalloc(ngpus + 1, sizeof *holders);
+    for (size_t i = 0; i < nleases; i++) {
+        int g = ddp_topo_gpu_find(topo, leases[i].busid);
+        if (g < 0 || leases[i].pid == self)
+            continue;
+        free(holders[g]);
+        holders[g] = ddp_xasprintf("job '%s' (pid %d, user %s)", leases[i].job[0] ? leases[i].job : "?",
+                                   (int)leases[i].pid, leases[i].user[0] ? leases[i].user : "?");
+    }
+    return holders;
+}
+
+void ddp_launch_holders_free(char **holders, size_t n)
+{
+    for (size_t i = 0; holders && i < n; i++)
+        free(holders[i]);
+    free(holders);
+}
+
+static char *run_id_of(const struct ddp_spec *spec, const struct ddp_launch_facts *f)
+{
+    if (spec->run_id && *spec->run_id && strcmp(spec->run_id, "none") != 0)
+        return ddp_xstrdup(spec->run_id);
+    const char *slurm = ddp_env_get(f->envp, "SLURM_JOB_ID");
+    if (slurm && *slurm && spec->slurm_enabled != DDP_NO)
+        return ddp_xasprintf("slurm-%s", slurm);
+    if (spec->nnodes.max > 1)
+        return ddp_xstrdup("none"); /* as torchrun: the same on every node without anything to agree on */
+    return ddp_xstrdup(f->random_id);
+}
+
+/* Workers on this node: nproc_per_node as a number, one per usable GPU (gpu, auto), one per CPU (cpu, auto
+ * without GPUs). */
+static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f, struct ddp_err *err)
+{
+    const struct ddp_spec *spec = &l->spec;
+    switch (spec->nproc_per_node.kind) {
+    case DDP_NPROC_INT:
+        return spec->nproc_per_node.n;
+    case DDP_NPROC_GPU:
+    case DDP_NPROC_AUTO: {
+        struct ddp_place_req req;
+        ddp_plan_place_req(&l->ctx, 1, &req);
+        int usable = l->topo && req.want_gpus ? ddp_place_count_usable(l->topo, &req) : 0;
+        if (usable > 0)
+            return usable;
+        if (spec->nproc_per_node.kind == DDP_NPROC_GPU && l->cmd == DDP_CMD_DOCTOR)
+            return 1; /* the gpus check explains what is missing */
+        if (spec->nproc_per_node.kind == DDP_NPROC_GPU)
+            return ddp_errf(err, -ENODEV, "nproc_per_node = gpu, but no usable GPU was found%s",
+                            l->topo ? "" : " (no topology)");
+    } /* fall through: auto without GPUs = one per CPU */
+    /* FALLTHROUGH */
+    case DDP_NPROC_CPU: {
+        long n = l->topo ? ddp_topo_ncpus(l->topo) : f->online_cpus;
+        return n > 0 ? (int)n : 1;
+    }
+    }
+    return 1;
+}
+
+/* master_port: reserved on node 0, derived from Slurm's job id on the others (auto), or as given. */
+static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
+{
+    const struct ddp_spec *spec = &l->spec;
+    struct ddp_plan_ctx *ctx = &l->ctx;
+    if (spec->master_port.is_auto && ctx->nnodes > 1 && !l->slurm.active)
+        return ddp_errf(err, -EINVAL, "master_port = auto needs a single node or Slurm; give every node the same "
+                                      "--master-port");
+    if (ctx->node_rank != 0 && spec->master_port.is_auto) {
+        /* Node 0 reserves the port; the others compute the same one from the job id. */
+        ctx->master_port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
+        if (ctx->master_port <= 0)
+            return ddp_errf(err, -EINVAL, "master_port = auto on node %d needs Slurm (to derive node 0's port); "
+                                          "give every node the same --master-port", ctx->node_rank);
+        l->port_source = DDP_LAUNCH_PORT_DERIVED;
+    } else if (ctx->node_rank == 0) {
+        l->port_source = DDP_LAUNCH_PORT_RESERVE;
+    } else {
+        ctx->master_port = spec->master_port.port;
+        l->port_source = DDP_LAUNCH_PORT_GIVEN;
+    }
+    return 0;
+}
+
+int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, struct ddp_err *err)
+{
+    struct ddp_spec *spec = &l->spec;
+    struct ddp_plan_ctx *ctx = &l->ctx;
+    const char *py = ddp_env_get(f->envp, "PYTHON_EXEC");
+
+    free(l->run_id);
+    free(l->python);
+    l->run_id = run_id_of(spec, f);
+    l->python = ddp_xstrdup(py && *py ? py : "python3");
+    *ctx = (struct ddp_plan_ctx){
+        .spec = spec,
+        .base_env = f->envp,
+        .hostname = f->hostname,
+        .run_id = l->run_id,
+        .python = l->python,
+        .topo = l->topo,
+        .inherited_cvd = l->slurm.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
+        .slurm_gpus = l->slurm.active ? l->slurm.gpus : NULL,
+        .nnodes = spec->nnodes.max,
+        .node_rank = spec->node_rank,
+        .master_addr = spec->standalone ? "127.0.0.1" : spec->master_addr,
+    };
+    int n = resolve_nproc(l, f, err);
+    if (n < 0)
+        return fail(l, EXIT_USAGE, n);
+    ctx->nproc = n;
+
+    /* Derived defaults the spec leaves open. */
+    if (spec->min_nproc_per_node == 0)
+        spec->min_nproc_per_node = spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? 1 : ctx->nproc;
+    if (spec->min_nproc_per_node > ctx->nproc)
+        spec->min_nproc_per_node = ctx->nproc;
+    if (!spec->name || !*spec->name) {
+        const char *prog = spec->command.n ? spec->command.v[0]
+                           : spec->script  ? spec->script
+                           : spec->module  ? spec->module
+                                           : spec->program;
+        const char *slash = strrchr(prog, '/');
+        free(spec->name);
+        spec->name = ddp_xstrdup(slash ? slash + 1 : prog);
+    }
+
+    /* GPU leases: concurrent jobs on this host without a scheduler get disjoint GPUs. */
+    struct ddp_place_req req;
+    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    l->lease = l->cmd == DDP_CMD_RUN && l->topo && req.want_gpus && ddp_topo_ngpus(l->topo) > 0 &&
+               (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->slurm.active));
+    ddp_launch_holders_free(l->holders, l->nholders);
+    l->holders = NULL;
+    l->nholders = 0;
+    if (!l->lease && l->topo) {
+        l->holders = ddp_launch_holders(l->topo, f->leases, f->nleases, f->self);
+        l->nholders = ddp_topo_ngpus(l->topo);
+    }
+    ctx->gpu_holders = (const char *const *)l->holders;
+
+    if (l->cmd == DDP_CMD_DOCTOR) {
+        ctx->master_port = spec->master_port.is_auto ? 0 : spec->master_port.port;
+        l->port_source = DDP_LAUNCH_PORT_NONE;
+        return 0;
+    }
+    int rc = resolve_port(l, err);
+    return rc < 0 ? fail(l, EXIT_USAGE, rc) : 0;
+}
+
+/* ---- acquire ---- */
+
+static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    const struct ddp_spec *spec = &l->spec;
+    char *ephemeral = ddp_port_ephemeral_range();
+    struct ddp_port_req preq = {
+        .lock_dir = ddp_rundir_lock_dir(envp),
+        .addr = l->ctx.master_addr,
+        .spec = spec->master_port,
+        .ephemeral_range = ephemeral,
+    };
+    if (l->slurm.active && l->slurm.job_id) {
+        preq.slurm_job_id = l->slurm.job_id_num;
+        preq.slurm_step_id = l->slurm.step_id_num;
+        preq.max_candidates = l->ctx.nnodes > 1 ? 1 : 0;
+    }
+    int rc = ddp_port_reserve(&preq, &l->port, &l->ctx.master_port, err);
+    free(ephemeral);
+    if (rc < 0)
+        return fail(l, rc == -EADDRINUSE && !spec->master_port.is_auto ? EXIT_USAGE : EXIT_LAUNCHER, rc);
+    return 0;
+}
+
+/* ddp_lease_acquire's chooser: the placement this job would make with the GPUs other jobs hold (held[]) left
+ * out (placement then says "in use by another job", not "left out"). */
+static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct ddp_strv *chosen, struct ddp_err *err)
+{
+    const struct ddp_plan_ctx *ctx = arg;
+    size_t ngpus = ddp_topo_ngpus(ctx->topo);
+    const char **holders = ddp_xcalloc(ngpus + 1, sizeof *holders);
+    struct ddp_place_req req;
+    struct ddp_placement pl = {0};
+
+    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    int usable_all = ddp_place_count_usable(ctx->topo, &req);
+    for (size_t i = 0; i < nheld; i++) {
+        int g = ddp_topo_gpu_find(ctx->topo, held[i]);
+        if (g >= 0)
+            holders[g] = "another ddplaunch job";
+    }
+    req.holders = holders;
+    int rc = ddp_place(ctx->topo, &req, &pl, err);
+    free(holders);
+    if (rc < 0)
+        return usable_all >= ctx->nproc && nheld > 0 ? -ENODEV : rc;
+    for (size_t r = 0; r < pl.nranks; r++) {
+        const char *b = pl.ranks[r].busid;
+        bool dup = false;
+        for (size_t j = 0; b && j < chosen->n; j++)
+            dup |= strcmp(chosen->v[j], b) == 0;
+        if (b && !dup)
+            ddp_strv_push(chosen, b);
+    }
+    ddp_placement_free(&pl);
+    return 0;
+}
+
+static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    size_t ngpus = ddp_topo_ngpus(l->topo);
+    const char **all = ddp_xcalloc(ngpus + 1, sizeof *all);
+    for (size_t g = 0; g < ngpus; g++)
+        all[g] = ddp_topo_gpu_busid(l->topo, g);
+    struct ddp_strv chosen = {0};
+    int rc = ddp_lease_acquire(ddp_rundir_lock_dir(envp), all, ngpus, choose_gpus, &l->ctx, l->spec.name,
+                               l->spec.gpus_lease_wait_ms, &l->gpus, &chosen, err);
+    free(all);
+    if (rc < 0) {
+        ddp_strv_clear(&chosen);
+        return fail(l, rc == -EBUSY ? EXIT_LAUNCHER : EXIT_USAGE, rc);
+    }
+    /* Later attempts (downsizing) choose only among the GPUs this job leased. */
+    ddp_launch_holders_free(l->holders, l->nholders);
+    l->holders = ddp_xcalloc(ngpus + 1, sizeof *l->holders);
+    l->nholders = ngpus;
+    for (size_t g = 0; g < ngpus; g++) {
+        bool mine = false;
+        for (size_t j = 0; j < chosen.n; j++)
+            mine |= ddp_topo_gpu_find(l->topo, chosen.v[j]) == (int)g;
+        if (!mine)
+            l->holders[g] = ddp_xstrdup("not leased by this job");
+    }
+    l->ctx.gpu_holders = (const char *const *)l->holders;
+    ddp_strv_clear(&chosen);
+    return 0;
+}
+
+/* A fresh private directory for this launch (heartbeat files, error files, the timer FIFO) inside the user's
+ * private runtime directory (0700, owner checked, no symlinks: rundir.c). None, with a warning, if impossible. */
+static void make_run_dir(struct ddp_launch *l, char *const *envp)
+{
+    struct ddp_err err;
+    char *parent = ddp_rundir_private_path(envp, getuid());
+    if (ddp_rundir_make_private(parent, NULL, &err) < 0 || ddp_rundir_mkdtemp(parent, "run", &l->run_dir, &err) < 0) {
+        ddp_warn("no runtime directory, so no heartbeat files: %s", err.msg);
+        l->run_dir = NULL;
+    }
+    free(parent);
+    l->ctx.run_dir = l->run_dir;
+    if (l->spec.timer_file && l->run_dir) {
+        l->timer_path = ddp_xasprintf("%s/timer", l->run_dir); /* the FIFO torch's FileTimerClient writes to */
+        l->ctx.timer_file = l->timer_path;
+    }
+}
+
+int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    int rc;
+    if (l->port_source == DDP_LAUNCH_PORT_RESERVE && (rc = reserve_port(l, envp, err)) < 0)
+        return rc;
+    if (l->lease && (rc = lease_gpus(l, envp, err)) < 0)
+        return rc;
+    if (l->cmd != DDP_CMD_PLAN)
+        make_run_dir(l, envp);
+    return 0;
+}
+
+int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_plan_ctx *ctx = &l->ctx;
+    if (ctx->nnodes <= 1)
+        return 0;
+    /* Several nodes: the agents coordinate over an authenticated control channel on master_port + 1. */
+    const char *tf = ddp_env_get(envp, "DDPLAUNCH_TOKEN_FILE");
+    const char *home = ddp_env_get(envp, "HOME");
+    char *tpath = tf && *tf ? ddp_xstrdup(tf) : ddp_xasprintf("%s/.config/ddplaunch/token", home ? home : "");
+    if (!(tf && *tf) && home) {
+        char *d = ddp_xasprintf("%s/.config", home);
+        mkdir(d, 0700);
+        free(d);
+        d = ddp_xasprintf("%s/.config/ddplaunch", home);
+        mkdir(d, 0700);
+        free(d);
+    }
+    int rc = ddp_coord_secret(l->spec.secret, tpath, l->slurm.active && l->slurm.job_id ? l->slurm.job_id : l->run_id,
+                              &l->secret, err);
+    free(tpath);
+    if (rc < 0) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return fail(l, EXIT_USAGE, ddp_errf(err, rc, "job secret: %s", msg));
+    }
+    ctx->coord_secret = l->secret;
+    ctx->coord_port = ctx->master_port + 1;
+    ctx->min_nnodes = l->spec.nnodes.min > 0 ? l->spec.nnodes.min : ctx->nnodes;
+    return 0;
+}

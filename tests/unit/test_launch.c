@@ -1,0 +1,252 @@
+/* Unit tests for launcher/launch: the pure resolve step (spec + facts -> workers on this node, derived
+ * defaults, run id, interpreter, master address, port source, lease decision, GPUs other jobs hold) on a real
+ * hwloc fixture and without a topology. Facts are filled by hand: nothing here reads the environment, /proc or
+ * the lock directory. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch.h"
+#include "topo.h"
+
+static char *fixture_path(const char *name)
+{
+    const char *src = getenv("DDP_SRCDIR");
+
+    cr_assert(src, "DDP_SRCDIR is not set (run through `make unit`)");
+    return ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name);
+}
+
+/* 8 T4 GPUs, 4 per NUMA node: 0000:18, 19, 35, 36 on node 0; 96 CPUs. */
+#define T4 "2s-8gpu-aws-g4dn-metal-t4.xml"
+
+static char *no_env[] = {NULL};
+
+static void setup(struct ddp_launch *l, enum ddp_cmd cmd, const char *topo, const char *ini)
+{
+    struct ddp_err err = {0};
+
+    ddp_launch_init(l, cmd);
+    cr_assert_eq(ddp_spec_load_string(&l->spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(ddp_spec_validate(&l->spec, &err), 0, "%s", err.msg);
+    if (topo) {
+        char *path = fixture_path(topo);
+
+        cr_assert_eq(ddp_launch_load_topology(l, path, true, &err), 0, "%s", err.msg);
+        free(path);
+    }
+}
+
+static struct ddp_launch_facts facts(char **envp)
+{
+    struct ddp_launch_facts f = {.envp = envp ? envp : no_env, .online_cpus = 6, .random_id = "0123456789ab",
+                                 .self = 100};
+
+    strcpy(f.hostname, "node7");
+    return f;
+}
+
+static void resolve_ok(struct ddp_launch *l, const struct ddp_launch_facts *f)
+{
+    struct ddp_err err = {0};
+
+    cr_assert_eq(ddp_launch_resolve(l, f, &err), 0, "%s", err.msg);
+}
+
+Test(launch, nproc_int_and_derived_defaults)
+{
+    struct ddp_launch l;
+    struct ddp_launch_facts f = facts(NULL);
+
+    setup(&l, DDP_CMD_RUN, NULL, "[job]\nscript = /home/u/train.py\nnproc_per_node = 3\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.ctx.nproc, 3);
+    cr_expect_eq(l.spec.min_nproc_per_node, 3); /* restart: the same size again */
+    cr_expect_str_eq(l.spec.name, "train.py");
+    cr_expect_str_eq(l.ctx.run_id, "0123456789ab");
+    cr_expect_str_eq(l.ctx.python, "python3");
+    cr_expect_str_eq(l.ctx.hostname, "node7");
+    cr_expect_eq(l.ctx.spec, &l.spec);
+    cr_expect_null(l.ctx.gpu_holders); /* no topology: nothing held */
+    cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_RESERVE);
+    cr_expect_not(l.lease);
+    ddp_launch_free(&l);
+
+    setup(&l, DDP_CMD_RUN, NULL,
+          "[job]\nname = bert\nmodule = pkg.train\nnproc_per_node = 4\nrun_id = r1\n"
+          "[restart]\non_timeout = downsize\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.spec.min_nproc_per_node, 1); /* downsizing may go down to one */
+    cr_expect_str_eq(l.spec.name, "bert");
+    cr_expect_str_eq(l.ctx.run_id, "r1");
+    ddp_launch_free(&l);
+}
+
+Test(launch, run_id_python_and_address_from_the_environment)
+{
+    struct ddp_launch l;
+    char *env[] = {"SLURM_JOB_ID=777", "PYTHON_EXEC=/opt/py/bin/python", NULL};
+    struct ddp_launch_facts f = facts(env);
+
+    setup(&l, DDP_CMD_PLAN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = 1\nstandalone = yes\n");
+    resolve_ok(&l, &f);
+    cr_expect_str_eq(l.ctx.run_id, "slurm-777");
+    cr_expect_str_eq(l.ctx.python, "/opt/py/bin/python");
+    cr_expect_str_eq(l.ctx.master_addr, "127.0.0.1");
+    ddp_launch_free(&l);
+
+    /* several nodes without anything to agree on: torchrun's "none" */
+    f = facts(NULL);
+    setup(&l, DDP_CMD_PLAN, NULL,
+          "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nnode_rank = 1\nmaster_addr = n0\n"
+          "master_port = 29400\n");
+    resolve_ok(&l, &f);
+    cr_expect_str_eq(l.ctx.run_id, "none");
+    cr_expect_str_eq(l.ctx.master_addr, "n0");
+    cr_expect_eq(l.ctx.nnodes, 2);
+    cr_expect_eq(l.ctx.node_rank, 1);
+    /* node 1 with an explicit port takes it as given; node 0 would reserve it */
+    cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_GIVEN);
+    cr_expect_eq(l.ctx.master_port, 29400);
+    ddp_launch_free(&l);
+}
+
+Test(launch, nproc_gpu_counts_usable_gpus)
+{
+    struct ddp_launch l;
+    char *env[] = {"CUDA_VISIBLE_DEVICES=4,5,6", NULL};
+    struct ddp_launch_facts f = facts(NULL);
+
+    setup(&l, DDP_CMD_RUN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.ctx.nproc, 8);
+    cr_expect(l.lease); /* gpus.lease = auto outside Slurm */
+    cr_expect_null(l.ctx.gpu_holders);
+    ddp_launch_free(&l);
+
+    f = facts(env);
+    setup(&l, DDP_CMD_RUN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.ctx.nproc, 3);
+    cr_expect_str_eq(l.ctx.inherited_cvd, "4,5,6");
+    ddp_launch_free(&l);
+
+    /* auto without GPUs: one per CPU the process may use */
+    f = facts(NULL);
+    setup(&l, DDP_CMD_RUN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = auto\n[gpus]\nselect = none\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.ctx.nproc, 96);
+    cr_expect_not(l.lease);
+    ddp_launch_free(&l);
+
+    /* no topology: cpu = the CPUs online */
+    setup(&l, DDP_CMD_RUN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = cpu\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.ctx.nproc, 6);
+    ddp_launch_free(&l);
+}
+
+Test(launch, nproc_gpu_without_gpus_is_a_usage_error_except_in_doctor)
+{
+    struct ddp_launch l;
+    struct ddp_launch_facts f = facts(NULL);
+    struct ddp_err err = {0};
+
+    setup(&l, DDP_CMD_RUN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\n");
+    cr_expect_eq(ddp_launch_resolve(&l, &f, &err), -ENODEV);
+    cr_expect_str_eq(err.msg, "nproc_per_node = gpu, but no usable GPU was found (no topology)");
+    cr_expect_eq(l.fail_status, 2);
+    ddp_launch_free(&l);
+
+    setup(&l, DDP_CMD_DOCTOR, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\nmaster_port = 29444\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.ctx.nproc, 1); /* the gpus check explains what is missing */
+    cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_NONE);
+    cr_expect_eq(l.ctx.master_port, 29444);
+    ddp_launch_free(&l);
+}
+
+Test(launch, auto_port_on_several_nodes_needs_slurm)
+{
+    struct ddp_launch l;
+    struct ddp_launch_facts f = facts(NULL);
+    struct ddp_err err = {0};
+
+    setup(&l, DDP_CMD_RUN, NULL,
+          "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nmaster_addr = n0\nmaster_port = auto\n");
+    cr_expect_eq(ddp_launch_resolve(&l, &f, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "master_port = auto needs a single node or Slurm"), "%s", err.msg);
+    cr_expect_eq(l.fail_status, 2);
+    ddp_launch_free(&l);
+}
+
+static const struct ddp_lease_info leases[] = {
+    {.busid = "0000:19:00.0", .pid = 4242, .job = "bert", .user = "alice"},
+    {.busid = "0000:35:00.0", .pid = 100, .job = "me", .user = "u"},  /* this launcher's own */
+    {.busid = "0000:aa:00.0", .pid = 5, .job = "gone", .user = "u"},  /* not in this topology */
+    {.busid = "0000:E7:00.0", .pid = 77, .job = "", .user = ""},      /* any case, unknown job */
+};
+
+Test(launch, gpus_other_jobs_lease_are_held_in_the_placement)
+{
+    struct ddp_launch l;
+    struct ddp_launch_facts f = facts(NULL);
+    struct ddp_attempt a = {0};
+    struct ddp_err err = {0};
+
+    f.leases = leases;
+    f.nleases = sizeof leases / sizeof *leases;
+    /* plan shows what a run without leasing would get: GPUs of other jobs are left out */
+    setup(&l, DDP_CMD_PLAN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = 4\n");
+    resolve_ok(&l, &f);
+    cr_expect_not(l.lease);
+    cr_assert_not_null(l.ctx.gpu_holders);
+    cr_expect_null(l.ctx.gpu_holders[0]);
+    cr_expect_str_eq(l.ctx.gpu_holders[1], "job 'bert' (pid 4242, user alice)");
+    cr_expect_null(l.ctx.gpu_holders[2]);
+    cr_expect_str_eq(l.ctx.gpu_holders[4], "job '?' (pid 77, user ?)");
+    cr_assert_eq(ddp_plan_build(&l.ctx, 0, 4, NULL, 0, &a, &err), 0, "%s", err.msg);
+    /* node 0 has three free GPUs, node 1 three: four GPUs span both, none of them held */
+    for (size_t i = 0; i < a.nworkers; i++) {
+        cr_expect_neq(a.workers[i].gpu, 1);
+        cr_expect_neq(a.workers[i].gpu, 4);
+    }
+    ddp_attempt_free(&a);
+    ddp_launch_free(&l);
+
+    /* nproc = gpu counts every GPU: the lease step (a run) waits for held ones instead */
+    setup(&l, DDP_CMD_RUN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.ctx.nproc, 8);
+    cr_expect(l.lease);
+    cr_expect_null(l.ctx.gpu_holders);
+    ddp_launch_free(&l);
+
+    /* [gpus] lease = no: held GPUs are left out when counting */
+    setup(&l, DDP_CMD_RUN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = 8\n[gpus]\nlease = no\n");
+    resolve_ok(&l, &f);
+    cr_expect_not(l.lease);
+    cr_expect_eq(ddp_plan_build(&l.ctx, 0, 8, NULL, 0, &a, &err), -ENODEV);
+    cr_expect(strstr(err.msg, "(GPU 1: job 'bert' (pid 4242, user alice))"), "%s", err.msg);
+    ddp_launch_free(&l);
+}
+
+Test(launch, holders_match_bus_ids_in_any_case)
+{
+    struct ddp_launch l;
+    char **h;
+
+    setup(&l, DDP_CMD_TOPO, T4, "[job]\nprogram = /bin/true\n");
+    cr_expect_eq(ddp_topo_gpu_find(l.topo, "0000:19:00.0"), 1);
+    cr_expect_eq(ddp_topo_gpu_find(l.topo, "0000:E7:00.0"), 4);
+    cr_expect_eq(ddp_topo_gpu_find(l.topo, "0000:aa:00.0"), -1);
+    h = ddp_launch_holders(l.topo, leases, 4, 100);
+    cr_expect_str_eq(h[1], "job 'bert' (pid 4242, user alice)");
+    cr_expect_null(h[2]);
+    cr_expect_not_null(h[4]);
+    ddp_launch_holders_free(h, ddp_topo_ngpus(l.topo));
+    cr_expect_null(ddp_launch_holders(NULL, leases, 4, 100));
+    ddp_launch_free(&l);
+}
