@@ -1,6 +1,7 @@
 /* shim: see shim.h. Runs in the child between libuv's fork/exec and the worker program. */
 #include "shim.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +19,20 @@
 /* The signal the kernel sends the shim when the launcher dies. A real-time one, so that it can never be
  * confused with a signal forwarded to the group. */
 #define SHIM_DEATHSIG (SIGRTMIN + 3)
+/* The launcher's "kill everything now" (see ddp_shim_kill). */
+#define SHIM_KILLSIG (SIGRTMIN + 4)
+/* How long the shim keeps reaping after SIGKILL (a process in the kernel's D state dies late). */
+#define SHIM_REAP_MS 30000
+
+int ddp_shim_kill(int shim_pid)
+{
+    if (shim_pid <= 1)
+        return -EINVAL;
+    if (kill(shim_pid, SHIM_KILLSIG) != 0)
+        return -errno;
+    kill(shim_pid, SIGCONT); /* a stopped shim could not act on it */
+    return 0;
+}
 
 int ddp_shim_exec_status(int err)
 {
@@ -42,11 +57,198 @@ static void report(int fd, int kind, int err, int pid, int status, const char *m
     }
 }
 
-static void kill_group_and_die(void)
+/* ---------------------------------------------------------------- descendants
+ * The shim is a child subreaper: every process its program starts, in any session or group, and every orphan
+ * of those (double fork) stays below it. These find them in /proc and end them. */
+
+struct procs {
+    pid_t *pid, *ppid;
+    char *state;
+    size_t n, cap;
+};
+
+static void procs_add(struct procs *p, pid_t pid, pid_t ppid, char state)
 {
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 512;
+        p->pid = ddp_xrealloc(p->pid, p->cap * sizeof(*p->pid));
+        p->ppid = ddp_xrealloc(p->ppid, p->cap * sizeof(*p->ppid));
+        p->state = ddp_xrealloc(p->state, p->cap);
+    }
+    p->pid[p->n] = pid;
+    p->ppid[p->n] = ppid;
+    p->state[p->n] = state;
+    p->n++;
+}
+
+/* Every process of the machine with its parent, from /proc/PID/stat ("pid (comm) S ppid ..."; comm may hold
+ * spaces and parentheses, so parse after the last ')'). */
+static void procs_scan(struct procs *p)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    p->n = 0;
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char path[64], buf[512];
+        long long pid;
+        int fd;
+        ssize_t n;
+        if (ddp_parse_int(e->d_name, 1, 1LL << 31, &pid) != 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        char *rp = strrchr(buf, ')');
+        char st;
+        int ppid;
+        if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2)
+            continue;
+        procs_add(p, (pid_t)pid, (pid_t)ppid, st);
+    }
+    closedir(d);
+}
+
+/* The descendants of the shim that are not zombies, into p->pid[0..return) (p reordered). */
+static size_t descendants(struct procs *p)
+{
+    pid_t me = getpid();
+    size_t nd = 0; /* p->[0..nd) are descendants */
+    bool grew = true;
+    while (grew) {
+        grew = false;
+        for (size_t i = nd; i < p->n; i++) {
+            bool mine = p->ppid[i] == me;
+            for (size_t j = 0; j < nd && !mine; j++)
+                mine = p->ppid[i] == p->pid[j];
+            if (!mine)
+                continue;
+            pid_t tp = p->pid[i], tpp = p->ppid[i];
+            char ts = p->state[i];
+            p->pid[i] = p->pid[nd];
+            p->ppid[i] = p->ppid[nd];
+            p->state[i] = p->state[nd];
+            p->pid[nd] = tp;
+            p->ppid[nd] = tpp;
+            p->state[nd] = ts;
+            nd++;
+            grew = true;
+        }
+    }
+    /* zombies count for the tree above, not as processes to end */
+    size_t live = 0;
+    for (size_t i = 0; i < nd; i++)
+        if (p->state[i] != 'Z' && p->state[i] != 'X')
+            p->pid[live++] = p->pid[i];
+    return live;
+}
+
+/* Reap every ended child; remember how PROGRAM ended. */
+static void reap(pid_t program, int *program_status, bool *program_done)
+{
+    int ws;
+    pid_t r;
+    while ((r = waitpid(-1, &ws, WNOHANG)) > 0 || (r < 0 && errno == EINTR))
+        if (r == program && !*program_done) {
+            *program_status = ws;
+            *program_done = true;
+        }
+}
+
+static bool in_list(const pid_t *v, size_t n, pid_t x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* End every descendant: SIGTERM to each (once), up to grace_ms for them to go, then SIGKILL (at once when
+ * grace_ms is 0 or SHIM_KILLSIG/SHIM_DEATHSIG arrives), then reap until none is left (bounded by SHIM_REAP_MS). */
+static void end_descendants(long long grace_ms, pid_t program, int *program_status, bool *program_done)
+{
+    struct procs p = {0};
+    pid_t *termed = NULL;
+    size_t ntermed = 0, capt = 0;
+    long long now = ddp_now_ms();
+    long long kill_at = now + (grace_ms > 0 ? grace_ms : 0), give_up = 0;
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, SIGCHLD);
+    sigaddset(&wake, SHIM_KILLSIG);
+    sigaddset(&wake, SHIM_DEATHSIG);
+    for (;;) {
+        size_t n;
+        reap(program, program_status, program_done);
+        procs_scan(&p);
+        n = descendants(&p);
+        if (n == 0)
+            break;
+        now = ddp_now_ms();
+        if (now >= kill_at) {
+            for (size_t i = 0; i < n; i++)
+                kill(p.pid[i], SIGKILL);
+            if (give_up == 0)
+                give_up = now + SHIM_REAP_MS;
+            else if (now >= give_up)
+                break;
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                if (in_list(termed, ntermed, p.pid[i]))
+                    continue;
+                kill(p.pid[i], SIGTERM);
+                kill(p.pid[i], SIGCONT);
+                if (ntermed == capt) {
+                    capt = capt ? 2 * capt : 64;
+                    termed = ddp_xrealloc(termed, capt * sizeof(*termed));
+                }
+                termed[ntermed++] = p.pid[i];
+            }
+        }
+        /* wait for a child to end (SIGCHLD), or the launcher's kill, or 20 ms (a grandchild's end is not
+         * signalled to us while its parent lives) */
+        struct timespec tick = {0, 20 * 1000 * 1000};
+        int sig = sigtimedwait(&wake, NULL, &tick);
+        if (sig == SHIM_KILLSIG || sig == SHIM_DEATHSIG)
+            kill_at = 0;
+    }
+    reap(program, program_status, program_done);
+    free(termed);
+    free(p.pid);
+    free(p.ppid);
+    free(p.state);
+}
+
+/* Forward a stop signal to the descendants that left the shim's process group (they did not get the group's
+ * copy). */
+static void forward_outside_group(int sig)
+{
+    struct procs p = {0};
+    size_t n;
     pid_t g = getpgrp();
-    if (g > 1 && g == getpid())
-        kill(-g, SIGKILL);
+    procs_scan(&p);
+    n = descendants(&p);
+    for (size_t i = 0; i < n; i++)
+        if (getpgid(p.pid[i]) != g)
+            kill(p.pid[i], sig);
+    free(p.pid);
+    free(p.ppid);
+    free(p.state);
+}
+
+/* The launcher is gone before PROGRAM started: end what we have and exit. */
+static _Noreturn void kill_all_and_die(void)
+{
+    int ws = 0;
+    bool done = false;
+    end_descendants(0, -1, &ws, &done);
     _exit(137);
 }
 
@@ -85,7 +287,7 @@ int ddp_shim_main(int argc, char **argv)
     const char *cpus = NULL, *mems = NULL;
     enum ddp_membind mode = DDP_MEM_NONE;
     bool strict = false;
-    long long rank = -1, ppid = 0, rfd = -1;
+    long long rank = -1, ppid = 0, rfd = -1, grace_ms = 0;
     int i, prog = -1;
     sigset_t all, old;
     int execpipe[2];
@@ -132,6 +334,9 @@ int ddp_shim_main(int argc, char **argv)
         } else if (strcmp(a, "--report-fd") == 0) {
             if (ddp_parse_int(v, 0, 1 << 20, &rfd) != 0)
                 goto usage;
+        } else if (strcmp(a, "--grace-ms") == 0) {
+            if (ddp_parse_int(v, 0, 1LL << 40, &grace_ms) != 0)
+                goto usage;
         } else if (strcmp(a, "--cpus") == 0) {
             cpus = v;
         } else if (strcmp(a, "--mems") == 0) {
@@ -147,7 +352,12 @@ int ddp_shim_main(int argc, char **argv)
         goto usage;
     /* The launcher may have died between our fork and the prctl: then nobody will ever signal us. */
     if (ppid > 0 && getppid() != (pid_t)ppid)
-        kill_group_and_die();
+        kill_all_and_die();
+    /* Orphans of PROGRAM's tree (setsid + double fork included) become our children, not init's. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+        fprintf(stderr, "ddplaunch: exec shim: prctl(PR_SET_CHILD_SUBREAPER): %s\n", strerror(errno));
+        return 1;
+    }
     if (rfd >= 0)
         fcntl((int)rfd, F_SETFD, FD_CLOEXEC);
 
@@ -186,6 +396,7 @@ int ddp_shim_main(int argc, char **argv)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != shim)
             _exit(137);
+        prctl(PR_SET_CHILD_SUBREAPER, 0);
         sigprocmask(SIG_SETMASK, &old, NULL);
         execvp(argv[prog], argv + prog);
         e = errno;
@@ -225,17 +436,25 @@ int ddp_shim_main(int argc, char **argv)
 
     for (;;) {
         siginfo_t si;
+        int ws = 0;
+        bool done = false;
         int sig = sigwaitinfo(&all, &si);
         if (sig < 0)
             continue;
-        if (sig == SHIM_DEATHSIG) {
-            kill_group_and_die();
+        if (sig == SHIM_DEATHSIG || sig == SHIM_KILLSIG) {
+            /* the launcher died, or wants everything gone now: SIGKILL to the whole tree */
+            end_descendants(0, child, &ws, &done);
+            mirror_status(done ? ws : (SIGKILL & 0x7f));
         } else if (sig == SIGCHLD) {
-            int ws;
-            pid_t r = waitpid(child, &ws, WNOHANG);
-            if (r == child)
+            reap(child, &ws, &done);
+            if (done) {
+                /* PROGRAM ended: what it left behind ends too (SIGTERM, grace, SIGKILL), then we end as it did */
+                end_descendants(grace_ms, child, &ws, &done);
                 mirror_status(ws);
-            /* grandchildren are not ours to reap: the kernel reparents them to init/subreaper */
+            }
+        } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+            /* a stop sent to the group: PROGRAM got its own copy; those that left the group did not */
+            forward_outside_group(sig);
         }
         /* Any other signal was sent to the group (or to us): PROGRAM got its own copy. */
     }

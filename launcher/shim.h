@@ -1,6 +1,8 @@
-/* shim: the hidden "--exec-shim" mode of ddplaunch, run as each worker's process-group leader: it dies with the
- * launcher (and then kills its whole group), applies the binding, starts the program and reports how that went
- * on a pipe. It does not supervise, restart or forward output: supervise.c does. */
+/* shim: the hidden "--exec-shim" mode of ddplaunch, run as each worker's process-group leader and as the child
+ * subreaper of its program's whole process tree: it applies the binding, starts the program, reports how that
+ * went on a pipe, and ends every descendant of the program (setsid, setpgid and double-forked ones included)
+ * when the program ends, when the launcher asks (ddp_shim_kill) and when the launcher dies.
+ * It does not supervise, restart or forward output: supervise.c does. */
 #ifndef DDP_SHIM_H
 #define DDP_SHIM_H
 
@@ -9,12 +11,16 @@
 #include "spec.h"
 
 /* argv of the shim, built by the supervisor:
- *   SELF --exec-shim --rank N --ppid PID --report-fd FD [--cpus LIST] [--mems LIST]
+ *   SELF --exec-shim --rank N --ppid PID --report-fd FD [--grace-ms MS] [--cpus LIST] [--mems LIST]
  *        [--mem-mode local|interleave|none] [--strict] -- PROGRAM ARGS...
  * The environment and working directory are the worker's (set by the spawner).
- * The shim stays the parent of PROGRAM (so that a SIGKILL of the launcher still ends every grandchild in the
- * group: PR_SET_PDEATHSIG fires in the shim, which SIGKILLs its group), and ends as PROGRAM ended (same exit code,
- * or the same signal). Signals sent to the group reach PROGRAM directly; the shim ignores them. */
+ * The shim stays the parent of PROGRAM and is a child subreaper (PR_SET_CHILD_SUBREAPER), so every process of
+ * PROGRAM's tree stays its descendant whatever session or group it moves to. When PROGRAM ends, the shim sends
+ * SIGTERM to each remaining descendant, SIGKILL after MS (the job's shutdown_timeout), reaps them all, and only
+ * then ends as PROGRAM ended (same exit code, or the same signal). When the launcher dies (PR_SET_PDEATHSIG) or
+ * sends ddp_shim_kill(), it SIGKILLs the whole tree at once. SIGTERM, SIGINT and SIGHUP sent to the group reach
+ * PROGRAM directly; the shim passes them on to the descendants outside the group and ignores them itself.
+ * Not covered: a process that changes its user id, or that another service (systemd-run, sshd, at) starts. */
 
 /* One fixed-size record on the report pipe (close-on-exec in PROGRAM). EOF without a record = the shim died. */
 enum ddp_shim_kind {
@@ -35,6 +41,11 @@ struct ddp_shim_record {
  * PROGRAM exited, or re-raises PROGRAM's signal). On failure it returns the exit status the process should end
  * with: 1 bad arguments/setup/strict binding, 127 not found, 126 not executable. */
 int ddp_shim_main(int argc, char **argv);
+
+/* For the supervisor: ask the shim SHIM_PID to SIGKILL its program's whole tree and end (it then ends as the
+ * program did, normally killed by SIGKILL). Not SIGKILL to the group: that would kill the shim first and leave
+ * the processes outside the group to init. 0 or -errno of kill(2). */
+int ddp_shim_kill(int shim_pid);
 
 /* Helper for the supervisor: the exit status 127/126 for an execvp errno. */
 int ddp_shim_exec_status(int err);

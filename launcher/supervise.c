@@ -269,7 +269,8 @@ static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, co
     ddp_stream_tail(&k->s_err, push_tail, &e->tail);
 }
 
-/* kill(-pgid) for every worker group of the current attempt that may still have processes. */
+/* kill(-pgid) for every worker group of the current attempt that may still have processes. SIGKILL goes to
+ * the shim while it lives (ddp_shim_kill: it kills its program's whole tree, in the group or not). */
 static int signal_all(struct sup *s, int sig)
 {
     int n = 0;
@@ -280,7 +281,7 @@ static int signal_all(struct sup *s, int sig)
         struct wrk *k = &r->w[i];
         if (!k->spawned || k->finished || k->pgid <= 0)
             continue;
-        if (kill(-k->pgid, sig) == 0)
+        if (sig == SIGKILL && !k->exited ? ddp_shim_kill(k->pgid) == 0 : kill(-k->pgid, sig) == 0)
             n++;
     }
     return n;
@@ -685,6 +686,7 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     ddp_strv_pushf(&args, "--rank=%d", w->rank);
     ddp_strv_pushf(&args, "--ppid=%d", (int)getpid());
     ddp_strv_pushf(&args, "--report-fd=3");
+    ddp_strv_pushf(&args, "--grace-ms=%lld", (long long)s->spec->shutdown_timeout_ms);
     if (w->cpus && *w->cpus)
         ddp_strv_pushf(&args, "--cpus=%s", w->cpus);
     if (w->mems && *w->mems) {
