@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "coord.h"
+#include "logdir.h"
 #include "nccl.h"
 #include "port.h"
 #include "rundir.h"
@@ -47,6 +48,7 @@ void ddp_launch_free(struct ddp_launch *l)
     ddp_lease_release(l->gpus);
     ddp_port_release(l->port);
     ddp_slurm_free(&l->slurm);
+    ddp_logdir_close(l->logdir);
     /* The run dir holds only what ddplaunch made; remove it without following symlinks. */
     if (l->run_dir)
         nftw(l->run_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
@@ -487,6 +489,15 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
         return rc;
     if (l->cmd != DDP_CMD_PLAN)
         make_run_dir(l, envp);
+    /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
+    if (l->cmd == DDP_CMD_RUN && l->spec.log_dir) {
+        if ((rc = ddp_logdir_create(l->spec.log_dir, l->run_id, &l->logdir, err)) < 0) {
+            l->fail_status = 2;
+            return rc;
+        }
+        ddp_info("logs in %s", ddp_logdir_path(l->logdir));
+        l->ctx.logdir = l->logdir;
+    }
     return 0;
 }
 

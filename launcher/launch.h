@@ -53,6 +53,7 @@ struct ddp_launch {
     struct ddp_port_resv *port;
     struct ddp_lease *gpus;
     char *run_dir;               /* removed again by ddp_launch_free() */
+    struct ddp_logdir *logdir;   /* run: log_dir's fresh run directory (= ctx.logdir), kept at exit */
     char *timer_path;
     char *secret;
     /* when a step fails: the exit status it means (2 the user's mistake, 1 the machine's), and whether the
@@ -106,7 +107,9 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *fact
 /* The acquire step: the master port (port_source RESERVE), the GPU leases (lease: waits up to
  * [gpus] lease_wait for the GPUs this job's placement wants; afterwards every GPU it did not lease is held
  * "not leased by this job", so that downsizing chooses only among its own) and, except for plan, the run
- * directory with the timer FIFO's path. 0, or a negative errno with err and fail_status. */
+ * directory with the timer FIFO's path; for run with log_dir, the log run directory (logdir.h; a log_dir that
+ * cannot be used fails with status 2, and the path is logged). 0, or a negative errno with err and
+ * fail_status. */
 int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err);
 
 /* Several nodes: the job secret (job.secret, else derived from the token file $DDPLAUNCH_TOKEN_FILE or

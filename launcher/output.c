@@ -148,25 +148,14 @@ void ddp_output_free(struct ddp_output *o)
     ddp_buf_free(&o->buf[1]);
 }
 
-int ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, const char *file_path,
-                    struct ddp_err *err)
+void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, int file_fd)
 {
     memset(s, 0, sizeof(*s));
     s->which = which;
     s->prefix = ddp_xstrdup(prefix ? prefix : "");
     s->to_console = to_console;
-    s->file_fd = -1;
+    s->file_fd = file_fd;
     s->keep_tail = which == 1;
-    if (file_path) {
-        s->file_fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (s->file_fd < 0) {
-            int e = errno;
-            free(s->prefix);
-            s->prefix = NULL;
-            return ddp_errf(err, -e, "%s: cannot create: %s", file_path, strerror(e));
-        }
-    }
-    return 0;
 }
 
 static void file_flush(struct ddp_stream *s)
@@ -209,12 +198,6 @@ static void emit(struct ddp_output *o, struct ddp_stream *s, const char *line, s
         if (b->len >= DDP_OUTPUT_FLUSH)
             ddp_output_flush(o);
     }
-    if (s->file_fd >= 0) {
-        ddp_buf_add(&s->filebuf, line, len);
-        ddp_buf_add(&s->filebuf, "\n", 1);
-        if (s->filebuf.len >= DDP_OUTPUT_FLUSH)
-            file_flush(s);
-    }
     if (s->keep_tail)
         keep_tail(s, line, len);
     if (s->on_line)
@@ -223,6 +206,8 @@ static void emit(struct ddp_output *o, struct ddp_stream *s, const char *line, s
 
 void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *data, size_t len)
 {
+    if (s->file_fd >= 0) /* the log file gets the bytes as they are, as torchrun's redirect does */
+        ddp_buf_add(&s->filebuf, data, len);
     while (len > 0) {
         const char *nl = memchr(data, '\n', len);
         if (!nl) {

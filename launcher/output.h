@@ -55,10 +55,8 @@ size_t ddp_output_flush(struct ddp_output *o);
 void ddp_output_flush_wait(struct ddp_output *o);
 void ddp_output_free(struct ddp_output *o); /* flushes, then frees buffers; does not close fds */
 
-/* which 0/1; prefix copied; file_path: NULL or a file to create (0644, O_TRUNC|O_NOFOLLOW) for this stream.
- * Returns 0 or a negative errno with err ("stdout.log path: why"). */
-int ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, const char *file_path,
-                    struct ddp_err *err);
+/* which 0/1; prefix copied; file_fd: -1, or the log file for this stream (taken: closed by ddp_stream_free). */
+void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, int file_fd);
 /* Frame len bytes: whole lines go to the console buffer (with prefix) and the file buffer (without).
  * The file buffer is written before returning; the console buffer when it passes DDP_OUTPUT_FLUSH (the caller
  * calls ddp_output_flush after a batch of reads). */

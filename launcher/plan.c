@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "logdir.h"
 #include "topo.h"
 
 void ddp_attempt_free(struct ddp_attempt *a)
@@ -233,8 +234,10 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     out->run_id = ddp_xstrdup(ctx->run_id);
     out->master_addr = ddp_xstrdup(ctx->master_addr);
     out->master_port = ctx->master_port;
-    if (s->log_dir)
-        out->dir = ddp_xasprintf("%s/attempt_%d", s->log_dir, attempt);
+    if (ctx->logdir)
+        out->dir = ddp_xasprintf("%s/attempt_%d", ddp_logdir_path(ctx->logdir), attempt);
+    else if (s->log_dir) /* `plan`: the run directory is made when the job starts */
+        out->dir = ddp_xasprintf("%s/%s_XXXXXXXX/attempt_%d", s->log_dir, ctx->run_id, attempt);
     else if (ctx->run_dir)
         out->dir = ddp_xasprintf("%s/attempt_%d", ctx->run_dir, attempt);
     out->gpu_reason = place.reason ? ddp_xstrdup(place.reason) : NULL;

@@ -23,7 +23,7 @@ struct ddp_worker {
     char *mems;           /* memory node list, NULL = no memory policy */
     enum ddp_membind mem_mode;
     bool bind_strict;     /* a binding that cannot be applied is an error, not a warning */
-    char *log_dir;        /* LOG_DIR/attempt_N/LOCAL_RANK, or NULL */
+    char *log_dir;        /* <attempt dir>/LOCAL_RANK, or NULL */
     int std_redirect;     /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
     int std_tee;          /* torchrun Std for tee */
     bool console;         /* passes --local-ranks-filter */
@@ -39,13 +39,15 @@ struct ddp_attempt {
     char *run_id;
     char *master_addr;
     int master_port;
-    char *dir; /* LOG_DIR/<run_id>/attempt_N, or NULL when no log dir */
+    char *dir; /* LOG_DIR/<run_id>_XXXXXXXX/attempt_N (the run dir's attempt_N when there is no log_dir) */
     struct ddp_worker *workers;
     size_t nworkers;
     char *gpu_reason; /* one line: why these GPUs ("2 GPUs on NUMA node 0, NVLink") or NULL */
 };
 
 void ddp_attempt_free(struct ddp_attempt *a);
+
+struct ddp_logdir;
 
 /* What a builder needs that is not in the spec: decided once per launch. */
 struct ddp_plan_ctx {
@@ -64,6 +66,8 @@ struct ddp_plan_ctx {
     const char *run_dir;       /* private runtime dir of this launch (0700): heartbeat files, error files
                                   when there is no log_dir, the timer FIFO; NULL in `plan` */
     const char *timer_file;    /* TORCHELASTIC_TIMER_FILE path, or NULL */
+    struct ddp_logdir *logdir; /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
+                                  and without log_dir */
     const char *slurm_gpus;    /* Slurm's GPU list (global indices), or NULL */
     const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
     /* nnodes > 1: the control channel between the agents (coord.h); unused on one node */

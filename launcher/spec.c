@@ -51,7 +51,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "job", "workdir", DDP_T_STR, OFF(workdir), NULL, NULL, 0, 0,
       "working directory of the workers (default: the launcher's)" },
     { "job", "log_dir", DDP_T_STR, OFF(log_dir), NULL, NULL, 0, 0,
-      "directory for per-attempt, per-rank logs and error files (default: none)" },
+      "directory for per-attempt, per-rank logs and error files: RUNID_XXXXXXXX/attempt_N/RANK (default: none)" },
     { "job", "tee", DDP_T_STD, OFF(tee), "0", NULL, 0, 0,
       "also copy to log files: 0 none, 1 stdout, 2 stderr, 3 both; or per rank 0:1,1:2" },
     { "job", "redirects", DDP_T_STD, OFF(redirects), "0", NULL, 0, 0,

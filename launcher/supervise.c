@@ -15,6 +15,7 @@
 
 #include "classify.h"
 #include "coord.h"
+#include "logdir.h"
 #include "output.h"
 #include "policy.h"
 #include "report.h"
@@ -630,25 +631,30 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     uv_stdio_container_t io[4];
     int rp[2], op[2], ep[2];
     int rc;
-    bool logs = s->spec->log_dir && w->log_dir;
-    char *path;
+    struct ddp_logdir *ld = s->ctx->logdir;
+    int fds[2] = {-1, -1};
 
-    if (w->log_dir) {
+    if (w->log_dir && !ld) { /* error files in the private run directory */
         rc = mkdir_p(w->log_dir, 0755);
         if (rc < 0)
             return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir,
                             strerror(-rc));
     }
-    path = logs ? ddp_xasprintf("%s/stdout.log", w->log_dir) : NULL;
-    rc = ddp_stream_init(&k->s_out, 0, w->prefix, w->console && !(logs && (w->std_redirect & 1)), path, err);
-    free(path);
-    if (rc < 0)
-        return rc;
-    path = logs ? ddp_xasprintf("%s/stderr.log", w->log_dir) : NULL;
-    rc = ddp_stream_init(&k->s_err, 1, w->prefix, w->console && !(logs && (w->std_redirect & 2)), path, err);
-    free(path);
-    if (rc < 0)
-        return rc;
+    for (int i = 0; ld && i < 2; i++) {
+        char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank,
+                                  i ? "stderr.log" : "stdout.log");
+        fds[i] = ddp_logdir_create_file(ld, rel, err);
+        free(rel);
+        if (fds[i] < 0) {
+            rc = fds[i];
+            if (i)
+                close(fds[0]);
+            return rc;
+        }
+    }
+    /* torchrun's precedence: a stream in --redirects reaches the console only when --tee names it too */
+    ddp_stream_init(&k->s_out, 0, w->prefix, w->console && !(ld && (w->std_redirect & ~w->std_tee & 1)), fds[0]);
+    ddp_stream_init(&k->s_err, 1, w->prefix, w->console && !(ld && (w->std_redirect & ~w->std_tee & 2)), fds[1]);
     k->s_out.on_line = on_line;
     k->s_out.arg = k;
     k->s_err.on_line = on_line;
@@ -779,7 +785,10 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
                  s->err->msg);
         rc = ddp_plan_build(&s->actx, attempt, nproc, NULL, 0, &r->plan, s->err);
     }
+    if (rc == 0 && s->ctx->logdir)
+        rc = ddp_logdir_attempt(s->ctx->logdir, attempt, nproc, s->err);
     if (rc < 0) {
+        ddp_attempt_free(&r->plan);
         free(r);
         return rc;
     }

@@ -299,14 +299,14 @@ Test(plan_env, directories_heartbeat_timer_and_error_files)
     f.ctx.timer_file = "/run/user/0/ddplaunch-1-abc/timer";
     f.ctx.nproc = 2;
     build(&f, 1, 2);
-    cr_expect_str_eq(f.a.dir, "/var/log/job/attempt_1");
+    cr_expect_str_eq(f.a.dir, "/var/log/job/run42_XXXXXXXX/attempt_1");
     const struct ddp_worker *w = &f.a.workers[1];
-    cr_expect_str_eq(w->log_dir, "/var/log/job/attempt_1/1");
+    cr_expect_str_eq(w->log_dir, "/var/log/job/run42_XXXXXXXX/attempt_1/1");
     cr_expect_str_eq(w->cwd, "/work/dir");
-    expect_env(w, "TORCHELASTIC_ERROR_FILE", "/var/log/job/attempt_1/1/error.json");
+    expect_env(w, "TORCHELASTIC_ERROR_FILE", "/var/log/job/run42_XXXXXXXX/attempt_1/1/error.json");
     expect_env(w, "TORCHELASTIC_TIMER_FILE", "/run/user/0/ddplaunch-1-abc/timer");
     expect_env(w, "DDPLAUNCH_HEARTBEAT_FILE", "/run/user/0/ddplaunch-1-abc/heartbeat.1");
-    expect_env(w, "DDPLAUNCH_ATTEMPT_DIR", "/var/log/job/attempt_1");
+    expect_env(w, "DDPLAUNCH_ATTEMPT_DIR", "/var/log/job/run42_XXXXXXXX/attempt_1");
     teardown_fixture(&f);
     /* no log_dir: error files go to the private run dir */
     setup_spec(&f, "[job]\nscript = t.py\n");
