@@ -21,6 +21,15 @@ struct nvml_pci {
 struct nvml_memory {
     unsigned long long total, free, used;
 };
+struct nvml_utilization {
+    unsigned gpu, memory;
+};
+/* nvmlProcessInfo_t as the _v2/_v3 calls fill it; usedGpuMemory is ~0ULL when unavailable */
+struct nvml_process {
+    unsigned pid;
+    unsigned long long used;
+    unsigned gpu_instance, compute_instance;
+};
 
 struct nvml_fns {
     nvml_return (*init)(void);
@@ -33,6 +42,8 @@ struct nvml_fns {
     nvml_return (*uuid)(nvml_device, char *, unsigned);
     nvml_return (*name)(nvml_device, char *, unsigned);
     nvml_return (*memory)(nvml_device, struct nvml_memory *);
+    nvml_return (*utilization)(nvml_device, struct nvml_utilization *);
+    nvml_return (*processes)(nvml_device, unsigned *, struct nvml_process *);
     nvml_return (*link_state)(nvml_device, unsigned, int *);
     nvml_return (*link_remote_pci)(nvml_device, unsigned, struct nvml_pci *);
     nvml_return (*link_remote_type)(nvml_device, unsigned, int *); /* may be missing (old drivers) */
@@ -60,6 +71,23 @@ static void *sym(void *lib, const char *name, const char *fallback)
     return p || !fallback ? p : dlsym(lib, fallback);
 }
 
+/* Utilisation and the compute processes of device d. */
+static void read_usage(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_gpu *g)
+{
+    struct nvml_utilization u;
+    struct nvml_process pr[DDP_NVML_MAX_PROCS];
+    unsigned n = DDP_NVML_MAX_PROCS;
+
+    g->util = f->utilization && f->utilization(d, &u) == 0 ? (int)u.gpu : -1;
+    if (!f->processes || f->processes(d, &n, pr) != 0)
+        return;
+    for (unsigned k = 0; k < n && k < DDP_NVML_MAX_PROCS; k++)
+        g->procs[g->nprocs++] = (struct ddp_nvml_proc){
+            .pid = pr[k].pid,
+            .mem_used = pr[k].used != ~0ULL ? (long long)pr[k].used : -1,
+        };
+}
+
 void ddp_nvml_read(struct ddp_nvml *out)
 {
     struct nvml_fns f;
@@ -85,6 +113,10 @@ void ddp_nvml_read(struct ddp_nvml *out)
     f.uuid = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetUUID", NULL);
     f.name = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetName", NULL);
     f.memory = (nvml_return(*)(nvml_device, struct nvml_memory *))sym(lib, "nvmlDeviceGetMemoryInfo", NULL);
+    f.utilization = (nvml_return(*)(nvml_device, struct nvml_utilization *))sym(
+        lib, "nvmlDeviceGetUtilizationRates", NULL);
+    f.processes = (nvml_return(*)(nvml_device, unsigned *, struct nvml_process *))sym(
+        lib, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2");
     f.link_state = (nvml_return(*)(nvml_device, unsigned, int *))sym(lib, "nvmlDeviceGetNvLinkState", NULL);
     f.link_remote_pci = (nvml_return(*)(nvml_device, unsigned, struct nvml_pci *))sym(
         lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", NULL);
@@ -125,6 +157,7 @@ void ddp_nvml_read(struct ddp_nvml *out)
             g->mem_used = (long long)mem.used;
             g->mem_total = (long long)mem.total;
         }
+        read_usage(&f, d, g);
         for (unsigned l = 0; f.link_state && f.link_remote_pci && l < DDP_NVML_MAX_LINKS; l++) {
             int active = 0, type = -1;
             struct nvml_pci rp;

@@ -1,4 +1,5 @@
-/* nvml: optional NVIDIA facts (UUIDs, memory in use, NVLink pairs, driver version) read through NVML, which is
+/* nvml: optional NVIDIA facts (UUIDs, memory in use, utilisation, the processes using each GPU, NVLink pairs,
+ * driver version) read through NVML, which is
  * loaded at run time with dlopen("libnvidia-ml.so.1"): no build-time dependency. It does not find GPUs (hwloc does). */
 #ifndef DDP_NVML_H
 #define DDP_NVML_H
@@ -7,12 +8,22 @@
 #include <stddef.h>
 
 #define DDP_NVML_MAX_LINKS 18
+#define DDP_NVML_MAX_PROCS 64
+
+/* A compute process on a GPU. */
+struct ddp_nvml_proc {
+    unsigned pid;       /* in NVML's pid namespace: may not be visible here */
+    long long mem_used; /* bytes, -1 unknown */
+};
 
 struct ddp_nvml_gpu {
     char busid[32];            /* "0000:18:00.0" (lower case, 4-digit domain) */
     char uuid[96];             /* "GPU-..." */
     char name[96];
     long long mem_used, mem_total; /* bytes, -1 unknown */
+    int util;                  /* GPU utilisation percent over NVML's last sample period, -1 unknown */
+    struct ddp_nvml_proc procs[DDP_NVML_MAX_PROCS]; /* compute processes using it */
+    int nprocs;
     int nlinks;                /* active NVLinks */
     char link_peer[DDP_NVML_MAX_LINKS][32]; /* bus id at the other end of each active link */
     bool link_to_switch[DDP_NVML_MAX_LINKS]; /* the other end is an NVSwitch (or not a GPU NVML knows) */

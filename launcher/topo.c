@@ -1121,3 +1121,33 @@ const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i)
 {
     return i < topo->ngpus ? topo->gpus[i].busid : NULL;
 }
+
+int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gpu_facts *out)
+{
+    if (i >= topo->ngpus)
+        return -EINVAL;
+    const struct topo_gpu *g = &topo->gpus[i];
+    bool local = !g->no_locality && g->node >= 0;
+    *out = (struct ddp_topo_gpu_facts){
+        .busid = g->busid,
+        .vendor = g->vendor,
+        .numa_node = local ? topo->nodes[g->node].os_index : -1,
+        .package = local ? topo->nodes[g->node].package : -1,
+        .mem_used = g->mem_total > 0 ? g->mem_used : -1,
+        .mem_total = g->mem_total > 0 ? g->mem_total : -1,
+    };
+    for (size_t k = 0; k < topo->nvml.ngpus && !out->nvml; k++)
+        if (!strcasecmp(topo->nvml.gpus[k].busid, g->busid))
+            out->nvml = &topo->nvml.gpus[k];
+    return 0;
+}
+
+const struct ddp_nvml *ddp_topo_nvml(const struct ddp_topo *topo)
+{
+    return &topo->nvml;
+}
+
+bool ddp_topo_from_xml(const struct ddp_topo *topo)
+{
+    return topo->from_xml;
+}

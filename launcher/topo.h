@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "nvml.h"
 #include "spec.h"
 #include "util.h"
 
@@ -80,5 +81,21 @@ int ddp_topo_gpu_find(const struct ddp_topo *topo, const char *busid);
 
 /* PCI bus id ("0000:18:00.0") of topology GPU i (bus order), or NULL when out of range. Owned by topo. */
 const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i);
+
+/* What topo knows of GPU i (PCI bus order), for `doctor`. Pointers are owned by topo. */
+struct ddp_topo_gpu_facts {
+    const char *busid;
+    unsigned vendor;                /* PCI vendor: 0x10de NVIDIA, 0x1002 AMD */
+    int numa_node;                  /* OS index of its NUMA node, -1 unknown */
+    int package;                    /* OS index of that node's package (socket), -1 unknown */
+    long long mem_used, mem_total;  /* bytes, -1 unknown */
+    const struct ddp_nvml_gpu *nvml; /* NVML's view of it (utilisation, processes), or NULL */
+};
+/* 0 with out filled, or -EINVAL when there is no GPU i. */
+int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gpu_facts *out);
+/* NVML as the topology read it (found, status, driver); never read for an XML topology. Owned by topo. */
+const struct ddp_nvml *ddp_topo_nvml(const struct ddp_topo *topo);
+/* Whether the topology came from an XML file (it may describe another machine). */
+bool ddp_topo_from_xml(const struct ddp_topo *topo);
 
 #endif
