@@ -229,6 +229,7 @@ int ddp_cli_parse(int argc, char **argv, struct ddp_cli *cli, struct ddp_err *er
             cli->cmd = DDP_CMD_TOPO, i = 2;
         else if (strcmp(argv[1], "doctor") == 0)
             cli->cmd = DDP_CMD_DOCTOR, i = 2;
+        cli->sub = cli->cmd;
     }
     bool options_done = false;
     for (; i < argc; i++) {
@@ -426,46 +427,159 @@ int ddp_cli_apply(const struct ddp_cli *cli, struct ddp_spec *spec, char *const 
     return 0;
 }
 
-void ddp_cli_help(FILE *f)
+/* Print text from column col, wrapped at 80 columns, continuation lines indented to column indent. */
+static void put_wrapped(FILE *f, size_t col, const char *text, size_t indent)
 {
+    const size_t width = 80;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        size_t room = width > col ? width - col : 1;
+        size_t n = strlen(p);
+        if (n > room) {
+            /* break at the last space that fits (or the first one after, for a word longer than a line) */
+            size_t cut = room;
+            while (cut > 0 && p[cut] != ' ')
+                cut--;
+            if (cut == 0) {
+                cut = room;
+                while (p[cut] && p[cut] != ' ')
+                    cut++;
+            }
+            n = cut;
+        }
+        fprintf(f, "%.*s\n", (int)n, p);
+        p += n;
+        if (*p)
+            fprintf(f, "%*s", (int)indent, ""), col = indent;
+    }
+}
+
+/* One option line: "  -r, --redirects 0-3|R:V,...  help", the help wrapped from column 33. */
+static void put_flag(FILE *f, const struct flag *fl)
+{
+    char left[64];
+    if (fl->short_name)
+        snprintf(left, sizeof left, "-%c, --%s%s%s", fl->short_name, fl->name, fl->arg ? " " : "",
+                 fl->arg ? fl->arg : "");
+    else
+        snprintf(left, sizeof left, "    --%s%s%s", fl->name, fl->arg ? " " : "", fl->arg ? fl->arg : "");
+    if (strlen(left) > 29)
+        fprintf(f, "  %s\n  %-29s ", left, "");
+    else
+        fprintf(f, "  %-29s ", left);
+    put_wrapped(f, 32, fl->help, 32);
+}
+
+static void put_named_flags(FILE *f, const char *const *names)
+{
+    for (const char *const *n = names; *n; n++)
+        put_flag(f, find_long(*n, strlen(*n)));
+}
+
+void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
+{
+    static const char *const plan_flags[] = { "json", "topology", "config", "set", "help", NULL };
+    static const char *const topo_flags[] = { "json", "topology", "config", "set", "nproc-per-node", "help", NULL };
+    static const char *const doctor_flags[] = { "json", "topology", "config", "set", "master-port", "help", NULL };
+    switch (cmd) {
+    case DDP_CMD_PLAN:
+        fputs("Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]\n"
+              "       ddplaunch plan [options] SCRIPT.py|PROGRAM [args...]\n"
+              "\n"
+              "Dry run: print every setting and where it came from, the GPUs ddplaunch would\n"
+              "pick and why, and per local rank the command, GPU, NUMA node, CPUs, memory nodes\n"
+              "and environment it would get. Starts nothing and reserves nothing.\n"
+              "\n"
+              "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
+              f);
+        put_named_flags(f, plan_flags);
+        fputs("\nExit status: 0 printed; 2 bad command line or job spec; 1 launcher failure.\n"
+              "See ddplaunch(1).\n",
+              f);
+        return;
+    case DDP_CMD_TOPO:
+        fputs("Usage: ddplaunch topo [--topology FILE.xml] [--json] [options]\n"
+              "\n"
+              "Print the GPU x GPU link matrix (as nvidia-smi topo -m), each GPU's CPU and\n"
+              "NUMA affinity, the NUMA nodes with the CPUs this process may use, GPUs leased by\n"
+              "other jobs, and the GPUs ddplaunch would pick for 1, 2, 4 and 8 workers, with\n"
+              "the reason.\n"
+              "\n"
+              "Options:\n",
+              f);
+        put_named_flags(f, topo_flags);
+        fputs("\nExit status: 0 printed; 2 bad input (an unreadable --topology file); 1 failure.\n"
+              "See ddplaunch(1).\n",
+              f);
+        return;
+    case DDP_CMD_DOCTOR:
+        fputs("Usage: ddplaunch doctor [options] [JOB.ini | SCRIPT.py ...]\n"
+              "\n"
+              "Preflight checks for the usual causes of NCCL timeouts and failed starts, for\n"
+              "the job the same options and JOB.ini describe: GPUs it would pick, NUMA span,\n"
+              "busy GPUs, leases, driver, devices, libnccl, NCCL variables, master port and\n"
+              "address, network interface, allowed CPUs and memory, open-files limit, runtime\n"
+              "directories. One line per check: STATUS CHECK FOUND[; WHAT TO DO]. Starts\n"
+              "nothing.\n"
+              "\n"
+              "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
+              f);
+        put_named_flags(f, doctor_flags);
+        fputs("\nExit status: 0 all ok; 1 a warning; 2 a failure (or bad input).\n"
+              "See ddplaunch(1).\n",
+              f);
+        return;
+    default:
+        break;
+    }
     fputs("Usage: ddplaunch [options] JOB.ini [-- extra args for the program]\n"
-          "       ddplaunch [options] SCRIPT.py|PROGRAM [args...]      (torchrun style)\n"
-          "       ddplaunch plan [options] JOB.ini|SCRIPT ...          (dry run: what would start)\n"
-          "       ddplaunch topo [--topology FILE.xml] [--json]        (GPUs, NUMA nodes, links)\n"
-          "       ddplaunch doctor [options] [JOB.ini]                 (preflight checks)\n"
+          "       ddplaunch [options] SCRIPT.py|PROGRAM [args...]   (torchrun style)\n"
+          "       ddplaunch plan [options] JOB.ini|SCRIPT ...       (dry run)\n"
+          "       ddplaunch topo [--topology FILE.xml] [--json]     (GPUs, NUMA, links)\n"
+          "       ddplaunch doctor [options] [JOB.ini]              (preflight checks)\n"
+          "       ddplaunch plan|topo|doctor --help                 (a command's help)\n"
           "\n"
-          "Launch and supervise a PyTorch distributed job: pick same-NUMA GPUs, a free port,\n"
-          "bind workers to their GPU's NUMA node, forward output and signals, detect failures\n"
-          "and hangs, restart or downsize.\n"
+          "Launch and supervise a PyTorch distributed job: pick same-NUMA GPUs and a free\n"
+          "port, bind workers to their GPU's NUMA node, forward output and signals, detect\n"
+          "failures and hangs, restart or downsize.\n"
           "\n"
           "Options (torchrun's flags; --dash-form and --underscore_form both work):\n",
           f);
     for (size_t i = 0; i < NFLAGS; i++) {
-        const struct flag *fl = &flags[i];
-        char left[64];
-        if (fl->short_name)
-            snprintf(left, sizeof left, "-%c, --%s%s%s", fl->short_name, fl->name, fl->arg ? " " : "",
-                     fl->arg ? fl->arg : "");
-        else
-            snprintf(left, sizeof left, "    --%s%s%s", fl->name, fl->arg ? " " : "", fl->arg ? fl->arg : "");
-        if (strlen(left) > 34)
-            fprintf(f, "  %s\n  %-34s %s\n", left, "", fl->help);
-        else
-            fprintf(f, "  %-34s %s\n", left, fl->help);
-        if (strcmp(fl->name, "duplicate-stderr-filters") == 0)
+        put_flag(f, &flags[i]);
+        if (strcmp(flags[i].name, "duplicate-stderr-filters") == 0)
             fputs("\nddplaunch's own options:\n", f);
     }
+    fputs("\n", f);
+    put_wrapped(f, 0,
+                "Settings, lowest precedence first: built-in defaults, site config ($DDPLAUNCH_CONFIG or "
+                DDP_SYSCONFDIR "/ddplaunch/ddplaunch.ini), JOB.ini, environment (PET_* as torchrun, "
+                "DDPLAUNCH_<SECTION>_<KEY>), command line. `ddplaunch --help-keys` lists every key.",
+                0);
     fputs("\n"
-          "Settings, lowest precedence first: built-in defaults, site config ($DDPLAUNCH_CONFIG or\n"
-          DDP_SYSCONFDIR "/ddplaunch/ddplaunch.ini), JOB.ini, environment (PET_* as torchrun,\n"
-          "DDPLAUNCH_<SECTION>_<KEY>), command line. `ddplaunch --help-keys` lists every key.\n"
-          "\n"
-          "Exit status: 0 all workers succeeded; the first failed worker's exit code; 128+N when it\n"
-          "died by signal N (or the launcher was stopped by signal N); 124 when the last attempt timed\n"
-          "out; 2 bad command line or job spec; 1 launcher failure.\n"
+          "Exit status: 0 all workers succeeded; the first failed worker's exit code; 128+N\n"
+          "when it died by signal N (or the launcher was stopped by signal N); 124 when the\n"
+          "last attempt timed out; 2 bad command line or job spec; 1 launcher failure.\n"
           "\n"
           "See ddplaunch(1) and ddplaunch.ini(5).\n",
           f);
+}
+
+void ddp_cli_help(FILE *f)
+{
+    ddp_cli_help_cmd(f, DDP_CMD_RUN);
+}
+
+char *ddp_cli_script_to_check(const struct ddp_cli *cli, const char *workdir, char *const *envp)
+{
+    if (!cli->target || cli->module || cli->no_python || env_true(ddp_env_get(envp, "PET_MODULE")) ||
+        env_true(ddp_env_get(envp, "PET_NO_PYTHON")))
+        return NULL;
+    if (cli->target[0] != '/' && workdir && *workdir)
+        return ddp_xasprintf("%s/%s", workdir, cli->target);
+    return ddp_xstrdup(cli->target);
 }
 
 void ddp_cli_help_keys(FILE *f)

@@ -13,6 +13,8 @@ enum ddp_cmd { DDP_CMD_RUN, DDP_CMD_PLAN, DDP_CMD_TOPO, DDP_CMD_DOCTOR, DDP_CMD_
 
 struct ddp_cli {
     enum ddp_cmd cmd;
+    enum ddp_cmd sub; /* the subcommand named on the command line (plan, topo, doctor), else DDP_CMD_RUN; with
+                         --help, cmd is DDP_CMD_HELP and sub says whose help */
     bool json;
     char *topology;   /* --topology FILE */
     char *config;     /* --config FILE (site config) */
@@ -36,9 +38,19 @@ int ddp_cli_apply_pet(struct ddp_spec *spec, char *const *envp, struct ddp_err *
  * PET_MODULE / PET_NO_PYTHON. */
 int ddp_cli_apply(const struct ddp_cli *cli, struct ddp_spec *spec, char *const *envp, struct ddp_err *err);
 
+/* The usage text of a command: DDP_CMD_RUN (or any other value) the global --help, DDP_CMD_PLAN, DDP_CMD_TOPO
+ * or DDP_CMD_DOCTOR that subcommand's. Every line fits in 80 columns. */
+void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd);
+/* The global --help (ddp_cli_help_cmd with DDP_CMD_RUN). */
 void ddp_cli_help(FILE *f);
 /* Every spec key with type, default and description (ddplaunch --help-keys). */
 void ddp_cli_help_keys(FILE *f);
+
+/* Whether a command-line target that does not exist is worth one "no such file" line before anything starts:
+ * the target (cli->target) is a Python script (not -m, not --no-python, nor PET_MODULE / PET_NO_PYTHON in envp)
+ * and its path, relative to workdir when workdir is non-NULL and the path is relative, is what to check.
+ * Pure: returns the path to check (caller frees) or NULL when there is nothing to check. */
+char *ddp_cli_script_to_check(const struct ddp_cli *cli, const char *workdir, char *const *envp);
 
 /* For the test that keeps --help and the man page in step: NULL-terminated long flag names ("--nnodes"). */
 const char *const *ddp_cli_flag_names(void);

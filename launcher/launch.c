@@ -134,6 +134,20 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         l->fail_usage = true;
         return fail(l, EXIT_USAGE, ddp_errf(err, -EINVAL, "expected a job spec (JOB.ini) or a training script"));
     }
+    if (l->cmd == DDP_CMD_RUN) {
+        /* A training script that is not there: one line before anything starts, not a failed worker per rank
+         * ("ddplaunch help" names a script called help). */
+        char *check = ddp_cli_script_to_check(cli, spec->workdir, envp);
+        struct stat st;
+        if (check && stat(check, &st) < 0 && errno == ENOENT) {
+            l->fail_usage = true;
+            rc = ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are plan, "
+                                        "topo and doctor)", check);
+            free(check);
+            return fail(l, EXIT_USAGE, rc);
+        }
+        free(check);
+    }
     if (doctor && !has_program(spec))
         ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
     if ((rc = ddp_spec_validate(spec, err)) < 0)

@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     struct ddp_launch l;
     switch (cli.cmd) {
     case DDP_CMD_HELP:
-        ddp_cli_help(stdout);
+        ddp_cli_help_cmd(stdout, cli.sub);
         break;
     case DDP_CMD_VERSION:
         printf("ddplaunch %s\n", DDP_VERSION);

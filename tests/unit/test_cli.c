@@ -635,3 +635,67 @@ Test(cli_help, keys_listing_has_every_key)
     }
     free(out);
 }
+
+Test(cli_help, a_commands_help_is_its_own_and_fits_80_columns)
+{
+    static const struct {
+        const char *word;
+        enum ddp_cmd sub;
+        const char *first;
+    } cases[] = {
+        { NULL, DDP_CMD_RUN, "Usage: ddplaunch [options] JOB.ini" },
+        { "plan", DDP_CMD_PLAN, "Usage: ddplaunch plan " },
+        { "topo", DDP_CMD_TOPO, "Usage: ddplaunch topo " },
+        { "doctor", DDP_CMD_DOCTOR, "Usage: ddplaunch doctor " },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ddp_cli cli;
+        struct ddp_err err = { 0 };
+        int rc = cases[i].word ? parse(&cli, &err, cases[i].word, "--json", "--help", NULL)
+                               : parse(&cli, &err, "-h", NULL);
+        cr_assert_eq(rc, 0, "%s", err.msg);
+        cr_expect_eq(cli.cmd, DDP_CMD_HELP);
+        cr_expect_eq(cli.sub, cases[i].sub);
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        ddp_cli_help_cmd(f, cli.sub);
+        fclose(f);
+        cr_expect_eq(strncmp(out, cases[i].first, strlen(cases[i].first)), 0, "%.60s", out);
+        for (char *line = out, *nl; *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            cr_assert_not_null(nl);
+            cr_expect_leq(nl - line, 80, "wider than 80 columns: %.*s", (int)(nl - line), line);
+        }
+        free(out);
+        ddp_cli_free(&cli);
+    }
+}
+
+Test(cli_pos, script_to_check)
+{
+    char *np_env[] = { "PET_NO_PYTHON=1", NULL };
+    struct ddp_cli cli;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(parse(&cli, &err, "help", NULL), 0);
+    cr_expect_eq(cli.cmd, DDP_CMD_RUN);
+    char *p = ddp_cli_script_to_check(&cli, NULL, no_env);
+    cr_expect_str_eq(p, "help");
+    free(p);
+    p = ddp_cli_script_to_check(&cli, "/w", no_env);
+    cr_expect_str_eq(p, "/w/help");
+    free(p);
+    cr_expect_null(ddp_cli_script_to_check(&cli, NULL, np_env));
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "-m", "pkg.help", NULL), 0);
+    cr_expect_null(ddp_cli_script_to_check(&cli, NULL, no_env));
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "/abs/t.py", NULL), 0);
+    p = ddp_cli_script_to_check(&cli, "/w", no_env);
+    cr_expect_str_eq(p, "/abs/t.py");
+    free(p);
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "job.ini", NULL), 0);
+    cr_expect_null(ddp_cli_script_to_check(&cli, NULL, no_env));
+    ddp_cli_free(&cli);
+}

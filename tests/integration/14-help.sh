@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Help as a user meets it: --help and each command's --help (plan, topo, doctor) print that command's usage,
+# exit 0, and every line fits in 80 columns; `ddplaunch help` (a script named like a command that does not
+# exist) is one "no such file" line pointing at --help, exit 2, nothing started; a script named help that
+# does exist runs, as with torchrun.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+cd "$TMP"
+
+check_help() { # NAME WANT-FIRST-LINE ARGS...
+    local name=$1 want=$2
+    shift 2
+    "$DDP" "$@" >"$TMP/help.$name" 2>"$TMP/err.$name" || fail "ddplaunch $*: exit status $?"
+    [ -s "$TMP/err.$name" ] && { cat "$TMP/err.$name"; fail "ddplaunch $*: wrote to stderr"; }
+    expect_eq "ddplaunch $*: first line" "$(head -n 1 "$TMP/help.$name")" "$want"
+    local wide
+    wide=$(awk 'length > 80 { printf "%d: %s\n", length, $0 }' "$TMP/help.$name")
+    [ -z "$wide" ] || { echo "$wide"; fail "ddplaunch $*: lines wider than 80 columns"; }
+}
+check_help main "Usage: ddplaunch [options] JOB.ini [-- extra args for the program]" --help
+check_help main-h "Usage: ddplaunch [options] JOB.ini [-- extra args for the program]" -h
+check_help plan "Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]" plan --help
+check_help plan-late "Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]" plan --json -h
+check_help topo "Usage: ddplaunch topo [--topology FILE.xml] [--json] [options]" topo --help
+check_help doctor "Usage: ddplaunch doctor [options] [JOB.ini | SCRIPT.py ...]" doctor --help
+expect_grep "^  -h, --help" "$TMP/help.plan"
+expect_grep "^      --json" "$TMP/help.doctor"
+expect_grep "^Exit status: 0 all ok; 1 a warning; 2 a failure" "$TMP/help.doctor"
+# the global help lists every option (torchrun's and ddplaunch's), a command's help only its own
+expect_grep "^      --nproc-per-node" "$TMP/help.main"
+grep -q -- "--nproc-per-node" "$TMP/help.topo" || fail "topo --help lacks --nproc-per-node"
+grep -q -- "--max-restarts" "$TMP/help.plan" && fail "plan --help lists launch-only options"
+
+# `ddplaunch help` in a directory without a file called help
+rc=0
+"$DDP" help >"$TMP/out" 2>"$TMP/err" || rc=$?
+expect_eq "ddplaunch help: exit status" "$rc" 2
+expect_eq "ddplaunch help: stdout" "$(cat "$TMP/out")" ""
+expect_grep "^ddplaunch: no such file: 'help' \(the training script to run; the commands are plan, topo and doctor\)$" "$TMP/err"
+expect_grep "^Try 'ddplaunch --help'\.$" "$TMP/err"
+expect_eq "ddplaunch help: stderr lines" "$(wc -l <"$TMP/err")" 2
+# a missing script.py is the same, before any worker starts (no rank-prefixed output, no summary)
+rc=0
+"$DDP" --nproc-per-node 2 nosuch.py --lr 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
+expect_eq "missing script: exit status" "$rc" 2
+expect_grep "^ddplaunch: no such file: 'nosuch.py'" "$TMP/err"
+grep -q "rank" "$TMP/err" && { cat "$TMP/err"; fail "missing script: a worker was started"; }
+# --set job.workdir: a relative script is looked for there
+mkdir "$TMP/wd"
+echo 'print("ran help in", __import__("os").getcwd())' >"$TMP/wd/help"
+rc=0
+"$DDP" --set job.workdir="$TMP/wd" help >"$TMP/out" 2>&1 || rc=$?
+expect_eq "help in workdir: exit status" "$rc" 0
+expect_grep "ran help in $TMP/wd" "$TMP/out"
+# a script that exists and is named help runs (as with torchrun)
+cp "$TMP/wd/help" "$TMP/help"
+"$DDP" help >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "a script named help did not run"; }
+expect_grep "ran help in $TMP$" "$TMP/out"
+# -m help and --no-python help are not files: nothing is checked before launch
+rc=0
+"$DDP" --no-python help-no-such-program >"$TMP/out" 2>&1 || rc=$?
+expect_eq "--no-python missing program: exit status" "$rc" 127
+echo "help: ok"
