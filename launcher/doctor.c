@@ -23,6 +23,7 @@
 #include "nvml.h"
 #include "port.h"
 #include "rundir.h"
+#include "place.h"
 #include "topo.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -452,7 +453,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
         g.nall = s->facts.ngpus;
         g.want_gpus = req.want_gpus;
         g.nusable = req.want_gpus ? ddp_place_count_usable(ctx->topo, &req) : 0;
-        if (ctx->nproc > 0 && ddp_place(ctx->topo, &req, &s->pl, &s->perr) == 0) {
+        if (ctx->nproc > 0 && ddp_place_ranks(ctx->topo, &req, &s->pl, &s->perr) == 0) {
             s->placed = true;
             g.reason = s->pl.reason;
             g.nvlink = s->pl.reason && (strstr(s->pl.reason, ", NVLink (NV") || strstr(s->pl.reason, ", XGMI links"));
@@ -467,7 +468,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
                 g.picked = s->picked;
                 alt.select = &none;
                 alt.policy = DDP_POLICY_SAME_NUMA;
-                if (ddp_place(ctx->topo, &alt, &s->better, &e2) == 0) {
+                if (ddp_place_ranks(ctx->topo, &alt, &s->better, &e2) == 0) {
                     s->bidx = ddp_xcalloc(s->better.nranks + 1, sizeof *s->bidx);
                     for (size_t i = 0; i < s->better.nranks; i++)
                         s->bidx[g.nbetter++] = s->better.ranks[i].gpu;
@@ -489,8 +490,8 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
 
 static void gpu_section_free(struct gpu_section *s)
 {
-    ddp_placement_free(&s->pl);
-    ddp_placement_free(&s->better);
+    ddp_place_free(&s->pl);
+    ddp_place_free(&s->better);
     free(s->picked);
     free(s->bidx);
     free(s->facts.gpus);

@@ -14,6 +14,7 @@
 #include "nccl.h"
 #include "port.h"
 #include "rundir.h"
+#include "place.h"
 #include "topo.h"
 
 enum { EXIT_USAGE = 2, EXIT_LAUNCHER = 1 };
@@ -430,7 +431,7 @@ static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct 
             holders[g] = "another ddplaunch job";
     }
     req.holders = holders;
-    int rc = ddp_place(ctx->topo, &req, &pl, err);
+    int rc = ddp_place_ranks(ctx->topo, &req, &pl, err);
     free(holders);
     if (rc < 0)
         return usable_all >= ctx->nproc && nheld > 0 ? -ENODEV : rc;
@@ -442,7 +443,7 @@ static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct 
         if (b && !dup)
             ddp_strv_push(chosen, b);
     }
-    ddp_placement_free(&pl);
+    ddp_place_free(&pl);
     return 0;
 }
 

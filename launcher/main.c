@@ -14,6 +14,7 @@
 #include "shim.h"
 #include "supervise.h"
 #include "topo.h"
+#include "topo_print.h"
 #include "util.h"
 
 extern char **environ;
@@ -59,7 +60,7 @@ static int topo_command(struct ddp_launch *l, const struct ddp_cli *cli, struct 
     struct ddp_launch_facts facts;
     ddp_launch_facts_gather(&facts, environ);
     char **holders = ddp_launch_holders(l->topo, facts.leases, facts.nleases, facts.self);
-    int status = ddp_topo_command(l->topo, &l->spec, environ, (const char *const *)holders, cli->json, stdout);
+    int status = ddp_topo_print(l->topo, &l->spec, environ, (const char *const *)holders, cli->json, stdout);
     ddp_launch_holders_free(holders, ddp_topo_ngpus(l->topo));
     ddp_launch_facts_free(&facts);
     return status;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "logdir.h"
+#include "place.h"
 #include "topo.h"
 
 void ddp_attempt_free(struct ddp_attempt *a)
@@ -222,7 +223,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         ddp_plan_place_req(ctx, nproc, &req);
         req.exclude_idx = exclude;
         req.nexclude_idx = nexclude;
-        rc = ddp_place(ctx->topo, &req, &place, err);
+        rc = ddp_place_ranks(ctx->topo, &req, &place, err);
         if (rc < 0)
             return rc;
     }
@@ -331,7 +332,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
                 char *v = NULL;
                 rc = expand(kv->value, env, kv, &v, err);
                 if (rc < 0) {
-                    ddp_placement_free(&place);
+                    ddp_place_free(&place);
                     ddp_attempt_free(out);
                     return rc;
                 }
@@ -340,7 +341,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
             }
     }
     if (ctx->topo)
-        ddp_placement_free(&place);
+        ddp_place_free(&place);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "select.h"
+#include "place.h"
 #include "topo.h"
 
 static char *fixture(const char *name)
@@ -59,7 +60,7 @@ static struct ddp_placement place_ok(struct ddp_topo *t, const struct ddp_place_
 {
     struct ddp_placement p;
     struct ddp_err err = {0};
-    int rc = ddp_place(t, req, &p, &err);
+    int rc = ddp_place_ranks(t, req, &p, &err);
     char *got;
 
     cr_assert_eq(rc, 0, "place %d: %d %s", req->nproc, rc, err.msg);
@@ -78,7 +79,7 @@ static void expect_pick(const char *fixture_name, int n, const char *want, const
     if (reason_part)
         cr_expect(strstr(p.reason, reason_part), "%s, %d GPUs: reason '%s' lacks '%s'", fixture_name, n, p.reason,
                   reason_part);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -112,12 +113,12 @@ Test(select_real, mi250x_bus_order_is_not_numa_order)
     cr_expect_str_eq(p.ranks[0].cpus, "48-63,112-127");
     cr_expect_str_eq(p.ranks[0].mems, "3");
     cr_expect(strstr(p.reason, "XGMI"), "%s", p.reason);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* without GCD 0, the next whole node is node 1 (GCDs 2,3), not GCD 1 with another */
     req.exclude_idx = ex, req.nexclude_idx = 1;
     p = place_ok(t, &req, "2,3");
     cr_expect_eq(p.ranks[1].numa_node, 1);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -134,7 +135,7 @@ Test(select_real, jureca_one_gpu_per_node_closest_nodes)
     req.exclude_idx = ex, req.nexclude_idx = 1;
     p = place_ok(t, &req, "2,3");
     cr_expect(strstr(p.reason, "NUMA nodes 5,7"), "%s", p.reason);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -146,7 +147,7 @@ Test(select_real, sierra_hwloc1_and_gpu_memory_nodes)
 
     cr_expect_eq(p.ranks[0].numa_node, 0);
     cr_expect_str_eq(p.ranks[0].cpus, "0-87");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* CPU workers go to the nodes with CPUs (0 and 8), never to the GPU-memory nodes 252-255 */
     req = gpu_req(4);
     req.want_gpus = false;
@@ -157,7 +158,7 @@ Test(select_real, sierra_hwloc1_and_gpu_memory_nodes)
     cr_expect_eq(p.ranks[3].numa_node, 8);
     cr_expect_str_eq(p.ranks[3].cpus, "88-175");
     cr_expect_str_eq(p.ranks[3].cvd, "", "CPU workers on a GPU machine get an empty CUDA_VISIBLE_DEVICES");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -173,7 +174,7 @@ Test(select_real, p5_without_cpu_objects_still_binds)
     cr_expect_str_eq(p.ranks[0].cpus, "0-11");
     cr_expect_str_eq(p.ranks[3].cpus, "36-47");
     cr_expect_str_eq(p.ranks[3].mems, "0");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     cr_expect_eq(ddp_topo_ncpus(t), 96);
     ddp_topo_destroy(t);
 }
@@ -189,7 +190,7 @@ Test(select_real, h200_vm_unknown_locality)
     cr_expect_eq(p.ranks[1].numa_node, 0);
     cr_expect_str_eq(p.ranks[1].cpus, "0-31");
     cr_expect_str_eq(p.ranks[0].cvd, "0,1");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -217,14 +218,14 @@ Test(select_own, pix_pxb_phb_classification)
     req.exclude = &sel;
     p = place_ok(t, &req, "0,1");
     cr_expect(strstr(p.reason, "same PCIe switch (PIX)"), "%s", p.reason);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_strv_clear(&sel);
     ddp_strv_push(&sel, "0000:1a:00.0"), ddp_strv_push(&sel, "1b:00.0");
     for (int g = 4; g < 8; g++)
         ddp_strv_pushf(&sel, "%d", g);
     p = place_ok(t, &req, "2,3");
     cr_expect(strstr(p.reason, "across PCIe switches (PXB)"), "%s", p.reason);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_strv_clear(&sel);
     ddp_topo_destroy(t);
 }
@@ -239,25 +240,25 @@ Test(select_own, two_sockets_binding_modes)
     p = place_ok(t, &req, "4,5,6,7");
     cr_expect_str_eq(p.ranks[0].cpus, "8-15,24-31");
     cr_expect_str_eq(p.ranks[0].mems, "1");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     req.bind = DDP_BIND_EXCLUSIVE;
     p = place_ok(t, &req, "4,5,6,7");
     cr_expect_str_eq(p.ranks[0].cpus, "8-9,24-25");
     cr_expect_str_eq(p.ranks[1].cpus, "10-11,26-27");
     cr_expect_str_eq(p.ranks[3].cpus, "14-15,30-31");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* core-complex: 2 L3s on node 1 for 4 ranks: two ranks per L3 */
     req.bind = DDP_BIND_CORE_COMPLEX;
     p = place_ok(t, &req, "4,5,6,7");
     cr_expect_str_eq(p.ranks[0].cpus, "8-11,24-27");
     cr_expect_str_eq(p.ranks[1].cpus, "8-11,24-27");
     cr_expect_str_eq(p.ranks[2].cpus, "12-15,28-31");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* one rank: one L3 (not the whole node) */
     req.nproc = 1;
     p = place_ok(t, &req, "0");
     cr_expect_str_eq(p.ranks[0].cpus, "0-3,16-19");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     req.nproc = 4;
     /* none: no binding at all; memory none: no mems */
     req.bind = DDP_BIND_NONE;
@@ -265,12 +266,12 @@ Test(select_own, two_sockets_binding_modes)
     cr_expect_null(p.ranks[0].cpus);
     cr_expect_null(p.ranks[0].mems);
     cr_expect_eq(p.ranks[0].numa_node, 1, "the GPU's node is still reported");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     req.bind = DDP_BIND_NODE, req.mem = DDP_MEM_NONE;
     p = place_ok(t, &req, "4,5,6,7");
     cr_expect_str_eq(p.ranks[0].cpus, "8-15,24-31");
     cr_expect_null(p.ranks[0].mems);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -289,23 +290,23 @@ Test(select_own, four_numa_closest_nodes_not_lowest_bus_ids)
     ddp_strv_push(&ex, "0000:10:00.0");
     req.exclude = &ex;
     p = place_ok(t, &req, "2,3");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* socket binding: the package's CPUs and both its nodes */
     req.exclude = NULL, req.bind = DDP_BIND_SOCKET;
     p = place_ok(t, &req, "0,1");
     cr_expect_str_eq(p.ranks[0].cpus, "0-7");
     cr_expect_str_eq(p.ranks[0].mems, "0-1");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* spread: as many nodes as possible */
     req = gpu_req(4);
     req.policy = DDP_POLICY_SPREAD;
     p = place_ok(t, &req, "0,2,4,6");
     cr_expect(strstr(p.reason, "policy spread"), "%s", p.reason);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* any: lowest bus ids */
     req.policy = DDP_POLICY_ANY;
     p = place_ok(t, &req, "0,1,2,3");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_strv_clear(&ex);
     ddp_topo_destroy(t);
 }
@@ -329,7 +330,7 @@ Test(select_own, cpu_workers_spread_over_nodes)
     cr_expect_str_eq(p.ranks[7].cpus, "14-15");
     cr_expect_str_eq(p.ranks[7].mems, "3");
     cr_expect(strstr(p.reason, "8 CPU workers on NUMA nodes 0,1,2,3"), "%s", p.reason);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -341,7 +342,7 @@ Test(select_own, no_locality_gpus_count_as_local_everywhere)
 
     /* known locality preferred among equal choices */
     p = place_ok(t, &req, "2,3");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* 3 GPUs fit "one node": node 1's two plus one of unknown locality */
     req.nproc = 3;
     p = place_ok(t, &req, "0,2,3");
@@ -349,7 +350,7 @@ Test(select_own, no_locality_gpus_count_as_local_everywhere)
     /* the rank on the unknown-locality GPU is bound to some node (spread), not left unbound */
     cr_expect_str_eq(p.ranks[0].cpus, "0-3");
     cr_expect_str_eq(p.ranks[1].cpus, "4-7");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 
@@ -366,28 +367,28 @@ Test(select_candidates, inherited_cvd_subset_and_composition)
     p = place_ok(t, &req, "4,5");
     cr_expect_str_eq(p.ranks[0].cvd, "4,5");
     cr_expect_str_eq(p.ranks[1].cvd, "4,5");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     req.visible = DDP_VISIBLE_PER_RANK;
     p = place_ok(t, &req, "4,5");
     cr_expect_str_eq(p.ranks[0].cvd, "4");
     cr_expect_str_eq(p.ranks[1].cvd, "5");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* order in CVD does not matter for the choice; CUDA stops at the first bad entry (9) */
     req.visible = DDP_VISIBLE_PER_JOB;
     req.inherited_cvd = "6, 2,9,3";
     cr_expect_eq(ddp_place_count_usable(t, &req), 2);
     p = place_ok(t, &req, "2,6");
     cr_expect_str_eq(p.ranks[0].cvd, "2,6");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* empty CVD: nothing usable */
     req.inherited_cvd = "";
-    cr_expect_eq(ddp_place(t, &req, &p, &err), -ENODEV);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
     cr_expect(strstr(err.msg, "asked for 2 GPUs, but only 0 of the 8 GPUs here are usable"), "%s", err.msg);
     cr_expect(strstr(err.msg, "GPUs 0-7 not in CUDA_VISIBLE_DEVICES=''"), "%s", err.msg);
     /* too many for the subset: the error says how many and why */
     req.inherited_cvd = "0,1,2,3";
     req.nproc = 5;
-    cr_expect_eq(ddp_place(t, &req, &p, &err), -ENODEV);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
     cr_expect(strstr(err.msg, "asked for 5 GPUs, but only 4 of the 8 GPUs here are usable; left out: GPUs 4-7 not in"
                               " CUDA_VISIBLE_DEVICES='0,1,2,3'"),
               "%s", err.msg);
@@ -406,14 +407,14 @@ Test(select_candidates, slurm_select_exclude_downsize)
     req.slurm_gpus = "1,4-6";
     cr_expect_eq(ddp_place_count_usable(t, &req), 4);
     p = place_ok(t, &req, "4,5");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     req.exclude_idx = down, req.nexclude_idx = 1;
     p = place_ok(t, &req, "4,6");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_strv_push(&ex, "0000:E7:00.0"); /* bus ids compare case-insensitively */
     req.exclude = &ex;
     req.nproc = 3;
-    cr_expect_eq(ddp_place(t, &req, &p, &err), -ENODEV);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
     cr_expect(strstr(err.msg, "only 2 of the 8"), "%s", err.msg);
     cr_expect(strstr(err.msg, "not in Slurm's GPU list (1,4-6)"), "%s", err.msg);
     cr_expect(strstr(err.msg, "GPU 4 excluded by [gpus] exclude"), "%s", err.msg);
@@ -425,15 +426,15 @@ Test(select_candidates, slurm_select_exclude_downsize)
     p = place_ok(t, &req, "3,1");
     cr_expect_str_eq(p.ranks[0].cvd, "3,1");
     cr_expect(strstr(p.reason, "selected by [gpus] select"), "%s", p.reason);
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     /* a GPU that does not exist is a configuration error */
     ddp_strv_clear(&sel);
     ddp_strv_push(&sel, "9");
-    cr_expect_eq(ddp_place(t, &req, &p, &err), -EINVAL);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -EINVAL);
     cr_expect(strstr(err.msg, "[gpus] select: '9' is not a GPU of this machine"), "%s", err.msg);
     ddp_strv_clear(&sel);
     ddp_strv_push(&sel, "GPU-1234");
-    cr_expect_eq(ddp_place(t, &req, &p, &err), -EINVAL);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -EINVAL);
     cr_expect(strstr(err.msg, "need NVML"), "%s", err.msg);
     ddp_strv_clear(&sel);
     ddp_strv_clear(&ex);
@@ -452,13 +453,13 @@ Test(select_candidates, leased_gpus_are_left_out)
     req.holders = holders;
     /* node 0 has only 3 free now: node 1 */
     p = place_ok(t, &req, "4,5,6,7");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     req.nproc = 8;
-    cr_expect_eq(ddp_place(t, &req, &p, &err), -ENODEV);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
     cr_expect(strstr(err.msg, "GPU 1 in use by another ddplaunch job (GPU 1: job 'bert' (pid 4242))"), "%s", err.msg);
     holders[1] = NULL;
     p = place_ok(t, &req, "0,1,2,3,4,5,6,7");
-    ddp_placement_free(&p);
+    ddp_place_free(&p);
     ddp_topo_destroy(t);
 }
 

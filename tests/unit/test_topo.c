@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "nvml.h"
+#include "place.h"
 #include "topo.h"
+#include "topo_print.h"
 
 static char *fixture(const char *name)
 {
@@ -45,7 +47,7 @@ static char *topo_output(const char *name, const struct ddp_spec *spec, char *co
     FILE *f = open_memstream(&buf, &len);
     char *empty[] = {NULL};
 
-    cr_assert_eq(ddp_topo_command(t, spec, envp ? envp : empty, NULL, json, f), 0);
+    cr_assert_eq(ddp_topo_print(t, spec, envp ? envp : empty, NULL, json, f), 0);
     fclose(f);
     ddp_topo_destroy(t);
     return buf;
@@ -229,12 +231,12 @@ Test(topo, live_machine_without_gpus)
         struct ddp_placement p;
         struct ddp_err err = {0};
 
-        cr_assert_eq(ddp_place(t, &req, &p, &err), 0, "%s", err.msg);
+        cr_assert_eq(ddp_place_ranks(t, &req, &p, &err), 0, "%s", err.msg);
         cr_expect_null(p.ranks[0].cvd, "no GPUs and CPU workers: CUDA_VISIBLE_DEVICES left alone");
         cr_expect_not_null(p.ranks[0].cpus);
-        ddp_placement_free(&p);
+        ddp_place_free(&p);
         req.want_gpus = true;
-        cr_expect_eq(ddp_place(t, &req, &p, &err), -ENODEV);
+        cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
         cr_expect(strstr(err.msg, "this machine has none"), "%s", err.msg);
     }
     ddp_topo_destroy(t);

@@ -1,0 +1,58 @@
+/* place: where the ranks of one attempt go: which GPUs (through select.h, with the request's select/exclude,
+ * CUDA_VISIBLE_DEVICES, Slurm's list, memory limit, GPUs other jobs hold) and which CPUs and memory nodes each
+ * binds to, on a topology (topo.h). Pure: it reads no file and binds nothing (bind.h does). */
+#ifndef DDP_PLACE_H
+#define DDP_PLACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "spec.h"
+#include "topo.h"
+#include "util.h"
+
+/* What plan.c asks of placement for one attempt. */
+struct ddp_place_req {
+    int nproc;                  /* local workers */
+    bool want_gpus;             /* false: CPU workers (nproc_per_node=cpu or [gpus] select = none) */
+    const struct ddp_strv *select;  /* [gpus] select: indices, PCI bus ids or UUIDs; empty = auto */
+    const struct ddp_strv *exclude; /* [gpus] exclude, same forms */
+    const int *exclude_idx;     /* topology GPU indices left out (downsizing), may be NULL */
+    size_t nexclude_idx;
+    enum ddp_gpu_policy policy;
+    enum ddp_visible visible;
+    enum ddp_bind bind;
+    enum ddp_membind mem;
+    struct ddp_mem_limit max_memory_used;
+    const char *inherited_cvd;  /* the launcher's CUDA_VISIBLE_DEVICES, or NULL */
+    const char *slurm_gpus;     /* Slurm's GPU list (global indices), or NULL */
+    const char *const *holders; /* per topology GPU: held by another job (who), or NULL; the array may be NULL */
+};
+
+/* Per local rank. Strings owned by the placement. */
+struct ddp_place_rank {
+    int gpu;       /* topology GPU index, or -1 */
+    char *busid;   /* or NULL */
+    char *uuid;    /* or NULL (no NVML) */
+    char *cvd;     /* CUDA_VISIBLE_DEVICES value for this rank ("" for CPU workers on a GPU machine) */
+    int numa_node; /* OS index, or -1 */
+    char *cpus;    /* list string, or NULL = no CPU binding */
+    char *mems;    /* list string, or NULL = no memory binding */
+};
+
+struct ddp_placement {
+    struct ddp_place_rank *ranks; /* nproc entries */
+    size_t nranks;
+    char *reason;                 /* one line: "2 GPUs on NUMA node 0 (NODE)" */
+};
+
+/* Choose GPUs and bindings for req->nproc ranks. nproc_per_node=gpu|auto is resolved by the caller with
+ * ddp_place_count_usable(). 0, or -ENODEV/-EINVAL with err saying how many were asked, how many are
+ * usable and why the others were left out. Caller owns out; free with ddp_place_free(). */
+int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req, struct ddp_placement *out,
+                    struct ddp_err *err);
+void ddp_place_free(struct ddp_placement *p);
+/* How many GPUs req could use (select/exclude/CVD/Slurm/memory applied); req->nproc is ignored. */
+int ddp_place_count_usable(const struct ddp_topo *topo, const struct ddp_place_req *req);
+
+#endif
