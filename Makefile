@@ -54,7 +54,7 @@ DEPS_DEMO  := python3 python3-torch
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 
 .PHONY: all test unit integration check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
-        clean lint-man
+        clean lint-man static deps-build-check
 
 all: $(BUILD)/ddplaunch
 
@@ -77,6 +77,32 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libddp.a
 $(BUILD)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
+
+# `make static`: build/static/ddplaunch, one executable with libuv, hwloc, inih and libnuma linked in; glibc
+# stays dynamic (NVML is loaded with dlopen). hwloc's five libudev calls (block devices' attributes only) are
+# answered by packaging/static/noudev.c, so nothing but glibc is needed. Site config: /etc. The recipe checks
+# with ldd that nothing else is needed and prints the newest GLIBC_ symbol version the executable requires.
+STATIC_DIR  := build/static
+STATIC_LIBS := $(STATIC_DIR)/noudev.o -Wl,-Bstatic -luv_a -lhwloc -linih -lnuma -Wl,-Bdynamic \
+               -lpthread -ldl -lrt -lm
+STATIC_OK   := linux-vdso libc libm libdl libpthread librt ld-linux-x86-64 ld-linux-aarch64
+
+static: deps-build-check
+	@mkdir -p $(STATIC_DIR)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $(CFLAGS) -c -o $(STATIC_DIR)/noudev.o packaging/static/noudev.c
+	@$(MAKE) --no-print-directory BUILD=$(STATIC_DIR) PREFIX=/usr SANITIZE= 'DEP_LIBS=$(STATIC_LIBS)' \
+	    $(STATIC_DIR)/ddplaunch
+	@bad=$$(ldd $(STATIC_DIR)/ddplaunch | awk '{ n = $$1; sub(/\.so.*/, "", n); sub(/.*\//, "", n); print n }' | \
+	    grep -vxF -e "$$(printf '%s\n' $(STATIC_OK))" || true); \
+	    [ -z "$$bad" ] || { echo "make static: $(STATIC_DIR)/ddplaunch needs more than glibc: $$bad" >&2; exit 1; }
+	@echo "$(STATIC_DIR)/ddplaunch: ldd: $$(ldd $(STATIC_DIR)/ddplaunch | awk '{print $$1}' | tr '\n' ' ')"
+	@echo "$(STATIC_DIR)/ddplaunch: needs glibc >= $$(sh packaging/static/glibc-version.sh $(STATIC_DIR)/ddplaunch)"
+
+# The build dependencies alone (make static, deb, wheel): one line saying what to install when missing.
+deps-build-check:
+	@$(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && [ -e /usr/include/numa.h ] || \
+	    { echo "ddplaunch: missing build dependencies; run 'make deps' or apt-get install -y $(DEPS_BUILD)" >&2; \
+	      exit 1; }
 
 # `make test`: install what is missing (as root), build, run unit then integration tests.
 test: deps-check
