@@ -6,6 +6,7 @@ BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 DATADIR    ?= $(PREFIX)/share/ddplaunch
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DESTDIR    ?=
 VERSION    := 0.1.0
 
@@ -150,11 +151,14 @@ install: $(BUILD)/ddplaunch
 	install -m 0644 man/ddplaunch.1 $(DESTDIR)$(MANDIR)/man1/ddplaunch.1
 	install -m 0644 man/ddplaunch.ini.5 $(DESTDIR)$(MANDIR)/man5/ddplaunch.ini.5
 	install -m 0644 config/ddplaunch.ini $(DESTDIR)$(SYSCONFDIR)/ddplaunch/ddplaunch.ini
+	install -d $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0644 completion/ddplaunch.bash $(DESTDIR)$(BASHCOMPDIR)/ddplaunch
 	for f in config/presets/*.ini; do [ -e "$$f" ] && install -m 0644 "$$f" $(DESTDIR)$(DATADIR)/presets/; done; true
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ddplaunch $(DESTDIR)$(MANDIR)/man1/ddplaunch.1 \
-	    $(DESTDIR)$(MANDIR)/man5/ddplaunch.ini.5 $(DESTDIR)$(SYSCONFDIR)/ddplaunch/ddplaunch.ini
+	    $(DESTDIR)$(MANDIR)/man5/ddplaunch.ini.5 $(DESTDIR)$(SYSCONFDIR)/ddplaunch/ddplaunch.ini \
+	    $(DESTDIR)$(BASHCOMPDIR)/ddplaunch
 	rm -rf $(DESTDIR)$(DATADIR)
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/ddplaunch 2>/dev/null
 
