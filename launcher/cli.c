@@ -68,12 +68,16 @@ static const struct flag flags[] = {
       "node, socket, exclusive, core-complex or none [node]" },
     { "signals-to-handle", 0, F_KEY, "job", "signals_to_handle", NULL, "PET_SIGNALS_TO_HANDLE", "SIG,...",
       "signals forwarded to workers [SIGTERM,SIGINT,SIGHUP,SIGQUIT]" },
-    { "virtual-local-rank", 0, F_KEY_FIXED, "gpus", "visible", "per-rank", "PET_VIRTUAL_LOCAL_RANK", NULL,
-      "each worker sees only its own GPU" },
-    { "shutdown-timeout", 0, F_KEY, "restart", "shutdown_timeout", NULL, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+    { "virtual-local-rank", 0, F_KEY_FIXED, "gpus", "visible", "virtual", "PET_VIRTUAL_LOCAL_RANK", NULL,
+      "LOCAL_RANK=0; each worker sees only its GPU" },
+    { "shutdown-timeout", 0, F_KEY, "restart", "shutdown_timeout", NULL, "PET_SHUTDOWN_TIMEOUT",
       "DURATION", "grace between SIGTERM and SIGKILL [30s]" },
+    { "event-log-handler", 0, F_IGNORED, NULL, NULL, NULL, "PET_EVENT_LOG_HANDLER", "NAME",
+      "accepted; ddplaunch logs its own events" },
     { "duplicate-stdout-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported" },
     { "duplicate-stderr-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported" },
+    { "console", 0, F_KEY, "job", "console", NULL, NULL, "auto|raw|lines",
+      "worker output: raw bytes, or prefixed lines [auto]" },
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key" },
     { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor)" },
     { "topology", 0, F_TOPOLOGY, NULL, NULL, NULL, NULL, "FILE.xml",
@@ -350,6 +354,11 @@ static bool env_true(const char *v)
 
 int ddp_cli_apply_pet(struct ddp_spec *spec, char *const *envp, struct ddp_err *err)
 {
+    /* torchrun's default for --shutdown-timeout, below PET_SHUTDOWN_TIMEOUT */
+    const char *sd = ddp_env_get(envp, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT");
+    if (sd && ddp_spec_set(spec, "restart", "shutdown_timeout", sd, DDP_ORIGIN_ENV, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+                           err) < 0)
+        return -EINVAL;
     for (size_t i = 0; i < NFLAGS; i++) {
         const struct flag *f = &flags[i];
         if (!f->pet)
@@ -398,6 +407,9 @@ int ddp_cli_apply(const struct ddp_cli *cli, struct ddp_spec *spec, char *const 
     }
     bool module = cli->module || env_true(ddp_env_get(envp, "PET_MODULE"));
     bool no_python = cli->no_python || env_true(ddp_env_get(envp, "PET_NO_PYTHON"));
+    if (module && no_python) /* torchrun refuses them together too; caught before anything starts */
+        return ddp_errf(err, -EINVAL, "--no-python and --module (-m) cannot be used together (expected one: a "
+                                      "program to run directly, or a Python module)");
     if (cli->target) {
         clear_program(spec);
         const char *key = no_python ? "program" : module ? "module" : "script";

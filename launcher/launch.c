@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,34 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
 
 /* ---- facts ---- */
 
+/* facts.env_python: BINDIR = the running binary's directory (/proc/self/exe); "BINDIR/python3" when it is
+ * executable and BINDIR/../pyvenv.cfg is a file or BINDIR/../conda-meta a directory (not resolved: a venv's
+ * python3 is a symlink whose own path selects the venv). Caller frees; NULL otherwise. */
+static char *env_python_probe(void)
+{
+    char exe[PATH_MAX];
+    struct stat st;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash || slash == exe)
+        return NULL;
+    *slash = '\0'; /* exe = BINDIR */
+    char *py = ddp_xasprintf("%s/python3", exe);
+    char *cfg = ddp_xasprintf("%s/../pyvenv.cfg", exe);
+    char *conda = ddp_xasprintf("%s/../conda-meta", exe);
+    bool env = (stat(cfg, &st) == 0 && S_ISREG(st.st_mode)) || (stat(conda, &st) == 0 && S_ISDIR(st.st_mode));
+    free(cfg);
+    free(conda);
+    if (!env || access(py, X_OK) != 0) {
+        free(py);
+        return NULL;
+    }
+    return py;
+}
+
 void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
 {
     memset(f, 0, sizeof *f);
@@ -221,12 +250,14 @@ void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
         f->nleases = 0;
     }
     f->leases = info;
+    f->env_python = env_python_probe();
     f->self = getpid();
 }
 
 void ddp_launch_facts_free(struct ddp_launch_facts *f)
 {
     free((void *)f->leases);
+    free(f->env_python);
     memset(f, 0, sizeof *f);
 }
 
@@ -327,18 +358,19 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 {
     struct ddp_spec *spec = &l->spec;
     struct ddp_plan_ctx *ctx = &l->ctx;
-    const char *py = ddp_env_get(f->envp, "PYTHON_EXEC");
 
     free(l->run_id);
     free(l->python);
     l->run_id = run_id_of(spec, f);
-    l->python = ddp_xstrdup(py && *py ? py : "python3");
+    const char *python_why = NULL;
+    l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, &python_why));
     *ctx = (struct ddp_plan_ctx){
         .spec = spec,
         .base_env = f->envp,
         .hostname = f->hostname,
         .run_id = l->run_id,
         .python = l->python,
+        .python_why = python_why,
         .topo = l->topo,
         .inherited_cvd = l->slurm.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
         .slurm_gpus = l->slurm.active ? l->slurm.gpus : NULL,

@@ -31,6 +31,8 @@ struct ddp_launch_facts {
     char hostname[256];
     long online_cpus;                    /* for nproc_per_node = cpu|auto without a topology */
     char random_id[13];                  /* 12 hex digits: the run id when neither the spec nor Slurm names one */
+    char *env_python;                    /* BINDIR/python3 when ddplaunch's BINDIR is a Python environment's bin/
+                                            (BINDIR/../pyvenv.cfg or BINDIR/../conda-meta/), else NULL */
     const struct ddp_lease_info *leases; /* GPUs leased now by ddplaunch jobs on this host (lease.h) */
     size_t nleases;
     pid_t self;                          /* this launcher: its own leases are not "another job" */

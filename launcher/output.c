@@ -15,11 +15,15 @@ void ddp_output_init(struct ddp_output *o, int out_fd, int err_fd)
     memset(o, 0, sizeof(*o));
     o->fd[0] = out_fd;
     o->fd[1] = err_fd;
+    struct stat st[2];
+    bool ok[2];
     for (int i = 0; i < 2; i++) {
-        struct stat st;
-        o->may_block[i] = o->fd[i] >= 0 && fstat(o->fd[i], &st) == 0 && !S_ISREG(st.st_mode) &&
-                          !S_ISBLK(st.st_mode);
+        ok[i] = o->fd[i] >= 0 && fstat(o->fd[i], &st[i]) == 0;
+        o->may_block[i] = ok[i] && !S_ISREG(st[i].st_mode) && !S_ISBLK(st[i].st_mode);
+        o->console_of[i] = i;
     }
+    if (ok[0] && ok[1] && st[0].st_dev == st[1].st_dev && st[0].st_ino == st[1].st_ino)
+        o->console_of[1] = 0; /* 2>&1, or both on one terminal */
 }
 
 /* Write what fd takes now. Returns bytes written (may be 0), or a negative errno. */
@@ -148,12 +152,15 @@ void ddp_output_free(struct ddp_output *o)
     ddp_buf_free(&o->buf[1]);
 }
 
-void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, int file_fd)
+void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, bool raw, int file_fd)
 {
+    static unsigned next_id;
     memset(s, 0, sizeof(*s));
     s->which = which;
+    s->id = ++next_id ? next_id : ++next_id;
     s->prefix = ddp_xstrdup(prefix ? prefix : "");
     s->to_console = to_console;
+    s->raw = raw;
     s->file_fd = file_fd;
     s->keep_tail = which == 1;
 }
@@ -184,48 +191,98 @@ static void keep_tail(struct ddp_stream *s, const char *line, size_t len)
         s->ntail++;
 }
 
-/* One whole line (without '\n'). */
-static void emit(struct ddp_output *o, struct ddp_stream *s, const char *line, size_t len)
+/* One whole line (without its end) for the caller and the tail. */
+static void line_done(struct ddp_stream *s, const char *line, size_t len)
 {
     s->nlines++;
-    if (s->to_console) {
-        struct ddp_buf *b = &o->buf[s->which];
-        if (s->prefix[0])
-            ddp_buf_puts(b, s->prefix);
-        ddp_buf_add(b, line, len);
-        ddp_buf_add(b, "\n", 1);
-        o->lines[s->which]++;
-        if (b->len >= DDP_OUTPUT_FLUSH)
-            ddp_output_flush(o);
-    }
     if (s->keep_tail)
         keep_tail(s, line, len);
     if (s->on_line)
         s->on_line(s->arg, s->which, line, len);
 }
 
+/* Framed console: end another stream's open '\r' update on this console with '\n' before writing. */
+static void console_take(struct ddp_output *o, struct ddp_stream *s, struct ddp_buf *b)
+{
+    unsigned *owner = &o->cr_owner[o->console_of[s->which]];
+    if (*owner && *owner != s->id)
+        ddp_buf_add(b, "\n", 1);
+    *owner = 0;
+}
+
+/* Framed console: prefix + text + end ('\n', or '\r' for a progress update that is written at once). */
+static void console_put(struct ddp_output *o, struct ddp_stream *s, const char *text, size_t len, char end)
+{
+    if (!s->to_console || s->raw)
+        return;
+    struct ddp_buf *b = &o->buf[s->which];
+    console_take(o, s, b);
+    if (s->prefix[0])
+        ddp_buf_puts(b, s->prefix);
+    ddp_buf_add(b, text, len);
+    ddp_buf_add(b, &end, 1);
+    if (end == '\r')
+        o->cr_owner[o->console_of[s->which]] = s->id;
+    else
+        o->lines[s->which]++;
+    if (b->len >= DDP_OUTPUT_FLUSH)
+        ddp_output_flush(o);
+}
+
+/* Framed console: this stream's '\r' update is followed by '\n' (or the stream ends): end the console line,
+ * unless another stream's line already did. */
+static void console_end_cr(struct ddp_output *o, struct ddp_stream *s)
+{
+    unsigned *owner = &o->cr_owner[o->console_of[s->which]];
+    if (!s->to_console || s->raw || *owner != s->id)
+        return;
+    ddp_buf_add(&o->buf[s->which], "\n", 1);
+    o->lines[s->which]++;
+    *owner = 0;
+}
+
 void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *data, size_t len)
 {
     if (s->file_fd >= 0) /* the log file gets the bytes as they are, as torchrun's redirect does */
         ddp_buf_add(&s->filebuf, data, len);
+    if (s->to_console && s->raw && len) {
+        ddp_buf_add(&o->buf[s->which], data, len);
+        if (o->buf[s->which].len >= DDP_OUTPUT_FLUSH)
+            ddp_output_flush(o);
+    }
     while (len > 0) {
-        const char *nl = memchr(data, '\n', len);
-        if (!nl) {
-            ddp_buf_add(&s->partial, data, len);
+        size_t n = 0;
+        while (n < len && data[n] != '\n' && data[n] != '\r')
+            n++;
+        if (s->cr_pending) { /* what follows a '\r': "\r\n" ends the line, anything else replaces it */
+            s->cr_pending = false;
+            if (n == 0 && data[0] == '\n') {
+                console_end_cr(o, s);
+                line_done(s, s->partial.data ? s->partial.data : "", s->partial.len);
+                s->partial.len = 0;
+                data++;
+                len--;
+                continue;
+            }
+            s->partial.len = 0;
+        }
+        ddp_buf_add(&s->partial, data, n);
+        if (n == len) {
             if (s->partial.len >= DDP_OUTPUT_MAX_LINE) {
-                emit(o, s, s->partial.data, s->partial.len);
+                console_put(o, s, s->partial.data, s->partial.len, '\n');
+                line_done(s, s->partial.data, s->partial.len);
                 s->ncut++;
                 s->partial.len = 0;
             }
             break;
         }
-        size_t n = (size_t)(nl - data);
-        if (s->partial.len) {
-            ddp_buf_add(&s->partial, data, n);
-            emit(o, s, s->partial.data, s->partial.len);
+        const char *text = s->partial.data ? s->partial.data : "";
+        console_put(o, s, text, s->partial.len, data[n]);
+        if (data[n] == '\n') {
+            line_done(s, text, s->partial.len);
             s->partial.len = 0;
         } else {
-            emit(o, s, data, n);
+            s->cr_pending = true;
         }
         data += n + 1;
         len -= n + 1;
@@ -240,10 +297,15 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
 
 void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s)
 {
-    if (s->partial.len) {
-        emit(o, s, s->partial.data, s->partial.len);
-        s->partial.len = 0;
+    if (s->cr_pending) {
+        console_end_cr(o, s);
+        s->cr_pending = false;
+        line_done(s, s->partial.data ? s->partial.data : "", s->partial.len);
+    } else if (s->partial.len) {
+        console_put(o, s, s->partial.data, s->partial.len, '\n');
+        line_done(s, s->partial.data, s->partial.len);
     }
+    s->partial.len = 0;
     file_flush(s);
 }
 

@@ -1,6 +1,9 @@
-/* output: frames a worker's stdout/stderr bytes into whole lines, prefixes them, and writes them to the console
- * (batched, one line never split or mixed with another) and to per-worker log files; keeps the last stderr lines
- * for the summary. It does not read pipes or decide anything: supervise.c feeds it the bytes it read. */
+/* output: forwards a worker's stdout/stderr bytes to the console, either raw (the bytes as they came, when only
+ * this worker's stream reaches that console) or framed (whole lines with a prefix, never split or mixed with
+ * another worker's; a '\r'-terminated progress update is written at once, and another worker's line first ends
+ * it with '\n'); copies the bytes unchanged to per-worker log files; gives whole lines (a '\r' update replaced
+ * by the next, "\r\n" as one end) to the caller and keeps the last stderr lines for the summary.
+ * It does not read pipes or decide anything: supervise.c feeds it the bytes it read, plan.c decides raw. */
 #ifndef DDP_OUTPUT_H
 #define DDP_OUTPUT_H
 
@@ -22,6 +25,8 @@ struct ddp_output {
     struct ddp_buf buf[2];     /* whole lines waiting to be written */
     bool broken[2];            /* EPIPE or another write error: stop writing there */
     uint64_t lines[2];         /* lines written (or discarded after a break) */
+    int console_of[2];         /* which console each fd is: fd 1 and 2 on one terminal/file/pipe are one */
+    unsigned cr_owner[2];      /* per console: the stream (id) whose '\r' update is the open last line, 0 none */
 };
 
 typedef void ddp_line_fn(void *arg, int which, const char *line, size_t len);
@@ -29,10 +34,13 @@ typedef void ddp_line_fn(void *arg, int which, const char *line, size_t len);
 /* One stream (stdout or stderr) of one worker. Zero-initialise, then ddp_stream_init. */
 struct ddp_stream {
     int which;           /* 0 stdout, 1 stderr */
+    unsigned id;         /* distinct per stream (for the console's open '\r' line) */
     char *prefix;        /* owned copy; "" for none */
     bool to_console;
+    bool raw;            /* console gets the bytes as they come (no prefix, no framing) */
+    bool cr_pending;     /* the last terminator seen was '\r': partial holds that update */
     int file_fd;         /* -1 when not logging to a file */
-    struct ddp_buf partial; /* bytes of the line not yet ended */
+    struct ddp_buf partial; /* bytes of the line not yet ended (or the last '\r' update) */
     struct ddp_buf filebuf;
     uint64_t nlines;
     uint64_t ncut;       /* lines cut at DDP_OUTPUT_MAX_LINE */
@@ -55,13 +63,15 @@ size_t ddp_output_flush(struct ddp_output *o);
 void ddp_output_flush_wait(struct ddp_output *o);
 void ddp_output_free(struct ddp_output *o); /* flushes, then frees buffers; does not close fds */
 
-/* which 0/1; prefix copied; file_fd: -1, or the log file for this stream (taken: closed by ddp_stream_free). */
-void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, int file_fd);
-/* Frame len bytes: whole lines go to the console buffer (with prefix) and the file buffer (without).
- * The file buffer is written before returning; the console buffer when it passes DDP_OUTPUT_FLUSH (the caller
- * calls ddp_output_flush after a batch of reads). */
+/* which 0/1; prefix copied (framed console only); raw: see struct; file_fd: -1, or the log file for this
+ * stream (taken: closed by ddp_stream_free). */
+void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, bool raw, int file_fd);
+/* len bytes of the worker: unchanged to the file (written before returning); to the console buffer as they are
+ * (raw) or as framed segments: prefix + text + '\n', or + '\r' for a progress update, at once. The console
+ * buffer is written when it passes DDP_OUTPUT_FLUSH (the caller calls ddp_output_flush after a batch of reads). */
 void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *data, size_t len);
-/* End of stream: a last line without newline is emitted as a line (a newline added). Idempotent. */
+/* End of stream: a last line without newline is emitted as a line (framed console: a newline added; raw: the
+ * bytes stay as the worker left them). Idempotent. */
 void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s);
 /* The kept tail lines, oldest first: calls fn for each. */
 void ddp_stream_tail(const struct ddp_stream *s, void (*fn)(void *arg, const char *line), void *arg);

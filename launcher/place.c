@@ -188,7 +188,7 @@ int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req
 
             r->busid = ddp_xstrdup(g->busid);
             r->uuid = g->uuid[0] ? ddp_xstrdup(g->uuid) : NULL;
-            if (req->visible == DDP_VISIBLE_PER_RANK) {
+            if (req->visible != DDP_VISIBLE_PER_JOB) {
                 r->cvd = ddp_xstrdup(cvdname[gpu[i]]);
             } else {
                 struct ddp_buf b = {0};

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,30 @@ static char *prefix_for(const char *tmpl, int rank, int local_rank, const char *
     return b.data ? b.data : ddp_xstrdup("");
 }
 
+const char *ddp_plan_python(char *const *envp, const char *env_python, const char **why_out)
+{
+    const char *py = ddp_env_get(envp, "PYTHON_EXEC");
+    const char *why, *choice;
+    if (py && *py) {
+        choice = py;
+        why = "PYTHON_EXEC";
+    } else if (env_python && *env_python) {
+        choice = env_python;
+        why = "the Python environment ddplaunch is installed in";
+    } else {
+        choice = "python3";
+        why = "python3 from PATH";
+    }
+    if (why_out)
+        *why_out = why;
+    return choice;
+}
+
+static bool uses_python(const struct ddp_spec *s)
+{
+    return !s->command.n && (s->script || s->module);
+}
+
 static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
 {
     const struct ddp_spec *s = ctx->spec;
@@ -179,6 +204,18 @@ static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
     }
     for (size_t i = 0; i < s->args.n; i++)
         ddp_strv_push(argv, s->args.v[i]);
+}
+
+/* job.console: raw or lines; auto = raw when at most one worker's output reaches the console (nothing to
+ * keep apart: `> out.json` gets the worker's bytes, progress bars draw as without a launcher), else lines. */
+static void decide_console(enum ddp_console mode, struct ddp_attempt *a)
+{
+    size_t reaching = 0;
+    for (size_t i = 0; i < a->nworkers; i++)
+        reaching += a->workers[i].to_console[0] || a->workers[i].to_console[1];
+    bool raw = mode == DDP_CONSOLE_RAW || (mode == DDP_CONSOLE_AUTO && reaching <= 1);
+    for (size_t i = 0; i < a->nworkers; i++)
+        a->workers[i].raw = raw;
 }
 
 static bool select_is(const struct ddp_spec *s, const char *word)
@@ -270,12 +307,14 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         for (size_t i = 0; i < s->local_ranks_filter.n; i++)
             if (atoi(s->local_ranks_filter.v[i]) == lr)
                 w->console = true;
+        for (int i = 0; i < 2; i++)
+            w->to_console[i] = w->console && !(w->std_redirect & ~w->std_tee & (1 << i));
         w->prefix = prefix_for(s->log_line_prefix ? s->log_line_prefix : "", rank, lr, s->role, ctx->hostname);
 
         for (char *const *e = ctx->base_env; e && *e; e++)
             ddp_strv_push(env, *e);
         env_setf(env, "RANK", "%d", rank);
-        env_setf(env, "LOCAL_RANK", "%d", lr);
+        env_setf(env, "LOCAL_RANK", "%d", s->gpus_visible == DDP_VISIBLE_VIRTUAL ? 0 : lr);
         env_setf(env, "GROUP_RANK", "%d", ctx->node_rank);
         env_setf(env, "ROLE_RANK", "%d", rank);
         env_set(env, "ROLE_NAME", s->role);
@@ -342,6 +381,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     }
     if (ctx->topo)
         ddp_place_free(&place);
+    decide_console(s->console_mode, out);
     return 0;
 }
 
@@ -386,6 +426,11 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
     ddp_buf_json_str(&b, a->run_id);
     ddp_buf_puts(&b, ",\n  \"gpu_choice\": ");
     ddp_buf_json_str(&b, a->gpu_reason);
+    ddp_buf_puts(&b, ",\n  \"python\": ");
+    ddp_buf_json_str(&b, uses_python(s) ? ctx->python : NULL);
+    ddp_buf_puts(&b, ",\n  \"python_why\": ");
+    ddp_buf_json_str(&b, uses_python(s) ? ctx->python_why : NULL);
+    ddp_buf_printf(&b, ",\n  \"console\": \"%s\"", a->nworkers && a->workers[0].raw ? "raw" : "lines");
     ddp_buf_puts(&b, ",\n  \"workers\": [");
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];
@@ -464,6 +509,11 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
             s->master_port.is_auto ? " (auto: free now; reserved when the job starts)" : "", a->run_id);
     if (a->gpu_reason)
         fprintf(f, "GPUs: %s\n", a->gpu_reason);
+    if (uses_python(s))
+        fprintf(f, "Python: %s (%s)\n", ctx->python ? ctx->python : "python3",
+                ctx->python_why ? ctx->python_why : "python3 from PATH");
+    fprintf(f, "Console: %s\n", a->nworkers && a->workers[0].raw ? "raw (the worker's bytes as they come)"
+                                                                 : "lines (whole lines, with the prefix)");
     fprintf(f, "\n%-6s %-6s %-14s %-5s %-16s %-8s\n", "LOCAL", "RANK", "GPU", "NUMA", "CPUS", "MEMS");
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];

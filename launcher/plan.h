@@ -27,6 +27,10 @@ struct ddp_worker {
     int std_redirect;     /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
     int std_tee;          /* torchrun Std for tee */
     bool console;         /* passes --local-ranks-filter */
+    bool to_console[2];   /* its stdout [0] / stderr [1] reach the console: console, and not in redirects
+                             unless tee names it too (torchrun's precedence: tee wins) */
+    bool raw;             /* its console output is passed as raw bytes (job.console; auto: it is the only
+                             worker whose output reaches the console), else framed lines with prefix */
     char *prefix;         /* console line prefix, e.g. "[rank3]: ", "" for none */
 };
 
@@ -60,7 +64,8 @@ struct ddp_plan_ctx {
     int nnodes;
     int node_rank;
     int nproc;                 /* resolved local worker count */
-    const char *python;        /* interpreter for script/module jobs */
+    const char *python;        /* interpreter for script/module jobs (ddp_plan_python) */
+    const char *python_why;    /* why that one (ddp_plan_python's phrase), or NULL */
     struct ddp_topo *topo;     /* may be NULL (no topology: no GPUs, no binding) */
     const char *inherited_cvd; /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
     const char *run_dir;       /* private runtime dir of this launch (0700): heartbeat files, error files
@@ -87,6 +92,12 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 struct ddp_place_req;
 void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req);
 
+/* The interpreter of script and module jobs, as torchrun picks its own: $PYTHON_EXEC from envp when set and not
+ * empty; else env_python, the python3 of the Python environment (venv, conda) ddplaunch is installed in, so that
+ * workers find that environment's torch whether it is activated or not; else "python3" from PATH. Pure.
+ * *why_out (may be NULL) gets a static phrase naming the rule. Returns envp's or env_python's string or a
+ * static one. */
+const char *ddp_plan_python(char *const *envp, const char *env_python, const char **why_out);
 /* Print the resolved spec (value and origin per key) and the attempt, as text or one JSON document. */
 void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json);
 

@@ -12,7 +12,8 @@
 #define OFF(field) offsetof(struct ddp_spec, field)
 
 static const char *const policy_names[] = { "same-numa", "pack", "spread", "any", NULL };
-static const char *const visible_names[] = { "per-job", "per-rank", NULL };
+static const char *const visible_names[] = { "per-job", "per-rank", "virtual", NULL };
+static const char *const console_names[] = { "auto", "raw", "lines", NULL };
 static const char *const bind_names[] = { "node", "socket", "exclusive", "core-complex", "none", NULL };
 static const char *const membind_names[] = { "local", "interleave", "none", NULL };
 static const char *const on_failure_names[] = { "restart", "fail", NULL };
@@ -62,6 +63,9 @@ const struct ddp_key ddp_spec_keys[] = {
       "role name (ROLE_NAME)" },
     { "job", "log_line_prefix", DDP_T_STR, OFF(log_line_prefix), "[rank${rank}]: ", NULL, 0, 0,
       "console prefix template: ${rank} ${local_rank} ${role_name} ${host}; empty for none" },
+    { "job", "console", DDP_T_ENUM, OFF(console_mode), "auto", console_names, 0, 0,
+      "worker output on the console: raw (bytes as they come), lines (whole lines, log_line_prefix), "
+      "auto (raw when one worker's output reaches the console, else lines)" },
     { "job", "run_id", DDP_T_STR, OFF(run_id), NULL, NULL, 0, 0,
       "run id (TORCHELASTIC_RUN_ID; default: a fresh one, or the Slurm job id)" },
     { "job", "rdzv_backend", DDP_T_STR, OFF(rdzv_backend), "static", NULL, 0, 0,
@@ -89,7 +93,8 @@ const struct ddp_key ddp_spec_keys[] = {
     { "gpus", "max_memory_used", DDP_T_MEM, OFF(gpus_max_memory_used), "none", NULL, 0, 0,
       "skip GPUs with more memory in use than this (e.g. 10%, 2GiB; needs NVML)" },
     { "gpus", "visible", DDP_T_ENUM, OFF(gpus_visible), "per-job", visible_names, 0, 0,
-      "per-job: every worker sees the job's GPUs; per-rank: each sees only its own" },
+      "per-job: every worker sees the job's GPUs; per-rank: each sees only its own; virtual: per-rank and "
+      "LOCAL_RANK=0 (torchrun --virtual-local-rank)" },
     { "gpus", "lease", DDP_T_TRISTATE, OFF(gpus_lease), "auto", tristate_names, 0, 0,
       "lease GPUs so concurrent jobs on this host get disjoint sets (auto: yes unless under Slurm)" },
     { "gpus", "lease_wait", DDP_T_DURATION, OFF(gpus_lease_wait_ms), "0", NULL, 0, 0,

@@ -43,7 +43,8 @@ struct ddp_downsize {
 };
 
 enum ddp_gpu_policy { DDP_POLICY_SAME_NUMA, DDP_POLICY_PACK, DDP_POLICY_SPREAD, DDP_POLICY_ANY };
-enum ddp_visible { DDP_VISIBLE_PER_JOB, DDP_VISIBLE_PER_RANK };
+enum ddp_visible { DDP_VISIBLE_PER_JOB, DDP_VISIBLE_PER_RANK, DDP_VISIBLE_VIRTUAL /* per-rank + LOCAL_RANK=0 */ };
+enum ddp_console { DDP_CONSOLE_AUTO, DDP_CONSOLE_RAW, DDP_CONSOLE_LINES };
 enum ddp_bind { DDP_BIND_NODE, DDP_BIND_SOCKET, DDP_BIND_EXCLUSIVE, DDP_BIND_CORE_COMPLEX, DDP_BIND_NONE };
 enum ddp_membind { DDP_MEM_LOCAL, DDP_MEM_INTERLEAVE, DDP_MEM_NONE };
 enum ddp_on_failure { DDP_ONFAIL_RESTART, DDP_ONFAIL_FAIL };
@@ -85,6 +86,7 @@ struct ddp_spec {
     struct ddp_strv local_ranks_filter;
     char *role;
     char *log_line_prefix; /* template: ${role_name} ${rank} ${local_rank}; empty = torchrun default */
+    enum ddp_console console_mode; /* how worker output reaches the console (plan.c decides auto) */
     char *run_id;
     char *rdzv_backend;
     char *rdzv_endpoint;

@@ -652,9 +652,8 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
             return rc;
         }
     }
-    /* torchrun's precedence: a stream in --redirects reaches the console only when --tee names it too */
-    ddp_stream_init(&k->s_out, 0, w->prefix, w->console && !(ld && (w->std_redirect & ~w->std_tee & 1)), fds[0]);
-    ddp_stream_init(&k->s_err, 1, w->prefix, w->console && !(ld && (w->std_redirect & ~w->std_tee & 2)), fds[1]);
+    ddp_stream_init(&k->s_out, 0, w->prefix, w->to_console[0], w->raw, fds[0]);
+    ddp_stream_init(&k->s_err, 1, w->prefix, w->to_console[1], w->raw, fds[1]);
     k->s_out.on_line = on_line;
     k->s_out.arg = k;
     k->s_err.on_line = on_line;

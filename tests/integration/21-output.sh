@@ -51,8 +51,11 @@ expect_grep '^\[rank1\]: r1 3 $' "$TMP/err"
 f=$(find "$TMP/logs" -path "*attempt_0/1/stdout.log" | head -n 1)
 expect_eq "redirected stdout.log" "$(tr '\n' '|' <"$f")" "r1 0 |r1 2 |"
 
-# --local-ranks-filter 1: only local rank 1 on the console.
+# --local-ranks-filter 1: only local rank 1 on the console, raw (one worker reaches it); lines with --console.
 "$DDP" --no-python --nproc-per-node 3 --local-ranks-filter 1 "$HELPERS/printlines" 2 >"$TMP/out" 2>"$TMP/err"
 expect_eq "status" "$?" 0
-expect_eq "filtered console" "$(tr '\n' '|' <"$TMP/out")" "[rank1]: r1 0 |[rank1]: r1 1 |"
+expect_eq "filtered console" "$(tr '\n' '|' <"$TMP/out")" "r1 0 |r1 1 |"
+"$DDP" --no-python --nproc-per-node 3 --local-ranks-filter 1 --console lines "$HELPERS/printlines" 2 \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "filtered console, lines" "$(tr '\n' '|' <"$TMP/out")" "[rank1]: r1 0 |[rank1]: r1 1 |"
 echo ok

@@ -149,12 +149,12 @@ Test(cli_flags, switches)
     parse_apply(&cli, &spec, no_env, "--standalone", "--run_path", "--virtual-local-rank", "t.py", NULL);
     cr_expect(spec.standalone);
     cr_expect(spec.run_path);
-    cr_expect_eq(spec.gpus_visible, DDP_VISIBLE_PER_RANK);
+    cr_expect_eq(spec.gpus_visible, DDP_VISIBLE_VIRTUAL);
     cr_expect_eq(spec.origin[key("gpus", "visible")], DDP_ORIGIN_CLI);
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
     parse_apply(&cli, &spec, no_env, "--virtual_local_rank", "--run-path", "t.py", NULL);
-    cr_expect_eq(spec.gpus_visible, DDP_VISIBLE_PER_RANK);
+    cr_expect_eq(spec.gpus_visible, DDP_VISIBLE_VIRTUAL);
     cr_expect(!spec.standalone);
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
@@ -554,10 +554,34 @@ Test(cli_pet, defaults_from_environment)
     expect_fmt(&spec, "numa", "bind", "none", "PET");
     expect_fmt(&spec, "job", "signals_to_handle", "SIGTERM", "PET");
     expect_fmt(&spec, "job", "standalone", "yes", "PET");
-    expect_fmt(&spec, "gpus", "visible", "per-rank", "PET");
+    expect_fmt(&spec, "gpus", "visible", "virtual", "PET");
     expect_fmt(&spec, "restart", "shutdown_timeout", "7s", "PET");
     cr_expect_eq(spec.origin[key("job", "nproc_per_node")], DDP_ORIGIN_ENV);
     cr_expect_eq(spec.origin[key("gpus", "visible")], DDP_ORIGIN_ENV);
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+}
+
+Test(cli_pet, shutdown_timeout_pet_beats_torch_elastic_and_no_python_with_module_is_refused)
+{
+    char *envp[] = { "TORCH_ELASTIC_SHUTDOWN_TIMEOUT=7", "PET_SHUTDOWN_TIMEOUT=9", NULL };
+    char *envp2[] = { "PET_MODULE=1", NULL };
+    struct ddp_cli cli;
+    struct ddp_spec spec;
+    struct ddp_err err = { 0 };
+    parse_apply(&cli, &spec, envp, "t.py", NULL);
+    expect_fmt(&spec, "restart", "shutdown_timeout", "9s", "PET");
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "--no-python", "-m", "pkg", NULL), 0);
+    ddp_spec_init(&spec);
+    cr_expect_eq(ddp_cli_apply(&cli, &spec, no_env, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "--no-python and --module") != NULL, "%s", err.msg);
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "--no-python", "prog", NULL), 0);
+    ddp_spec_init(&spec);
+    cr_expect_eq(ddp_cli_apply(&cli, &spec, envp2, &err), -EINVAL, "PET_MODULE with --no-python");
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
 }

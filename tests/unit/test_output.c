@@ -60,7 +60,7 @@ Test(output, lines_split_across_reads_are_whole_and_prefixed)
     struct ddp_stream s;
     size_t len;
     fx_init(&f);
-    ddp_stream_init(&s, 0, "[rank3]: ", true, -1);
+    ddp_stream_init(&s, 0, "[rank3]: ", true, false, -1);
     ddp_stream_feed(&f.o, &s, "hel", 3);
     ddp_stream_feed(&f.o, &s, "lo\nwor", 6);
     ddp_stream_feed(&f.o, &s, "ld\n\nlast", 8);
@@ -91,7 +91,7 @@ Test(output, stderr_goes_to_fd2_and_keeps_a_tail)
     size_t len;
     char line[64];
     fx_init(&f);
-    ddp_stream_init(&s, 1, "", true, -1);
+    ddp_stream_init(&s, 1, "", true, false, -1);
     for (int i = 0; i < DDP_OUTPUT_TAIL + 5; i++) {
         int n = snprintf(line, sizeof(line), "e%d\n", i);
         ddp_stream_feed(&f.o, &s, line, (size_t)n);
@@ -122,7 +122,7 @@ Test(output, one_mib_line_intact_and_files_unprefixed)
     int tfd = mkstemp(path);
     cr_assert(tfd >= 0);
     fx_init(&f);
-    ddp_stream_init(&s, 0, "[r]: ", true, tfd);
+    ddp_stream_init(&s, 0, "[r]: ", true, false, tfd);
     char *big = malloc(n + 1);
     memset(big, 'y', n);
     big[n] = '\n';
@@ -156,7 +156,7 @@ Test(output, not_to_console_still_writes_the_file)
     int tfd = mkstemp(path);
     cr_assert(tfd >= 0);
     fx_init(&f);
-    ddp_stream_init(&s, 0, "[x]: ", false, tfd);
+    ddp_stream_init(&s, 0, "[x]: ", false, false, tfd);
     ddp_stream_feed(&f.o, &s, "a\nb", 3);
     ddp_stream_finish(&f.o, &s);
     ddp_output_flush(&f.o);
@@ -182,7 +182,7 @@ Test(output, broken_console_is_not_fatal)
     close(p[0]);
     signal(SIGPIPE, SIG_IGN);
     ddp_output_init(&o, p[1], -1);
-    ddp_stream_init(&s, 0, "", true, -1);
+    ddp_stream_init(&s, 0, "", true, false, -1);
     ddp_stream_feed(&o, &s, "x\n", 2);
     cr_expect_eq(ddp_output_flush(&o), 0);
     cr_expect(o.broken[0]);
@@ -192,4 +192,69 @@ Test(output, broken_console_is_not_fatal)
     ddp_stream_free(&s);
     ddp_output_free(&o);
     close(p[1]);
+}
+
+Test(output, raw_passes_bytes_as_they_come)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len;
+    fx_init(&f);
+    ddp_stream_init(&s, 0, "[rank0]: ", true, true, -1);
+    ddp_stream_feed(&f.o, &s, "{\"a\": 1", 7);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.out[0], &len);
+    cr_expect_eq(len, 7, "no waiting for the newline");
+    free(got);
+    ddp_stream_feed(&f.o, &s, "}\n10%\r", 6);
+    ddp_stream_finish(&f.o, &s);
+    ddp_output_flush(&f.o);
+    got = slurp(f.out[0], &len);
+    cr_expect_eq(len, 6);
+    cr_expect(memcmp(got, "}\n10%\r", 6) == 0, "no prefix, nothing added at the end");
+    cr_expect_eq(s.nlines, 2, "lines are still seen (classification, tail)");
+    free(got);
+    ddp_stream_free(&s);
+    fx_free(&f);
+}
+
+Test(output, progress_updates_at_once_and_never_merged)
+{
+    struct fx f;
+    struct ddp_stream a, b;
+    size_t len;
+    fx_init(&f);
+    ddp_stream_init(&a, 1, "[rank0]: ", true, false, -1);
+    ddp_stream_init(&b, 1, "[rank1]: ", true, false, -1);
+    ddp_stream_feed(&f.o, &a, " 10%|#  |\r", 10);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, "[rank0]:  10%|#  |\r", "a \\r update is written at once");
+    free(got);
+    ddp_stream_feed(&f.o, &a, " 20%|## |\r", 10);
+    ddp_stream_feed(&f.o, &b, "hello\n", 6);
+    ddp_stream_feed(&f.o, &a, " 30%|###|\r\n", 11);
+    ddp_output_flush(&f.o);
+    got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, "[rank0]:  20%|## |\r\n[rank1]: hello\n[rank0]:  30%|###|\r\n",
+                     "another rank's line ends the open update first; \\r\\n ends it once");
+    free(got);
+    cr_expect_eq(b.nlines, 1);
+    cr_expect_eq(a.nlines, 1, "\\r updates replace each other; \\r\\n ends the line");
+    const char *want = " 30%|###|";
+    struct ddp_strv tail = {0};
+    ddp_stream_tail(&a, push_line, &tail);
+    cr_assert_eq(tail.n, 1);
+    cr_expect_str_eq(tail.v[0], want, "the tail keeps the last state of the bar");
+    ddp_strv_clear(&tail);
+    /* a stream that ends on an update: its line is ended on the console */
+    ddp_stream_feed(&f.o, &b, "50%\r", 4);
+    ddp_stream_finish(&f.o, &b);
+    ddp_output_flush(&f.o);
+    got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, "[rank1]: 50%\r\n");
+    free(got);
+    ddp_stream_free(&a);
+    ddp_stream_free(&b);
+    fx_free(&f);
 }
