@@ -30,8 +30,7 @@ DEP_CFLAGS  = $(eval DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev
 DEP_LIBS    = $(eval DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lnuma -ldl -lm)$(DEP_LIBS)
 CRIT_LIBS   = $(eval CRIT_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null))$(CRIT_LIBS)
 
-WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-              -Wformat=2 -Wno-format-nonliteral
+WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
 DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
               -DDDP_VERSION='"$(VERSION)"' -DDDP_SYSCONFDIR='"$(SYSCONFDIR)"' \
               -DDDP_DATADIR='"$(DATADIR)"'

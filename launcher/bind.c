@@ -21,6 +21,8 @@ void numa_error(char *where)
     ddp_debug("libnuma: %s: %s", where, strerror(numa_failed));
 }
 
+/* libnuma's prototype lacks the format attribute; it is a printf format. */
+void numa_warn(int num, char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void numa_warn(int num, char *fmt, ...)
 {
     char msg[512];
