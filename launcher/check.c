@@ -128,7 +128,7 @@ static int list_parse(const char *s, unsigned char **bits, int *nbits)
     if (nbits)
         *nbits = 0;
     if (!s)
-        return -1;
+        return -EINVAL;
     while (*s && *s != '\n') {
         char *end;
         long lo = strtol(s, &end, 10), hi = lo;
@@ -166,7 +166,7 @@ static int list_parse(const char *s, unsigned char **bits, int *nbits)
     return count;
 bad:
     free(set);
-    return -1;
+    return -EINVAL;
 }
 
 int ddp_check_list_count(const char *list)
@@ -877,14 +877,14 @@ static const char *bind_name(enum ddp_bind b)
     return (unsigned)b < 5 ? n[b] : "?";
 }
 
-/* Whether every member of list is in allowed (bits/nbits). -1 malformed. */
+/* Whether every member of list is in allowed (bits/nbits): 1 or 0, or -EINVAL when list is malformed. */
 static int subset(const char *list, const unsigned char *bits, int nbits)
 {
     unsigned char *s;
     int n, cnt = list_parse(list, &s, &n), ok = 1;
 
     if (cnt < 0)
-        return -1;
+        return cnt;
     for (int i = 0; i < n; i++)
         if (s[i] && (i >= nbits || !bits[i]))
             ok = 0;

@@ -162,7 +162,7 @@ struct ddp_check_cpus {
     size_t nranks;
 };
 void ddp_check_cpus(struct ddp_check_report *r, const struct ddp_check_cpus *c);
-/* Number of CPUs in a list string "0-3,8,10-11"; -1 when malformed. Pure. */
+/* Number of CPUs in a list string "0-3,8,10-11", or -EINVAL when it is malformed (or NULL). Pure. */
 int ddp_check_list_count(const char *list);
 
 /* ---- open files (check "nofile") ----

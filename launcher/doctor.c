@@ -132,22 +132,20 @@ static void gpu_usage(const struct ddp_topo *topo, struct gpu_facts *gf, const i
     }
 }
 
-static int cuda_driver_version(char *error, size_t len)
+/* The CUDA driver API version from libcuda.so.1 (12040 = 12.4): 0 with *version, or -ENOENT (library not
+ * found) / -EIO (no version) with err. */
+static int cuda_driver_version(int *version, struct ddp_err *err)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    int (*get)(int *), v = -1;
+    int (*get)(int *), rc = 0;
 
-    if (!h) {
-        snprintf(error, len, "%s", dlerror());
-        return -1;
-    }
+    if (!h)
+        return ddp_errf(err, -ENOENT, "%s", dlerror());
     *(void **)&get = dlsym(h, "cuDriverGetVersion");
-    if (!get || get(&v) != 0) {
-        snprintf(error, len, "cuDriverGetVersion failed");
-        v = -1;
-    }
+    if (!get || get(version) != 0)
+        rc = ddp_errf(err, -EIO, "cuDriverGetVersion failed");
     dlclose(h);
-    return v;
+    return rc;
 }
 
 static char *read_file(const char *path, size_t max, size_t *len_out)
@@ -502,7 +500,7 @@ static void check_libraries(const struct ddp_plan_ctx *ctx, char *const *envp, c
                             struct ddp_check_report *r)
 {
     struct ddp_strv devs = {0}, sys = {0}, bun = {0};
-    char cuda_err[256] = "";
+    struct ddp_err cuda_err = {0};
     char *torch_dir = NULL;
     int torch_cuda = -1;
     bool nvml = gf->nvml && gf->nvml->found;
@@ -512,8 +510,9 @@ static void check_libraries(const struct ddp_plan_ctx *ctx, char *const *envp, c
                                  .cuda_version = -1};
 
     if (gf->n_nvidia && !gf->from_xml) {
-        d.cuda_version = cuda_driver_version(cuda_err, sizeof cuda_err);
-        d.cuda_error = cuda_err;
+        if (cuda_driver_version(&d.cuda_version, &cuda_err) < 0)
+            d.cuda_version = -1;
+        d.cuda_error = cuda_err.msg;
         dev_nodes(&devs);
     }
     d.xml = gf->from_xml && gf->n_nvidia; /* describes another machine: its driver is not ours to check */

@@ -44,7 +44,7 @@ int ddp_report_signum(const char *name)
     for (size_t i = 0; i < sizeof(signames) / sizeof(signames[0]); i++)
         if (strcasecmp(signames[i].name + 3, name) == 0)
             return signames[i].n;
-    return -1;
+    return -EINVAL;
 }
 
 /* A small JSON reader: enough to walk objects and read strings. p points into a NUL-terminated text. */

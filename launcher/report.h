@@ -42,7 +42,7 @@ void ddp_report_print(FILE *f, const char *title, const struct ddp_report_entry 
 /* "SIGSEGV" for 11 (or "SIG34" for unnamed ones). Static or thread-local storage; do not free. */
 const char *ddp_report_signame(int signo);
 
-/* Parse a signal name or number ("SIGUSR1", "USR1", "10"). Returns the number, or -1. */
+/* Parse a signal name or number ("SIGUSR1", "USR1", "10"). Returns the number, or -EINVAL. */
 int ddp_report_signum(const char *name);
 
 #endif

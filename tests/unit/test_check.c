@@ -440,9 +440,9 @@ Test(check, cpu_lists)
     cr_expect_eq(ddp_check_list_count("0-3,8,10-11"), 7);
     cr_expect_eq(ddp_check_list_count("0"), 1);
     cr_expect_eq(ddp_check_list_count("0-1\n"), 2);
-    cr_expect_eq(ddp_check_list_count("3-1"), -1);
-    cr_expect_eq(ddp_check_list_count("a"), -1);
-    cr_expect_eq(ddp_check_list_count(NULL), -1);
+    cr_expect_eq(ddp_check_list_count("3-1"), -EINVAL);
+    cr_expect_eq(ddp_check_list_count("a"), -EINVAL);
+    cr_expect_eq(ddp_check_list_count(NULL), -EINVAL);
 }
 
 Test(check, cpus_versus_the_plan)

@@ -66,7 +66,7 @@ Test(report, signal_names)
     cr_expect_eq(ddp_report_signum("SIGUSR1"), SIGUSR1);
     cr_expect_eq(ddp_report_signum("usr2"), SIGUSR2);
     cr_expect_eq(ddp_report_signum("15"), SIGTERM);
-    cr_expect_eq(ddp_report_signum("SIGNOPE"), -1);
+    cr_expect_eq(ddp_report_signum("SIGNOPE"), -EINVAL);
 }
 
 Test(report, summary_root_cause_first_with_error_file)
