@@ -23,7 +23,7 @@ BUILD      ?= build/san-$(subst $(comma),-,$(SANITIZE))
 SANFLAGS   := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-PKGS       := libuv hwloc inih
+PKGS       := libuv hwloc inih jansson
 # Asked of pkg-config on first use (a recipe), not when make reads this file: on a bare machine `make demo`
 # and `make test` install pkg-config and the -dev packages first (deps-check), then build in a second make.
 DEP_CFLAGS  = $(eval DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null))$(DEP_CFLAGS)
@@ -46,7 +46,7 @@ HELP_SRCS  := $(sort $(wildcard tests/helpers/*.c))
 HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%)
 
 # Debian packages for building, testing and the demo.
-DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev
+DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev
 DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps \
               groff-base mandoc valgrind clang libclang-rt-14-dev jq \
               slurmctld slurmd slurm-client munge
@@ -78,12 +78,12 @@ $(BUILD)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
 
-# `make static`: build/static/ddplaunch, one executable with libuv, hwloc, inih and libnuma linked in; glibc
+# `make static`: build/static/ddplaunch, one executable with libuv, hwloc, inih, jansson and libnuma linked in; glibc
 # stays dynamic (NVML is loaded with dlopen). hwloc's five libudev calls (block devices' attributes only) are
 # answered by packaging/static/noudev.c, so nothing but glibc is needed. Site config: /etc. The recipe checks
 # with ldd that nothing else is needed and prints the newest GLIBC_ symbol version the executable requires.
 STATIC_DIR  := build/static
-STATIC_LIBS := $(STATIC_DIR)/noudev.o -Wl,-Bstatic -luv_a -lhwloc -linih -lnuma -Wl,-Bdynamic \
+STATIC_LIBS := $(STATIC_DIR)/noudev.o -Wl,-Bstatic -luv_a -lhwloc -linih -ljansson -lnuma -Wl,-Bdynamic \
                -lpthread -ldl -lrt -lm
 STATIC_OK   := linux-vdso libc libm libdl libpthread librt ld-linux-x86-64 ld-linux-aarch64
 

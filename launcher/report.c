@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,154 +48,41 @@ int ddp_report_signum(const char *name)
     return -EINVAL;
 }
 
-/* A small JSON reader: enough to walk objects and read strings. p points into a NUL-terminated text. */
-static const char *ws(const char *p)
+/* A string member of o, copied (caller owns), or NULL. */
+static char *jstr(const json_t *o, const char *key)
 {
-    while (*p && isspace((unsigned char)*p))
-        p++;
-    return p;
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? ddp_xstrndup(json_string_value(v), json_string_length(v)) : NULL;
 }
 
-/* Parse a string at p (at '"'); if out, store the decoded string (caller owns). Returns the position after it,
- * or NULL on error. */
-static const char *jstring(const char *p, char **out)
+int ddp_report_parse_error_json(const char *text, size_t len, char **message, char **traceback,
+                                long long *timestamp)
 {
-    struct ddp_buf b = {0};
-    if (*p != '"')
-        return NULL;
-    p++;
-    while (*p && *p != '"') {
-        if (*p == '\\') {
-            p++;
-            char c = *p;
-            switch (c) {
-            case 'n': ddp_buf_add(&b, "\n", 1); break;
-            case 't': ddp_buf_add(&b, "\t", 1); break;
-            case 'r': ddp_buf_add(&b, "\r", 1); break;
-            case 'b': ddp_buf_add(&b, "\b", 1); break;
-            case 'f': ddp_buf_add(&b, "\f", 1); break;
-            case 'u': {
-                unsigned v = 0;
-                for (int i = 1; i <= 4; i++) {
-                    if (!isxdigit((unsigned char)p[i])) {
-                        ddp_buf_free(&b);
-                        return NULL;
-                    }
-                    v = v * 16 + (unsigned)(isdigit((unsigned char)p[i]) ? p[i] - '0' : (tolower(p[i]) - 'a' + 10));
-                }
-                p += 4;
-                char u[4];
-                size_t n;
-                if (v < 0x80) {
-                    u[0] = (char)v;
-                    n = 1;
-                } else if (v < 0x800) {
-                    u[0] = (char)(0xc0 | (v >> 6));
-                    u[1] = (char)(0x80 | (v & 0x3f));
-                    n = 2;
-                } else {
-                    u[0] = (char)(0xe0 | (v >> 12));
-                    u[1] = (char)(0x80 | ((v >> 6) & 0x3f));
-                    u[2] = (char)(0x80 | (v & 0x3f));
-                    n = 3;
-                }
-                ddp_buf_add(&b, u, n);
-                break;
-            }
-            case '\0': ddp_buf_free(&b); return NULL;
-            default: ddp_buf_add(&b, &c, 1); break;
-            }
-            p++;
-        } else {
-            const char *q = p;
-            while (*q && *q != '"' && *q != '\\')
-                q++;
-            ddp_buf_add(&b, p, (size_t)(q - p));
-            p = q;
+    json_error_t jerr;
+    json_t *o = json_loadb(text, len, 0, &jerr), *m, *x, *ts;
+    *message = *traceback = NULL;
+    *timestamp = 0;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return -EINVAL;
+    }
+    m = json_object_get(o, "message");
+    if (json_is_string(m)) {
+        *message = jstr(o, "message");
+    } else if (json_is_object(m)) {
+        *message = jstr(m, "message");
+        x = json_object_get(m, "extraInfo");
+        if (json_is_object(x)) {
+            *traceback = jstr(x, "py_callstack");
+            ts = json_object_get(x, "timestamp");
+            if (json_is_string(ts))
+                *timestamp = strtoll(json_string_value(ts), NULL, 10);
+            else if (json_is_integer(ts))
+                *timestamp = (long long)json_integer_value(ts);
         }
     }
-    if (*p != '"') {
-        ddp_buf_free(&b);
-        return NULL;
-    }
-    if (out)
-        *out = b.data ? b.data : ddp_xstrdup("");
-    else
-        ddp_buf_free(&b);
-    return p + 1;
-}
-
-static const char *jskip(const char *p, int depth)
-{
-    p = ws(p);
-    if (depth > 64)
-        return NULL;
-    if (*p == '"')
-        return jstring(p, NULL);
-    if (*p == '{' || *p == '[') {
-        char close = *p == '{' ? '}' : ']';
-        p = ws(p + 1);
-        if (*p == close)
-            return p + 1;
-        for (;;) {
-            if (close == '}') {
-                p = jstring(ws(p), NULL);
-                if (!p)
-                    return NULL;
-                p = ws(p);
-                if (*p != ':')
-                    return NULL;
-                p++;
-            }
-            p = jskip(p, depth + 1);
-            if (!p)
-                return NULL;
-            p = ws(p);
-            if (*p == ',') {
-                p++;
-                continue;
-            }
-            if (*p == close)
-                return p + 1;
-            return NULL;
-        }
-    }
-    if (*p == '-' || isalnum((unsigned char)*p)) {
-        while (*p == '-' || *p == '+' || *p == '.' || isalnum((unsigned char)*p))
-            p++;
-        return p;
-    }
-    return NULL;
-}
-
-/* In the object at p, find key; returns the position of its value or NULL. */
-static const char *jfind(const char *p, const char *key)
-{
-    p = ws(p);
-    if (*p != '{')
-        return NULL;
-    p = ws(p + 1);
-    while (*p == '"') {
-        char *k = NULL;
-        p = jstring(p, &k);
-        if (!p)
-            return NULL;
-        bool match = strcmp(k, key) == 0;
-        free(k);
-        p = ws(p);
-        if (*p != ':')
-            return NULL;
-        p = ws(p + 1);
-        if (match)
-            return p;
-        p = jskip(p, 0);
-        if (!p)
-            return NULL;
-        p = ws(p);
-        if (*p == ',')
-            p = ws(p + 1);
-    }
-    return NULL;
+    json_decref(o);
+    return *message || *traceback ? 0 : -EINVAL;
 }
 
 int ddp_report_read_error_file(const char *path, char **message, char **traceback, long long *timestamp)
@@ -202,7 +90,7 @@ int ddp_report_read_error_file(const char *path, char **message, char **tracebac
     struct ddp_buf b = {0};
     char chunk[8192];
     ssize_t n;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int rc, fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     *message = *traceback = NULL;
     *timestamp = 0;
     if (fd < 0)
@@ -210,40 +98,11 @@ int ddp_report_read_error_file(const char *path, char **message, char **tracebac
     while ((n = read(fd, chunk, sizeof(chunk))) > 0 && b.len < (16u << 20))
         ddp_buf_add(&b, chunk, (size_t)n);
     close(fd);
-    if (!b.data) {
+    if (!b.data)
         return -EINVAL;
-    }
-    const char *m = jfind(b.data, "message");
-    if (!m) {
-        ddp_buf_free(&b);
-        return -EINVAL;
-    }
-    if (*m == '"') {
-        jstring(m, message);
-    } else {
-        const char *mm = jfind(m, "message");
-        if (mm && *mm == '"')
-            jstring(mm, message);
-        const char *x = jfind(m, "extraInfo");
-        if (x) {
-            const char *cs = jfind(x, "py_callstack");
-            if (cs && *cs == '"')
-                jstring(cs, traceback);
-            const char *ts = jfind(x, "timestamp");
-            if (ts) {
-                char *t = NULL;
-                if (*ts == '"')
-                    jstring(ts, &t);
-                else
-                    t = ddp_xstrndup(ts, 20);
-                if (t)
-                    *timestamp = strtoll(t, NULL, 10);
-                free(t);
-            }
-        }
-    }
+    rc = ddp_report_parse_error_json(b.data, b.len, message, traceback, timestamp);
     ddp_buf_free(&b);
-    return *message || *traceback ? 0 : -EINVAL;
+    return rc;
 }
 
 static void print_indented(FILE *f, const char *label, const char *text)

@@ -33,6 +33,10 @@ struct ddp_report_entry {
  * caller owns, free()) and *timestamp (0 if absent); -ENOENT when there is no file; -EINVAL when it is not such
  * JSON. */
 int ddp_report_read_error_file(const char *path, char **message, char **traceback, long long *timestamp);
+/* The same from len bytes of text (the pure part, fuzzed: tests/fuzz/fuzz_report.c). -EINVAL when it is not such
+ * JSON (then nothing to free). Strings with an embedded NUL (\u0000) make the document invalid. */
+int ddp_report_parse_error_json(const char *text, size_t len, char **message, char **traceback,
+                                long long *timestamp);
 
 /* Print the summary: title (e.g. "train.py FAILED"), the root cause first, then the other failures.
  * Reads the error files named in the entries. */

@@ -3,6 +3,7 @@
 #include "timer.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
@@ -49,230 +50,65 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* ---- a small parser for one flat JSON object ---- */
+/* ---- requests: one JSON object per line, read with jansson ---- */
 
-struct request {
-    long long version;
-    long long pid;
-    char *scope;
-    double expires;
-    long long signo;
-    bool has_pid, has_scope, has_expires;
-};
-
-static void skip_ws(const char **p)
+/* A number that is an integer in int range (torch sends ints; 5.0 is accepted as 5, 5.5 is not). */
+static bool json_int(const json_t *v, long long *out)
 {
-    while (**p == ' ' || **p == '\t' || **p == '\r' || **p == '\n')
-        (*p)++;
-}
-
-static void put_utf8(struct ddp_buf *b, unsigned cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    ddp_buf_add(b, u, n);
-}
-
-static bool hex4(const char *p, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (unsigned)(c - 'A' + 10);
-        else
+    double d;
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i < -2147483648LL || i > 2147483647LL)
             return false;
+        *out = (long long)i;
+        return true;
     }
-    *out = v;
-    return true;
-}
-
-/* A JSON string at *p (after the opening quote is checked here). Caller owns *out. */
-static bool parse_string(const char **p, char **out)
-{
-    if (**p != '"')
+    if (!json_is_real(v))
         return false;
-    (*p)++;
-    struct ddp_buf b = {0};
-    while (**p != '"') {
-        char c = **p;
-        if (c == '\0' || (unsigned char)c < 0x20)
-            goto bad;
-        if (c != '\\') {
-            ddp_buf_add(&b, *p, 1);
-            (*p)++;
-            continue;
-        }
-        (*p)++;
-        char e = **p;
-        (*p)++;
-        switch (e) {
-        case '"': ddp_buf_add(&b, "\"", 1); break;
-        case '\\': ddp_buf_add(&b, "\\", 1); break;
-        case '/': ddp_buf_add(&b, "/", 1); break;
-        case 'b': ddp_buf_add(&b, "\b", 1); break;
-        case 'f': ddp_buf_add(&b, "\f", 1); break;
-        case 'n': ddp_buf_add(&b, "\n", 1); break;
-        case 'r': ddp_buf_add(&b, "\r", 1); break;
-        case 't': ddp_buf_add(&b, "\t", 1); break;
-        case 'u': {
-            unsigned cp;
-            if (!hex4(*p, &cp))
-                goto bad;
-            *p += 4;
-            if (cp >= 0xd800 && cp < 0xdc00 && (*p)[0] == '\\' && (*p)[1] == 'u') {
-                unsigned lo;
-                if (hex4(*p + 2, &lo) && lo >= 0xdc00 && lo < 0xe000) {
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                    *p += 6;
-                }
-            }
-            if (cp == 0)
-                goto bad; /* no NUL inside a C string */
-            put_utf8(&b, cp);
-            break;
-        }
-        default:
-            goto bad;
-        }
-    }
-    (*p)++;
-    *out = b.data ? b.data : ddp_xstrdup("");
-    return true;
-bad:
-    ddp_buf_free(&b);
-    return false;
-}
-
-static bool parse_number(const char **p, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(*p, &end);
-    if (end == *p || errno == ERANGE || !isfinite(v))
-        return false;
-    *p = end;
-    *out = v;
-    return true;
-}
-
-static bool as_int(double d, long long *out)
-{
+    d = json_real_value(v);
     if (d != floor(d) || d < -2147483648.0 || d > 2147483647.0)
         return false;
     *out = (long long)d;
     return true;
 }
 
-/* Skip a value we do not use (string, number, true/false/null). Nested values are not part of the protocol. */
-static bool skip_value(const char **p)
+int ddp_timer_parse_request(const char *line, size_t len, struct ddp_timer_request *r, const char **why)
 {
-    if (**p == '"') {
-        char *s;
-        if (!parse_string(p, &s))
-            return false;
-        free(s);
-        return true;
-    }
-    static const char *const words[] = {"true", "false", "null"};
-    for (size_t i = 0; i < 3; i++)
-        if (strncmp(*p, words[i], strlen(words[i])) == 0) {
-            *p += strlen(words[i]);
-            return true;
-        }
-    double d;
-    return parse_number(p, &d);
-}
-
-/* 0, or -EINVAL with a short reason in *why. r->scope is owned by the caller on success. */
-static int parse_request(const char *line, struct request *r, const char **why)
-{
+    json_error_t jerr;
+    json_t *o, *v;
     memset(r, 0, sizeof(*r));
     r->version = 1;
-    const char *p = line;
-    skip_ws(&p);
-    if (*p != '{') {
-        *why = "not a JSON object";
+    /* JSON_REJECT_DUPLICATES: a line with two "pid"s is not what a client writes; no NUL inside strings */
+    o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o) {
+        *why = "malformed JSON";
         return -EINVAL;
     }
-    p++;
-    skip_ws(&p);
-    bool first = true;
-    while (*p != '}') {
-        if (!first) {
-            if (*p != ',')
-                goto syntax;
-            p++;
-            skip_ws(&p);
-        }
-        first = false;
-        char *key;
-        if (!parse_string(&p, &key))
-            goto syntax;
-        skip_ws(&p);
-        if (*p != ':') {
-            free(key);
-            goto syntax;
-        }
-        p++;
-        skip_ws(&p);
-        bool ok = true;
-        double d;
-        if (strcmp(key, "scope_id") == 0) {
-            free(r->scope);
-            r->scope = NULL;
-            ok = parse_string(&p, &r->scope);
-            r->has_scope = ok;
-        } else if (strcmp(key, "pid") == 0) {
-            ok = parse_number(&p, &d) && as_int(d, &r->pid);
-            r->has_pid = ok;
-        } else if (strcmp(key, "expiration_time") == 0) {
-            ok = parse_number(&p, &r->expires);
-            r->has_expires = ok;
-        } else if (strcmp(key, "signal") == 0) {
-            ok = parse_number(&p, &d) && as_int(d, &r->signo);
-        } else if (strcmp(key, "version") == 0) {
-            ok = parse_number(&p, &d) && as_int(d, &r->version);
-        } else {
-            ok = skip_value(&p);
-        }
-        free(key);
-        if (!ok)
-            goto syntax;
-        skip_ws(&p);
+    if (!json_is_object(o)) {
+        *why = "not a JSON object";
+        goto fail;
     }
-    p++;
-    skip_ws(&p);
-    if (*p != '\0')
+    if ((v = json_object_get(o, "version")) && !json_int(v, &r->version))
         goto syntax;
-    if (!r->has_pid || !r->has_scope || !r->has_expires) {
+    if ((v = json_object_get(o, "pid")) && !json_int(v, &r->pid))
+        goto syntax;
+    if ((v = json_object_get(o, "signal")) && !json_int(v, &r->signo))
+        goto syntax;
+    v = json_object_get(o, "expiration_time");
+    if (v && !json_is_number(v))
+        goto syntax;
+    if (v) {
+        r->expires = json_number_value(v);
+        if (!isfinite(r->expires))
+            goto syntax;
+    }
+    if (!json_object_get(o, "pid") || !v || !json_object_get(o, "scope_id")) {
         *why = "pid, scope_id and expiration_time are required";
         goto fail;
     }
+    v = json_object_get(o, "scope_id");
+    if (!json_is_string(v))
+        goto syntax;
     if (r->version != 1) {
         *why = "unsupported version (expected 1)";
         goto fail;
@@ -283,12 +119,13 @@ static int parse_request(const char *line, struct request *r, const char **why)
     }
     if (r->signo < 0 || r->signo > 64)
         r->signo = 0; /* torch: a negative or zero signal does not kill */
+    r->scope = ddp_xstrdup(json_string_value(v));
+    json_decref(o);
     return 0;
 syntax:
     *why = "malformed JSON";
 fail:
-    free(r->scope);
-    r->scope = NULL;
+    json_decref(o);
     return -EINVAL;
 }
 
@@ -302,7 +139,7 @@ static void entry_remove(struct ddp_timer_server *s, size_t i)
 
 static void rearm(struct ddp_timer_server *s);
 
-static void apply_request(struct ddp_timer_server *s, struct request *r)
+static void apply_request(struct ddp_timer_server *s, struct ddp_timer_request *r)
 {
     for (size_t i = 0; i < s->n; i++) {
         if (s->v[i].pid == r->pid && strcmp(s->v[i].scope, r->scope) == 0) {
@@ -386,9 +223,9 @@ static void rearm(struct ddp_timer_server *s)
 static void handle_line(struct ddp_timer_server *s, const char *line)
 {
     s->requests++;
-    struct request r;
+    struct ddp_timer_request r;
     const char *why = NULL;
-    if (parse_request(line, &r, &why) < 0) {
+    if (ddp_timer_parse_request(line, strlen(line), &r, &why) < 0) {
         s->bad_lines++;
         if (s->bad_lines <= 5)
             ddp_warn("%s: ignored a timer request (%s): %.200s", s->path, why, line);

@@ -27,6 +27,18 @@ typedef void (*ddp_timer_expired_cb)(void *arg, int pid, int signo, const char *
 int ddp_timer_server_start(uv_loop_t *loop, const char *fifo_path, ddp_timer_expired_cb on_expired, void *arg,
                            struct ddp_timer_server **out, struct ddp_err *err);
 
+/* One request line, parsed (the pure part of the server, fuzzed: tests/fuzz/fuzz_timer.c). */
+struct ddp_timer_request {
+    long long version, pid, signo;
+    char *scope;    /* caller owns on success */
+    double expires; /* unix time, seconds; negative = release */
+};
+
+/* Parse one request line of len bytes (no NUL needed). Returns 0 (r->scope to free()), or -EINVAL with a short
+ * reason in *why (static) and nothing to free. Required: pid > 0, scope_id (a string), expiration_time; version 1
+ * when present; a signal outside 0-64 counts as 0 (no kill), as in torch. */
+int ddp_timer_parse_request(const char *line, size_t len, struct ddp_timer_request *r, const char **why);
+
 /* Forget every timer of pid (a worker ended; pids get reused). */
 void ddp_timer_server_clear_pid(struct ddp_timer_server *s, int pid);
 /* Forget every timer (a new attempt starts). */

@@ -97,3 +97,23 @@ Test(report, summary_root_cause_first_with_error_file)
     unlink(ef);
     free(ef);
 }
+
+Test(report, escapes_decoded_as_timer_does)
+{
+    /* one JSON library for every reader: a surrogate pair is one 4-byte UTF-8 character, \u0000 is refused */
+    const char *t = "{\"message\": \"a\\ud83d\\ude00b\\/c\"}";
+    char *msg, *tb;
+    long long ts;
+    cr_assert_eq(ddp_report_parse_error_json(t, strlen(t), &msg, &tb, &ts), 0);
+    cr_expect_str_eq(msg, "a\xf0\x9f\x98\x80" "b/c");
+    cr_expect_null(tb);
+    free(msg);
+    t = "{\"message\": \"a\\u0000b\"}";
+    cr_expect_eq(ddp_report_parse_error_json(t, strlen(t), &msg, &tb, &ts), -EINVAL);
+    t = "{\"message\": \"x\"} trailing";
+    cr_expect_eq(ddp_report_parse_error_json(t, strlen(t), &msg, &tb, &ts), -EINVAL);
+    t = "{\"message\": {\"message\": \"m\", \"extraInfo\": {\"timestamp\": 1795992869}}}";
+    cr_assert_eq(ddp_report_parse_error_json(t, strlen(t), &msg, &tb, &ts), 0);
+    cr_expect_eq(ts, 1795992869LL);
+    free(msg);
+}

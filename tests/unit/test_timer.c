@@ -416,3 +416,35 @@ Test(timer, survives_garbage_then_serves)
     cr_expect_geq(f.nhits, 1);
     fx_done(&f);
 }
+
+Test(timer, request_parser_contract)
+{
+    struct ddp_timer_request r;
+    const char *why;
+    const char *ok = "{\"version\": 1, \"pid\": 42, \"scope_id\": \"s\\u00e9\", \"expiration_time\": 5.5, "
+                     "\"signal\": 99, \"extra\": [1, {\"x\": null}]}";
+    cr_assert_eq(ddp_timer_parse_request(ok, strlen(ok), &r, &why), 0);
+    cr_expect_eq(r.pid, 42);
+    cr_expect_str_eq(r.scope, "s\xc3\xa9");
+    cr_expect_eq(r.signo, 0, "a signal outside 0-64 does not kill");
+    cr_expect(r.expires > 5.4 && r.expires < 5.6);
+    free(r.scope);
+    static const struct {
+        const char *line, *why;
+    } bad[] = {
+        {"[1]", "not a JSON object"},
+        {"{\"pid\": 1, \"scope_id\": \"s\"}", "pid, scope_id and expiration_time are required"},
+        {"{\"pid\": 0, \"scope_id\": \"s\", \"expiration_time\": 1}", "pid must be positive"},
+        {"{\"pid\": 1.5, \"scope_id\": \"s\", \"expiration_time\": 1}", "malformed JSON"},
+        {"{\"pid\": 1, \"pid\": 2, \"scope_id\": \"s\", \"expiration_time\": 1}", "malformed JSON"},
+        {"{\"pid\": 1, \"scope_id\": 3, \"expiration_time\": 1}", "malformed JSON"},
+        {"{\"version\": 2, \"pid\": 1, \"scope_id\": \"s\", \"expiration_time\": 1}", "unsupported version (expected 1)"},
+        {"{\"pid\": 1, \"scope_id\": \"a\\u0000b\", \"expiration_time\": 1}", "malformed JSON"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why = NULL;
+        cr_expect_eq(ddp_timer_parse_request(bad[i].line, strlen(bad[i].line), &r, &why), -EINVAL, "%s",
+                     bad[i].line);
+        cr_expect_str_eq(why ? why : "", bad[i].why, "%s", bad[i].line);
+    }
+}
