@@ -159,6 +159,8 @@ void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool t
     s->which = which;
     s->id = ++next_id ? next_id : ++next_id;
     s->prefix = ddp_xstrdup(prefix ? prefix : "");
+    s->prefix_time = strstr(s->prefix, "${time}") != NULL;
+    s->time_fd = -1;
     s->to_console = to_console;
     s->raw = raw;
     s->file_fd = file_fd;
@@ -167,6 +169,11 @@ void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool t
 
 static void file_flush(struct ddp_stream *s)
 {
+    if (s->timebuf.len) {
+        if (s->time_fd >= 0 && write_all(s->time_fd, s->timebuf.data, s->timebuf.len) != 0)
+            s->time_fd = -1; /* not ours to close */
+        s->timebuf.len = 0;
+    }
     if (s->filebuf.len == 0)
         return;
     if (s->file_fd >= 0 && write_all(s->file_fd, s->filebuf.data, s->filebuf.len) != 0) {
@@ -192,9 +199,15 @@ static void keep_tail(struct ddp_stream *s, const char *line, size_t len)
 }
 
 /* One whole line (without its end) for the caller and the tail. */
-static void line_done(struct ddp_stream *s, const char *line, size_t len)
+static void line_done(struct ddp_output *o, struct ddp_stream *s, const char *line, size_t len)
 {
     s->nlines++;
+    if (s->time_fd >= 0) {
+        ddp_buf_puts(&s->timebuf, o->stamp);
+        ddp_buf_puts(&s->timebuf, s->which ? " err " : " out ");
+        ddp_buf_add(&s->timebuf, line, len);
+        ddp_buf_add(&s->timebuf, "\n", 1);
+    }
     if (s->keep_tail)
         keep_tail(s, line, len);
     if (s->on_line)
@@ -217,8 +230,14 @@ static void console_put(struct ddp_output *o, struct ddp_stream *s, const char *
         return;
     struct ddp_buf *b = &o->buf[s->which];
     console_take(o, s, b);
-    if (s->prefix[0])
+    if (s->prefix_time) {
+        const char *t = strstr(s->prefix, "${time}");
+        ddp_buf_add(b, s->prefix, (size_t)(t - s->prefix));
+        ddp_buf_puts(b, o->stamp);
+        ddp_buf_puts(b, t + 7);
+    } else if (s->prefix[0]) {
         ddp_buf_puts(b, s->prefix);
+    }
     ddp_buf_add(b, text, len);
     ddp_buf_add(b, &end, 1);
     if (end == '\r')
@@ -243,6 +262,7 @@ static void console_end_cr(struct ddp_output *o, struct ddp_stream *s)
 
 void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *data, size_t len)
 {
+    ddp_time_iso(NULL, o->stamp);
     if (s->file_fd >= 0) /* the log file gets the bytes as they are, as torchrun's redirect does */
         ddp_buf_add(&s->filebuf, data, len);
     if (s->to_console && s->raw && len) {
@@ -258,7 +278,7 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
             s->cr_pending = false;
             if (n == 0 && data[0] == '\n') {
                 console_end_cr(o, s);
-                line_done(s, s->partial.data ? s->partial.data : "", s->partial.len);
+                line_done(o, s, s->partial.data ? s->partial.data : "", s->partial.len);
                 s->partial.len = 0;
                 data++;
                 len--;
@@ -270,7 +290,7 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
         if (n == len) {
             if (s->partial.len >= DDP_OUTPUT_MAX_LINE) {
                 console_put(o, s, s->partial.data, s->partial.len, '\n');
-                line_done(s, s->partial.data, s->partial.len);
+                line_done(o, s, s->partial.data, s->partial.len);
                 s->ncut++;
                 s->partial.len = 0;
             }
@@ -279,7 +299,7 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
         const char *text = s->partial.data ? s->partial.data : "";
         console_put(o, s, text, s->partial.len, data[n]);
         if (data[n] == '\n') {
-            line_done(s, text, s->partial.len);
+            line_done(o, s, text, s->partial.len);
             s->partial.len = 0;
         } else {
             s->cr_pending = true;
@@ -297,13 +317,14 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
 
 void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s)
 {
+    ddp_time_iso(NULL, o->stamp);
     if (s->cr_pending) {
         console_end_cr(o, s);
         s->cr_pending = false;
-        line_done(s, s->partial.data ? s->partial.data : "", s->partial.len);
+        line_done(o, s, s->partial.data ? s->partial.data : "", s->partial.len);
     } else if (s->partial.len) {
         console_put(o, s, s->partial.data, s->partial.len, '\n');
-        line_done(s, s->partial.data, s->partial.len);
+        line_done(o, s, s->partial.data, s->partial.len);
     }
     s->partial.len = 0;
     file_flush(s);
@@ -324,6 +345,8 @@ void ddp_stream_free(struct ddp_stream *s)
     s->file_fd = -1;
     ddp_buf_free(&s->partial);
     ddp_buf_free(&s->filebuf);
+    ddp_buf_free(&s->timebuf);
+    s->time_fd = -1;
     for (size_t i = 0; i < DDP_OUTPUT_TAIL; i++) {
         free(s->tail[i]);
         s->tail[i] = NULL;

@@ -27,6 +27,7 @@ struct ddp_output {
     uint64_t lines[2];         /* lines written (or discarded after a break) */
     int console_of[2];         /* which console each fd is: fd 1 and 2 on one terminal/file/pipe are one */
     unsigned cr_owner[2];      /* per console: the stream (id) whose '\r' update is the open last line, 0 none */
+    char stamp[32];            /* when the bytes being framed arrived (ddp_time_iso), set per feed */
 };
 
 typedef void ddp_line_fn(void *arg, int which, const char *line, size_t len);
@@ -35,7 +36,10 @@ typedef void ddp_line_fn(void *arg, int which, const char *line, size_t len);
 struct ddp_stream {
     int which;           /* 0 stdout, 1 stderr */
     unsigned id;         /* distinct per stream (for the console's open '\r' line) */
-    char *prefix;        /* owned copy; "" for none */
+    char *prefix;        /* owned copy; "" for none; "${time}" in it is the line's arrival time */
+    bool prefix_time;    /* prefix holds ${time} */
+    int time_fd;         /* -1, or the worker's timed.log (borrowed: both streams of a worker share it) */
+    struct ddp_buf timebuf;
     bool to_console;
     bool raw;            /* console gets the bytes as they come (no prefix, no framing) */
     bool cr_pending;     /* the last terminator seen was '\r': partial holds that update */
@@ -64,7 +68,9 @@ void ddp_output_flush_wait(struct ddp_output *o);
 void ddp_output_free(struct ddp_output *o); /* flushes, then frees buffers; does not close fds */
 
 /* which 0/1; prefix copied (framed console only); raw: see struct; file_fd: -1, or the log file for this
- * stream (taken: closed by ddp_stream_free). */
+ * stream (taken: closed by ddp_stream_free). s->time_fd is -1 after this; set it to have every whole line
+ * written there as "2026-12-01T01:08:54.123Z out|err text" (its arrival time, ISO 8601 UTC: sortable, also
+ * across ranks). */
 void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, bool raw, int file_fd);
 /* len bytes of the worker: unchanged to the file (written before returning); to the console buffer as they are
  * (raw) or as framed segments: prefix + text + '\n', or + '\r' for a progress update, at once. The console

@@ -184,3 +184,44 @@ void ddp_report_print(FILE *f, const char *title, const struct ddp_report_entry 
     fprintf(f, "%s\n", rule);
     fflush(f);
 }
+
+static json_t *str_or_null(const char *v)
+{
+    return v ? json_string(v) : json_null();
+}
+
+json_t *ddp_report_entry_json(const struct ddp_report_entry *e)
+{
+    char *msg = NULL, *tb = NULL;
+    long long ts = 0;
+    char when[32];
+    struct timespec t = {.tv_sec = e->when};
+    json_t *o = json_object(), *tail = json_array();
+    json_object_set_new(o, "rank", json_integer(e->rank));
+    json_object_set_new(o, "local_rank", json_integer(e->local_rank));
+    json_object_set_new(o, "host", str_or_null(e->host));
+    json_object_set_new(o, "pid", json_integer(e->pid));
+    json_object_set_new(o, "time", e->when ? json_string(ddp_time_iso(&t, when)) : json_null());
+    json_object_set_new(o, "running", json_boolean(e->running));
+    json_object_set_new(o, "exit_code", e->running || e->signo ? json_null() : json_integer(e->exit_code));
+    json_object_set_new(o, "signal", !e->running && e->signo ? json_string(ddp_report_signame(e->signo))
+                                                              : json_null());
+    json_object_set_new(o, "class", str_or_null(e->class_name));
+    json_object_set_new(o, "seen", str_or_null(e->class_line));
+    json_object_set_new(o, "reason", str_or_null(e->reason));
+    json_object_set_new(o, "hint", e->hint && *e->hint ? json_string(e->hint) : json_null());
+    json_object_set_new(o, "error_file", str_or_null(e->error_file));
+    if (e->error_file && ddp_report_read_error_file(e->error_file, &msg, &tb, &ts) == 0) {
+        json_object_set_new(o, "message", str_or_null(msg));
+        json_object_set_new(o, "traceback", str_or_null(tb));
+    } else {
+        json_object_set_new(o, "message", json_null());
+        json_object_set_new(o, "traceback", json_null());
+    }
+    free(msg);
+    free(tb);
+    for (size_t i = 0; i < e->ntail; i++)
+        json_array_append_new(tail, json_string(e->tail[i]));
+    json_object_set_new(o, "stderr_tail", tail);
+    return o;
+}

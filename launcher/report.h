@@ -43,6 +43,11 @@ int ddp_report_parse_error_json(const char *text, size_t len, char **message, ch
 void ddp_report_print(FILE *f, const char *title, const struct ddp_report_entry *root,
                       const struct ddp_report_entry *others, size_t nothers);
 
+/* The entry as a JSON object (summary.json's root_cause / failures items; keys in ddplaunch(1), RUN RECORDS).
+ * Reads its error file. Caller owns (json_decref). */
+struct json_t;
+struct json_t *ddp_report_entry_json(const struct ddp_report_entry *e);
+
 /* "SIGSEGV" for 11 (or "SIG34" for unnamed ones). Static or thread-local storage; do not free. */
 const char *ddp_report_signame(int signo);
 

@@ -62,7 +62,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "job", "role", DDP_T_STR, OFF(role), "default", NULL, 0, 0,
       "role name (ROLE_NAME)" },
     { "job", "log_line_prefix", DDP_T_STR, OFF(log_line_prefix), "[rank${rank}]: ", NULL, 0, 0,
-      "console prefix template: ${rank} ${local_rank} ${role_name} ${host}; empty for none" },
+      "console prefix template: ${rank} ${local_rank} ${role_name} ${host} ${time}; empty for none" },
     { "job", "console", DDP_T_ENUM, OFF(console_mode), "auto", console_names, 0, 0,
       "worker output on the console: raw (bytes as they come), lines (whole lines, log_line_prefix), "
       "auto (raw when one worker's output reaches the console, else lines)" },

@@ -18,6 +18,7 @@
 #include "logdir.h"
 #include "output.h"
 #include "policy.h"
+#include "record.h"
 #include "report.h"
 #include "shim.h"
 #include "timer.h"
@@ -54,6 +55,7 @@ struct wrk {
     bool alive;                 /* showed life (heartbeat touched or a line of output) */
     enum ddp_class cls;         /* first recognised line's class */
     char *cls_line;
+    int time_fd; /* attempt_N/RANK/timed.log (both streams write to it), or -1 */
 };
 
 /* One attempt: the plan and its running workers. Freed once every handle of it is closed. */
@@ -122,6 +124,12 @@ struct sup {
     uv_timer_t join;
     bool handles_closed;
     const char *stop_why;           /* node 0: why the attempt stops, for STOP (during one feed) */
+    /* run records (log_dir): events.jsonl and summary.json */
+    struct ddp_record *rec;
+    long long job_start_ms;
+    char job_start_iso[32];
+    int nattempts;
+    bool records_written;
 };
 
 static void apply(struct sup *s, const struct ddp_paction *a);
@@ -222,6 +230,97 @@ static char *fmt_ms(long long ms)
     return ddp_xasprintf("%lldms", ms);
 }
 
+/* ---------------------------------------------------------------- run records (record.h) */
+
+static const char *on_timeout_name(enum ddp_on_timeout t)
+{
+    return t == DDP_ONTIMEOUT_DOWNSIZE ? "downsize" : t == DDP_ONTIMEOUT_FAIL ? "fail" : "restart";
+}
+
+static const char *heartbeat_name(enum ddp_heartbeat h)
+{
+    return h == DDP_HEARTBEAT_FILE ? "file" : h == DDP_HEARTBEAT_OUTPUT ? "output" : "none";
+}
+
+static json_t *ms_or_null(long long ms)
+{
+    return ms > 0 ? json_integer(ms) : json_null();
+}
+
+static void rec_job_start(struct sup *s)
+{
+    const struct ddp_spec *sp = s->spec;
+    json_t *plan = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:I}", "max_restarts", sp->max_restarts,
+                             "on_failure", sp->on_failure == DDP_ONFAIL_FAIL ? "fail" : "restart", "on_timeout",
+                             on_timeout_name(sp->on_timeout), "timeout_init_ms", ms_or_null(sp->timeout_init_ms),
+                             "timeout_stall_ms", ms_or_null(sp->timeout_stall_ms), "timeout_wall_ms",
+                             ms_or_null(sp->timeout_wall_ms), "heartbeat", heartbeat_name(sp->heartbeat),
+                             "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
+    ddp_record_event(s->rec, "job_start",
+                     json_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name,
+                               "host", s->ctx->hostname, "run_id", s->ctx->run_id, "pid", (int)getpid(), "nnodes",
+                               s->ctx->nnodes, "node_rank", s->ctx->node_rank, "nproc", s->ctx->nproc,
+                               "master_addr", s->ctx->master_addr, "master_port", s->ctx->master_port, "log_dir",
+                               ddp_record_dir(s->rec), "plan", plan));
+}
+
+static void rec_attempt_start(struct sup *s, const struct run *r)
+{
+    json_t *workers = json_array(), *argv = json_array();
+    const struct ddp_attempt *a = &r->plan;
+    for (size_t i = 0; i < r->nw; i++) {
+        const struct wrk *k = &r->w[i];
+        json_array_append_new(workers, json_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b}", "rank", k->w->rank,
+                                                 "local_rank", k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu,
+                                                 "gpu_busid", k->w->gpu_busid, "numa_node", k->w->numa_node,
+                                                 "cpus", k->w->cpus, "started", k->spawned));
+    }
+    if (r->nw)
+        for (size_t i = 0; i < r->w[0].w->argv.n; i++)
+            json_array_append_new(argv, json_string(r->w[0].w->argv.v[i]));
+    ddp_record_event(s->rec, "attempt_start",
+                     json_pack("{s:i, s:i, s:i, s:i, s:s?, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc",
+                               a->nproc, "world_size", a->world_size, "master_port", a->master_port, "dir",
+                               a->dir, "gpu_reason", a->gpu_reason, "argv", argv, "workers", workers));
+}
+
+static const char *wrk_class(const struct wrk *k, char *buf, size_t n)
+{
+    if (k->exec_failed)
+        return "exec-failed";
+    if (k->bind_failed)
+        return "bind-failed";
+    if (k->cls != DDP_CLASS_NONE)
+        return ddp_class_name(k->cls);
+    if (k->status == 0)
+        return "ok";
+    enum ddp_class c = ddp_classify_status(k->signo ? 0 : k->status, k->signo);
+    if (c == DDP_CLASS_EXIT || c == DDP_CLASS_NONE) {
+        snprintf(buf, n, "exit-%d", k->status);
+        return buf;
+    }
+    return ddp_class_name(c);
+}
+
+static void rec_worker_exit(struct sup *s, const struct wrk *k)
+{
+    char cbuf[32];
+    ddp_record_event(s->rec, "worker_exit",
+                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt,
+                               "rank", k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
+                               k->signo ? json_null() : json_integer(k->status), "signal",
+                               k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
+                               wrk_class(k, cbuf, sizeof(cbuf)), "ran_ms", (json_int_t)(k->end_ms - k->start_ms)));
+}
+
+static void rec_timeout(struct sup *s, enum ddp_class c, const struct wrk *k, const char *reason)
+{
+    ddp_record_event(s->rec, "timeout",
+                     json_pack("{s:i, s:s, s:o, s:s}", "attempt", s->cur ? s->cur->plan.attempt : s->pol.attempt,
+                               "class", ddp_class_name(c), "rank", k ? json_integer(k->w->rank) : json_null(),
+                               "reason", reason));
+}
+
 static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, const char *reason)
 {
     const char *ef = worker_env(k->w, "TORCHELASTIC_ERROR_FILE");
@@ -296,6 +395,8 @@ static void run_free(struct run *r)
         struct wrk *k = &r->w[i];
         ddp_stream_free(&k->s_out);
         ddp_stream_free(&k->s_err);
+        if (k->time_fd >= 0)
+            close(k->time_fd);
         free(k->bind_msg);
         free(k->hb_path);
         free(k->cls_line);
@@ -446,6 +547,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     r->nexited++;
     drain_report(s, k);
     drain_output(s, k);
+    rec_worker_exit(s, k);
     if (s->paused) {
         if (!k->out_eof && !uv_is_closing((uv_handle_t *)&k->out))
             uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
@@ -531,6 +633,7 @@ static void on_line(void *arg, int which, const char *line, size_t len)
         s->timeout_class = c;
         clear_others(s);
         record_ended(s, &s->root, k, s->timeout_reason);
+        rec_timeout(s, c, k, s->timeout_reason);
         ddp_error("attempt %d: %s; stopping the workers", k->run->plan.attempt, s->timeout_reason);
         feed(s, &ev);
     }
@@ -632,7 +735,7 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     int rp[2], op[2], ep[2];
     int rc;
     struct ddp_logdir *ld = s->ctx->logdir;
-    int fds[2] = {-1, -1};
+    int fds[3] = {-1, -1, -1};
 
     if (w->log_dir && !ld) { /* error files in the private run directory */
         rc = mkdir_p(w->log_dir, 0755);
@@ -640,20 +743,22 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
             return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir,
                             strerror(-rc));
     }
-    for (int i = 0; ld && i < 2; i++) {
+    for (int i = 0; ld && i < 3; i++) {
         char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank,
-                                  i ? "stderr.log" : "stdout.log");
+                                  i == 2 ? "timed.log" : i ? "stderr.log" : "stdout.log");
         fds[i] = ddp_logdir_create_file(ld, rel, err);
         free(rel);
         if (fds[i] < 0) {
             rc = fds[i];
-            if (i)
-                close(fds[0]);
+            for (int j = 0; j < i; j++)
+                close(fds[j]);
             return rc;
         }
     }
     ddp_stream_init(&k->s_out, 0, w->prefix, w->to_console[0], w->raw, fds[0]);
     ddp_stream_init(&k->s_err, 1, w->prefix, w->to_console[1], w->raw, fds[1]);
+    k->time_fd = fds[2];
+    k->s_out.time_fd = k->s_err.time_fd = fds[2];
     k->s_out.on_line = on_line;
     k->s_out.arg = k;
     k->s_err.on_line = on_line;
@@ -798,6 +903,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         r->w[i].run = r;
         r->w[i].w = &r->plan.workers[i];
         r->w[i].s_out.file_fd = r->w[i].s_err.file_fd = -1;
+        r->w[i].s_out.time_fd = r->w[i].s_err.time_fd = r->w[i].time_fd = -1;
     }
     s->cur = r;
     s->any_output = false;
@@ -835,6 +941,8 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
             return 0;
         }
     }
+    s->nattempts++;
+    rec_attempt_start(s, r);
     if (s->spec->timeout_wall_ms > 0)
         uv_timer_start(&s->wall, on_wall, (uint64_t)s->spec->timeout_wall_ms, 0);
     if (s->spec->timeout_init_ms > 0 ||
@@ -854,6 +962,7 @@ static void timeout_now(struct sup *s, enum ddp_class c, struct wrk *k, char *re
     s->timeout_reason = reason;
     s->timeout_class = c;
     clear_others(s);
+    rec_timeout(s, c, k, reason);
     if (k)
         record_ended(s, &s->root, k, reason);
     else
@@ -1128,48 +1237,75 @@ static void feed(struct sup *s, const struct ddp_pevent_data *ev)
     apply(s, &a);
 }
 
+static const char *prog_name(const struct sup *s)
+{
+    return s->spec->script     ? s->spec->script
+           : s->spec->module   ? s->spec->module
+           : s->spec->program  ? s->spec->program
+           : s->spec->command.n ? s->spec->command.v[0]
+                                : "job";
+}
+
+static struct ddp_report_entry entry_of(const struct sup *s, const struct ended *e)
+{
+    return (struct ddp_report_entry){
+        .rank = e->rank, .local_rank = e->local_rank, .host = s->ctx->hostname, .pid = e->pid,
+        .exit_code = e->status, .signo = e->signo, .when = e->when, .error_file = e->error_file,
+        .class_name = e->class_name, .class_line = e->class_line, .hint = e->hint, .reason = e->reason,
+        .tail = (const char *const *)e->tail.v, .ntail = e->tail.n, .running = !e->exited};
+}
+
 static void print_summary(struct sup *s, int status)
 {
-    struct ddp_report_entry root = {0};
+    struct ddp_report_entry root;
     struct ddp_report_entry *others;
-    const char *prog = s->spec->script   ? s->spec->script
-                       : s->spec->module ? s->spec->module
-                       : s->spec->program ? s->spec->program
-                       : s->spec->command.n ? s->spec->command.v[0]
-                                            : "job";
     char *title;
     if (!s->root.set)
         return;
-    title = ddp_xasprintf("%s FAILED (exit status %d)", prog, status);
-    root.rank = s->root.rank;
-    root.local_rank = s->root.local_rank;
-    root.host = s->ctx->hostname;
-    root.pid = s->root.pid;
-    root.exit_code = s->root.status;
-    root.signo = s->root.signo;
-    root.when = s->root.when;
-    root.running = !s->root.exited;
-    root.error_file = s->root.error_file;
-    root.class_name = s->root.class_name;
-    root.class_line = s->root.class_line;
-    root.hint = s->root.hint;
-    root.reason = s->root.reason;
-    root.tail = (const char *const *)s->root.tail.v;
-    root.ntail = s->root.tail.n;
+    title = ddp_xasprintf("%s FAILED (exit status %d)", prog_name(s), status);
+    root = entry_of(s, &s->root);
     others = ddp_xcalloc(s->nothers + 1, sizeof(*others));
-    for (size_t i = 0; i < s->nothers; i++) {
-        struct ended *e = &s->others[i];
-        others[i] = (struct ddp_report_entry){
-            .rank = e->rank, .local_rank = e->local_rank, .host = s->ctx->hostname, .pid = e->pid,
-            .exit_code = e->status, .signo = e->signo, .when = e->when, .error_file = e->error_file,
-            .class_name = e->class_name, .class_line = e->class_line, .hint = e->hint, .reason = e->reason,
-            .tail = (const char *const *)e->tail.v, .ntail = e->tail.n, .running = !e->exited};
-    }
+    for (size_t i = 0; i < s->nothers; i++)
+        others[i] = entry_of(s, &s->others[i]);
     ddp_output_flush_wait(&s->out);
     fflush(stdout);
     ddp_report_print(stderr, title, &root, others, s->nothers);
     free(others);
     free(title);
+}
+
+/* job_end in events.jsonl and summary.json: what the console summary says, machine-readable. */
+static void write_records(struct sup *s, int status)
+{
+    const char *result;
+    json_t *others, *sum;
+    char now[32];
+    if (!s->rec || s->records_written)
+        return;
+    s->records_written = true;
+    result = status == 0                                            ? "succeeded"
+             : s->launcher_failed                                   ? "launcher-failed"
+             : s->pol.stop == DDP_STOP_SIGNAL                       ? "stopped-by-signal"
+             : s->pol.stop == DDP_STOP_TIMEOUT || s->timeout_reason ? "timeout"
+                                                                    : "failed";
+    ddp_record_event(s->rec, "job_end",
+                     json_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
+                               s->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - s->job_start_ms)));
+    others = json_array();
+    for (size_t i = 0; i < s->nothers && status != 0; i++) {
+        struct ddp_report_entry e = entry_of(s, &s->others[i]);
+        json_array_append_new(others, ddp_report_entry_json(&e));
+    }
+    struct ddp_report_entry root = entry_of(s, &s->root);
+    sum = json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:s, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:s?}", "program",
+                    prog_name(s), "job", s->spec->name, "host", s->ctx->hostname, "run_id", s->ctx->run_id,
+                    "exit_status", status, "result", result, "attempts", s->nattempts, "started",
+                    s->job_start_iso, "ended", ddp_time_iso(NULL, now), "duration_ms",
+                    (json_int_t)(ddp_now_ms() - s->job_start_ms), "timeout",
+                    s->timeout_reason ? json_string(s->timeout_reason) : json_null(), "root_cause",
+                    s->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
+                    "log_dir", ddp_record_dir(s->rec));
+    ddp_record_summary(s->rec, sum);
 }
 
 static void apply(struct sup *s, const struct ddp_paction *a)
@@ -1190,6 +1326,10 @@ static void apply(struct sup *s, const struct ddp_paction *a)
         uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
     }
     if (a->flags & DDP_ACT_ARM_BACKOFF) {
+        ddp_record_event(s->rec, "decision",
+                         json_pack("{s:i, s:s, s:i, s:i, s:I, s:s}", "attempt", attempt, "action",
+                                   a->downsized ? "downsize" : "restart", "next_attempt", a->attempt, "next_nproc",
+                                   a->nproc, "delay_ms", (json_int_t)a->delay_ms, "why", a->why));
         if (s->timeout_reason)
             ddp_warn("attempt %d: %s; %s", attempt, s->timeout_reason, a->why);
         else
@@ -1219,6 +1359,10 @@ static void apply(struct sup *s, const struct ddp_paction *a)
             ddp_error("stopped by %s", ddp_report_signame(s->pol.stop_signo));
         else if (status != 0)
             print_summary(s, status);
+        ddp_record_event(s->rec, "decision",
+                         json_pack("{s:i, s:s, s:i, s:s}", "attempt", attempt, "action", "exit", "exit_status",
+                                   status, "why", a->why));
+        write_records(s, status);
         retire_current(s);
         s->exit_status = status;
         s->done = true;
@@ -1239,6 +1383,7 @@ static void apply(struct sup *s, const struct ddp_paction *a)
 
 static void finish(struct sup *s, int status)
 {
+    write_records(s, status);
     retire_current(s);
     s->exit_status = status;
     s->done = true;
@@ -1361,6 +1506,7 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
         if (ev->node <= 0 || ev->node >= n)
             break;
         s->up[ev->node] = true;
+        ddp_record_event(s->rec, "node_join", json_pack("{s:i}", "node", ev->node));
         ddp_info("node %d joined (%d of %d nodes up)", ev->node, 1 + ddp_coord_joined(s->coord), n);
         if (s->waiting && !s->cur && s->pol.attempt == 0 && ddp_coord_joined(s->coord) == n - 1) {
             uv_timer_stop(&s->join);
@@ -1372,6 +1518,7 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
             break;
         s->up[ev->node] = false;
         snprintf(why, sizeof(why), "node %d lost: %s", ev->node, ev->reason);
+        ddp_record_event(s->rec, "node_lost", json_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
         ddp_error("%s", why);
         if (s->round_live && ddp_coord_round_end(&s->round, s->round.attempt, ev->node, 1, why))
             leader_remote_failed(s, 1, why);
@@ -1619,6 +1766,14 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
             s->launcher_failed = true;
         }
     }
+    s->job_start_ms = ddp_now_ms();
+    ddp_time_iso(NULL, s->job_start_iso);
+    if (ctx->logdir) {
+        struct ddp_err rerr = {0};
+        if (ddp_record_open(ddp_logdir_fd(ctx->logdir), ddp_logdir_path(ctx->logdir), &s->rec, &rerr) < 0)
+            ddp_warn("no run record: %s", rerr.msg);
+        rec_job_start(s);
+    }
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
     rc = s->launcher_failed ? -1 : s->multi ? multi_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
@@ -1635,6 +1790,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     uv_run(&s->loop, UV_RUN_DEFAULT);
     uv_loop_close(&s->loop);
     ddp_output_free(&s->out);
+    ddp_record_close(s->rec);
     ended_clear(&s->root);
     clear_others(s);
     free(s->exclude);

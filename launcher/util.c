@@ -338,3 +338,19 @@ void ddp_buf_free(struct ddp_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
+
+char *ddp_time_iso(const struct timespec *ts, char buf[32])
+{
+    struct timespec now;
+    struct tm tm;
+    size_t n;
+    if (!ts) {
+        clock_gettime(CLOCK_REALTIME, &now);
+        ts = &now;
+    }
+    time_t sec = ts->tv_sec;
+    gmtime_r(&sec, &tm);
+    n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, 32 - n, ".%03dZ", (int)((ts->tv_nsec / 1000000) % 1000));
+    return buf;
+}

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 /* An error a function could not handle, with the message a user should read.
  * code is a negative errno (or -EINVAL for bad input). msg never ends in '\n'. */
@@ -77,6 +78,9 @@ int ddp_parse_duration(const char *s, long long *ms_out, struct ddp_err *err);
 /* Monotonic clock in milliseconds / nanoseconds. */
 long long ddp_now_ms(void);
 long long ddp_now_ns(void);
+/* A wall-clock time as ISO 8601 UTC with milliseconds ("2026-12-01T01:08:54.123Z", 24 chars + NUL): strings in
+ * this format sort as the times do. Pure; returns buf. ts NULL = now. */
+char *ddp_time_iso(const struct timespec *ts, char buf[32]);
 
 /* JSON string output: writes "s" with escapes to buf (a strv-free helper for plan/topo/doctor). */
 struct ddp_buf {

@@ -258,3 +258,49 @@ Test(output, progress_updates_at_once_and_never_merged)
     ddp_stream_free(&b);
     fx_free(&f);
 }
+
+Test(output, time_field_in_the_console_prefix_and_the_timed_log)
+{
+    struct fx f;
+    struct ddp_stream so, se;
+    size_t len;
+    char before[32], after[32];
+    int tfd = tmpfd();
+    fx_init(&f);
+    ddp_stream_init(&so, 0, "${time} [r1]: ", true, false, -1);
+    ddp_stream_init(&se, 1, "[r1]: ", true, false, -1);
+    so.time_fd = se.time_fd = tfd; /* one timed log for both streams of a worker */
+    ddp_time_iso(NULL, before);
+    ddp_stream_feed(&f.o, &so, "hello\n", 6);
+    ddp_stream_feed(&f.o, &se, "oops\npart", 9);
+    ddp_stream_finish(&f.o, &se);
+    ddp_time_iso(NULL, after);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.out[0], &len);
+    cr_assert_eq(len, 24 + 13, "%s", got);
+    cr_expect(strncmp(got, before, 24) >= 0 && strncmp(got, after, 24) <= 0, "%s", got);
+    cr_expect(strncmp(got + 24, " [r1]: hello\n", 13) == 0, "%s", got);
+    free(got);
+    got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, "[r1]: oops\n[r1]: part\n", "no time field unless the template asks");
+    free(got);
+    got = slurp(tfd, &len);
+    /* "2026-12-01T01:08:54.123Z out hello\n..." */
+    cr_assert_eq(len, 3 * 30 + 5 + 4 + 4, "%s", got);
+    const char *want[3] = {" out hello", " err oops", " err part"};
+    const char *l = got;
+    char prev[32] = "";
+    for (int i = 0; i < 3; i++) {
+        cr_expect(l[4] == '-' && l[10] == 'T' && l[19] == '.' && l[23] == 'Z', "%s", l);
+        cr_expect(strncmp(l + 24, want[i], strlen(want[i])) == 0, "%s", l);
+        cr_expect(strncmp(prev, l, 24) <= 0, "sorted");
+        memcpy(prev, l, 24);
+        l = strchr(l, '\n') + 1;
+    }
+    free(got);
+    ddp_stream_free(&so);
+    ddp_stream_free(&se);
+    cr_expect_eq(fcntl(tfd, F_GETFD), 0, "the timed log is the caller's: not closed by the streams");
+    close(tfd);
+    fx_free(&f);
+}

@@ -1,0 +1,99 @@
+/* Unit tests for record.c: events.jsonl lines and summary.json, and the time format they share with the logs. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "record.h"
+
+Test(record, time_format_sorts)
+{
+    char a[32], b[32];
+    struct timespec t1 = {.tv_sec = 1795992869, .tv_nsec = 5000000}, t2 = {.tv_sec = 1795992869, .tv_nsec = 999999999};
+    cr_expect_str_eq(ddp_time_iso(&t1, a), "2026-11-29T22:54:29.005Z");
+    cr_expect_str_eq(ddp_time_iso(&t2, b), "2026-11-29T22:54:29.999Z");
+    cr_expect(strcmp(a, b) < 0);
+}
+
+Test(record, events_are_lines_and_summary_is_atomic)
+{
+    char dir[] = "/tmp/ddp_test_record_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char *sub = strdup(dir);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    struct ddp_record *r;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_record_open(dfd, dir, &r, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(ddp_record_dir(r), dir);
+    ddp_record_event(r, "one", json_pack("{s:i, s:s}", "x", 1, "s", "line\nbreak"));
+    ddp_record_event(r, "two", NULL);
+    ddp_record_event(NULL, "none", json_object()); /* no record: frees, does nothing */
+    cr_assert_eq(ddp_record_summary(r, json_pack("{s:i}", "exit_status", 3)), 0);
+    ddp_record_close(r);
+    close(dfd);
+
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/events.jsonl", sub) > 0);
+    FILE *f = fopen(p, "r");
+    cr_assert(f);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof(line), f)) {
+        json_error_t je;
+        json_t *o = json_loads(line, 0, &je);
+        cr_assert(o, "line %d is not JSON: %s", n + 1, line);
+        cr_expect_eq(json_integer_value(json_object_get(o, "v")), 1);
+        cr_expect_eq(strlen(json_string_value(json_object_get(o, "ts"))), 24u);
+        cr_expect_str_eq(json_string_value(json_object_get(o, "event")), n == 0 ? "one" : "two");
+        if (n == 0)
+            cr_expect_str_eq(json_string_value(json_object_get(o, "s")), "line\nbreak");
+        json_decref(o);
+        n++;
+    }
+    fclose(f);
+    cr_expect_eq(n, 2);
+    free(p);
+    cr_assert(asprintf(&p, "%s/summary.json", sub) > 0);
+    json_error_t je;
+    json_t *s = json_load_file(p, 0, &je);
+    cr_assert(s, "%s", je.text);
+    cr_expect_eq(json_integer_value(json_object_get(s, "exit_status")), 3);
+    cr_expect_eq(json_integer_value(json_object_get(s, "v")), 1);
+    json_decref(s);
+    free(p);
+    char *cmd = NULL;
+    cr_assert(asprintf(&cmd, "ls -A %s | tr '\\n' ' '", sub) > 0);
+    FILE *ls = popen(cmd, "r");
+    char got[256] = "";
+    cr_assert(fgets(got, sizeof(got), ls));
+    pclose(ls);
+    cr_expect_str_eq(got, "events.jsonl summary.json ", "no temporary file left");
+    free(cmd);
+    cr_assert(asprintf(&cmd, "rm -rf %s", dir) > 0);
+    cr_expect_eq(system(cmd), 0);
+    free(cmd);
+    free(sub);
+}
+
+Test(record, refuses_a_symlinked_events_file)
+{
+    char dir[] = "/tmp/ddp_test_record_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/events.jsonl", dir) > 0);
+    cr_assert_eq(symlink("/etc/passwd", p), 0);
+    struct ddp_record *r = NULL;
+    struct ddp_err err = {0};
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    cr_expect_lt(ddp_record_open(dfd, dir, &r, &err), 0);
+    close(dfd);
+    cr_expect_null(r);
+    cr_expect(strstr(err.msg, "events.jsonl") != NULL, "%s", err.msg);
+    unlink(p);
+    rmdir(dir);
+    free(p);
+}
