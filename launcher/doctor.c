@@ -39,15 +39,16 @@ void ddp_doctor_check_state_dirs(struct ddp_check_report *r, char *const *envp, 
 
     rc = ddp_rundir_open_shared(lock, &fd, &err);
     if (rc < 0) {
-        ddp_check_add(r, DDP_CHECK_FAIL, "state-dir",
-                       "fix its owner/mode (root or you, 1777), or point DDPLAUNCH_LOCK_DIR elsewhere", "%s",
-                       err.msg);
+        /* leases and port reservations are kernel locks: only the job names shown beside them are lost */
+        ddp_check_add(r, DDP_CHECK_WARN, "state-dir",
+                       "fix its owner/mode (root or you, 1777), or point DDPLAUNCH_LOCK_DIR elsewhere",
+                       "%s: leases still work, but their job names are not shown to others", err.msg);
         goto priv;
     }
     if (faccessat(fd, ".", W_OK, AT_EACCESS) != 0) {
-        /* read-only: ddplaunch can still lock existing files read-only, but cannot create new ones */
         ddp_check_add(r, DDP_CHECK_WARN, "state-dir", "make it writable for every user (mode 1777)",
-                       "lock directory %s is not writable by this user (%s): new ports and GPUs cannot be reserved",
+                       "lock directory %s is not writable by this user (%s): leases still work, but their job "
+                       "names are not shown to others",
                        lock, strerror(errno));
         rc = -1;
     }

@@ -14,10 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "klock.h"
 #include "rundir.h"
 
 struct ddp_lease {
-    int dirfd;
+    int dirfd; /* the info directory, -1 when it cannot be used */
     size_t n;
     int *fds;
     char **busids; /* canonical */
@@ -87,81 +88,80 @@ int ddp_lease_parse_info(const char *text, struct ddp_lease_info *info)
     return have_pid ? 0 : -EINVAL;
 }
 
-static void lock_name(const char *busid, char *buf, size_t len)
+static void lock_name(const char *ns, const char *busid, char out[DDP_KLOCK_NAME_MAX + 1])
 {
-    snprintf(buf, len, "gpu-%s.lock", busid);
+    char what[48];
+    snprintf(what, sizeof what, "gpu-%s", busid);
+    ddp_klock_name(ns, what, out);
 }
 
-/* Is the lock file of busid (canonical) held? 1 held, 0 free, negative errno. Fills *holder from /proc/locks. */
-static int probe_one(int dirfd, const char *busid, pid_t *holder)
+/* Is busid (canonical) leased? 1 held, 0 free, negative errno. */
+static int probe_one(const char *ns, const char *busid)
 {
-    char name[64];
-    lock_name(busid, name, sizeof name);
+    char name[DDP_KLOCK_NAME_MAX + 1];
+    lock_name(ns, busid, name);
+    return ddp_klock_probe(name);
+}
+
+/* The info file "gpu-BUSID.UID.info" of user uid, trusted only when that user owns it (a regular file, not
+ * a link) and it names pid: 0 with *cand, or a negative errno. */
+static int read_info_of(int dirfd, const char *busid, uid_t uid, pid_t pid, struct ddp_lease_info *cand)
+{
+    char name[96], buf[4096];
+    struct stat st;
+    snprintf(name, sizeof name, "gpu-%s.%u.info", busid, (unsigned)uid);
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;
-    int held = 0;
-    if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
-        if (errno != EWOULDBLOCK) {
-            int e = -errno;
-            close(fd);
-            return e;
-        }
-        held = 1;
-        if (holder)
-            *holder = ddp_rundir_lock_holder(fd);
+        return -errno;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1) {
+        close(fd);
+        return -EPERM;
     }
+    ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    return held;
+    if (n < 0)
+        return -EIO;
+    buf[n] = '\0';
+    if (ddp_lease_parse_info(buf, cand) < 0 || cand->pid != pid)
+        return -ESRCH;
+    return 0;
 }
 
-/* Fill info for a held GPU from its info files: the one whose pid is the lock's holder, else the newest whose
- * process is alive. */
-static void read_holder_info(int dirfd, const char *busid, pid_t holder, struct ddp_lease_info *info)
+/* Fill info for a held GPU: pid and user from the kernel (the lock's SO_PEERCRED); job name and start time
+ * from the holder's own info file when that user owns it and it names that pid. */
+static void read_holder_info(const char *ns, int dirfd, const char *busid, struct ddp_lease_info *info)
 {
+    char name[DDP_KLOCK_NAME_MAX + 1];
+    struct ddp_klock_holder h;
     memset(info, 0, sizeof *info);
     snprintf(info->busid, sizeof info->busid, "%s", busid);
-    info->pid = holder;
-    DIR *d = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!d)
+    lock_name(ns, busid, name);
+    if (ddp_klock_holder(name, &h) < 0 || !h.known)
         return;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "gpu-%s.", busid);
-    size_t plen = strlen(prefix);
-    struct ddp_lease_info best = {0};
-    bool have = false;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t nlen = strlen(de->d_name);
-        if (strncmp(de->d_name, prefix, plen) != 0 || nlen < 5 || strcmp(de->d_name + nlen - 5, ".info") != 0)
-            continue;
-        char *text = NULL;
-        if (ddp_rundir_read_small(dirfd, de->d_name, 4096, &text) < 0)
-            continue;
-        struct ddp_lease_info cand;
-        int rc = ddp_lease_parse_info(text, &cand);
-        free(text);
-        if (rc < 0)
-            continue;
-        if (holder > 0 && cand.pid == holder) {
-            best = cand;
-            have = true;
-            break;
-        }
-        if (holder <= 0 && kill(cand.pid, 0) == 0 && (!have || cand.start_unix > best.start_unix)) {
-            best = cand;
-            have = true;
-        }
+    info->pid = h.pid;
+    info->uid = h.uid;
+    info->known = true;
+    struct passwd pw, *res = NULL;
+    char pwbuf[1024];
+    if (getpwuid_r(h.uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+        snprintf(info->user, sizeof info->user, "%s", res->pw_name);
+    else
+        snprintf(info->user, sizeof info->user, "uid %u", (unsigned)h.uid);
+    ddp_printable(info->user);
+    struct ddp_lease_info cand;
+    if (dirfd >= 0 && h.pid > 0 && read_info_of(dirfd, busid, h.uid, h.pid, &cand) == 0) {
+        snprintf(info->job, sizeof info->job, "%s", cand.job);
+        ddp_printable(info->job);
+        info->start_unix = cand.start_unix;
     }
-    closedir(d);
-    if (have) {
-        snprintf(info->job, sizeof info->job, "%s", best.job);
-        snprintf(info->user, sizeof info->user, "%s", best.user);
-        info->start_unix = best.start_unix;
-        info->pid = best.pid;
-    } else if (holder > 0) {
-        ddp_rundir_proc_identity(holder, NULL, 0, info->user, sizeof info->user);
-    }
+}
+
+/* The info directory, or -1 when it cannot be used (missing, taken over by another user: then holders are
+ * shown without job names). */
+static int open_info_dir(const char *lock_dir)
+{
+    int fd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return fd < 0 ? -1 : fd;
 }
 
 static void format_holder(struct ddp_buf *b, const struct ddp_lease_info *in)
@@ -171,10 +171,14 @@ static void format_holder(struct ddp_buf *b, const struct ddp_lease_info *in)
     else
         ddp_buf_puts(b, "a ddplaunch job ");
     ddp_buf_puts(b, "(");
+    if (!in->known) {
+        ddp_buf_puts(b, "holder unknown: a process that does not answer)");
+        return;
+    }
     if (in->pid > 0)
         ddp_buf_printf(b, "pid %d", (int)in->pid);
     else
-        ddp_buf_puts(b, "pid unknown");
+        ddp_buf_puts(b, "pid not visible here");
     if (in->user[0])
         ddp_buf_printf(b, ", user %s", in->user);
     if (in->start_unix > 0) {
@@ -222,20 +226,14 @@ static int canon_all(const char *const *busids, size_t n, char (*canon)[32], str
 int ddp_lease_probe(const char *lock_dir, const char *const *busids, size_t n, bool *held, struct ddp_err *err)
 {
     char(*canon)[32] = ddp_xcalloc(n ? n : 1, 32);
-    int dirfd = -1;
     int rc = canon_all(busids, n, canon, err);
-    if (rc == 0)
-        rc = ddp_rundir_open_shared(lock_dir, &dirfd, err);
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        int h = probe_one(dirfd, canon[i], NULL);
+        int h = probe_one(lock_dir, canon[i]);
         if (h < 0)
-            rc = ddp_errf(err, h, "gpu %s: cannot check its lease in %s: %s", canon[i], lock_dir,
-                          strerror(-h));
+            rc = ddp_errf(err, h, "gpu %s: cannot check its lease: %s", canon[i], strerror(-h));
         else
             held[i] = h == 1;
     }
-    if (dirfd >= 0)
-        close(dirfd);
     free(canon);
     return rc;
 }
@@ -245,16 +243,14 @@ static int cmp_canon(const void *a, const void *b)
     return strcmp((const char *)a, (const char *)b);
 }
 
-static char *describe_dirfd(int dirfd, char (*canon)[32], size_t n)
+static char *describe_held(const char *ns, int dirfd, char (*canon)[32], size_t n)
 {
     struct ddp_buf b = {0};
     struct ddp_lease_info *v = ddp_xcalloc(n ? n : 1, sizeof *v);
     size_t cnt = 0;
-    for (size_t i = 0; i < n; i++) {
-        pid_t holder = 0;
-        if (probe_one(dirfd, canon[i], &holder) == 1)
-            read_holder_info(dirfd, canon[i], holder, &v[cnt++]);
-    }
+    for (size_t i = 0; i < n; i++)
+        if (probe_one(ns, canon[i]) == 1)
+            read_holder_info(ns, dirfd, canon[i], &v[cnt++]);
     format_infos(&b, v, cnt);
     free(v);
     ddp_buf_add(&b, "", 1);
@@ -278,12 +274,12 @@ static void write_info(struct ddp_lease *l, const char *job_name)
     char *text = ddp_xasprintf("pid=%d\njob=%s\nuser=%s\nuid=%u\nstart=%lld\n", (int)getpid(), job, user,
                                (unsigned)geteuid(), (long long)time(NULL));
     free(job);
-    for (size_t i = 0; i < l->n; i++) {
+    for (size_t i = 0; l->dirfd >= 0 && i < l->n; i++) {
         char name[96];
         snprintf(name, sizeof name, "gpu-%s.%u.info", l->busids[i], (unsigned)geteuid());
         struct ddp_err e = {0};
         if (ddp_rundir_write_owned(l->dirfd, name, text, &e) < 0)
-            ddp_warn("gpu %s: leased, but cannot record who holds it: %s", l->busids[i], e.msg);
+            ddp_debug("gpu %s: leased, but cannot record the job's name: %s", l->busids[i], e.msg);
     }
     free(text);
 }
@@ -293,12 +289,16 @@ int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, co
 {
     char(*canon)[32] = ddp_xcalloc(n ? n : 1, 32);
     int rc = canon_all(busids, n, canon, err);
-    int dirfd = -1;
-    if (rc == 0)
-        rc = ddp_rundir_open_shared(lock_dir, &dirfd, err);
     if (rc < 0) {
         free(canon);
         return rc;
+    }
+    /* the info directory is for job names only: exclusion never depends on it */
+    int dirfd = -1;
+    struct ddp_err derr = {0};
+    if (ddp_rundir_open_shared(lock_dir, &dirfd, &derr) < 0) {
+        ddp_debug("%s: jobs will not see this job's name", derr.msg);
+        dirfd = -1;
     }
     /* the same order in every job: two jobs wanting overlapping sets collide on the first common GPU */
     qsort(canon, n, 32, cmp_canon);
@@ -310,34 +310,24 @@ int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, co
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (i > 0 && strcmp(canon[i], canon[i - 1]) == 0)
             continue; /* listed twice */
-        char name[64];
-        int fd;
-        lock_name(canon[i], name, sizeof name);
-        rc = ddp_rundir_open_lock(dirfd, name, &fd, NULL, err);
-        if (rc < 0)
-            break;
-        /* a probe (LOCK_SH for microseconds) may be in the way: retry briefly before calling it busy */
-        int got = -1;
-        for (int attempt = 0; attempt < 5; attempt++) {
-            if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-                got = 0;
-                break;
+        char name[DDP_KLOCK_NAME_MAX + 1];
+        int fd = -1;
+        lock_name(lock_dir, canon[i], name);
+        /* a probe (holding the name for microseconds) may be in the way: retry briefly before calling it busy */
+        int got = 0;
+        for (int attempt = 0; attempt < 5 && got == 0; attempt++) {
+            got = ddp_klock_take(name, &fd);
+            if (got == 0) {
+                struct timespec ts = {0, 2 * 1000 * 1000};
+                nanosleep(&ts, NULL);
             }
-            if (errno != EWOULDBLOCK) {
-                got = -errno;
-                break;
-            }
-            struct timespec ts = {0, 2 * 1000 * 1000};
-            nanosleep(&ts, NULL);
         }
-        if (got < 0) {
-            close(fd);
-            if (got == -1) {
+        if (got <= 0) {
+            if (got == 0) {
                 busy_at = i;
                 rc = -EBUSY;
             } else {
-                rc = ddp_errf(err, got, "gpu %s: cannot lock %s/%s: %s", canon[i], lock_dir, name,
-                              strerror(-got));
+                rc = ddp_errf(err, got, "gpu %s: cannot take its lease: %s", canon[i], strerror(-got));
             }
             break;
         }
@@ -352,7 +342,7 @@ int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, co
         }
         l->n = 0;
         if (rc == -EBUSY) {
-            char *who = describe_dirfd(dirfd, canon + busy_at, n - busy_at);
+            char *who = describe_held(lock_dir, dirfd, canon + busy_at, n - busy_at);
             ddp_errf(err, -EBUSY, "GPUs leased by other jobs: %s",
                      who[0] ? who : "(released meanwhile: try again)");
             free(who);
@@ -375,7 +365,8 @@ void ddp_lease_release(struct ddp_lease *l)
         /* remove our info file while still holding the lock: nobody else may have rewritten it */
         char name[96];
         snprintf(name, sizeof name, "gpu-%s.%u.info", l->busids[i], (unsigned)geteuid());
-        unlinkat(l->dirfd, name, 0);
+        if (l->dirfd >= 0)
+            unlinkat(l->dirfd, name, 0);
         close(l->fds[i]);
         free(l->busids[i]);
     }
@@ -460,36 +451,25 @@ int ddp_lease_list(const char *lock_dir, struct ddp_lease_info **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    int dirfd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dirfd < 0)
-        return errno == ENOENT ? 0 : -errno;
-    DIR *d = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!d) {
-        int e = -errno;
+    char prefix[DDP_KLOCK_NAME_MAX + 1];
+    struct ddp_strv names = {0};
+    ddp_klock_name(lock_dir, "gpu-", prefix);
+    int rc = ddp_klock_list(prefix, &names);
+    if (rc < 0)
+        return rc;
+    int dirfd = open_info_dir(lock_dir);
+    struct ddp_lease_info *v = ddp_xcalloc(names.n ? names.n : 1, sizeof *v);
+    size_t cnt = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        const char *busid = names.v[i] + strlen(prefix);
+        char canon[32];
+        if (canon_busid(busid, canon) < 0 || strcmp(canon, busid) != 0 || probe_one(lock_dir, canon) != 1)
+            continue;
+        read_holder_info(lock_dir, dirfd, canon, &v[cnt++]);
+    }
+    if (dirfd >= 0)
         close(dirfd);
-        return e;
-    }
-    struct ddp_lease_info *v = NULL;
-    size_t cnt = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t len = strlen(de->d_name);
-        char busid[32];
-        if (strncmp(de->d_name, "gpu-", 4) != 0 || len < 9 || strcmp(de->d_name + len - 5, ".lock") != 0 ||
-            len - 9 >= sizeof busid)
-            continue;
-        snprintf(busid, sizeof busid, "%.*s", (int)(len - 9), de->d_name + 4);
-        pid_t holder = 0;
-        if (!ddp_lease_busid_ok(busid) || probe_one(dirfd, busid, &holder) != 1)
-            continue;
-        if (cnt == cap) {
-            cap = cap ? 2 * cap : 8;
-            v = ddp_xrealloc(v, cap * sizeof *v);
-        }
-        read_holder_info(dirfd, busid, holder, &v[cnt++]);
-    }
-    closedir(d);
-    close(dirfd);
+    ddp_strv_clear(&names);
     if (cnt)
         qsort(v, cnt, sizeof *v, cmp_info);
     *out = v;

@@ -1,6 +1,8 @@
-/* lease: GPU leases between ddplaunch jobs on one host: one advisory lock (flock) per GPU, named by PCI bus id,
- * in the shared lock directory, held by the launcher for the job's life and dropped by the kernel when it exits
- * or is killed; a small info file per GPU and user says who holds it (job, pid, user, since when).
+/* lease: GPU leases between ddplaunch jobs on one host: one kernel lock per GPU (klock.h: an abstract unix
+ * socket named by the lock directory setting and the PCI bus id), held by the launcher for the job's life and
+ * dropped by the kernel when it exits or is killed; nobody can delete, plant or forge one. Who holds a GPU
+ * (pid, user) comes from the kernel; the job's name and start time from a small info file per GPU and user
+ * in the lock directory, believed only when that user owns it and it names that pid.
  * It does not choose GPUs (topo.h) and does not see GPUs used by programs that are not ddplaunch. */
 #ifndef DDP_LEASE_H
 #define DDP_LEASE_H
@@ -16,7 +18,7 @@ struct ddp_lease;
 
 /* Whether each of busids[0..n) is leased by someone now (another job, or another lease in this process).
  * Does not wait; a probe can make a concurrent ddp_lease_take() miss for a moment, which it retries.
- * Returns 0 with held[i] filled, or a negative errno with err (lock directory unusable, bad bus id). */
+ * Returns 0 with held[i] filled, or a negative errno with err (bad bus id, no sockets left). */
 int ddp_lease_probe(const char *lock_dir, const char *const *busids, size_t n, bool *held, struct ddp_err *err);
 
 /* Lease all of busids[0..n) (PCI bus ids "0000:17:00.0", any case) or none, without waiting. job_name names the
@@ -47,13 +49,15 @@ int ddp_lease_acquire(const char *lock_dir, const char *const *all_busids, size_
 /* A current lease, for `ddplaunch topo` and `doctor`. */
 struct ddp_lease_info {
     char busid[32];
-    pid_t pid;            /* holder (from /proc/locks or the info file), 0 when unknown */
-    char job[128];        /* "" when unknown */
-    char user[64];        /* "" when unknown */
-    long long start_unix; /* seconds since the epoch, 0 when unknown */
+    bool known;           /* holder known from the kernel; false: held by a process that does not answer */
+    pid_t pid;            /* holder, from the kernel (0 when unknown or in a pid namespace not visible here) */
+    uid_t uid;            /* holder's user id, from the kernel */
+    char job[128];        /* from the holder's own info file, control characters replaced; "" when unknown */
+    char user[64];        /* user name of uid; "" when unknown */
+    long long start_unix; /* from the holder's info file, seconds since the epoch, 0 when unknown */
 };
 /* Every GPU leased now under lock_dir, sorted by bus id. Returns 0 with *out (caller frees with free()) and
- * *n, or a negative errno. A lock directory that does not exist yet means no leases (0, n = 0). */
+ * *n, or a negative errno (/proc/net/unix unreadable). */
 int ddp_lease_list(const char *lock_dir, struct ddp_lease_info **out, size_t *n);
 
 /* One line per leased GPU among busids (all leases when busids is NULL), as in the -EBUSY message:

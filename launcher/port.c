@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "klock.h"
 #include "rundir.h"
 
 struct ddp_port_resv {
@@ -263,6 +265,7 @@ int ddp_port_holder(int port, struct ddp_port_holder *h)
             if (h->pid > 0) {
                 ddp_rundir_proc_identity(h->pid, h->comm, sizeof h->comm, h->user, sizeof h->user);
                 read_cmdline(h->pid, h->cmdline, sizeof h->cmdline);
+                ddp_printable(h->cmdline);
                 return 0;
             }
         }
@@ -311,55 +314,55 @@ int ddp_port_probe(int port)
     return rc;
 }
 
-/* Try to lock port's file: 1 locked (fd in *fd_out), 0 held by another job, negative errno. */
-static int lock_port(int dirfd, int port, int *fd_out, struct ddp_err *err)
+static void port_lock_name(const char *ns, int port, char out[DDP_KLOCK_NAME_MAX + 1])
 {
-    char name[32];
-    snprintf(name, sizeof name, "port-%d.lock", port);
-    int fd;
-    int rc = ddp_rundir_open_lock(dirfd, name, &fd, NULL, err);
-    if (rc < 0)
-        return rc;
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int e = errno;
-        close(fd);
-        if (e == EWOULDBLOCK)
-            return 0;
-        return ddp_errf(err, -e, "cannot lock %s: %s", name, strerror(e));
-    }
-    *fd_out = fd;
-    return 1;
+    char what[32];
+    snprintf(what, sizeof what, "port-%d", port);
+    ddp_klock_name(ns, what, out);
 }
 
-static void describe_pid(pid_t pid, char *buf, size_t len)
+/* Try to take port's kernel lock: 1 taken (fd in *fd_out), 0 held by another job, negative errno. */
+static int lock_port(const char *ns, int port, int *fd_out, struct ddp_err *err)
+{
+    char name[DDP_KLOCK_NAME_MAX + 1];
+    port_lock_name(ns, port, name);
+    int rc = ddp_klock_take(name, fd_out);
+    if (rc < 0)
+        return ddp_errf(err, rc, "port %d: cannot take its reservation: %s", port, strerror(-rc));
+    return rc;
+}
+
+/* pid and uid come from the kernel (the lock's SO_PEERCRED); the command name from /proc */
+static void describe_pid(pid_t pid, uid_t uid, char *buf, size_t len)
 {
     char comm[64] = "", user[64] = "";
-    if (pid > 0 && ddp_rundir_proc_identity(pid, comm, sizeof comm, user, sizeof user) == 0)
+    struct passwd pw, *res = NULL;
+    char pwbuf[1024];
+    if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+        snprintf(user, sizeof user, "%s", res->pw_name);
+    else
+        snprintf(user, sizeof user, "uid %u", (unsigned)uid);
+    ddp_printable(user);
+    if (pid > 0 && ddp_rundir_proc_identity(pid, comm, sizeof comm, NULL, 0) == 0)
         snprintf(buf, len, "pid %d, %s, user %s", (int)pid, comm, user);
     else if (pid > 0)
-        snprintf(buf, len, "pid %d", (int)pid);
+        snprintf(buf, len, "pid %d, user %s", (int)pid, user);
     else
-        snprintf(buf, len, "a process this user cannot see");
+        snprintf(buf, len, "a process of user %s in another pid namespace", user);
 }
 
 int ddp_port_lock_holder(const char *lock_dir, int port, char *buf, size_t len)
 {
-    int dirfd;
-    if (ddp_rundir_open_shared(lock_dir, &dirfd, NULL) < 0)
+    char name[DDP_KLOCK_NAME_MAX + 1];
+    struct ddp_klock_holder h;
+    port_lock_name(lock_dir, port, name);
+    if (ddp_klock_holder(name, &h) < 0)
         return -ENOENT;
-    char name[32];
-    snprintf(name, sizeof name, "port-%d.lock", port);
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    close(dirfd);
-    if (fd < 0)
-        return -ENOENT;
-    int rc = -ENOENT;
-    if (flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
-        describe_pid(ddp_rundir_lock_holder(fd), buf, len);
-        rc = 0;
-    }
-    close(fd); /* drops the probe's shared lock, if it got one */
-    return rc;
+    if (!h.known)
+        snprintf(buf, len, "holder unknown: a process that does not answer");
+    else
+        describe_pid(h.pid, h.uid, buf, len);
+    return 0;
 }
 
 static int busy_message(int port, const char *addr, int probe_rc, struct ddp_err *err)
@@ -388,14 +391,6 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
                      struct ddp_err *err)
 {
     const char *addr = req->addr && *req->addr ? req->addr : "localhost";
-    int dirfd = -1;
-    struct ddp_err derr = {0};
-    if (ddp_rundir_open_shared(req->lock_dir, &dirfd, &derr) < 0) {
-        ddp_warn("%s; choosing MASTER_PORT by bind test alone (no protection against other ddplaunch jobs "
-                 "starting at the same moment)",
-                 derr.msg);
-        dirfd = -1;
-    }
 
     int lo, hi;
     unsigned n;
@@ -409,8 +404,6 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
             ddp_port_default_range(req->ephemeral_range, &lo, &hi);
         }
         if (hi < lo) {
-            if (dirfd >= 0)
-                close(dirfd);
             return ddp_errf(err, -EINVAL, "master_port = auto:%d-%d is an empty range", lo, hi);
         }
         n = (unsigned)(hi - lo + 1);
@@ -427,18 +420,15 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
                    : req->slurm_job_id ? ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, i)
                                        : lo + (int)i;
         int fd = -1;
-        if (dirfd >= 0) {
-            int rc = lock_port(dirfd, port, &fd, err);
-            if (rc < 0) {
-                close(dirfd);
+        {
+            int rc = lock_port(req->lock_dir, port, &fd, err);
+            if (rc < 0)
                 return rc;
-            }
             if (rc == 0) {
                 held++;
                 if (!req->spec.is_auto) {
                     char who[160] = "";
                     ddp_port_lock_holder(req->lock_dir, port, who, sizeof who);
-                    close(dirfd);
                     return ddp_errf(err, -EADDRINUSE,
                                     "master_port %d on %s is reserved by another ddplaunch job (%s); "
                                     "use master_port = auto to pick a free port",
@@ -452,15 +442,10 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
             if (fd >= 0)
                 close(fd);
             in_use++;
-            if (!req->spec.is_auto) {
-                if (dirfd >= 0)
-                    close(dirfd);
+            if (!req->spec.is_auto)
                 return busy_message(port, addr, prc, err);
-            }
             continue;
         }
-        if (dirfd >= 0)
-            close(dirfd);
         struct ddp_port_resv *r = ddp_xcalloc(1, sizeof *r);
         r->port = port;
         r->lock_fd = fd;
@@ -468,8 +453,6 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
         *port_out = port;
         return 0;
     }
-    if (dirfd >= 0)
-        close(dirfd);
     if (req->slurm_job_id && n < (unsigned)(hi - lo + 1))
         return ddp_errf(err, -EBUSY,
                         "the MASTER_PORT derived from Slurm job %llu (%d) is busy on this host "

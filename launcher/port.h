@@ -1,6 +1,6 @@
 /* port: MASTER_PORT for a job: `auto` picks a port free on this host now and reserved against every other
- * ddplaunch job (flock on a per-port file in the shared lock directory, held by the launcher for the job's
- * life and dropped by the kernel when the launcher dies); an explicit busy port is refused naming its holder
+ * ddplaunch job (a kernel lock per port, klock.h, in the lock directory's namespace, held by the launcher for
+ * the job's life and dropped by the kernel when the launcher dies; no user can delete, plant or forge one); an explicit busy port is refused naming its holder
  * (from /proc, as `ss -ltnp` would). It does not start workers, and cannot stop non-ddplaunch programs from
  * taking a port between the check and the workers' bind. */
 #ifndef DDP_PORT_H
@@ -74,7 +74,7 @@ int ddp_port_probe(int port);
 
 /* What to reserve. */
 struct ddp_port_req {
-    const char *lock_dir;          /* ddp_rundir_lock_dir(envp) */
+    const char *lock_dir;          /* ddp_rundir_lock_dir(envp): the lock namespace */
     const char *addr;              /* master_addr, for messages; NULL = "localhost" */
     struct ddp_port_spec spec;     /* explicit port, or auto with its range (lo == hi == 0: default range) */
     unsigned long long slurm_job_id;  /* nonzero: auto candidates come from ddp_port_slurm_candidate() */
@@ -92,7 +92,7 @@ struct ddp_port_resv;
  * that port, refused when another ddplaunch job holds its lock or a socket listens on it, with a one-line
  * message naming the port, the address and the holder (pid, command, user) and suggesting master_port = auto.
  * The lock fd is O_CLOEXEC, so workers never inherit it; keep the reservation until the job has ended.
- * When the lock directory cannot be used, warns once and reserves by bind test alone.
+ * A port whose lock another process holds (a job, or a squatter) is skipped as busy.
  * Returns 0 with *out and *port_out, -EADDRINUSE (explicit port busy, or no free port in the range), or
  * another negative errno, with err. Caller owns *out; free with ddp_port_release(). */
 int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out, int *port_out,
@@ -102,8 +102,8 @@ void ddp_port_release(struct ddp_port_resv *r);
 /* The reserved port. */
 int ddp_port_resv_port(const struct ddp_port_resv *r);
 
-/* Describe who reserved port through ddplaunch (the pid holding its lock) into buf: "pid 123 (ddplaunch,
- * user alice)". Returns 0, or -ENOENT when the lock is free or unknown. For `doctor`. */
+/* Describe who holds port's lock into buf, pid and user as the kernel reports them: "pid 123, ddplaunch,
+ * user alice". Returns 0, or -ENOENT when the lock is free. For `doctor` and messages. */
 int ddp_port_lock_holder(const char *lock_dir, int port, char *buf, size_t len);
 
 #endif

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 const char *ddp_rundir_lock_dir(char *const *envp)
@@ -102,57 +101,6 @@ static int check_plain(int fd, const char *what, const char *name, struct ddp_er
     if (st.st_nlink != 1)
         return ddp_errf(err, -EPERM, "%s %s has %lu hard links (expected 1); refusing it", what, name,
                         (unsigned long)st.st_nlink);
-    return 0;
-}
-
-int ddp_rundir_open_lock(int dirfd, const char *name, int *fd_out, bool *writable_out, struct ddp_err *err)
-{
-    const int base = O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-    int fd = -1;
-    bool writable = true;
-    for (int tries = 0; tries < 8 && fd < 0; tries++) {
-        fd = openat(dirfd, name, O_RDWR | base);
-        if (fd < 0 && errno == EACCES) {
-            writable = false;
-            fd = openat(dirfd, name, O_RDONLY | base);
-        }
-        if (fd >= 0)
-            break;
-        if (errno == ENOENT) {
-            writable = true;
-            fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | base, 0644);
-            if (fd >= 0) {
-                if (fchmod(fd, 0644) < 0) { /* the umask may have removed read access for others */
-                    int e = errno;
-                    close(fd);
-                    return ddp_errf(err, -e, "cannot chmod lock file %s: %s", name, strerror(e));
-                }
-                break;
-            }
-            if (errno == EEXIST)
-                continue; /* someone created it meanwhile: open theirs */
-        }
-        int e = errno;
-        if (e == ELOOP)
-            return ddp_errf(err, -ELOOP,
-                            "lock file %s is a symlink; refusing to follow it (someone planted it: "
-                            "remove it)", name);
-        return ddp_errf(err, -e, "cannot open lock file %s: %s", name, strerror(e));
-    }
-    if (fd < 0)
-        return ddp_errf(err, -EAGAIN, "lock file %s keeps appearing and vanishing", name);
-    int rc = check_plain(fd, "lock file", name, err);
-    if (rc < 0) {
-        close(fd);
-        return rc;
-    }
-    /* drop O_NONBLOCK (only there so that opening a planted fifo cannot hang) */
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    *fd_out = fd;
-    if (writable_out)
-        *writable_out = writable;
     return 0;
 }
 
@@ -305,58 +253,6 @@ int ddp_rundir_open_private_file(int dirfd, const char *name, int flags, mode_t 
     return fd;
 }
 
-pid_t ddp_rundir_parse_locks(const char *text, unsigned int dev_major, unsigned int dev_minor,
-                             unsigned long long ino)
-{
-    if (!text)
-        return -1;
-    pid_t ino_only = 0;
-    const char *line = text;
-    while (*line) {
-        char buf[256];
-        line = ddp_line_next(line, buf, sizeof buf);
-
-        /* "1: FLOCK  ADVISORY  WRITE 1234 fd:01:123456 0 EOF"; waiters read "1: -> FLOCK ..." */
-        char *p = strchr(buf, ':');
-        if (!p)
-            continue;
-        p++;
-        char type[16], adv[16], rw[16];
-        int pid;
-        unsigned int mj, mn;
-        unsigned long long in;
-        if (sscanf(p, " %15s %15s %15s %d %x:%x:%llu", type, adv, rw, &pid, &mj, &mn, &in) != 7)
-            continue; /* includes the "->" waiter lines, whose fields shift */
-        if (strcmp(type, "FLOCK") != 0 || in != ino || pid <= 0)
-            continue;
-        if (mj == dev_major && mn == dev_minor)
-            return (pid_t)pid;
-        if (!ino_only)
-            ino_only = (pid_t)pid;
-    }
-    return ino_only;
-}
-
-pid_t ddp_rundir_lock_holder(int fd)
-{
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return 0;
-    int pfd = open("/proc/locks", O_RDONLY | O_CLOEXEC);
-    if (pfd < 0)
-        return 0;
-    struct ddp_buf b = {0};
-    char chunk[8192];
-    ssize_t r;
-    while ((r = read(pfd, chunk, sizeof chunk)) > 0)
-        ddp_buf_add(&b, chunk, (size_t)r);
-    close(pfd);
-    ddp_buf_add(&b, "", 1);
-    pid_t pid = ddp_rundir_parse_locks(b.data, major(st.st_dev), minor(st.st_dev), (unsigned long long)st.st_ino);
-    ddp_buf_free(&b);
-    return pid > 0 ? pid : 0;
-}
-
 int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user, size_t user_len)
 {
     char path[64];
@@ -374,6 +270,7 @@ int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user,
             while (*s == ' ' || *s == '\t')
                 s++;
             snprintf(comm, comm_len, "%.*s", (int)strcspn(s, "\n"), s);
+            ddp_printable(comm); /* another user's process may name itself with escape sequences */
         } else if (strncmp(line, "Uid:", 4) == 0) {
             sscanf(line + 4, "%u", &uid);
         }

@@ -1,6 +1,6 @@
 /* rundir: safe creation and opening of runtime directories and files: the private per-user directory (0700,
- * owner checked) and the shared host-wide sticky lock directory (lock files 0644), never following symlinks.
- * It does not decide what is locked or written there (port.h, lease.h) and never removes anything. */
+ * owner checked) and the shared host-wide sticky lease info directory (files 0644), never following symlinks.
+ * It does not decide what is written there (lease.h), holds no locks (klock.h) and never removes anything. */
 #ifndef DDP_RUNDIR_H
 #define DDP_RUNDIR_H
 
@@ -24,12 +24,6 @@ const char *ddp_rundir_lock_dir(char *const *envp);
  * Returns 0 with *dirfd_out (O_CLOEXEC; caller closes), or a negative errno with err naming path, owner
  * and mode, and what was expected. */
 int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err);
-
-/* Open the lock file name (a single component) in the shared directory dirfd, creating it 0644 (whatever
- * the umask) when missing. Symlinks and hard-linked files are refused. Opened read-write when this user
- * may write it, else read-only (flock works on either). *writable_out may be NULL. Returns 0 with *fd_out
- * (O_CLOEXEC; caller closes), or a negative errno with err. */
-int ddp_rundir_open_lock(int dirfd, const char *name, int *fd_out, bool *writable_out, struct ddp_err *err);
 
 /* Replace the content of name in dirfd with text (a small file readable by all, owned by this user:
  * created 0644 when missing; refused when it is a symlink, hard-linked or owned by someone else).
@@ -57,14 +51,6 @@ int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, 
  * flags as for open(2) (O_CLOEXEC and O_NOFOLLOW are added). With O_CREAT the file is checked to be a regular
  * file owned by this user. Returns the fd, or a negative errno with err. */
 int ddp_rundir_open_private_file(int dirfd, const char *name, int flags, mode_t mode, struct ddp_err *err);
-
-/* Who holds a flock on the file open as fd, from the text of /proc/locks (pure; for tests): the pid of the
- * first FLOCK entry whose device and inode match (inode alone when no entry matches the device, as overlay
- * file systems report another device there). Returns the pid, 0 when none is listed, -1 on bad input. */
-pid_t ddp_rundir_parse_locks(const char *proc_locks, unsigned int dev_major, unsigned int dev_minor,
-                             unsigned long long ino);
-/* The same on the live /proc/locks for the file open as fd. Returns pid, or 0 when unknown. */
-pid_t ddp_rundir_lock_holder(int fd);
 
 /* The command name (/proc/PID/comm) and user name of a process, for "held by pid N (comm, user)" messages.
  * Either out may be NULL. Returns 0, or -ESRCH when the process is gone. */

@@ -353,4 +353,18 @@ char *ddp_time_iso(const struct timespec *ts, char buf[32])
     n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(buf + n, 32 - n, ".%03dZ", (int)((ts->tv_nsec / 1000000) % 1000));
     return buf;
+
+char *ddp_printable(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    for (; p && *p; p++) {
+        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1 in UTF-8 (U+0080-U+009F) */
+            p[0] = '?';
+            p[1] = '?';
+            p++;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            *p = '?';
+        }
+    }
+    return s;
 }

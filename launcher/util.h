@@ -64,6 +64,11 @@ void ddp_log(enum ddp_log_level level, const char *fmt, ...) __attribute__((form
  * return where the next line starts (the end of text after the last line). For /proc text parsers. */
 const char *ddp_line_next(const char *text, char *buf, size_t size);
 
+/* Make text from others safe to print on a terminal, in place: every control character (C0, DEL, and C1
+ * encoded as UTF-8) becomes '?', so that escape sequences in a job name or a process name are shown,
+ * not obeyed. Returns s. */
+char *ddp_printable(char *s);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t ddp_edit_distance(const char *a, const char *b);
 /* The closest candidate to word (NULL-terminated list), or NULL when none is close

@@ -31,7 +31,7 @@ expect_grep "master_port = auto" "$TMP/err"
 # 2. the same port reserved by a running ddplaunch job: refused, naming that job's launcher
 "$DDP" --nproc-per-node 1 --master-port "$PORT" --no-python /bin/sleep 30 >"$TMP/a.out" 2>&1 &
 jobA=$!
-for _ in $(seq 100); do flock -n "$LOCKS/port-$PORT.lock" true 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 100); do klock_held "port-$PORT" && break; sleep 0.05; done
 "$DDP" --nproc-per-node 1 --master-port "$PORT" --no-python /usr/bin/touch "$TMP/started2" >/dev/null 2>"$TMP/err2"
 rc=$?
 cat "$TMP/err2"

@@ -8,30 +8,16 @@ TOPO=$TOPO_DIR/2s-8gpu-aws-g4dn-metal-t4.xml
 [ -r "$TOPO" ] || skip "fixture $TOPO not found"
 
 # Each worker writes its GPU's bus id, then stays until its stop file appears (or 60 s pass).
-cat >"$TMP/worker.sh" <<'EOF'
-#!/bin/sh
-echo "$DDPLAUNCH_GPU_BUSID" >"$1/gpu.$RANK"
-i=0
-while [ ! -e "$1/stop" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-EOF
-chmod +x "$TMP/worker.sh"
+# hold_gpu.sh: writes gpu.RANK and port.RANK, stays until DIR/stop
+WORKER=$DDP_SRCDIR/tests/integration/hold_gpu.sh
 
 start_job() { # start_job NAME [extra ddplaunch args...]: in the background, its pid in $TMP/NAME/pid
     local name=$1
     shift
     mkdir -p "$TMP/$name"
     "$DDP" --topology "$TOPO" --nproc-per-node 2 --numa-binding none --set "job.name=$name" "$@" \
-        --no-python "$TMP/worker.sh" "$TMP/$name" >"$TMP/$name/out" 2>&1 &
+        --no-python "$WORKER" "$TMP/$name" >"$TMP/$name/out" 2>&1 &
     echo $! >"$TMP/$name/pid"
-}
-wait_gpus() { # wait_gpus NAME: until both ranks wrote their GPU
-    for _ in $(seq 200); do
-        [ -s "$TMP/$1/gpu.0" ] && [ -s "$TMP/$1/gpu.1" ] && return 0
-        if ! kill -0 "$(cat "$TMP/$1/pid")" 2>/dev/null; then cat "$TMP/$1/out"; fail "job $1 ended early"; fi
-        sleep 0.05
-    done
-    cat "$TMP/$1/out"
-    fail "job $1 did not start its workers"
 }
 stop_job() { touch "$TMP/$1/stop"; wait "$(cat "$TMP/$1/pid")"; }
 
@@ -58,7 +44,7 @@ expect_grep "job 'd'" "$TMP/topo.out"
 mkdir -p "$TMP/e"
 t0=$(date +%s%N)
 "$DDP" --topology "$TOPO" --nproc-per-node 2 --numa-binding none --set job.name=e \
-    --no-python "$TMP/worker.sh" "$TMP/e" >"$TMP/e/out" 2>&1
+    --no-python "$WORKER" "$TMP/e" >"$TMP/e/out" 2>&1
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 cat "$TMP/e/out"

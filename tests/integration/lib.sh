@@ -22,4 +22,19 @@ skip() { echo "$*"; exit 77; }
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 # expect_grep PATTERN FILE
 expect_grep() { grep -qE -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "no line matching '$1' in $2"; }; }
+# klock_held WHAT / klock_count PREFIX: ddplaunch's kernel locks (abstract unix sockets, klock.h) of this
+# test's lock namespace ($DDPLAUNCH_LOCK_DIR), e.g. "port-29500", "gpu-0000:18:00.0"
+klock_held() { grep -qF " @ddplaunch$DDPLAUNCH_LOCK_DIR/$1" /proc/net/unix; }
+klock_count() { grep -F " @ddplaunch$DDPLAUNCH_LOCK_DIR/$1" /proc/net/unix | awk '{print $NF}' | sort -u | grep -c .; }
+# wait_gpus NAME: until both ranks of the job started in $TMP/NAME (its launcher pid in $TMP/NAME/pid, its
+# output in $TMP/NAME/out) wrote their GPU (hold_gpu.sh); fails when the job ends first
+wait_gpus() {
+    for _ in $(seq 200); do
+        [ -s "$TMP/$1/gpu.0" ] && [ -s "$TMP/$1/gpu.1" ] && return 0
+        if ! kill -0 "$(cat "$TMP/$1/pid")" 2>/dev/null; then cat "$TMP/$1/out"; fail "job $1 ended early"; fi
+        sleep 0.05
+    done
+    cat "$TMP/$1/out"
+    fail "job $1 did not start its workers"
+}
 have_torch() { $PY -c 'import torch' >/dev/null 2>&1; }

@@ -167,11 +167,11 @@ Test(doctor, state_dirs)
     cr_expect(strstr(r.v[0].found, lockd) && strstr(r.v[0].found, privd), "%s", r.v[0].found);
     ddp_check_report_free(&r);
 
-    /* world-writable without the sticky bit: anyone could delete others' lock files */
+    /* world-writable without the sticky bit: anyone could delete others' info files; the leases themselves
+     * are kernel locks, so only the job names are at stake: a warning */
     cr_assert_eq(chmod(lockd, 0777), 0);
     ddp_doctor_check_state_dirs(&r, envp, getuid());
-    cr_expect_eq(ddp_check_exit_status(&r), 2);
-    expect_result(&r.v[0], DDP_CHECK_FAIL, lockd);
+    expect_result(&r.v[0], DDP_CHECK_WARN, lockd);
     ddp_check_report_free(&r);
     cr_assert_eq(chmod(lockd, 01777), 0);
 
@@ -186,7 +186,7 @@ Test(doctor, state_dirs)
     cr_assert_eq(rmdir(lockd), 0);
     cr_assert_eq(symlink("/tmp", lockd), 0);
     ddp_doctor_check_state_dirs(&r, envp, getuid());
-    expect_result(&r.v[0], DDP_CHECK_FAIL, lockd);
+    expect_result(&r.v[0], DDP_CHECK_WARN, lockd);
     ddp_check_report_free(&r);
 }
 

@@ -2,6 +2,7 @@
  * loop (four 2-GPU jobs on 8 GPUs get disjoint pairs, a fifth fails or waits), and SIGKILL freeing a lease. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <pwd.h>
 #include <signal.h>
@@ -301,18 +302,30 @@ Test(lease, too_many_gpus_fails_at_once_without_waiting)
     cr_expect_eq(pk.calls, 1);
 }
 
-Test(lease, planted_symlink_lock_refused)
+Test(lease, planted_files_neither_block_nor_break_a_lease)
 {
-    struct ddp_lease *l;
+    struct ddp_lease *l, *l2;
     struct ddp_err err = {0};
     cr_assert_eq(mkdir(lockdir, 01777), 0);
+    /* what used to block everyone: a symlinked and a mode-000 lock file, a job name with escapes */
     char *victim = ddp_xasprintf("%s/victim", base);
     char *link = ddp_xasprintf("%s/gpu-0000:18:00.0.lock", lockdir);
+    char *plant = ddp_xasprintf("%s/gpu-0000:19:00.0.lock", lockdir);
     cr_assert_eq(symlink(victim, link), 0);
-    cr_expect_eq(ddp_lease_take(lockdir, gpus8, 2, "j", &l, &err), -ELOOP);
-    cr_expect(strstr(err.msg, "symlink"), "%s", err.msg);
+    int fd = open(plant, O_CREAT | O_WRONLY, 0);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(ddp_lease_take(lockdir, gpus8, 2, "j\033]0;owned\a\033[2J", &l, &err), 0, "%s", err.msg);
     struct stat st;
-    cr_expect_eq(lstat(victim, &st), -1);
+    cr_expect_eq(lstat(victim, &st), -1, "a symlinked lock file was followed");
+    /* the lease holds although its files are gone */
+    unlink(link);
+    unlink(plant);
+    cr_expect_eq(ddp_lease_take(lockdir, gpus8, 2, "k", &l2, &err), -EBUSY);
+    cr_expect(strchr(err.msg, '\033') == NULL, "escape shown raw: %s", err.msg);
+    cr_expect(strstr(err.msg, "job 'j?]0;owned??[2J'"), "%s", err.msg);
+    ddp_lease_release(l);
     free(victim);
     free(link);
+    free(plant);
 }

@@ -1,5 +1,5 @@
-/* Unit tests for rundir: the shared lock directory and the private directory refuse planted symlinks, wrong
- * owners and unsafe modes; lock files are 0644 whatever the umask; the /proc/locks parser. */
+/* Unit tests for rundir: the shared lease info directory and the private directory refuse planted symlinks,
+ * wrong owners and unsafe modes; info files of others are not written. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -102,84 +102,6 @@ Test(rundir, shared_dir_world_writable_without_sticky_refused)
     cr_expect_eq(ddp_rundir_open_shared(p, &fd, &err), -EPERM);
     cr_expect(strstr(err.msg, "0777") && strstr(err.msg, "sticky"), "%s", err.msg);
     free(p);
-}
-
-Test(rundir, lock_file_created_0644_and_reopened)
-{
-    char *p = in_base("locks");
-    int dfd, fd1, fd2;
-    struct ddp_err err = {0};
-    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
-    mode_t old = umask(077);
-    bool w = false;
-    int rc = ddp_rundir_open_lock(dfd, "port-1.lock", &fd1, &w, &err);
-    umask(old);
-    cr_assert_eq(rc, 0, "%s", err.msg);
-    cr_expect(w);
-    struct stat st1, st2;
-    fstat(fd1, &st1);
-    cr_expect_eq(st1.st_mode & 07777, 0644, "mode %o", st1.st_mode & 07777);
-    cr_expect(fcntl(fd1, F_GETFD) & FD_CLOEXEC);
-    cr_assert_eq(ddp_rundir_open_lock(dfd, "port-1.lock", &fd2, NULL, &err), 0, "%s", err.msg);
-    fstat(fd2, &st2);
-    cr_expect_eq(st1.st_ino, st2.st_ino);
-    /* two open file descriptions: the second cannot lock while the first holds it */
-    cr_assert_eq(flock(fd1, LOCK_EX | LOCK_NB), 0);
-    cr_expect_eq(flock(fd2, LOCK_EX | LOCK_NB), -1);
-    cr_expect_eq(errno, EWOULDBLOCK);
-    close(fd1);
-    close(fd2);
-    close(dfd);
-    free(p);
-}
-
-Test(rundir, planted_symlink_lock_file_refused_and_target_untouched)
-{
-    char *p = in_base("locks");
-    char *victim = in_base("victim");
-    int dfd, fd;
-    struct ddp_err err = {0};
-    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
-    char *link = ddp_xasprintf("%s/gpu-0000:17:00.0.lock", p);
-    cr_assert_eq(symlink(victim, link), 0);
-    int rc = ddp_rundir_open_lock(dfd, "gpu-0000:17:00.0.lock", &fd, NULL, &err);
-    cr_expect_eq(rc, -ELOOP, "rc %d %s", rc, err.msg);
-    cr_expect(strstr(err.msg, "symlink"), "%s", err.msg);
-    struct stat st;
-    cr_expect_eq(lstat(victim, &st), -1, "the symlink's target was created");
-    /* the same for an info file */
-    char *info = ddp_xasprintf("%s/x.info", p);
-    cr_assert_eq(symlink(victim, info), 0);
-    free(info);
-    cr_expect_eq(ddp_rundir_write_owned(dfd, "x.info", "pid=1\n", &err), -ELOOP);
-    cr_expect_eq(lstat(victim, &st), -1);
-    close(dfd);
-    free(p);
-    free(victim);
-    free(link);
-}
-
-Test(rundir, hard_linked_or_special_lock_file_refused)
-{
-    char *p = in_base("locks");
-    char *other = in_base("other");
-    int dfd, fd;
-    struct ddp_err err = {0};
-    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
-    int ofd = open(other, O_CREAT | O_WRONLY, 0600);
-    close(ofd);
-    char *hl = ddp_xasprintf("%s/port-2.lock", p);
-    cr_assert_eq(link(other, hl), 0);
-    cr_expect_eq(ddp_rundir_open_lock(dfd, "port-2.lock", &fd, NULL, &err), -EPERM, "%s", err.msg);
-    cr_expect(strstr(err.msg, "hard links"), "%s", err.msg);
-    char *ff = ddp_xasprintf("%s/port-3.lock", p);
-    cr_assert_eq(mkfifo(ff, 0644), 0);
-    cr_expect_eq(ddp_rundir_open_lock(dfd, "port-3.lock", &fd, NULL, &err), -EINVAL, "%s", err.msg);
-    close(dfd);
-    free(p);
-    free(other);
-    free(hl);
-    free(ff);
 }
 
 Test(rundir, info_file_of_another_user_not_written)
@@ -285,38 +207,3 @@ Test(rundir, paths_from_envp)
     free(p);
 }
 
-Test(rundir, parse_proc_locks)
-{
-    const char *text = "1: POSIX  ADVISORY  WRITE 500 fd:01:1234 0 EOF\n"
-                       "2: FLOCK  ADVISORY  WRITE 600 00:2a:777 0 EOF\n"
-                       "2: -> FLOCK  ADVISORY  WRITE 601 fd:01:1234 0 EOF\n"
-                       "3: FLOCK  ADVISORY  WRITE 700 fd:01:1234 0 EOF\n"
-                       "4: FLOCK  ADVISORY  READ  800 08:02:1234 0 EOF\n";
-    cr_expect_eq(ddp_rundir_parse_locks(text, 0xfd, 0x01, 1234), 700); /* POSIX and waiter lines skipped */
-    cr_expect_eq(ddp_rundir_parse_locks(text, 0x08, 0x02, 1234), 800);
-    cr_expect_eq(ddp_rundir_parse_locks(text, 0x00, 0x99, 777), 600); /* inode alone when device differs */
-    cr_expect_eq(ddp_rundir_parse_locks(text, 0xfd, 0x01, 42), 0);
-    cr_expect_eq(ddp_rundir_parse_locks("", 1, 1, 1), 0);
-    cr_expect_eq(ddp_rundir_parse_locks(NULL, 1, 1, 1), -1);
-}
-
-Test(rundir, live_lock_holder_is_this_process)
-{
-    char *p = in_base("locks");
-    int dfd, fd, fd2;
-    struct ddp_err err = {0};
-    cr_assert_eq(ddp_rundir_open_shared(p, &dfd, &err), 0, "%s", err.msg);
-    cr_assert_eq(ddp_rundir_open_lock(dfd, "a.lock", &fd, NULL, &err), 0);
-    cr_assert_eq(ddp_rundir_open_lock(dfd, "a.lock", &fd2, NULL, &err), 0);
-    cr_expect_eq(ddp_rundir_lock_holder(fd2), 0);
-    cr_assert_eq(flock(fd, LOCK_EX), 0);
-    cr_expect_eq(ddp_rundir_lock_holder(fd2), getpid());
-    char comm[64], user[64];
-    cr_assert_eq(ddp_rundir_proc_identity(getpid(), comm, sizeof comm, user, sizeof user), 0);
-    cr_expect_str_eq(comm, "test_rundir");
-    cr_expect(strlen(user) > 0);
-    close(fd);
-    close(fd2);
-    close(dfd);
-    free(p);
-}
