@@ -353,6 +353,7 @@ char *ddp_time_iso(const struct timespec *ts, char buf[32])
     n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(buf + n, 32 - n, ".%03dZ", (int)((ts->tv_nsec / 1000000) % 1000));
     return buf;
+}
 
 char *ddp_printable(char *s)
 {
