@@ -1,5 +1,5 @@
-/* hostlist: Slurm hostlist expressions ("gpu[001-004,010],rack[1-2]n[01-02]") expanded to host names and
- * host names compressed back into one. Pure string work, bounded in size; it resolves no names. */
+/* hostlist: Slurm hostlist expressions ("gpu[001-004,010],rack[1-2]n[01-02]") expanded to host names.
+ * Pure string work, bounded in size; it resolves no names. */
 #ifndef DDP_HOSTLIST_H
 #define DDP_HOSTLIST_H
 
@@ -18,12 +18,5 @@
  * offending column) or -E2BIG (more than DDP_HOSTLIST_MAX_HOSTS hosts, or a name too long); on error out is
  * left as it was. Never loops or allocates in proportion to a range it refuses. */
 int ddp_hostlist_expand(const char *expr, struct ddp_strv *out, struct ddp_err *err);
-
-/* Compress host names into one expression that ddp_hostlist_expand() turns back into exactly the same list
- * in the same order: runs of hosts that share a prefix and have consecutive numeric suffixes of the same
- * width become "prefix[lo-hi,n]". Order is kept (it is not sorted), so "n1,n3,n2" stays in that order.
- * 0 and *out (caller owns; free()), or -EINVAL when a name is empty or holds a separator or bracket
- * character (',', ' ', '\t', '[', ']') that cannot be written in a hostlist. An empty list gives "". */
-int ddp_hostlist_compress(const struct ddp_strv *hosts, char **out, struct ddp_err *err);
 
 #endif

@@ -474,7 +474,3 @@ void ddp_port_release(struct ddp_port_resv *r)
     free(r);
 }
 
-int ddp_port_resv_port(const struct ddp_port_resv *r)
-{
-    return r->port;
-}

@@ -99,8 +99,6 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
                      struct ddp_err *err);
 /* Drop the reservation (the port may go to the next job). NULL is fine. Process exit drops it as well. */
 void ddp_port_release(struct ddp_port_resv *r);
-/* The reserved port. */
-int ddp_port_resv_port(const struct ddp_port_resv *r);
 
 /* Describe who holds port's lock into buf, pid and user as the kernel reports them: "pid 123, ddplaunch,
  * user alice". Returns 0, or -ENOENT when the lock is free. For `doctor` and messages. */

@@ -226,33 +226,6 @@ int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, 
     return 0;
 }
 
-int ddp_rundir_open_private_file(int dirfd, const char *name, int flags, mode_t mode, struct ddp_err *err)
-{
-    int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
-    if (fd < 0) {
-        int e = errno;
-        if (e == ELOOP)
-            return ddp_errf(err, -ELOOP, "%s is a symlink; refusing to follow it", name);
-        return ddp_errf(err, -e, "cannot open %s: %s", name, strerror(e));
-    }
-    if (flags & O_CREAT) {
-        struct stat st;
-        int rc = 0;
-        if (fstat(fd, &st) < 0)
-            rc = ddp_errf(err, -errno, "cannot stat %s: %s", name, strerror(errno));
-        else if (!S_ISREG(st.st_mode))
-            rc = ddp_errf(err, -EINVAL, "%s is not a regular file", name);
-        else if (st.st_uid != geteuid())
-            rc = ddp_errf(err, -EPERM, "%s is owned by uid %u, not by this user", name,
-                          (unsigned)st.st_uid);
-        if (rc < 0) {
-            close(fd);
-            return rc;
-        }
-    }
-    return fd;
-}
-
 int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user, size_t user_len)
 {
     char path[64];

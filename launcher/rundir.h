@@ -47,11 +47,6 @@ int ddp_rundir_make_private(const char *path, int *dirfd_out, struct ddp_err *er
  * PREFIX-XXXXXX, mode 0700. Returns 0 with *path_out (caller frees), or a negative errno with err. */
 int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, struct ddp_err *err);
 
-/* Open name in a directory this user owns (dirfd from ddp_rundir_make_private) without following symlinks;
- * flags as for open(2) (O_CLOEXEC and O_NOFOLLOW are added). With O_CREAT the file is checked to be a regular
- * file owned by this user. Returns the fd, or a negative errno with err. */
-int ddp_rundir_open_private_file(int dirfd, const char *name, int flags, mode_t mode, struct ddp_err *err);
-
 /* The command name (/proc/PID/comm) and user name of a process, for "held by pid N (comm, user)" messages.
  * Either out may be NULL. Returns 0, or -ESRCH when the process is gone. */
 int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user, size_t user_len);

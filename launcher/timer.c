@@ -389,16 +389,6 @@ void ddp_timer_server_close(struct ddp_timer_server *s)
     uv_close((uv_handle_t *)&s->wake, on_closed);
 }
 
-void ddp_timer_server_clear_pid(struct ddp_timer_server *s, int pid)
-{
-    if (s == NULL || s->closing)
-        return;
-    for (size_t i = s->n; i-- > 0;)
-        if (s->v[i].pid == pid)
-            entry_remove(s, i);
-    rearm(s);
-}
-
 void ddp_timer_server_clear_all(struct ddp_timer_server *s)
 {
     if (s == NULL || s->closing)

@@ -39,11 +39,10 @@ struct ddp_timer_request {
  * when present; a signal outside 0-64 counts as 0 (no kill), as in torch. */
 int ddp_timer_parse_request(const char *line, size_t len, struct ddp_timer_request *r, const char **why);
 
-/* Forget every timer of pid (a worker ended; pids get reused). */
-void ddp_timer_server_clear_pid(struct ddp_timer_server *s, int pid);
 /* Forget every timer (a new attempt starts). */
 void ddp_timer_server_clear_all(struct ddp_timer_server *s);
-/* Number of timers set now; requests served since start (including releases and malformed lines). */
+/* Number of timers set now; requests served since start (including releases and malformed lines). The server's
+ * observable state, for its tests (nothing in the launcher decides by them). */
 size_t ddp_timer_server_count(const struct ddp_timer_server *s);
 size_t ddp_timer_server_requests(const struct ddp_timer_server *s);
 

@@ -1,5 +1,5 @@
 /* libFuzzer harness for launcher/hostlist: any input must expand without a crash, leak or runaway
- * allocation, and whatever expands must compress back into an expression that expands to the same list.
+ * allocation, into as many names as it reports, or fail with a message.
  * Run: tests/fuzz/run.sh SECONDS hostlist (make fuzz). Built as
  *   clang -fsanitize=fuzzer,address,undefined -Ilauncher tests/fuzz/fuzz_hostlist.c launcher/hostlist.c launcher/util.c */
 #include <stdint.h>
@@ -24,17 +24,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         if ((size_t)n != hosts.n || n < 1 || n > DDP_HOSTLIST_MAX_HOSTS)
             abort();
-        char *packed = NULL;
-        if (ddp_hostlist_compress(&hosts, &packed, &err) != 0)
-            abort(); /* every expanded name must be representable */
-        struct ddp_strv back = { 0 };
-        if (ddp_hostlist_expand(packed, &back, &err) != n)
-            abort();
-        for (size_t i = 0; i < hosts.n; i++)
-            if (strcmp(hosts.v[i], back.v[i]) != 0)
-                abort();
-        ddp_strv_clear(&back);
-        free(packed);
     }
     ddp_strv_clear(&hosts);
     free(expr);

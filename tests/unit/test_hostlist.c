@@ -1,5 +1,5 @@
 /* Unit tests for launcher/hostlist: Slurm's hostlist grammar (examples from Slurm's docs and a live 22.05
- * cluster), errors for malformed input, size bounds, and compress/expand round trips. */
+ * cluster), errors for malformed input, and size bounds. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
@@ -158,70 +158,4 @@ Test(hostlist, long_names_are_refused)
     memset(name, 'a', sizeof name);
     strcpy(name + 250, "[1-100000]");
     cr_expect_eq(expand_err(name, &err), -E2BIG);
-}
-
-static char *compress(const char *const *names)
-{
-    struct ddp_strv hosts = { 0 };
-    for (; *names; names++)
-        ddp_strv_push(&hosts, *names);
-    char *out = NULL;
-    struct ddp_err err = { 0 };
-    cr_assert_eq(ddp_hostlist_compress(&hosts, &out, &err), 0, "%s", err.msg);
-    /* Round trip: expanding the result gives back the same list. */
-    if (hosts.n) {
-        struct ddp_strv back = { 0 };
-        cr_assert_eq(ddp_hostlist_expand(out, &back, &err), (int)hosts.n, "'%s': %s", out, err.msg);
-        for (size_t i = 0; i < hosts.n; i++)
-            cr_expect_str_eq(back.v[i], hosts.v[i], "round trip of '%s' at %zu", out, i);
-        ddp_strv_clear(&back);
-    }
-    ddp_strv_clear(&hosts);
-    return out;
-}
-
-#define CHECK_COMPRESS(want, ...)                                                                            \
-    do {                                                                                                    \
-        const char *names_[] = { __VA_ARGS__, NULL };                                                       \
-        char *got_ = compress(names_);                                                                      \
-        cr_expect_str_eq(got_, want);                                                                       \
-        free(got_);                                                                                         \
-    } while (0)
-
-Test(hostlist, compress)
-{
-    CHECK_COMPRESS("n[1-4]", "n1", "n2", "n3", "n4");
-    CHECK_COMPRESS("gpu[001-004,010],login[1-2]", "gpu001", "gpu002", "gpu003", "gpu004", "gpu010", "login1",
-                   "login2");
-    CHECK_COMPRESS("n[8-10]", "n8", "n9", "n10");
-    CHECK_COMPRESS("m[08-10]", "m08", "m09", "m10");
-    CHECK_COMPRESS("n[8,09]", "n8", "n09");
-    CHECK_COMPRESS("n[099-100]", "n099", "n100");
-    CHECK_COMPRESS("n1", "n1");
-    CHECK_COMPRESS("login,n[1-2]", "login", "n1", "n2");
-    CHECK_COMPRESS("n[1,3,2]", "n1", "n3", "n2");
-    CHECK_COMPRESS("n[1,1]", "n1", "n1");
-    CHECK_COMPRESS("rack1n[01-02],rack2n[01-02]", "rack1n01", "rack1n02", "rack2n01", "rack2n02");
-    CHECK_COMPRESS("n1,m1,n2", "n1", "m1", "n2");
-    CHECK_COMPRESS("123,124", "123", "124");
-    CHECK_COMPRESS("n1.ib,n2.ib", "n1.ib", "n2.ib");
-}
-
-Test(hostlist, compress_empty_and_bad_names)
-{
-    struct ddp_strv hosts = { 0 };
-    char *out = NULL;
-    struct ddp_err err = { 0 };
-    cr_assert_eq(ddp_hostlist_compress(&hosts, &out, &err), 0);
-    cr_expect_str_eq(out, "");
-    free(out);
-    const char *bad[] = { "a,b", "a b", "a[1]", "x]", "" };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        ddp_strv_push(&hosts, "ok1");
-        ddp_strv_push(&hosts, bad[i]);
-        out = NULL;
-        cr_expect_eq(ddp_hostlist_compress(&hosts, &out, &err), -EINVAL, "'%s'", bad[i]);
-        cr_expect_null(out);
-        ddp_strv_clear(&hosts);
-    }
 }
