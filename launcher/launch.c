@@ -13,6 +13,7 @@
 #include "coord.h"
 #include "logdir.h"
 #include "nccl.h"
+#include "policy.h"
 #include "port.h"
 #include "rundir.h"
 #include "place.h"
@@ -384,10 +385,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     ctx->nproc = n;
 
     /* Derived defaults the spec leaves open. */
-    if (spec->min_nproc_per_node == 0)
-        spec->min_nproc_per_node = spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? 1 : ctx->nproc;
-    if (spec->min_nproc_per_node > ctx->nproc)
-        spec->min_nproc_per_node = ctx->nproc;
+    spec->min_nproc_per_node = ddp_policy_min_nproc(spec, ctx->nproc);
     if (!spec->name || !*spec->name) {
         const char *prog = spec->command.n ? spec->command.v[0]
                            : spec->script  ? spec->script

@@ -7,23 +7,21 @@
 
 typedef struct ddp_paction handler_fn(struct ddp_policy *p, const struct ddp_pevent_data *ev);
 
+int ddp_policy_min_nproc(const struct ddp_spec *spec, int nproc)
+{
+    int min = spec->min_nproc_per_node > 0                ? spec->min_nproc_per_node
+              : spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? 1
+                                                           : nproc;
+    return min < nproc ? min : nproc;
+}
+
 void ddp_policy_init(struct ddp_policy *p, const struct ddp_spec *spec, int nproc)
 {
     memset(p, 0, sizeof(*p));
     p->state = DDP_PS_RUNNING;
     p->nproc = nproc;
-    /* min_nproc_per_node 0: 1 when downsizing is allowed, else the size itself */
-    p->min_nproc = spec->min_nproc_per_node > 0             ? spec->min_nproc_per_node
-                   : spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? 1
-                                                                 : nproc;
-    if (p->min_nproc > nproc)
-        p->min_nproc = nproc;
-    p->max_restarts = spec->max_restarts;
-    p->backoff_ms = spec->backoff_ms;
-    p->on_failure = spec->on_failure;
-    p->on_timeout = spec->on_timeout;
-    p->downsize_after = spec->downsize_after > 0 ? spec->downsize_after : 1;
-    p->downsize_to = spec->downsize_to;
+    p->min_nproc = ddp_policy_min_nproc(spec, nproc);
+    p->spec = spec;
 }
 
 int ddp_policy_next_size(const struct ddp_downsize *to, int nproc, int min_nproc)
@@ -172,7 +170,7 @@ static struct ddp_paction backoff_for(struct ddp_policy *p, int nproc, bool coun
     p->nproc = nproc;
     p->state = DDP_PS_BACKOFF;
     a.flags = DDP_ACT_ARM_BACKOFF;
-    a.delay_ms = p->backoff_ms;
+    a.delay_ms = p->spec->backoff_ms;
     a.nproc = nproc;
     a.attempt = p->attempt + 1;
     return a;
@@ -181,38 +179,38 @@ static struct ddp_paction backoff_for(struct ddp_policy *p, int nproc, bool coun
 static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct ddp_pevent_data *ev)
 {
     struct ddp_paction a;
-    int left = p->max_restarts - p->restarts_used;
+    int left = p->spec->max_restarts - p->restarts_used;
     (void)ev;
     switch (p->stop) {
     case DDP_STOP_SIGNAL:
         return exit_with(p, 128 + p->stop_signo);
     case DDP_STOP_FAILURE:
-        if (p->no_restart || p->stop_fatal || p->on_failure == DDP_ONFAIL_FAIL || left <= 0) {
+        if (p->no_restart || p->stop_fatal || p->spec->on_failure == DDP_ONFAIL_FAIL || left <= 0) {
             a = exit_with(p, p->stop_status);
             snprintf(a.why, sizeof(a.why), "%s",
-                     p->no_restart && p->max_restarts > 0 ? "stopped by a signal: not restarting"
+                     p->no_restart && p->spec->max_restarts > 0 ? "stopped by a signal: not restarting"
                      : p->no_restart ? ""
-                     : p->stop_fatal && p->max_restarts > 0 ? "the program could not be started: not restarting"
+                     : p->stop_fatal && p->spec->max_restarts > 0 ? "the program could not be started: not restarting"
                      : p->stop_fatal ? ""
-                     : p->on_failure == DDP_ONFAIL_FAIL && p->max_restarts > 0 ? "on_failure = fail: not restarting"
-                     : p->max_restarts > 0 ? "no restarts left" : "");
+                     : p->spec->on_failure == DDP_ONFAIL_FAIL && p->spec->max_restarts > 0 ? "on_failure = fail: not restarting"
+                     : p->spec->max_restarts > 0 ? "no restarts left" : "");
             return a;
         }
         a = backoff_for(p, p->nproc, true);
         snprintf(a.why, sizeof(a.why), "restarting with %d workers (restart %d of %d)", p->nproc,
-                 p->restarts_used, p->max_restarts);
+                 p->restarts_used, p->spec->max_restarts);
         return a;
     case DDP_STOP_TIMEOUT:
         if (p->no_restart)
             return exit_with(p, 124);
-        if (p->on_timeout == DDP_ONTIMEOUT_FAIL) {
+        if (p->spec->on_timeout == DDP_ONTIMEOUT_FAIL) {
             a = exit_with(p, 124);
             snprintf(a.why, sizeof(a.why), "on_timeout = fail: exiting");
             return a;
         }
         p->timeouts_at_size++;
-        if (p->on_timeout == DDP_ONTIMEOUT_DOWNSIZE && p->timeouts_at_size >= p->downsize_after) {
-            int next = ddp_policy_next_size(&p->downsize_to, p->nproc, p->min_nproc);
+        if (p->spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE && p->timeouts_at_size >= p->spec->downsize_after) {
+            int next = ddp_policy_next_size(&p->spec->downsize_to, p->nproc, p->min_nproc);
             if (next < p->nproc) {
                 int from = p->nproc;
                 a = backoff_for(p, next, false);
@@ -223,14 +221,14 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
         if (left <= 0) {
             a = exit_with(p, 124);
             snprintf(a.why, sizeof(a.why), "%s",
-                     p->on_timeout == DDP_ONTIMEOUT_DOWNSIZE && p->nproc <= p->min_nproc
+                     p->spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE && p->nproc <= p->min_nproc
                          ? "already at the minimum size and no restarts left: exiting"
                          : "no restarts left: exiting");
             return a;
         }
         a = backoff_for(p, p->nproc, true);
         snprintf(a.why, sizeof(a.why), "restarting with %d workers (restart %d of %d)", p->nproc,
-                 p->restarts_used, p->max_restarts);
+                 p->restarts_used, p->spec->max_restarts);
         return a;
     case DDP_STOP_NONE:
         break;

@@ -75,16 +75,15 @@ struct ddp_policy {
     bool stop_fatal;
     int stop_signo;        /* signal that stopped the job */
     bool no_restart;       /* a signal came: never start another attempt */
-    /* from the spec */
-    int max_restarts;
-    long long backoff_ms;
-    enum ddp_on_failure on_failure;
-    enum ddp_on_timeout on_timeout;
-    int downsize_after;
-    struct ddp_downsize downsize_to;
+    const struct ddp_spec *spec; /* [restart]: max_restarts, backoff, on_failure, on_timeout, downsize_*;
+                                    not owned, outlives the policy */
 };
 
-/* Start in RUNNING for attempt 0 with nproc workers (the supervisor has just started them). */
+/* The smallest size the job may shrink to from nproc workers: [job] min_nproc_per_node, else 1 when a timeout
+ * may downsize, else nproc itself; never above nproc. Pure. */
+int ddp_policy_min_nproc(const struct ddp_spec *spec, int nproc);
+
+/* Start in RUNNING for attempt 0 with nproc workers (the supervisor has just started them). spec must outlive p. */
 void ddp_policy_init(struct ddp_policy *p, const struct ddp_spec *spec, int nproc);
 
 /* Feed one event; returns what to do (flags 0 = nothing). Updates p. Never fails. */
