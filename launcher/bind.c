@@ -104,6 +104,28 @@ char *ddp_bind_current_cpus(void)
     return s;
 }
 
+/* use = the part of want that is allowed. None of it: -EINVAL with err naming what is allowed ("cpus 8-11:
+ * none of them is allowed here (allowed: 0-7)"); only some of it: a warning naming what is used. */
+static int allowed_part(hwloc_bitmap_t use, hwloc_const_bitmap_t want, hwloc_const_bitmap_t allowed, const char *what,
+                        const char *list, const char *them, const char *using, struct ddp_err *err)
+{
+    hwloc_bitmap_and(use, want, allowed);
+    if (hwloc_bitmap_iszero(use)) {
+        char *a = list_of(allowed);
+        int rc = ddp_errf(err, -EINVAL, "%s %s: none of %s is allowed here (allowed: %s)", what, list, them, a);
+
+        free(a);
+        return rc;
+    }
+    if (!hwloc_bitmap_isequal(use, want)) {
+        char *u = list_of(use);
+
+        ddp_warn("%s %s: not all of %s are allowed here; %s %s", what, list, them, using, u);
+        free(u);
+    }
+    return 0;
+}
+
 static int bind_cpus(const char *cpus, struct ddp_err *err)
 {
     hwloc_bitmap_t want = parse_list(cpus), cur = NULL, use = NULL;
@@ -120,20 +142,8 @@ static int bind_cpus(const char *cpus, struct ddp_err *err)
         rc = ddp_errf(err, rc, "cpus %s: sched_getaffinity: %s", cpus, strerror(-rc));
         goto out;
     }
-    hwloc_bitmap_and(use, want, cur);
-    if (hwloc_bitmap_iszero(use)) {
-        char *allowed = list_of(cur);
-
-        rc = ddp_errf(err, -EINVAL, "cpus %s: none of them is allowed here (allowed: %s)", cpus, allowed);
-        free(allowed);
+    if ((rc = allowed_part(use, want, cur, "cpus", cpus, "them", "binding to", err)) < 0)
         goto out;
-    }
-    if (!hwloc_bitmap_isequal(use, want)) {
-        char *u = list_of(use);
-
-        ddp_warn("cpus %s: not all of them are allowed here; binding to %s", cpus, u);
-        free(u);
-    }
     last = hwloc_bitmap_last(use);
     cs = CPU_ALLOC(last + 1);
     if (!cs)
@@ -190,20 +200,8 @@ static int bind_mems(const char *mems, enum ddp_membind mode, struct ddp_err *er
     for (i = 0; i < mems_allowed->size; i++)
         if (numa_bitmask_isbitset(mems_allowed, i))
             hwloc_bitmap_set(allowed, i);
-    hwloc_bitmap_and(use, want, allowed);
-    if (hwloc_bitmap_iszero(use)) {
-        char *a = list_of(allowed);
-
-        rc = ddp_errf(err, -EINVAL, "mems %s: none of these NUMA nodes is allowed here (allowed: %s)", mems, a);
-        free(a);
+    if ((rc = allowed_part(use, want, allowed, "mems", mems, "these NUMA nodes", "using", err)) < 0)
         goto out;
-    }
-    if (!hwloc_bitmap_isequal(use, want)) {
-        char *u = list_of(use);
-
-        ddp_warn("mems %s: not all of these NUMA nodes are allowed here; using %s", mems, u);
-        free(u);
-    }
     mask = numa_allocate_nodemask();
     hwloc_bitmap_foreach_begin(i, use)
     {
