@@ -14,29 +14,11 @@
 #include "check_expect.h"
 #include "doctor.h"
 #include "topo.h"
+#include "scratch.h"
 
 /* ---- helpers ---- */
 
-static char base[64];
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static void setup(void)
-{
-    snprintf(base, sizeof base, "/tmp/ddp-doctor-test.XXXXXX");
-    cr_assert_not_null(mkdtemp(base));
-}
-
-static void teardown(void)
-{
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(doctor, .init = setup, .fini = teardown);
+SCRATCH_SUITE(doctor);
 
 static const struct ddp_check_result *find(const struct ddp_check_report *r, const char *check)
 {

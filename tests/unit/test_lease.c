@@ -14,29 +14,9 @@
 #include <unistd.h>
 
 #include "lease.h"
+#include "scratch.h"
 
-static char base[64];
-static char lockdir[96];
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static void setup(void)
-{
-    snprintf(base, sizeof base, "/tmp/ddp-lease-test.XXXXXX");
-    cr_assert_not_null(mkdtemp(base));
-    snprintf(lockdir, sizeof lockdir, "%s/locks", base);
-}
-
-static void teardown(void)
-{
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(lease, .init = setup, .fini = teardown);
+SCRATCH_SUITE(lease);
 
 /* the 8 GPUs of the AWS g4dn.metal fixture */
 static const char *const gpus8[] = {"0000:18:00.0", "0000:19:00.0", "0000:35:00.0", "0000:36:00.0",

@@ -20,29 +20,9 @@
 
 #include "port.h"
 #include "rundir.h"
+#include "scratch.h"
 
-static char base[64];
-static char lockdir[96];
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static void setup(void)
-{
-    snprintf(base, sizeof base, "/tmp/ddp-port-test.XXXXXX");
-    cr_assert_not_null(mkdtemp(base));
-    snprintf(lockdir, sizeof lockdir, "%s/locks", base);
-}
-
-static void teardown(void)
-{
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(port, .init = setup, .fini = teardown);
+SCRATCH_SUITE(port);
 
 /* A port range of our own per test (criterion runs tests in parallel), free of leftovers. */
 static int test_range(int slot)

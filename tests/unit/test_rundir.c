@@ -12,32 +12,14 @@
 #include <unistd.h>
 
 #include "rundir.h"
-
-static char base[64];
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static void setup(void)
-{
-    snprintf(base, sizeof base, "/tmp/ddp-rundir-test.XXXXXX");
-    cr_assert_not_null(mkdtemp(base));
-}
-
-static void teardown(void)
-{
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
+#include "scratch.h"
 
 static char *in_base(const char *name)
 {
     return ddp_xasprintf("%s/%s", base, name);
 }
 
-TestSuite(rundir, .init = setup, .fini = teardown);
+SCRATCH_SUITE(rundir);
 
 Test(rundir, shared_dir_created_sticky_1777_whatever_the_umask)
 {
