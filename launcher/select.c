@@ -145,6 +145,83 @@ static bool select_none(const struct ddp_sel_req *req)
     return req->select && req->select->n == 1 && !strcasecmp(req->select->v[0], "none");
 }
 
+/* CUDA_VISIBLE_DEVICES as CUDA reads it: entries up to the first one that names no device. The GPUs it names
+ * keep their entry as their name (in[] marks them); the others are left out as NOT_CVD. */
+static void leave_out_cvd(const struct ddp_sel_topo *t, const char *inherited_cvd, bool *in, char **name,
+                          enum leftout *reason)
+{
+    char *copy = ddp_xstrdup(inherited_cvd), *save = NULL;
+
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int g;
+
+        while (isspace((unsigned char)*tok))
+            tok++;
+        for (size_t l = strlen(tok); l && isspace((unsigned char)tok[l - 1]); l--)
+            tok[l - 1] = '\0';
+        if (!all_digits(tok) && strncasecmp(tok, "GPU-", 4))
+            break; /* MIG-..., -1, garbage: CUDA stops here */
+        g = find_gpu(t, tok);
+        if (g < 0)
+            break;
+        if (in[g])
+            continue;
+        in[g] = true;
+        free(name[g]);
+        name[g] = ddp_xstrdup(tok);
+    }
+    free(copy);
+    for (size_t i = 0; i < t->ngpus; i++)
+        if (!in[i])
+            reason[i] = NOT_CVD;
+}
+
+/* One line saying why GPUs were left out, grouped by reason ("" when none was). in[] is scratch (ngpus).
+ * Caller owns; free(). */
+static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, const enum leftout *reason,
+                               bool *in)
+{
+    size_t n = t->ngpus;
+    static const char *const text[NREASONS] = {
+        [NOT_CVD] = "not in CUDA_VISIBLE_DEVICES",
+        [NOT_SLURM] = "not in Slurm's GPU list",
+        [NOT_SELECT] = "not in [gpus] select",
+        [EXCLUDED] = "excluded by [gpus] exclude",
+        [DOWNSIZED] = "left out after failures (downsizing)",
+        [LEASED] = "in use by another ddplaunch job",
+        [BUSY] = "over [gpus] max_memory_used",
+    };
+    struct ddp_buf b = {0};
+
+    ddp_buf_puts(&b, "");
+    for (int r = NOT_CVD; r < NREASONS; r++) {
+        int k = 0;
+
+        for (size_t i = 0; i < n; i++)
+            k += (in[i] = reason[i] == (enum leftout)r);
+        if (!k)
+            continue;
+        ddp_buf_printf(&b, "%sGPU%s ", b.len ? "; " : "", k > 1 ? "s" : "");
+        add_ranges(&b, in, n);
+        ddp_buf_printf(&b, " %s", text[r]);
+        if (r == NOT_CVD)
+            ddp_buf_printf(&b, "='%s'", req->inherited_cvd);
+        else if (r == NOT_SLURM)
+            ddp_buf_printf(&b, " (%s)", req->slurm_gpus);
+        else if (r == LEASED || r == BUSY)
+            for (size_t i = 0; i < n; i++) {
+                if (!in[i])
+                    continue;
+                if (r == LEASED)
+                    ddp_buf_printf(&b, " (GPU %zu: %s)", i, req->holders[i]);
+                else
+                    ddp_buf_printf(&b, " (GPU %zu: %.1f of %.1f GiB in use)", i,
+                                   t->gpus[i].mem_used / 1073741824.0, t->gpus[i].mem_total / 1073741824.0);
+            }
+    }
+    return b.data;
+}
+
 int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, bool *usable, char **cvd,
                       char **why, struct ddp_err *err)
 {
@@ -159,33 +236,8 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
     for (size_t i = 0; i < n; i++)
         name[i] = ddp_xasprintf("%zu", i);
 
-    /* CUDA_VISIBLE_DEVICES as CUDA reads it: entries up to the first one that names no device. */
-    if (req->inherited_cvd) {
-        char *copy = ddp_xstrdup(req->inherited_cvd), *save = NULL;
-
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            int g;
-
-            while (isspace((unsigned char)*tok))
-                tok++;
-            for (size_t l = strlen(tok); l && isspace((unsigned char)tok[l - 1]); l--)
-                tok[l - 1] = '\0';
-            if (!all_digits(tok) && strncasecmp(tok, "GPU-", 4))
-                break; /* MIG-..., -1, garbage: CUDA stops here */
-            g = find_gpu(t, tok);
-            if (g < 0)
-                break;
-            if (in[g])
-                continue;
-            in[g] = true;
-            free(name[g]);
-            name[g] = ddp_xstrdup(tok);
-        }
-        free(copy);
-        for (size_t i = 0; i < n; i++)
-            if (!in[i])
-                reason[i] = NOT_CVD;
-    }
+    if (req->inherited_cvd)
+        leave_out_cvd(t, req->inherited_cvd, in, name, reason);
     if (req->slurm_gpus) {
         memset(in, 0, n * sizeof *in);
         if (parse_index_list(req->slurm_gpus, in, n) < 0) {
@@ -251,46 +303,8 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
             usable[i] = reason[i] == OK;
         count += reason[i] == OK;
     }
-    if (why) {
-        static const char *const text[NREASONS] = {
-            [NOT_CVD] = "not in CUDA_VISIBLE_DEVICES",
-            [NOT_SLURM] = "not in Slurm's GPU list",
-            [NOT_SELECT] = "not in [gpus] select",
-            [EXCLUDED] = "excluded by [gpus] exclude",
-            [DOWNSIZED] = "left out after failures (downsizing)",
-            [LEASED] = "in use by another ddplaunch job",
-            [BUSY] = "over [gpus] max_memory_used",
-        };
-        struct ddp_buf b = {0};
-
-        ddp_buf_puts(&b, "");
-        for (int r = NOT_CVD; r < NREASONS; r++) {
-            int k = 0;
-
-            for (size_t i = 0; i < n; i++)
-                k += (in[i] = reason[i] == (enum leftout)r);
-            if (!k)
-                continue;
-            ddp_buf_printf(&b, "%sGPU%s ", b.len ? "; " : "", k > 1 ? "s" : "");
-            add_ranges(&b, in, n);
-            ddp_buf_printf(&b, " %s", text[r]);
-            if (r == NOT_CVD)
-                ddp_buf_printf(&b, "='%s'", req->inherited_cvd);
-            else if (r == NOT_SLURM)
-                ddp_buf_printf(&b, " (%s)", req->slurm_gpus);
-            else if (r == LEASED || r == BUSY)
-                for (size_t i = 0; i < n; i++) {
-                    if (!in[i])
-                        continue;
-                    if (r == LEASED)
-                        ddp_buf_printf(&b, " (GPU %zu: %s)", i, req->holders[i]);
-                    else
-                        ddp_buf_printf(&b, " (GPU %zu: %.1f of %.1f GiB in use)", i,
-                                       t->gpus[i].mem_used / 1073741824.0, t->gpus[i].mem_total / 1073741824.0);
-                }
-        }
-        *why = b.data;
-    }
+    if (why)
+        *why = describe_left_out(t, req, reason, in);
     if (cvd)
         for (size_t i = 0; i < n; i++) {
             cvd[i] = name[i];
