@@ -244,6 +244,71 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->holders = ctx->gpu_holders;
 }
 
+/* LOG_DIR/<run>/attempt_N, or the run directory's attempt_N without a log dir, or NULL. Caller owns. */
+static char *attempt_dir(const struct ddp_plan_ctx *ctx, int attempt)
+{
+    if (ctx->logdir)
+        return ddp_xasprintf("%s/attempt_%d", ddp_logdir_path(ctx->logdir), attempt);
+    if (ctx->spec->log_dir) /* `plan`: the run directory is made when the job starts */
+        return ddp_xasprintf("%s/%s_XXXXXXXX/attempt_%d", ctx->spec->log_dir, ctx->run_id, attempt);
+    if (ctx->run_dir)
+        return ddp_xasprintf("%s/attempt_%d", ctx->run_dir, attempt);
+    return NULL;
+}
+
+/* The variables torchrun gives every worker (rank, sizes, master, restart count, run id, error and timer files),
+ * and the defaults it sets unless inherited. */
+static void set_torchrun_env(struct ddp_strv *env, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *out,
+                             int rank, int lr, const char *signals, const char *log_dir)
+{
+    env_setf(env, "RANK", "%d", rank);
+    env_setf(env, "LOCAL_RANK", "%d", ctx->spec->gpus_visible == DDP_VISIBLE_VIRTUAL ? 0 : lr);
+    env_setf(env, "GROUP_RANK", "%d", ctx->node_rank);
+    env_setf(env, "ROLE_RANK", "%d", rank);
+    env_set(env, "ROLE_NAME", ctx->spec->role);
+    env_setf(env, "LOCAL_WORLD_SIZE", "%d", out->nproc);
+    env_setf(env, "WORLD_SIZE", "%d", out->world_size);
+    env_setf(env, "GROUP_WORLD_SIZE", "%d", ctx->nnodes);
+    env_setf(env, "ROLE_WORLD_SIZE", "%d", out->world_size);
+    env_set(env, "MASTER_ADDR", ctx->master_addr);
+    env_setf(env, "MASTER_PORT", "%d", ctx->master_port);
+    env_setf(env, "TORCHELASTIC_RESTART_COUNT", "%d", out->attempt);
+    env_setf(env, "TORCHELASTIC_MAX_RESTARTS", "%d", ctx->spec->max_restarts);
+    env_set(env, "TORCHELASTIC_RUN_ID", ctx->run_id);
+    env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
+    env_set(env, "TORCHELASTIC_SIGNALS_TO_HANDLE", signals);
+    if (log_dir)
+        env_setf(env, "TORCHELASTIC_ERROR_FILE", "%s/error.json", log_dir);
+    if (ctx->timer_file)
+        env_set(env, "TORCHELASTIC_TIMER_FILE", ctx->timer_file);
+    env_default(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+    if (out->nproc > 1)
+        env_default(env, "OMP_NUM_THREADS", "1");
+}
+
+/* Where placement put the worker: its GPU, NUMA node and bindings, and the variables that name them. */
+static void apply_placement(struct ddp_worker *w, const struct ddp_place_rank *pr)
+{
+    struct ddp_strv *env = &w->envp;
+
+    w->gpu = pr->gpu;
+    w->gpu_busid = pr->busid ? ddp_xstrdup(pr->busid) : NULL;
+    w->numa_node = pr->numa_node;
+    w->cpus = pr->cpus ? ddp_xstrdup(pr->cpus) : NULL;
+    w->mems = pr->mems ? ddp_xstrdup(pr->mems) : NULL;
+    if (pr->cvd) {
+        env_set(env, "CUDA_VISIBLE_DEVICES", pr->cvd);
+        if (pr->gpu >= 0)
+            env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    }
+    if (pr->busid)
+        env_set(env, "DDPLAUNCH_GPU_BUSID", pr->busid);
+    if (pr->uuid)
+        env_set(env, "DDPLAUNCH_GPU_UUID", pr->uuid);
+    if (pr->numa_node >= 0)
+        env_setf(env, "DDPLAUNCH_NUMA_NODE", "%d", pr->numa_node);
+}
+
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,
                    struct ddp_attempt *out, struct ddp_err *err)
 {
@@ -272,12 +337,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     out->run_id = ddp_xstrdup(ctx->run_id);
     out->master_addr = ddp_xstrdup(ctx->master_addr);
     out->master_port = ctx->master_port;
-    if (ctx->logdir)
-        out->dir = ddp_xasprintf("%s/attempt_%d", ddp_logdir_path(ctx->logdir), attempt);
-    else if (s->log_dir) /* `plan`: the run directory is made when the job starts */
-        out->dir = ddp_xasprintf("%s/%s_XXXXXXXX/attempt_%d", s->log_dir, ctx->run_id, attempt);
-    else if (ctx->run_dir)
-        out->dir = ddp_xasprintf("%s/attempt_%d", ctx->run_dir, attempt);
+    out->dir = attempt_dir(ctx, attempt);
     out->gpu_reason = place.reason ? ddp_xstrdup(place.reason) : NULL;
     out->workers = ddp_xcalloc((size_t)nproc, sizeof *out->workers);
     out->nworkers = (size_t)nproc;
@@ -313,49 +373,10 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 
         for (char *const *e = ctx->base_env; e && *e; e++)
             ddp_strv_push(env, *e);
-        env_setf(env, "RANK", "%d", rank);
-        env_setf(env, "LOCAL_RANK", "%d", s->gpus_visible == DDP_VISIBLE_VIRTUAL ? 0 : lr);
-        env_setf(env, "GROUP_RANK", "%d", ctx->node_rank);
-        env_setf(env, "ROLE_RANK", "%d", rank);
-        env_set(env, "ROLE_NAME", s->role);
-        env_setf(env, "LOCAL_WORLD_SIZE", "%d", nproc);
-        env_setf(env, "WORLD_SIZE", "%d", out->world_size);
-        env_setf(env, "GROUP_WORLD_SIZE", "%d", ctx->nnodes);
-        env_setf(env, "ROLE_WORLD_SIZE", "%d", out->world_size);
-        env_set(env, "MASTER_ADDR", ctx->master_addr);
-        env_setf(env, "MASTER_PORT", "%d", ctx->master_port);
-        env_setf(env, "TORCHELASTIC_RESTART_COUNT", "%d", attempt);
-        env_setf(env, "TORCHELASTIC_MAX_RESTARTS", "%d", s->max_restarts);
-        env_set(env, "TORCHELASTIC_RUN_ID", ctx->run_id);
-        env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
-        env_set(env, "TORCHELASTIC_SIGNALS_TO_HANDLE", signals);
-        if (w->log_dir)
-            env_setf(env, "TORCHELASTIC_ERROR_FILE", "%s/error.json", w->log_dir);
-        if (ctx->timer_file)
-            env_set(env, "TORCHELASTIC_TIMER_FILE", ctx->timer_file);
-        env_default(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
-        if (nproc > 1)
-            env_default(env, "OMP_NUM_THREADS", "1");
+        set_torchrun_env(env, ctx, out, rank, lr, signals, w->log_dir);
 
-        if (ctx->topo) {
-            struct ddp_place_rank *pr = &place.ranks[lr];
-            w->gpu = pr->gpu;
-            w->gpu_busid = pr->busid ? ddp_xstrdup(pr->busid) : NULL;
-            w->numa_node = pr->numa_node;
-            w->cpus = pr->cpus ? ddp_xstrdup(pr->cpus) : NULL;
-            w->mems = pr->mems ? ddp_xstrdup(pr->mems) : NULL;
-            if (pr->cvd) {
-                env_set(env, "CUDA_VISIBLE_DEVICES", pr->cvd);
-                if (pr->gpu >= 0)
-                    env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-            }
-            if (pr->busid)
-                env_set(env, "DDPLAUNCH_GPU_BUSID", pr->busid);
-            if (pr->uuid)
-                env_set(env, "DDPLAUNCH_GPU_UUID", pr->uuid);
-            if (pr->numa_node >= 0)
-                env_setf(env, "DDPLAUNCH_NUMA_NODE", "%d", pr->numa_node);
-        }
+        if (ctx->topo)
+            apply_placement(w, &place.ranks[lr]);
         env_setf(env, "DDPLAUNCH_ATTEMPT", "%d", attempt);
         env_setf(env, "DDPLAUNCH_ORIG_WORLD_SIZE", "%d", out->orig_world_size);
         if (out->dir)
