@@ -136,6 +136,28 @@ int ddp_place_count_usable(const struct ddp_topo *topo, const struct ddp_place_r
     return ddp_select_usable(&st, &sr, NULL, NULL, NULL, NULL);
 }
 
+/* The reason line of a placement without GPUs: "4 CPU workers on NUMA nodes 0,1, no GPUs". Caller owns. */
+static char *cpu_reason(const struct ddp_topo *topo, const int *node, int n, const int *eligible, int K)
+{
+    struct ddp_buf b = {0};
+    bool first = true;
+
+    ddp_buf_printf(&b, "%d CPU worker%s", n, n > 1 ? "s" : "");
+    if (K > 0) {
+        ddp_buf_printf(&b, " on NUMA node%s ", K > 1 && n > 1 ? "s" : "");
+        for (int k = 0; k < K; k++) {
+            bool used = false;
+
+            for (int i = 0; i < n; i++)
+                used |= node[i] == eligible[k];
+            if (used)
+                ddp_buf_printf(&b, first ? "%d" : ",%d", topo->nodes[eligible[k]].os_index), first = false;
+        }
+    }
+    ddp_buf_puts(&b, topo->ngpus ? ", no GPUs (CUDA_VISIBLE_DEVICES empty)" : ", no GPUs");
+    return b.data;
+}
+
 int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req, struct ddp_placement *out,
               struct ddp_err *err)
 {
@@ -210,25 +232,8 @@ int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req
         }
         bind_rank(topo, req, node[i], ordinal, on_node, r, &notes, i);
     }
-    if (!req->want_gpus) {
-        struct ddp_buf b = {0};
-        bool first = true;
-
-        ddp_buf_printf(&b, "%d CPU worker%s", n, n > 1 ? "s" : "");
-        if (K > 0) {
-            ddp_buf_printf(&b, " on NUMA node%s ", K > 1 && n > 1 ? "s" : "");
-            for (int k = 0; k < K; k++) {
-                bool used = false;
-
-                for (int i = 0; i < n; i++)
-                    used |= node[i] == eligible[k];
-                if (used)
-                    ddp_buf_printf(&b, first ? "%d" : ",%d", topo->nodes[eligible[k]].os_index), first = false;
-            }
-        }
-        ddp_buf_puts(&b, topo->ngpus ? ", no GPUs (CUDA_VISIBLE_DEVICES empty)" : ", no GPUs");
-        reason = b.data;
-    }
+    if (!req->want_gpus)
+        reason = cpu_reason(topo, node, n, eligible, K);
     if (notes.len) {
         char *r2 = ddp_xasprintf("%s%s", reason, notes.data);
 
