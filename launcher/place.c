@@ -95,8 +95,8 @@ static void bind_rank(const struct ddp_topo *topo, const struct ddp_place_req *r
     if (hwloc_bitmap_iszero(cpus)) {
         char *allowed = ddp_topo_list(topo->allowed);
 
-        ddp_buf_printf(notes, "; rank %d: NUMA node %d has none of the CPUs this process may use (%s): not bound",
-                       rank, node->os_index, allowed);
+        ddp_buf_printf(notes, "; rank %d: NUMA node %d has none of the CPUs this process may use (%s): not bound", rank,
+                       node->os_index, allowed);
         free(allowed);
         free(mems);
         hwloc_bitmap_free(cpus);
@@ -159,7 +159,7 @@ static char *cpu_reason(const struct ddp_topo *topo, const int *node, int n, con
 }
 
 int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req, struct ddp_placement *out,
-              struct ddp_err *err)
+                    struct ddp_err *err)
 {
     int n = req->nproc, rc = 0, *gpu, *node, *eligible, K = 0, R_u = 0, j = 0;
     char **cvdname = NULL, *reason = NULL;

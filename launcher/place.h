@@ -13,11 +13,11 @@
 
 /* What plan.c asks of placement for one attempt. */
 struct ddp_place_req {
-    int nproc;                  /* local workers */
-    bool want_gpus;             /* false: CPU workers (nproc_per_node=cpu or [gpus] select = none) */
+    int nproc;                      /* local workers */
+    bool want_gpus;                 /* false: CPU workers (nproc_per_node=cpu or [gpus] select = none) */
     const struct ddp_strv *select;  /* [gpus] select: indices, PCI bus ids or UUIDs; empty = auto */
     const struct ddp_strv *exclude; /* [gpus] exclude, same forms */
-    const int *exclude_idx;     /* topology GPU indices left out (downsizing), may be NULL */
+    const int *exclude_idx;         /* topology GPU indices left out (downsizing), may be NULL */
     size_t nexclude_idx;
     enum ddp_gpu_policy policy;
     enum ddp_visible visible;
@@ -43,7 +43,7 @@ struct ddp_place_rank {
 struct ddp_placement {
     struct ddp_place_rank *ranks; /* nproc entries */
     size_t nranks;
-    char *reason;                 /* one line: "2 GPUs on NUMA node 0 (NODE)" */
+    char *reason; /* one line: "2 GPUs on NUMA node 0 (NODE)" */
 };
 
 /* Choose GPUs and bindings for req->nproc ranks. nproc_per_node=gpu|auto is resolved by the caller with

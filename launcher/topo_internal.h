@@ -14,7 +14,7 @@ struct topo_node {
     hwloc_obj_t obj;
     hwloc_bitmap_t cpus; /* the node's CPUs this process may use */
     unsigned long long memory;
-    int package;         /* OS index of its package, or -1 */
+    int package; /* OS index of its package, or -1 */
 };
 
 struct topo_gpu {
@@ -22,8 +22,8 @@ struct topo_gpu {
     char busid[16];
     unsigned vendor, device, class_id;
     char *model;
-    int node;           /* position in nodes[], or -1 */
-    bool no_locality;   /* attached to the Machine (sysfs numa_node = -1) */
+    int node;            /* position in nodes[], or -1 */
+    bool no_locality;    /* attached to the Machine (sysfs numa_node = -1) */
     hwloc_bitmap_t cpus; /* CPU affinity: the CPUs of its first non-I/O ancestor that we may use */
     char uuid[96];
     long long mem_used, mem_total;
@@ -40,7 +40,7 @@ struct ddp_topo {
     size_t ngpus;
     enum ddp_link *link; /* ngpus x ngpus */
     int *nvlinks;
-    char *link_src;      /* where NV links came from: "NVML", "hwloc NVLinkBandwidth", ... or NULL */
+    char *link_src; /* where NV links came from: "NVML", "hwloc NVLinkBandwidth", ... or NULL */
     int *node_os;
     int *node_dist;
     struct ddp_sel_gpu *sel;

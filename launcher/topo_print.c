@@ -277,8 +277,8 @@ static void print_json(const struct ddp_topo *topo, const struct ddp_place_req *
 
     ddp_buf_puts(&b, "{\"source\":");
     ddp_buf_json_str(&b, topo->source);
-    ddp_buf_printf(&b, ",\"from_xml\":%s,\"hwloc_version\":\"%s\",\"allowed_cpus\":",
-                   topo->from_xml ? "true" : "false", HWLOC_VERSION);
+    ddp_buf_printf(&b, ",\"from_xml\":%s,\"hwloc_version\":\"%s\",\"allowed_cpus\":", topo->from_xml ? "true" : "false",
+                   HWLOC_VERSION);
     ddp_buf_json_str(&b, allowed);
     ddp_buf_printf(&b, ",\"ncpus\":%d,\"nvml\":{\"found\":%s,\"status\":", ddp_topo_ncpus(topo),
                    topo->nvml.found ? "true" : "false");
@@ -308,8 +308,10 @@ static void print_json(const struct ddp_topo *topo, const struct ddp_place_req *
         const struct topo_gpu *g = &topo->gpus[i];
         char *c = ddp_topo_list(g->cpus);
 
-        ddp_buf_printf(&b, "%s{\"index\":%zu,\"busid\":\"%s\",\"vendor\":\"%04x\",\"device\":\"%04x\",\"class\":\"%04x\","
-                           "\"model\":", i ? "," : "", i, g->busid, g->vendor, g->device, g->class_id);
+        ddp_buf_printf(&b,
+                       "%s{\"index\":%zu,\"busid\":\"%s\",\"vendor\":\"%04x\",\"device\":\"%04x\",\"class\":\"%04x\","
+                       "\"model\":",
+                       i ? "," : "", i, g->busid, g->vendor, g->device, g->class_id);
         ddp_buf_json_str(&b, g->model);
         ddp_buf_printf(&b, ",\"numa_node\":%d,\"locality_known\":%s,\"cpus\":",
                        g->no_locality || g->node < 0 ? -1 : topo->nodes[g->node].os_index,
@@ -339,8 +341,8 @@ static void print_json(const struct ddp_topo *topo, const struct ddp_place_req *
     }
     ddp_buf_printf(&b, "],\"link_source\":");
     ddp_buf_json_str(&b, topo->link_src);
-    ddp_buf_printf(&b, ",\"policy\":\"%s\",\"binding\":\"%s\",\"memory\":\"%s\",\"picks\":[",
-                   policy_name(base->policy), bind_name(base->bind), mem_name(base->mem));
+    ddp_buf_printf(&b, ",\"policy\":\"%s\",\"binding\":\"%s\",\"memory\":\"%s\",\"picks\":[", policy_name(base->policy),
+                   bind_name(base->bind), mem_name(base->mem));
     json_picks(topo, base, &b);
     ddp_buf_puts(&b, "]}\n");
     fputs(b.data, f);

@@ -18,12 +18,12 @@ static inline size_t count(const struct ddp_check_report *r, const char *check)
 }
 
 /* The result has status st and text in what it found. */
-#define expect_result(res, st, text)                                                                              \
-    do {                                                                                                          \
-        const struct ddp_check_result *res_ = (res);                                                              \
-        cr_expect_eq(res_->status, (st), "%s: status %s, expected %s: %s", res_->check,                           \
-                     ddp_check_status_name(res_->status), ddp_check_status_name(st), res_->found);                \
-        cr_expect(strstr(res_->found, (text)) != NULL, "%s: '%s' not in: %s", res_->check, (text), res_->found);  \
+#define expect_result(res, st, text)                                                                                   \
+    do {                                                                                                               \
+        const struct ddp_check_result *res_ = (res);                                                                   \
+        cr_expect_eq(res_->status, (st), "%s: status %s, expected %s: %s", res_->check,                                \
+                     ddp_check_status_name(res_->status), ddp_check_status_name(st), res_->found);                     \
+        cr_expect(strstr(res_->found, (text)) != NULL, "%s: '%s' not in: %s", res_->check, (text), res_->found);       \
     } while (0)
 
 #endif

@@ -31,11 +31,11 @@ static inline void scratch_remove_all(void)
     nftw(base, scratch_remove, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-#define SCRATCH_SUITE(suite)                                                                                      \
-    static void scratch_setup_##suite(void)                                                                       \
-    {                                                                                                             \
-        scratch_make(#suite);                                                                                     \
-    }                                                                                                             \
+#define SCRATCH_SUITE(suite)                                                                                           \
+    static void scratch_setup_##suite(void)                                                                            \
+    {                                                                                                                  \
+        scratch_make(#suite);                                                                                          \
+    }                                                                                                                  \
     TestSuite(suite, .init = scratch_setup_##suite, .fini = scratch_remove_all)
 
 #endif

@@ -28,8 +28,7 @@ static void setup(struct ddp_launch *l, enum ddp_cmd cmd, const char *topo, cons
     struct ddp_err err = {0};
 
     ddp_launch_init(l, cmd);
-    cr_assert_eq(ddp_spec_load_string(&l->spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s",
-                 err.msg);
+    cr_assert_eq(ddp_spec_load_string(&l->spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
     cr_assert_eq(ddp_spec_validate(&l->spec, &err), 0, "%s", err.msg);
     if (topo) {
         char *path = fixture_path(topo);
@@ -41,8 +40,8 @@ static void setup(struct ddp_launch *l, enum ddp_cmd cmd, const char *topo, cons
 
 static struct ddp_launch_facts facts(char **envp)
 {
-    struct ddp_launch_facts f = {.envp = envp ? envp : no_env, .online_cpus = 6, .random_id = "0123456789ab",
-                                 .self = 100};
+    struct ddp_launch_facts f = {
+        .envp = envp ? envp : no_env, .online_cpus = 6, .random_id = "0123456789ab", .self = 100};
 
     strcpy(f.hostname, "node7");
     return f;
@@ -184,9 +183,9 @@ Test(launch, auto_port_on_several_nodes_needs_slurm)
 
 static const struct ddp_lease_info leases[] = {
     {.busid = "0000:19:00.0", .pid = 4242, .job = "bert", .user = "alice"},
-    {.busid = "0000:35:00.0", .pid = 100, .job = "me", .user = "u"},  /* this launcher's own */
-    {.busid = "0000:aa:00.0", .pid = 5, .job = "gone", .user = "u"},  /* not in this topology */
-    {.busid = "0000:E7:00.0", .pid = 77, .job = "", .user = ""},      /* any case, unknown job */
+    {.busid = "0000:35:00.0", .pid = 100, .job = "me", .user = "u"}, /* this launcher's own */
+    {.busid = "0000:aa:00.0", .pid = 5, .job = "gone", .user = "u"}, /* not in this topology */
+    {.busid = "0000:E7:00.0", .pid = 77, .job = "", .user = ""},     /* any case, unknown job */
 };
 
 Test(launch, gpus_other_jobs_lease_are_held_in_the_placement)
