@@ -603,3 +603,70 @@ Test(plan_print, text_and_json)
     free(json);
     teardown_fixture(&f);
 }
+
+/* ---- issue 16: console mode, tee/redirects precedence, virtual local rank, interpreter ---- */
+
+Test(plan_console, raw_when_one_worker_reaches_the_console_and_tee_wins_over_redirects)
+{
+    struct fixture f;
+    setup_spec(&f, "[job]\nscript = t.py\n");
+    build(&f, 0, 1);
+    cr_expect(f.a.workers[0].raw, "one worker: raw");
+    cr_expect(f.a.workers[0].to_console[0] && f.a.workers[0].to_console[1]);
+    ddp_attempt_free(&f.a);
+    build(&f, 0, 2);
+    cr_expect(!f.a.workers[0].raw && !f.a.workers[1].raw, "two workers on the console: lines");
+    teardown_fixture(&f);
+
+    /* Megatron-LM's --tee 0:3 --redirects 3: rank 0 shown (tee wins), rank 1 only logged: raw */
+    setup_spec(&f, "[job]\nscript = t.py\ntee = 0:3\nredirects = 3\nlog_dir = /l\n");
+    build(&f, 0, 2);
+    cr_expect(f.a.workers[0].to_console[0] && f.a.workers[0].to_console[1]);
+    cr_expect(!f.a.workers[1].to_console[0] && !f.a.workers[1].to_console[1]);
+    cr_expect(f.a.workers[0].raw);
+    teardown_fixture(&f);
+
+    setup_spec(&f, "[job]\nscript = t.py\nredirects = 1\ntee = 0:2\n");
+    build(&f, 0, 2);
+    cr_expect(!f.a.workers[0].to_console[0] && f.a.workers[0].to_console[1], "stdout redirected, stderr shown");
+    cr_expect(!f.a.workers[0].raw, "both workers' stderr reaches the console: lines");
+    teardown_fixture(&f);
+
+    setup_spec(&f, "[job]\nscript = t.py\nlocal_ranks_filter = 1\nconsole = lines\n");
+    build(&f, 0, 3);
+    cr_expect(!f.a.workers[1].raw, "console = lines: framed even for one worker");
+    cr_expect(f.a.workers[1].to_console[0] && !f.a.workers[0].to_console[0]);
+    teardown_fixture(&f);
+
+    setup_spec(&f, "[job]\nscript = t.py\nconsole = raw\n");
+    build(&f, 0, 4);
+    cr_expect(f.a.workers[3].raw, "console = raw: raw for four");
+    teardown_fixture(&f);
+}
+
+Test(plan_console, virtual_local_rank_gives_local_rank_zero)
+{
+    struct fixture f;
+    setup_spec(&f, "[job]\nscript = t.py\n[gpus]\nvisible = virtual\n");
+    build(&f, 0, 3);
+    for (int i = 0; i < 3; i++) {
+        expect_env(&f.a.workers[i], "LOCAL_RANK", "0");
+        expect_envf(&f.a.workers[i], "RANK", i);
+    }
+    teardown_fixture(&f);
+}
+
+Test(plan_console, interpreter_choice)
+{
+    char *with[] = { "PYTHON_EXEC=/opt/py/bin/python3", NULL };
+    char *empty[] = { "PYTHON_EXEC=", NULL };
+    char *none[] = { NULL };
+    const char *why = NULL;
+    cr_expect_str_eq(ddp_plan_python(with, "/venv/bin/python3", &why), "/opt/py/bin/python3");
+    cr_expect_str_eq(why, "PYTHON_EXEC");
+    cr_expect_str_eq(ddp_plan_python(empty, "/venv/bin/python3", &why), "/venv/bin/python3");
+    cr_expect_str_eq(why, "the Python environment ddplaunch is installed in");
+    cr_expect_str_eq(ddp_plan_python(none, NULL, &why), "python3");
+    cr_expect_str_eq(why, "python3 from PATH");
+    cr_expect_str_eq(ddp_plan_python(none, "", NULL), "python3");
+}
