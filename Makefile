@@ -51,10 +51,13 @@ DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 
               groff-base mandoc valgrind clang libclang-rt-14-dev jq \
               slurmctld slurmd slurm-client munge
 DEPS_DEMO  := python3 python3-torch
-DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
+# make deb, make wheel and their check (tests/packaging/run.sh)
+DEPS_PACKAGE := debhelper dpkg-dev fakeroot lintian python3-build python3-setuptools python3-wheel \
+              python3-venv python3-pip man-db binutils
+DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
 .PHONY: all test unit integration check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
-        clean lint-man static deps-build-check
+        clean lint-man static deps-build-check deb wheel
 
 all: $(BUILD)/ddplaunch
 
@@ -104,6 +107,44 @@ deps-build-check:
 	    { echo "ddplaunch: missing build dependencies; run 'make deps' or apt-get install -y $(DEPS_BUILD)" >&2; \
 	      exit 1; }
 
+# `make deb`: build/deb/ddplaunch_VERSION_ARCH.deb, built by Debian's own tools (dpkg-buildpackage, debhelper)
+# from a copy of this tree with packaging/debian as debian/: the binary (linked against Debian's libraries),
+# both man pages, the site config as a conffile, bash completion, and /run/lock/ddplaunch via systemd-tmpfiles.
+DEB_DIR := build/deb
+
+deb: deps-build-check
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+	    { echo "ddplaunch: make deb needs Debian's packaging tools: apt-get install -y $(DEPS_PACKAGE)" >&2; exit 1; }
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/ddplaunch-$(VERSION)
+	tar -cf - --exclude=./build --exclude=./.devrt --exclude=./.git . | tar -C $(DEB_DIR)/ddplaunch-$(VERSION) -xf -
+	cp -r packaging/debian $(DEB_DIR)/ddplaunch-$(VERSION)/debian
+	cd $(DEB_DIR)/ddplaunch-$(VERSION) && dpkg-buildpackage -b -us -uc
+	@ls $(DEB_DIR)/*.deb
+
+# `make wheel`: build/wheel/ddplaunch-VERSION-py3-none-manylinux_2_N_ARCH.whl, built offline with Debian's
+# python3-build, python3-setuptools and python3-wheel from packaging/python: the static executable as the
+# wheel's script (pip puts it on the environment's PATH), the man pages and bash completion under share/.
+# N is the newest GLIBC_2.N symbol version the executable references (packaging/static/glibc-version.sh).
+WHEEL_DIR := build/wheel
+PYTHON3   ?= /usr/bin/python3
+
+wheel: static
+	@$(PYTHON3) -c 'import build, setuptools, wheel' 2>/dev/null || \
+	    { echo "ddplaunch: make wheel needs apt-get install -y python3-build python3-setuptools python3-wheel" >&2; \
+	      exit 1; }
+	rm -rf $(WHEEL_DIR)
+	mkdir -p $(WHEEL_DIR)/src/completion
+	cp packaging/python/pyproject.toml packaging/python/setup.py packaging/python/README.md \
+	    man/ddplaunch.1 man/ddplaunch.ini.5 $(WHEEL_DIR)/src/
+	cp completion/ddplaunch.bash $(WHEEL_DIR)/src/completion/ddplaunch
+	strip -o $(WHEEL_DIR)/src/ddplaunch $(STATIC_DIR)/ddplaunch
+	glibc=$$(sh packaging/static/glibc-version.sh $(STATIC_DIR)/ddplaunch) && \
+	    plat=manylinux_$$(echo "$$glibc" | tr . _)_$$(uname -m) && \
+	    cd $(WHEEL_DIR)/src && DDPLAUNCH_VERSION=$(VERSION) DDPLAUNCH_WHEEL_PLAT=$$plat \
+	    $(PYTHON3) -m build --wheel --no-isolation --outdir .. .
+	@ls $(WHEEL_DIR)/*.whl
+
 # `make test`: install what is missing (as root), build, run unit then integration tests.
 test: deps-check
 	@$(MAKE) --no-print-directory unit integration
@@ -145,14 +186,15 @@ deps-demo:
 
 install: $(BUILD)/ddplaunch
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	    $(DESTDIR)$(SYSCONFDIR)/ddplaunch $(DESTDIR)$(DATADIR)/presets
+	    $(DESTDIR)$(SYSCONFDIR)/ddplaunch
 	install -m 0755 $(BUILD)/ddplaunch $(DESTDIR)$(BINDIR)/ddplaunch
 	install -m 0644 man/ddplaunch.1 $(DESTDIR)$(MANDIR)/man1/ddplaunch.1
 	install -m 0644 man/ddplaunch.ini.5 $(DESTDIR)$(MANDIR)/man5/ddplaunch.ini.5
 	install -m 0644 config/ddplaunch.ini $(DESTDIR)$(SYSCONFDIR)/ddplaunch/ddplaunch.ini
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0644 completion/ddplaunch.bash $(DESTDIR)$(BASHCOMPDIR)/ddplaunch
-	for f in config/presets/*.ini; do [ -e "$$f" ] && install -m 0644 "$$f" $(DESTDIR)$(DATADIR)/presets/; done; true
+	for f in config/presets/*.ini; do [ -e "$$f" ] || continue; install -d $(DESTDIR)$(DATADIR)/presets; \
+	    install -m 0644 "$$f" $(DESTDIR)$(DATADIR)/presets/; done
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ddplaunch $(DESTDIR)$(MANDIR)/man1/ddplaunch.1 \

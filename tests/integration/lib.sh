@@ -15,6 +15,14 @@ trap 'rm -rf "$TMP"' EXIT
 export DDPLAUNCH_LOCK_DIR=$TMP/locks
 export XDG_RUNTIME_DIR=$TMP/run
 mkdir -m 0700 "$XDG_RUNTIME_DIR"
+# Jobs of tests running at the same time on this host (other checkouts' suites) no longer see each other's port
+# reservations, so `master_port = auto` would have them all try 29500 first and race for it between the bind
+# test and the worker's bind: each test takes its auto ports from its own randomly placed 400-port range (below
+# the kernel's ephemeral range). The command line, and a test that unsets or sets this, still win.
+if [ -z "${DDPLAUNCH_JOB_MASTER_PORT+set}" ]; then
+    _lo=$((29600 + RANDOM % 28 * 100))
+    export DDPLAUNCH_JOB_MASTER_PORT=auto:$_lo-$((_lo + 399))
+fi
 
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "$*"; exit 77; }
