@@ -207,13 +207,17 @@ static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
 }
 
 /* job.console: raw or lines; auto = raw when at most one worker's output reaches the console (nothing to
- * keep apart: `> out.json` gets the worker's bytes, progress bars draw as without a launcher), else lines. */
-static void decide_console(enum ddp_console mode, struct ddp_attempt *a)
+ * keep apart: `> out.json` gets the worker's bytes, progress bars draw as without a launcher) and no
+ * log_line_prefix was asked for, else lines. */
+static void decide_console(const struct ddp_spec *s, struct ddp_attempt *a)
 {
     size_t reaching = 0;
+    bool prefix_asked = s->origin[ddp_spec_key_find("job", "log_line_prefix")] != DDP_ORIGIN_DEFAULT &&
+                        s->log_line_prefix && *s->log_line_prefix;
     for (size_t i = 0; i < a->nworkers; i++)
         reaching += a->workers[i].to_console[0] || a->workers[i].to_console[1];
-    bool raw = mode == DDP_CONSOLE_RAW || (mode == DDP_CONSOLE_AUTO && reaching <= 1);
+    bool raw = s->console_mode == DDP_CONSOLE_RAW ||
+               (s->console_mode == DDP_CONSOLE_AUTO && reaching <= 1 && !prefix_asked);
     for (size_t i = 0; i < a->nworkers; i++)
         a->workers[i].raw = raw;
 }
@@ -402,7 +406,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     }
     if (ctx->topo)
         ddp_place_free(&place);
-    decide_console(s->console_mode, out);
+    decide_console(s, out);
     return 0;
 }
 

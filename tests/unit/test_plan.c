@@ -638,6 +638,11 @@ Test(plan_console, raw_when_one_worker_reaches_the_console_and_tee_wins_over_red
     cr_expect(f.a.workers[1].to_console[0] && !f.a.workers[0].to_console[0]);
     teardown_fixture(&f);
 
+    setup_spec(&f, "[job]\nscript = t.py\nlog_line_prefix = ${rank}| \n");
+    build(&f, 0, 1);
+    cr_expect(!f.a.workers[0].raw, "a prefix asked for: lines even for one worker");
+    teardown_fixture(&f);
+
     setup_spec(&f, "[job]\nscript = t.py\nconsole = raw\n");
     build(&f, 0, 4);
     cr_expect(f.a.workers[3].raw, "console = raw: raw for four");
