@@ -54,22 +54,23 @@ void ddp_doctor_check_state_dirs(struct ddp_check_report *r, char *const *envp, 
     }
     close(fd);
 priv:
-    fd = -1;
-    if (ddp_rundir_make_private(priv, &fd, &err) < 0) {
-        ddp_check_add(r, DDP_CHECK_FAIL, "state-dir", "fix it (mode 0700, owned by you) or set XDG_RUNTIME_DIR",
-                       "%s", err.msg);
-        rc = -1;
-    } else {
-        if (faccessat(fd, ".", W_OK, AT_EACCESS) != 0) {
-            ddp_check_add(r, DDP_CHECK_FAIL, "state-dir", "fix its mode (0700)",
-                           "private directory %s is not writable: %s", priv, strerror(errno));
+    /* a real trial: make a run directory as a launch would, and remove it */
+    {
+        char *run = NULL;
+        int lk = -1;
+        if (ddp_rundir_run_create(envp, uid, &run, &lk, &err) < 0) {
+            ddp_check_add(r, DDP_CHECK_FAIL, "state-dir", "fix it (mode 0700, owned by you) or set XDG_RUNTIME_DIR",
+                           "%s", err.msg);
             rc = -1;
+        } else {
+            ddp_rundir_run_remove(run, lk);
+            free(run);
         }
-        close(fd);
     }
     if (rc == 0)
         ddp_check_add(r, DDP_CHECK_OK, "state-dir", NULL,
-                       "lock directory %s (shared, sticky) and private directory %s (0700) usable", lock, priv);
+                       "lock directory %s (shared, sticky) and private run directories in %s (0700) usable", lock,
+                       priv);
     free(priv);
 }
 

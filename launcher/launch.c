@@ -2,7 +2,6 @@
 #include "launch.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,26 +34,15 @@ void ddp_launch_init(struct ddp_launch *l, enum ddp_cmd cmd)
     ddp_spec_init(&l->spec);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
 void ddp_launch_free(struct ddp_launch *l)
 {
     ddp_lease_release(l->gpus);
     ddp_port_release(l->port);
     ddp_slurm_free(&l->slurm);
     ddp_logdir_close(l->logdir);
-    /* The run dir holds only what ddplaunch made; remove it without following symlinks. */
+    /* The run dir holds only what ddplaunch made; removed without following symlinks. */
     if (l->run_dir)
-        nftw(l->run_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        ddp_rundir_run_remove(l->run_dir, l->run_dir_lock);
     if (l->topo)
         ddp_topo_destroy(l->topo);
     ddp_launch_holders_free(l->holders, l->nholders);
@@ -507,22 +495,30 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
     return 0;
 }
 
-/* A fresh private directory for this launch (heartbeat files, error files, the timer FIFO) inside the user's
- * private runtime directory (0700, owner checked, no symlinks: rundir.c). None, with a warning, if impossible. */
-static void make_run_dir(struct ddp_launch *l, char *const *envp)
+/* A fresh private directory for this launch (heartbeat files, error files, the timer FIFO): rundir.c makes it
+ * with mkdtemp, owner checked, no symlinks, and sweeps what SIGKILLed launches of this user left. Without one,
+ * a job that asks for heartbeat files or the timer FIFO is refused (exit 2): hang detection must not be off
+ * silently; other jobs go on with a warning. */
+static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
-    struct ddp_err err;
-    char *parent = ddp_rundir_private_path(envp, getuid());
-    if (ddp_rundir_make_private(parent, NULL, &err) < 0 || ddp_rundir_mkdtemp(parent, "run", &l->run_dir, &err) < 0) {
-        ddp_warn("no runtime directory, so no heartbeat files: %s", err.msg);
+    struct ddp_err e = {0};
+    ddp_rundir_sweep(envp, getuid(), 60);
+    if (ddp_rundir_run_create(envp, getuid(), &l->run_dir, &l->run_dir_lock, &e) < 0) {
         l->run_dir = NULL;
+        bool hb = l->spec.heartbeat == DDP_HEARTBEAT_FILE && l->spec.timeout_stall_ms > 0;
+        if (hb || l->spec.timer_file) {
+            l->fail_status = 2;
+            return ddp_errf(err, e.code, "%s; needed for %s: set XDG_RUNTIME_DIR to a private directory", e.msg,
+                            hb ? "[timeout] heartbeat = file" : "[timeout] timer_file");
+        }
+        ddp_warn("no runtime directory, so no heartbeat files: %s", e.msg);
     }
-    free(parent);
     l->ctx.run_dir = l->run_dir;
     if (l->spec.timer_file && l->run_dir) {
         l->timer_path = ddp_xasprintf("%s/timer", l->run_dir); /* the FIFO torch's FileTimerClient writes to */
         l->ctx.timer_file = l->timer_path;
     }
+    return 0;
 }
 
 int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
@@ -532,8 +528,8 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
         return rc;
     if (l->lease && (rc = lease_gpus(l, envp, err)) < 0)
         return rc;
-    if (l->cmd != DDP_CMD_PLAN)
-        make_run_dir(l, envp);
+    if (l->cmd != DDP_CMD_PLAN && (rc = make_run_dir(l, envp, err)) < 0)
+        return rc;
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
     if (l->cmd == DDP_CMD_RUN && l->spec.log_dir) {
         if ((rc = ddp_logdir_create(l->spec.log_dir, l->run_id, &l->logdir, err)) < 0) {

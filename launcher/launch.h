@@ -55,6 +55,7 @@ struct ddp_launch {
     struct ddp_port_resv *port;
     struct ddp_lease *gpus;
     char *run_dir;               /* removed again by ddp_launch_free() */
+    int run_dir_lock;            /* its lock (rundir.h), valid while run_dir is set */
     struct ddp_logdir *logdir;   /* run: log_dir's fresh run directory (= ctx.logdir), kept at exit */
     char *timer_path;
     char *secret;

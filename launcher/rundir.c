@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *ddp_rundir_lock_dir(char *const *envp)
@@ -24,6 +28,20 @@ const char *ddp_rundir_lock_dir(char *const *envp)
 static void mode_str(mode_t m, char *buf, size_t n)
 {
     snprintf(buf, n, "%04o", (unsigned)(m & 07777));
+}
+
+/* Where run directories go: the parent and the name prefix (without XDG_RUNTIME_DIR, the fresh name itself
+ * carries the user id). Caller frees both. */
+static void run_location(char *const *envp, uid_t uid, char **parent, char **prefix)
+{
+    const char *xdg = ddp_env_get(envp, "XDG_RUNTIME_DIR");
+    if (xdg && xdg[0] == '/') {
+        *parent = ddp_xasprintf("%s/ddplaunch", xdg);
+        *prefix = ddp_xstrdup("run-");
+    } else {
+        *parent = ddp_xstrdup("/tmp");
+        *prefix = ddp_xasprintf("ddplaunch-%u-", (unsigned)uid);
+    }
 }
 
 /* open a directory path without following a symlink in its last component */
@@ -169,10 +187,10 @@ int ddp_rundir_read_small(int dirfd, const char *name, size_t max, char **text_o
 
 char *ddp_rundir_private_path(char *const *envp, uid_t uid)
 {
-    const char *xdg = ddp_env_get(envp, "XDG_RUNTIME_DIR");
-    if (xdg && xdg[0] == '/')
-        return ddp_xasprintf("%s/ddplaunch", xdg);
-    return ddp_xasprintf("/tmp/ddplaunch-%u", (unsigned)uid);
+    char *parent, *prefix;
+    run_location(envp, uid, &parent, &prefix);
+    free(prefix);
+    return parent;
 }
 
 static int verify_private_fd(int fd, const char *path, struct ddp_err *err)
@@ -210,22 +228,6 @@ int ddp_rundir_make_private(const char *path, int *dirfd_out, struct ddp_err *er
     return rc;
 }
 
-int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, struct ddp_err *err)
-{
-    int rc = ddp_rundir_make_private(parent, NULL, err);
-    if (rc < 0)
-        return rc;
-    char *tmpl = ddp_xasprintf("%s/%s-XXXXXX", parent, prefix);
-    if (!mkdtemp(tmpl)) {
-        int e = errno;
-        ddp_errf(err, -e, "cannot create a directory %s: %s", tmpl, strerror(e));
-        free(tmpl);
-        return -e;
-    }
-    *path_out = tmpl;
-    return 0;
-}
-
 int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user, size_t user_len)
 {
     char path[64];
@@ -258,4 +260,88 @@ int ddp_rundir_proc_identity(pid_t pid, char *comm, size_t comm_len, char *user,
             snprintf(user, user_len, "uid %u", uid);
     }
     return 0;
+}
+
+static int verify_private_fd(int fd, const char *path, struct ddp_err *err);
+
+int ddp_rundir_run_create(char *const *envp, uid_t uid, char **path_out, int *lock_fd_out, struct ddp_err *err)
+{
+    char *parent, *prefix;
+    int rc = 0;
+    run_location(envp, uid, &parent, &prefix);
+    if (strcmp(parent, "/tmp") != 0)
+        rc = ddp_rundir_make_private(parent, NULL, err);
+    char *tmpl = ddp_xasprintf("%s/%sXXXXXX", parent, prefix);
+    free(parent);
+    free(prefix);
+    if (rc == 0 && !mkdtemp(tmpl))
+        rc = ddp_errf(err, -errno, "cannot create a run directory %s: %s", tmpl, strerror(errno));
+    int fd = rc == 0 ? open_dir_nofollow(tmpl) : -1;
+    if (rc == 0 && fd < 0)
+        rc = ddp_errf(err, fd, "cannot open the run directory %s: %s", tmpl, strerror(-fd));
+    if (rc == 0)
+        rc = verify_private_fd(fd, tmpl, err);
+    if (rc == 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+        rc = ddp_errf(err, -errno, "cannot lock the run directory %s: %s", tmpl, strerror(errno));
+    if (rc < 0) {
+        if (fd >= 0)
+            close(fd);
+        free(tmpl);
+        return rc;
+    }
+    *path_out = tmpl;
+    *lock_fd_out = fd;
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+void ddp_rundir_run_remove(const char *path, int lock_fd)
+{
+    if (path)
+        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (lock_fd >= 0)
+        close(lock_fd);
+}
+
+int ddp_rundir_sweep(char *const *envp, uid_t uid, long long min_age_s)
+{
+    char *parent, *prefix;
+    int removed = 0;
+    run_location(envp, uid, &parent, &prefix);
+    DIR *d = opendir(parent);
+    size_t plen = strlen(prefix);
+    struct dirent *de;
+    time_t now = time(NULL);
+    while (d && (de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, prefix, plen) != 0 || strlen(de->d_name) != plen + 6)
+            continue;
+        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0)
+            continue;
+        /* ours, private, not just made (a launch locks its directory right after mkdtemp), and not locked */
+        if (fstat(fd, &st) == 0 && st.st_uid == uid && (st.st_mode & 07777) == 0700 &&
+            (long long)(now - st.st_mtime) >= min_age_s && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            char *path = ddp_xasprintf("%s/%s", parent, de->d_name);
+            ddp_rundir_run_remove(path, -1);
+            free(path);
+            removed++;
+        }
+        close(fd);
+    }
+    if (d)
+        closedir(d);
+    free(parent);
+    free(prefix);
+    return removed;
 }

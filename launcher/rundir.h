@@ -34,8 +34,9 @@ int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct
  * most max bytes. Returns 0 with *text_out (caller frees), or a negative errno (no message). */
 int ddp_rundir_read_small(int dirfd, const char *name, size_t max, char **text_out);
 
-/* The private per-user runtime directory: "$XDG_RUNTIME_DIR/ddplaunch" when XDG_RUNTIME_DIR in envp is an
- * absolute path, else "/tmp/ddplaunch-UID". Pure: builds the path only. Caller owns; free(). */
+/* Where this user's run directories go (see ddp_rundir_run_create): "$XDG_RUNTIME_DIR/ddplaunch" when
+ * XDG_RUNTIME_DIR in envp is an absolute path, else "/tmp" (the run directory itself is then a fresh name).
+ * Pure: builds the path only. Caller owns; free(). */
 char *ddp_rundir_private_path(char *const *envp, uid_t uid);
 
 /* Create (mode 0700) or verify the private directory path: the last component must not be a symlink, must
@@ -43,9 +44,20 @@ char *ddp_rundir_private_path(char *const *envp, uid_t uid);
  * is non-NULL (O_CLOEXEC; caller closes), or a negative errno with err saying what was wrong. */
 int ddp_rundir_make_private(const char *path, int *dirfd_out, struct ddp_err *err);
 
-/* Create a fresh private directory under the private directory parent (verified as above), named
- * PREFIX-XXXXXX, mode 0700. Returns 0 with *path_out (caller frees), or a negative errno with err. */
-int ddp_rundir_mkdtemp(const char *parent, const char *prefix, char **path_out, struct ddp_err *err);
+/* A launch's fresh run directory, made so that no other user can squat or pre-plant it: without
+ * XDG_RUNTIME_DIR, mkdtemp("/tmp/ddplaunch-UID-XXXXXX") itself (a fresh name each launch, never a fixed
+ * shared path); with it, "$XDG_RUNTIME_DIR/ddplaunch/run-XXXXXX" (the parent verified as above). Mode 0700,
+ * owner checked, and flock'ed by the returned fd for as long as it is open, so that ddp_rundir_sweep() knows
+ * it is in use. Returns 0 with *path_out (caller frees) and *lock_fd_out (O_CLOEXEC; keep it open while the
+ * directory is in use), or a negative errno with err. */
+int ddp_rundir_run_create(char *const *envp, uid_t uid, char **path_out, int *lock_fd_out, struct ddp_err *err);
+/* Remove a run directory made by ddp_rundir_run_create() and everything in it (no symlink following, same
+ * file system only), then close lock_fd (-1: none). */
+void ddp_rundir_run_remove(const char *path, int lock_fd);
+/* Remove this user's stale run directories (those no live launch holds: left by a SIGKILLed launcher) that
+ * not modified for min_age_s seconds, where ddp_rundir_run_create() puts them. Only directories owned by uid
+ * with mode 0700 are touched. Returns how many were removed. */
+int ddp_rundir_sweep(char *const *envp, uid_t uid, long long min_age_s);
 
 /* The command name (/proc/PID/comm) and user name of a process, for "held by pid N (comm, user)" messages.
  * Either out may be NULL. Returns 0, or -ESRCH when the process is gone. */

@@ -120,13 +120,54 @@ Test(rundir, private_dir_created_0700_and_verified)
     cr_assert_eq(stat(p, &st), 0);
     cr_expect_eq(st.st_mode & 07777, 0700);
     close(dfd);
-    char *path = NULL;
-    cr_assert_eq(ddp_rundir_mkdtemp(p, "job", &path, &err), 0, "%s", err.msg);
-    cr_expect(strncmp(path, p, strlen(p)) == 0 && strstr(path, "/job-"), "%s", path);
-    cr_assert_eq(stat(path, &st), 0);
-    cr_expect_eq(st.st_mode & 07777, 0700);
-    free(path);
     free(p);
+}
+
+Test(rundir, run_dirs_fresh_locked_and_stale_ones_swept)
+{
+    char xdg[96];
+    snprintf(xdg, sizeof xdg, "XDG_RUNTIME_DIR=%s", base);
+    char *envp[] = {xdg, NULL};
+    char *a = NULL, *b = NULL;
+    int fa = -1, fb = -1;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_run_create(envp, geteuid(), &a, &fa, &err), 0, "%s", err.msg);
+    cr_assert_eq(ddp_rundir_run_create(envp, geteuid(), &b, &fb, &err), 0, "%s", err.msg);
+    cr_expect_str_neq(a, b);
+    char *parent = in_base("ddplaunch/run-");
+    cr_expect(strncmp(a, parent, strlen(parent)) == 0, "%s", a);
+    struct stat st;
+    cr_assert_eq(stat(a, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0700);
+    /* b's launcher "was SIGKILLed": its lock is gone, a is still in use */
+    close(fb);
+    char *f = ddp_xasprintf("%s/heartbeat.0", b);
+    FILE *fp = fopen(f, "w");
+    fclose(fp);
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 60), 0, "a directory just made was swept");
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 0), 1);
+    cr_expect_eq(stat(b, &st), -1, "the stale run directory is still there");
+    cr_expect_eq(stat(a, &st), 0, "a run directory in use was swept");
+    ddp_rundir_run_remove(a, fa);
+    cr_expect_eq(stat(a, &st), -1);
+    free(f);
+    free(parent);
+    free(a);
+    free(b);
+}
+
+Test(rundir, run_dir_without_xdg_is_a_fresh_name_in_tmp)
+{
+    char *envp[] = {NULL};
+    char *a = NULL;
+    int fa = -1;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_run_create(envp, geteuid(), &a, &fa, &err), 0, "%s", err.msg);
+    char want[64];
+    snprintf(want, sizeof want, "/tmp/ddplaunch-%u-", (unsigned)geteuid());
+    cr_expect(strncmp(a, want, strlen(want)) == 0 && strlen(a) == strlen(want) + 6, "%s", a);
+    ddp_rundir_run_remove(a, fa);
+    free(a);
 }
 
 Test(rundir, private_dir_wrong_mode_refused)
@@ -179,7 +220,7 @@ Test(rundir, paths_from_envp)
     free(p);
     char *env3[] = {"XDG_RUNTIME_DIR=relative", NULL};
     p = ddp_rundir_private_path(env3, 1000);
-    cr_expect_str_eq(p, "/tmp/ddplaunch-1000");
+    cr_expect_str_eq(p, "/tmp");
     free(p);
 }
 
