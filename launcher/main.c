@@ -1,5 +1,6 @@
 /* main: wires the modules together: cli -> launch (spec layers, topology, resolve, acquire) -> plan ->
  * supervise -> exit status. It decides nothing itself. Only main.c and the exec shim call exit(). */
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +46,22 @@ static char *self_exe(const char *argv0)
         return ddp_xstrdup(buf);
     }
     return ddp_xstrdup(argv0);
+}
+
+/* Started with 0, 1 or 2 closed (cron, `<&-`, `>&-`): hold them on /dev/null before anything opens a file, so
+ * that no pipe, log file or libuv's epoll fd lands there (libuv asserts when closing one, and workers would
+ * read the epoll fd as their stdin). Output to a closed stdout is then discarded, as the caller asked. */
+static void hold_std_fds(void)
+{
+    for (;;) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd < 0)
+            return;
+        if (fd > STDERR_FILENO) {
+            close(fd);
+            return;
+        }
+    }
 }
 
 static void ignore_signal(int signo)
@@ -111,6 +128,7 @@ static int launch_command(struct ddp_launch *l, const struct ddp_cli *cli, const
 
 int main(int argc, char **argv)
 {
+    hold_std_fds();
     if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
         return ddp_shim_main(argc, argv);
 
