@@ -188,7 +188,7 @@ void ddp_nvml_read(struct ddp_nvml *out)
     dlclose(lib);
 }
 
-static const struct ddp_nvml_gpu *find(const struct ddp_nvml *n, const char *busid)
+const struct ddp_nvml_gpu *ddp_nvml_find(const struct ddp_nvml *n, const char *busid)
 {
     for (size_t i = 0; i < n->ngpus; i++)
         if (!strcasecmp(n->gpus[i].busid, busid))
@@ -207,7 +207,7 @@ static int switch_links(const struct ddp_nvml_gpu *g)
 
 int ddp_nvml_links(const struct ddp_nvml *n, const char *a, const char *b)
 {
-    const struct ddp_nvml_gpu *ga = find(n, a), *gb = find(n, b);
+    const struct ddp_nvml_gpu *ga = ddp_nvml_find(n, a), *gb = ddp_nvml_find(n, b);
     int links = 0, sa, sb;
 
     if (!ga || !gb || ga == gb)

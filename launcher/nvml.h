@@ -42,6 +42,9 @@ struct ddp_nvml {
 void ddp_nvml_read(struct ddp_nvml *out);
 void ddp_nvml_free(struct ddp_nvml *n);
 
+/* The GPU with PCI bus id busid (any case), or NULL when NVML does not list it. Owned by n. */
+const struct ddp_nvml_gpu *ddp_nvml_find(const struct ddp_nvml *n, const char *busid);
+
 /* NVLinks between the GPUs with bus ids a and b, as nvidia-smi counts them (NV#): links from a straight to b,
  * plus, when both reach NVSwitches, the smaller of their switch link counts. 0 when not linked or unknown. */
 int ddp_nvml_links(const struct ddp_nvml *n, const char *a, const char *b);

@@ -326,18 +326,17 @@ static void load_links(struct ddp_topo *topo)
 
 static void apply_nvml(struct ddp_topo *topo)
 {
-    for (size_t i = 0; i < topo->ngpus; i++)
-        for (size_t k = 0; k < topo->nvml.ngpus; k++) {
-            const struct ddp_nvml_gpu *ng = &topo->nvml.gpus[k];
+    for (size_t i = 0; i < topo->ngpus; i++) {
+        const struct ddp_nvml_gpu *ng = ddp_nvml_find(&topo->nvml, topo->gpus[i].busid);
 
-            if (strcasecmp(ng->busid, topo->gpus[i].busid))
-                continue;
-            snprintf(topo->gpus[i].uuid, sizeof topo->gpus[i].uuid, "%s", ng->uuid);
-            topo->gpus[i].mem_used = ng->mem_used;
-            topo->gpus[i].mem_total = ng->mem_total;
-            if (!topo->gpus[i].model && ng->name[0])
-                topo->gpus[i].model = ddp_xstrdup(ng->name);
-        }
+        if (!ng)
+            continue;
+        snprintf(topo->gpus[i].uuid, sizeof topo->gpus[i].uuid, "%s", ng->uuid);
+        topo->gpus[i].mem_used = ng->mem_used;
+        topo->gpus[i].mem_total = ng->mem_total;
+        if (!topo->gpus[i].model && ng->name[0])
+            topo->gpus[i].model = ddp_xstrdup(ng->name);
+    }
 }
 
 static void build_sel(struct ddp_topo *topo)
@@ -512,9 +511,7 @@ int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gp
         .mem_used = g->mem_total > 0 ? g->mem_used : -1,
         .mem_total = g->mem_total > 0 ? g->mem_total : -1,
     };
-    for (size_t k = 0; k < topo->nvml.ngpus && !out->nvml; k++)
-        if (!strcasecmp(topo->nvml.gpus[k].busid, g->busid))
-            out->nvml = &topo->nvml.gpus[k];
+    out->nvml = ddp_nvml_find(&topo->nvml, g->busid);
     return 0;
 }
 
