@@ -37,7 +37,7 @@ import os, sys, time
 r = os.environ["RANK"]
 for i in range(4):
     os.write(2, ("%s|%d|%.6f\r" % (r, i, time.time())).encode())
-    time.sleep(0.5)
+    time.sleep(0.7)
 os.write(2, b"\n")
 EOS
 cat >"$TMP/arrivals.py" <<'EOS'
@@ -70,8 +70,9 @@ for f in tr dd dd2; do
     want=4; [ $f = dd2 ] && want=8
     expect_eq "$f: updates seen" "$(grep -vc BAD "$TMP/$f.arr")" "$want"
     grep -q BAD "$TMP/$f.arr" && { cat "$TMP/$f.arr"; fail "$f: an update was merged or split"; }
-    # each update arrives within 0.4 s of being written (a held one would wait for the newline: 1.5-2 s)
-    awk '$1 > 0.4 { bad = 1 } END { exit bad }' "$TMP/$f.arr" || { cat "$TMP/$f.arr"; fail "$f: updates held back"; }
+    # each update arrives within 0.6 s of being written (one held until the newline waits 2.1-2.8 s; the next
+    # update comes after 0.7 s), so a loaded machine's scheduling delay does not fail it
+    awk '$1 > 0.6 { bad = 1 } END { exit bad }' "$TMP/$f.arr" || { cat "$TMP/$f.arr"; fail "$f: updates held back"; }
 done
 # with two ranks every update is its own prefixed segment
 awk '$5 != "[rank" $3 "]:" || $6 != $3 { bad = 1 } END { exit bad }' "$TMP/dd2.arr" ||
