@@ -48,6 +48,9 @@ struct g4dn {
     char *envp[4];
 };
 
+/* GPUs other jobs hold, as launch.c's resolve step passes them (per topology GPU), or NULL. */
+static const char *const *g4dn_holders;
+
 static void g4dn_run(struct g4dn *g, int nproc, const char *select)
 {
     char *path = fixture("2s-8gpu-aws-g4dn-metal-t4.xml");
@@ -72,6 +75,7 @@ static void g4dn_run(struct g4dn *g, int nproc, const char *select)
     g->ctx.nproc = nproc;
     g->ctx.python = "/usr/bin/python3";
     g->ctx.topo = g->topo;
+    g->ctx.gpu_holders = g4dn_holders;
     ddp_doctor_collect(&g->ctx, &g->r);
 }
 
@@ -129,6 +133,29 @@ Test(doctor, too_many_gpus_fails)
     expect_result(find(&g.r, "gpus"), DDP_CHECK_FAIL, "8 GPUs visible, 8 usable, 9 wanted");
     cr_expect(strstr(find(&g.r, "gpus")->todo, "nproc_per_node = 8"));
     cr_expect_eq(ddp_check_exit_status(&g.r), 2);
+    g4dn_free(&g);
+}
+
+Test(doctor, gpus_other_jobs_hold_are_left_out_of_the_pick)
+{
+    static const char *const held[8] = {[0] = "job 'bert' (pid 4242, user alice)",
+                                        [1] = "job 'bert' (pid 4242, user alice)"};
+    struct g4dn g;
+
+    g4dn_holders = held;
+    g4dn_run(&g, 4, NULL);
+    g4dn_holders = NULL;
+    /* node 0 keeps two free GPUs: the four come from node 1 */
+    expect_result(find(&g.r, "gpus"), DDP_CHECK_OK,
+                  "8 GPUs visible (6 usable); would pick 0000:e7:00.0,0000:e8:00.0,0000:f4:00.0,0000:f5:00.0");
+    expect_result(find(&g.r, "numa"), DDP_CHECK_OK, "share NUMA node 1");
+    g4dn_free(&g);
+
+    /* seven GPUs cannot be had without the held ones */
+    g4dn_holders = held;
+    g4dn_run(&g, 7, NULL);
+    g4dn_holders = NULL;
+    expect_result(find(&g.r, "gpus"), DDP_CHECK_FAIL, "8 GPUs visible, 6 usable, 7 wanted");
     g4dn_free(&g);
 }
 
