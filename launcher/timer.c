@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ struct ddp_timer_server {
     bool line_too_long;
     size_t requests;
     size_t bad_lines;
+    struct ddp_ratelimit warn_limit; /* a client can send bad lines at will: a few warnings per minute */
     int handles_open;
     bool closing;
 };
@@ -220,6 +222,29 @@ static void rearm(struct ddp_timer_server *s)
     uv_timer_start(&s->wake, on_wake, delay, 0);
 }
 
+#define WARN_BURST 5
+#define WARN_INTERVAL_MS 60000
+
+/* A warning about what a client sent, rate-limited (WARN_BURST per WARN_INTERVAL_MS, then how many were
+ * left out). */
+static void warn_limited(struct ddp_timer_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_limited(struct ddp_timer_server *s, const char *fmt, ...)
+{
+    unsigned dropped;
+    char msg[512];
+    va_list ap;
+    if (!ddp_ratelimit_allow(&s->warn_limit, ddp_now_ms(), WARN_BURST, WARN_INTERVAL_MS, &dropped))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ddp_printable(msg);
+    if (dropped)
+        ddp_warn("%s: %s (and %u more such warnings in the last minute)", s->path, msg, dropped);
+    else
+        ddp_warn("%s: %s", s->path, msg);
+}
+
 static void handle_line(struct ddp_timer_server *s, const char *line)
 {
     s->requests++;
@@ -227,8 +252,7 @@ static void handle_line(struct ddp_timer_server *s, const char *line)
     const char *why = NULL;
     if (ddp_timer_parse_request(line, strlen(line), &r, &why) < 0) {
         s->bad_lines++;
-        if (s->bad_lines <= 5)
-            ddp_warn("%s: ignored a timer request (%s): %.200s", s->path, why, line);
+        warn_limited(s, "ignored a timer request (%s): %.200s", why, line);
         return;
     }
     apply_request(s, &r);
@@ -258,7 +282,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             if (s->line_too_long) {
                 s->requests++;
                 s->bad_lines++;
-                ddp_warn("%s: ignored a timer request longer than %d bytes", s->path, LINE_MAX_BYTES);
+                warn_limited(s, "ignored a timer request longer than %d bytes", LINE_MAX_BYTES);
             } else if (s->line_len > 0) {
                 s->line[s->line_len] = '\0';
                 handle_line(s, s->line);

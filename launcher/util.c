@@ -369,3 +369,21 @@ char *ddp_printable(char *s)
     }
     return s;
 }
+
+bool ddp_ratelimit_allow(struct ddp_ratelimit *rl, long long now_ms, unsigned burst, long long interval_ms,
+                         unsigned *dropped_out)
+{
+    *dropped_out = 0;
+    if (rl->shown == 0 || now_ms - rl->start_ms >= interval_ms) {
+        rl->start_ms = now_ms;
+        rl->shown = 0;
+    }
+    if (rl->shown >= burst) {
+        rl->dropped++;
+        return false;
+    }
+    rl->shown++;
+    *dropped_out = rl->dropped;
+    rl->dropped = 0;
+    return true;
+}

@@ -69,6 +69,18 @@ const char *ddp_line_next(const char *text, char *buf, size_t size);
  * not obeyed. Returns s. */
 char *ddp_printable(char *s);
 
+/* A rate limit for a warning that others can make us repeat (bad timer requests, ...): at most burst
+ * messages per interval. Zero-initialised is fresh. */
+struct ddp_ratelimit {
+    long long start_ms; /* start of the current interval */
+    unsigned shown;     /* messages shown in it */
+    unsigned dropped;   /* messages dropped since the last one shown */
+};
+/* Whether to show one more message at now_ms (monotonic, ddp_now_ms()). When it returns true after messages
+ * were dropped, *dropped_out says how many (to be said once, with this message); else it is 0. Pure. */
+bool ddp_ratelimit_allow(struct ddp_ratelimit *rl, long long now_ms, unsigned burst, long long interval_ms,
+                         unsigned *dropped_out);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t ddp_edit_distance(const char *a, const char *b);
 /* The closest candidate to word (NULL-terminated list), or NULL when none is close

@@ -1,0 +1,32 @@
+/* Unit tests for util's pure helpers that guard what others can make us print: the warning rate limit and
+ * the control-character filter. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "util.h"
+
+Test(util, ratelimit_burst_then_count_of_dropped)
+{
+    struct ddp_ratelimit rl = {0};
+    unsigned dropped = 99;
+    for (int i = 0; i < 3; i++) {
+        cr_expect(ddp_ratelimit_allow(&rl, 1000 + i, 3, 60000, &dropped));
+        cr_expect_eq(dropped, 0);
+    }
+    for (int i = 0; i < 1000; i++)
+        cr_expect_not(ddp_ratelimit_allow(&rl, 2000 + i, 3, 60000, &dropped));
+    cr_expect_not(ddp_ratelimit_allow(&rl, 60999, 3, 60000, &dropped));
+    /* a new interval: one more shown, saying how many were left out */
+    cr_expect(ddp_ratelimit_allow(&rl, 61000, 3, 60000, &dropped));
+    cr_expect_eq(dropped, 1001);
+    cr_expect(ddp_ratelimit_allow(&rl, 61001, 3, 60000, &dropped));
+    cr_expect_eq(dropped, 0);
+}
+
+Test(util, printable_replaces_control_characters_keeps_utf8)
+{
+    char s[] = "a\033]0;t\a\033[2Jb\x7f\r\n\xc2\x9b" "1m caf\xc3\xa9 \xe2\x80\x93";
+    ddp_printable(s);
+    cr_expect_str_eq(s, "a?]0;t??[2Jb?????1m caf\xc3\xa9 \xe2\x80\x93");
+    cr_expect_null(ddp_printable(NULL));
+}
