@@ -41,6 +41,14 @@ if ! python3 -m venv --system-site-packages "$venv" 2>/tmp/venv.err; then
     python3 -m venv --system-site-packages --without-pip "$venv" || { echo "no venv"; exit 1; }
 fi
 if [ -x "$venv/bin/pip" ]; then pip=("$venv/bin/pip"); else pip=("$venv/bin/python3" -m pip); fi
+# torch may itself live in a venv (python3 on PATH is /opt/.../.venv/bin/python3): --system-site-packages then
+# shows the distribution's site-packages, not that one. Make the fresh venv see the torch python3 sees.
+if ! "$venv/bin/python3" -c 'import torch' 2>/dev/null; then
+    tsite=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+    vsite=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "$tsite" >"$vsite/torch-site.pth"
+    echo "torch is not in the base interpreter's site-packages; $vsite/torch-site.pth -> $tsite"
+fi
 "${pip[@]}" install --no-index "$dir"/ddplaunch-*.whl || { echo "pip install failed"; exit 1; }
 . "$venv/bin/activate"
 command -v ddplaunch
