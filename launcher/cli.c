@@ -616,10 +616,14 @@ void ddp_cli_help_keys(FILE *f)
         } else {
             snprintf(type, sizeof type, "%s", type_names[k->type]);
         }
-        fprintf(f, "  %-20s %-28s [%s]\n      %s\n", k->name, type, k->def ? k->def : "", k->doc);
+        /* "  key  type  [default]" in columns, unless that would pass 80 columns; the doc wrapped below it */
+        const char *def = k->def ? k->def : "";
+        int tw = 2 + 20 + 1 + 28 + 1 + (int)strlen(def) + 2 > 80 ? 0 : 28;
+        fprintf(f, "  %-20s %-*s [%s]\n      ", k->name, tw, type, def);
+        put_wrapped(f, 6, k->doc, 6);
     }
     fputs("\n[nccl]\n  NCCL_*, TORCH_*     any NCCL or torch variable, validated before launch\n"
-          "\n[env]\n  NAME                any variable for the workers; ${VAR} expands from the launcher's "
-          "environment\n",
+          "\n[env]\n  NAME                any variable for the workers; ${VAR} expands from the\n"
+          "                      launcher's environment\n",
           f);
 }

@@ -26,7 +26,7 @@ def norm(s):
     s = re.sub(r"\s+", " ", s).strip().rstrip(".")
     return s[:1].lower() + s[1:]
 
-# --help-keys: "[section]", "  key   type   [default]", "      doc"
+# --help-keys: "[section]", "  key   type   [default]", "      doc" (on one or more lines)
 table = []
 section = None
 lines = keys_txt.splitlines()
@@ -37,7 +37,12 @@ for i, line in enumerate(lines):
         continue
     m = re.match(r"^  ([a-z_]+) +(\S+) +\[(.*)\]$", line)
     if m:
-        doc = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        # the doc: the indented lines below the key's line (wrapped at 80 columns)
+        j, body = i + 1, []
+        while j < len(lines) and lines[j].startswith("      "):
+            body.append(lines[j].strip())
+            j += 1
+        doc = " ".join(body)
         table.append((section, m.group(1), m.group(3), doc))
 if len(table) < 40:
     sys.exit("--help-keys listed only %d keys" % len(table))

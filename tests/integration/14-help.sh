@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Help as a user meets it: --help and each command's --help (plan, topo, doctor) print that command's usage,
-# exit 0, and every line fits in 80 columns; `ddplaunch help` (a script named like a command that does not
-# exist) is one "no such file" line pointing at --help, exit 2, nothing started; a script named help that
-# does exist runs, as with torchrun.
+# exit 0, and every line (of --help-keys too) fits in 80 columns; `ddplaunch help` (a script named like a
+# command that does not exist) is one "no such file" line pointing at --help, exit 2, nothing started; a
+# script named help that does exist runs, as with torchrun.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 cd "$TMP"
 
@@ -22,6 +22,7 @@ check_help plan "Usage: ddplaunch plan [options] JOB.ini [-- extra args for the 
 check_help plan-late "Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]" plan --json -h
 check_help topo "Usage: ddplaunch topo [--topology FILE.xml] [--json] [options]" topo --help
 check_help doctor "Usage: ddplaunch doctor [options] [JOB.ini | SCRIPT.py ...]" doctor --help
+check_help keys "[job]" --help-keys
 expect_grep "^  -h, --help" "$TMP/help.plan"
 expect_grep "^      --json" "$TMP/help.doctor"
 expect_grep "^Exit status: 0 all ok; 1 a warning; 2 a failure" "$TMP/help.doctor"
