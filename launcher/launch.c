@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "coord.h"
+#include "crypto.h"
+#include "rdzv.h"
+#include "token.h"
 #include "logdir.h"
 #include "nccl.h"
 #include "policy.h"
@@ -31,6 +34,7 @@ void ddp_launch_init(struct ddp_launch *l, enum ddp_cmd cmd)
     memset(l, 0, sizeof *l);
     l->cmd = cmd;
     l->fail_status = EXIT_LAUNCHER;
+    l->listen_fd = -1;
     ddp_spec_init(&l->spec);
 }
 
@@ -38,6 +42,9 @@ void ddp_launch_free(struct ddp_launch *l)
 {
     ddp_lease_release(l->gpus);
     ddp_port_release(l->port);
+    ddp_port_release(l->coord_port);
+    if (l->listen_fd >= 0)
+        close(l->listen_fd);
     ddp_slurm_free(&l->slurm);
     ddp_logdir_close(l->logdir);
     /* The run dir holds only what ddplaunch made; removed without following symlinks. */
@@ -50,6 +57,8 @@ void ddp_launch_free(struct ddp_launch *l)
     free(l->python);
     free(l->run_dir);
     free(l->timer_path);
+    if (l->secret)
+        ddp_crypto_wipe(l->secret, strlen(l->secret));
     free(l->secret);
     ddp_spec_free(&l->spec);
     memset(l, 0, sizeof *l);
@@ -319,14 +328,34 @@ static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f,
     return 1;
 }
 
-/* master_port: reserved on node 0, derived from Slurm's job id on the others (auto), or as given. */
+/* Several nodes: how the agents meet (rdzv.h), and master_port: reserved on node 0, derived from Slurm's job id
+ * on the others (auto), as given, or (c10d) reserved by the agent that serves the rendezvous and sent to the
+ * others. */
 static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
 {
-    const struct ddp_spec *spec = &l->spec;
+    struct ddp_spec *spec = &l->spec;
     struct ddp_plan_ctx *ctx = &l->ctx;
-    if (spec->master_port.is_auto && ctx->nnodes > 1 && !l->slurm.active)
-        return ddp_errf(err, -EINVAL, "master_port = auto needs a single node or Slurm; give every node the same "
-                                      "--master-port");
+    struct ddp_rdzv rdzv;
+    int rc = ddp_rdzv_decide(spec, l->slurm.active && ctx->nnodes > 1, &rdzv, err);
+    if (rc < 0)
+        return rc;
+    ctx->rdzv_source = rdzv.source;
+    ctx->coord_dynamic = rdzv.dynamic;
+    ctx->coord_node = ctx->node_rank;
+    ctx->coord_listen_fd = -1;
+    ctx->join_timeout_ms = rdzv.join_timeout_ms;
+    ctx->lost_after_ms = rdzv.lost_after_ms;
+    if (rdzv.dynamic) {
+        /* The endpoint's port is the rendezvous; MASTER_PORT is node 0's to choose. Whether this agent serves
+         * is decided by acquire (it must try the address and the port). */
+        ctx->coord_port = spec->master_port.is_auto ? DDP_RDZV_C10D_PORT : spec->master_port.port;
+        ctx->node_rank = 0;
+        ddp_port_spec_parse("auto", &spec->master_port, NULL);
+        l->port_source = DDP_LAUNCH_PORT_RESERVE;
+        return 0;
+    }
+    if (rdzv.several && spec->master_port.is_auto && !l->slurm.active)
+        ddp_port_spec_parse("29500", &spec->master_port, NULL); /* torchrun's default for several nodes */
     if (ctx->node_rank != 0 && spec->master_port.is_auto) {
         /* Node 0 reserves the port; the others compute the same one from the job id. */
         ctx->master_port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
@@ -521,9 +550,48 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
     return 0;
 }
 
+/* Reserve port explicitly against other ddplaunch jobs on this host (its lock, and a bind test). */
+static int reserve_exact(struct ddp_launch *l, char *const *envp, int port, struct ddp_port_resv **resv,
+                         struct ddp_err *err)
+{
+    struct ddp_port_req preq = {.lock_dir = ddp_rundir_lock_dir(envp), .addr = l->ctx.master_addr};
+    int got = 0;
+    preq.spec.port = port;
+    return ddp_port_reserve(&preq, resv, &got, err);
+}
+
+/* c10d-style rendezvous: serve the endpoint when its address is this host's and its port is free (reserved
+ * against other ddplaunch jobs, then listened on): node 0; else join, and get a node rank and MASTER_PORT from
+ * the serving agent. */
+static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_plan_ctx *ctx = &l->ctx;
+    int fd = -1;
+    int rc = ddp_coord_listen(ctx->master_addr, 0, &fd, err); /* is the address one of this host's? */
+    if (rc == 0) {
+        close(fd);
+        rc = reserve_exact(l, envp, ctx->coord_port, &l->coord_port, err);
+        if (rc == 0)
+            rc = ddp_coord_listen(ctx->master_addr, ctx->coord_port, &l->listen_fd, err);
+    }
+    if (rc == -EADDRNOTAVAIL || rc == -EADDRINUSE) { /* not this host, or another agent here serves: join it */
+        ctx->coord_node = DDP_COORD_ANY_RANK;
+        ctx->master_port = 0;
+        l->port_source = DDP_LAUNCH_PORT_SENT;
+        return 0;
+    }
+    if (rc < 0)
+        return fail(l, EXIT_LAUNCHER, rc);
+    ctx->coord_node = 0;
+    ctx->coord_listen_fd = l->listen_fd;
+    return 0;
+}
+
 int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     int rc;
+    if (l->ctx.coord_dynamic && l->cmd == DDP_CMD_RUN && (rc = serve_or_join(l, envp, err)) < 0)
+        return rc;
     if (l->port_source == DDP_LAUNCH_PORT_RESERVE && (rc = reserve_port(l, envp, err)) < 0)
         return rc;
     if (l->lease && (rc = lease_gpus(l, envp, err)) < 0)
@@ -545,30 +613,40 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
 int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     struct ddp_plan_ctx *ctx = &l->ctx;
+    const struct ddp_spec *spec = &l->spec;
     if (ctx->nnodes <= 1)
         return 0;
-    /* Several nodes: the agents coordinate over an authenticated control channel on master_port + 1. */
-    const char *tf = ddp_env_get(envp, "DDPLAUNCH_TOKEN_FILE");
-    const char *home = ddp_env_get(envp, "HOME");
-    char *tpath = tf && *tf ? ddp_xstrdup(tf) : ddp_xasprintf("%s/.config/ddplaunch/token", home ? home : "");
-    if (!(tf && *tf) && home) {
-        char *d = ddp_xasprintf("%s/.config", home);
-        mkdir(d, 0700);
-        free(d);
-        d = ddp_xasprintf("%s/.config/ddplaunch", home);
-        mkdir(d, 0700);
-        free(d);
+    /* Several nodes: the agents coordinate over an authenticated control channel: on the c10d endpoint's port,
+     * or on master_port + 1 (static), reserved like master_port on node 0. */
+    if (!ctx->coord_dynamic) {
+        ctx->coord_port = ctx->master_port + 1;
+        int rc = ctx->node_rank == 0 ? reserve_exact(l, envp, ctx->coord_port, &l->coord_port, err) : 0;
+        if (rc < 0) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return fail(l, rc == -EADDRINUSE ? EXIT_USAGE : EXIT_LAUNCHER,
+                        ddp_errf(err, rc, "control port (master_port + 1): %s", msg));
+        }
     }
-    int rc = ddp_coord_secret(l->spec.secret, tpath, l->slurm.active && l->slurm.job_id ? l->slurm.job_id : l->run_id,
-                              &l->secret, err);
-    free(tpath);
+    int rc = ddp_token_job_secret(spec, envp, l->slurm.active && l->slurm.job_id ? l->slurm.job_id : l->run_id,
+                                  &l->secret, err);
     if (rc < 0) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         return fail(l, EXIT_USAGE, ddp_errf(err, rc, "job secret: %s", msg));
     }
+    struct ddp_strv job_argv = {0}; /* what runs: the same on every node of one job */
+    if (spec->command.n)
+        ddp_strv_copy(&job_argv, &spec->command);
+    else
+        ddp_strv_pushf(&job_argv, "%s %s", spec->script ? "script" : spec->module ? "module" : "program",
+                       spec->script ? spec->script : spec->module ? spec->module : spec->program);
+    for (size_t i = 0; i < spec->args.n; i++)
+        ddp_strv_push(&job_argv, spec->args.v[i]);
+    ddp_rdzv_identity(l->run_id, (const char *const *)job_argv.v, l->job);
+    ddp_strv_clear(&job_argv);
     ctx->coord_secret = l->secret;
-    ctx->coord_port = ctx->master_port + 1;
-    ctx->min_nnodes = l->spec.nnodes.min > 0 ? l->spec.nnodes.min : ctx->nnodes;
+    ctx->coord_job = l->job;
+    ctx->min_nnodes = spec->nnodes.min > 0 ? spec->nnodes.min : ctx->nnodes;
     return 0;
 }

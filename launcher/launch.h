@@ -22,7 +22,8 @@ enum ddp_launch_port {
     DDP_LAUNCH_PORT_NONE,    /* doctor: nothing to take; ctx.master_port is the explicit port or 0 */
     DDP_LAUNCH_PORT_RESERVE, /* node 0: reserved host-wide (auto) or checked to be free (explicit) by acquire */
     DDP_LAUNCH_PORT_DERIVED, /* node > 0 with auto under Slurm: computed from the job id, as node 0 reserves it */
-    DDP_LAUNCH_PORT_GIVEN    /* node > 0 with an explicit port: taken as given */
+    DDP_LAUNCH_PORT_GIVEN,   /* node > 0 with an explicit port: taken as given */
+    DDP_LAUNCH_PORT_SENT     /* c10d, a joining node: the serving agent sends it with every START */
 };
 
 /* What resolve reads from the world, gathered by ddp_launch_facts_gather() (tests fill it by hand). */
@@ -59,6 +60,9 @@ struct ddp_launch {
     struct ddp_logdir *logdir;   /* run: log_dir's fresh run directory (= ctx.logdir), kept at exit */
     char *timer_path;
     char *secret;
+    struct ddp_port_resv *coord_port; /* node 0: the control port's reservation */
+    int listen_fd;               /* c10d, serving: the endpoint's listener (coord takes a copy); -1 none */
+    char job[65];                /* several nodes: the job's identity (rdzv.h) */
     /* when a step fails: the exit status it means (2 the user's mistake, 1 the machine's), and whether the
      * message is a command-line usage error (then "Try 'ddplaunch --help'." follows it) */
     int fail_status;
@@ -115,9 +119,10 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *fact
  * fail_status. */
 int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err);
 
-/* Several nodes: the job secret (job.secret, else derived from the token file $DDPLAUNCH_TOKEN_FILE or
- * ~/.config/ddplaunch/token, made when missing) and the control channel's port and node minimum. Nothing on
- * one node. 0, or a negative errno with err (fail_status 2). */
+/* Several nodes: the job secret (token.h: job.secret, secret_file, else derived from the token file
+ * $DDPLAUNCH_TOKEN_FILE or ~/.config/ddplaunch/token, made when missing), the job's identity, the control
+ * channel's port (static: master_port + 1, reserved on node 0) and node minimum. Nothing on one node. 0, or a
+ * negative errno with err (fail_status 2). */
 int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct ddp_err *err);
 
 #endif

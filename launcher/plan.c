@@ -336,7 +336,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 
     out->attempt = attempt;
     out->nproc = nproc;
-    out->world_size = nproc * ctx->nnodes;
+    out->world_size = ctx->world_size > 0 ? ctx->world_size : nproc * ctx->nnodes;
     out->orig_world_size = ctx->nproc * ctx->nnodes;
     out->run_id = ddp_xstrdup(ctx->run_id);
     out->master_addr = ddp_xstrdup(ctx->master_addr);
@@ -354,7 +354,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     for (int lr = 0; lr < nproc; lr++) {
         struct ddp_worker *w = &out->workers[lr];
         struct ddp_strv *env = &w->envp;
-        int rank = ctx->node_rank * nproc + lr;
+        int rank = (ctx->world_size > 0 ? ctx->rank_base : ctx->node_rank * nproc) + lr;
         w->local_rank = lr;
         w->rank = rank;
         w->gpu = -1;
@@ -376,7 +376,8 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         w->prefix = prefix_for(s->log_line_prefix ? s->log_line_prefix : "", rank, lr, s->role, ctx->hostname);
 
         for (char *const *e = ctx->base_env; e && *e; e++)
-            ddp_strv_push(env, *e);
+            if (strncmp(*e, "DDPLAUNCH_JOB_SECRET=", 21) != 0) /* the agents' secret, never the workers' */
+                ddp_strv_push(env, *e);
         set_torchrun_env(env, ctx, out, rank, lr, signals, w->log_dir);
 
         if (ctx->topo)
@@ -421,13 +422,22 @@ static bool env_changed(const struct ddp_plan_ctx *ctx, const char *entry)
     return true;
 }
 
+/* A key's value as plan shows it: the job secret is never printed. Caller frees. */
+static char *key_value(const struct ddp_spec *s, size_t i)
+{
+    if (strcmp(ddp_spec_keys[i].section, "job") == 0 && strcmp(ddp_spec_keys[i].name, "secret") == 0 &&
+        s->secret && *s->secret)
+        return ddp_xstrdup("(redacted)");
+    return ddp_spec_format(s, i);
+}
+
 static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
 {
     const struct ddp_spec *s = ctx->spec;
     struct ddp_buf b = { 0 };
     ddp_buf_puts(&b, "{\n  \"spec\": {");
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
-        char *v = ddp_spec_format(s, i);
+        char *v = key_value(s, i);
         ddp_buf_printf(&b, "%s\n    \"%s.%s\": {\"value\": ", i ? "," : "", ddp_spec_keys[i].section,
                        ddp_spec_keys[i].name);
         ddp_buf_json_str(&b, v);
@@ -445,7 +455,9 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
     ddp_buf_puts(&b, "\n  },\n");
     ddp_buf_printf(&b, "  \"nnodes\": %d,\n  \"node_rank\": %d,\n  \"nproc_per_node\": %d,\n  \"world_size\": %d,\n",
                    ctx->nnodes, ctx->node_rank, a->nproc, a->world_size);
-    ddp_buf_puts(&b, "  \"master_addr\": ");
+    ddp_buf_puts(&b, "  \"rendezvous\": ");
+    ddp_buf_json_str(&b, ctx->rdzv_source ? ctx->rdzv_source : "single node");
+    ddp_buf_puts(&b, ",\n  \"master_addr\": ");
     ddp_buf_json_str(&b, a->master_addr);
     ddp_buf_printf(&b, ",\n  \"master_port\": %d,\n  \"run_id\": ", a->master_port);
     ddp_buf_json_str(&b, a->run_id);
@@ -511,7 +523,7 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
             section = k->section;
             fprintf(f, "  [%s]\n", section);
         }
-        char *v = ddp_spec_format(s, i);
+        char *v = key_value(s, i);
         char where[300] = "";
         if (s->set_file[i])
             snprintf(where, sizeof where, " %s:%d", s->set_file[i], s->set_line[i]);
@@ -528,8 +540,14 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
             fprintf(f, "    %-20s = %-30s (%s)\n", lists[l]->v[i].key, lists[l]->v[i].value,
                     ddp_origin_name(lists[l]->v[i].origin));
     }
-    fprintf(f, "\nNodes: %d (this is node %d), %d workers here, world size %d\n", ctx->nnodes, ctx->node_rank,
-            a->nproc, a->world_size);
+    if (ctx->coord_dynamic)
+        fprintf(f, "\nNodes: %d, rendezvous: %s at %s:%d (the agent on that host serves; node ranks are given at "
+                   "join), %d workers here\n", ctx->nnodes, ctx->rdzv_source, ctx->master_addr, ctx->coord_port,
+                a->nproc);
+    else
+        fprintf(f, "\nNodes: %d (this is node %d; node rank from: %s), %d workers here, world size %d\n",
+                ctx->nnodes, ctx->node_rank, ctx->rdzv_source ? ctx->rdzv_source : "single node", a->nproc,
+                a->world_size);
     fprintf(f, "Master: %s:%d%s   run id: %s\n", a->master_addr, a->master_port,
             s->master_port.is_auto ? " (auto: free now; reserved when the job starts)" : "", a->run_id);
     if (a->gpu_reason)

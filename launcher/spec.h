@@ -91,10 +91,13 @@ struct ddp_spec {
     char *rdzv_backend;
     char *rdzv_endpoint;
     char *rdzv_conf;
+    long long join_timeout_ms; /* 0 = torchrun's default for the backend */
+    long long lost_after_ms;
     bool standalone;
     char *local_addr;
     struct ddp_strv signals_to_handle;
     char *secret;
+    char *secret_file;
     bool run_path;
     /* [gpus] */
     struct ddp_strv gpus_select; /* empty = auto; "none" = no GPUs */

@@ -114,8 +114,10 @@ struct sup {
     bool multi, leader;
     struct ddp_coord *coord;
     bool waiting;                   /* no attempt under way: node 0 before attempt 0, others between attempts */
-    bool *up;                       /* node 0: which nodes are joined */
-    struct ddp_coord_round round;   /* node 0: how the current attempt ends across the nodes */
+    struct ddp_layout_node *nodes;  /* node 0: every node by node rank: joined, its own worker count, host */
+    char **hosts;                   /* node 0: the host names nodes[].host points to */
+    int coord_node;                 /* this node's rank on the control channel (others: given at join) */
+    struct ddp_layout_round round;  /* node 0: how the current attempt ends across the nodes */
     bool round_live, local_done;
     bool remote_stop;               /* others: node 0 asked this attempt to stop */
     bool coord_lost;                /* others: node 0 is gone: exit 1 once the workers are stopped */
@@ -1379,7 +1381,6 @@ static void apply(struct sup *s, const struct ddp_paction *a)
  * nothing: they start workers on START, stop them on STOP, report how each attempt ended, exit on EXIT, and
  * stop everything and exit 1 when node 0 is lost. */
 
-#define JOIN_TIMEOUT_MS 60000
 
 static void finish(struct sup *s, int status)
 {
@@ -1411,27 +1412,37 @@ static int local_status(const struct sup *s)
 static int leader_start(struct sup *s, int attempt, int nproc)
 {
     int n = s->ctx->nnodes, world = 0, k, nup = 0;
-    int *np = ddp_xcalloc((size_t)n, sizeof(*np));
-    struct ddp_coord_assign *as = ddp_xcalloc((size_t)n, sizeof(*as));
+    struct ddp_layout_assign *as = ddp_xcalloc((size_t)n, sizeof(*as));
+    struct ddp_layout_node *now = ddp_xcalloc((size_t)n, sizeof(*now));
     for (int i = 0; i < n; i++) {
-        np[i] = nproc;
-        nup += s->up[i];
+        now[i] = s->nodes[i];
+        now[i].nproc = i == 0 ? nproc : ddp_layout_scale(s->nodes[i].nproc, s->ctx->nproc, nproc);
+        nup += now[i].up;
     }
-    k = ddp_coord_layout(n, s->up, np, s->ctx->min_nnodes, as, &world);
-    free(np);
+    k = ddp_layout_nodes(n, now, s->ctx->coord_dynamic, s->ctx->min_nnodes, as, &world);
     if (k < 0) {
         free(as);
+        free(now);
         return ddp_errf(s->err, -ENODEV, "only %d node%s up, the job needs at least %d (nnodes): giving up", nup,
                         nup == 1 ? "" : "s", s->ctx->min_nnodes);
     }
-    s->actx.node_rank = 0;
+    for (int g = 0; g < k; g++)
+        for (int i = 0; i < n; i++)
+            if (as[i].nproc > 0 && as[i].group_rank == g)
+                ddp_info("attempt %d: group rank %d = node %d (%s): %d worker%s, ranks %d-%d of %d", attempt, g, i,
+                         now[i].host && *now[i].host ? now[i].host : "?", as[i].nproc, as[i].nproc == 1 ? "" : "s",
+                         as[i].rank_base, as[i].rank_base + as[i].nproc - 1, world);
+    s->actx.node_rank = as[0].group_rank;
     s->actx.nnodes = k;
-    ddp_coord_round_begin(&s->round, n, attempt, as);
+    s->actx.rank_base = as[0].rank_base;
+    s->actx.world_size = world;
+    ddp_layout_round_begin(&s->round, n, attempt, as);
     s->round_live = true;
     s->local_done = false;
     s->waiting = false;
     ddp_coord_send_start(s->coord, attempt, world, k, s->actx.master_port, as);
     free(as);
+    free(now);
     if (k < n)
         ddp_warn("attempt %d: on %d of %d nodes, world size %d", attempt, k, n, world);
     return start_attempt(s, attempt, nproc);
@@ -1453,13 +1464,13 @@ static void on_join_timeout(uv_timer_t *t)
     if (!s->waiting || s->done)
         return;
     if (nup >= s->ctx->min_nnodes) {
-        ddp_warn("only %d of %d nodes joined within %ds; starting with them", nup, s->ctx->nnodes,
-                 JOIN_TIMEOUT_MS / 1000);
+        ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, s->ctx->nnodes,
+                 s->ctx->join_timeout_ms / 1000);
         leader_begin(s);
         return;
     }
-    ddp_errf(s->err, -ETIMEDOUT, "only %d of %d nodes joined within %ds", nup, s->ctx->nnodes,
-             JOIN_TIMEOUT_MS / 1000);
+    ddp_errf(s->err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, s->ctx->nnodes,
+             s->ctx->join_timeout_ms / 1000);
     ddp_error("%s", s->err->msg);
     s->launcher_failed = true;
     finish(s, 1);
@@ -1469,7 +1480,7 @@ static void on_join_timeout(uv_timer_t *t)
 static void leader_maybe_decide(struct sup *s)
 {
     struct ddp_pevent_data ev = {.kind = DDP_PE_ALL_FINISHED};
-    if (!s->round_live || !s->local_done || !ddp_coord_round_done(&s->round))
+    if (!s->round_live || !s->local_done || !ddp_layout_round_done(&s->round))
         return;
     s->round_live = false;
     s->local_done = false;
@@ -1505,9 +1516,13 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
     case DDP_COORD_JOINED:
         if (ev->node <= 0 || ev->node >= n)
             break;
-        s->up[ev->node] = true;
+        free(s->hosts[ev->node]);
+        s->hosts[ev->node] = ddp_xstrdup(ev->host);
+        s->nodes[ev->node] = (struct ddp_layout_node){ true, ev->nproc, s->hosts[ev->node] };
         ddp_record_event(s->rec, "node_join", json_pack("{s:i}", "node", ev->node));
-        ddp_info("node %d joined (%d of %d nodes up)", ev->node, 1 + ddp_coord_joined(s->coord), n);
+        ddp_info("node %d joined from %s with %d worker%s (%d of %d nodes up)%s", ev->node, ev->host, ev->nproc,
+                 ev->nproc == 1 ? "" : "s", 1 + ddp_coord_joined(s->coord), n,
+                 s->waiting && s->pol.attempt == 0 ? "" : "; it takes part from the next restart");
         if (s->waiting && !s->cur && s->pol.attempt == 0 && ddp_coord_joined(s->coord) == n - 1) {
             uv_timer_stop(&s->join);
             leader_begin(s);
@@ -1516,11 +1531,11 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
     case DDP_COORD_LOST:
         if (ev->node <= 0 || ev->node >= n)
             break;
-        s->up[ev->node] = false;
+        s->nodes[ev->node].up = false;
         snprintf(why, sizeof(why), "node %d lost: %s", ev->node, ev->reason);
         ddp_record_event(s->rec, "node_lost", json_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
         ddp_error("%s", why);
-        if (s->round_live && ddp_coord_round_end(&s->round, s->round.attempt, ev->node, 1, why))
+        if (s->round_live && ddp_layout_round_end(&s->round, s->round.attempt, ev->node, 1, why))
             leader_remote_failed(s, 1, why);
         leader_maybe_decide(s);
         break;
@@ -1531,7 +1546,7 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
             snprintf(why, sizeof(why), "node %d failed (status %d): %s", ev->node, ev->status, ev->reason);
         else
             snprintf(why, sizeof(why), "node %d failed (status %d)", ev->node, ev->status);
-        if (ddp_coord_round_end(&s->round, ev->attempt, ev->node, ev->status, ev->reason) && ev->status != 0)
+        if (ddp_layout_round_end(&s->round, ev->attempt, ev->node, ev->status, ev->reason) && ev->status != 0)
             leader_remote_failed(s, ev->status, why);
         leader_maybe_decide(s);
         break;
@@ -1585,18 +1600,13 @@ static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
     switch (ev->kind) {
     case DDP_COORD_JOINED:
         s->joined = true;
-        ddp_info("node %d: joined node 0 (%s:%d)", s->ctx->node_rank, s->ctx->master_addr, s->ctx->coord_port);
+        s->coord_node = ev->node;
+        ddp_info("node %d: joined node 0 (%s:%d)", ev->node, s->ctx->master_addr, s->ctx->coord_port);
         break;
     case DDP_COORD_START:
         if (s->cur) {
             ddp_warn("attempt %d: node 0 says start while attempt %d still runs here; ignored", ev->attempt,
                      s->cur->plan.attempt);
-            break;
-        }
-        if (ev->nproc <= 0 || ev->rank_base != ev->group_rank * ev->nproc) {
-            ddp_error("attempt %d: node 0 sent a layout this node cannot apply (rank base %d, group rank %d, "
-                      "%d workers)", ev->attempt, ev->rank_base, ev->group_rank, ev->nproc);
-            ddp_coord_report(s->coord, ev->attempt, 1, "cannot apply the layout");
             break;
         }
         if (ev->attempt > 0)
@@ -1605,6 +1615,8 @@ static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
         s->actx.node_rank = ev->group_rank;
         s->actx.nnodes = ev->group_world_size;
         s->actx.master_port = ev->master_port;
+        s->actx.rank_base = ev->rank_base;
+        s->actx.world_size = ev->world_size;
         ddp_policy_init(&s->pol, s->spec, ev->nproc);
         s->pol.attempt = ev->attempt;
         s->waiting = false;
@@ -1636,8 +1648,10 @@ static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
     case DDP_COORD_LOST:
         if (s->joined)
             ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
+        else if (s->ctx->coord_node > 0)
+            ddp_error("node %d cannot join node 0: %s", s->ctx->coord_node, ev->reason);
         else
-            ddp_error("node %d cannot join node 0: %s", s->ctx->node_rank, ev->reason);
+            ddp_error("%s cannot join node 0: %s", s->ctx->hostname, ev->reason);
         s->coord_lost = true;
         if (s->cur)
             follower_stop(s);
@@ -1668,7 +1682,7 @@ static void multi_all_finished(struct sup *s)
         int st = local_status(s);
         s->local_done = true;
         if (s->round_live)
-            ddp_coord_round_end(&s->round, s->round.attempt, 0, st, st ? "node 0's workers failed" : "");
+            ddp_layout_round_end(&s->round, s->round.attempt, 0, st, st ? "node 0's workers failed" : "");
         leader_maybe_decide(s);
     } else {
         follower_finished(s);
@@ -1680,19 +1694,25 @@ static int multi_begin(struct sup *s)
 {
     const struct ddp_plan_ctx *ctx = s->ctx;
     struct ddp_coord_config cfg = {
-        .node_rank = ctx->node_rank,
+        .node_rank = ctx->coord_node,
         .nnodes = ctx->nnodes,
-        .addr = s->leader ? NULL : ctx->master_addr,
+        .addr = ctx->master_addr,
         .port = ctx->coord_port,
+        .listen_fd = ctx->coord_listen_fd,
         .secret = ctx->coord_secret,
-        .run_id = ctx->run_id,
-        .join_timeout_ms = JOIN_TIMEOUT_MS,
+        .job = ctx->coord_job,
+        .nproc = ctx->nproc,
+        .host = ctx->hostname,
+        .lost_after_ms = ctx->lost_after_ms,
+        .join_timeout_ms = ctx->join_timeout_ms,
     };
     int rc;
     s->waiting = true;
+    s->coord_node = ctx->coord_node;
     if (s->leader) {
-        s->up = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->up));
-        s->up[0] = true;
+        s->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->nodes));
+        s->hosts = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->hosts));
+        s->nodes[0] = (struct ddp_layout_node){ true, ctx->nproc, ctx->hostname };
     }
     rc = ddp_coord_start(&s->loop, &cfg, on_coord, s, &s->coord, s->err);
     if (rc < 0) {
@@ -1700,11 +1720,14 @@ static int multi_begin(struct sup *s)
         return rc;
     }
     if (s->leader) {
-        ddp_info("node 0: waiting for %d other node%s to join on control port %d", ctx->nnodes - 1,
-                 ctx->nnodes == 2 ? "" : "s", ctx->coord_port);
-        uv_timer_start(&s->join, on_join_timeout, JOIN_TIMEOUT_MS, 0);
+        ddp_info("node 0: waiting up to %llds for %d other node%s to join on control port %s:%d",
+                 ctx->join_timeout_ms / 1000, ctx->nnodes - 1, ctx->nnodes == 2 ? "" : "s", ctx->master_addr,
+                 ddp_coord_port(s->coord));
+        uv_timer_start(&s->join, on_join_timeout, (uint64_t)ctx->join_timeout_ms, 0);
+    } else if (ctx->coord_node > 0) {
+        ddp_info("node %d: joining node 0 at %s:%d", ctx->coord_node, ctx->master_addr, ctx->coord_port);
     } else {
-        ddp_info("node %d: joining node 0 at %s:%d", ctx->node_rank, ctx->master_addr, ctx->coord_port);
+        ddp_info("joining the rendezvous at %s:%d", ctx->master_addr, ctx->coord_port);
     }
     return 0;
 }
@@ -1736,7 +1759,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     s->spec = ctx->spec;
     s->exit_after = -1;
     s->multi = ctx->nnodes > 1 && ctx->coord_secret;
-    s->leader = s->multi && ctx->node_rank == 0;
+    s->leader = s->multi && ctx->coord_node == 0;
     s->self_exe = self_exe;
     s->err = err;
     signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
@@ -1795,9 +1818,12 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     clear_others(s);
     free(s->exclude);
     free(s->timeout_reason);
-    free(s->up);
+    free(s->nodes);
+    for (int i = 0; s->hosts && i < ctx->nnodes; i++)
+        free(s->hosts[i]);
+    free(s->hosts);
     if (s->round.state)
-        ddp_coord_round_free(&s->round);
+        ddp_layout_round_free(&s->round);
     free(s);
     return status;
 }

@@ -17,7 +17,7 @@ secs=${1:-60}
 shift || true
 CLANG=${CLANG:-$(command -v clang-14 || command -v clang)}
 [ -n "$CLANG" ] || { echo "fuzz: clang not found (apt-get install clang libclang-rt-14-dev)"; exit 1; }
-PKGS="inih jansson libuv"
+PKGS="inih jansson libuv libsodium"
 DEPFLAGS=$(pkg-config --cflags --libs $PKGS)
 mkdir -p build/fuzz
 

@@ -55,7 +55,7 @@ done
 ports=$(grep -o 'MASTER_PORT=[0-9]*' "$TMP/ranks" | sort -u)
 expect_eq "one MASTER_PORT for all ranks" "$(echo "$ports" | wc -l)" 1
 # the agents coordinate: node 1 joined node 0's control port (authenticated with the job's secret)
-expect_grep "node 1 joined \\(2 of 2 nodes up\\)" "$TMP/srun.err"
+expect_grep "node 1 joined from .* with 2 workers \\(2 of 2 nodes up\\)" "$TMP/srun.err"
 expect_grep "node 1: joined node 0" "$TMP/srun.err"
 echo "srun: 4 ranks on n1,n2, MASTER_ADDR=n1 $ports"
 

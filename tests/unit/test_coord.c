@@ -1,6 +1,7 @@
-/* Unit tests for launcher/coord: HMAC-SHA256 vectors (RFC 4231), the join handshake with the right and wrong
- * secrets, start/stop/report/exit messages, a fake node 0, node loss by death (EOF) and by silence (SIGSTOP),
- * join retries and timeouts, and the token-file secret. Real TCP on 127.0.0.1, one libuv loop per process. */
+/* Unit tests for launcher/coord: the join handshake with the right and wrong secrets and job identities,
+ * node ranks given at join, start/stop/report/exit messages, a fake node 0, a man in the middle, node loss by
+ * death (EOF) and by silence (SIGSTOP), join retries and timeouts, and hostile peers (idle connections by the
+ * dozen, a slow handshake, junk). Real TCP on 127.0.0.1 and ::1, one libuv loop per process. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,30 +15,6 @@
 #include "coord.h"
 
 #define SECRET "0123456789abcdef-test-secret"
-
-static void hexs(const uint8_t *b, size_t n, char *out)
-{
-    for (size_t i = 0; i < n; i++)
-        sprintf(out + 2 * i, "%02x", b[i]);
-}
-
-Test(coord, hmac_sha256_rfc4231)
-{
-    uint8_t mac[32], key[131];
-    char h[65];
-    memset(key, 0x0b, 20);
-    ddp_coord_hmac(key, 20, "Hi There", 8, mac);
-    hexs(mac, 32, h);
-    cr_expect_str_eq(h, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
-    ddp_coord_hmac("Jefe", 4, "what do ya want for nothing?", 28, mac);
-    hexs(mac, 32, h);
-    cr_expect_str_eq(h, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
-    memset(key, 0xaa, 131);
-    const char *m = "Test Using Larger Than Block-Size Key - Hash Key First";
-    ddp_coord_hmac(key, 131, m, strlen(m), mac);
-    hexs(mac, 32, h);
-    cr_expect_str_eq(h, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
-}
 
 /* ---- a small harness: one node 0 and several nodes in one loop, events recorded ---- */
 
@@ -61,6 +38,7 @@ struct world {
     int reports;
     uv_timer_t guard;
     pid_t child;
+    void *extra; /* a test's own state */
 };
 
 static void on_closed(void *data)
@@ -134,7 +112,7 @@ static void on_guard(uv_timer_t *t)
 static struct ddp_coord_config config(int node, int nnodes, int port)
 {
     struct ddp_coord_config cfg = { .node_rank = node, .nnodes = nnodes, .addr = "127.0.0.1", .port = port,
-                                    .secret = SECRET, .run_id = "run-1", .heartbeat_ms = 100,
+                                    .secret = SECRET, .job = "job-1", .listen_fd = -1, .nproc = 2, .host = "host-x", .heartbeat_ms = 100,
                                     .lost_after_ms = 400, .join_timeout_ms = 3000 };
     return cfg;
 }
@@ -176,22 +154,24 @@ static void world_run(struct world *w)
     cr_expect_eq(uv_loop_close(&w->loop), 0, "handles left open");
 }
 
-/* The whole life of a job, node 0 deciding with ddp_coord_layout/round: two nodes join, attempt 0 starts
+/* The whole life of a job, node 0 deciding with ddp_layout_nodes/round: two nodes join, attempt 0 starts
  * everywhere (3 nodes x 2), node 2 fails, node 0 stops the attempt everywhere, every node ends it, attempt 1
  * starts with the same number on every node and 2+1+1 workers, all succeed, exit 0. */
-static struct ddp_coord_round round0;
+static struct ddp_layout_round round0;
 static int decided_after_attempt0_failed_node = -2;
 
 static void start_attempt(struct rec *r, int attempt, const int *nproc)
 {
-    bool up[3] = { true, true, true };
-    struct ddp_coord_assign as[3];
+    struct ddp_layout_node nodes[3];
+    for (int i = 0; i < 3; i++)
+        nodes[i] = (struct ddp_layout_node){ true, nproc[i], "h" };
+    struct ddp_layout_assign as[3];
     int world;
-    cr_assert_eq(ddp_coord_layout(3, up, nproc, 1, as, &world), 3);
-    ddp_coord_round_begin(&round0, 3, attempt, as);
+    cr_assert_eq(ddp_layout_nodes(3, nodes, false, 1, as, &world), 3);
+    ddp_layout_round_begin(&round0, 3, attempt, as);
     cr_expect_eq(ddp_coord_send_start(r->c, attempt, world, 3, 29500 + attempt, as), 2);
     if (attempt == 1) /* node 0's own workers: they succeed at once */
-        ddp_coord_round_end(&round0, 1, 0, 0, "");
+        ddp_layout_round_end(&round0, 1, 0, 0, "");
 }
 
 static void server_script(struct rec *r, const struct ddp_coord_event *ev)
@@ -202,13 +182,13 @@ static void server_script(struct rec *r, const struct ddp_coord_event *ev)
     }
     if (ev->kind != DDP_COORD_REPORT)
         return;
-    if (ddp_coord_round_end(&round0, ev->attempt, ev->node, ev->status, ev->reason)) {
+    if (ddp_layout_round_end(&round0, ev->attempt, ev->node, ev->status, ev->reason)) {
         char why[600];
         snprintf(why, sizeof why, "node %d failed:\n%s", ev->node, ev->reason);
         cr_expect_eq(ddp_coord_send_stop(r->c, ev->attempt, why), 2);
-        ddp_coord_round_end(&round0, ev->attempt, 0, 143, "stopped"); /* node 0 stops its own workers */
+        ddp_layout_round_end(&round0, ev->attempt, 0, 143, "stopped"); /* node 0 stops its own workers */
     }
-    if (!ddp_coord_round_done(&round0))
+    if (!ddp_layout_round_done(&round0))
         return;
     if (round0.attempt == 0) {
         decided_after_attempt0_failed_node = round0.failed_node;
@@ -288,46 +268,7 @@ Test(coord, join_start_stop_report_exit)
     cr_assert_not_null(bad);
     cr_expect_eq(bad->node, 2);
     cr_expect_str_eq(bad->reason, "rank 5 exited with 1");
-    ddp_coord_round_free(&round0);
-}
-
-Test(coord, layout_over_the_nodes_that_are_up)
-{
-    bool up[4] = { true, true, false, true };
-    int nproc[4] = { 4, 2, 4, 4 };
-    struct ddp_coord_assign as[4];
-    int world = -1;
-    cr_assert_eq(ddp_coord_layout(4, up, nproc, 2, as, &world), 3);
-    cr_expect_eq(world, 10);
-    cr_expect_eq(as[0].rank_base, 0);
-    cr_expect_eq(as[1].rank_base, 4);
-    cr_expect_eq(as[1].group_rank, 1);
-    cr_expect_eq(as[2].nproc, 0, "a node that is down takes no part");
-    cr_expect_eq(as[3].rank_base, 6);
-    cr_expect_eq(as[3].group_rank, 2, "group ranks stay consecutive");
-    /* nnodes 4:4 cannot go on with 3; node 0 down cannot go on at all. */
-    cr_expect_eq(ddp_coord_layout(4, up, nproc, 4, as, &world), -ENODEV);
-    up[0] = false;
-    cr_expect_eq(ddp_coord_layout(4, up, nproc, 1, as, &world), -ENODEV);
-}
-
-Test(coord, round_takes_the_first_failure_once)
-{
-    struct ddp_coord_round r = { 0 };
-    struct ddp_coord_assign as[3] = { { 1, 0, 0 }, { 1, 1, 1 }, { 0, 0, 0 } };
-    ddp_coord_round_begin(&r, 3, 5, as);
-    cr_expect_not(ddp_coord_round_done(&r));
-    cr_expect_not(ddp_coord_round_end(&r, 4, 1, 1, "old attempt"), "another attempt's report is ignored");
-    cr_expect_not(ddp_coord_round_end(&r, 5, 2, 1, "not in it"), "a node that takes no part is ignored");
-    cr_expect(ddp_coord_round_end(&r, 5, 1, 9, "node 1 lost: connection closed"));
-    cr_expect_not(ddp_coord_round_end(&r, 5, 1, 9, "again"), "a second report of a node is ignored");
-    cr_expect_not(ddp_coord_round_done(&r));
-    cr_expect_not(ddp_coord_round_end(&r, 5, 0, 143, "stopped"), "only the first failure is the root cause");
-    cr_expect(ddp_coord_round_done(&r));
-    cr_expect_eq(r.failed_node, 1);
-    cr_expect_eq(r.failed_status, 9);
-    cr_expect_str_eq(r.failed_reason, "node 1 lost: connection closed");
-    ddp_coord_round_free(&r);
+    ddp_layout_round_free(&round0);
 }
 
 static void close_on_lost(struct rec *r, const struct ddp_coord_event *ev)
@@ -359,7 +300,7 @@ Test(coord, wrong_secret_or_run_or_rank_is_refused)
     cfg.secret = "another-secret-of-16+";
     expect_refused(cfg, 2, "authentication failed");
     cfg = config(1, 2, 0);
-    cfg.run_id = "run-2";
+    cfg.job = "job-2";
     expect_refused(cfg, 2, "authentication failed");
     cfg = config(5, 6, 0);
     expect_refused(cfg, 3, "node rank 5 is not in 1..2");
@@ -421,7 +362,7 @@ static void fake_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     (void)b;
     struct fake *f = s->data;
     if (n > 0) /* the JOIN arrived: answer with a WELCOME whose MAC is made up */
-        fake_write(f, 1, "DDPC1 WELCOME 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+        fake_write(f, 1, "DDPC2 WELCOME 1 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
 }
 
 static void fake_accept(uv_stream_t *s, int status)
@@ -432,7 +373,7 @@ static void fake_accept(uv_stream_t *s, int status)
     uv_tcp_init(s->loop, &f->conn);
     f->conn.data = f;
     uv_accept(s, (uv_stream_t *)&f->conn);
-    fake_write(f, 0, "DDPC1 HELLO 0123456789abcdef0123456789abcdef");
+    fake_write(f, 0, "DDPC2 HELLO 0123456789abcdef0123456789abcdef");
     uv_read_start((uv_stream_t *)&f->conn, fake_alloc, fake_read);
 }
 
@@ -702,48 +643,6 @@ Test(coord, bad_config)
     cr_expect_eq(uv_loop_close(&loop), 0);
 }
 
-/* ---- the secret ---- */
-
-Test(coord, secret_from_job_or_token_file)
-{
-    char dir[] = "/tmp/ddp-coord-test.XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char path[300], link_path[300];
-    snprintf(path, sizeof path, "%s/token", dir);
-    snprintf(link_path, sizeof link_path, "%s/link", dir);
-    struct ddp_err err = { 0 };
-    char *a = NULL, *b = NULL, *c = NULL;
-    cr_assert_eq(ddp_coord_secret("a-job-secret-long-enough", path, "7", &a, &err), 0);
-    cr_expect_str_eq(a, "a-job-secret-long-enough");
-    free(a);
-    cr_expect_eq(ddp_coord_secret("short", path, "7", &a, &err), -EINVAL);
-    cr_expect_eq(ddp_coord_secret(NULL, NULL, NULL, &a, &err), -EINVAL);
-    cr_expect(strstr(err.msg, "[job] secret"), "%s", err.msg);
-    /* First use creates the token (0600); the same job id gives the same secret, another job another one. */
-    cr_assert_eq(ddp_coord_secret(NULL, path, "7", &a, &err), 0, "%s", err.msg);
-    struct stat st;
-    cr_assert_eq(stat(path, &st), 0);
-    cr_expect_eq(st.st_mode & 0777, 0600);
-    cr_assert_eq(ddp_coord_secret(NULL, path, "7", &b, &err), 0, "%s", err.msg);
-    cr_assert_eq(ddp_coord_secret(NULL, path, "8", &c, &err), 0, "%s", err.msg);
-    cr_expect_str_eq(a, b);
-    cr_expect_str_neq(a, c);
-    cr_expect_eq(strlen(a), 64);
-    free(a);
-    free(b);
-    free(c);
-    /* A token others can read, or a symlink, is refused. */
-    chmod(path, 0644);
-    cr_expect_eq(ddp_coord_secret(NULL, path, "7", &a, &err), -EPERM);
-    cr_expect(strstr(err.msg, "mode 644"), "%s", err.msg);
-    chmod(path, 0600);
-    cr_assert_eq(symlink(path, link_path), 0);
-    cr_expect_lt(ddp_coord_secret(NULL, link_path, "7", &a, &err), 0);
-    unlink(link_path);
-    unlink(path);
-    rmdir(dir);
-}
-
 /* ---- a man in the middle changes "world size 6" into 7 in node 0's START: the node must not believe it ---- */
 
 struct mitm {
@@ -833,7 +732,7 @@ static void mitm_accept(uv_stream_t *s, int status)
 
 static void mitm_server(struct rec *r, const struct ddp_coord_event *ev)
 {
-    struct ddp_coord_assign as[2] = { { 3, 0, 0 }, { 3, 3, 1 } };
+    struct ddp_layout_assign as[2] = { { 3, 0, 0 }, { 3, 3, 1 } };
     if (ev->kind == DDP_COORD_JOINED)
         ddp_coord_send_start(r->c, 0, 6, 2, 29500, as);
 }
@@ -859,8 +758,8 @@ Test(coord, a_changed_message_is_rejected)
     w.server.on_event = mitm_server;
     int port = start_server(&w, 2);
     uv_ip4_addr("127.0.0.1", port, &m.target);
-    /* Node 0 sends HELLO (4 + 44 bytes), WELCOME (4 + 78), then START: length, 16-byte MAC, "START 0 6 ...". */
-    m.tamper_at = (4 + 44) + (4 + 78) + 4 + 16 + strlen("START 0 ");
+    /* Node 0 sends HELLO (4 + 44 bytes), WELCOME (4 + 80), then START: length, 16-byte MAC, "START 0 6 ...". */
+    m.tamper_at = (4 + 44) + (4 + 80) + 4 + 16 + strlen("START 0 ");
     uv_tcp_init(&w.loop, &m.listener);
     m.listener.data = &m;
     struct sockaddr_in sa;
@@ -878,4 +777,184 @@ Test(coord, a_changed_message_is_rejected)
     const struct ddp_coord_event *lost = find(&w.node[0], DDP_COORD_LOST);
     cr_assert_not_null(lost);
     cr_expect(strstr(lost->reason, "failed authentication"), "%s", lost->reason);
+}
+
+/* ---- node ranks given at join (c10d-style) ---- */
+
+static void any_script(struct rec *r, const struct ddp_coord_event *ev)
+{
+    (void)ev;
+    if (count(&r->w->server, DDP_COORD_JOINED) == 2 && count(&r->w->node[0], DDP_COORD_JOINED) == 1 &&
+        count(&r->w->node[1], DDP_COORD_JOINED) == 1)
+        close_all(r->w);
+}
+
+Test(coord, ranks_are_given_at_join_with_counts_and_hosts)
+{
+    struct world w;
+    world_init(&w, 3, 3000);
+    int port = start_server(&w, 3);
+    for (int i = 0; i < 2; i++) {
+        struct ddp_coord_config cfg = config(DDP_COORD_ANY_RANK, 3, port);
+        cfg.nproc = i + 3;
+        cfg.host = i ? "host-b" : "host-a";
+        w.node[i].on_event = any_script;
+        start_node(&w, i, cfg);
+    }
+    w.server.on_event = any_script;
+    world_run(&w);
+    cr_assert_eq(count(&w.server, DDP_COORD_JOINED), 2);
+    int seen = 0;
+    for (int k = 0; k < w.server.n; k++) {
+        const struct ddp_coord_event *e = &w.server.ev[k];
+        cr_expect(e->node == 1 || e->node == 2, "node rank %d", e->node);
+        seen |= 1 << e->node;
+    }
+    cr_expect_eq(seen, 6, "ranks 1 and 2 were handed out, once each");
+    for (int i = 0; i < 2; i++) {
+        const struct ddp_coord_event *j = find(&w.node[i], DDP_COORD_JOINED);
+        cr_assert_not_null(j);
+        /* the node learnt the rank node 0 recorded for it, with its own count and host */
+        for (int k = 0; k < w.server.n; k++)
+            if (w.server.ev[k].node == j->node)
+                cr_expect_eq(w.server.ev[k].nproc, i + 3);
+    }
+}
+
+static void full_script(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct world *w = r->w;
+    if (ev->kind == DDP_COORD_JOINED && r == &w->node[0]) {
+        w->node[1].on_event = close_on_lost;
+        start_node(w, 1, config(DDP_COORD_ANY_RANK, 2, ddp_coord_port(w->server.c)));
+    }
+}
+
+Test(coord, a_full_job_refuses_one_more)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    int port = start_server(&w, 2);
+    w.node[0].on_event = full_script;
+    start_node(&w, 0, config(DDP_COORD_ANY_RANK, 2, port));
+    world_run(&w);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 1);
+    const struct ddp_coord_event *lost = find(&w.node[1], DDP_COORD_LOST);
+    cr_assert_not_null(lost);
+    cr_expect(strstr(lost->reason, "the job is full (2 nodes)"), "%s", lost->reason);
+}
+
+Test(coord, ipv6_loopback)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    struct ddp_coord_config cfg = config(0, 2, 0);
+    cfg.addr = "::1";
+    struct ddp_err err = { 0 };
+    int rc = ddp_coord_start(&w.loop, &cfg, record, &w.server, &w.server.c, &err);
+    if (rc == -EADDRNOTAVAIL || rc == -EAFNOSUPPORT) {
+        close_all(&w);
+        world_run(&w);
+        cr_skip_test("no IPv6 loopback here");
+    }
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    struct ddp_coord_config ncfg = config(1, 2, ddp_coord_port(w.server.c));
+    ncfg.addr = "::1";
+    w.node[0].on_event = junk_script; /* closes all once joined */
+    start_node(&w, 0, ncfg);
+    world_run(&w);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 1);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1);
+}
+
+/* ---- hostile peers: they hold connections open and say nothing ---- */
+
+#define IDLE 70
+struct idlers {
+    uv_tcp_t tcp[IDLE];
+    uv_connect_t req[IDLE];
+    int connected;
+};
+
+static void idle_connected(uv_connect_t *req, int status)
+{
+    struct world *w = req->handle->loop->data;
+    struct idlers *id = w->extra;
+    (void)status;
+    if (++id->connected == IDLE) /* all 70 are in (or failed): now the real node comes */
+        start_node(w, 0, config(1, 2, ddp_coord_port(w->server.c)));
+}
+
+static void idle_joined(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct world *w = r->w;
+    if (ev->kind != DDP_COORD_JOINED && ev->kind != DDP_COORD_LOST)
+        return;
+    struct idlers *id = w->extra;
+    for (int i = 0; i < IDLE; i++)
+        if (!uv_is_closing((uv_handle_t *)&id->tcp[i]))
+            uv_close((uv_handle_t *)&id->tcp[i], NULL);
+    close_all(w);
+}
+
+Test(coord, seventy_idle_connections_do_not_keep_a_node_out)
+{
+    static struct idlers id;
+    struct world w;
+    world_init(&w, 2, 8000);
+    w.loop.data = &w;
+    w.extra = &id;
+    int port = start_server(&w, 2);
+    w.node[0].on_event = idle_joined;
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", port, &sa);
+    memset(&id, 0, sizeof id);
+    long long t0 = ddp_now_ms();
+    for (int i = 0; i < IDLE; i++) {
+        uv_tcp_init(&w.loop, &id.tcp[i]);
+        uv_tcp_connect(&id.req[i], &id.tcp[i], (struct sockaddr *)&sa, idle_connected);
+    }
+    world_run(&w);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1, "the real node did not join: %s",
+                 w.node[0].n ? w.node[0].reason[0] : "no event");
+    cr_expect_lt(ddp_now_ms() - t0, 3000, "joining took %lld ms", ddp_now_ms() - t0);
+}
+
+static int pending_seen = -1;
+
+static void check_pending(uv_timer_t *t)
+{
+    struct world *w = t->data;
+    if (pending_seen < 0) {
+        pending_seen = ddp_coord_pending(w->server.c);
+        uv_timer_start(t, check_pending, 900, 0);
+        return;
+    }
+    cr_expect_eq(ddp_coord_pending(w->server.c), 0, "a silent connection outlived the handshake deadline");
+    uv_close((uv_handle_t *)t, NULL);
+    uv_close((uv_handle_t *)w->extra, NULL);
+    close_all(w);
+}
+
+Test(coord, a_silent_connection_is_closed_at_the_handshake_deadline)
+{
+    struct world w;
+    world_init(&w, 2, 5000);
+    struct ddp_coord_config cfg = config(0, 2, 0);
+    cfg.handshake_ms = 300;
+    struct ddp_err err = { 0 };
+    cr_assert_eq(ddp_coord_start(&w.loop, &cfg, record, &w.server, &w.server.c, &err), 0, "%s", err.msg);
+    uv_tcp_t idle;
+    uv_connect_t req;
+    uv_tcp_init(&w.loop, &idle);
+    w.extra = &idle;
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", ddp_coord_port(w.server.c), &sa);
+    uv_tcp_connect(&req, &idle, (struct sockaddr *)&sa, NULL);
+    uv_timer_t t;
+    uv_timer_init(&w.loop, &t);
+    t.data = &w;
+    uv_timer_start(&t, check_pending, 100, 0);
+    world_run(&w);
+    cr_expect_eq(pending_seen, 1, "the connection was not seen in its handshake");
 }

@@ -167,17 +167,41 @@ Test(launch, nproc_gpu_without_gpus_is_a_usage_error_except_in_doctor)
     ddp_launch_free(&l);
 }
 
-Test(launch, auto_port_on_several_nodes_needs_slurm)
+Test(launch, several_nodes_need_a_source_of_node_ranks)
 {
     struct ddp_launch l;
     struct ddp_launch_facts f = facts(NULL);
     struct ddp_err err = {0};
 
+    /* static, no node rank, no scheduler: every agent would be node 0 */
     setup(&l, DDP_CMD_RUN, NULL,
           "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nmaster_addr = n0\nmaster_port = auto\n");
     cr_expect_eq(ddp_launch_resolve(&l, &f, &err), -EINVAL);
-    cr_expect(strstr(err.msg, "master_port = auto needs a single node or Slurm"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "static rendezvous and no node rank"), "%s", err.msg);
     cr_expect_eq(l.fail_status, 2);
+    ddp_launch_free(&l);
+
+    /* static with a node rank and no port: torchrun's 29500, reserved on node 0 */
+    setup(&l, DDP_CMD_RUN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nnode_rank = 0\n");
+    resolve_ok(&l, &f);
+    cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_RESERVE);
+    cr_expect_not(l.spec.master_port.is_auto);
+    cr_expect_eq(l.spec.master_port.port, 29500);
+    cr_expect_str_eq(l.ctx.rdzv_source, "static");
+    cr_expect_eq(l.ctx.join_timeout_ms, 900000);
+    ddp_launch_free(&l);
+
+    /* c10d: the endpoint's port is the rendezvous (29400 by default); MASTER_PORT is node 0's to choose */
+    setup(&l, DDP_CMD_RUN, NULL,
+          "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 1:2\nrdzv_backend = c10d\n"
+          "master_addr = n0\n"); /* as load_spec sets it from rdzv_endpoint = n0 */
+    resolve_ok(&l, &f);
+    cr_expect(l.ctx.coord_dynamic);
+    cr_expect_eq(l.ctx.coord_port, 29400);
+    cr_expect(l.spec.master_port.is_auto);
+    cr_expect_str_eq(l.ctx.master_addr, "n0");
+    cr_expect_str_eq(l.ctx.rdzv_source, "c10d");
+    cr_expect_eq(l.ctx.join_timeout_ms, 600000);
     ddp_launch_free(&l);
 }
 

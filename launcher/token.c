@@ -1,0 +1,162 @@
+/* token: the job secret and its private files. See token.h. */
+#include "token.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crypto.h"
+
+int ddp_token_read(const char *path, char **out, struct ddp_err *err)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return ddp_errf(err, -ENOENT, "%s: no such file", path);
+        if (e == ELOOP)
+            return ddp_errf(err, -ELOOP, "%s is a symbolic link; give the file itself", path);
+        return ddp_errf(err, -e, "%s: %s", path, strerror(e));
+    }
+    struct stat st;
+    int rc = 0;
+    char buf[4096];
+    if (fstat(fd, &st) < 0)
+        rc = ddp_errf(err, -errno, "%s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = ddp_errf(err, -EPERM, "%s is not a regular file", path);
+    else if (st.st_uid != geteuid())
+        rc = ddp_errf(err, -EPERM, "%s belongs to uid %u, not to this user (%u)", path, (unsigned)st.st_uid,
+                      (unsigned)geteuid());
+    else if (st.st_mode & 077)
+        rc = ddp_errf(err, -EPERM, "%s has mode %03o; it must be private (chmod 600 %s)", path,
+                      (unsigned)(st.st_mode & 0777), path);
+    if (rc == 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n < 0) {
+            rc = ddp_errf(err, -errno, "%s: %s", path, strerror(errno));
+        } else {
+            while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+                n--;
+            buf[n] = '\0';
+            if (n < 16 || strlen(buf) != (size_t)n)
+                rc = ddp_errf(err, -EINVAL, "%s must hold a secret of at least 16 characters (one line)", path);
+            else
+                *out = ddp_xstrdup(buf);
+        }
+    }
+    ddp_crypto_wipe(buf, sizeof buf);
+    close(fd);
+    return rc;
+}
+
+static int create_token(const char *path, struct ddp_err *err)
+{
+    char *tmp = ddp_xasprintf("%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        int rc = ddp_errf(err, -e, "cannot create token file %s: %s", tmp, strerror(e));
+        free(tmp);
+        return rc;
+    }
+    uint8_t raw[32];
+    char text[66];
+    ddp_crypto_random(raw, sizeof raw);
+    ddp_crypto_hex(raw, sizeof raw, text);
+    strcat(text, "\n");
+    ssize_t w = write(fd, text, strlen(text));
+    int rc = 0;
+    if (w != (ssize_t)strlen(text) || fsync(fd) < 0)
+        rc = ddp_errf(err, -EIO, "cannot write token file %s", tmp);
+    close(fd);
+    ddp_crypto_wipe(text, sizeof text);
+    /* link() is atomic and fails when another node (sharing this home directory) was first: use theirs. */
+    if (rc == 0 && link(tmp, path) < 0 && errno != EEXIST)
+        rc = ddp_errf(err, -errno, "cannot create token file %s: %s", path, strerror(errno));
+    unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+int ddp_token_secret(const char *job_secret, const char *token_path, const char *job_id, char **out,
+                     struct ddp_err *err)
+{
+    if (job_secret && *job_secret) {
+        if (strlen(job_secret) < 16)
+            return ddp_errf(err, -EINVAL, "[job] secret must have at least 16 characters");
+        *out = ddp_xstrdup(job_secret);
+        return 0;
+    }
+    if (!token_path || !job_id || !*job_id)
+        return ddp_errf(err, -EINVAL, "several nodes need a shared secret: set [job] secret_file (the same "
+                                      "on every node), or run under Slurm with a token file");
+    char *token = NULL;
+    struct ddp_err e2 = { 0 };
+    int rc = ddp_token_read(token_path, &token, &e2);
+    if (rc == -ENOENT) {
+        rc = create_token(token_path, err);
+        if (rc < 0)
+            return rc;
+        rc = ddp_token_read(token_path, &token, &e2);
+    }
+    if (rc < 0)
+        return ddp_errf(err, rc, "token file %s", e2.msg);
+    char *msg = ddp_xasprintf("ddplaunch job %s", job_id);
+    uint8_t mac[DDP_CRYPTO_MAC_LEN];
+    const void *parts[1] = { msg };
+    size_t lens[1] = { strlen(msg) };
+    ddp_crypto_hmac(token, strlen(token), parts, lens, 1, mac);
+    ddp_crypto_wipe(token, strlen(token));
+    free(token);
+    free(msg);
+    *out = ddp_xmalloc(65);
+    ddp_crypto_hex(mac, sizeof mac, *out);
+    return 0;
+}
+
+int ddp_token_job_secret(const struct ddp_spec *spec, char *const *envp, const char *job_id, char **out,
+                         struct ddp_err *err)
+{
+    int si = ddp_spec_key_find("job", "secret");
+    if (spec->secret && *spec->secret) {
+        const char *file = spec->set_file[si];
+        struct stat st;
+        if (file && stat(file, &st) == 0 && (st.st_mode & 044))
+            ddp_warn("%s:%d: [job] secret is in a file other users can read (mode %03o): move it to a private "
+                     "secret_file (chmod 600), or pass it as DDPLAUNCH_JOB_SECRET", file, spec->set_line[si],
+                     (unsigned)(st.st_mode & 0777));
+        return ddp_token_secret(spec->secret, NULL, job_id, out, err);
+    }
+    if (spec->secret_file && *spec->secret_file) {
+        char *s = NULL;
+        struct ddp_err e2 = { 0 };
+        int rc = ddp_token_read(spec->secret_file, &s, &e2);
+        if (rc < 0)
+            return ddp_errf(err, rc, "secret_file %s", e2.msg);
+        *out = s;
+        return 0;
+    }
+    const char *tf = ddp_env_get(envp, "DDPLAUNCH_TOKEN_FILE");
+    const char *home = ddp_env_get(envp, "HOME");
+    char *path;
+    if (tf && *tf) {
+        path = ddp_xstrdup(tf);
+    } else {
+        char *d = ddp_xasprintf("%s/.config", home ? home : "");
+        mkdir(d, 0700);
+        free(d);
+        d = ddp_xasprintf("%s/.config/ddplaunch", home ? home : "");
+        mkdir(d, 0700);
+        free(d);
+        path = ddp_xasprintf("%s/.config/ddplaunch/token", home ? home : "");
+    }
+    int rc = ddp_token_secret(NULL, path, job_id, out, err);
+    free(path);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/* token: the per-job secret that authenticates the agents of a job on several nodes, and the private files it
+ * comes from: a secret file named by the user, or the per-user token file from which a secret per job id is
+ * derived. It checks ownership and modes and never follows a symlink; it does not decide where files live
+ * (main does) and never prints a secret. */
+#ifndef DDP_TOKEN_H
+#define DDP_TOKEN_H
+
+#include <stddef.h>
+
+#include "spec.h"
+#include "util.h"
+
+/* Read a private secret file: a regular file (not a symlink) owned by this user, without group/other
+ * permissions, holding at least 16 characters (trailing newlines and spaces dropped). 0 and *out (caller frees;
+ * wipe before freeing), -ENOENT when missing, or a negative errno with err ("secret file F has mode 644; it must
+ * be private (chmod 600 F)"). */
+int ddp_token_read(const char *path, char **out, struct ddp_err *err);
+
+/* The job secret: job_secret when given (at least 16 characters), else hex(HMAC-SHA256(token, "ddplaunch job "
+ * + job_id)) where token is read from token_path (checked as ddp_token_read checks); when missing it is created
+ * (0600, 32 random bytes, atomically, so nodes sharing a home directory agree). 0 and *out (caller frees), or a
+ * negative errno with err. */
+int ddp_token_secret(const char *job_secret, const char *token_path, const char *job_id, char **out,
+                     struct ddp_err *err);
+
+/* The secret of a job on several nodes, from the first of: [job] secret (the environment's
+ * DDPLAUNCH_JOB_SECRET, a spec file, or --set), [job] secret_file (ddp_token_read), else derived from the
+ * per-user token file ($DDPLAUNCH_TOKEN_FILE, else ~/.config/ddplaunch/token, created when missing) and job_id.
+ * Warns when the spec file that holds [job] secret can be read by other users. 0 and *out (caller wipes and
+ * frees), or a negative errno with err. */
+int ddp_token_job_secret(const struct ddp_spec *spec, char *const *envp, const char *job_id, char **out,
+                         struct ddp_err *err);
+
+#endif
