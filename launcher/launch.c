@@ -380,12 +380,13 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     free(l->run_id);
     free(l->python);
     l->run_id = run_id_of(spec, f);
+    snprintf(l->hostname, sizeof l->hostname, "%s", f->hostname);
     const char *python_why = NULL;
     l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, &python_why));
     *ctx = (struct ddp_plan_ctx){
         .spec = spec,
         .base_env = f->envp,
-        .hostname = f->hostname,
+        .hostname = l->hostname,
         .run_id = l->run_id,
         .python = l->python,
         .python_why = python_why,

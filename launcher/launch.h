@@ -50,6 +50,7 @@ struct ddp_launch {
     bool lease;                  /* acquire leases GPUs against other ddplaunch jobs (run, GPUs wanted) */
     char *run_id;
     char *python;
+    char hostname[256];          /* facts' host name, kept: ctx.hostname points here after the facts are freed */
     char **holders;              /* per topology GPU: who else holds it, or NULL (= ctx.gpu_holders) */
     size_t nholders;
     /* acquired */
