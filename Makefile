@@ -81,12 +81,12 @@ $(BUILD)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
 
-# `make static`: build/static/ddplaunch, one executable with libuv, hwloc, inih, jansson and libnuma linked in; glibc
-# stays dynamic (NVML is loaded with dlopen). hwloc's five libudev calls (block devices' attributes only) are
+# `make static`: build/static/ddplaunch, one executable with libuv, hwloc, inih, jansson, libsodium and libnuma linked
+# in; glibc stays dynamic (NVML is loaded with dlopen). hwloc's five libudev calls (block devices' attributes only) are
 # answered by packaging/static/noudev.c, so nothing but glibc is needed. Site config: /etc. The recipe checks
 # with ldd that nothing else is needed and prints the newest GLIBC_ symbol version the executable requires.
 STATIC_DIR  := build/static
-STATIC_LIBS := $(STATIC_DIR)/noudev.o -Wl,-Bstatic -luv_a -lhwloc -linih -ljansson -lnuma -Wl,-Bdynamic \
+STATIC_LIBS := $(STATIC_DIR)/noudev.o -Wl,-Bstatic -luv_a -lhwloc -linih -ljansson -lsodium -lnuma -Wl,-Bdynamic \
                -lpthread -ldl -lrt -lm
 STATIC_OK   := linux-vdso libc libm libdl libpthread librt ld-linux-x86-64 ld-linux-aarch64
 
