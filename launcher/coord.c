@@ -61,8 +61,7 @@ struct ddp_coord {
     int port;
     long long join_deadline_ms, next_retry_ms;
     char last_error[200];
-    long long warn_window_ms; /* rate limit for warnings about peers that did not join */
-    int warned, suppressed;
+    struct ddp_ratelimit warn_limit; /* warnings about peers that did not join */
 };
 
 struct write_req {
@@ -73,26 +72,18 @@ struct write_req {
 /* Warnings caused by peers (which a hostile peer can cause at will): a few per window, then a count. */
 __attribute__((format(printf, 2, 3))) static void peer_warn(struct ddp_coord *c, const char *fmt, ...)
 {
-    long long now = ddp_now_ms();
-    if (now - c->warn_window_ms >= WARN_WINDOW_MS) {
-        if (c->suppressed)
-            ddp_warn("coord: %d more warning%s about connections that did not join were suppressed",
-                     c->suppressed, c->suppressed == 1 ? "" : "s");
-        c->warn_window_ms = now;
-        c->warned = 0;
-        c->suppressed = 0;
-    }
-    if (c->warned >= WARN_PER_WINDOW) {
-        c->suppressed++;
+    unsigned dropped = 0;
+    if (!ddp_ratelimit_allow(&c->warn_limit, ddp_now_ms(), WARN_PER_WINDOW, WARN_WINDOW_MS, &dropped))
         return;
-    }
-    c->warned++;
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    ddp_warn("coord: %s", msg);
+    if (dropped)
+        ddp_warn("coord: %s (%u more such warnings were suppressed)", msg, dropped);
+    else
+        ddp_warn("coord: %s", msg);
 }
 
 static void maybe_free(struct ddp_coord *c)
@@ -756,7 +747,6 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
     c->cb = cb;
     c->data = data;
     c->server = server;
-    c->warn_window_ms = ddp_now_ms();
     uv_timer_init(loop, &c->timer);
     c->timer.data = c;
     c->handles++;
