@@ -127,8 +127,14 @@ static struct ddp_paction stop_signal(struct ddp_policy *p, const struct ddp_pev
         snprintf(a.why, sizeof(a.why), "second SIGINT: killing all workers now");
         return a;
     }
+    if (p->stop == DDP_STOP_TIMEOUT) {
+        /* stopped from outside while a timeout stops the attempt (a scheduler's preemption): the signal is
+         * why the job ends, 128+N, not the timeout's 124 */
+        p->stop = DDP_STOP_SIGNAL;
+        p->stop_signo = ev->signo;
+    }
     if (p->stop != DDP_STOP_SIGNAL) {
-        /* the user wants out while we stop after a failure/timeout: no restart, keep the root cause */
+        /* the user wants out while we stop after a failure: no restart, keep the root cause */
         if (ev->signo == SIGINT) {
             a.flags = DDP_ACT_KILL_ALL;
             snprintf(a.why, sizeof(a.why), "SIGINT while stopping: killing all workers now");

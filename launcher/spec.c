@@ -454,6 +454,8 @@ static int parse_value(struct ddp_spec *spec, size_t i, const char *v, struct dd
         else if ((rc = ddp_parse_int(v, 1, 1 << 16, &n)) == 0) {
             np->kind = DDP_NPROC_INT;
             np->n = (int)n;
+        } else if (rc == -ERANGE && v[0] != '-' && strspn(v, "0") != strlen(v)) {
+            return ddp_errf(err, -ERANGE, "expected at most %d workers per node, got '%s'", 1 << 16, v);
         } else if (v[0] == '-' || !strcmp(v, "0"))
             return ddp_errf(err, -EINVAL, "expected a positive number of workers, gpu, cpu or auto, got '%s'", v);
         else {
@@ -638,13 +640,41 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
 
 /* ---- kv lists ---- */
 
+static size_t key_hash(const char *key)
+{
+    size_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+/* The slot of key in l->idx: where it is, or the empty slot where it would go. l->idx_cap > 0. */
+static size_t kv_slot(const struct ddp_kvlist *l, const char *key)
+{
+    size_t mask = l->idx_cap - 1, j = key_hash(key) & mask;
+    while (l->idx[j] && strcmp(l->v[l->idx[j] - 1].key, key) != 0)
+        j = (j + 1) & mask;
+    return j;
+}
+
+static void kv_reindex(struct ddp_kvlist *l, size_t cap)
+{
+    free(l->idx);
+    l->idx_cap = cap;
+    l->idx = ddp_xcalloc(cap, sizeof *l->idx);
+    for (size_t i = 0; i < l->n; i++)
+        l->idx[kv_slot(l, l->v[i].key)] = i + 1;
+}
+
 void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, enum ddp_origin origin,
                     const char *file, int line)
 {
     struct ddp_kv *kv = NULL;
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].key, key) == 0)
-            kv = &l->v[i];
+    if (2 * (l->n + 1) > l->idx_cap)
+        kv_reindex(l, l->idx_cap ? 2 * l->idx_cap : 16);
+    size_t slot = kv_slot(l, key);
+    if (l->idx[slot])
+        kv = &l->v[l->idx[slot] - 1];
     if (!kv) {
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 8;
@@ -652,6 +682,7 @@ void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, en
         }
         kv = &l->v[l->n++];
         kv->key = ddp_xstrdup(key);
+        l->idx[slot] = l->n;
     } else {
         free(kv->value);
         free(kv->file);
@@ -664,6 +695,10 @@ void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, en
 
 const struct ddp_kv *ddp_kvlist_get(const struct ddp_kvlist *l, const char *key)
 {
+    if (l->idx_cap) {
+        size_t slot = kv_slot(l, key);
+        return l->idx[slot] ? &l->v[l->idx[slot] - 1] : NULL;
+    }
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->v[i].key, key) == 0)
             return &l->v[i];
@@ -678,6 +713,7 @@ void ddp_kvlist_free(struct ddp_kvlist *l)
         free(l->v[i].file);
     }
     free(l->v);
+    free(l->idx);
     memset(l, 0, sizeof *l);
 }
 
@@ -806,13 +842,76 @@ int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, co
     return set_key(spec, section, key, value, origin, NULL, 0, where, err);
 }
 
+/* DDPLAUNCH_* variables that are not spec keys: read by ddplaunch (launch.c, rundir.c) or set for workers
+ * (plan.c; a ddplaunch started inside a worker sees them). */
+static const char *const env_not_keys[] = {
+    "DDPLAUNCH_CONFIG", "DDPLAUNCH_TOPOLOGY", "DDPLAUNCH_LOCK_DIR", "DDPLAUNCH_TOKEN_FILE",
+    "DDPLAUNCH_ATTEMPT", "DDPLAUNCH_ATTEMPT_DIR", "DDPLAUNCH_ORIG_WORLD_SIZE", "DDPLAUNCH_HEARTBEAT_FILE",
+    "DDPLAUNCH_GPU_BUSID", "DDPLAUNCH_GPU_UUID", "DDPLAUNCH_NUMA_NODE", NULL,
+};
+
+static void env_key_name(size_t i, char name[128])
+{
+    int n = snprintf(name, 128, "DDPLAUNCH_%s_%s", ddp_spec_keys[i].section, ddp_spec_keys[i].name);
+    for (int j = 0; j < n && j < 128; j++)
+        name[j] = (char)toupper((unsigned char)name[j]);
+}
+
+/* DDPLAUNCH_NCCL_NAME and DDPLAUNCH_ENV_NAME set [nccl] and [env] entries; any other DDPLAUNCH_* variable that
+ * is not a key is an error, as an unknown INI key is: a typo must not be ignored. */
+static int apply_env_rest(struct ddp_spec *spec, char *const *envp, struct ddp_err *err)
+{
+    for (size_t e = 0; envp && envp[e]; e++) {
+        const char *var = envp[e];
+        const char *eq = strchr(var, '=');
+        size_t len = eq ? (size_t)(eq - var) : strlen(var);
+        char name[128];
+        if (strncmp(var, "DDPLAUNCH_", 10) != 0 || len >= sizeof name)
+            continue;
+        memcpy(name, var, len);
+        name[len] = '\0';
+        bool known = false;
+        for (size_t k = 0; env_not_keys[k] && !known; k++)
+            known = strcmp(name, env_not_keys[k]) == 0;
+        const char **cands = ddp_xcalloc(ddp_spec_nkeys + 16, sizeof *cands);
+        char(*names)[128] = ddp_xcalloc(ddp_spec_nkeys + 1, 128);
+        size_t nc = 0;
+        for (size_t i = 0; i < ddp_spec_nkeys && !known; i++) {
+            env_key_name(i, names[i]);
+            known = strcmp(name, names[i]) == 0;
+            cands[nc++] = names[i];
+        }
+        for (size_t k = 0; env_not_keys[k] && !known; k++)
+            cands[nc++] = env_not_keys[k];
+        cands[nc] = NULL;
+        int rc = 0;
+        bool nccl = strncmp(name, "DDPLAUNCH_NCCL_", 15) == 0, env = strncmp(name, "DDPLAUNCH_ENV_", 14) == 0;
+        if (!known && (nccl || env) && name[nccl ? 15 : 14] && eq) {
+            rc = set_key(spec, nccl ? "nccl" : "env", name + (nccl ? 15 : 14), eq + 1, DDP_ORIGIN_ENV, NULL, 0,
+                         name, err);
+            known = true;
+        }
+        if (!known) {
+            const char *dym = ddp_did_you_mean(name, cands);
+            rc = dym ? ddp_errf(err, -EINVAL, "environment: unknown variable %s (did you mean %s?)", name, dym)
+                     : ddp_errf(err, -EINVAL,
+                                "environment: unknown variable %s (ddplaunch --help-keys lists the keys; "
+                                "DDPLAUNCH_SECTION_KEY sets one)",
+                                name);
+        }
+        free(cands);
+        free(names);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int ddp_spec_apply_env(struct ddp_spec *spec, char *const *envp, struct ddp_err *err)
 {
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
         char name[128];
-        int n = snprintf(name, sizeof name, "DDPLAUNCH_%s_%s", ddp_spec_keys[i].section, ddp_spec_keys[i].name);
-        for (int j = 0; j < n; j++)
-            name[j] = (char)toupper((unsigned char)name[j]);
+        env_key_name(i, name);
         const char *v = ddp_env_get(envp, name);
         if (!v)
             continue;
@@ -821,7 +920,7 @@ int ddp_spec_apply_env(struct ddp_spec *spec, char *const *envp, struct ddp_err 
         if (rc < 0)
             return rc;
     }
-    return 0;
+    return apply_env_rest(spec, envp, err);
 }
 
 /* ---- files ---- */
@@ -840,9 +939,26 @@ struct load_ctx {
     int nkeys;
     char prev_section[64];
     char prev_key[64];
+    struct ddp_strv long_values; /* values of lines too long for inih, handed to it as "\001N" */
 };
 
 /* inih reads through this: one line per call, so ctx->line is the line the handler is looking at. */
+/* The longest line ddp_spec_load_string accepts: a "key = value" line may pass inih's line limit (its value
+ * goes around inih), up to what one environment string may hold (MAX_ARG_STRLEN). */
+#define SPEC_LONG_LINE_MAX (128 * 1024)
+
+/* A "key = value" line that starts at column 0 (not a section, comment or continuation), with the key in its
+ * first 128 bytes: the only kind of line that may be longer than inih's limit. */
+static const char *long_line_eq(const char *line, size_t n)
+{
+    if (n == 0 || isspace((unsigned char)line[0]) || line[0] == '[' || line[0] == ';' || line[0] == '#')
+        return NULL;
+    return memchr(line, '=', n < 128 ? n : 128);
+}
+
+/* inih reads through this: one line per call, so ctx->line is the line the handler is looking at. A line
+ * too long for inih's buffer is a "key = value" line (prescan checked): inih gets "key = \001N" and the
+ * handler takes value N from ctx->long_values, trimmed and inline comments removed as inih would. */
 static char *reader(char *str, int num, void *stream)
 {
     struct load_ctx *c = stream;
@@ -854,8 +970,23 @@ static char *reader(char *str, int num, void *stream)
     c->line++;
     c->rawline = start;
     c->pos += n;
-    if (n > (size_t)num - 1)
-        n = (size_t)num - 1; /* cannot happen: lines were checked against the limit */
+    if (n > (size_t)num - 1) {
+        size_t content = nl ? n - 1 : n;
+        const char *eq = long_line_eq(start, content);
+        const char *v = eq ? eq + 1 : start + content, *end = start + content;
+        while (v < end && isspace((unsigned char)*v))
+            v++;
+        for (const char *q = v; q < end; q++)
+            if (*q == ';' && q > v && isspace((unsigned char)q[-1])) {
+                end = q;
+                break;
+            }
+        while (end > v && isspace((unsigned char)end[-1]))
+            end--;
+        ddp_strv_push_own(&c->long_values, ddp_xstrndup(v, (size_t)(end - v)));
+        snprintf(str, (size_t)num, "%.*s= \001%zu\n", eq ? (int)(eq - start) : 0, start, c->long_values.n - 1);
+        return str;
+    }
     memcpy(str, start, n);
     str[n] = '\0';
     return str;
@@ -866,6 +997,11 @@ static int handler(void *user, const char *section, const char *name, const char
     struct load_ctx *c = user;
     if (c->rc < 0)
         return 1;
+    if (value[0] == '\001') {
+        long long k;
+        if (ddp_parse_int(value + 1, 0, (long long)c->long_values.n - 1, &k) == 0)
+            value = c->long_values.v[k];
+    }
     char where[512];
     snprintf(where, sizeof where, "%s:%d", c->name, c->line);
     bool continuation = isspace((unsigned char)c->rawline[0]) && strcmp(section, c->prev_section) == 0 &&
@@ -936,19 +1072,27 @@ static int handler(void *user, const char *section, const char *name, const char
 static int prescan(const char *name, const char *text, size_t len, struct ddp_err *err)
 {
     int line = 1;
-    size_t col = 0;
+    size_t col = 0, line_start = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)text[i];
         if (ch == '\n') {
             line++;
             col = 0;
+            line_start = i + 1;
             continue;
         }
         if (ch == '\0')
             return ddp_errf(err, -EINVAL, "%s:%d: NUL byte in the file (expected text)", name, line);
-        if (++col > INI_MAX_LINE - 2)
-            return ddp_errf(err, -EINVAL, "%s:%d: line too long (the limit is %d characters; continue a long "
-                                          "command on indented lines)", name, line, INI_MAX_LINE - 2);
+        if (++col == INI_MAX_LINE - 1) {
+            const char *ls = text + line_start, *nl = memchr(ls, '\n', len - line_start);
+            if (!long_line_eq(ls, nl ? (size_t)(nl - ls) : len - line_start))
+                return ddp_errf(err, -EINVAL, "%s:%d: line too long (only 'key = value' lines may be longer than "
+                                              "%d characters; continue a long command on indented lines)",
+                                name, line, INI_MAX_LINE - 2);
+        }
+        if (col > SPEC_LONG_LINE_MAX)
+            return ddp_errf(err, -EINVAL, "%s:%d: line too long (the limit is %d characters)", name, line,
+                            SPEC_LONG_LINE_MAX);
         if (ch < 0x80)
             continue;
         /* UTF-8 sequence */
@@ -1003,6 +1147,7 @@ int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *te
         return rc;
     struct load_ctx c = { .spec = spec, .name = name, .origin = origin, .text = text, .len = len, .err = err };
     int line = ini_parse_stream(reader, &c, handler, &c);
+    ddp_strv_clear(&c.long_values);
     if (c.rc < 0)
         return c.rc;
     if (line > 0)
@@ -1061,6 +1206,16 @@ int ddp_spec_validate(const struct ddp_spec *spec, struct ddp_err *err)
     if (nprog > 1)
         return ddp_errf(err, -EINVAL, "%s: [job] command, script, module and program exclude each other; set only "
                                       "one", where);
+    /* an empty name would only fail in every worker (127), or give workers an empty MASTER_ADDR */
+    const char *empty = spec->command.n > 0 && !spec->command.v[0][0] ? "command"
+                        : spec->script && !*spec->script            ? "script"
+                        : spec->module && !*spec->module            ? "module"
+                        : spec->program && !*spec->program          ? "program"
+                                                                    : NULL;
+    if (empty)
+        return ddp_errf(err, -EINVAL, "%s: job.%s is empty (expected the program to run)", where, empty);
+    if (!spec->master_addr || !*spec->master_addr)
+        return ddp_errf(err, -EINVAL, "%s: job.master_addr is empty (expected a host name or address)", where);
     if (spec->node_rank >= spec->nnodes.max)
         return ddp_errf(err, -EINVAL, "%s: job.node_rank %d is out of range for nnodes %d (expected 0 to %d)", where,
                         spec->node_rank, spec->nnodes.max, spec->nnodes.max - 1);

@@ -63,6 +63,9 @@ struct ddp_kv {
 struct ddp_kvlist {
     struct ddp_kv *v;
     size_t n, cap;
+    size_t *idx;    /* hash index of v by key (slot = i + 1, 0 = empty), so that big [env] sections load in
+                     * linear time; maintained by ddp_kvlist_set */
+    size_t idx_cap; /* a power of two, at least 2 * n, or 0 */
 };
 
 struct ddp_spec {

@@ -1800,6 +1800,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
     rc = s->launcher_failed ? -1 : s->multi ? multi_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
+        if (!s->launcher_failed && !s->multi)
+            ddp_error("%s", err->msg); /* multi_begin said it already */
         s->launcher_failed = true;
         s->exit_status = 1;
         s->done = true;
@@ -1810,6 +1812,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     if (s->cur)
         retire_current(s);
     status = s->launcher_failed ? 1 : s->exit_status;
+    if (s->launcher_failed)
+        err->msg[0] = '\0'; /* said on stderr where it happened: the caller must not say it again */
     uv_run(&s->loop, UV_RUN_DEFAULT);
     uv_loop_close(&s->loop);
     ddp_output_free(&s->out);

@@ -239,9 +239,13 @@ int ddp_parse_duration(const char *s, long long *ms_out, struct ddp_err *err)
     }
     char *end;
     errno = 0;
-    if (!isdigit((unsigned char)s[0]) && s[0] != '.')
+    /* plain decimal only: strtod would also take 0x10, 1e3, inf and nan */
+    size_t num = strspn(s, "0123456789.");
+    if (num == 0 || strspn(s, ".") == num || memchr(s, '.', num) != memrchr(s, '.', num))
         goto bad;
     double v = strtod(s, &end);
+    if (end != s + num)
+        goto bad;
     if (errno || end == s || !isfinite(v) || v < 0)
         goto bad;
     double mult;
@@ -258,6 +262,8 @@ int ddp_parse_duration(const char *s, long long *ms_out, struct ddp_err *err)
     double ms = v * mult;
     if (ms > 1e15)
         return ddp_errf(err, -ERANGE, "duration '%s' is too long", s);
+    if (ms > 0 && ms < 0.5)
+        return ddp_errf(err, -ERANGE, "duration '%s' is shorter than 1ms (0 or off turns it off)", s);
     *ms_out = (long long)(ms + 0.5);
     return 0;
 bad:

@@ -60,7 +60,7 @@ spec_case "key before any section" 1 "key 'nproc_per_node' before any \[section\
 spec_case "not key = value" 3 "expected 'key = value', '\[section\]' or a comment" '[job]\n%s\njust words\n'
 spec_case "non-UTF-8" 3 "invalid UTF-8 byte 0xe9" '[job]\n%s\nname = caf\351\n'
 long=$(printf 'x%.0s' $(seq 1 250))
-spec_case "line too long" 3 "line too long \(the limit is 198 characters" "[job]\n%s\nname = $long\n"
+spec_case "line too long" 3 "line too long \(only 'key = value' lines may be longer than 198 characters" "[job]\n%s\n; $long\n"
 spec_case "continuation of a one-line key" 4 "indented line continues 'role'" '[job]\n%s\nrole = a\n  b\n'
 spec_case "MIN:MAX with node_rank" 3 "job.node_rank: expected a non-negative integer, got '-1'" '[job]\n%s\nnode_rank = -1\n'
 

@@ -251,6 +251,23 @@ Test(policy, timeout_fail_exits_124)
     cr_expect_eq(a.exit_status, 124);
 }
 
+Test(policy, sigterm_while_a_timeout_stops_exits_143)
+{
+    struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT};
+    ddp_policy_step(&p, &t);
+    struct ddp_pevent_data sig = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    struct ddp_paction a = ddp_policy_step(&p, &sig);
+    cr_expect(a.flags & DDP_ACT_FORWARD);
+    cr_expect_eq(p.stop, DDP_STOP_SIGNAL);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT, "restarted although stopped by SIGTERM");
+    cr_expect_eq(a.exit_status, 128 + SIGTERM);
+}
+
 Test(policy, timeout_restart_counts_then_124)
 {
     struct ddp_spec s = spec_with(1, DDP_ONTIMEOUT_RESTART, 0);

@@ -88,8 +88,9 @@ static const struct bad_case bad_load[] = {
       "job.ini:6: duplicate key 'script' in [job] (first set at line 2)" },
     { "duplicate [nccl] variable", "[job]\nscript = a.py\n[nccl]\nNCCL_DEBUG = INFO\nNCCL_DEBUG = WARN\n",
       "job.ini:5: duplicate key 'NCCL_DEBUG' in [nccl] (first set at line 4)" },
-    { "line too long", "[job]\nscript = a.py\nname = " LONG191 "y\n",
-      "job.ini:3: line too long (the limit is 198 characters; continue a long command on indented lines)" },
+    { "line too long", "[job]\nscript = a.py\n; " LONG191 "yyyyyy\n",
+      "job.ini:3: line too long (only 'key = value' lines may be longer than 198 characters; continue a long "
+      "command on indented lines)" },
     { "non-UTF-8 byte", "[job]\nname = caf\xe9\n", "job.ini:2: invalid UTF-8 byte 0xe9 in column 11 (expected UTF-8 text)" },
     { "overlong UTF-8", "[job]\nname = \xc0\xaf\n",
       "job.ini:2: invalid UTF-8 byte 0xc0 in column 8 (expected UTF-8 text)" },
@@ -249,6 +250,15 @@ Test(spec_bad, line_limit_boundary)
     const char *ok = "[job]\nscript = a.py\nname = " LONG191 "\n";
     cr_expect_eq(load(&s, ok, &err), 0, "%s", err.msg);
     cr_expect_eq(strlen(s.name), 191u);
+    ddp_spec_free(&s);
+    /* a longer "key = value" line goes around inih's buffer, trimmed, inline comment removed */
+    ddp_spec_init(&s);
+    const char *longer = "[job]\nscript = a.py\n[env]\nLONGV = " LONG191 LONG191 LONG191 "  ; comment\nB = 1\n";
+    cr_expect_eq(load(&s, longer, &err), 0, "%s", err.msg);
+    const struct ddp_kv *kv = ddp_kvlist_get(&s.env, "LONGV");
+    cr_assert_not_null(kv);
+    cr_expect_eq(strlen(kv->value), 3 * 191u);
+    cr_expect_not_null(ddp_kvlist_get(&s.env, "B"));
     ddp_spec_free(&s);
 }
 
