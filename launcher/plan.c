@@ -183,6 +183,13 @@ static bool uses_python(const struct ddp_spec *s)
     return !s->command.n && (s->script || s->module);
 }
 
+/* "python", "python3.11", "/usr/bin/python3" (a command = line that runs Python itself). */
+static bool argv0_is_python(const struct ddp_strv *argv)
+{
+    const char *a = argv->n ? argv->v[0] : "", *slash = strrchr(a, '/');
+    return strncmp(slash ? slash + 1 : a, "python", 6) == 0;
+}
+
 static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
 {
     const struct ddp_spec *s = ctx->spec;
@@ -404,6 +411,21 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
                 env_set(env, kv->key, v);
                 free(v);
             }
+        /* Hang forensics ([timeout] stacks): Python's fault handler prints every thread's stack when the
+         * supervisor sends SIGABRT to a hung rank; torch (2.x, NCCL) dumps its flight recorder on a collective
+         * timeout into the rank's log directory. Values the user set win. */
+        w->python = uses_python(s) || argv0_is_python(&w->argv);
+        if (s->timeout_stacks && w->python) {
+            env_default(env, "PYTHONFAULTHANDLER", "1");
+            env_default(env, "TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
+            env_default(env, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
+            if (w->log_dir) {
+                char *fr = ddp_xasprintf("%s/flight_recorder_rank_", w->log_dir);
+                env_default(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr);
+                env_default(env, "TORCH_FR_DUMP_TEMP_FILE", fr);
+                free(fr);
+            }
+        }
     }
     if (ctx->topo)
         ddp_place_free(&place);

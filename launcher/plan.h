@@ -15,6 +15,7 @@ struct ddp_worker {
     int rank;
     struct ddp_strv argv; /* argv[0] is looked up in PATH by execvp */
     struct ddp_strv envp; /* the complete environment the worker gets */
+    bool python;          /* runs Python (script, module, or a python command): its stack can be captured */
     char *cwd;            /* NULL = the launcher's */
     int gpu;              /* index into the topology's GPU list, or -1 */
     char *gpu_busid;      /* "0000:17:00.0" or NULL */

@@ -135,6 +135,8 @@ const struct ddp_key ddp_spec_keys[] = {
       "limit for one attempt" },
     { "timeout", "timer_file", DDP_T_BOOL, OFF(timer_file), "no", NULL, 0, 0,
       "serve torch's file-based watchdog (TORCHELASTIC_TIMER_FILE)" },
+    { "timeout", "stacks", DDP_T_BOOL, OFF(timeout_stacks), "yes", NULL, 0, 0,
+      "before a hung attempt is stopped, capture each Python rank's stack and name the culprit rank" },
     { "nccl", "preset", DDP_T_STR, OFF(nccl_preset), NULL, NULL, 0, 0,
       "a set of NCCL/torch variables: debug, robust or none" },
     { "slurm", "enabled", DDP_T_TRISTATE, OFF(slurm_enabled), "auto", tristate_names, 0, 0,

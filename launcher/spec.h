@@ -128,6 +128,7 @@ struct ddp_spec {
     enum ddp_heartbeat heartbeat;
     long long timeout_wall_ms;
     bool timer_file; /* serve TORCHELASTIC_TIMER_FILE */
+    bool timeout_stacks; /* capture stacks and name the culprit before a hung attempt is stopped */
     /* [nccl] */
     char *nccl_preset;
     struct ddp_kvlist nccl; /* NCCL_* / TORCH_* variables, validated by nccl.c */

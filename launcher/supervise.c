@@ -3,6 +3,7 @@
 #include "supervise.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "classify.h"
 #include "coord.h"
+#include "hang.h"
 #include "logdir.h"
 #include "output.h"
 #include "policy.h"
@@ -56,6 +58,11 @@ struct wrk {
     enum ddp_class cls;         /* first recognised line's class */
     char *cls_line;
     int time_fd; /* attempt_N/RANK/timed.log (both streams write to it), or -1 */
+    /* hang forensics */
+    bool abort_sent;        /* in the stack capture (SIGABRT sent, or a timeout reporter waited for): its end is
+                               not a failure of its own */
+    bool reported_timeout;  /* it printed a collective timeout */
+    struct ddp_buf dump;    /* stderr lines after the SIGABRT: the stack dump */
 };
 
 /* One attempt: the plan and its running workers. Freed once every handle of it is closed. */
@@ -132,6 +139,12 @@ struct sup {
     char job_start_iso[32];
     int nattempts;
     bool records_written;
+    /* hang forensics: stacks captured before a timed-out attempt is stopped */
+    uv_timer_t capture;
+    bool capturing;
+    long long capture_start_ms;
+    json_t *hang;     /* the last verdict (summary.json "hang"), or NULL */
+    char *hang_text;  /* the same for the console summary, or NULL */
 };
 
 static void apply(struct sup *s, const struct ddp_paction *a);
@@ -139,6 +152,8 @@ static void feed(struct sup *s, const struct ddp_pevent_data *ev);
 static void multi_all_finished(struct sup *s);
 static int leader_start(struct sup *s, int attempt, int nproc);
 static void finish(struct sup *s, int status);
+static void capture_maybe_end(struct sup *s);
+static void capture_end(struct sup *s);
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -402,6 +417,7 @@ static void run_free(struct run *r)
         free(k->bind_msg);
         free(k->hb_path);
         free(k->cls_line);
+        ddp_buf_free(&k->dump);
     }
     free(r->w);
     ddp_attempt_free(&r->plan);
@@ -436,6 +452,8 @@ static void check_finished(struct sup *s, struct wrk *k)
         return;
     if (r->nfinished == r->nw) {
         struct ddp_pevent_data ev = {.kind = DDP_PE_ALL_FINISHED};
+        if (s->capturing)
+            capture_end(s); /* every rank is gone: decide before the policy ends the attempt */
         uv_timer_stop(&s->grace);
         uv_timer_stop(&s->force);
         uv_timer_stop(&s->watch);
@@ -587,6 +605,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
                     ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other "
                               "workers", r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, k->status);
             } else if (before == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && !k->exec_failed &&
+                       !k->abort_sent &&
                        k->signo != SIGTERM && k->signo != SIGKILL && k->status != 128 + SIGTERM) {
                 /* a failure of its own while we were stopping: list it after the root cause */
                 s->others = ddp_xrealloc(s->others, (s->nothers + 1) * sizeof(*s->others));
@@ -601,6 +620,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
         }
     }
     check_finished(s, k);
+    capture_maybe_end(s);
 }
 
 /* ---------------------------------------------------------------- output */
@@ -619,10 +639,15 @@ static void on_line(void *arg, int which, const char *line, size_t len)
     struct wrk *k = arg;
     struct sup *s = k->run->sup;
     enum ddp_class c;
-    (void)which;
+    if (k->abort_sent && which == 1 && k->dump.len < (256u << 10)) {
+        ddp_buf_add(&k->dump, line, len);
+        ddp_buf_add(&k->dump, "\n", 1);
+    }
     c = ddp_classify_line(line, len);
     if (c == DDP_CLASS_NONE)
         return;
+    if (ddp_class_is_timeout(c))
+        k->reported_timeout = true;
     if (k->cls == DDP_CLASS_NONE) {
         k->cls = c;
         k->cls_line = ddp_xstrndup(line, len < 1000 ? len : 1000);
@@ -678,6 +703,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
             k->err_eof = true;
         close_handle(k, (uv_handle_t *)st);
         check_finished(s, k);
+        capture_maybe_end(s);
     }
 }
 
@@ -990,87 +1016,47 @@ static void on_watch(uv_timer_t *t)
     struct run *r = s->cur;
     const struct ddp_spec *sp = s->spec;
     long long now = ddp_now_ms();
-    struct wrk *first = NULL;
-    size_t nstalled = 0;
+    struct ddp_hang_limits lim = {sp->timeout_init_ms, sp->timeout_stall_ms, sp->heartbeat};
+    struct ddp_hang_check hc;
     if (!r || s->pol.state != DDP_PS_RUNNING)
         return;
+    struct ddp_hang_rank *hr = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*hr));
+    bool *stalled = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*stalled));
     for (size_t i = 0; i < r->nw; i++) {
         struct wrk *k = &r->w[i];
         struct stat st;
-        if (k->exited || !k->spawned)
-            continue;
-        if (k->hb_path && stat(k->hb_path, &st) == 0 &&
+        if (!k->exited && k->spawned && k->hb_path && stat(k->hb_path, &st) == 0 &&
             (st.st_mtim.tv_sec != k->hb_mtime.tv_sec || st.st_mtim.tv_nsec != k->hb_mtime.tv_nsec)) {
             k->hb_mtime = st.st_mtim;
             k->last_progress_ms = now;
             k->alive = true;
         }
+        hr[i] = (struct ddp_hang_rank){k->w->rank, k->spawned && !k->exited, k->alive, k->hb_path != NULL,
+                                       k->start_ms, k->last_progress_ms};
     }
-    /* init: every rank shows life within `init` */
-    if (sp->timeout_init_ms > 0) {
-        for (size_t i = 0; i < r->nw; i++) {
-            struct wrk *k = &r->w[i];
-            if (k->exited || k->alive || now - k->start_ms < sp->timeout_init_ms)
-                continue;
-            if (!first)
-                first = k;
-            nstalled++;
-        }
-        if (first) {
-            char *d = fmt_ms(sp->timeout_init_ms);
-            char *why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,
-                                      nstalled > 1 ? " and others" : "", d);
-            free(d);
-            for (size_t i = 0; i < r->nw; i++)
-                if (!r->w[i].exited && !r->w[i].alive)
-                    exclude_gpu(s, r->w[i].w->gpu);
-            timeout_now(s, DDP_CLASS_INIT_TIMEOUT, first, why);
-            return;
-        }
+    ddp_hang_check(&lim, hr, r->nw, now, s->any_output, s->last_output_ms, s->paused, stalled, &hc);
+    if (hc.kind != DDP_HANG_NONE) {
+        struct wrk *first = hc.kind == DDP_HANG_SILENT ? NULL : &r->w[hc.first];
+        char *d = fmt_ms(hc.kind == DDP_HANG_INIT ? sp->timeout_init_ms : sp->timeout_stall_ms);
+        char *why;
+        if (hc.kind == DDP_HANG_INIT)
+            why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,
+                                hc.nstalled > 1 ? " and others" : "", d);
+        else if (hc.kind == DDP_HANG_SILENT)
+            why = ddp_xasprintf("no rank wrote any output for %s (output)", d);
+        else if (hc.nstalled > 1)
+            why = ddp_xasprintf("rank %d and %zu other%s made no progress for %s (heartbeat)", first->w->rank,
+                                hc.nstalled - 1, hc.nstalled > 2 ? "s" : "", d);
+        else
+            why = ddp_xasprintf("rank %d made no progress for %s (heartbeat)", first->w->rank, d);
+        free(d);
+        for (size_t i = 0; i < r->nw && hc.blame_gpus; i++)
+            if (stalled[i])
+                exclude_gpu(s, r->w[i].w->gpu);
+        timeout_now(s, hc.kind == DDP_HANG_INIT ? DDP_CLASS_INIT_TIMEOUT : DDP_CLASS_HANG, first, why);
     }
-    if (sp->timeout_stall_ms <= 0)
-        return;
-    if (sp->heartbeat == DDP_HEARTBEAT_FILE) {
-        for (size_t i = 0; i < r->nw; i++) {
-            struct wrk *k = &r->w[i];
-            if (k->exited || !k->hb_path)
-                continue;
-            if (sp->timeout_init_ms > 0 && !k->alive)
-                continue; /* init covers the start */
-            if (now - k->last_progress_ms < sp->timeout_stall_ms)
-                continue;
-            if (!first)
-                first = k;
-            nstalled++;
-        }
-        if (first) {
-            char *d = fmt_ms(sp->timeout_stall_ms);
-            char *why;
-            if (nstalled > 1)
-                why = ddp_xasprintf("rank %d and %zu other%s made no progress for %s (heartbeat)", first->w->rank,
-                                    nstalled - 1, nstalled > 2 ? "s" : "", d);
-            else
-                why = ddp_xasprintf("rank %d made no progress for %s (heartbeat)", first->w->rank, d);
-            free(d);
-            /* leave out the stalled ranks' GPUs, unless every rank stalled (then nobody is to blame) */
-            if (nstalled < r->nw)
-                for (size_t i = 0; i < r->nw; i++) {
-                    struct wrk *k = &r->w[i];
-                    if (!k->exited && k->hb_path && now - k->last_progress_ms >= sp->timeout_stall_ms)
-                        exclude_gpu(s, k->w->gpu);
-                }
-            timeout_now(s, DDP_CLASS_HANG, first, why);
-        }
-    } else if (sp->heartbeat == DDP_HEARTBEAT_OUTPUT) {
-        if (s->paused || (sp->timeout_init_ms > 0 && !s->any_output))
-            return;
-        if (now - s->last_output_ms >= sp->timeout_stall_ms) {
-            char *d = fmt_ms(sp->timeout_stall_ms);
-            char *why = ddp_xasprintf("no rank wrote any output for %s (output)", d);
-            free(d);
-            timeout_now(s, DDP_CLASS_HANG, NULL, why);
-        }
-    }
+    free(hr);
+    free(stalled);
 }
 
 /* torch's FileTimerServer semantics: the expired client gets its signal; for us it is also a hang of its rank. */
@@ -1204,6 +1190,7 @@ static void close_loop_handles(struct sup *s)
     uv_close((uv_handle_t *)&s->wall, NULL);
     uv_close((uv_handle_t *)&s->force, NULL);
     uv_close((uv_handle_t *)&s->unblock, NULL);
+    uv_close((uv_handle_t *)&s->capture, NULL);
     for (int i = 0; i < s->nsigs; i++)
         uv_close((uv_handle_t *)&s->sigs[i], NULL);
     ddp_timer_server_close(s->timer);
@@ -1272,6 +1259,8 @@ static void print_summary(struct sup *s, int status)
     ddp_output_flush_wait(&s->out);
     fflush(stdout);
     ddp_report_print(stderr, title, &root, others, s->nothers);
+    if (s->hang_text)
+        fputs(s->hang_text, stderr);
     free(others);
     free(title);
 }
@@ -1307,13 +1296,244 @@ static void write_records(struct sup *s, int status)
                     s->timeout_reason ? json_string(s->timeout_reason) : json_null(), "root_cause",
                     s->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
                     "log_dir", ddp_record_dir(s->rec));
+    json_object_set(sum, "hang", s->hang ? s->hang : json_null());
     ddp_record_summary(s->rec, sum);
+}
+
+/* ---------------------------------------------------------------- hang forensics
+ * Before a timed-out attempt is stopped, every running Python rank gets SIGABRT: Python's fault handler
+ * (PYTHONFAULTHANDLER, set by plan.c) prints every thread's stack to its stderr and the process ends. Once they
+ * are gone (or CAPTURE_MS passed), hang.c decides which ranks caused the hang from those stacks (and from the
+ * tracebacks of ranks that ended before), the verdict goes to the console, events.jsonl and summary.json, the
+ * stacks to attempt_N/stacks.txt, the culprit becomes the summary's root cause, and the rest are stopped as
+ * usual (SIGTERM, grace, SIGKILL). */
+
+#define CAPTURE_MS 3000
+
+static bool can_capture(const struct wrk *k)
+{
+    const char *fh = worker_env(k->w, "PYTHONFAULTHANDLER");
+    return k->spawned && !k->exited && k->w->python && fh && *fh && k->pid > 0 && k->pid != k->pgid;
+}
+
+static void on_capture(uv_timer_t *t);
+
+/* Start the capture; false when there is nothing to capture (the caller stops the workers at once). */
+static bool capture_begin(struct sup *s)
+{
+    struct run *r = s->cur;
+    int n = 0;
+    if (!r || !s->spec->timeout_stacks || s->capturing)
+        return false;
+    for (size_t i = 0; i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        if (!can_capture(k))
+            continue;
+        k->abort_sent = true;
+        /* A rank that reported its timeout is already ending (torch raises, or its NCCL watchdog aborts, which
+         * makes the fault handler print anyway): waited for, not interrupted, so its traceback stays whole. */
+        if (k->reported_timeout || kill(k->pid, SIGABRT) == 0)
+            n++;
+    }
+    if (n == 0)
+        return false;
+    long long window = s->spec->shutdown_timeout_ms / 2;
+    if (window > CAPTURE_MS || window <= 0)
+        window = CAPTURE_MS;
+    s->capturing = true;
+    s->capture_start_ms = ddp_now_ms();
+    ddp_info("attempt %d: capturing the stacks of %d rank%s (SIGABRT, Python faulthandler)", r->plan.attempt, n,
+             n == 1 ? "" : "s");
+    uv_timer_start(&s->capture, on_capture, (uint64_t)window, 0);
+    return true;
+}
+
+static void push_line_nl(void *arg, const char *line)
+{
+    struct ddp_buf *b = arg;
+    ddp_buf_puts(b, line);
+    ddp_buf_add(b, "\n", 1);
+}
+
+/* The flight recorder dumps torch left in a rank's log directory, as a JSON array of paths. */
+static json_t *flight_recorder_files(const struct wrk *k)
+{
+    json_t *a = json_array();
+    if (!k->w->log_dir)
+        return a;
+    DIR *d = opendir(k->w->log_dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strncmp(e->d_name, "flight_recorder_rank_", 21) == 0)
+        {
+            char *path = ddp_xasprintf("%s/%s", k->w->log_dir, e->d_name);
+            json_array_append_new(a, json_string(path));
+            free(path);
+        }
+    if (d)
+        closedir(d);
+    return a;
+}
+
+static void capture_end(struct sup *s)
+{
+    struct run *r = s->cur;
+    long long now = ddp_now_ms();
+    if (!s->capturing)
+        return;
+    s->capturing = false;
+    uv_timer_stop(&s->capture);
+    if (!r)
+        return;
+    size_t n = r->nw;
+    struct ddp_hang_view *views = ddp_xcalloc(n ? n : 1, sizeof(*views));
+    struct ddp_hang_input *in = ddp_xcalloc(n ? n : 1, sizeof(*in));
+    struct ddp_buf *texts = ddp_xcalloc(n ? n : 1, sizeof(*texts));
+    bool *culprit = ddp_xcalloc(n ? n : 1, sizeof(*culprit));
+    struct ddp_hang_verdict v;
+    json_t *culprits = json_array(), *ranks = json_array(), *fr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        struct wrk *k = &r->w[i];
+        struct ddp_hang_view tv = {0};
+        struct ddp_buf tail = {0};
+        ddp_stream_tail(&k->s_err, push_line_nl, &tail);
+        if (tail.len)
+            ddp_hang_parse_stack(tail.data, tail.len, &tv);
+        if (k->dump.len) {
+            ddp_hang_parse_stack(k->dump.data, k->dump.len, &views[i]);
+            ddp_buf_add(&texts[i], k->dump.data, k->dump.len);
+        }
+        /* a rank that already reported its timeout may be unwinding: its traceback says where it waited */
+        if (tv.nframes && (!views[i].nframes || (!views[i].op[0] && tv.op[0]))) {
+            views[i] = tv;
+            if (!k->dump.len && tail.len)
+                ddp_buf_add(&texts[i], tail.data, tail.len);
+        }
+        ddp_buf_free(&tail);
+        in[i] = (struct ddp_hang_input){k->w->rank, views[i].nframes ? &views[i] : NULL, k->reported_timeout,
+                                        k->spawned && !k->exited, k->last_progress_ms};
+        json_t *f = flight_recorder_files(k);
+        json_array_extend(fr, f);
+        json_decref(f);
+    }
+    ddp_hang_decide(in, n, culprit, &v);
+
+    /* the stacks, for people: attempt_N/stacks.txt in the run directory */
+    char *stacks = NULL;
+    struct ddp_buf all = {0};
+    for (size_t i = 0; i < n; i++) {
+        struct wrk *k = &r->w[i];
+        ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %s%s%s\n", k->w->rank,
+                       k->w->local_rank, k->pid, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
+                       culprit[i] ? " CULPRIT" : "", views[i].op[0] ? "in " : "",
+                       views[i].op[0] ? views[i].op : "", views[i].nframes ? "" : "no Python stack");
+        if (views[i].nframes)
+            ddp_buf_printf(&all, "%s at %s\n", views[i].op[0] ? "," : "", views[i].frame);
+        if (texts[i].len)
+            ddp_buf_add(&all, texts[i].data, texts[i].len);
+        ddp_buf_add(&all, "\n", 1);
+        json_array_append_new(ranks, json_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective",
+                                               views[i].op[0] ? views[i].op : NULL, "frame",
+                                               views[i].nframes ? views[i].frame : NULL, "stack",
+                                               views[i].nframes > 0, "reported_timeout", k->reported_timeout));
+    }
+    if (s->ctx->logdir) {
+        struct ddp_err e = {0};
+        char *rel = ddp_xasprintf("attempt_%d/stacks.txt", r->plan.attempt);
+        int fd = ddp_logdir_create_file(s->ctx->logdir, rel, &e);
+        if (fd >= 0) {
+            if (write(fd, all.data ? all.data : "", all.len) == (ssize_t)all.len)
+                stacks = ddp_xasprintf("%s/%s", ddp_logdir_path(s->ctx->logdir), rel);
+            close(fd);
+        } else {
+            ddp_warn("%s", e.msg);
+        }
+        free(rel);
+    }
+    ddp_buf_free(&all);
+
+    /* the verdict, for the console, events.jsonl and summary.json */
+    struct ddp_buf txt = {0};
+    struct wrk *first = NULL;
+    ddp_buf_printf(&txt, "Hang verdict (%s confidence): ", ddp_hang_confidence_name(v.confidence));
+    for (size_t i = 0; i < n; i++) {
+        struct wrk *k = &r->w[i];
+        if (!culprit[i])
+            continue;
+        if (!first)
+            first = k;
+        ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s) at %s%s%s", first == k ? "" : "; ", k->w->rank,
+                       k->w->local_rank, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "none",
+                       views[i].frame, views[i].op[0] ? " in " : "", views[i].op);
+        json_array_append_new(culprits,
+                              json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank,
+                                        "local_rank", k->w->local_rank, "host", s->ctx->hostname, "gpu", k->w->gpu,
+                                        "gpu_busid", k->w->gpu_busid, "pid", k->pid, "collective",
+                                        views[i].op[0] ? views[i].op : NULL, "frame",
+                                        views[i].nframes ? views[i].frame : NULL));
+    }
+    if (!first)
+        ddp_buf_puts(&txt, "no culprit named");
+    ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v.why,
+                   stacks ? stacks : "printed on each rank's stderr above (no log_dir)");
+    ddp_info("attempt %d: %.*s", r->plan.attempt, (int)txt.len - 1, txt.data);
+    json_decref(s->hang);
+    s->hang = json_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt, "confidence",
+                        ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
+                        v.op[0] ? v.op : NULL, "why", v.why, "stacks", stacks, "ranks", ranks,
+                        "flight_recorder", fr, "capture_ms", (json_int_t)(now - s->capture_start_ms));
+    ddp_record_event(s->rec, "hang", json_deep_copy(s->hang));
+    free(s->hang_text);
+    s->hang_text = txt.data;
+    /* the culprit is the root cause; the rank that reported the timeout becomes another failure */
+    if (first) {
+        char *why = ddp_xasprintf("hang culprit (%s confidence): %s", ddp_hang_confidence_name(v.confidence), v.why);
+        if (s->root.set && s->root.rank != first->w->rank) {
+            s->others = ddp_xrealloc(s->others, (s->nothers + 1) * sizeof(*s->others));
+            s->others[s->nothers++] = s->root;
+            memset(&s->root, 0, sizeof(s->root));
+        }
+        record_ended(s, &s->root, first, why);
+        free(s->root.class_name);
+        free(s->root.hint);
+        s->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
+        s->root.hint = ddp_xstrdup("this rank was not where the others waited: its frame above (and its full stack in "
+                                   "stacks) shows where it was stuck or slow");
+        free(why);
+    }
+    free(stacks);
+    for (size_t i = 0; i < n; i++)
+        ddp_buf_free(&texts[i]);
+    free(texts);
+    free(views);
+    free(in);
+    free(culprit);
+    if (s->pol.state == DDP_PS_STOPPING)
+        signal_all(s, SIGTERM);
+}
+
+static void on_capture(uv_timer_t *t)
+{
+    capture_end(t->data);
+}
+
+/* The capture ends early once every rank that got SIGABRT has exited and its stderr was read to the end. */
+static void capture_maybe_end(struct sup *s)
+{
+    if (!s->capturing || !s->cur)
+        return;
+    for (size_t i = 0; i < s->cur->nw; i++) {
+        const struct wrk *k = &s->cur->w[i];
+        if (k->abort_sent && (!k->exited || !k->err_eof))
+            return;
+    }
+    capture_end(s);
 }
 
 static void apply(struct sup *s, const struct ddp_paction *a)
 {
     int attempt = s->cur ? s->cur->plan.attempt : s->pol.attempt;
-    if (a->flags & DDP_ACT_TERM_ALL)
+    if ((a->flags & DDP_ACT_TERM_ALL) && !(s->pol.stop == DDP_STOP_TIMEOUT && capture_begin(s)))
         signal_all(s, SIGTERM);
     if (a->flags & DDP_ACT_FORWARD)
         signal_all(s, a->signo);
@@ -1765,7 +1985,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     uv_loop_init(&s->loop);
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
-    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock, &s->join};
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock, &s->join, &s->capture};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
         uv_timer_init(&s->loop, timers[i]);
         timers[i]->data = s;
@@ -1826,6 +2046,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     for (int i = 0; s->hosts && i < ctx->nnodes; i++)
         free(s->hosts[i]);
     free(s->hosts);
+    json_decref(s->hang);
+    free(s->hang_text);
     if (s->round.state)
         ddp_layout_round_free(&s->round);
     free(s);

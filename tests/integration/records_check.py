@@ -54,11 +54,14 @@ for i, line in enumerate(open(logdir + "/events.jsonl", encoding="utf-8"), 1):
     if e.get("event") not in schema:
         sys.exit(where + ": undocumented event " + str(e.get("event")))
     check(e, e["event"], {"v": "int", "ts": "string", "event": "string"}, where)
+    for c in e.get("culprits", []) if e["event"] == "hang" else []:
+        check(c, "culprit", {}, where + " culprit")
     print(e["event"])
 s = json.load(open(logdir + "/summary.json", encoding="utf-8"))
 check(s, "summary", {}, "summary.json")
 for f in ([s["root_cause"]] if s["root_cause"] else []) + s["failures"]:
     check(f, "failure", {}, "summary.json failure")
-for k in ("hang",):
-    if s.get(k):
-        check(s[k], k, {}, "summary.json " + k)
+if s.get("hang"):
+    check(s["hang"], "hang", {}, "summary.json hang")
+    for c in s["hang"]["culprits"]:
+        check(c, "culprit", {}, "summary.json hang culprit")

@@ -1,0 +1,35 @@
+"""A DDP-style loop on gloo where one rank (HANG_RANK) causes a hang, for the forensics test (issue 18).
+HANG_KIND: outside  - the rank stops taking part: it sleeps in its data loading (load_batch) forever;
+           other    - the rank enters a different collective (broadcast) while the others all_reduce;
+           slow     - the rank is slow, not stuck: one step takes HANG_SLOW_S seconds (longer than the timeout).
+The others wait in all_reduce until gloo's timeout (HANG_PG_TIMEOUT_S) ends them."""
+import datetime, os, sys, time
+import torch
+import torch.distributed as dist
+
+rank = int(os.environ["RANK"])
+culprit = int(os.environ.get("HANG_RANK", "1"))
+kind = os.environ.get("HANG_KIND", "outside")
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("HANG_PG_TIMEOUT_S", "6"))))
+
+
+def load_batch(step):
+    if rank == culprit and kind == "outside" and step == 2:
+        time.sleep(3600)  # stuck reading data
+    return torch.ones(4) * step
+
+
+def slow_step(step):
+    if rank == culprit and kind == "slow" and step == 2:
+        time.sleep(float(os.environ.get("HANG_SLOW_S", "20")))
+
+
+for step in range(5):
+    x = load_batch(step)
+    slow_step(step)
+    if rank == culprit and kind == "other" and step == 2:
+        dist.broadcast(x, src=0)
+    else:
+        dist.all_reduce(x)
+    print(f"rank {rank} step {step} ok", flush=True)
+print(f"rank {rank} done", flush=True)
