@@ -208,7 +208,11 @@ void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *ou
         bool header_tb = n >= 9 && memcmp(p, "Traceback", 9) == 0 && contains(p, n, "most recent call last");
         bool is_frame = in_block && parse_frame(p, n, &f);
         bool ends = p >= end || header_fh || header_tb || (in_block && !is_frame && n > 0 && p[0] != ' ');
-        if (ends && in_block && cur.n > 0) {
+        /* a traceback is whole only when its exception line follows; one cut by a fault handler dump (the rank
+         * got SIGABRT while printing it) or by the end of the text says nothing reliable */
+        bool fatal = n >= 18 && memcmp(p, "Fatal Python error", 18) == 0;
+        bool cut = !innermost_first && (p >= end || header_fh || header_tb || fatal);
+        if (ends && in_block && cur.n > 0 && !cut) {
             char op[DDP_HANG_OP];
             block_op(&cur, op);
             int rank = op[0] ? 3 : cur.current ? 2 : 1;

@@ -92,6 +92,14 @@ Test(hang, parse_faulthandler_and_traceback)
                        "  Garbage-collecting\n  <no Python frame>\n";
     ddp_hang_parse_stack(none, strlen(none), &v);
     cr_expect_eq(v.nframes, 0);
+    /* a traceback cut by a dump (SIGABRT while it was printed) counts for nothing; the dump decides */
+    const char *cut = "Traceback (most recent call last):\n  File \"/work/train.py\", line 33, in <module>\n"
+                      "    dist.all_reduce(x)\nFatal Python error: Aborted\n\n"
+                      "Current thread 0x1 (most recent call first):\n  Garbage-collecting\n  <no Python frame>\n";
+    ddp_hang_parse_stack(cut, strlen(cut), &v);
+    cr_expect_eq(v.nframes, 0);
+    ddp_hang_parse_stack(traceback_waiting, (size_t)(strstr(traceback_waiting, "RuntimeError") - traceback_waiting), &v);
+    cr_expect_eq(v.nframes, 0, "no exception line yet");
     ddp_hang_parse_stack("", 0, &v);
     cr_expect_eq(v.nframes, 0);
     /* cut anywhere: never reads past len */
