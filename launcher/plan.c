@@ -417,11 +417,12 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         w->python = uses_python(s) || argv0_is_python(&w->argv);
         if (s->timeout_stacks && w->python) {
             env_default(env, "PYTHONFAULTHANDLER", "1");
-            env_default(env, "TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
+            /* torch 2.11 names (TORCH_NCCL_TRACE_BUFFER_SIZE draws a deprecation warning there) */
+            if (ddp_strv_env_find(env, "TORCH_NCCL_TRACE_BUFFER_SIZE") < 0)
+                env_default(env, "TORCH_FR_BUFFER_SIZE", "2000");
             env_default(env, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
-            if (w->log_dir) {
+            if (w->log_dir && ddp_strv_env_find(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") < 0) {
                 char *fr = ddp_xasprintf("%s/flight_recorder_rank_", w->log_dir);
-                env_default(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr);
                 env_default(env, "TORCH_FR_DUMP_TEMP_FILE", fr);
                 free(fr);
             }
