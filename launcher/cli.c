@@ -139,15 +139,7 @@ static void add_set(struct ddp_cli *cli, const char *section, const char *key, c
     char *name = ddp_xasprintf("%s.%s", section, key);
     /* A later flag wins over an earlier one, as with argparse. */
     struct ddp_kvlist *l = &cli->sets;
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].key, name) == 0) {
-            free(l->v[i].key);
-            free(l->v[i].value);
-            free(l->v[i].file);
-            memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof *l->v);
-            l->n--;
-            break;
-        }
+    ddp_kvlist_remove(l, name); /* to the end: the order of flags is the order they apply in */
     ddp_kvlist_set(l, name, value, DDP_ORIGIN_CLI, flag, 0);
     free(name);
 }

@@ -472,6 +472,10 @@ int ddp_lease_list(const char *lock_dir, struct ddp_lease_info **out, size_t *n)
     ddp_strv_clear(&names);
     if (cnt)
         qsort(v, cnt, sizeof *v, cmp_info);
+    else {
+        free(v);
+        v = NULL;
+    }
     *out = v;
     *n = cnt;
     return 0;

@@ -707,6 +707,21 @@ const struct ddp_kv *ddp_kvlist_get(const struct ddp_kvlist *l, const char *key)
     return NULL;
 }
 
+void ddp_kvlist_remove(struct ddp_kvlist *l, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].key, key) == 0) {
+            free(l->v[i].key);
+            free(l->v[i].value);
+            free(l->v[i].file);
+            memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof *l->v);
+            l->n--;
+            if (l->idx_cap)
+                kv_reindex(l, l->idx_cap);
+            return;
+        }
+}
+
 void ddp_kvlist_free(struct ddp_kvlist *l)
 {
     for (size_t i = 0; i < l->n; i++) {

@@ -64,7 +64,7 @@ struct ddp_kvlist {
     struct ddp_kv *v;
     size_t n, cap;
     size_t *idx;    /* hash index of v by key (slot = i + 1, 0 = empty), so that big [env] sections load in
-                     * linear time; maintained by ddp_kvlist_set */
+                     * linear time; maintained by ddp_kvlist_set/remove: change v only through them */
     size_t idx_cap; /* a power of two, at least 2 * n, or 0 */
 };
 
@@ -204,6 +204,8 @@ int ddp_spec_std_for_rank(const char *value, int local_rank);
 void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, enum ddp_origin origin,
                     const char *file, int line);
 const struct ddp_kv *ddp_kvlist_get(const struct ddp_kvlist *l, const char *key);
+/* Remove key's entry (if any), keeping the order of the others. */
+void ddp_kvlist_remove(struct ddp_kvlist *l, const char *key);
 void ddp_kvlist_free(struct ddp_kvlist *l);
 
 #endif
