@@ -46,6 +46,7 @@ void ddp_launch_free(struct ddp_launch *l)
     if (l->listen_fd >= 0)
         close(l->listen_fd);
     ddp_slurm_free(&l->slurm);
+    ddp_scheduler_free(&l->sched);
     ddp_logdir_close(l->logdir);
     /* The run dir holds only what ddplaunch made; removed without following symlinks. */
     if (l->run_dir)
@@ -172,6 +173,11 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
     if (l->slurm.warning)
         ddp_warn("%s", l->slurm.warning);
     if ((rc = ddp_slurm_apply(&l->slurm, spec, err)) < 0)
+        return fail(l, EXIT_USAGE, rc);
+    /* Other schedulers and launchers that know the node ranks (scheduler.h), for a static rendezvous outside Slurm. */
+    bool c10d = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0;
+    if (!l->slurm.active && !c10d && ((rc = ddp_scheduler_detect(envp, &l->sched, err)) < 0 ||
+                                      (rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0))
         return fail(l, EXIT_USAGE, rc);
     return 0;
 }
@@ -336,7 +342,8 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
     struct ddp_spec *spec = &l->spec;
     struct ddp_plan_ctx *ctx = &l->ctx;
     struct ddp_rdzv rdzv;
-    int rc = ddp_rdzv_decide(spec, l->slurm.active && ctx->nnodes > 1, &rdzv, err);
+    const char *sched = l->slurm.active ? "slurm" : l->sched.name;
+    int rc = ddp_rdzv_decide(spec, ctx->nnodes > 1 ? sched : NULL, &rdzv, err);
     if (rc < 0)
         return rc;
     ctx->rdzv_source = rdzv.source;

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "lease.h"
 #include "plan.h"
+#include "scheduler.h"
 #include "slurm.h"
 #include "spec.h"
 #include "util.h"
@@ -44,6 +45,7 @@ struct ddp_launch {
     enum ddp_cmd cmd;
     struct ddp_spec spec;
     struct ddp_slurm slurm;
+    struct ddp_scheduler sched;  /* another scheduler's node rank (scheduler.h), not Slurm's; name NULL: none */
     struct ddp_topo *topo;       /* NULL: no topology (the job runs unbound) */
     struct ddp_plan_ctx ctx;     /* what plan, doctor and supervise take; its strings point into this struct */
     enum ddp_launch_port port_source;

@@ -34,7 +34,8 @@ int ddp_rdzv_conf_join_timeout(const char *conf, long long *ms, struct ddp_err *
     return rc;
 }
 
-int ddp_rdzv_decide(const struct ddp_spec *spec, bool slurm_ranks, struct ddp_rdzv *out, struct ddp_err *err)
+int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struct ddp_rdzv *out,
+                    struct ddp_err *err)
 {
     memset(out, 0, sizeof *out);
     out->several = spec->nnodes.max > 1;
@@ -52,8 +53,8 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, bool slurm_ranks, struct ddp_rd
         return 0;
     int ni = ddp_spec_key_find("job", "node_rank");
     bool rank_given = spec->origin[ni] > DDP_ORIGIN_DEFAULT;
-    if (slurm_ranks) {
-        out->source = "slurm";
+    if (sched_source) {
+        out->source = sched_source;
     } else if (c10d) {
         out->dynamic = true;
         out->source = "c10d";
@@ -62,9 +63,14 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, bool slurm_ranks, struct ddp_rd
     } else {
         return ddp_errf(err, -EINVAL, "several nodes (nnodes %d) with a static rendezvous and no node rank: give "
                                       "each node --node-rank, or use --rdzv-backend c10d --rdzv-endpoint HOST:PORT "
-                                      "(ranks given at join), or run under Slurm",
+                                      "(ranks given at join), or run under a scheduler that gives node ranks (Slurm, "
+                                      "mpirun -N 1, flux run, SkyPilot, an indexed Job)",
                         spec->nnodes.max);
     }
+    if (!out->dynamic && spec->origin[ddp_spec_key_find("job", "master_addr")] == DDP_ORIGIN_DEFAULT)
+        return ddp_errf(err, -EINVAL, "several nodes (nnodes %d, node rank from: %s) and no address for node 0: "
+                                      "give every node the same --master-addr (node 0's host)",
+                        spec->nnodes.max, out->source);
     out->join_timeout_ms = spec->join_timeout_ms > 0 ? spec->join_timeout_ms
                            : conf_ms > 0            ? conf_ms
                            : out->dynamic           ? 600000

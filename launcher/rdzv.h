@@ -18,16 +18,19 @@
 struct ddp_rdzv {
     bool several;               /* nnodes MAX > 1 */
     bool dynamic;               /* c10d-style: node ranks given at join */
-    const char *source;         /* what gave this node its rank: "single node", "static", "c10d", "slurm" */
+    const char *source;         /* what gave this node its rank: "single node", "static", "c10d", "slurm", or
+                                   a scheduler of scheduler.h ("skypilot", "flux", "openmpi", "jobset", ...) */
     long long join_timeout_ms;
     long long lost_after_ms;
 };
 
-/* Decide from spec (after every layer) and whether Slurm gave the node rank. slurm_ranks: Slurm (or another
- * scheduler adapter) set node_rank. 0 and *out, or -EINVAL with err when several nodes have no way to get node
- * ranks (a static rendezvous without --node-rank and no scheduler: every agent would become node 0), or
- * rdzv_backend / rdzv_conf are not understood. */
-int ddp_rdzv_decide(const struct ddp_spec *spec, bool slurm_ranks, struct ddp_rdzv *out, struct ddp_err *err);
+/* Decide from spec (after every layer) and the scheduler that gave the node rank, if any (sched_source:
+ * "slurm", or scheduler.h's name; NULL = none). 0 and *out, or -EINVAL with err when several nodes have no way to
+ * get node ranks (a static rendezvous without --node-rank and no scheduler: every agent would become node 0) or
+ * no address for node 0 (static, master_addr left at its default), or rdzv_backend / rdzv_conf are not
+ * understood. */
+int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struct ddp_rdzv *out,
+                    struct ddp_err *err);
 
 /* rdzv_conf "k=v,k=v": join_timeout in seconds into *ms (unchanged when absent). 0, or -EINVAL with err for a
  * malformed list or value. Other keys are accepted and ignored (torchrun has many). */

@@ -14,6 +14,12 @@
 #  5. Two jobs of one user on the same nodes share the token-file secret (same run id "none"): a node of job Y,
 #     pointed at job X's endpoint, is refused (job identity in the handshake), and job X runs with its own node.
 #  6. Several nodes, static rendezvous, no node rank: one line, exit 2, nothing started.
+#  7. Scheduler adapters, each node started with its scheduler's real variables and the same command line:
+#     SkyPilot (SKYPILOT_NODE_RANK, SKYPILOT_NUM_NODES, SKYPILOT_NODE_IPS: node 0's address from the list),
+#     OpenMPI `mpirun -N 1` (OMPI_COMM_WORLD_*), Flux `flux run -N3` (FLUX_TASK_RANK, FLUX_JOB_*), a Kubernetes
+#     indexed Job (JOB_COMPLETION_INDEX), and Kubeflow v1's `--nnodes=$WORLD_SIZE --node_rank=$RANK` with the pod's
+#     RANK/WORLD_SIZE still set: ranks by the scheduler's node order, fresh RANK/WORLD_SIZE in the workers, plan
+#     names the source.
 # Root only (ip netns, unshare); skipped otherwise.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (ip netns)"
@@ -207,4 +213,47 @@ expect_eq "stderr lines" "$(wc -l <"$TMP/s.err")" 1
 expect_grep "static rendezvous and no node rank" "$TMP/s.err"
 [ -s "$TMP/s.out" ] && fail "something ran"
 echo "static without a node rank: exit 2, one line"
+
+# 7. Scheduler adapters.
+adapter_case() { # adapter_case NAME PORT ENVFN [ddplaunch options]: ENVFN I prints node I's variables
+    local name=$1 port=$2 envfn=$3 i
+    shift 3
+    rm -f "$TMP"/n*.out "$TMP"/n*.err
+    for i in 0 1 2; do
+        # shellcheck disable=SC2046
+        on_node $i env $($envfn $i) "$DDP" --nproc-per-node 1 --master-port $port "$@" "$TMP/worker.py" 3
+    done
+    wait_ok 0 1 2
+    for i in 0 1 2; do
+        line=$(grep -o 'RANKINFO.*' "$TMP/n$i.out")
+        for kv in "RANK=$i" "GROUP_RANK=$i" "WORLD_SIZE=3" "MASTER_ADDR=10.232.0.1" "sum=6 want=6"; do
+            [[ " $line " == *" $kv "* ]] || fail "$name: node $i: expected $kv in: $line"
+        done
+    done
+    ip netns exec "$(ns 1)" env $($envfn 1) "$DDP" plan --nproc-per-node 1 --master-port $port "$@" "$TMP/worker.py" \
+        >"$TMP/plan.txt" 2>&1 || { cat "$TMP/plan.txt"; fail "$name: plan failed"; }
+    expect_grep "this is node 1; node rank from: $name" "$TMP/plan.txt"
+    echo "$name: 3 nodes from its variables, ranks 0-2, plan names it"
+}
+sky_env() { echo "SKYPILOT_NODE_RANK=$1 SKYPILOT_NUM_NODES=3 SKYPILOT_NUM_GPUS_PER_NODE=0"; }
+mpi_env() { echo "OMPI_COMM_WORLD_RANK=$1 OMPI_COMM_WORLD_SIZE=3 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 PMIX_RANK=$1"; }
+flux_env() { echo "FLUX_TASK_RANK=$1 FLUX_TASK_LOCAL_ID=0 FLUX_JOB_SIZE=3 FLUX_JOB_NNODES=3 FLUX_JOB_ID=f2x9"; }
+k8s_env() { echo "JOB_COMPLETION_INDEX=$1 KUBERNETES_SERVICE_HOST=10.96.0.1"; }
+SKYPILOT_NODE_IPS=$'10.232.0.1\n10.232.0.2\n10.232.0.3' adapter_case skypilot 29510 sky_env
+adapter_case openmpi 29512 mpi_env --master-addr 10.232.0.1
+adapter_case flux 29514 flux_env --master-addr 10.232.0.1
+adapter_case kubernetes 29516 k8s_env --nnodes 3 --master-addr 10.232.0.1
+
+# Kubeflow v1 PyTorchJob: the pod has MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods) and RANK (pod index); the
+# container runs `ddplaunch --nnodes=$WORLD_SIZE --node_rank=$RANK ...`. The workers get their own values.
+rm -f "$TMP"/n*.out "$TMP"/n*.err
+for i in 0 1 2; do
+    on_node $i env MASTER_ADDR=10.232.0.1 MASTER_PORT=29518 WORLD_SIZE=3 RANK=$i sh -c \
+        'exec "$0" --nnodes=$WORLD_SIZE --node_rank=$RANK --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT --nproc-per-node 2 "$1" 3' \
+        "$DDP" "$TMP/worker.py"
+done
+wait_ok 0 1 2
+expect_eq "kubeflow v1: ranks" "$(rankinfo | field RANK | sort -n | tr '\n' ' ')" "0 1 2 3 4 5 "
+[ "$(rankinfo | grep -c 'WORLD_SIZE=6 .*sum=21 want=21')" = 6 ] || { rankinfo; fail "kubeflow v1: world size 6"; }
+echo "kubeflow v1: --nnodes=\$WORLD_SIZE --node_rank=\$RANK with the pod's RANK/WORLD_SIZE: 6 workers, fresh RANK/WORLD_SIZE"
 exit 0

@@ -182,7 +182,8 @@ Test(launch, several_nodes_need_a_source_of_node_ranks)
     ddp_launch_free(&l);
 
     /* static with a node rank and no port: torchrun's 29500, reserved on node 0 */
-    setup(&l, DDP_CMD_RUN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nnode_rank = 0\n");
+    setup(&l, DDP_CMD_RUN, NULL,
+          "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nnode_rank = 0\nmaster_addr = n0\n");
     resolve_ok(&l, &f);
     cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_RESERVE);
     cr_expect_not(l.spec.master_port.is_auto);

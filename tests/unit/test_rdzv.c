@@ -28,42 +28,45 @@ Test(rdzv, decide)
 {
     struct ddp_rdzv r;
     ddp_spec_init(&spec);
-    cr_assert_eq(ddp_rdzv_decide(&spec, false, &r, &err), 0);
+    cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect_not(r.several);
     /* several nodes, static, no node rank, no scheduler: refused */
     set("job.nnodes", "2");
-    cr_expect_eq(ddp_rdzv_decide(&spec, false, &r, &err), -EINVAL);
+    cr_expect_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), -EINVAL);
     cr_expect(strstr(err.msg, "no node rank") && strstr(err.msg, "--rdzv-backend c10d"), "%s", err.msg);
-    cr_assert_eq(ddp_rdzv_decide(&spec, true, &r, &err), 0, "Slurm gives the node rank");
-    cr_expect_str_eq(r.source, "slurm");
-    cr_expect_eq(r.join_timeout_ms, 900000, "torchrun's static default");
     set("job.node_rank", "1");
-    cr_assert_eq(ddp_rdzv_decide(&spec, false, &r, &err), 0);
+    cr_expect_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), -EINVAL, "no address for node 0");
+    cr_expect(strstr(err.msg, "--master-addr"), "%s", err.msg);
+    set("job.master_addr", "n0");
+    cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect_str_eq(r.source, "static");
     cr_expect_not(r.dynamic);
+    cr_expect_eq(r.join_timeout_ms, 900000, "torchrun's static default");
+    cr_assert_eq(ddp_rdzv_decide(&spec, "skypilot", &r, &err), 0);
+    cr_expect_str_eq(r.source, "skypilot", "the scheduler is named as the source");
     /* c10d: ranks at join, 600 s, rdzv_conf's join_timeout, the key over both */
     fresh();
     set("job.nnodes", "1:2");
     set("job.rdzv_backend", "c10d");
-    cr_assert_eq(ddp_rdzv_decide(&spec, false, &r, &err), 0);
+    cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect(r.dynamic);
     cr_expect_str_eq(r.source, "c10d");
     cr_expect_eq(r.join_timeout_ms, 600000);
     cr_expect_eq(r.lost_after_ms, 5000);
     set("job.rdzv_conf", "read_timeout=60,join_timeout=75");
-    cr_assert_eq(ddp_rdzv_decide(&spec, false, &r, &err), 0);
+    cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect_eq(r.join_timeout_ms, 75000);
     set("job.join_timeout", "2m");
     set("job.lost_after", "20s");
-    cr_assert_eq(ddp_rdzv_decide(&spec, false, &r, &err), 0);
+    cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect_eq(r.join_timeout_ms, 120000);
     cr_expect_eq(r.lost_after_ms, 20000);
     set("job.rdzv_conf", "join_timeout=soon");
-    cr_expect_eq(ddp_rdzv_decide(&spec, false, &r, &err), -EINVAL);
+    cr_expect_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), -EINVAL);
     cr_expect(strstr(err.msg, "join_timeout=soon"), "%s", err.msg);
     set("job.rdzv_conf", "");
     set("job.rdzv_backend", "zookeeper");
-    cr_expect_eq(ddp_rdzv_decide(&spec, false, &r, &err), -EINVAL);
+    cr_expect_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), -EINVAL);
     ddp_spec_free(&spec);
 }
 
