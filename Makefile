@@ -49,7 +49,7 @@ HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%)
 DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
 DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps \
               groff-base mandoc valgrind clang libclang-rt-14-dev jq \
-              slurmctld slurmd slurm-client munge
+              slurmctld slurmd slurm-client munge chromium
 DEPS_DEMO  := python3 python3-torch
 # make deb, make wheel and their check (tests/packaging/run.sh)
 DEPS_PACKAGE := debhelper dpkg-dev fakeroot lintian python3-build python3-setuptools python3-wheel \

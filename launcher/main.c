@@ -14,6 +14,7 @@
 #include "plan.h"
 #include "shim.h"
 #include "supervise.h"
+#include "timeline.h"
 #include "topo.h"
 #include "topo_print.h"
 #include "util.h"
@@ -126,6 +127,39 @@ static int launch_command(struct ddp_launch *l, const struct ddp_cli *cli, const
     return status;
 }
 
+/* ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR (timeline.h). */
+static int report_command(int argc, char **argv)
+{
+    const char *svg = NULL, *dir = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs("Usage: ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR\n"
+                  "\n"
+                  "What happened in a run, from its records (events.jsonl, each rank's timed.log):\n"
+                  "per attempt and rank the start, last output, end and how it ended, then the\n"
+                  "timeouts, hang verdicts and decisions. LOG_DIR: its newest run. --svg FILE also\n"
+                  "draws it as an SVG image (one lane per rank, the culprit of a hang in red).\n"
+                  "\n"
+                  "Exit status: 0 printed; 2 bad command line or no run records there.\n"
+                  "See ddplaunch(1).\n",
+                  stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc)
+            svg = argv[++i];
+        else if (strncmp(argv[i], "--svg=", 6) == 0)
+            svg = argv[i] + 6;
+        else if (argv[i][0] == '-' || dir)
+            return usage_error(argv[i][0] == '-' ? "report: unknown option (expected --svg FILE)"
+                                                 : "report: one LOG_DIR or RUN_DIR expected");
+        else
+            dir = argv[i];
+    }
+    if (!dir)
+        return usage_error("report: a LOG_DIR or RUN_DIR is needed");
+    return ddp_timeline_command(dir, svg, stdout);
+}
+
 int main(int argc, char **argv)
 {
     hold_std_fds();
@@ -139,6 +173,9 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
     sigaction(SIGUSR2, &sa, NULL);
+
+    if (argc > 1 && strcmp(argv[1], "report") == 0)
+        return report_command(argc, argv);
 
     struct ddp_cli cli;
     struct ddp_err err = {0};

@@ -1,0 +1,83 @@
+/* Unit tests for timeline.c: the run's timeline built from events (no files), printed and drawn. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeline.h"
+
+static const char *events_text =
+    "[{\"v\":1,\"ts\":\"2026-12-01T01:00:00.000Z\",\"event\":\"job_start\",\"job\":\"train\",\"host\":\"gpu7\"},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:00.500Z\",\"event\":\"attempt_start\",\"attempt\":0,"
+    " \"workers\":[{\"rank\":0,\"local_rank\":0,\"gpu\":0},{\"rank\":1,\"local_rank\":1,\"gpu\":1}]},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.000Z\",\"event\":\"timeout\",\"attempt\":0,\"class\":\"nccl-timeout\","
+    " \"rank\":0,\"reason\":\"rank 0 reported a collective timeout (nccl-timeout)\"},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.100Z\",\"event\":\"worker_exit\",\"attempt\":0,\"rank\":1,\"pid\":9,"
+    " \"exit_code\":null,\"signal\":\"SIGABRT\",\"class\":\"abort\"},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.200Z\",\"event\":\"worker_exit\",\"attempt\":0,\"rank\":0,\"pid\":8,"
+    " \"exit_code\":1,\"signal\":null,\"class\":\"nccl-timeout\"},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.300Z\",\"event\":\"hang\",\"attempt\":0,\"confidence\":\"high\","
+    " \"why\":\"rank 0 waits in all_reduce; rank 1 is not in it\","
+    " \"culprits\":[{\"rank\":1,\"frame\":\"t.py:18 in load_batch <x>\"}]},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.300Z\",\"event\":\"decision\",\"attempt\":0,\"action\":\"exit\","
+    " \"why\":\"no restarts left\"},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.400Z\",\"event\":\"job_end\",\"exit_status\":124,\"result\":\"timeout\"}]";
+
+static const char *last_output(void *arg, int attempt, int local_rank, const char *before)
+{
+    (void)arg;
+    cr_expect_eq(attempt, 0);
+    cr_expect_str_eq(before ? before : "", "2026-12-01T01:00:10.000Z", "last output is taken before the timeout");
+    return local_rank == 1 ? "2026-12-01T01:00:02.000Z" : "2026-12-01T01:00:09.000Z";
+}
+
+static char *render(const struct ddp_timeline *t, bool svg)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (svg)
+        ddp_timeline_svg(f, t);
+    else
+        ddp_timeline_print(f, t);
+    fclose(f);
+    return buf;
+}
+
+Test(timeline, text_and_svg_from_events)
+{
+    json_error_t je;
+    json_t *ev = json_loads(events_text, 0, &je);
+    cr_assert(ev, "%s", je.text);
+    struct ddp_timeline *t;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_timeline_build(ev, last_output, NULL, &t, &err), 0, "%s", err.msg);
+    char *txt = render(t, false);
+    cr_expect(strstr(txt, "job train on gpu7: timeout, exit status 124, 1 attempt, 10.4 s\n") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "  0      +0.500    +9.000s      +10.200s  nccl-timeout (exit 1)\n") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "  1      +0.500    +2.000s      +10.100s  abort (SIGABRT)  CULPRIT\n"
+                          "         at t.py:18 in load_batch <x>\n") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "  +10.000s timeout: rank 0 reported") != NULL, "%s", txt);
+    free(txt);
+    char *svg = render(t, true);
+    cr_expect(strstr(svg, "<rect class=\"rank\" data-rank=\"1\" data-attempt=\"0\"") != NULL);
+    cr_expect(strstr(svg, "fill=\"#d32f2f\" rx=\"3\"><title>rank 1: abort SIGABRT at t.py:18 in load_batch &lt;x&gt;"
+                          "</title>") != NULL, "culprit red, text escaped: %s", svg);
+    cr_expect(strstr(svg, "<x>") == NULL, "no unescaped text");
+    free(svg);
+    ddp_timeline_free(t);
+    json_decref(ev);
+}
+
+Test(timeline, not_a_record)
+{
+    json_t *ev = json_loads("[{\"event\":\"worker_exit\"}]", 0, NULL);
+    struct ddp_timeline *t = NULL;
+    struct ddp_err err = {0};
+    cr_expect_eq(ddp_timeline_build(ev, NULL, NULL, &t, &err), -EINVAL);
+    cr_expect_null(t);
+    cr_expect(strstr(err.msg, "job_start") != NULL);
+    json_decref(ev);
+}
