@@ -544,6 +544,7 @@ void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
           "       ddplaunch topo [--topology FILE.xml] [--json]     (GPUs, NUMA, links)\n"
           "       ddplaunch doctor [options] [JOB.ini]              (preflight checks)\n"
           "       ddplaunch report [--svg FILE] LOG_DIR             (a run's timeline)\n"
+          "       ddplaunch ps [--json]                             (jobs on this host)\n"
           "       ddplaunch plan|topo|doctor --help                 (a command's help)\n"
           "\n"
           "Launch and supervise a PyTorch distributed job: pick same-NUMA GPUs and a free\n"

@@ -10,8 +10,10 @@
 
 #include "cli.h"
 #include "doctor.h"
+#include "jobs.h"
 #include "launch.h"
 #include "plan.h"
+#include "rundir.h"
 #include "shim.h"
 #include "supervise.h"
 #include "timeline.h"
@@ -127,6 +129,31 @@ static int launch_command(struct ddp_launch *l, const struct ddp_cli *cli, const
     return status;
 }
 
+/* ddplaunch ps [--json] (jobs.h). */
+static int ps_command(int argc, char **argv)
+{
+    bool json = false;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs("Usage: ddplaunch ps [--json]\n"
+                  "\n"
+                  "The ddplaunch jobs running on this host, of every user: job, user, pid, master\n"
+                  "port, attempt, world size, ranks alive, age, GPUs and log directory. Read from\n"
+                  "what each job publishes in the shared lock directory; no daemon.\n"
+                  "\n"
+                  "Exit status: 0 listed (also when there are none); 2 bad command line.\n"
+                  "See ddplaunch(1).\n",
+                  stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else
+            return usage_error("ps: unknown argument (expected --json)");
+    }
+    return ddp_jobs_command(ddp_rundir_lock_dir(environ), json, stdout);
+}
+
 /* ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR (timeline.h). */
 static int report_command(int argc, char **argv)
 {
@@ -176,6 +203,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "report") == 0)
         return report_command(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "ps") == 0)
+        return ps_command(argc, argv);
 
     struct ddp_cli cli;
     struct ddp_err err = {0};

@@ -17,11 +17,13 @@
 #include "classify.h"
 #include "coord.h"
 #include "hang.h"
+#include "jobs.h"
 #include "logdir.h"
 #include "output.h"
 #include "policy.h"
 #include "record.h"
 #include "report.h"
+#include "rundir.h"
 #include "shim.h"
 #include "timer.h"
 
@@ -144,6 +146,7 @@ struct sup {
     bool capturing;
     long long capture_start_ms;
     json_t *hang;     /* the last verdict (summary.json "hang"), or NULL */
+    struct ddp_jobs *ps; /* this job in `ddplaunch ps`, or NULL */
     char *hang_text;  /* the same for the console summary, or NULL */
 };
 
@@ -568,6 +571,11 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     drain_report(s, k);
     drain_output(s, k);
     rec_worker_exit(s, k);
+    if (s->ps) {
+        json_t *ch = json_pack("{s:i}", "ranks_alive", (int)(r->nw - r->nexited));
+        ddp_jobs_update(s->ps, ch);
+        json_decref(ch);
+    }
     if (s->paused) {
         if (!k->out_eof && !uv_is_closing((uv_handle_t *)&k->out))
             uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
@@ -971,6 +979,17 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     }
     s->nattempts++;
     rec_attempt_start(s, r);
+    if (s->ps) {
+        json_t *gpus = json_array();
+        for (size_t i = 0; i < r->nw; i++)
+            if (r->w[i].w->gpu_busid)
+                json_array_append_new(gpus, json_string(r->w[i].w->gpu_busid));
+        json_t *ch = json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", r->plan.attempt, "world_size",
+                               r->plan.world_size, "nproc", (int)r->nw, "ranks_alive", (int)r->nw, "master_port",
+                               r->plan.master_port, "gpus", gpus);
+        ddp_jobs_update(s->ps, ch);
+        json_decref(ch);
+    }
     if (s->spec->timeout_wall_ms > 0)
         uv_timer_start(&s->wall, on_wall, (uint64_t)s->spec->timeout_wall_ms, 0);
     if (s->spec->timeout_init_ms > 0 ||
@@ -2017,6 +2036,16 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
             ddp_warn("no run record: %s", rerr.msg);
         rec_job_start(s);
     }
+    {
+        struct ddp_err perr = {0};
+        json_t *st = json_pack("{s:i, s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:i, s:s?, s:[]}", "v", 1, "job",
+                               s->spec->name, "host", ctx->hostname, "start", s->job_start_iso, "start_unix",
+                               (json_int_t)time(NULL), "master_port", ctx->master_port, "attempt", 0, "nproc",
+                               ctx->nproc, "ranks_alive", 0, "log_dir", ddp_record_dir(s->rec), "gpus");
+        if (ddp_jobs_publish(ddp_rundir_lock_dir(ctx->base_env), st, &s->ps, &perr) < 0)
+            ddp_debug("not listed in ddplaunch ps: %s", perr.msg);
+        json_decref(st);
+    }
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
     rc = s->launcher_failed ? -1 : s->multi ? multi_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
@@ -2038,6 +2067,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     uv_loop_close(&s->loop);
     ddp_output_free(&s->out);
     ddp_record_close(s->rec);
+    ddp_jobs_close(s->ps);
     ended_clear(&s->root);
     clear_others(s);
     free(s->exclude);
