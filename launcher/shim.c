@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "cgroup.h"
 #include "util.h"
 
 /* The signal the kernel sends the shim when the launcher dies. A real-time one, so that it can never be
@@ -284,7 +285,7 @@ static int parse_mode(const char *s, enum ddp_membind *out)
 
 int ddp_shim_main(int argc, char **argv)
 {
-    const char *cpus = NULL, *mems = NULL;
+    const char *cpus = NULL, *mems = NULL, *cgroup = NULL;
     enum ddp_membind mode = DDP_MEM_NONE;
     bool strict = false;
     long long rank = -1, ppid = 0, rfd = -1, grace_ms = 0;
@@ -337,6 +338,8 @@ int ddp_shim_main(int argc, char **argv)
         } else if (strcmp(a, "--grace-ms") == 0) {
             if (ddp_parse_int(v, 0, 1LL << 40, &grace_ms) != 0)
                 goto usage;
+        } else if (strcmp(a, "--cgroup") == 0) {
+            cgroup = v;
         } else if (strcmp(a, "--cpus") == 0) {
             cpus = v;
         } else if (strcmp(a, "--mems") == 0) {
@@ -360,6 +363,14 @@ int ddp_shim_main(int argc, char **argv)
     }
     if (rfd >= 0)
         fcntl((int)rfd, F_SETFD, FD_CLOEXEC);
+    /* the attempt's cgroup first, so that everything PROGRAM starts is counted (and killable) there */
+    int cgrc = cgroup && *cgroup ? ddp_cgroup_join(cgroup) : 0;
+    if (cgrc < 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "rank %lld: cannot join the attempt's cgroup %s: %s", rank, cgroup,
+                 strerror(-cgrc));
+        report((int)rfd, DDP_SHIM_BIND_WARN, -cgrc, 0, 0, msg);
+    }
 
     if ((cpus && *cpus) || (mems && *mems)) {
         struct ddp_err err = {0};

@@ -11,9 +11,10 @@
 #include "spec.h"
 
 /* argv of the shim, built by the supervisor:
- *   SELF --exec-shim --rank N --ppid PID --report-fd FD [--grace-ms MS] [--cpus LIST] [--mems LIST]
+ *   SELF --exec-shim --rank N --ppid PID --report-fd FD [--grace-ms MS] [--cgroup DIR] [--cpus LIST] [--mems LIST]
  *        [--mem-mode local|interleave|none] [--strict] -- PROGRAM ARGS...
- * The environment and working directory are the worker's (set by the spawner).
+ * The environment and working directory are the worker's (set by the spawner). With --cgroup the shim first
+ * moves itself into that cgroup v2 directory (the attempt's, cgroup.h), so PROGRAM's whole tree is counted there.
  * The shim stays the parent of PROGRAM and is a child subreaper (PR_SET_CHILD_SUBREAPER), so every process of
  * PROGRAM's tree stays its descendant whatever session or group it moves to. When PROGRAM ends, the shim sends
  * SIGTERM to each remaining descendant, SIGKILL after MS (the job's shutdown_timeout), reaps them all, and only

@@ -25,6 +25,7 @@
 #include "report.h"
 #include "rundir.h"
 #include "shim.h"
+#include "cgroup.h"
 #include "timer.h"
 
 /* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
@@ -77,6 +78,7 @@ struct run {
     int open_handles;
     bool retired;
     long long start_ms;
+    char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
 };
 
 /* What the summary needs from a failed worker, kept after its attempt is freed. */
@@ -95,6 +97,7 @@ struct sup {
     const struct ddp_spec *spec;
     const char *self_exe;
     struct ddp_policy pol;
+    char *cgroup_base; /* where attempt cgroups go (cgroup.h), or NULL */
     struct run *cur;
     struct ddp_output out;
     char readbuf[64 * 1024];
@@ -422,9 +425,40 @@ static void run_free(struct run *r)
         free(k->cls_line);
         ddp_buf_free(&k->dump);
     }
+    if (r->cgroup) { /* normally already ended in attempt_cgroup_end() */
+        ddp_cgroup_kill_remove(r->cgroup);
+        free(r->cgroup);
+    }
     free(r->w);
     ddp_attempt_free(&r->plan);
     free(r);
+}
+
+/* Every worker of r finished: what the attempt used, from its cgroup, and the cgroup ended (SIGKILL to
+ * anything that is still in it, which the shims' subreaping should have left empty). */
+static void attempt_cgroup_end(struct run *r)
+{
+    long long cpu, mem;
+    if (!r->cgroup)
+        return;
+    bool failed = false;
+    for (size_t i = 0; i < r->nw; i++)
+        failed |= r->w[i].status != 0;
+    /* said before a failed attempt's summary; with -v always */
+    enum ddp_log_level level = failed ? DDP_LOG_INFO : DDP_LOG_DEBUG;
+    if (ddp_cgroup_stats(r->cgroup, &cpu, &mem) == 0) {
+        if (mem >= 0)
+            ddp_log(level, "attempt %d: CPU time %.1f s, peak memory %.0f MiB (its cgroup)", r->plan.attempt,
+                    (double)cpu / 1e6, (double)mem / (1024.0 * 1024.0));
+        else
+            ddp_log(level, "attempt %d: CPU time %.1f s (its cgroup)", r->plan.attempt, (double)cpu / 1e6);
+    }
+    int left = ddp_cgroup_kill_remove(r->cgroup);
+    if (left > 0)
+        ddp_warn("attempt %d: %d process%s still in the attempt's cgroup: killed", r->plan.attempt, left,
+                 left == 1 ? "" : "es");
+    free(r->cgroup);
+    r->cgroup = NULL;
 }
 
 static void on_close(uv_handle_t *h)
@@ -451,6 +485,8 @@ static void check_finished(struct sup *s, struct wrk *k)
         return;
     k->finished = true;
     r->nfinished++;
+    if (r->nfinished == r->nw)
+        attempt_cgroup_end(r);
     if (r != s->cur)
         return;
     if (r->nfinished == r->nw) {
@@ -833,6 +869,8 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     ddp_strv_pushf(&args, "--ppid=%d", (int)getpid());
     ddp_strv_pushf(&args, "--report-fd=3");
     ddp_strv_pushf(&args, "--grace-ms=%lld", (long long)s->spec->shutdown_timeout_ms);
+    if (k->run->cgroup)
+        ddp_strv_pushf(&args, "--cgroup=%s", k->run->cgroup);
     if (w->cpus && *w->cpus)
         ddp_strv_pushf(&args, "--cpus=%s", w->cpus);
     if (w->mems && *w->mems) {
@@ -933,6 +971,12 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         return rc;
     }
     r->nw = r->plan.nworkers;
+    if (s->cgroup_base) {
+        char name[64];
+        snprintf(name, sizeof name, "ddplaunch-%d-attempt-%d", (int)getpid(), attempt);
+        if (ddp_cgroup_create(s->cgroup_base, name, &r->cgroup) < 0)
+            r->cgroup = NULL;
+    }
     r->w = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*r->w));
     r->start_ms = ddp_now_ms();
     for (size_t i = 0; i < r->nw; i++) {
@@ -2001,6 +2045,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     s->leader = s->multi && ctx->coord_node == 0;
     s->self_exe = self_exe;
     s->err = err;
+    if (ddp_cgroup_base(&s->cgroup_base) < 0)
+        s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     uv_loop_init(&s->loop);
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
@@ -2071,6 +2117,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     ended_clear(&s->root);
     clear_others(s);
     free(s->exclude);
+    free(s->cgroup_base);
     free(s->timeout_reason);
     free(s->nodes);
     for (int i = 0; s->hosts && i < ctx->nnodes; i++)

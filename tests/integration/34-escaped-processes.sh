@@ -106,4 +106,20 @@ EOS
 expect_eq "status python" "$?" 0
 expect_escapees "$TMP/py" 2
 expect_eq "survivors after python start_new_session" "$(survivors "$TMP/py" 0)" 0
+# 9. Where this process may make cgroup v2 children (root, a delegated slice): each attempt runs in its own
+# cgroup, which is gone after the attempt; with -v the attempt's CPU time is said.
+mkdir "$TMP/cg"
+"$DDP" -v --no-python --nproc-per-node 2 /bin/sh -c 'grep "^0::" /proc/self/cgroup >"$0/cg.$RANK"' "$TMP/cg" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "status cgroup job" "$?" 0
+cg=$(sed 's/^0:://' "$TMP/cg/cg.0")
+case $cg in
+*/ddplaunch-*-attempt-0)
+    expect_eq "both ranks in one cgroup" "$(cat "$TMP/cg/cg.1")" "0::$cg"
+    expect_grep 'attempt 0: CPU time [0-9.]+ s' "$TMP/err"
+    mnt=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+    [ ! -e "$mnt$cg" ] || fail "the attempt's cgroup $mnt$cg is left behind"
+    ;;
+*) echo "no cgroup v2 of our own here (worker in '$cg'): the per-attempt cgroup is not tried" ;;
+esac
 echo ok

@@ -1,0 +1,180 @@
+/* cgroup: see cgroup.h. */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char *read_text(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct ddp_buf b = {0};
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(fd, chunk, sizeof chunk)) > 0)
+        ddp_buf_add(&b, chunk, (size_t)n);
+    close(fd);
+    ddp_buf_add(&b, "", 1);
+    return b.data;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, text, strlen(text));
+    int e = n < 0 ? -errno : 0;
+    close(fd);
+    return e;
+}
+
+int ddp_cgroup_parse_self(const char *proc_cgroup, const char *mountinfo, char **dir_out)
+{
+    char line[4096], rel[4096] = "", mnt[4096] = "";
+    bool have_rel = false;
+    for (const char *p = proc_cgroup; p && *p;) {
+        p = ddp_line_next(p, line, sizeof line);
+        if (strncmp(line, "0::", 3) == 0) {
+            snprintf(rel, sizeof rel, "%s", line + 3);
+            have_rel = true;
+        }
+    }
+    /* mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS... - FSTYPE SOURCE SUPEROPTS" */
+    for (const char *p = mountinfo; p && *p && !mnt[0];) {
+        p = ddp_line_next(p, line, sizeof line);
+        char *dash = strstr(line, " - ");
+        char root[1024], point[1024], fstype[64];
+        if (!dash || sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2") != 0)
+            continue;
+        if (sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) == 2 && strcmp(root, "/") == 0)
+            snprintf(mnt, sizeof mnt, "%s", point);
+    }
+    if (!have_rel || !mnt[0] || rel[0] != '/' || strstr(rel, "/..") || strstr(rel, " (deleted)"))
+        return -ENOENT;
+    *dir_out = strcmp(rel, "/") == 0 ? ddp_xstrdup(mnt) : ddp_xasprintf("%s%s", mnt, rel);
+    return 0;
+}
+
+int ddp_cgroup_base(char **dir_out)
+{
+    char *cg = read_text("/proc/self/cgroup"), *mi = read_text("/proc/self/mountinfo");
+    char *dir = NULL;
+    int rc = cg && mi ? ddp_cgroup_parse_self(cg, mi, &dir) : -ENOENT;
+    free(cg);
+    free(mi);
+    if (rc < 0)
+        return rc;
+    char *procs = ddp_xasprintf("%s/cgroup.procs", dir), *sub = ddp_xasprintf("%s/cgroup.subtree_control", dir);
+    char *ctl = read_text(sub);
+    /* we stay in this cgroup: children may only take processes while it enables no controllers below */
+    if (access(dir, W_OK) != 0 || access(procs, W_OK) != 0)
+        rc = -EACCES;
+    else if (!ctl || ctl[strspn(ctl, " \n")] != '\0')
+        rc = -EBUSY;
+    free(ctl);
+    free(procs);
+    free(sub);
+    if (rc < 0) {
+        free(dir);
+        return rc;
+    }
+    *dir_out = dir;
+    return 0;
+}
+
+int ddp_cgroup_create(const char *base, const char *name, char **path_out)
+{
+    char *path = ddp_xasprintf("%s/%s", base, name);
+    rmdir(path); /* a stale one of a killed launcher whose pid came back: removable only when empty */
+    if (mkdir(path, 0755) < 0) {
+        int e = -errno;
+        free(path);
+        return e;
+    }
+    *path_out = path;
+    return 0;
+}
+
+int ddp_cgroup_join(const char *path)
+{
+    char *procs = ddp_xasprintf("%s/cgroup.procs", path);
+    int rc = write_text(procs, "0");
+    free(procs);
+    return rc;
+}
+
+static long long field(const char *text, const char *key)
+{
+    char line[256];
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p;) {
+        p = ddp_line_next(p, line, sizeof line);
+        if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
+            return atoll(line + kl + 1);
+    }
+    return -1;
+}
+
+int ddp_cgroup_stats(const char *path, long long *cpu_usec, long long *mem_peak)
+{
+    char *p = ddp_xasprintf("%s/cpu.stat", path);
+    char *t = read_text(p);
+    free(p);
+    if (!t)
+        return -EIO;
+    *cpu_usec = field(t, "usage_usec");
+    free(t);
+    p = ddp_xasprintf("%s/memory.peak", path);
+    t = read_text(p);
+    free(p);
+    *mem_peak = t && t[0] >= '0' && t[0] <= '9' ? atoll(t) : -1;
+    free(t);
+    return *cpu_usec >= 0 ? 0 : -EIO;
+}
+
+/* pids in path/cgroup.procs */
+static int count_procs(const char *path, bool kill_them)
+{
+    char *p = ddp_xasprintf("%s/cgroup.procs", path);
+    char *t = read_text(p);
+    free(p);
+    int n = 0;
+    char line[64];
+    for (const char *q = t; q && *q;) {
+        q = ddp_line_next(q, line, sizeof line);
+        long long pid;
+        if (ddp_parse_int(line, 1, 1LL << 31, &pid) == 0) {
+            n++;
+            if (kill_them)
+                kill((pid_t)pid, SIGKILL);
+        }
+    }
+    free(t);
+    return n;
+}
+
+int ddp_cgroup_kill_remove(const char *path)
+{
+    int left = count_procs(path, false);
+    if (left > 0) {
+        char *k = ddp_xasprintf("%s/cgroup.kill", path);
+        if (write_text(k, "1") < 0)
+            count_procs(path, true);
+        free(k);
+        for (int i = 0; i < 200 && count_procs(path, false) > 0; i++) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    rmdir(path);
+    return left;
+}
