@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +54,7 @@ struct ddp_coord {
     uv_tcp_t listener;
     uv_timer_t timer;
     struct conn *conns;
+    struct conn **by_node; /* server: the joined connection of each node rank (nnodes entries), or NULL */
     int handles;
     bool closing, dead;
     void (*done)(void *);
@@ -97,6 +99,7 @@ static void maybe_free(struct ddp_coord *c)
     free(c->secret);
     free(c->job);
     free(c->host);
+    free(c->by_node);
     free(c);
     if (done)
         done(done_data);
@@ -139,6 +142,8 @@ static void conn_close(struct conn *k, bool flush)
     if (k->closing)
         return;
     k->closing = true;
+    if (k->c->by_node && k->node >= 0 && k->node < k->c->cfg.nnodes && k->c->by_node[k->node] == k)
+        k->c->by_node[k->node] = NULL;
     uv_read_stop((uv_stream_t *)&k->tcp);
     if (flush && k->connected) {
         uv_shutdown_t *req = ddp_xmalloc(sizeof *req);
@@ -195,6 +200,8 @@ static void emit(struct ddp_coord *c, struct ddp_coord_event *ev)
 
 static struct conn *node_conn(const struct ddp_coord *c, int node)
 {
+    if (c->by_node) /* server: O(1), so that joining stays linear in the node count */
+        return node >= 0 && node < c->cfg.nnodes ? c->by_node[node] : NULL;
     for (struct conn *k = c->conns; k; k = k->next)
         if (!k->closing && k->state == ST_AUTHED && k->node == node)
             return k;
@@ -325,6 +332,7 @@ static void on_handshake(struct conn *k, const struct ddp_frame_msg *m)
             return server_deny(k, why);
         }
         k->node = node;
+        c->by_node[node] = k;
         snprintf(tail, sizeof tail, "%d", node);
         ddp_frame_handshake_mac(c->secret, "welcome", c->job, k->snonce, k->cnonce, tail, want);
         snprintf(msg, sizeof msg, "DDPC2 WELCOME %d %s", node, want);
@@ -696,6 +704,20 @@ int ddp_coord_listen(const char *addr, int port, int *fd, struct ddp_err *err)
     return 0;
 }
 
+/* Node 0 holds a connection per node and up to MAX_PENDING more: raise the soft descriptor limit toward the hard
+ * one when a large job needs it (1024 is a common default). */
+static void raise_fd_limit(int nnodes)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)nnodes + MAX_PENDING + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+        ddp_warn("coord: %d nodes need about %llu descriptors, the limit is %llu (ulimit -n)", nnodes,
+                 (unsigned long long)want, (unsigned long long)rl.rlim_cur);
+}
+
 int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coord_cb cb, void *data,
                     struct ddp_coord **out, struct ddp_err *err)
 {
@@ -751,6 +773,8 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
     c->timer.data = c;
     c->handles++;
     if (server) {
+        c->by_node = ddp_xcalloc((size_t)cfg->nnodes, sizeof *c->by_node);
+        raise_fd_limit(cfg->nnodes);
         uv_tcp_init(loop, &c->listener);
         c->listener.data = c;
         c->handles++;

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Scale of a job on several nodes: N agents on this host (loopback) form one job through the c10d-style
+# rendezvous (the same command line for every agent; the first serves, the others join and get node ranks),
+# one worker each. For each N it prints:
+#   start   time from starting the agents until every worker has started
+#   finish  time from starting the agents until every agent has exited 0 (workers sleep 1 s)
+#   stop    time from SIGKILL of one joined agent until every other agent has exited (workers sleep 600 s)
+#   cpu/rss the serving agent's CPU time (user+sys) and peak memory in the finish run
+# usage: bash bench/scale.sh path/to/ddplaunch [N...]      (default N: 4 16 64 128 256 512)
+set -u
+DDP=${1:?usage: bench/scale.sh path/to/ddplaunch [N...]}
+shift
+Ns=("$@")
+[ ${#Ns[@]} = 0 ] && Ns=(4 16 64 128 256 512)
+TMP=$(mktemp -d /tmp/ddpscale.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+export HOME=$TMP/home DDPLAUNCH_LOCK_DIR=$TMP/locks XDG_RUNTIME_DIR=$TMP/run
+mkdir -p "$HOME" "$DDPLAUNCH_LOCK_DIR" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+now() { echo "${EPOCHREALTIME/./}"; } # microseconds
+port=29600
+
+# one run: N agents, workers sleep S; sets t_start/t_finish (us since launch), srv_pid, pids[]
+launch() {
+    local n=$1 s=$2 i
+    port=$((port + 1))
+    : >"$TMP/started"
+    pids=()
+    t0=$(now)
+    for i in $(seq 1 "$n"); do
+        "$DDP" --nnodes "$n" --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:$port \
+            --rdzv-id scale --max-restarts 0 --no-python /bin/sh -c "echo x >>'$TMP/started'; exec sleep $s" \
+            >"$TMP/a$i.out" 2>"$TMP/a$i.err" &
+        pids+=($!)
+    done
+}
+wait_started() { # until every worker has started (or 300 s)
+    local n=$1 i
+    for i in $(seq 1 30000); do
+        [ "$(wc -l <"$TMP/started")" -ge "$n" ] && break
+        sleep 0.01
+    done
+    t_start=$(($(now) - t0))
+}
+server_pid() { grep -l "waiting up to" "$TMP"/a*.err 2>/dev/null | head -n 1 | sed 's/.*a\([0-9]*\)\.err/\1/'; }
+
+printf '%6s %9s %9s %9s %10s %9s\n' N start_s finish_s stop_s srv_cpu_s srv_rss_MB
+for n in "${Ns[@]}"; do
+    # finish run, with the serving agent's CPU and peak RSS sampled from /proc until it exits
+    launch "$n" 1
+    wait_started "$n"
+    idx=$(server_pid)
+    spid=${pids[$((idx - 1))]}
+    cpu=0 rss=0
+    while kill -0 "$spid" 2>/dev/null; do
+        read -r -a st <"/proc/$spid/stat" 2>/dev/null && cpu=$((st[13] + st[14]))
+        r=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$spid/status" 2>/dev/null)
+        [ -n "$r" ] && rss=$r
+        sleep 0.05
+    done
+    bad=0
+    for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+    t_finish=$(($(now) - t0))
+    [ $bad = 0 ] || { echo "N=$n: $bad agents failed; first error:"; cat "$TMP"/a*.err | grep -m3 error; }
+    start_s=$(awk -v u="$t_start" 'BEGIN { printf "%.2f", u / 1e6 }')
+    finish_s=$(awk -v u="$t_finish" 'BEGIN { printf "%.2f", u / 1e6 }')
+    cpu_s=$(awk -v t="$cpu" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }')
+    rss_mb=$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')
+
+    # stop run: SIGKILL one joined agent once every worker runs; every other agent must exit
+    launch "$n" 600
+    wait_started "$n"
+    idx=$(server_pid)
+    victim=$((idx == 1 ? 2 : 1))
+    kill -KILL "${pids[$((victim - 1))]}"
+    tk=$(now)
+    for i in "${!pids[@]}"; do [ $((i + 1)) = "$victim" ] || wait "${pids[$i]}"; done
+    t_stop=$(($(now) - tk))
+    { wait "${pids[$((victim - 1))]}"; } 2>/dev/null # its worker is ended by the worker's shim
+    stop_s=$(awk -v u="$t_stop" 'BEGIN { printf "%.2f", u / 1e6 }')
+    printf '%6s %9s %9s %9s %10s %9s\n' "$n" "$start_s" "$finish_s" "$stop_s" "$cpu_s" "$rss_mb"
+done
