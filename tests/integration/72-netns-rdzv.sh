@@ -20,6 +20,8 @@
 #     indexed Job (JOB_COMPLETION_INDEX), and Kubeflow v1's `--nnodes=$WORLD_SIZE --node_rank=$RANK` with the pod's
 #     RANK/WORLD_SIZE still set: ranks by the scheduler's node order, fresh RANK/WORLD_SIZE in the workers, plan
 #     names the source.
+#  8. IPv6 and one host: two agents in one namespace with --rdzv-endpoint [::1]:PORT: the first serves on ::1,
+#     the second joins it (no "port reserved by another job"), ranks 0 and 1, MASTER_ADDR=::1.
 # Root only (ip netns, unshare); skipped otherwise.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (ip netns)"
@@ -256,4 +258,24 @@ wait_ok 0 1 2
 expect_eq "kubeflow v1: ranks" "$(rankinfo | field RANK | sort -n | tr '\n' ' ')" "0 1 2 3 4 5 "
 [ "$(rankinfo | grep -c 'WORLD_SIZE=6 .*sum=21 want=21')" = 6 ] || { rankinfo; fail "kubeflow v1: world size 6"; }
 echo "kubeflow v1: --nnodes=\$WORLD_SIZE --node_rank=\$RANK with the pod's RANK/WORLD_SIZE: 6 workers, fresh RANK/WORLD_SIZE"
+
+# 8. IPv6 loopback, two agents on one host.
+if ip netns exec "$(ns 0)" ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; then
+    for i in 0 1; do
+        ip netns exec "$(ns 0)" "$DDP" --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint '[::1]:29520' \
+            --no-python /bin/sh -c 'echo "V6 RANK=$RANK WORLD_SIZE=$WORLD_SIZE MASTER_ADDR=$MASTER_ADDR"' \
+            >"$TMP/v$i.out" 2>"$TMP/v$i.err" &
+        pids[$i]=$!
+        sleep 0.3
+    done
+    for i in 0 1; do
+        wait "${pids[$i]}" || { cat "$TMP"/v*.err; fail "IPv6: agent $i failed"; }
+    done
+    expect_eq "IPv6 ranks" "$(cat "$TMP"/v*.out | grep -o 'V6 RANK=[0-9]' | sort | tr '\n' ' ')" "V6 RANK=0 V6 RANK=1 "
+    expect_eq "IPv6 MASTER_ADDR" "$(cat "$TMP"/v*.out | grep -c 'WORLD_SIZE=2 MASTER_ADDR=::1')" 2
+    expect_grep "joining the rendezvous at ::1:29520" "$TMP/v1.err"
+    echo "IPv6: two agents on one host met on [::1]:29520"
+else
+    echo "IPv6: no ::1 in the namespace, case skipped"
+fi
 exit 0
