@@ -126,6 +126,12 @@ def main():
     checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
     if rank == 0:
         say(f"done steps={args.steps} world_size={world} checksum={checksum:.4f}")
+    # Tear down in this order: torch 1.13 with gloo can deadlock when the DDP reducer's process group is
+    # destroyed (holding the GIL) while a gloo worker thread still frees the last all_reduce's tensor (and
+    # waits for the GIL); seen once in `make demo` on a loaded 2-core machine, rank 1 spinning forever.
+    # The barrier lets every earlier collective retire first; the reducer then goes before the group.
+    dist.barrier()
+    del ddp, opt
     dist.destroy_process_group()
 
 
