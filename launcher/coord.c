@@ -623,7 +623,7 @@ static void on_timer(uv_timer_t *t)
     for (struct conn *k = c->conns; k; k = k->next)
         if (!k->closing)
             live = k;
-    if (live) {
+    if (live && (live->state == ST_AUTHED || now < c->join_deadline_ms)) {
         long long limit = live->state == ST_AUTHED ? c->cfg.lost_after_ms : c->cfg.handshake_ms;
         if (now - live->last_seen_ms > limit) {
             char why[100];
@@ -632,6 +632,8 @@ static void on_timer(uv_timer_t *t)
         }
         return;
     }
+    if (live) /* still connecting or in its handshake at the join deadline */
+        conn_close(live, false);
     if (now >= c->join_deadline_ms) {
         char msg[400];
         snprintf(msg, sizeof msg, "could not join node 0 at %s:%d within %lld ms: %s", c->addr, c->cfg.port,

@@ -20,6 +20,8 @@
 #     indexed Job (JOB_COMPLETION_INDEX), and Kubeflow v1's `--nnodes=$WORLD_SIZE --node_rank=$RANK` with the pod's
 #     RANK/WORLD_SIZE still set: ranks by the scheduler's node order, fresh RANK/WORLD_SIZE in the workers, plan
 #     names the source.
+#  9. The secret in a spec file others can read: a warning naming the file; plan and plan --json print it as
+#     (redacted).
 #  8. IPv6 and one host: two agents in one namespace with --rdzv-endpoint [::1]:PORT: the first serves on ::1,
 #     the second joins it (no "port reserved by another job"), ranks 0 and 1, MASTER_ADDR=::1.
 # Root only (ip netns, unshare); skipped otherwise.
@@ -278,4 +280,17 @@ if ip netns exec "$(ns 0)" ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; t
 else
     echo "IPv6: no ::1 in the namespace, case skipped"
 fi
+
+# 9. A secret in a spec file others can read.
+printf '[job]\nprogram = /bin/true\nnnodes = 2\nnode_rank = 1\nmaster_addr = 10.232.0.9\nmaster_port = 29530\njoin_timeout = 1s\nsecret = spec-file-secret-0123456789\n' >"$TMP/job.ini"
+chmod 644 "$TMP/job.ini"
+ip netns exec "$(ns 1)" "$DDP" "$TMP/job.ini" >"$TMP/w.out" 2>"$TMP/w.err"
+expect_eq "exit status without node 0" "$?" 1
+expect_grep "job.ini:8: \[job\] secret is in a file other users can read \(mode 644\)" "$TMP/w.err"
+"$DDP" plan "$TMP/job.ini" >"$TMP/p.txt" 2>&1
+"$DDP" plan --json "$TMP/job.ini" >"$TMP/p.json" 2>&1
+grep -q "spec-file-secret" "$TMP/p.txt" "$TMP/p.json" && fail "plan printed the secret"
+expect_grep "secret +=.*\(redacted\)" "$TMP/p.txt"
+expect_grep '"job.secret": \{"value": "\(redacted\)"' "$TMP/p.json"
+echo "secret in a readable spec file: warned; plan shows (redacted)"
 exit 0
