@@ -567,7 +567,8 @@ void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
     fputs("\n"
           "Exit status: 0 all workers succeeded; the first failed worker's exit code; 128+N\n"
           "when it died by signal N (or the launcher was stopped by signal N); 124 when the\n"
-          "last attempt timed out; 2 bad command line or job spec; 1 launcher failure.\n"
+          "last attempt timed out; 75 refused for now (GPUs leased by other jobs, nodes\n"
+          "that did not join): retry; 2 bad command line or job spec; 1 launcher failure.\n"
           "\n"
           "See ddplaunch(1) and ddplaunch.ini(5).\n",
           f);

@@ -21,7 +21,7 @@
 #include "place.h"
 #include "topo.h"
 
-enum { EXIT_USAGE = 2, EXIT_LAUNCHER = 1 };
+enum { EXIT_USAGE = 2, EXIT_LAUNCHER = 1, EXIT_TEMPFAIL = 75 /* EX_TEMPFAIL: a scheduler should retry */ };
 
 static int fail(struct ddp_launch *l, int status, int rc)
 {
@@ -514,7 +514,7 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
     free(all);
     if (rc < 0) {
         ddp_strv_clear(&chosen);
-        return fail(l, rc == -EBUSY ? EXIT_LAUNCHER : EXIT_USAGE, rc);
+        return fail(l, rc == -EBUSY ? EXIT_TEMPFAIL : EXIT_USAGE, rc); /* -EBUSY: leased by other jobs */
     }
     /* Later attempts (downsizing) choose only among the GPUs this job leased. */
     ddp_launch_holders_free(l->holders, l->nholders);

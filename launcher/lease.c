@@ -384,7 +384,7 @@ int ddp_lease_acquire(const char *lock_dir, const char *const *all_busids, size_
     long long deadline = ddp_now_ms() + (wait_ms > 0 ? wait_ms : 0);
     bool *held = ddp_xcalloc(n ? n : 1, sizeof *held);
     const char **held_ids = ddp_xcalloc(n ? n : 1, sizeof *held_ids);
-    bool logged = false;
+    long long start = ddp_now_ms(), next_log = start;
     size_t races = 0;
     int rc;
     for (;;) {
@@ -426,11 +426,12 @@ int ddp_lease_acquire(const char *lock_dir, const char *const *all_busids, size_
             free(who);
             break;
         }
-        if (!logged && nheld) {
+        if (nheld && ddp_now_ms() >= next_log) { /* say so every few seconds, not once */
             char *who = ddp_lease_describe(lock_dir, held_ids, nheld);
-            ddp_info("waiting up to %lld s for GPUs leased by other jobs: %s", (wait_ms + 999) / 1000, who);
+            ddp_info("waiting for GPUs leased by other jobs (%lld s of %lld s): %s", (ddp_now_ms() - start) / 1000,
+                     (wait_ms + 999) / 1000, who);
             free(who);
-            logged = true;
+            next_log = ddp_now_ms() + 5000;
         }
         long long left = deadline - ddp_now_ms();
         long long nap = left < 200 ? left : 200;

@@ -150,6 +150,8 @@ struct sup {
     long long capture_start_ms;
     json_t *hang;     /* the last verdict (summary.json "hang"), or NULL */
     struct ddp_jobs *ps; /* this job in `ddplaunch ps`, or NULL */
+    uv_timer_t joinlog;  /* node 0: progress while waiting for nodes to join */
+    long long join_start_ms;
     char *hang_text;  /* the same for the console summary, or NULL */
 };
 
@@ -1254,6 +1256,7 @@ static void close_loop_handles(struct sup *s)
     uv_close((uv_handle_t *)&s->force, NULL);
     uv_close((uv_handle_t *)&s->unblock, NULL);
     uv_close((uv_handle_t *)&s->capture, NULL);
+    uv_close((uv_handle_t *)&s->joinlog, NULL);
     for (int i = 0; i < s->nsigs; i++)
         uv_close((uv_handle_t *)&s->sigs[i], NULL);
     ddp_timer_server_close(s->timer);
@@ -1740,6 +1743,26 @@ static void leader_begin(struct sup *s)
     }
 }
 
+/* Node 0 waiting for the others: who is missing, elapsed, deadline, every 5 s. */
+static void on_join_progress(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    struct ddp_buf missing = {0};
+    int nup = 1 + ddp_coord_joined(s->coord);
+    if (!s->waiting || s->done || s->cur || nup >= s->ctx->nnodes) {
+        uv_timer_stop(&s->joinlog);
+        return;
+    }
+    for (int i = 1; s->nodes && i < s->ctx->nnodes; i++)
+        if (!s->nodes[i].up)
+            ddp_buf_printf(&missing, "%s%d", missing.len ? ", " : "", i);
+    ddp_info("node 0: waiting for %d more node%s to join (%d of %d up%s%s; %llds of %llds)", s->ctx->nnodes - nup,
+             s->ctx->nnodes - nup == 1 ? "" : "s", nup, s->ctx->nnodes, missing.len ? "; missing " : "",
+             missing.len ? missing.data : "", (ddp_now_ms() - s->join_start_ms + 500) / 1000,
+             s->ctx->join_timeout_ms / 1000);
+    ddp_buf_free(&missing);
+}
+
 static void on_join_timeout(uv_timer_t *t)
 {
     struct sup *s = t->data;
@@ -1754,9 +1777,9 @@ static void on_join_timeout(uv_timer_t *t)
     }
     ddp_errf(s->err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, s->ctx->nnodes,
              s->ctx->join_timeout_ms / 1000);
-    ddp_error("%s", s->err->msg);
-    s->launcher_failed = true;
-    finish(s, 1);
+    ddp_error("%s; exit status 75 (EX_TEMPFAIL: retry)", s->err->msg);
+    uv_timer_stop(&s->joinlog);
+    finish(s, 75); /* a refusal a scheduler should retry, not a launcher failure */
 }
 
 /* Node 0: every node ended the attempt (and so did its own workers): let the policy decide. */
@@ -2007,6 +2030,8 @@ static int multi_begin(struct sup *s)
                  ctx->join_timeout_ms / 1000, ctx->nnodes - 1, ctx->nnodes == 2 ? "" : "s", ctx->master_addr,
                  ddp_coord_port(s->coord));
         uv_timer_start(&s->join, on_join_timeout, (uint64_t)ctx->join_timeout_ms, 0);
+        s->join_start_ms = ddp_now_ms();
+        uv_timer_start(&s->joinlog, on_join_progress, 5000, 5000);
     } else if (ctx->coord_node > 0) {
         ddp_info("node %d: joining node 0 at %s:%d", ctx->coord_node, ctx->master_addr, ctx->coord_port);
     } else {
@@ -2050,7 +2075,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     uv_loop_init(&s->loop);
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
-    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock, &s->join, &s->capture};
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock, &s->join, &s->capture,
+                            &s->joinlog};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
         uv_timer_init(&s->loop, timers[i]);
         timers[i]->data = s;

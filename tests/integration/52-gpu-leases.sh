@@ -48,12 +48,12 @@ t0=$(date +%s%N)
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 cat "$TMP/e/out"
-[ "$rc" != 0 ] || fail "the fifth job ran although every GPU was leased"
+expect_eq "refused, retry later (EX_TEMPFAIL)" "$rc" 75
 [ ! -e "$TMP/e/gpu.0" ] || fail "the fifth job started a worker"
 [ "$ms" -lt 3000 ] || fail "the fifth job took $ms ms to fail with lease_wait = 0"
 for j in a b c d; do expect_grep "job '$j' \(pid $(cat "$TMP/$j/pid"), user " "$TMP/e/out"; done
 
-# A fifth job that waits; kill -9 job b's launcher: its workers die with it, its lease ends, e gets b's pair.
+# A fifth job that waits (saying so every 5 s); kill -9 job b's launcher: its workers die with it, its lease ends, e gets b's pair.
 start_job e --set gpus.lease_wait=20s
 sleep 1
 kill -0 "$(cat "$TMP/e/pid")" || { cat "$TMP/e/out"; fail "the waiting job gave up"; }
@@ -64,7 +64,7 @@ wait_gpus e
 ms=$((($(date +%s%N) - t0) / 1000000))
 echo "job e started $ms ms after kill -9 of job b"
 expect_eq "job e's GPUs" "$(cat "$TMP/e"/gpu.* | sort | tr '\n' ' ')" "$(cat "$TMP/b"/gpu.* | sort | tr '\n' ' ')"
-expect_grep "waiting up to 20 s for GPUs leased by other jobs" "$TMP/e/out"
+expect_grep "waiting for GPUs leased by other jobs \(0 s of 20 s\): " "$TMP/e/out"
 
 for j in a c d e; do stop_job "$j"; done
 # every lease ended with its job
