@@ -147,6 +147,7 @@ struct sup {
     /* hang forensics: stacks captured before a timed-out attempt is stopped */
     uv_timer_t capture;
     bool capturing;
+    bool capture_armed; /* the SIGABRTs are sent (after SETTLE_MS when a rank reported a collective timeout) */
     long long capture_start_ms;
     json_t *hang;     /* the last verdict (summary.json "hang"), or NULL */
     struct ddp_jobs *ps; /* this job in `ddplaunch ps`, or NULL */
@@ -1375,6 +1376,7 @@ static void write_records(struct sup *s, int status)
  * usual (SIGTERM, grace, SIGKILL). */
 
 #define CAPTURE_MS 3000
+#define SETTLE_MS 300
 
 static bool can_capture(const struct wrk *k)
 {
@@ -1383,6 +1385,32 @@ static bool can_capture(const struct wrk *k)
 }
 
 static void on_capture(uv_timer_t *t);
+static void capture_maybe_end(struct sup *s);
+
+/* Start the capture; false when there is nothing to capture (the caller stops the workers at once). */
+/* Send SIGABRT to the ranks in the capture that have not reported a timeout themselves, then wait for them. */
+static void capture_fire(struct sup *s)
+{
+    struct run *r = s->cur;
+    long long window = s->spec->shutdown_timeout_ms / 2;
+    if (window > CAPTURE_MS || window <= 0)
+        window = CAPTURE_MS;
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct wrk *k = &r->w[i];
+        /* A rank that reported its timeout is already ending (torch raises, or its NCCL watchdog aborts, which
+         * makes the fault handler print anyway): waited for, not interrupted, so its traceback stays whole. */
+        if (k->abort_sent && !k->exited && !k->reported_timeout)
+            kill(k->pid, SIGABRT);
+    }
+    s->capture_armed = true;
+    uv_timer_start(&s->capture, on_capture, (uint64_t)window, 0);
+    capture_maybe_end(s);
+}
+
+static void on_capture_settle(uv_timer_t *t)
+{
+    capture_fire(t->data);
+}
 
 /* Start the capture; false when there is nothing to capture (the caller stops the workers at once). */
 static bool capture_begin(struct sup *s)
@@ -1396,21 +1424,23 @@ static bool capture_begin(struct sup *s)
         if (!can_capture(k))
             continue;
         k->abort_sent = true;
-        /* A rank that reported its timeout is already ending (torch raises, or its NCCL watchdog aborts, which
-         * makes the fault handler print anyway): waited for, not interrupted, so its traceback stays whole. */
-        if (k->reported_timeout || kill(k->pid, SIGABRT) == 0)
-            n++;
+        n++;
     }
     if (n == 0)
         return false;
-    long long window = s->spec->shutdown_timeout_ms / 2;
-    if (window > CAPTURE_MS || window <= 0)
-        window = CAPTURE_MS;
     s->capturing = true;
+    s->capture_armed = false;
     s->capture_start_ms = ddp_now_ms();
     ddp_info("attempt %d: capturing the stacks of %d rank%s (SIGABRT, Python faulthandler)", r->plan.attempt, n,
              n == 1 ? "" : "s");
-    uv_timer_start(&s->capture, on_capture, (uint64_t)window, 0);
+    /* After a collective timeout report the other waiting ranks report theirs within milliseconds (their
+     * timeouts were armed together): give them SETTLE_MS to, so that none is interrupted while it prints its
+     * own error (its traceback says where it waited), then SIGABRT the rest. */
+    if (ddp_class_is_timeout(s->timeout_class) && s->timeout_class != DDP_CLASS_HANG &&
+        s->timeout_class != DDP_CLASS_INIT_TIMEOUT && s->timeout_class != DDP_CLASS_WALL_TIMEOUT)
+        uv_timer_start(&s->capture, on_capture_settle, SETTLE_MS, 0);
+    else
+        capture_fire(s);
     return true;
 }
 
@@ -1586,7 +1616,7 @@ static void on_capture(uv_timer_t *t)
 /* The capture ends early once every rank that got SIGABRT has exited and its stderr was read to the end. */
 static void capture_maybe_end(struct sup *s)
 {
-    if (!s->capturing || !s->cur)
+    if (!s->capturing || !s->capture_armed || !s->cur)
         return;
     for (size_t i = 0; i < s->cur->nw; i++) {
         const struct wrk *k = &s->cur->w[i];
