@@ -442,8 +442,6 @@ int ddp_shim_main(int argc, char **argv)
         if (sigtimedwait(&one, NULL, &zero) == sig)
             kill(child, sig);
     }
-    if (rfd >= 0)
-        close((int)rfd);
 
     for (;;) {
         siginfo_t si;
@@ -459,7 +457,11 @@ int ddp_shim_main(int argc, char **argv)
         } else if (sig == SIGCHLD) {
             reap(child, &ws, &done);
             if (done) {
-                /* PROGRAM ended: what it left behind ends too (SIGTERM, grace, SIGKILL), then we end as it did */
+                /* PROGRAM ended: say so at once (a failure must not wait for its leftovers), then what it left
+                 * behind ends too (SIGTERM, grace, SIGKILL), then we end as it did */
+                int psig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+                report((int)rfd, DDP_SHIM_EXITED, psig, child,
+                       psig ? 128 + psig : WIFEXITED(ws) ? WEXITSTATUS(ws) : 1, NULL);
                 end_descendants(grace_ms, child, &ws, &done);
                 mirror_status(ws);
             }

@@ -29,6 +29,8 @@ enum ddp_shim_kind {
     DDP_SHIM_EXEC_FAILED = 2, /* err = errno of execvp, status = 127 (not found) or 126 (not executable) */
     DDP_SHIM_BIND_WARN = 3,   /* msg = why the binding was not (fully) applied; the program still runs */
     DDP_SHIM_BIND_FAILED = 4, /* strict binding failed: msg; the shim exits 1 before exec */
+    DDP_SHIM_EXITED = 5,      /* PROGRAM ended: status = exit code or 128+N, err = N (signal) or 0; the shim ends
+                               * its leftover descendants before it exits itself (up to shutdown_timeout) */
 };
 struct ddp_shim_record {
     int32_t kind;

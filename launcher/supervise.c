@@ -44,6 +44,7 @@ struct wrk {
     char rep_buf[sizeof(struct ddp_shim_record)];
     size_t rep_len;
     bool spawned, exited, out_eof, err_eof, rep_eof, finished;
+    bool failure_fed; /* its program's failure reached the policy before the shim exited (DDP_SHIM_EXITED) */
     int status;   /* exit code, or 128+N */
     int signo;    /* death by signal, or 0 */
     int pid;      /* the program's pid (from the shim), else the shim's */
@@ -508,6 +509,33 @@ static void check_finished(struct sup *s, struct wrk *k)
     }
 }
 
+static void drain_output(struct sup *s, struct wrk *k);
+
+/* The shim says the program failed while it still ends what the program left behind (which may take up to
+ * shutdown_timeout): stop the other workers now, as on_exit_cb would. */
+static void program_exited(struct sup *s, struct wrk *k, int status, int signo)
+{
+    struct run *r = k->run;
+    if (k->exited || status == 0 || r != s->cur || s->pol.state != DDP_PS_RUNNING)
+        return;
+    k->status = status;
+    k->signo = signo;
+    k->end_ms = ddp_now_ms();
+    k->end_wall = time(NULL);
+    k->failure_fed = true;
+    drain_output(s, k);
+    clear_others(s);
+    record_ended(s, &s->root, k, NULL);
+    if (signo)
+        ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers", r->plan.attempt,
+                  k->w->rank, k->w->local_rank, k->pid, ddp_report_signame(signo));
+    else
+        ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other workers",
+                  r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, status);
+    struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = status};
+    feed(s, &ev);
+}
+
 static void handle_record(struct sup *s, struct wrk *k, const struct ddp_shim_record *rec)
 {
     (void)s;
@@ -524,6 +552,9 @@ static void handle_record(struct sup *s, struct wrk *k, const struct ddp_shim_re
         break;
     case DDP_SHIM_BIND_WARN:
         ddp_warn("%s", rec->msg);
+        break;
+    case DDP_SHIM_EXITED:
+        program_exited(s, k, rec->status, rec->err);
         break;
     case DDP_SHIM_BIND_FAILED:
         k->bind_failed = true;
@@ -635,7 +666,9 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     if (r == s->cur) {
         struct ddp_pevent_data ev = {0};
         enum ddp_pstate before = s->pol.state;
-        if (k->status == 0) {
+        bool feed_it = !k->failure_fed; /* else fed when the shim said the program ended */
+        if (!feed_it) {
+        } else if (k->status == 0) {
             ev.kind = DDP_PE_WORKER_OK;
         } else {
             ev.kind = DDP_PE_WORKER_FAILED;
@@ -660,7 +693,8 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
                 record_ended(s, &s->others[s->nothers++], k, NULL);
             }
         }
-        feed(s, &ev);
+        if (feed_it)
+            feed(s, &ev);
         if (r->nexited == r->nw && r->nfinished < r->nw && !s->grace_armed && s->pol.state == DDP_PS_RUNNING) {
             s->grace_armed = true;
             uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);

@@ -106,6 +106,31 @@ EOS
 expect_eq "status python" "$?" 0
 expect_escapees "$TMP/py" 2
 expect_eq "survivors after python start_new_session" "$(survivors "$TMP/py" 0)" 0
+# 8b. A failure is acted on at once although the failed rank left a TERM-ignoring process (which its shim
+# ends only after shutdown_timeout): rank 1 gets SIGTERM well before the 6 s grace.
+mkdir "$TMP/fast"
+cat >"$TMP/fast.sh" <<'EOS'
+#!/bin/bash
+d=$1
+if [ "$RANK" = 0 ]; then
+    (trap '' TERM; exec sh -c 'echo $$ >"$0"; exec sleep 3605' "$d/esc.0.noterm") </dev/null >/dev/null 2>&1 &
+    while [ ! -s "$d/esc.0.noterm" ] || [ ! -e "$d/ready.1" ]; do sleep 0.02; done
+    echo "${EPOCHREALTIME/[.,]/}" >"$d/failed_at"
+    exit 3
+fi
+trap 'echo "${EPOCHREALTIME/[.,]/}" >"$d/term_at"; exit 0' TERM
+: >"$d/ready.1"
+while :; do sleep 0.05; done
+EOS
+chmod +x "$TMP/fast.sh"
+"$DDP" --no-python --nproc-per-node 2 --shutdown-timeout 6s "$TMP/fast.sh" "$TMP/fast" >"$TMP/out" 2>"$TMP/err"
+expect_eq "status failure with a leftover" "$?" 3
+[ -s "$TMP/fast/term_at" ] || fail "rank 1 never got SIGTERM"
+lag=$((($(cat "$TMP/fast/term_at") - $(cat "$TMP/fast/failed_at")) / 1000))
+echo "rank 1 got SIGTERM $lag ms after rank 0 failed"
+[ "$lag" -lt 3000 ] || fail "rank 1 was stopped $lag ms after rank 0 failed (waited for the leftover's grace)"
+expect_eq "survivors after a failure with a leftover" "$(survivors "$TMP/fast" 0)" 0
+
 # 9. Where this process may make cgroup v2 children (root, a delegated slice): each attempt runs in its own
 # cgroup, which is gone after the attempt; with -v the attempt's CPU time is said.
 mkdir "$TMP/cg"
