@@ -8,8 +8,8 @@ me=$(id -u)
 
 # 1. Without XDG_RUNTIME_DIR, with /tmp/ddplaunch-UID of the job's user taken by another user (as root: two
 # real users, the victim running the job), hang detection stays on.
-run_hang() { env -u XDG_RUNTIME_DIR "$@" "$DDP" --no-python --nproc-per-node 2 --set timeout.stall=1s \
-    --set timeout.heartbeat=file --set restart.on_timeout=fail "$HELPERS/heartbeat" 100 50 1; }
+run_hang() { env -u XDG_RUNTIME_DIR "$@" "${BIN:-$DDP}" --no-python --nproc-per-node 2 --set timeout.stall=1s \
+    --set timeout.heartbeat=file --set restart.on_timeout=fail "${HB:-$HELPERS/heartbeat}" 100 50 1; }
 if [ "$me" = 0 ] && command -v runuser >/dev/null; then
     M=ddptest-mallory V=ddptest-victim
     for u in $M $V; do id -u "$u" >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin "$u"; done
@@ -18,6 +18,10 @@ if [ "$me" = 0 ] && command -v runuser >/dev/null; then
     runuser -u "$M" -- mkdir -m 777 "/tmp/ddplaunch-$vu"
     chmod 711 "$TMP"
     mkdir -m 777 "$TMP/v"
+    # the victim runs copies: the build directory may be private to root (CI's checkout is under a 0700 dir)
+    cp "$DDP" "$HELPERS/heartbeat" "$TMP/v/"
+    chmod 755 "$TMP/v/ddplaunch" "$TMP/v/heartbeat"
+    BIN=$TMP/v/ddplaunch HB=$TMP/v/heartbeat
     (cd "$TMP/v" && run_hang runuser -u "$V" --) >"$TMP/out" 2>"$TMP/err"
     rc=$?
     rm -rf "/tmp/ddplaunch-$vu"
