@@ -69,6 +69,12 @@ static struct ddp_paction run_failed(struct ddp_policy *p, const struct ddp_peve
     return stop_with(p, DDP_STOP_FAILURE, DDP_ACT_TERM_ALL);
 }
 
+static struct ddp_paction run_remote_stop(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+{
+    (void)ev;
+    return stop_with(p, DDP_STOP_REMOTE, DDP_ACT_TERM_ALL);
+}
+
 static struct ddp_paction run_timeout(struct ddp_policy *p, const struct ddp_pevent_data *ev)
 {
     (void)ev;
@@ -236,6 +242,8 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
         snprintf(a.why, sizeof(a.why), "restarting with %d workers (restart %d of %d)", p->nproc,
                  p->restarts_used, p->spec->max_restarts);
         return a;
+    case DDP_STOP_REMOTE: /* node 0 decides what follows; reached only if a caller feeds it anyway */
+        return exit_with(p, 1);
     case DDP_STOP_NONE:
         break;
     }
@@ -269,12 +277,13 @@ static struct ddp_paction backoff_signal(struct ddp_policy *p, const struct ddp_
 }
 
 /* The table. Rows: states; columns: WORKER_OK, WORKER_FAILED, TIMEOUT, SIGNAL, ALL_FINISHED, GRACE_EXPIRED,
- * BACKOFF_DONE. */
+ * BACKOFF_DONE, REMOTE_STOP. */
 static handler_fn *const table[DDP_PS__COUNT][DDP_PE__COUNT] = {
-    [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none},
-    [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none},
-    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done},
-    [DDP_PS_DONE] = {none, none, none, none, none, none, none},
+    [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none,
+                        run_remote_stop},
+    [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none, none},
+    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none},
+    [DDP_PS_DONE] = {none, none, none, none, none, none, none, none},
 };
 
 struct ddp_paction ddp_policy_step(struct ddp_policy *p, const struct ddp_pevent_data *ev)
@@ -293,6 +302,6 @@ const char *ddp_pstate_name(enum ddp_pstate s)
 const char *ddp_pevent_name(enum ddp_pevent e)
 {
     static const char *const names[] = {"worker-ok", "worker-failed", "timeout", "signal",
-                                        "all-finished", "grace-expired", "backoff-done"};
+                                        "all-finished", "grace-expired", "backoff-done", "remote-stop"};
     return (unsigned)e < DDP_PE__COUNT ? names[e] : "unknown";
 }

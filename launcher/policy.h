@@ -24,14 +24,17 @@ enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, 
  *   ALL_FINISHED   every worker of the attempt exited and its pipes reached EOF
  *   GRACE_EXPIRED  shutdown_timeout passed since the workers were told to stop (or, in RUNNING, since every
  *                  worker exited while processes they left behind still hold their output pipes)
- *   BACKOFF_DONE   the backoff delay passed */
+ *   BACKOFF_DONE   the backoff delay passed
+ *   REMOTE_STOP    several nodes, on a node other than node 0: node 0 stops this attempt (a failure, timeout or
+ *                  lost node elsewhere, its EXIT, or node 0 itself lost); the workers stop, and what follows is
+ *                  node 0's decision, not this table's (supervise.c does not feed ALL_FINISHED on several nodes) */
 enum ddp_pevent {
     DDP_PE_WORKER_OK, DDP_PE_WORKER_FAILED, DDP_PE_TIMEOUT, DDP_PE_SIGNAL, DDP_PE_ALL_FINISHED,
-    DDP_PE_GRACE_EXPIRED, DDP_PE_BACKOFF_DONE, DDP_PE__COUNT
+    DDP_PE_GRACE_EXPIRED, DDP_PE_BACKOFF_DONE, DDP_PE_REMOTE_STOP, DDP_PE__COUNT
 };
 
 /* Why the current attempt is being stopped. */
-enum ddp_pstop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_STOP_SIGNAL };
+enum ddp_pstop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_STOP_SIGNAL, DDP_STOP_REMOTE };
 
 struct ddp_pevent_data {
     enum ddp_pevent kind;

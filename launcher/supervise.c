@@ -1753,6 +1753,8 @@ static int local_status(const struct sup *s)
         return 124;
     case DDP_STOP_FAILURE:
         return s->pol.stop_status ? s->pol.stop_status : 1;
+    case DDP_STOP_REMOTE: /* node 0 stopped it: not this node's failure, but not a success either */
+        return 1;
     case DDP_STOP_NONE:
         break;
     }
@@ -1958,7 +1960,7 @@ static void follower_finished(struct sup *s)
 
 static void follower_stop(struct sup *s)
 {
-    struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = 1};
+    struct ddp_pevent_data ev = {.kind = DDP_PE_REMOTE_STOP};
     if (!s->cur || s->pol.state != DDP_PS_RUNNING)
         return;
     s->remote_stop = true;

@@ -57,6 +57,7 @@ static const struct cell cells[] = {
     {DDP_PS_RUNNING, DDP_PE_ALL_FINISHED, DDP_PS_DONE, DDP_ACT_EXIT},
     {DDP_PS_RUNNING, DDP_PE_GRACE_EXPIRED, DDP_PS_RUNNING, DDP_ACT_KILL_ALL},
     {DDP_PS_RUNNING, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, 0},
+    {DDP_PS_RUNNING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
     {DDP_PS_STOPPING, DDP_PE_WORKER_OK, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_WORKER_FAILED, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_TIMEOUT, DDP_PS_STOPPING, 0},
@@ -64,6 +65,7 @@ static const struct cell cells[] = {
     {DDP_PS_STOPPING, DDP_PE_ALL_FINISHED, DDP_PS_BACKOFF, DDP_ACT_ARM_BACKOFF},
     {DDP_PS_STOPPING, DDP_PE_GRACE_EXPIRED, DDP_PS_STOPPING, DDP_ACT_KILL_ALL},
     {DDP_PS_STOPPING, DDP_PE_BACKOFF_DONE, DDP_PS_STOPPING, 0},
+    {DDP_PS_STOPPING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, 0},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_OK, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_FAILED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_TIMEOUT, DDP_PS_BACKOFF, 0},
@@ -71,6 +73,7 @@ static const struct cell cells[] = {
     {DDP_PS_BACKOFF, DDP_PE_ALL_FINISHED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_GRACE_EXPIRED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, DDP_ACT_START},
+    {DDP_PS_BACKOFF, DDP_PE_REMOTE_STOP, DDP_PS_BACKOFF, 0},
 };
 
 Test(policy, every_state_and_event)
@@ -108,6 +111,25 @@ Test(policy, every_state_and_event)
         }
     }
     cr_expect_eq(seen, (size_t)DDP_PS__COUNT * DDP_PE__COUNT);
+}
+
+/* Several nodes, another node: node 0 stops the attempt. The workers stop; the stop is node 0's, not a failure
+ * here (no stop status, nothing counted against max_restarts). */
+Test(policy, remote_stop_is_not_a_local_failure)
+{
+    struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data r = ev(DDP_PE_REMOTE_STOP);
+    struct ddp_paction a = ddp_policy_step(&p, &r);
+    cr_expect_eq(a.flags, (unsigned)(DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE));
+    cr_expect_eq(p.state, DDP_PS_STOPPING);
+    cr_expect_eq(p.stop, DDP_STOP_REMOTE);
+    cr_expect_eq(p.stop_status, 0);
+    cr_expect_eq(p.restarts_used, 0);
+    struct ddp_pevent_data f = ev(DDP_PE_WORKER_FAILED); /* a worker dying of the SIGTERM changes nothing */
+    cr_expect_eq(ddp_policy_step(&p, &f).flags, 0u);
+    cr_expect_eq(p.stop, DDP_STOP_REMOTE);
 }
 
 Test(policy, failure_without_restarts_exits_with_root_cause_code)
