@@ -33,7 +33,7 @@ run() {
 }
 
 run outside 2 outside
-expect_eq "outside: frame" "$(jq -r '.hang.culprits[0].frame' "$S")" "hang_worker.py:18 in load_batch"
+expect_eq "outside: frame" "$(jq -r '.hang.culprits[0].frame' "$S")" "hang_worker.py:24 in load_batch"
 expect_eq "outside: collective waited in" "$(jq -r .hang.collective "$S")" all_reduce
 expect_eq "outside: the reporter is another failure" "$(jq -r '.failures[0].class' "$S")" nccl-timeout
 
@@ -41,7 +41,7 @@ run other 1 other
 expect_eq "other: its collective" "$(jq -r '.hang.culprits[0].collective' "$S")" broadcast
 
 run slow 1 slow
-expect_eq "slow: frame" "$(jq -r '.hang.culprits[0].frame' "$S")" "hang_worker.py:24 in slow_step"
+expect_eq "slow: frame" "$(jq -r '.hang.culprits[0].frame' "$S")" "hang_worker.py:30 in slow_step"
 
 # No collective timeout at all (gloo would wait a minute): the silence ends the attempt, the stacks decide (init
 # given, so that the silence counts from the first output, not from torch's import on a loaded machine).

@@ -1,4 +1,5 @@
-"""A DDP-style loop on gloo where one rank (HANG_RANK) causes a hang, for the forensics test (issue 18).
+"""A DDP-style loop where one rank (HANG_RANK) causes a hang, for the forensics test (issue 18): gloo on CPU, or
+NCCL on GPUs with HANG_BACKEND=nccl (one GPU per rank: bench/gpu/hang.sh).
 HANG_KIND: outside  - the rank stops taking part: it sleeps in its data loading (load_batch) forever;
            other    - the rank enters a different collective (broadcast) while the others all_reduce;
            slow     - the rank is slow, not stuck: one step takes HANG_SLOW_S seconds (longer than the timeout).
@@ -10,13 +11,18 @@ import torch.distributed as dist
 rank = int(os.environ["RANK"])
 culprit = int(os.environ.get("HANG_RANK", "1"))
 kind = os.environ.get("HANG_KIND", "outside")
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("HANG_PG_TIMEOUT_S", "6"))))
+backend = os.environ.get("HANG_BACKEND", "gloo")
+device = "cpu"
+if backend == "nccl":
+    device = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    torch.cuda.set_device(device)
+dist.init_process_group(backend, timeout=datetime.timedelta(seconds=float(os.environ.get("HANG_PG_TIMEOUT_S", "6"))))
 
 
 def load_batch(step):
     if rank == culprit and kind == "outside" and step == 2:
         time.sleep(3600)  # stuck reading data
-    return torch.ones(4) * step
+    return torch.ones(4, device=device) * step
 
 
 def slow_step(step):
@@ -31,5 +37,7 @@ for step in range(5):
         dist.broadcast(x, src=0)
     else:
         dist.all_reduce(x)
+    if backend == "nccl":
+        torch.cuda.synchronize()  # NCCL collectives are asynchronous: wait here, as a training step would
     print(f"rank {rank} step {step} ok", flush=True)
 print(f"rank {rank} done", flush=True)
