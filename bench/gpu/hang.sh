@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 18 on the GPU machine with 2 GPUs (nvidia-h200-x2): a real NCCL hang of each kind, and the verdict
-# ddplaunch gives before stopping it. Unpacks nothing: uses the static executable carried as .devrt/ddplaunch
-# (make static). Results (console, run records, stacks, report SVG) go to $OUT (or ./hang-out).
+# ddplaunch gives before stopping it. Unpacks nothing: uses the static executable (make static) carried as
+# .devrt/ddplaunch, or $DDPLAUNCH. Results (console, run records, stacks, report SVG) go to $OUT (or ./hang-out).
 # Usage: bash bench/gpu/hang.sh [pg-timeout-seconds]
 set -u
-ddp=$(pwd)/.devrt/ddplaunch
+ddp=${DDPLAUNCH:-$(pwd)/.devrt/ddplaunch}
 out=${OUT:-hang-out}
 pgt=${1:-15}
 mkdir -p "$out"
