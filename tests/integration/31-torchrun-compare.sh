@@ -34,9 +34,11 @@ VARIES = {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"}
 #    serve one, so rank 0 creates it (False);
 #  - TORCH_NCCL_ASYNC_ERROR_HANDLING is torch 2.x's name of 1.13's NCCL_ASYNC_ERROR_HANDLING;
 #  - TORCHELASTIC_SIGNALS_TO_HANDLE is set by torchrun 2.x (not 1.13);
-#  - TORCHELASTIC_ENABLE_FILE_TIMER / TIMER_FILE only when the file timer is on.
+#  - TORCHELASTIC_ENABLE_FILE_TIMER / TIMER_FILE only when the file timer is on;
+#  - hang forensics (ddplaunch(1), DIFFERENCES FROM TORCHRUN): the fault handler and torch's flight recorder.
+FORENSICS = {"PYTHONFAULTHANDLER", "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DUMP_ON_TIMEOUT"}
 OURS_ONLY = lambda k: k.startswith("DDPLAUNCH_") or k in {"CUDA_DEVICE_ORDER", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-                                                             "TORCHELASTIC_SIGNALS_TO_HANDLE"}
+                                                             "TORCHELASTIC_SIGNALS_TO_HANDLE"} | FORENSICS
 TR_ONLY = {"NCCL_ASYNC_ERROR_HANDLING"}
 DIFFER = {"TORCHELASTIC_USE_AGENT_STORE"}
 bad = 0

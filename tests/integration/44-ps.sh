@@ -32,7 +32,9 @@ rm -f "$LD/job-$$.json"
 # Another user sees the same two jobs.
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && id nobody >/dev/null 2>&1; then
     chmod o+rx "$TMP" 2>/dev/null
-    runuser -u nobody -- "$DDP" ps --json >"$TMP/other.json" 2>"$TMP/other.err" || { cat "$TMP/other.err"; fail "ps as nobody"; }
+    # A copy nobody can run: the checkout may lie under a 0700 directory (CI's copy, /root).
+    mkdir -m 755 "$TMP/pub" && cp "$DDP" "$TMP/pub/ddplaunch" && chmod 755 "$TMP/pub/ddplaunch"
+    runuser -u nobody -- "$TMP/pub/ddplaunch" ps --json >"$TMP/other.json" 2>"$TMP/other.err" || { cat "$TMP/other.err"; fail "ps as nobody"; }
     expect_eq "as nobody" "$(jq -r 'sort_by(.job) | map(.job + ":" + .user) | join(" ")' "$TMP/other.json")" \
         "alpha:$(id -un) beta:$(id -un)"
 else
