@@ -126,15 +126,6 @@ int ddp_scheduler_detect(char *const *envp, struct ddp_scheduler *out, struct dd
     return 0;
 }
 
-static int apply_key(struct ddp_spec *spec, const char *key, const char *value, const char *var,
-                     struct ddp_err *err)
-{
-    int i = ddp_spec_key_find("job", key);
-    if (i < 0 || spec->origin[i] >= DDP_ORIGIN_ENV)
-        return 0;
-    return ddp_spec_set(spec, "job", key, value, DDP_ORIGIN_ENV, var, err);
-}
-
 int ddp_scheduler_apply(const struct ddp_scheduler *s, struct ddp_spec *spec, struct ddp_err *err)
 {
     char num[32];
@@ -143,13 +134,13 @@ int ddp_scheduler_apply(const struct ddp_scheduler *s, struct ddp_spec *spec, st
         return 0;
     if (s->nnodes > 0) {
         snprintf(num, sizeof num, "%d", s->nnodes);
-        rc = apply_key(spec, "nnodes", num, s->vars, err);
+        rc = ddp_spec_set_from_scheduler(spec, "nnodes", num, s->vars, err);
     }
     snprintf(num, sizeof num, "%d", s->node_rank);
     if (rc == 0)
-        rc = apply_key(spec, "node_rank", num, s->vars, err);
+        rc = ddp_spec_set_from_scheduler(spec, "node_rank", num, s->vars, err);
     if (rc == 0 && s->master_addr)
-        rc = apply_key(spec, "master_addr", s->master_addr, s->vars, err);
+        rc = ddp_spec_set_from_scheduler(spec, "master_addr", s->master_addr, s->vars, err);
     if (rc == 0 && spec->node_rank >= spec->nnodes.max)
         rc = ddp_errf(err, -EINVAL, "%s: node rank %d is not below nnodes %d (%s; give --nnodes)", s->name,
                       spec->node_rank, spec->nnodes.max, s->vars);

@@ -188,28 +188,18 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
     return 0;
 }
 
-/* Set section.key from Slurm unless something of higher precedence (environment, command line) set it. */
-static int apply_key(struct ddp_spec *spec, const char *key, const char *value, const char *var,
-                     struct ddp_err *err)
-{
-    int i = ddp_spec_key_find("job", key);
-    if (i < 0 || spec->origin[i] >= DDP_ORIGIN_ENV)
-        return 0;
-    return ddp_spec_set(spec, "job", key, value, DDP_ORIGIN_ENV, var, err);
-}
-
 int ddp_slurm_apply(const struct ddp_slurm *s, struct ddp_spec *spec, struct ddp_err *err)
 {
     if (!s->active || !s->is_step)
         return 0;
     char num[32];
     snprintf(num, sizeof num, "%d", s->nnodes);
-    int rc = apply_key(spec, "nnodes", num, "SLURM_STEP_NUM_NODES", err);
+    int rc = ddp_spec_set_from_scheduler(spec, "nnodes", num, "SLURM_STEP_NUM_NODES", err);
     snprintf(num, sizeof num, "%d", s->node_rank);
     if (rc == 0)
-        rc = apply_key(spec, "node_rank", num, "SLURM_NODEID", err);
+        rc = ddp_spec_set_from_scheduler(spec, "node_rank", num, "SLURM_NODEID", err);
     if (rc == 0)
-        rc = apply_key(spec, "master_addr", s->master_addr, "SLURM_STEP_NODELIST", err);
+        rc = ddp_spec_set_from_scheduler(spec, "master_addr", s->master_addr, "SLURM_STEP_NODELIST", err);
     return rc;
 }
 

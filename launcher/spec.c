@@ -1253,3 +1253,12 @@ int ddp_spec_validate(const struct ddp_spec *spec, struct ddp_err *err)
         return ddp_errf(err, -EINVAL, "%s: job.log_dir is empty (expected a directory)", where);
     return 0;
 }
+
+int ddp_spec_set_from_scheduler(struct ddp_spec *spec, const char *key, const char *value, const char *where,
+                                struct ddp_err *err)
+{
+    int i = ddp_spec_key_find("job", key);
+    if (i < 0 || spec->origin[i] >= DDP_ORIGIN_ENV)
+        return 0;
+    return ddp_spec_set(spec, "job", key, value, DDP_ORIGIN_ENV, where, err);
+}

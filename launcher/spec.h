@@ -184,6 +184,12 @@ int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *te
 int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, const char *value,
                  enum ddp_origin origin, const char *where, struct ddp_err *err);
 
+/* A scheduler's value (Slurm, SkyPilot, MPI...) for [job] key, with where naming its variable: set at the
+ * environment layer unless the environment or the command line already set the key (they win). Returns 0 or
+ * ddp_spec_set's error. */
+int ddp_spec_set_from_scheduler(struct ddp_spec *spec, const char *key, const char *value, const char *where,
+                                struct ddp_err *err);
+
 /* Apply DDPLAUNCH_<SECTION>_<KEY> variables from envp (a pure getenv). */
 int ddp_spec_apply_env(struct ddp_spec *spec, char *const *envp, struct ddp_err *err);
 
