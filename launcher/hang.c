@@ -248,6 +248,86 @@ void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *ou
     free(cur.f);
 }
 
+/* ---------------------------------------------------------------- timeout lines */
+
+/* The position of needle in s[0..n), or NULL. */
+static const char *find(const char *s, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(s + i, needle, k) == 0)
+            return s + i;
+    return NULL;
+}
+
+/* The decimal number right after needle, or -1. */
+static long long number_after(const char *s, size_t n, const char *needle)
+{
+    const char *p = find(s, n, needle), *end = s + n;
+    long long v = 0;
+    if (!p)
+        return -1;
+    p += strlen(needle);
+    while (p < end && *p == ' ')
+        p++;
+    if (p >= end || *p < '0' || *p > '9')
+        return -1;
+    while (p < end && *p >= '0' && *p <= '9' && v < 1000000000000LL)
+        v = v * 10 + (*p++ - '0');
+    return v;
+}
+
+void ddp_hang_op_name(const char *optype, size_t len, char out[DDP_HANG_OP])
+{
+    static const struct { const char *prefix, *name; } names[] = {
+        {"allreduce", "all_reduce"}, {"allgather", "all_gather"}, {"reducescatter", "reduce_scatter"},
+        {"alltoall", "all_to_all"},
+    };
+    char key[DDP_HANG_OP];
+    size_t k = 0;
+    for (size_t i = 0; i < len && k + 1 < sizeof(key); i++)
+        if (optype[i] != '_')
+            key[k++] = (char)(optype[i] >= 'A' && optype[i] <= 'Z' ? optype[i] - 'A' + 'a' : optype[i]);
+    key[k] = '\0';
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strncmp(key, names[i].prefix, strlen(names[i].prefix)) == 0) {
+            snprintf(out, DDP_HANG_OP, "%s", names[i].name);
+            return;
+        }
+    snprintf(out, DDP_HANG_OP, "%s", key);
+}
+
+bool ddp_hang_parse_timeout(const char *line, size_t len, struct ddp_hang_timeout *t)
+{
+    long long seq = -1;
+    if (find(line, len, "Watchdog caught collective operation timeout")) {
+        const char *op = find(line, len, "OpType="), *end = line + len;
+        seq = number_after(line, len, "SeqNum=");
+        if (op && !t->op[0]) {
+            const char *e = op += 7;
+            while (e < end && *e != ',' && *e != ')' && *e != ' ')
+                e++;
+            if (e > op)
+                ddp_hang_op_name(op, (size_t)(e - op), t->op);
+        }
+    } else if (find(line, len, "failure detected by watchdog at work sequence id")) {
+        seq = number_after(line, len, "work sequence id:");
+    } else if (find(line, len, "Timeout at NCCL work")) {
+        seq = number_after(line, len, "Timeout at NCCL work:");
+    } else if (find(line, len, "monitoredBarrier")) {
+        if (!find(line, len, "failed to pass monitoredBarrier") && !find(line, len, "timed out in monitoredBarrier"))
+            return false;
+        if (!t->op[0])
+            snprintf(t->op, sizeof(t->op), "monitored_barrier");
+    } else if (!(find(line, len, "Timed out waiting ") && find(line, len, " operation to complete"))) {
+        return false;
+    }
+    t->waiting = true;
+    if (t->seq < 0)
+        t->seq = seq;
+    return true;
+}
+
 /* ---------------------------------------------------------------- culprits */
 
 const char *ddp_hang_confidence_name(enum ddp_hang_confidence c)
@@ -266,6 +346,27 @@ static bool has_stack(const struct ddp_hang_input *x)
     return x->view && x->view->nframes > 0;
 }
 
+const char *ddp_hang_input_op(const struct ddp_hang_input *x)
+{
+    if (x->timeout && x->timeout->op[0])
+        return x->timeout->op;
+    return has_stack(x) ? x->view->op : "";
+}
+
+enum place { UNKNOWN_PLACE, IN_COLLECTIVE, OUTSIDE };
+
+static enum place place_of(const struct ddp_hang_input *x)
+{
+    if ((x->timeout && x->timeout->waiting) || ddp_hang_input_op(x)[0])
+        return IN_COLLECTIVE;
+    return has_stack(x) ? OUTSIDE : UNKNOWN_PLACE;
+}
+
+static long long seq_of(const struct ddp_hang_input *x)
+{
+    return x->timeout ? x->timeout->seq : -1;
+}
+
 /* "ranks 0, 1 and 3" into b. */
 static void list_ranks(char *b, size_t cap, const struct ddp_hang_input *in, size_t n, const bool *sel)
 {
@@ -282,71 +383,153 @@ static void list_ranks(char *b, size_t cap, const struct ddp_hang_input *in, siz
     }
 }
 
-void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
+/* "rank 0 in all_reduce #3, rank 1 in broadcast #3" for the selected ranks. */
+static void list_places(char *b, size_t cap, const struct ddp_hang_input *in, size_t n, const bool *sel)
 {
-    size_t best = (size_t)-1, best_count = 0, nstack = 0;
-    bool best_reported = false;
-    memset(v, 0, sizeof(*v));
-    memset(culprit, 0, n * sizeof(*culprit));
-    for (size_t i = 0; i < n; i++)
-        nstack += has_stack(&in[i]);
-    /* the collective most ranks are in */
+    size_t len = 0;
+    b[0] = '\0';
+    for (size_t i = 0; i < n && len < cap; i++) {
+        if (!sel[i])
+            continue;
+        const char *op = ddp_hang_input_op(&in[i]);
+        len += (size_t)snprintf(b + len, cap - len, "%srank %d in %s", len ? ", " : "", in[i].rank,
+                                op[0] ? op : "a collective");
+        if (len < cap && seq_of(&in[i]) >= 0)
+            len += (size_t)snprintf(b + len, cap - len, " #%lld", seq_of(&in[i]));
+    }
+}
+
+/* The collective most ranks in a collective are in: its index, and whether no other has as many. */
+static size_t majority_op(const struct ddp_hang_input *in, size_t n, const bool *sel, bool *strict, size_t *nops)
+{
+    size_t best = (size_t)-1, best_count = 0;
+    *strict = false;
+    *nops = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!has_stack(&in[i]) || !in[i].view->op[0])
+        const char *op = ddp_hang_input_op(&in[i]);
+        if (!sel[i] || !op[0])
             continue;
         size_t count = 0;
-        bool reported = false;
+        bool first = true;
         for (size_t j = 0; j < n; j++)
-            if (has_stack(&in[j]) && strcmp(in[j].view->op, in[i].view->op) == 0) {
+            if (sel[j] && strcmp(ddp_hang_input_op(&in[j]), op) == 0) {
                 count++;
-                reported |= in[j].reported_timeout;
+                first &= j >= i;
             }
-        if (count > best_count || (count == best_count && reported && !best_reported)) {
+        *nops += first;
+        if (count > best_count) {
             best = i;
             best_count = count;
-            best_reported = reported;
+            *strict = true;
+        } else if (count == best_count && strcmp(ddp_hang_input_op(&in[best]), op) != 0) {
+            *strict = false;
         }
     }
-    if (best != (size_t)-1) {
-        const char *op = in[best].view->op;
-        char who[200], wait[200];
-        bool *in_op = calloc(n ? n : 1, sizeof(*in_op));
-        if (!in_op)
-            abort();
-        copy_field(v->op, sizeof(v->op), op, strlen(op));
+    return best;
+}
+
+void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
+{
+    size_t nin = 0, nout = 0, nunknown = 0;
+    memset(v, 0, sizeof(*v));
+    memset(culprit, 0, n * sizeof(*culprit));
+    bool *in_op = calloc(n ? n : 1, sizeof(*in_op));
+    if (!in_op)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        enum place p = place_of(&in[i]);
+        in_op[i] = p == IN_COLLECTIVE;
+        nin += p == IN_COLLECTIVE;
+        nout += p == OUTSIDE;
+        nunknown += p == UNKNOWN_PLACE;
+    }
+    enum ddp_hang_confidence sure = nunknown == 0 ? DDP_HANG_HIGH : DDP_HANG_MEDIUM;
+    if (nin > 0) {
+        char who[200], wait[600];
+        bool strict;
+        size_t nops, maj = majority_op(in, n, in_op, &strict, &nops);
+        long long lo = -1, hi = -1;
         for (size_t i = 0; i < n; i++) {
-            in_op[i] = has_stack(&in[i]) && strcmp(in[i].view->op, op) == 0;
-            culprit[i] = has_stack(&in[i]) && !in_op[i];
-            v->nculprits += culprit[i];
+            long long q = seq_of(&in[i]);
+            if (!in_op[i] || q < 0)
+                continue;
+            lo = lo < 0 || q < lo ? q : lo;
+            hi = q > hi ? q : hi;
         }
+        if (maj != (size_t)-1)
+            snprintf(v->op, sizeof(v->op), "%s", ddp_hang_input_op(&in[maj]));
+        const char *op = v->op[0] ? v->op : "a collective";
         list_ranks(wait, sizeof(wait), in, n, in_op);
-        if (v->nculprits) {
-            size_t first = 0;
-            while (!culprit[first])
-                first++;
+        if (nout > 0) {
+            size_t first = (size_t)-1;
+            for (size_t i = 0; i < n; i++)
+                if (place_of(&in[i]) == OUTSIDE) {
+                    culprit[i] = true;
+                    v->nculprits++;
+                    first = first == (size_t)-1 ? i : first;
+                }
             list_ranks(who, sizeof(who), in, n, culprit);
-            v->confidence = nstack == n ? DDP_HANG_HIGH : DDP_HANG_MEDIUM;
+            v->confidence = sure;
             if (v->nculprits == 1)
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; rank %d is %s%s (at %.200s)", wait,
-                         best_count == 1 ? "s" : "", op, in[first].rank,
-                         in[first].view->op[0] ? "in another collective: " : "not in it",
-                         in[first].view->op, in[first].view->frame);
+                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; rank %d is not in a collective (at %.200s)",
+                         wait, nin == 1 ? "s" : "", op, in[first].rank, in[first].view->frame);
             else
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; %s are not in it", wait, best_count == 1 ? "s" : "",
-                         op, who);
+                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; %s are not in a collective", wait,
+                         nin == 1 ? "s" : "", op, who);
+        } else if (lo >= 0 && lo < hi) {
+            for (size_t i = 0; i < n; i++)
+                if (in_op[i] && seq_of(&in[i]) == lo) {
+                    culprit[i] = true;
+                    v->nculprits++;
+                }
+            list_ranks(who, sizeof(who), in, n, culprit);
+            v->confidence = sure;
+            list_places(wait, sizeof(wait), in, n, in_op);
+            snprintf(v->why, sizeof(v->why), "%s lag%s: %s (collective sequence numbers)", who,
+                     v->nculprits == 1 ? "s" : "", wait);
+        } else if (nops > 1 && strict) {
+            size_t first = (size_t)-1;
+            for (size_t i = 0; i < n; i++) {
+                const char *o = ddp_hang_input_op(&in[i]);
+                in_op[i] = in_op[i] && strcmp(o, v->op) == 0;
+                if (place_of(&in[i]) == IN_COLLECTIVE && o[0] && !in_op[i]) {
+                    culprit[i] = true;
+                    v->nculprits++;
+                    first = first == (size_t)-1 ? i : first;
+                }
+            }
+            list_ranks(wait, sizeof(wait), in, n, in_op);
+            list_ranks(who, sizeof(who), in, n, culprit);
+            v->confidence = sure;
+            if (v->nculprits == 1)
+                snprintf(v->why, sizeof(v->why), "%s wait in %s; rank %d is in another collective: %s%s%.200s",
+                         wait, op, in[first].rank, ddp_hang_input_op(&in[first]),
+                         has_stack(&in[first]) ? " at " : "", has_stack(&in[first]) ? in[first].view->frame : "");
+            else
+                snprintf(v->why, sizeof(v->why), "%s wait in %s; %s are in other collectives", wait, op, who);
+        } else if (nops > 1) {
+            v->mismatch = true;
+            v->confidence = DDP_HANG_LOW;
+            v->op[0] = '\0';
+            list_places(wait, sizeof(wait), in, n, in_op);
+            snprintf(v->why, sizeof(v->why),
+                     "collective mismatch: %s; no majority says which is wrong, so no culprit is named (the rank "
+                     "whose program took the other branch is; compare the stacks)",
+                     wait);
         } else {
             for (size_t i = 0; i < n; i++) {
-                culprit[i] = !has_stack(&in[i]);
+                culprit[i] = place_of(&in[i]) == UNKNOWN_PLACE;
                 v->nculprits += culprit[i];
             }
             if (v->nculprits) {
                 list_ranks(who, sizeof(who), in, n, culprit);
                 v->confidence = DDP_HANG_LOW;
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; no stack from %s", wait,
-                         best_count == 1 ? "s" : "", op, who);
+                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; nothing known of %s", wait, nin == 1 ? "s" : "",
+                         op, who);
+            } else {
+                snprintf(v->why, sizeof(v->why), "every rank waits in %s: no rank stands out", op);
             }
         }
-        free(in_op);
     } else {
         /* no collective seen: the running rank without progress longest, if it clearly lags */
         size_t oldest = (size_t)-1;
@@ -371,6 +554,9 @@ void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, s
             }
         }
     }
+    free(in_op);
+    if (v->mismatch)
+        return;
     if (v->nculprits == n || v->nculprits == 0) {
         bool everyone = v->nculprits > 0;
         memset(culprit, 0, n * sizeof(*culprit));
@@ -379,7 +565,8 @@ void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, s
         if (everyone)
             snprintf(v->why, sizeof(v->why), "the evidence blames every rank: no single culprit");
         else if (!v->why[0])
-            snprintf(v->why, sizeof(v->why), "%s", nstack ? "every rank with a stack is in the same place"
-                                                          : "no stack and no progress difference to go by");
+            snprintf(v->why, sizeof(v->why), "%s",
+                     nout ? "no rank is inside a collective and none lags in progress"
+                          : "no stack, no timeout report and no progress difference to go by");
     }
 }

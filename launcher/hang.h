@@ -60,30 +60,59 @@ struct ddp_hang_view {
  * the current (or last listed, the main) thread. Never fails: nframes = 0 when nothing was found. */
 void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *out);
 
+/* What a rank's own collective timeout lines say: it waited inside a collective, and which. */
+struct ddp_hang_timeout {
+    bool waiting;         /* it reported that it timed out waiting in a collective */
+    char op[DDP_HANG_OP]; /* the collective, in torch's Python name ("all_reduce"); "" unknown (gloo) */
+    long long seq;        /* its sequence number in the process group; -1 unknown */
+};
+
+/* Fold one output line into t (start from {false, "", -1}): NCCL's watchdog line "Watchdog caught collective
+ * operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, ...)" gives the collective and its sequence number,
+ * "failure detected by watchdog at work sequence id: 3" and "Timeout at NCCL work: 3" the sequence number, gloo's
+ * "Timed out waiting 6000ms for recv operation to complete" only that the rank waited (its traceback names the
+ * collective), gloo's monitored_barrier failure that it waited in monitored_barrier. A flight-recorder "dump
+ * signal" line is NOT waiting: the hung rank itself prints it. Fields already known are kept. True when the
+ * line was one of these. Pure; never reads past len. */
+bool ddp_hang_parse_timeout(const char *line, size_t len, struct ddp_hang_timeout *t);
+
+/* NCCL's OpType ("ALLREDUCE", "_ALLGATHER_BASE") as torch's Python name ("all_reduce", "all_gather"). */
+void ddp_hang_op_name(const char *optype, size_t len, char out[DDP_HANG_OP]);
+
 struct ddp_hang_input {
     int rank;
     const struct ddp_hang_view *view; /* NULL: no stack */
-    bool reported_timeout;            /* it printed a collective timeout (it was waiting: a victim) */
+    bool reported_timeout;            /* it printed a collective timeout */
     bool running;                     /* still running at the capture */
     long long last_progress_ms;
+    const struct ddp_hang_timeout *timeout; /* what its timeout lines said, NULL: nothing */
 };
+
+/* The collective a rank is known to be in: its timeout line's, else its stack's; "" none known. */
+const char *ddp_hang_input_op(const struct ddp_hang_input *x);
 
 enum ddp_hang_confidence { DDP_HANG_UNKNOWN, DDP_HANG_LOW, DDP_HANG_MEDIUM, DDP_HANG_HIGH };
 
 struct ddp_hang_verdict {
-    enum ddp_hang_confidence confidence; /* UNKNOWN: no culprit named */
+    enum ddp_hang_confidence confidence; /* UNKNOWN: no culprit named (and no mismatch found) */
     size_t nculprits;
+    bool mismatch;        /* ranks wait in different collectives and no majority says which is wrong (LOW) */
     char op[DDP_HANG_OP]; /* the collective the others wait in, "" when none was seen */
     char why[1024];       /* one line: how the culprits were found */
 };
 
-/* Decide the culprits (culprit[i], n entries, caller's). Rules, first that applies:
- * - some ranks are inside a collective: the collective most of them are in (ties: the one a timeout reporter is
- *   in) is the one the others wait in; ranks with a stack that are not in it (in no collective, or another one)
- *   are the culprits: high confidence when every rank gave a stack, else medium; when every rank with a stack is
- *   in it, the ranks without a stack are the suspects (low);
- * - no collective seen: the running rank without progress longest, when it lags the next by at least 1 s (low).
- * A culprit set that would be every rank is no verdict (UNKNOWN). Pure. */
+/* Decide the culprits (culprit[i], n entries, caller's). Each rank is "in a collective" (its timeout line says
+ * so, or its stack is inside one), "outside" (a stack in no collective) or unknown (neither). Rules, first that
+ * applies:
+ * - some rank is in a collective and some are outside: the outside ranks are the culprits;
+ * - the ranks in collectives are at different sequence numbers: the ranks at the lowest one (they lag);
+ * - they are in different collectives: with a strict majority collective, the ranks in the others; with none
+ *   (2 ranks, one each) no culprit is named: mismatch is set, confidence LOW, and why names every rank and its
+ *   collective (only the program's intent says which branch is wrong);
+ * - all in the same collective: the ranks with nothing known are the suspects (LOW);
+ * - no collective seen: the running rank without progress longest, when it lags the next by at least 1 s (LOW).
+ * The first three are HIGH when every rank's place is known, else MEDIUM. A culprit set that would be every
+ * rank is no verdict (UNKNOWN). Pure. */
 void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v);
 
 const char *ddp_hang_confidence_name(enum ddp_hang_confidence c); /* "high", "medium", "low", "unknown" */

@@ -66,7 +66,9 @@ struct wrk {
     bool abort_sent;        /* in the stack capture (SIGABRT sent, or a timeout reporter waited for): its end is
                                not a failure of its own */
     bool reported_timeout;  /* it printed a collective timeout */
+    struct ddp_hang_timeout tmo; /* what those lines said (tmo.waiting: it waited inside a collective) */
     struct ddp_buf dump;    /* stderr lines after the SIGABRT: the stack dump */
+    bool dump_done;         /* its fault handler printed its last line ("Extension modules: ...") */
 };
 
 /* One attempt: the plan and its running workers. Freed once every handle of it is closed. */
@@ -723,12 +725,25 @@ static void on_line(void *arg, int which, const char *line, size_t len)
     if (k->abort_sent && which == 1 && k->dump.len < (256u << 10)) {
         ddp_buf_add(&k->dump, line, len);
         ddp_buf_add(&k->dump, "\n", 1);
+        /* the fault handler's last line (Python >= 3.10): the stack is whole, no need to wait for the exit
+         * (measured on H200s: a CUDA process takes seconds to die after SIGABRT) */
+        if (s->capture_armed && len >= 19 && memcmp(line, "Extension modules: ", 19) == 0) {
+            k->dump_done = true;
+            capture_maybe_end(s);
+            return;
+        }
     }
     c = ddp_classify_line(line, len);
     if (c == DDP_CLASS_NONE)
         return;
-    if (ddp_class_is_timeout(c))
+    if (ddp_class_is_timeout(c)) {
+        struct ddp_hang_timeout t = k->tmo;
+        if (!t.waiting)
+            t.seq = -1;
+        if (ddp_hang_parse_timeout(line, len, &t))
+            k->tmo = t;
         k->reported_timeout = true;
+    }
     if (k->cls == DDP_CLASS_NONE) {
         k->cls = c;
         k->cls_line = ddp_xstrndup(line, len < 1000 ? len : 1000);
@@ -1431,9 +1446,10 @@ static void capture_fire(struct sup *s)
         window = CAPTURE_MS;
     for (size_t i = 0; r && i < r->nw; i++) {
         struct wrk *k = &r->w[i];
-        /* A rank that reported its timeout is already ending (torch raises, or its NCCL watchdog aborts, which
-         * makes the fault handler print anyway): waited for, not interrupted, so its traceback stays whole. */
-        if (k->abort_sent && !k->exited && !k->reported_timeout)
+        /* A rank that reported waiting in a collective is already ending (torch raises, or its NCCL watchdog
+         * aborts) and its timeout line says where it is: waited for, not interrupted, so its traceback stays
+         * whole. A rank that only got torch's flight-recorder dump signal may be the hung one: it gets SIGABRT. */
+        if (k->abort_sent && !k->exited && !k->tmo.waiting)
             kill(k->pid, SIGABRT);
     }
     s->capture_armed = true;
@@ -1541,7 +1557,8 @@ static void capture_end(struct sup *s)
         }
         ddp_buf_free(&tail);
         in[i] = (struct ddp_hang_input){k->w->rank, views[i].nframes ? &views[i] : NULL, k->reported_timeout,
-                                        k->spawned && !k->exited, k->last_progress_ms};
+                                        k->spawned && !k->exited, k->last_progress_ms,
+                                        k->tmo.waiting ? &k->tmo : NULL};
         json_t *f = flight_recorder_files(k);
         json_array_extend(fr, f);
         json_decref(f);
@@ -1553,19 +1570,30 @@ static void capture_end(struct sup *s)
     struct ddp_buf all = {0};
     for (size_t i = 0; i < n; i++) {
         struct wrk *k = &r->w[i];
-        ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %s%s%s\n", k->w->rank,
-                       k->w->local_rank, k->pid, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
-                       culprit[i] ? " CULPRIT" : "", views[i].op[0] ? "in " : "",
-                       views[i].op[0] ? views[i].op : "", views[i].nframes ? "" : "no Python stack");
+        const char *op = ddp_hang_input_op(&in[i]);
+        struct ddp_buf d = {0};
+        if (op[0] || k->tmo.waiting)
+            ddp_buf_printf(&d, "in %s", op[0] ? op : "a collective");
+        if (k->tmo.waiting && k->tmo.seq >= 0)
+            ddp_buf_printf(&d, " #%lld", k->tmo.seq);
+        if (k->tmo.waiting)
+            ddp_buf_puts(&d, " (its timeout report)");
         if (views[i].nframes)
-            ddp_buf_printf(&all, "%s at %s\n", views[i].op[0] ? "," : "", views[i].frame);
+            ddp_buf_printf(&d, "%sat %s", d.len ? ", " : "", views[i].frame);
+        else
+            ddp_buf_printf(&d, "%sno Python stack", d.len ? ", " : "");
+        ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank,
+                       k->w->local_rank, k->pid, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
+                       culprit[i] ? " CULPRIT" : "", (int)d.len, d.data ? d.data : "");
+        ddp_buf_free(&d);
         if (texts[i].len)
             ddp_buf_add(&all, texts[i].data, texts[i].len);
         ddp_buf_add(&all, "\n", 1);
-        json_array_append_new(ranks, json_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective",
-                                               views[i].op[0] ? views[i].op : NULL, "frame",
-                                               views[i].nframes ? views[i].frame : NULL, "stack",
-                                               views[i].nframes > 0, "reported_timeout", k->reported_timeout));
+        json_t *jr = json_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective", op[0] ? op : NULL,
+                               "frame", views[i].nframes ? views[i].frame : NULL, "stack", views[i].nframes > 0,
+                               "reported_timeout", k->reported_timeout);
+        json_object_set_new(jr, "seq", k->tmo.waiting && k->tmo.seq >= 0 ? json_integer(k->tmo.seq) : json_null());
+        json_array_append_new(ranks, jr);
     }
     if (s->ctx->logdir) {
         struct ddp_err e = {0};
@@ -1592,18 +1620,19 @@ static void capture_end(struct sup *s)
             continue;
         if (!first)
             first = k;
-        ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s) at %s%s%s", first == k ? "" : "; ", k->w->rank,
+        const char *op = ddp_hang_input_op(&in[i]);
+        ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s)%s%s%s%s", first == k ? "" : "; ", k->w->rank,
                        k->w->local_rank, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "none",
-                       views[i].frame, views[i].op[0] ? " in " : "", views[i].op);
+                       views[i].nframes ? " at " : "", views[i].nframes ? views[i].frame : "", op[0] ? " in " : "", op);
         json_array_append_new(culprits,
                               json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank,
                                         "local_rank", k->w->local_rank, "host", s->ctx->hostname, "gpu", k->w->gpu,
                                         "gpu_busid", k->w->gpu_busid, "pid", k->pid, "collective",
-                                        views[i].op[0] ? views[i].op : NULL, "frame",
+                                        op[0] ? op : NULL, "frame",
                                         views[i].nframes ? views[i].frame : NULL));
     }
     if (!first)
-        ddp_buf_puts(&txt, "no culprit named");
+        ddp_buf_puts(&txt, v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
     ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v.why,
                    stacks ? stacks : "printed on each rank's stderr above (no log_dir)");
     ddp_info("attempt %d: %.*s", r->plan.attempt, (int)txt.len - 1, txt.data);
@@ -1612,6 +1641,7 @@ static void capture_end(struct sup *s)
                         ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
                         v.op[0] ? v.op : NULL, "why", v.why, "stacks", stacks, "ranks", ranks,
                         "flight_recorder", fr, "capture_ms", (json_int_t)(now - s->capture_start_ms));
+    json_object_set_new(s->hang, "mismatch", json_boolean(v.mismatch));
     ddp_record_event(s->rec, "hang", json_deep_copy(s->hang));
     free(s->hang_text);
     s->hang_text = txt.data;
@@ -1647,14 +1677,15 @@ static void on_capture(uv_timer_t *t)
     capture_end(t->data);
 }
 
-/* The capture ends early once every rank that got SIGABRT has exited and its stderr was read to the end. */
+/* The capture ends early once every rank that got SIGABRT has exited and its stderr was read to the end, or
+ * printed the fault handler's last line. */
 static void capture_maybe_end(struct sup *s)
 {
     if (!s->capturing || !s->capture_armed || !s->cur)
         return;
     for (size_t i = 0; i < s->cur->nw; i++) {
         const struct wrk *k = &s->cur->w[i];
-        if (k->abort_sent && (!k->exited || !k->err_eof))
+        if (k->abort_sent && !k->dump_done && (!k->exited || !k->err_eof))
             return;
     }
     capture_end(s);

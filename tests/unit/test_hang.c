@@ -2,6 +2,7 @@
  * culprit verdict. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hang.h"
@@ -118,8 +119,9 @@ static struct ddp_hang_view view(const char *op, const char *frame)
 Test(hang, culprit_outside_the_collective)
 {
     struct ddp_hang_view w = view("all_reduce", "t.py:33 in <module>"), o = view("", "t.py:18 in load_batch");
-    struct ddp_hang_input in[4] = {{0, &w, true, false, 0}, {1, &w, false, true, 0}, {2, &o, false, true, 0},
-                                   {3, &w, false, true, 0}};
+    struct ddp_hang_input in[4] = {{0, &w, true, false, 0, NULL},
+                                   {1, &w, false, true, 0, NULL}, {2, &o, false, true, 0, NULL},
+                                   {3, &w, false, true, 0, NULL}};
     bool c[4];
     struct ddp_hang_verdict v;
     ddp_hang_decide(in, 4, c, &v);
@@ -127,7 +129,8 @@ Test(hang, culprit_outside_the_collective)
     cr_expect_eq(v.nculprits, 1);
     cr_expect(c[2] && !c[0] && !c[1] && !c[3]);
     cr_expect_str_eq(v.op, "all_reduce");
-    cr_expect_str_eq(v.why, "ranks 0, 1 and 3 wait in all_reduce; rank 2 is not in it (at t.py:18 in load_batch)");
+    cr_expect_str_eq(v.why,
+                     "ranks 0, 1 and 3 wait in all_reduce; rank 2 is not in a collective (at t.py:18 in load_batch)");
     in[1].view = NULL; /* a rank gave no stack: still named, less sure */
     ddp_hang_decide(in, 4, c, &v);
     cr_expect_eq(v.confidence, DDP_HANG_MEDIUM);
@@ -137,17 +140,169 @@ Test(hang, culprit_outside_the_collective)
 Test(hang, culprit_in_another_collective_and_ties)
 {
     struct ddp_hang_view w = view("all_reduce", "t.py:33 in <module>"), b = view("broadcast", "t.py:31 in <module>");
-    struct ddp_hang_input in[3] = {{0, &w, true, true, 0}, {1, &b, true, true, 0}, {2, &w, true, true, 0}};
-    bool c[3];
+    struct ddp_hang_input in[3] = {{0, &w, true, true, 0, NULL},
+                                   {1, &b, true, true, 0, NULL}, {2, &w, true, true, 0, NULL}};
+    bool c[4];
     struct ddp_hang_verdict v;
     ddp_hang_decide(in, 3, c, &v);
     cr_expect(c[1] && !c[0] && !c[2]);
     cr_expect(strstr(v.why, "in another collective: broadcast") != NULL, "%s", v.why);
-    /* two ranks, two collectives: the one a timeout reporter is in wins the tie */
-    struct ddp_hang_input two[2] = {{0, &w, false, true, 0}, {1, &b, true, true, 0}};
+    cr_expect_eq(v.confidence, DDP_HANG_HIGH);
+    /* two ranks, two collectives: no majority, no guess (who reported first says nothing) */
+    struct ddp_hang_input two[2] = {{0, &w, false, true, 0, NULL}, {1, &b, true, true, 0, NULL}};
     ddp_hang_decide(two, 2, c, &v);
-    cr_expect(c[0] && !c[1]);
-    cr_expect_str_eq(v.op, "broadcast");
+    cr_expect(!c[0] && !c[1]);
+    cr_expect(v.mismatch);
+    cr_expect_eq(v.confidence, DDP_HANG_LOW);
+    cr_expect_str_eq(v.why, "collective mismatch: rank 0 in all_reduce, rank 1 in broadcast; no majority says which "
+                            "is wrong, so no culprit is named (the rank whose program took the other branch is; "
+                            "compare the stacks)");
+    /* 2 against 2: no strict majority either */
+    struct ddp_hang_input four[4] = {{0, &w, true, true, 0, NULL}, {1, &b, true, true, 0, NULL},
+                                     {2, &w, true, true, 0, NULL}, {3, &b, true, true, 0, NULL}};
+    ddp_hang_decide(four, 4, c, &v);
+    cr_expect(v.mismatch && !c[0] && !c[1] && !c[2] && !c[3]);
+}
+
+Test(hang, timeout_lines)
+{
+    struct ddp_hang_timeout t = {false, "", -1};
+    const char *wd = "[rank0]:[E1201 02:21:28.589699256 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective "
+                     "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, "
+                     "Timeout(ms)=15000) ran for 15078 milliseconds before timing out.";
+    cr_expect(ddp_hang_parse_timeout(wd, strlen(wd), &t));
+    cr_expect(t.waiting);
+    cr_expect_str_eq(t.op, "all_reduce");
+    cr_expect_eq(t.seq, 3);
+    /* cut anywhere: never reads past len, never claims more than it saw */
+    for (size_t n = 0; n < strlen(wd); n++) {
+        struct ddp_hang_timeout u = {false, "", -1};
+        ddp_hang_parse_timeout(wd, n, &u);
+        cr_expect(u.seq == -1 || u.seq == 3);
+    }
+    const char *seq = "[PG 1 Rank 4] Timeout at NCCL work: 9141, last enqueued NCCL work: 9141";
+    struct ddp_hang_timeout u = {false, "", -1};
+    cr_expect(ddp_hang_parse_timeout(seq, strlen(seq), &u));
+    cr_expect_eq(u.seq, 9141);
+    cr_expect_str_eq(u.op, "");
+    const char *gloo = "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+                       "6000ms for recv operation to complete";
+    u = (struct ddp_hang_timeout){false, "", -1};
+    cr_expect(ddp_hang_parse_timeout(gloo, strlen(gloo), &u));
+    cr_expect(u.waiting && u.seq == -1 && !u.op[0]);
+    const char *mb = "RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms";
+    u = (struct ddp_hang_timeout){false, "", -1};
+    cr_expect(ddp_hang_parse_timeout(mb, strlen(mb), &u));
+    cr_expect_str_eq(u.op, "monitored_barrier");
+    const char *dump = "[PG ID 0 PG GUID 0(default_pg) Rank 1] Received a dump signal due to a collective timeout from"
+                       "  rank 0 and we will try our best to dump the debug info.";
+    u = (struct ddp_hang_timeout){false, "", -1};
+    cr_expect_not(ddp_hang_parse_timeout(dump, strlen(dump), &u), "the hung rank itself prints this");
+    cr_expect_not(u.waiting);
+    char name[DDP_HANG_OP];
+    ddp_hang_op_name("_ALLGATHER_BASE", 15, name);
+    cr_expect_str_eq(name, "all_gather");
+    ddp_hang_op_name("REDUCE_SCATTER", 14, name);
+    cr_expect_str_eq(name, "reduce_scatter");
+    ddp_hang_op_name("BROADCAST", 9, name);
+    cr_expect_str_eq(name, "broadcast");
+}
+
+Test(hang, sequence_numbers_and_reports_without_stacks)
+{
+    struct ddp_hang_timeout a3 = {true, "all_reduce", 3}, a4 = {true, "all_reduce", 4}, g = {true, "", -1};
+    struct ddp_hang_view o = view("", "t.py:18 in load_batch");
+    bool c[3];
+    struct ddp_hang_verdict v;
+    /* rank 1 lags: it waits in #3 while the others are at #4 */
+    struct ddp_hang_input lag[3] = {{0, NULL, true, true, 0, &a4}, {1, NULL, true, true, 0, &a3},
+                                    {2, NULL, true, true, 0, &a4}};
+    ddp_hang_decide(lag, 3, c, &v);
+    cr_expect(c[1] && !c[0] && !c[2]);
+    cr_expect_eq(v.confidence, DDP_HANG_HIGH);
+    cr_expect_str_eq(v.why, "rank 1 lags: rank 0 in all_reduce #4, rank 1 in all_reduce #3, rank 2 in all_reduce #4 "
+                            "(collective sequence numbers)");
+    /* a reporter without a stack is in its collective; the rank with a stack outside is the culprit */
+    struct ddp_hang_input out[2] = {{0, NULL, true, false, 0, &a3}, {1, &o, false, true, 0, NULL}};
+    ddp_hang_decide(out, 2, c, &v);
+    cr_expect(c[1] && !c[0]);
+    cr_expect_eq(v.confidence, DDP_HANG_HIGH);
+    cr_expect_str_eq(v.why, "rank 0 waits in all_reduce; rank 1 is not in a collective (at t.py:18 in load_batch)");
+    /* gloo: the report says it waited, not in what: still in a collective */
+    out[0].timeout = &g;
+    ddp_hang_decide(out, 2, c, &v);
+    cr_expect(c[1] && !c[0]);
+    cr_expect_str_eq(v.why, "rank 0 waits in a collective; rank 1 is not in a collective (at t.py:18 in load_batch)");
+    /* everyone waits in the same collective at the same number: nobody stands out */
+    struct ddp_hang_input same[2] = {{0, NULL, true, true, 0, &a3}, {1, NULL, true, true, 0, &a3}};
+    ddp_hang_decide(same, 2, c, &v);
+    cr_expect_eq(v.confidence, DDP_HANG_UNKNOWN);
+    cr_expect_not(v.mismatch);
+    cr_expect_str_eq(v.why, "every rank waits in all_reduce: no rank stands out");
+}
+
+/* The real H200 logs (tests/fixtures/logs/hang-h200/SOURCES): each rank's stderr as ddplaunch kept it. */
+static void real_kind(const char *kind, struct ddp_hang_view views[2], struct ddp_hang_timeout tmo[2],
+                      struct ddp_hang_input in[2])
+{
+    const char *src = getenv("DDP_SRCDIR");
+    for (int r = 0; r < 2; r++) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/tests/fixtures/logs/hang-h200/%s-rank%d.log", src ? src : ".", kind, r);
+        FILE *f = fopen(path, "r");
+        cr_assert_not_null(f, "cannot open %s", path);
+        static char text[65536];
+        size_t len = fread(text, 1, sizeof(text), f);
+        fclose(f);
+        tmo[r] = (struct ddp_hang_timeout){false, "", -1};
+        for (const char *p = text, *end = text + len; p < end;) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+            ddp_hang_parse_timeout(p, n, &tmo[r]);
+            p += n + 1;
+        }
+        ddp_hang_parse_stack(text, len, &views[r]);
+        in[r] = (struct ddp_hang_input){r, views[r].nframes ? &views[r] : NULL, tmo[r].waiting, true, 0,
+                                        tmo[r].waiting ? &tmo[r] : NULL};
+    }
+}
+
+Test(hang, culprit_from_real_h200_logs)
+{
+    struct ddp_hang_view views[2];
+    struct ddp_hang_timeout tmo[2];
+    struct ddp_hang_input in[2];
+    bool c[2];
+    struct ddp_hang_verdict v;
+
+    real_kind("outside", views, tmo, in);
+    cr_expect(tmo[0].waiting && !tmo[1].waiting);
+    cr_expect_str_eq(tmo[0].op, "all_reduce");
+    cr_expect_eq(tmo[0].seq, 3);
+    cr_expect_eq(views[0].nframes, 0, "rank 0 reported and was not interrupted");
+    cr_expect_str_eq(views[1].frame, "hang_worker.py:24 in load_batch");
+    ddp_hang_decide(in, 2, c, &v);
+    cr_expect(c[1] && !c[0], "%s", v.why);
+    cr_expect_eq(v.confidence, DDP_HANG_HIGH);
+    cr_expect_str_eq(v.op, "all_reduce");
+
+    real_kind("slow", views, tmo, in);
+    cr_expect(tmo[1].waiting && tmo[1].seq == 3);
+    cr_expect_str_eq(views[0].frame, "hang_worker.py:30 in slow_step");
+    cr_expect_eq(views[1].nframes, 0, "C++ 'frame #0' lines are not a Python stack");
+    ddp_hang_decide(in, 2, c, &v);
+    cr_expect(c[0] && !c[1], "%s", v.why);
+    cr_expect_eq(v.confidence, DDP_HANG_HIGH);
+
+    real_kind("other", views, tmo, in);
+    cr_expect_str_eq(tmo[0].op, "all_reduce");
+    cr_expect_str_eq(tmo[1].op, "broadcast");
+    cr_expect(tmo[0].seq == 3 && tmo[1].seq == 3);
+    ddp_hang_decide(in, 2, c, &v);
+    cr_expect(!c[0] && !c[1], "two ranks, one each: no guess");
+    cr_expect(v.mismatch);
+    cr_expect_eq(v.confidence, DDP_HANG_LOW);
+    cr_expect(strstr(v.why, "rank 0 in all_reduce #3, rank 1 in broadcast #3") != NULL, "%s", v.why);
 }
 
 Test(hang, no_stack_no_collective_and_everyone)
@@ -156,12 +311,14 @@ Test(hang, no_stack_no_collective_and_everyone)
     bool c[3];
     struct ddp_hang_verdict v;
     /* everyone with a stack waits: the one without a stack is suspected */
-    struct ddp_hang_input a[3] = {{0, &w, false, true, 0}, {1, NULL, false, true, 0}, {2, &w, false, true, 0}};
+    struct ddp_hang_input a[3] = {{0, &w, false, true, 0, NULL},
+                                  {1, NULL, false, true, 0, NULL}, {2, &w, false, true, 0, NULL}};
     ddp_hang_decide(a, 3, c, &v);
     cr_expect_eq(v.confidence, DDP_HANG_LOW);
     cr_expect(c[1] && !c[0] && !c[2]);
     /* no collective anywhere: the rank without progress longest, when it clearly lags */
-    struct ddp_hang_input b[3] = {{0, &o, false, true, 9000}, {1, &o, false, true, 2000}, {2, &o, false, true, 8500}};
+    struct ddp_hang_input b[3] = {{0, &o, false, true, 9000, NULL},
+                                  {1, &o, false, true, 2000, NULL}, {2, &o, false, true, 8500, NULL}};
     ddp_hang_decide(b, 3, c, &v);
     cr_expect_eq(v.confidence, DDP_HANG_LOW);
     cr_expect(c[1] && !c[0] && !c[2]);
@@ -170,7 +327,7 @@ Test(hang, no_stack_no_collective_and_everyone)
     cr_expect_eq(v.confidence, DDP_HANG_UNKNOWN, "500 ms apart is no evidence");
     cr_expect_eq(v.nculprits, 0);
     /* every rank outside: no single culprit */
-    struct ddp_hang_input d[2] = {{0, &o, false, true, 0}, {1, &o, false, true, 0}};
+    struct ddp_hang_input d[2] = {{0, &o, false, true, 0, NULL}, {1, &o, false, true, 0, NULL}};
     ddp_hang_decide(d, 2, c, &v);
     cr_expect_eq(v.confidence, DDP_HANG_UNKNOWN);
     cr_expect(!c[0] && !c[1]);
