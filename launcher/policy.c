@@ -75,6 +75,16 @@ static struct ddp_paction run_remote_stop(struct ddp_policy *p, const struct ddp
     return stop_with(p, DDP_STOP_REMOTE, DDP_ACT_TERM_ALL);
 }
 
+/* Another node's failure stops the job's attempt like one here; its timeout (124) like a timeout here. */
+static struct ddp_paction run_node_failed(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+{
+    if (ev->status == 124)
+        return stop_with(p, DDP_STOP_TIMEOUT, DDP_ACT_TERM_ALL);
+    p->stop_status = ev->status;
+    p->stop_fatal = false;
+    return stop_with(p, DDP_STOP_FAILURE, DDP_ACT_TERM_ALL);
+}
+
 static struct ddp_paction run_timeout(struct ddp_policy *p, const struct ddp_pevent_data *ev)
 {
     (void)ev;
@@ -277,13 +287,13 @@ static struct ddp_paction backoff_signal(struct ddp_policy *p, const struct ddp_
 }
 
 /* The table. Rows: states; columns: WORKER_OK, WORKER_FAILED, TIMEOUT, SIGNAL, ALL_FINISHED, GRACE_EXPIRED,
- * BACKOFF_DONE, REMOTE_STOP. */
+ * BACKOFF_DONE, REMOTE_STOP, NODE_FAILED. */
 static handler_fn *const table[DDP_PS__COUNT][DDP_PE__COUNT] = {
     [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none,
-                        run_remote_stop},
-    [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none, none},
-    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none},
-    [DDP_PS_DONE] = {none, none, none, none, none, none, none, none},
+                        run_remote_stop, run_node_failed},
+    [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none, none, none},
+    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none, none},
+    [DDP_PS_DONE] = {none, none, none, none, none, none, none, none, none},
 };
 
 struct ddp_paction ddp_policy_step(struct ddp_policy *p, const struct ddp_pevent_data *ev)
@@ -302,6 +312,7 @@ const char *ddp_pstate_name(enum ddp_pstate s)
 const char *ddp_pevent_name(enum ddp_pevent e)
 {
     static const char *const names[] = {"worker-ok", "worker-failed", "timeout", "signal",
-                                        "all-finished", "grace-expired", "backoff-done", "remote-stop"};
+                                        "all-finished", "grace-expired", "backoff-done", "remote-stop",
+                                        "node-failed"};
     return (unsigned)e < DDP_PE__COUNT ? names[e] : "unknown";
 }

@@ -27,10 +27,13 @@ enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, 
  *   BACKOFF_DONE   the backoff delay passed
  *   REMOTE_STOP    several nodes, on a node other than node 0: node 0 stops this attempt (a failure, timeout or
  *                  lost node elsewhere, its EXIT, or node 0 itself lost); the workers stop, and what follows is
- *                  node 0's decision, not this table's (supervise.c does not feed ALL_FINISHED on several nodes) */
+ *                  node 0's decision, not this table's (supervise.c does not feed ALL_FINISHED on several nodes)
+ *   NODE_FAILED    several nodes, on node 0: another node's part of the attempt failed (status, its REPORT) or
+ *                  the node was lost (status 1); the attempt stops on every node as after a failure here, or
+ *                  as after a timeout when status is 124 (agent.h decides when it is fed) */
 enum ddp_pevent {
     DDP_PE_WORKER_OK, DDP_PE_WORKER_FAILED, DDP_PE_TIMEOUT, DDP_PE_SIGNAL, DDP_PE_ALL_FINISHED,
-    DDP_PE_GRACE_EXPIRED, DDP_PE_BACKOFF_DONE, DDP_PE_REMOTE_STOP, DDP_PE__COUNT
+    DDP_PE_GRACE_EXPIRED, DDP_PE_BACKOFF_DONE, DDP_PE_REMOTE_STOP, DDP_PE_NODE_FAILED, DDP_PE__COUNT
 };
 
 /* Why the current attempt is being stopped. */
@@ -38,7 +41,7 @@ enum ddp_pstop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_STOP_SIG
 
 struct ddp_pevent_data {
     enum ddp_pevent kind;
-    int status; /* WORKER_FAILED: exit code, or 128+N for death by signal N */
+    int status; /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
     bool fatal; /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
     int signo;  /* SIGNAL */
 };

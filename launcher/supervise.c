@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "agent.h"
 #include "classify.h"
 #include "coord.h"
 #include "hang.h"
@@ -128,16 +129,11 @@ struct sup {
     struct ddp_plan_ctx actx;       /* ctx with this attempt's group rank, node count and port */
     bool multi, leader;
     struct ddp_coord *coord;
-    bool waiting;                   /* no attempt under way: node 0 before attempt 0, others between attempts */
+    struct ddp_agent agent;         /* the node agent's state (agent.h): joining, running, draining, ... */
     struct ddp_layout_node *nodes;  /* node 0: every node by node rank: joined, its own worker count, host */
     char **hosts;                   /* node 0: the host names nodes[].host points to */
     int coord_node;                 /* this node's rank on the control channel (others: given at join) */
-    struct ddp_layout_round round;  /* node 0: how the current attempt ends across the nodes */
-    bool round_live, local_done;
-    bool remote_stop;               /* others: node 0 asked this attempt to stop */
-    bool coord_lost;                /* others: node 0 is gone: exit 1 once the workers are stopped */
-    bool joined;                    /* others: joined node 0 */
-    int exit_after;                 /* others: node 0 said EXIT while workers still ran: exit with this (-1 none) */
+    struct ddp_layout_round round;  /* node 0: how the current attempt ends across the nodes (live: agent.h) */
     uv_timer_t join;
     bool handles_closed;
     const char *stop_why;           /* node 0: why the attempt stops, for STOP (during one feed) */
@@ -162,7 +158,9 @@ struct sup {
 static void apply(struct sup *s, const struct ddp_paction *a);
 static void feed(struct sup *s, const struct ddp_pevent_data *ev);
 static void multi_all_finished(struct sup *s);
-static int leader_start(struct sup *s, int attempt, int nproc);
+struct ddp_aevent_data;
+static int agent_feed(struct sup *s, const struct ddp_aevent_data *ev, const char *why,
+                      const struct ddp_coord_event *cev);
 static void finish(struct sup *s, int status);
 static void capture_maybe_end(struct sup *s);
 static void capture_end(struct sup *s);
@@ -1266,11 +1264,9 @@ static void on_signal(uv_signal_t *h, int signo)
 {
     struct sup *s = h->data;
     struct ddp_pevent_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
-    if (s->multi && s->waiting && !s->cur) {
-        if (!ddp_policy_signal_stops(signo))
-            return;
-        ddp_error("stopped by %s", ddp_report_signame(signo));
-        finish(s, 128 + signo);
+    if (s->multi) {
+        struct ddp_aevent_data ae = {.kind = DDP_AE_SIGNAL, .signo = signo};
+        agent_feed(s, &ae, NULL, NULL); /* to the policy while an attempt is under way or decided */
         return;
     }
     feed(s, &ev);
@@ -1317,7 +1313,7 @@ static void feed(struct sup *s, const struct ddp_pevent_data *ev)
 {
     enum ddp_pstate before = s->pol.state;
     struct ddp_paction a = ddp_policy_step(&s->pol, ev);
-    if (s->leader && s->coord && s->round_live && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
+    if (s->leader && s->coord && ddp_agent_round_live(&s->agent) && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
         const char *why = s->stop_why                       ? s->stop_why
                           : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
                           : s->pol.stop == DDP_STOP_TIMEOUT ? "a timeout on node 0"
@@ -1724,8 +1720,12 @@ static void apply(struct sup *s, const struct ddp_paction *a)
     }
     if (a->flags & DDP_ACT_START) {
         ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
-        if ((s->leader ? leader_start(s, a->attempt, a->nproc) : start_attempt(s, a->attempt, a->nproc)) < 0) {
+        struct ddp_aevent_data st = {.kind = DDP_AE_START}, failed = {.kind = DDP_AE_START_FAILED};
+        /* node 0: the agent lays the attempt out over the nodes (policy.h's attempt and size) */
+        if ((s->leader ? agent_feed(s, &st, NULL, NULL) : start_attempt(s, a->attempt, a->nproc)) < 0) {
             ddp_error("attempt %d: %s", a->attempt, s->err->msg);
+            if (s->leader)
+                ddp_agent_step(&s->agent, &failed);
             s->launcher_failed = true;
             s->exit_status = 1;
             s->done = true;
@@ -1748,6 +1748,10 @@ static void apply(struct sup *s, const struct ddp_paction *a)
                                    status, "why", a->why));
         write_records(s, status);
         retire_current(s);
+        if (s->leader) {
+            struct ddp_aevent_data ex = {.kind = DDP_AE_EXIT, .status = status};
+            ddp_agent_step(&s->agent, &ex); /* DONE; carried out here, EXIT goes to every node on close */
+        }
         s->exit_status = status;
         s->done = true;
         close_loop_handles(s);
@@ -1821,9 +1825,6 @@ static int leader_start(struct sup *s, int attempt, int nproc)
     s->actx.rank_base = as[0].rank_base;
     s->actx.world_size = world;
     ddp_layout_round_begin(&s->round, n, attempt, as);
-    s->round_live = true;
-    s->local_done = false;
-    s->waiting = false;
     ddp_coord_send_start(s->coord, attempt, world, k, s->actx.master_port, as);
     free(as);
     free(now);
@@ -1832,11 +1833,124 @@ static int leader_start(struct sup *s, int attempt, int nproc)
     return start_attempt(s, attempt, nproc);
 }
 
-static void leader_begin(struct sup *s)
+/* Node 0: another node failed (or was lost) in the current attempt: the whole job stops. */
+static void leader_node_failed(struct sup *s, int status, const char *why, bool disarm_grace)
 {
-    if (leader_start(s, 0, s->ctx->nproc) < 0) {
+    struct ddp_pevent_data ev = {.kind = DDP_PE_NODE_FAILED, .status = status};
+    if (s->pol.state != DDP_PS_RUNNING)
+        return;
+    ddp_error("attempt %d: %s; stopping the workers on every node", s->round.attempt, why);
+    if (status == 124) {
+        free(s->timeout_reason);
+        s->timeout_reason = ddp_xstrdup(why);
+    }
+    s->stop_why = why;
+    feed(s, &ev);
+    s->stop_why = NULL;
+    if (disarm_grace) {
+        /* our own workers are already gone: nothing to wait for or kill here */
+        uv_timer_stop(&s->grace);
+        s->grace_armed = false;
+    }
+}
+
+/* Other nodes: tell node 0 how this node's part of the attempt ended (the workers all ended: LOCAL_DONE). */
+static void follower_report(struct sup *s)
+{
+    int st = local_status(s);
+    int attempt = s->cur ? s->cur->plan.attempt : s->pol.attempt;
+    char why[600] = "";
+    if (st != 0 && s->pol.stop != DDP_STOP_REMOTE) {
+        if (s->timeout_reason)
+            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, s->timeout_reason);
+        else if (s->root.set)
+            snprintf(why, sizeof(why), "%s: rank %d (local %d) %s %d%s%s", s->ctx->hostname, s->root.rank,
+                     s->root.local_rank, s->root.signo ? "died by signal" : "exited with code",
+                     s->root.signo ? s->root.signo : s->root.status, s->root.class_name ? ", " : "",
+                     s->root.class_name ? s->root.class_name : "");
+        if (s->pol.stop != DDP_STOP_SIGNAL)
+            print_summary(s, st);
+    }
+    if (s->coord)
+        ddp_coord_report(s->coord, attempt, st, why);
+    retire_current(s);
+}
+
+/* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
+static void follower_start(struct sup *s, const struct ddp_coord_event *cev)
+{
+    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
+    if (cev->attempt > 0)
+        ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
+                 cev->attempt - 1, cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size);
+    s->actx.node_rank = cev->group_rank;
+    s->actx.nnodes = cev->group_world_size;
+    s->actx.master_port = cev->master_port;
+    s->actx.rank_base = cev->rank_base;
+    s->actx.world_size = cev->world_size;
+    ddp_policy_init(&s->pol, s->spec, cev->nproc);
+    s->pol.attempt = cev->attempt;
+    clear_others(s);
+    ended_clear(&s->root);
+    ddp_info("attempt %d: starting %d worker%s (ranks %d-%d of %d)", cev->attempt, cev->nproc,
+             cev->nproc == 1 ? "" : "s", cev->rank_base, cev->rank_base + cev->nproc - 1, cev->world_size);
+    if (start_attempt(s, cev->attempt, cev->nproc) < 0) {
+        ddp_error("attempt %d: %s", cev->attempt, s->err->msg);
+        if (ddp_agent_step(&s->agent, &failed).flags & DDP_AA_REPORT)
+            ddp_coord_report(s->coord, cev->attempt, 1, s->err->msg);
+    }
+}
+
+/* Feed one event to the node agent's table (agent.h) and carry out its actions. why: for NODE_FAILED, the line
+ * saying which node failed; cev: the control channel's event behind it (a follower's START), or NULL. Returns
+ * the result of starting an attempt on node 0 (START), else 0. */
+static int agent_feed(struct sup *s, const struct ddp_aevent_data *ev, const char *why,
+                      const struct ddp_coord_event *cev)
+{
+    enum ddp_astate before = s->agent.state;
+    struct ddp_aaction a = ddp_agent_step(&s->agent, ev);
+    int rc = 0;
+    if (a.flags & DDP_AA_POLICY) {
+        struct ddp_pevent_data pe = {.kind = DDP_PE_SIGNAL, .signo = ev->signo};
+        feed(s, &pe);
+    }
+    if ((a.flags & DDP_AA_STOP_WORKERS) && s->cur) {
+        struct ddp_pevent_data pe = {.kind = DDP_PE_REMOTE_STOP};
+        feed(s, &pe); /* the policy stops only a RUNNING attempt: a stop already under way goes on */
+    }
+    if (a.flags & DDP_AA_NODE_FAILED)
+        leader_node_failed(s, a.status, why ? why : "", a.flags & DDP_AA_DISARM_GRACE);
+    if (a.flags & DDP_AA_REPORT)
+        follower_report(s);
+    if (a.flags & DDP_AA_DECIDE) {
+        struct ddp_pevent_data pe = {.kind = DDP_PE_ALL_FINISHED};
+        feed(s, &pe);
+    }
+    if (a.flags & DDP_AA_START) {
+        if (s->leader)
+            rc = leader_start(s, s->pol.attempt, s->pol.nproc);
+        else if (cev)
+            follower_start(s, cev);
+    }
+    if (a.flags & DDP_AA_EXIT) {
+        /* a signal ends the agent (not node 0's EXIT nor its loss, which win over a signal here) */
+        if (ev->kind == DDP_AE_SIGNAL ||
+            (ev->kind == DDP_AE_LOCAL_DONE && ev->signo > 0 && before != DDP_AS_EXITING && before != DDP_AS_LOST))
+            ddp_error("stopped by %s", ddp_report_signame(ev->signo));
+        finish(s, a.exit_status);
+    }
+    return rc;
+}
+
+/* Node 0: attempt 0 once the nodes joined (or enough of them at the join timeout). */
+static void leader_begin(struct sup *s, const struct ddp_aevent_data *ev)
+{
+    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
+    uv_timer_stop(&s->join);
+    if (agent_feed(s, ev, NULL, NULL) < 0) {
         ddp_error("attempt 0: %s", s->err->msg);
         s->launcher_failed = true;
+        ddp_agent_step(&s->agent, &failed);
         finish(s, 1);
     }
 }
@@ -1847,7 +1961,7 @@ static void on_join_progress(uv_timer_t *t)
     struct sup *s = t->data;
     struct ddp_buf missing = {0};
     int nup = 1 + ddp_coord_joined(s->coord);
-    if (!s->waiting || s->done || s->cur || nup >= s->ctx->nnodes) {
+    if (s->agent.state != DDP_AS_JOINING || s->done || s->cur || nup >= s->ctx->nnodes) {
         uv_timer_stop(&s->joinlog);
         return;
     }
@@ -1865,57 +1979,28 @@ static void on_join_timeout(uv_timer_t *t)
 {
     struct sup *s = t->data;
     int nup = 1 + ddp_coord_joined(s->coord);
-    if (!s->waiting || s->done)
+    struct ddp_aevent_data ev = {.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= s->ctx->min_nnodes};
+    if (s->agent.state != DDP_AS_JOINING || s->done)
         return;
-    if (nup >= s->ctx->min_nnodes) {
+    if (ev.all) {
         ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, s->ctx->nnodes,
                  s->ctx->join_timeout_ms / 1000);
-        leader_begin(s);
+        leader_begin(s, &ev);
         return;
     }
     ddp_errf(s->err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, s->ctx->nnodes,
              s->ctx->join_timeout_ms / 1000);
     ddp_error("%s; exit status 75 (EX_TEMPFAIL: retry)", s->err->msg);
     uv_timer_stop(&s->joinlog);
-    finish(s, 75); /* a refusal a scheduler should retry, not a launcher failure */
-}
-
-/* Node 0: every node ended the attempt (and so did its own workers): let the policy decide. */
-static void leader_maybe_decide(struct sup *s)
-{
-    struct ddp_pevent_data ev = {.kind = DDP_PE_ALL_FINISHED};
-    if (!s->round_live || !s->local_done || !ddp_layout_round_done(&s->round))
-        return;
-    s->round_live = false;
-    s->local_done = false;
-    feed(s, &ev);
-}
-
-/* Node 0: another node failed (or was lost) in the current attempt: the whole job stops. */
-static void leader_remote_failed(struct sup *s, int status, const char *why)
-{
-    struct ddp_pevent_data ev = {.kind = status == 124 ? DDP_PE_TIMEOUT : DDP_PE_WORKER_FAILED, .status = status};
-    if (s->pol.state != DDP_PS_RUNNING)
-        return;
-    ddp_error("attempt %d: %s; stopping the workers on every node", s->round.attempt, why);
-    if (status == 124) {
-        free(s->timeout_reason);
-        s->timeout_reason = ddp_xstrdup(why);
-    }
-    s->stop_why = why;
-    feed(s, &ev);
-    s->stop_why = NULL;
-    if (s->local_done) {
-        /* our own workers are already gone: nothing to wait for or kill here */
-        uv_timer_stop(&s->grace);
-        s->grace_armed = false;
-    }
+    agent_feed(s, &ev, NULL, NULL); /* exits 75: a refusal a scheduler should retry, not a launcher failure */
 }
 
 static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
 {
     char why[700];
     int n = s->ctx->nnodes;
+    struct ddp_aevent_data ae = {0};
+    bool live = ddp_agent_round_live(&s->agent);
     switch (ev->kind) {
     case DDP_COORD_JOINED:
         if (ev->node <= 0 || ev->node >= n)
@@ -1926,11 +2011,13 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
         ddp_record_event(s->rec, "node_join", json_pack("{s:i}", "node", ev->node));
         ddp_info("node %d joined from %s with %d worker%s (%d of %d nodes up)%s", ev->node, ev->host, ev->nproc,
                  ev->nproc == 1 ? "" : "s", 1 + ddp_coord_joined(s->coord), n,
-                 s->waiting && s->pol.attempt == 0 ? "" : "; it takes part from the next restart");
-        if (s->waiting && !s->cur && s->pol.attempt == 0 && ddp_coord_joined(s->coord) == n - 1) {
-            uv_timer_stop(&s->join);
-            leader_begin(s);
-        }
+                 s->agent.state == DDP_AS_JOINING ? "" : "; it takes part from the next restart");
+        ae.kind = DDP_AE_JOINED;
+        ae.all = ddp_coord_joined(s->coord) == n - 1;
+        if (s->agent.state == DDP_AS_JOINING && ae.all)
+            leader_begin(s, &ae);
+        else
+            agent_feed(s, &ae, NULL, NULL);
         break;
     case DDP_COORD_LOST:
         if (ev->node <= 0 || ev->node >= n)
@@ -1939,128 +2026,71 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
         snprintf(why, sizeof(why), "node %d lost: %s", ev->node, ev->reason);
         ddp_record_event(s->rec, "node_lost", json_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
         ddp_error("%s", why);
-        if (s->round_live && ddp_layout_round_end(&s->round, s->round.attempt, ev->node, 1, why))
-            leader_remote_failed(s, 1, why);
-        leader_maybe_decide(s);
+        ae.kind = DDP_AE_NODE_LOST;
+        ae.status = 1;
+        ae.fresh = live && ddp_layout_round_end(&s->round, s->round.attempt, ev->node, 1, why);
+        ae.round_done = live && ddp_layout_round_done(&s->round);
+        agent_feed(s, &ae, why, NULL);
         break;
     case DDP_COORD_REPORT:
-        if (!s->round_live)
+        if (!live)
             break;
         if (ev->reason[0])
             snprintf(why, sizeof(why), "node %d failed (status %d): %s", ev->node, ev->status, ev->reason);
         else
             snprintf(why, sizeof(why), "node %d failed (status %d)", ev->node, ev->status);
-        if (ddp_layout_round_end(&s->round, ev->attempt, ev->node, ev->status, ev->reason) && ev->status != 0)
-            leader_remote_failed(s, ev->status, why);
-        leader_maybe_decide(s);
+        ae.kind = DDP_AE_NODE_REPORT;
+        ae.status = ev->status;
+        ae.fresh = ddp_layout_round_end(&s->round, ev->attempt, ev->node, ev->status, ev->reason);
+        ae.round_done = ddp_layout_round_done(&s->round);
+        agent_feed(s, &ae, why, NULL);
         break;
     default:
         break;
     }
 }
 
-/* Other nodes: this node's workers of the attempt all ended: tell node 0, then wait for its decision. */
-static void follower_finished(struct sup *s)
-{
-    int st = local_status(s);
-    int attempt = s->cur ? s->cur->plan.attempt : s->pol.attempt;
-    char why[600] = "";
-    if (st != 0 && !s->remote_stop) {
-        if (s->timeout_reason)
-            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, s->timeout_reason);
-        else if (s->root.set)
-            snprintf(why, sizeof(why), "%s: rank %d (local %d) %s %d%s%s", s->ctx->hostname, s->root.rank,
-                     s->root.local_rank, s->root.signo ? "died by signal" : "exited with code",
-                     s->root.signo ? s->root.signo : s->root.status, s->root.class_name ? ", " : "",
-                     s->root.class_name ? s->root.class_name : "");
-        if (s->pol.stop != DDP_STOP_SIGNAL)
-            print_summary(s, st);
-    }
-    if (s->coord)
-        ddp_coord_report(s->coord, attempt, st, why);
-    retire_current(s);
-    s->waiting = true;
-    if (s->coord_lost) {
-        finish(s, 1);
-    } else if (s->exit_after >= 0) {
-        finish(s, s->exit_after);
-    } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL) {
-        ddp_error("stopped by %s", ddp_report_signame(s->pol.stop_signo));
-        finish(s, 128 + s->pol.stop_signo);
-    }
-}
-
-static void follower_stop(struct sup *s)
-{
-    struct ddp_pevent_data ev = {.kind = DDP_PE_REMOTE_STOP};
-    if (!s->cur || s->pol.state != DDP_PS_RUNNING)
-        return;
-    s->remote_stop = true;
-    feed(s, &ev);
-}
-
 static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
 {
+    struct ddp_aevent_data ae = {0};
     switch (ev->kind) {
     case DDP_COORD_JOINED:
-        s->joined = true;
         s->coord_node = ev->node;
         ddp_info("node %d: joined node 0 (%s:%d)", ev->node, s->ctx->master_addr, s->ctx->coord_port);
+        ae.kind = DDP_AE_JOINED;
+        agent_feed(s, &ae, NULL, NULL);
         break;
     case DDP_COORD_START:
+        ae.kind = DDP_AE_START;
         if (s->cur) {
             ddp_warn("attempt %d: node 0 says start while attempt %d still runs here; ignored", ev->attempt,
                      s->cur->plan.attempt);
             break;
         }
-        if (ev->attempt > 0)
-            ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
-                     ev->attempt - 1, ev->attempt, ev->nproc, ev->nproc == 1 ? "" : "s", ev->world_size);
-        s->actx.node_rank = ev->group_rank;
-        s->actx.nnodes = ev->group_world_size;
-        s->actx.master_port = ev->master_port;
-        s->actx.rank_base = ev->rank_base;
-        s->actx.world_size = ev->world_size;
-        ddp_policy_init(&s->pol, s->spec, ev->nproc);
-        s->pol.attempt = ev->attempt;
-        s->waiting = false;
-        s->remote_stop = false;
-        clear_others(s);
-        ended_clear(&s->root);
-        ddp_info("attempt %d: starting %d worker%s (ranks %d-%d of %d)", ev->attempt, ev->nproc,
-                 ev->nproc == 1 ? "" : "s", ev->rank_base, ev->rank_base + ev->nproc - 1, ev->world_size);
-        if (start_attempt(s, ev->attempt, ev->nproc) < 0) {
-            ddp_error("attempt %d: %s", ev->attempt, s->err->msg);
-            ddp_coord_report(s->coord, ev->attempt, 1, s->err->msg);
-            s->waiting = true;
-        }
+        agent_feed(s, &ae, NULL, ev);
         break;
     case DDP_COORD_STOP:
-        if (s->cur && s->cur->plan.attempt == ev->attempt && s->pol.state == DDP_PS_RUNNING) {
+        if (!s->cur || s->cur->plan.attempt != ev->attempt)
+            break; /* an earlier attempt's: this one was not stopped */
+        if (s->pol.state == DDP_PS_RUNNING)
             ddp_warn("attempt %d: node 0 says stop (%s); stopping the workers", ev->attempt, ev->reason);
-            follower_stop(s);
-        }
+        ae.kind = DDP_AE_STOP;
+        agent_feed(s, &ae, NULL, NULL);
         break;
     case DDP_COORD_EXIT:
-        if (s->cur) {
-            s->exit_after = ev->status;
-            follower_stop(s);
-        } else {
-            finish(s, ev->status);
-        }
+        ae.kind = DDP_AE_EXIT;
+        ae.status = ev->status;
+        agent_feed(s, &ae, NULL, NULL);
         break;
     case DDP_COORD_LOST:
-        if (s->joined)
+        if (s->agent.state != DDP_AS_JOINING)
             ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
         else if (s->ctx->coord_node > 0)
             ddp_error("node %d cannot join node 0: %s", s->ctx->coord_node, ev->reason);
         else
             ddp_error("%s cannot join node 0: %s", s->ctx->hostname, ev->reason);
-        s->coord_lost = true;
-        if (s->cur)
-            follower_stop(s);
-        else
-            finish(s, 1);
+        ae.kind = DDP_AE_COORD_LOST;
+        agent_feed(s, &ae, NULL, NULL);
         break;
     default:
         break;
@@ -2082,15 +2112,17 @@ static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void
 /* The workers of this node's part of the attempt all ended. */
 static void multi_all_finished(struct sup *s)
 {
+    struct ddp_aevent_data ae = {.kind = DDP_AE_LOCAL_DONE};
     if (s->leader) {
         int st = local_status(s);
-        s->local_done = true;
-        if (s->round_live)
+        if (ddp_agent_round_live(&s->agent)) {
             ddp_layout_round_end(&s->round, s->round.attempt, 0, st, st ? "node 0's workers failed" : "");
-        leader_maybe_decide(s);
-    } else {
-        follower_finished(s);
+            ae.round_done = ddp_layout_round_done(&s->round);
+        }
+    } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL) {
+        ae.signo = s->pol.stop_signo;
     }
+    agent_feed(s, &ae, NULL, NULL);
 }
 
 /* Start listening (node 0) or joining (others); node 0 starts attempt 0 once every node joined. */
@@ -2111,7 +2143,7 @@ static int multi_begin(struct sup *s)
         .join_timeout_ms = ctx->join_timeout_ms,
     };
     int rc;
-    s->waiting = true;
+    ddp_agent_init(&s->agent, s->leader ? DDP_AR_LEADER : DDP_AR_FOLLOWER);
     s->coord_node = ctx->coord_node;
     if (s->leader) {
         s->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->nodes));
@@ -2163,7 +2195,6 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     s->ctx = ctx;
     s->actx = *ctx;
     s->spec = ctx->spec;
-    s->exit_after = -1;
     s->multi = ctx->nnodes > 1 && ctx->coord_secret;
     s->leader = s->multi && ctx->coord_node == 0;
     s->self_exe = self_exe;

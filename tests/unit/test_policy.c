@@ -58,6 +58,7 @@ static const struct cell cells[] = {
     {DDP_PS_RUNNING, DDP_PE_GRACE_EXPIRED, DDP_PS_RUNNING, DDP_ACT_KILL_ALL},
     {DDP_PS_RUNNING, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, 0},
     {DDP_PS_RUNNING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
+    {DDP_PS_RUNNING, DDP_PE_NODE_FAILED, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
     {DDP_PS_STOPPING, DDP_PE_WORKER_OK, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_WORKER_FAILED, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_TIMEOUT, DDP_PS_STOPPING, 0},
@@ -66,6 +67,7 @@ static const struct cell cells[] = {
     {DDP_PS_STOPPING, DDP_PE_GRACE_EXPIRED, DDP_PS_STOPPING, DDP_ACT_KILL_ALL},
     {DDP_PS_STOPPING, DDP_PE_BACKOFF_DONE, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, 0},
+    {DDP_PS_STOPPING, DDP_PE_NODE_FAILED, DDP_PS_STOPPING, 0},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_OK, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_FAILED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_TIMEOUT, DDP_PS_BACKOFF, 0},
@@ -74,6 +76,7 @@ static const struct cell cells[] = {
     {DDP_PS_BACKOFF, DDP_PE_GRACE_EXPIRED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, DDP_ACT_START},
     {DDP_PS_BACKOFF, DDP_PE_REMOTE_STOP, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_NODE_FAILED, DDP_PS_BACKOFF, 0},
 };
 
 Test(policy, every_state_and_event)
@@ -130,6 +133,30 @@ Test(policy, remote_stop_is_not_a_local_failure)
     struct ddp_pevent_data f = ev(DDP_PE_WORKER_FAILED); /* a worker dying of the SIGTERM changes nothing */
     cr_expect_eq(ddp_policy_step(&p, &f).flags, 0u);
     cr_expect_eq(p.stop, DDP_STOP_REMOTE);
+}
+
+/* Node 0: another node failed (its status) or timed out (124): the attempt stops as after a failure or a timeout
+ * here, and the node's status is the root cause's. */
+Test(policy, node_failed_is_a_failure_or_a_timeout)
+{
+    struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data n = {.kind = DDP_PE_NODE_FAILED, .status = 7};
+    cr_expect_eq(ddp_policy_step(&p, &n).flags, (unsigned)(DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE));
+    cr_expect_eq(p.stop, DDP_STOP_FAILURE);
+    cr_expect_eq(p.stop_status, 7);
+    cr_expect(!p.stop_fatal);
+    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 7);
+    ddp_policy_init(&p, &s, 4);
+    n.status = 124;
+    ddp_policy_step(&p, &n);
+    cr_expect_eq(p.stop, DDP_STOP_TIMEOUT);
+    a = ddp_policy_step(&p, &fin);
+    cr_expect_eq(a.exit_status, 124);
 }
 
 Test(policy, failure_without_restarts_exits_with_root_cause_code)
