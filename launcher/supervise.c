@@ -656,7 +656,16 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
         s->root.attempt == r->plan.attempt) {
         /* the root cause was recorded at a timeout while it ran: now we know how it ended */
         char *reason = s->root.reason ? ddp_xstrdup(s->root.reason) : NULL;
+        /* a hang culprit stays one (the capture may end on its whole stack, before it exits) */
+        bool culprit = s->root.class_name && strcmp(s->root.class_name, ddp_class_name(DDP_CLASS_HANG)) == 0;
+        char *hint = culprit && s->root.hint ? ddp_xstrdup(s->root.hint) : NULL;
         record_ended(s, &s->root, k, reason);
+        if (culprit) {
+            free(s->root.class_name);
+            free(s->root.hint);
+            s->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
+            s->root.hint = hint;
+        }
         free(reason);
     }
     close_handle(k, (uv_handle_t *)p);
