@@ -1,5 +1,6 @@
 /* supervise: see supervise.h. One libuv loop; the loop callbacks turn what happened into policy events
- * (policy.h) and carry out the actions the policy returns. */
+ * (policy.h) and carry out the actions the policy returns. Several nodes: nodes.c (the node agent); hang
+ * verdicts: hang.c. */
 #include "supervise.h"
 
 #include <errno.h>
@@ -12,162 +13,25 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <uv.h>
 
-#include "agent.h"
-#include "classify.h"
-#include "coord.h"
+#include "cgroup.h"
 #include "hang.h"
-#include "jobs.h"
 #include "logdir.h"
-#include "output.h"
-#include "policy.h"
-#include "record.h"
+#include "nodes.h"
 #include "report.h"
 #include "rundir.h"
-#include "shim.h"
-#include "cgroup.h"
-#include "timer.h"
+#include "supervise_internal.h"
 
 /* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
 #define PIPE_SIZE (256 * 1024)
 
-struct sup;
-struct run;
-
-/* One worker of one attempt, while it runs. */
-struct wrk {
-    struct run *run;
-    const struct ddp_worker *w;
-    uv_process_t proc;
-    uv_pipe_t out, err, rep;
-    struct ddp_stream s_out, s_err;
-    char rep_buf[sizeof(struct ddp_shim_record)];
-    size_t rep_len;
-    bool spawned, exited, out_eof, err_eof, rep_eof, finished;
-    bool failure_fed; /* its program's failure reached the policy before the shim exited (DDP_SHIM_EXITED) */
-    int status;   /* exit code, or 128+N */
-    int signo;    /* death by signal, or 0 */
-    int pid;      /* the program's pid (from the shim), else the shim's */
-    int pgid;     /* the group to signal (the shim's pid), 0 = none */
-    long long start_ms, end_ms;
-    time_t end_wall;
-    bool exec_failed, bind_failed;
-    int exec_err;
-    char *bind_msg;
-    /* hang detection */
-    char *hb_path;
-    struct timespec hb_mtime;
-    long long last_progress_ms; /* monotonic time of the last sign of progress */
-    bool alive;                 /* showed life (heartbeat touched or a line of output) */
-    enum ddp_class cls;         /* first recognised line's class */
-    char *cls_line;
-    int time_fd; /* attempt_N/RANK/timed.log (both streams write to it), or -1 */
-    /* hang forensics */
-    bool abort_sent;        /* in the stack capture (SIGABRT sent, or a timeout reporter waited for): its end is
-                               not a failure of its own */
-    bool reported_timeout;  /* it printed a collective timeout */
-    struct ddp_hang_timeout tmo; /* what those lines said (tmo.waiting: it waited inside a collective) */
-    struct ddp_buf dump;    /* stderr lines after the SIGABRT: the stack dump */
-    bool dump_done;         /* its fault handler printed its last line ("Extension modules: ...") */
-};
-
-/* One attempt: the plan and its running workers. Freed once every handle of it is closed. */
-struct run {
-    struct sup *sup;
-    struct ddp_attempt plan;
-    struct wrk *w;
-    size_t nw;
-    size_t nexited, nfinished;
-    int open_handles;
-    bool retired;
-    long long start_ms;
-    char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
-};
-
-/* What the summary needs from a failed worker, kept after its attempt is freed. */
-struct ended {
-    int rank, local_rank, pid, status, signo, attempt;
-    time_t when;
-    char *error_file, *class_name, *class_line, *hint, *reason;
-    struct ddp_strv tail;
-    bool set;
-    bool exited; /* false: recorded while it still ran (a timeout); updated when it exits */
-};
-
-struct sup {
-    uv_loop_t loop;
-    const struct ddp_plan_ctx *ctx;
-    const struct ddp_spec *spec;
-    const char *self_exe;
-    struct ddp_policy pol;
-    char *cgroup_base; /* where attempt cgroups go (cgroup.h), or NULL */
-    struct run *cur;
-    struct ddp_output out;
-    char readbuf[64 * 1024];
-    uv_signal_t sigs[16];
-    int nsigs;
-    uv_timer_t grace, backoff, watch, wall, force, unblock;
-    bool grace_armed;
-    bool paused; /* the console is full: worker pipes are not read until it drains (back-pressure) */
-    struct ddp_paction pending; /* START waiting for the backoff timer */
-    int exit_status;
-    bool done;
-    int *exclude;
-    size_t nexclude;
-    long long last_output_ms; /* any rank, for heartbeat = output */
-    bool any_output;
-    char *timeout_reason;     /* why the current attempt is being stopped for a timeout */
-    enum ddp_class timeout_class;
-    struct ended root;        /* root cause of the attempt being stopped / last failed attempt */
-    struct ended *others;
-    size_t nothers;
-    struct ddp_err *err;
-    bool launcher_failed;
-    struct ddp_timer_server *timer; /* torch FileTimerServer, when [timeout] timer_file */
-    /* several nodes (ctx->nnodes > 1): see "several nodes" below */
-    struct ddp_plan_ctx actx;       /* ctx with this attempt's group rank, node count and port */
-    bool multi, leader;
-    struct ddp_coord *coord;
-    struct ddp_agent agent;         /* the node agent's state (agent.h): joining, running, draining, ... */
-    struct ddp_layout_node *nodes;  /* node 0: every node by node rank: joined, its own worker count, host */
-    char **hosts;                   /* node 0: the host names nodes[].host points to */
-    int coord_node;                 /* this node's rank on the control channel (others: given at join) */
-    struct ddp_layout_round round;  /* node 0: how the current attempt ends across the nodes (live: agent.h) */
-    uv_timer_t join;
-    bool handles_closed;
-    const char *stop_why;           /* node 0: why the attempt stops, for STOP (during one feed) */
-    /* run records (log_dir): events.jsonl and summary.json */
-    struct ddp_record *rec;
-    long long job_start_ms;
-    char job_start_iso[32];
-    int nattempts;
-    bool records_written;
-    /* hang forensics: stacks captured before a timed-out attempt is stopped */
-    uv_timer_t capture;
-    bool capturing;
-    bool capture_armed; /* the SIGABRTs are sent (after SETTLE_MS when a rank reported a collective timeout) */
-    long long capture_start_ms;
-    json_t *hang;     /* the last verdict (summary.json "hang"), or NULL */
-    struct ddp_jobs *ps; /* this job in `ddplaunch ps`, or NULL */
-    uv_timer_t joinlog;  /* node 0: progress while waiting for nodes to join */
-    long long join_start_ms;
-    char *hang_text;  /* the same for the console summary, or NULL */
-};
-
 static void apply(struct sup *s, const struct ddp_paction *a);
-static void feed(struct sup *s, const struct ddp_pevent_data *ev);
-static void multi_all_finished(struct sup *s);
-struct ddp_aevent_data;
-static int agent_feed(struct sup *s, const struct ddp_aevent_data *ev, const char *why,
-                      const struct ddp_coord_event *cev);
-static void finish(struct sup *s, int status);
 static void capture_maybe_end(struct sup *s);
 static void capture_end(struct sup *s);
 
 /* ---------------------------------------------------------------- small helpers */
 
-static void ended_clear(struct ended *e)
+void ddp_sup_ended_clear(struct ended *e)
 {
     free(e->error_file);
     free(e->class_name);
@@ -178,10 +42,10 @@ static void ended_clear(struct ended *e)
     memset(e, 0, sizeof(*e));
 }
 
-static void clear_others(struct sup *s)
+void ddp_sup_clear_others(struct sup *s)
 {
     for (size_t i = 0; i < s->nothers; i++)
-        ended_clear(&s->others[i]);
+        ddp_sup_ended_clear(&s->others[i]);
     free(s->others);
     s->others = NULL;
     s->nothers = 0;
@@ -352,7 +216,7 @@ static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, co
 {
     const char *ef = worker_env(k->w, "TORCHELASTIC_ERROR_FILE");
     enum ddp_class c;
-    ended_clear(e);
+    ddp_sup_ended_clear(e);
     e->set = true;
     e->rank = k->w->rank;
     e->local_rank = k->w->local_rank;
@@ -503,9 +367,9 @@ static void check_finished(struct sup *s, struct wrk *k)
         uv_timer_stop(&s->wall);
         s->grace_armed = false;
         if (s->multi)
-            multi_all_finished(s);
+            ddp_nodes_all_finished(s);
         else
-            feed(s, &ev);
+            ddp_sup_feed(s, &ev);
     }
 }
 
@@ -524,7 +388,7 @@ static void program_exited(struct sup *s, struct wrk *k, int status, int signo)
     k->end_wall = time(NULL);
     k->failure_fed = true;
     drain_output(s, k);
-    clear_others(s);
+    ddp_sup_clear_others(s);
     record_ended(s, &s->root, k, NULL);
     if (signo)
         ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers", r->plan.attempt,
@@ -533,7 +397,7 @@ static void program_exited(struct sup *s, struct wrk *k, int status, int signo)
         ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other workers",
                   r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, status);
     struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = status};
-    feed(s, &ev);
+    ddp_sup_feed(s, &ev);
 }
 
 static void handle_record(struct sup *s, struct wrk *k, const struct ddp_shim_record *rec)
@@ -684,7 +548,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
             ev.status = k->status;
             ev.fatal = k->exec_failed || k->bind_failed;
             if (before == DDP_PS_RUNNING) {
-                clear_others(s);
+                ddp_sup_clear_others(s);
                 record_ended(s, &s->root, k, NULL);
                 if (k->signo)
                     ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers",
@@ -703,7 +567,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
             }
         }
         if (feed_it)
-            feed(s, &ev);
+            ddp_sup_feed(s, &ev);
         if (r->nexited == r->nw && r->nfinished < r->nw && !s->grace_armed && s->pol.state == DDP_PS_RUNNING) {
             s->grace_armed = true;
             uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
@@ -761,11 +625,11 @@ static void on_line(void *arg, int which, const char *line, size_t len)
         s->timeout_reason = ddp_xasprintf("rank %d reported a collective timeout (%s)", k->w->rank,
                                           ddp_class_name(c));
         s->timeout_class = c;
-        clear_others(s);
+        ddp_sup_clear_others(s);
         record_ended(s, &s->root, k, s->timeout_reason);
         rec_timeout(s, c, k, s->timeout_reason);
         ddp_error("attempt %d: %s; stopping the workers", k->run->plan.attempt, s->timeout_reason);
-        feed(s, &ev);
+        ddp_sup_feed(s, &ev);
     }
 }
 
@@ -1011,7 +875,7 @@ static long long watch_period(const struct ddp_spec *sp)
 }
 
 /* Build and start attempt `attempt` with nproc workers. 0 or negative errno with s->err. */
-static int start_attempt(struct sup *s, int attempt, int nproc)
+int ddp_sup_start_attempt(struct sup *s, int attempt, int nproc)
 {
     struct run *r = ddp_xcalloc(1, sizeof(*r));
     int rc;
@@ -1069,13 +933,13 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
             }
             struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = 1, .fatal = true};
             if (s->pol.state == DDP_PS_RUNNING)
-                feed(s, &ev);
+                ddp_sup_feed(s, &ev);
             if (r->nfinished == r->nw && s->cur == r) {
                 struct ddp_pevent_data all = {.kind = DDP_PE_ALL_FINISHED};
                 if (s->multi)
-                    multi_all_finished(s);
+                    ddp_nodes_all_finished(s);
                 else
-                    feed(s, &all);
+                    ddp_sup_feed(s, &all);
             }
             return 0;
         }
@@ -1111,14 +975,14 @@ static void timeout_now(struct sup *s, enum ddp_class c, struct wrk *k, char *re
     free(s->timeout_reason);
     s->timeout_reason = reason;
     s->timeout_class = c;
-    clear_others(s);
+    ddp_sup_clear_others(s);
     rec_timeout(s, c, k, reason);
     if (k)
         record_ended(s, &s->root, k, reason);
     else
-        ended_clear(&s->root);
+        ddp_sup_ended_clear(&s->root);
     ddp_error("attempt %d: %s; stopping the workers", s->cur->plan.attempt, reason);
-    feed(s, &ev);
+    ddp_sup_feed(s, &ev);
 }
 
 static void exclude_gpu(struct sup *s, int gpu)
@@ -1225,7 +1089,7 @@ static void on_grace(uv_timer_t *t)
     struct sup *s = t->data;
     struct ddp_pevent_data ev = {.kind = DDP_PE_GRACE_EXPIRED};
     s->grace_armed = false;
-    feed(s, &ev);
+    ddp_sup_feed(s, &ev);
 }
 
 /* After SIGKILL, a process outside the groups may still hold a pipe: give up on those pipes. */
@@ -1266,7 +1130,7 @@ static void on_backoff(uv_timer_t *t)
 {
     struct sup *s = t->data;
     struct ddp_pevent_data ev = {.kind = DDP_PE_BACKOFF_DONE};
-    feed(s, &ev);
+    ddp_sup_feed(s, &ev);
 }
 
 static void on_signal(uv_signal_t *h, int signo)
@@ -1274,14 +1138,13 @@ static void on_signal(uv_signal_t *h, int signo)
     struct sup *s = h->data;
     struct ddp_pevent_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
     if (s->multi) {
-        struct ddp_aevent_data ae = {.kind = DDP_AE_SIGNAL, .signo = signo};
-        agent_feed(s, &ae, NULL, NULL); /* to the policy while an attempt is under way or decided */
+        ddp_nodes_signal(s, signo); /* to the policy while an attempt is under way or decided */
         return;
     }
-    feed(s, &ev);
+    ddp_sup_feed(s, &ev);
 }
 
-static void retire_current(struct sup *s)
+void ddp_sup_retire(struct sup *s)
 {
     struct run *r = s->cur;
     if (!r)
@@ -1292,7 +1155,7 @@ static void retire_current(struct sup *s)
         run_free(r);
 }
 
-static void close_loop_handles(struct sup *s)
+void ddp_sup_close(struct sup *s)
 {
     if (s->handles_closed)
         return;
@@ -1318,7 +1181,7 @@ static void close_loop_handles(struct sup *s)
     s->timer = NULL;
 }
 
-static void feed(struct sup *s, const struct ddp_pevent_data *ev)
+void ddp_sup_feed(struct sup *s, const struct ddp_pevent_data *ev)
 {
     enum ddp_pstate before = s->pol.state;
     struct ddp_paction a = ddp_policy_step(&s->pol, ev);
@@ -1365,7 +1228,7 @@ static struct ddp_report_entry entry_of(const struct sup *s, const struct ended 
         .tail = (const char *const *)e->tail.v, .ntail = e->tail.n, .running = !e->exited};
 }
 
-static void print_summary(struct sup *s, int status)
+void ddp_sup_print_summary(struct sup *s, int status)
 {
     struct ddp_report_entry root;
     struct ddp_report_entry *others;
@@ -1387,7 +1250,7 @@ static void print_summary(struct sup *s, int status)
 }
 
 /* job_end in events.jsonl and summary.json: what the console summary says, machine-readable. */
-static void write_records(struct sup *s, int status)
+void ddp_sup_write_records(struct sup *s, int status)
 {
     const char *result;
     json_t *others, *sum;
@@ -1723,22 +1586,19 @@ static void apply(struct sup *s, const struct ddp_paction *a)
             ddp_warn("attempt %d: %s; %s", attempt, s->timeout_reason, a->why);
         else
             ddp_warn("attempt %d: %s", attempt, a->why);
-        retire_current(s);
+        ddp_sup_retire(s);
         s->pending = *a;
         uv_timer_start(&s->backoff, on_backoff, (uint64_t)(a->delay_ms > 0 ? a->delay_ms : 0), 0);
     }
     if (a->flags & DDP_ACT_START) {
         ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
-        struct ddp_aevent_data st = {.kind = DDP_AE_START}, failed = {.kind = DDP_AE_START_FAILED};
-        /* node 0: the agent lays the attempt out over the nodes (policy.h's attempt and size) */
-        if ((s->leader ? agent_feed(s, &st, NULL, NULL) : start_attempt(s, a->attempt, a->nproc)) < 0) {
+        /* node 0: nodes.c lays the attempt out over the nodes (the policy's attempt and size) */
+        if ((s->leader ? ddp_nodes_start(s) : ddp_sup_start_attempt(s, a->attempt, a->nproc)) < 0) {
             ddp_error("attempt %d: %s", a->attempt, s->err->msg);
-            if (s->leader)
-                ddp_agent_step(&s->agent, &failed);
             s->launcher_failed = true;
             s->exit_status = 1;
             s->done = true;
-            close_loop_handles(s);
+            ddp_sup_close(s);
         }
     }
     if (a->flags & DDP_ACT_EXIT) {
@@ -1751,432 +1611,18 @@ static void apply(struct sup *s, const struct ddp_paction *a)
         if (s->pol.stop == DDP_STOP_SIGNAL)
             ddp_error("stopped by %s", ddp_report_signame(s->pol.stop_signo));
         else if (status != 0)
-            print_summary(s, status);
+            ddp_sup_print_summary(s, status);
         ddp_record_event(s->rec, "decision",
                          json_pack("{s:i, s:s, s:i, s:s}", "attempt", attempt, "action", "exit", "exit_status",
                                    status, "why", a->why));
-        write_records(s, status);
-        retire_current(s);
-        if (s->leader) {
-            struct ddp_aevent_data ex = {.kind = DDP_AE_EXIT, .status = status};
-            ddp_agent_step(&s->agent, &ex); /* DONE; carried out here, EXIT goes to every node on close */
-        }
+        ddp_sup_write_records(s, status);
+        ddp_sup_retire(s);
+        if (s->leader)
+            ddp_nodes_exit(s, status); /* EXIT goes to every node when the channel closes */
         s->exit_status = status;
         s->done = true;
-        close_loop_handles(s);
+        ddp_sup_close(s);
     }
-}
-
-/* ---------------------------------------------------------------- several nodes
- * nnodes > 1: node 0 (the leader) runs the policy for the whole job. It waits until every node joined, then for
- * each attempt lays the ranks out over the nodes that are up, sends START and starts its own workers. A failure
- * or timeout anywhere (its own workers, a node's REPORT, a lost node) is fed to its policy as one event and
- * STOP goes to every node; once every node reported the attempt's end, the policy's decision (restart,
- * downsize, exit) is carried out everywhere: START with the next attempt number, or EXIT. The other nodes decide
- * nothing: they start workers on START, stop them on STOP, report how each attempt ended, exit on EXIT, and
- * stop everything and exit 1 when node 0 is lost. */
-
-
-static void finish(struct sup *s, int status)
-{
-    write_records(s, status);
-    retire_current(s);
-    s->exit_status = status;
-    s->done = true;
-    close_loop_handles(s);
-}
-
-/* How this node's part of the attempt ended, as a status for REPORT (0 = every worker succeeded). */
-static int local_status(const struct sup *s)
-{
-    if (s->pol.state == DDP_PS_RUNNING || s->pol.state == DDP_PS_DONE)
-        return s->pol.state == DDP_PS_DONE ? s->exit_status : 0;
-    switch (s->pol.stop) {
-    case DDP_STOP_SIGNAL:
-        return 128 + s->pol.stop_signo;
-    case DDP_STOP_TIMEOUT:
-        return 124;
-    case DDP_STOP_FAILURE:
-        return s->pol.stop_status ? s->pol.stop_status : 1;
-    case DDP_STOP_REMOTE: /* node 0 stopped it: not this node's failure, but not a success either */
-        return 1;
-    case DDP_STOP_NONE:
-        break;
-    }
-    return 0;
-}
-
-static int leader_start(struct sup *s, int attempt, int nproc)
-{
-    int n = s->ctx->nnodes, world = 0, k, nup = 0;
-    struct ddp_layout_assign *as = ddp_xcalloc((size_t)n, sizeof(*as));
-    struct ddp_layout_node *now = ddp_xcalloc((size_t)n, sizeof(*now));
-    for (int i = 0; i < n; i++) {
-        now[i] = s->nodes[i];
-        now[i].nproc = i == 0 ? nproc : ddp_layout_scale(s->nodes[i].nproc, s->ctx->nproc, nproc);
-        nup += now[i].up;
-    }
-    k = ddp_layout_nodes(n, now, s->ctx->coord_dynamic, s->ctx->min_nnodes, as, &world);
-    if (k < 0) {
-        free(as);
-        free(now);
-        return ddp_errf(s->err, -ENODEV, "only %d node%s up, the job needs at least %d (nnodes): giving up", nup,
-                        nup == 1 ? "" : "s", s->ctx->min_nnodes);
-    }
-    for (int g = 0; g < k; g++)
-        for (int i = 0; i < n; i++)
-            if (as[i].nproc > 0 && as[i].group_rank == g)
-                ddp_info("attempt %d: group rank %d = node %d (%s): %d worker%s, ranks %d-%d of %d", attempt, g, i,
-                         now[i].host && *now[i].host ? now[i].host : "?", as[i].nproc, as[i].nproc == 1 ? "" : "s",
-                         as[i].rank_base, as[i].rank_base + as[i].nproc - 1, world);
-    s->actx.node_rank = as[0].group_rank;
-    s->actx.nnodes = k;
-    s->actx.rank_base = as[0].rank_base;
-    s->actx.world_size = world;
-    ddp_layout_round_begin(&s->round, n, attempt, as);
-    ddp_coord_send_start(s->coord, attempt, world, k, s->actx.master_port, as);
-    free(as);
-    free(now);
-    if (k < n)
-        ddp_warn("attempt %d: on %d of %d nodes, world size %d", attempt, k, n, world);
-    return start_attempt(s, attempt, nproc);
-}
-
-/* Node 0: another node failed (or was lost) in the current attempt: the whole job stops. */
-static void leader_node_failed(struct sup *s, int status, const char *why, bool disarm_grace)
-{
-    struct ddp_pevent_data ev = {.kind = DDP_PE_NODE_FAILED, .status = status};
-    if (s->pol.state != DDP_PS_RUNNING)
-        return;
-    ddp_error("attempt %d: %s; stopping the workers on every node", s->round.attempt, why);
-    if (status == 124) {
-        free(s->timeout_reason);
-        s->timeout_reason = ddp_xstrdup(why);
-    }
-    s->stop_why = why;
-    feed(s, &ev);
-    s->stop_why = NULL;
-    if (disarm_grace) {
-        /* our own workers are already gone: nothing to wait for or kill here */
-        uv_timer_stop(&s->grace);
-        s->grace_armed = false;
-    }
-}
-
-/* Other nodes: tell node 0 how this node's part of the attempt ended (the workers all ended: LOCAL_DONE). */
-static void follower_report(struct sup *s)
-{
-    int st = local_status(s);
-    int attempt = s->cur ? s->cur->plan.attempt : s->pol.attempt;
-    char why[600] = "";
-    if (st != 0 && s->pol.stop != DDP_STOP_REMOTE) {
-        if (s->timeout_reason)
-            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, s->timeout_reason);
-        else if (s->root.set)
-            snprintf(why, sizeof(why), "%s: rank %d (local %d) %s %d%s%s", s->ctx->hostname, s->root.rank,
-                     s->root.local_rank, s->root.signo ? "died by signal" : "exited with code",
-                     s->root.signo ? s->root.signo : s->root.status, s->root.class_name ? ", " : "",
-                     s->root.class_name ? s->root.class_name : "");
-        if (s->pol.stop != DDP_STOP_SIGNAL)
-            print_summary(s, st);
-    }
-    if (s->coord)
-        ddp_coord_report(s->coord, attempt, st, why);
-    retire_current(s);
-}
-
-/* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
-static void follower_start(struct sup *s, const struct ddp_coord_event *cev)
-{
-    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
-    if (cev->attempt > 0)
-        ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
-                 cev->attempt - 1, cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size);
-    s->actx.node_rank = cev->group_rank;
-    s->actx.nnodes = cev->group_world_size;
-    s->actx.master_port = cev->master_port;
-    s->actx.rank_base = cev->rank_base;
-    s->actx.world_size = cev->world_size;
-    ddp_policy_init(&s->pol, s->spec, cev->nproc);
-    s->pol.attempt = cev->attempt;
-    clear_others(s);
-    ended_clear(&s->root);
-    ddp_info("attempt %d: starting %d worker%s (ranks %d-%d of %d)", cev->attempt, cev->nproc,
-             cev->nproc == 1 ? "" : "s", cev->rank_base, cev->rank_base + cev->nproc - 1, cev->world_size);
-    if (start_attempt(s, cev->attempt, cev->nproc) < 0) {
-        ddp_error("attempt %d: %s", cev->attempt, s->err->msg);
-        if (ddp_agent_step(&s->agent, &failed).flags & DDP_AA_REPORT)
-            ddp_coord_report(s->coord, cev->attempt, 1, s->err->msg);
-    }
-}
-
-/* Feed one event to the node agent's table (agent.h) and carry out its actions. why: for NODE_FAILED, the line
- * saying which node failed; cev: the control channel's event behind it (a follower's START), or NULL. Returns
- * the result of starting an attempt on node 0 (START), else 0. */
-static int agent_feed(struct sup *s, const struct ddp_aevent_data *ev, const char *why,
-                      const struct ddp_coord_event *cev)
-{
-    enum ddp_astate before = s->agent.state;
-    struct ddp_aaction a = ddp_agent_step(&s->agent, ev);
-    int rc = 0;
-    if (a.flags & DDP_AA_POLICY) {
-        struct ddp_pevent_data pe = {.kind = DDP_PE_SIGNAL, .signo = ev->signo};
-        feed(s, &pe);
-    }
-    if ((a.flags & DDP_AA_STOP_WORKERS) && s->cur) {
-        struct ddp_pevent_data pe = {.kind = DDP_PE_REMOTE_STOP};
-        feed(s, &pe); /* the policy stops only a RUNNING attempt: a stop already under way goes on */
-    }
-    if (a.flags & DDP_AA_NODE_FAILED)
-        leader_node_failed(s, a.status, why ? why : "", a.flags & DDP_AA_DISARM_GRACE);
-    if (a.flags & DDP_AA_REPORT)
-        follower_report(s);
-    if (a.flags & DDP_AA_DECIDE) {
-        struct ddp_pevent_data pe = {.kind = DDP_PE_ALL_FINISHED};
-        feed(s, &pe);
-    }
-    if (a.flags & DDP_AA_START) {
-        if (s->leader)
-            rc = leader_start(s, s->pol.attempt, s->pol.nproc);
-        else if (cev)
-            follower_start(s, cev);
-    }
-    if (a.flags & DDP_AA_EXIT) {
-        /* a signal ends the agent (not node 0's EXIT nor its loss, which win over a signal here) */
-        if (ev->kind == DDP_AE_SIGNAL ||
-            (ev->kind == DDP_AE_LOCAL_DONE && ev->signo > 0 && before != DDP_AS_EXITING && before != DDP_AS_LOST))
-            ddp_error("stopped by %s", ddp_report_signame(ev->signo));
-        finish(s, a.exit_status);
-    }
-    return rc;
-}
-
-/* Node 0: attempt 0 once the nodes joined (or enough of them at the join timeout). */
-static void leader_begin(struct sup *s, const struct ddp_aevent_data *ev)
-{
-    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
-    uv_timer_stop(&s->join);
-    if (agent_feed(s, ev, NULL, NULL) < 0) {
-        ddp_error("attempt 0: %s", s->err->msg);
-        s->launcher_failed = true;
-        ddp_agent_step(&s->agent, &failed);
-        finish(s, 1);
-    }
-}
-
-/* Node 0 waiting for the others: who is missing, elapsed, deadline, every 5 s. */
-static void on_join_progress(uv_timer_t *t)
-{
-    struct sup *s = t->data;
-    struct ddp_buf missing = {0};
-    int nup = 1 + ddp_coord_joined(s->coord);
-    if (s->agent.state != DDP_AS_JOINING || s->done || s->cur || nup >= s->ctx->nnodes) {
-        uv_timer_stop(&s->joinlog);
-        return;
-    }
-    for (int i = 1; s->nodes && i < s->ctx->nnodes; i++)
-        if (!s->nodes[i].up)
-            ddp_buf_printf(&missing, "%s%d", missing.len ? ", " : "", i);
-    ddp_info("node 0: waiting for %d more node%s to join (%d of %d up%s%s; %llds of %llds)", s->ctx->nnodes - nup,
-             s->ctx->nnodes - nup == 1 ? "" : "s", nup, s->ctx->nnodes, missing.len ? "; missing " : "",
-             missing.len ? missing.data : "", (ddp_now_ms() - s->join_start_ms + 500) / 1000,
-             s->ctx->join_timeout_ms / 1000);
-    ddp_buf_free(&missing);
-}
-
-static void on_join_timeout(uv_timer_t *t)
-{
-    struct sup *s = t->data;
-    int nup = 1 + ddp_coord_joined(s->coord);
-    struct ddp_aevent_data ev = {.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= s->ctx->min_nnodes};
-    if (s->agent.state != DDP_AS_JOINING || s->done)
-        return;
-    if (ev.all) {
-        ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, s->ctx->nnodes,
-                 s->ctx->join_timeout_ms / 1000);
-        leader_begin(s, &ev);
-        return;
-    }
-    ddp_errf(s->err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, s->ctx->nnodes,
-             s->ctx->join_timeout_ms / 1000);
-    ddp_error("%s; exit status 75 (EX_TEMPFAIL: retry)", s->err->msg);
-    uv_timer_stop(&s->joinlog);
-    agent_feed(s, &ev, NULL, NULL); /* exits 75: a refusal a scheduler should retry, not a launcher failure */
-}
-
-static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
-{
-    char why[700];
-    int n = s->ctx->nnodes;
-    struct ddp_aevent_data ae = {0};
-    bool live = ddp_agent_round_live(&s->agent);
-    switch (ev->kind) {
-    case DDP_COORD_JOINED:
-        if (ev->node <= 0 || ev->node >= n)
-            break;
-        free(s->hosts[ev->node]);
-        s->hosts[ev->node] = ddp_xstrdup(ev->host);
-        s->nodes[ev->node] = (struct ddp_layout_node){ true, ev->nproc, s->hosts[ev->node] };
-        ddp_record_event(s->rec, "node_join", json_pack("{s:i}", "node", ev->node));
-        ddp_info("node %d joined from %s with %d worker%s (%d of %d nodes up)%s", ev->node, ev->host, ev->nproc,
-                 ev->nproc == 1 ? "" : "s", 1 + ddp_coord_joined(s->coord), n,
-                 s->agent.state == DDP_AS_JOINING ? "" : "; it takes part from the next restart");
-        ae.kind = DDP_AE_JOINED;
-        ae.all = ddp_coord_joined(s->coord) == n - 1;
-        if (s->agent.state == DDP_AS_JOINING && ae.all)
-            leader_begin(s, &ae);
-        else
-            agent_feed(s, &ae, NULL, NULL);
-        break;
-    case DDP_COORD_LOST:
-        if (ev->node <= 0 || ev->node >= n)
-            break;
-        s->nodes[ev->node].up = false;
-        snprintf(why, sizeof(why), "node %d lost: %s", ev->node, ev->reason);
-        ddp_record_event(s->rec, "node_lost", json_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
-        ddp_error("%s", why);
-        ae.kind = DDP_AE_NODE_LOST;
-        ae.status = 1;
-        ae.fresh = live && ddp_layout_round_end(&s->round, s->round.attempt, ev->node, 1, why);
-        ae.round_done = live && ddp_layout_round_done(&s->round);
-        agent_feed(s, &ae, why, NULL);
-        break;
-    case DDP_COORD_REPORT:
-        if (!live)
-            break;
-        if (ev->reason[0])
-            snprintf(why, sizeof(why), "node %d failed (status %d): %s", ev->node, ev->status, ev->reason);
-        else
-            snprintf(why, sizeof(why), "node %d failed (status %d)", ev->node, ev->status);
-        ae.kind = DDP_AE_NODE_REPORT;
-        ae.status = ev->status;
-        ae.fresh = ddp_layout_round_end(&s->round, ev->attempt, ev->node, ev->status, ev->reason);
-        ae.round_done = ddp_layout_round_done(&s->round);
-        agent_feed(s, &ae, why, NULL);
-        break;
-    default:
-        break;
-    }
-}
-
-static void follower_event(struct sup *s, const struct ddp_coord_event *ev)
-{
-    struct ddp_aevent_data ae = {0};
-    switch (ev->kind) {
-    case DDP_COORD_JOINED:
-        s->coord_node = ev->node;
-        ddp_info("node %d: joined node 0 (%s:%d)", ev->node, s->ctx->master_addr, s->ctx->coord_port);
-        ae.kind = DDP_AE_JOINED;
-        agent_feed(s, &ae, NULL, NULL);
-        break;
-    case DDP_COORD_START:
-        ae.kind = DDP_AE_START;
-        if (s->cur) {
-            ddp_warn("attempt %d: node 0 says start while attempt %d still runs here; ignored", ev->attempt,
-                     s->cur->plan.attempt);
-            break;
-        }
-        agent_feed(s, &ae, NULL, ev);
-        break;
-    case DDP_COORD_STOP:
-        if (!s->cur || s->cur->plan.attempt != ev->attempt)
-            break; /* an earlier attempt's: this one was not stopped */
-        if (s->pol.state == DDP_PS_RUNNING)
-            ddp_warn("attempt %d: node 0 says stop (%s); stopping the workers", ev->attempt, ev->reason);
-        ae.kind = DDP_AE_STOP;
-        agent_feed(s, &ae, NULL, NULL);
-        break;
-    case DDP_COORD_EXIT:
-        ae.kind = DDP_AE_EXIT;
-        ae.status = ev->status;
-        agent_feed(s, &ae, NULL, NULL);
-        break;
-    case DDP_COORD_LOST:
-        if (s->agent.state != DDP_AS_JOINING)
-            ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
-        else if (s->ctx->coord_node > 0)
-            ddp_error("node %d cannot join node 0: %s", s->ctx->coord_node, ev->reason);
-        else
-            ddp_error("%s cannot join node 0: %s", s->ctx->hostname, ev->reason);
-        ae.kind = DDP_AE_COORD_LOST;
-        agent_feed(s, &ae, NULL, NULL);
-        break;
-    default:
-        break;
-    }
-}
-
-static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
-{
-    struct sup *s = data;
-    (void)c;
-    if (s->done)
-        return;
-    if (s->leader)
-        leader_event(s, ev);
-    else
-        follower_event(s, ev);
-}
-
-/* The workers of this node's part of the attempt all ended. */
-static void multi_all_finished(struct sup *s)
-{
-    struct ddp_aevent_data ae = {.kind = DDP_AE_LOCAL_DONE};
-    if (s->leader) {
-        int st = local_status(s);
-        if (ddp_agent_round_live(&s->agent)) {
-            ddp_layout_round_end(&s->round, s->round.attempt, 0, st, st ? "node 0's workers failed" : "");
-            ae.round_done = ddp_layout_round_done(&s->round);
-        }
-    } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL) {
-        ae.signo = s->pol.stop_signo;
-    }
-    agent_feed(s, &ae, NULL, NULL);
-}
-
-/* Start listening (node 0) or joining (others); node 0 starts attempt 0 once every node joined. */
-static int multi_begin(struct sup *s)
-{
-    const struct ddp_plan_ctx *ctx = s->ctx;
-    struct ddp_coord_config cfg = {
-        .node_rank = ctx->coord_node,
-        .nnodes = ctx->nnodes,
-        .addr = ctx->master_addr,
-        .port = ctx->coord_port,
-        .listen_fd = ctx->coord_listen_fd,
-        .secret = ctx->coord_secret,
-        .job = ctx->coord_job,
-        .nproc = ctx->nproc,
-        .host = ctx->hostname,
-        .lost_after_ms = ctx->lost_after_ms,
-        .join_timeout_ms = ctx->join_timeout_ms,
-    };
-    int rc;
-    ddp_agent_init(&s->agent, s->leader ? DDP_AR_LEADER : DDP_AR_FOLLOWER);
-    s->coord_node = ctx->coord_node;
-    if (s->leader) {
-        s->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->nodes));
-        s->hosts = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->hosts));
-        s->nodes[0] = (struct ddp_layout_node){ true, ctx->nproc, ctx->hostname };
-    }
-    rc = ddp_coord_start(&s->loop, &cfg, on_coord, s, &s->coord, s->err);
-    if (rc < 0) {
-        ddp_error("%s", s->err->msg);
-        return rc;
-    }
-    if (s->leader) {
-        ddp_info("node 0: waiting up to %llds for %d other node%s to join on control port %s:%d",
-                 ctx->join_timeout_ms / 1000, ctx->nnodes - 1, ctx->nnodes == 2 ? "" : "s", ctx->master_addr,
-                 ddp_coord_port(s->coord));
-        uv_timer_start(&s->join, on_join_timeout, (uint64_t)ctx->join_timeout_ms, 0);
-        s->join_start_ms = ddp_now_ms();
-        uv_timer_start(&s->joinlog, on_join_progress, 5000, 5000);
-    } else if (ctx->coord_node > 0) {
-        ddp_info("node %d: joining node 0 at %s:%d", ctx->coord_node, ctx->master_addr, ctx->coord_port);
-    } else {
-        ddp_info("joining the rendezvous at %s:%d", ctx->master_addr, ctx->coord_port);
-    }
-    return 0;
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -2257,19 +1703,19 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
         json_decref(st);
     }
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
-    rc = s->launcher_failed ? -1 : s->multi ? multi_begin(s) : start_attempt(s, 0, ctx->nproc);
+    rc = s->launcher_failed ? -1 : s->multi ? ddp_nodes_begin(s) : ddp_sup_start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
         if (!s->launcher_failed && !s->multi)
             ddp_error("%s", err->msg); /* multi_begin said it already */
         s->launcher_failed = true;
         s->exit_status = 1;
         s->done = true;
-        close_loop_handles(s);
+        ddp_sup_close(s);
     }
     uv_run(&s->loop, UV_RUN_DEFAULT);
     /* Anything still open (should be nothing): close and run once more so that memory is returned. */
     if (s->cur)
-        retire_current(s);
+        ddp_sup_retire(s);
     status = s->launcher_failed ? 1 : s->exit_status;
     if (s->launcher_failed)
         err->msg[0] = '\0'; /* said on stderr where it happened: the caller must not say it again */
@@ -2278,19 +1724,14 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     ddp_output_free(&s->out);
     ddp_record_close(s->rec);
     ddp_jobs_close(s->ps);
-    ended_clear(&s->root);
-    clear_others(s);
+    ddp_sup_ended_clear(&s->root);
+    ddp_sup_clear_others(s);
     free(s->exclude);
     free(s->cgroup_base);
     free(s->timeout_reason);
-    free(s->nodes);
-    for (int i = 0; s->hosts && i < ctx->nnodes; i++)
-        free(s->hosts[i]);
-    free(s->hosts);
+    ddp_nodes_free(s);
     json_decref(s->hang);
     free(s->hang_text);
-    if (s->round.state)
-        ddp_layout_round_free(&s->round);
     free(s);
     return status;
 }

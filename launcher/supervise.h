@@ -1,6 +1,7 @@
 /* supervise: runs one job on this node: starts the workers of each attempt through the exec shim on one libuv
  * loop, forwards their output and the launcher's signals, applies the restart/timeout policy, prints the summary.
- * It does not decide what to run (plan.c) nor what a decision should be (policy.c): it carries them out. */
+ * It does not decide what to run (plan.c) nor what a decision should be (policy.c; on several nodes agent.c,
+ * carried out by nodes.c): it carries them out. */
 #ifndef DDP_SUPERVISE_H
 #define DDP_SUPERVISE_H
 
