@@ -383,7 +383,7 @@ static void list_ranks(char *b, size_t cap, const struct ddp_hang_input *in, siz
     }
 }
 
-/* "rank 0 in all_reduce #3, rank 1 in broadcast #3" for the selected ranks. */
+/* "rank 0 in all_reduce #3 (at t.py:33 in <module>), rank 1 in broadcast #3" for the selected ranks. */
 static void list_places(char *b, size_t cap, const struct ddp_hang_input *in, size_t n, const bool *sel)
 {
     size_t len = 0;
@@ -396,6 +396,8 @@ static void list_places(char *b, size_t cap, const struct ddp_hang_input *in, si
                                 op[0] ? op : "a collective");
         if (len < cap && seq_of(&in[i]) >= 0)
             len += (size_t)snprintf(b + len, cap - len, " #%lld", seq_of(&in[i]));
+        if (len < cap && has_stack(&in[i]))
+            len += (size_t)snprintf(b + len, cap - len, " (at %.120s)", in[i].view->frame);
     }
 }
 

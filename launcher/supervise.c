@@ -1445,7 +1445,7 @@ static void capture_end(struct sup *s)
         if (k->tmo.waiting && k->tmo.seq >= 0)
             ddp_buf_printf(&d, " #%lld", k->tmo.seq);
         if (k->tmo.waiting)
-            ddp_buf_puts(&d, " (its timeout report)");
+            ddp_buf_puts(&d, " (it reported a timeout)");
         if (views[i].nframes)
             ddp_buf_printf(&d, "%sat %s", d.len ? ", " : "", views[i].frame);
         else

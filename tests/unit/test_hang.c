@@ -154,7 +154,8 @@ Test(hang, culprit_in_another_collective_and_ties)
     cr_expect(!c[0] && !c[1]);
     cr_expect(v.mismatch);
     cr_expect_eq(v.confidence, DDP_HANG_LOW);
-    cr_expect_str_eq(v.why, "collective mismatch: rank 0 in all_reduce, rank 1 in broadcast; no majority says which "
+    cr_expect_str_eq(v.why, "collective mismatch: rank 0 in all_reduce (at t.py:33 in <module>), rank 1 in broadcast "
+                            "(at t.py:31 in <module>); no majority says which "
                             "is wrong, so no culprit is named (the rank whose program took the other branch is; "
                             "compare the stacks)");
     /* 2 against 2: no strict majority either */
