@@ -214,6 +214,67 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+/* "--name", "--name=value" or "--name value" at argv[*i]; advances *i past a separate value. */
+static int parse_long(int argc, char **argv, int *i, struct ddp_cli *cli, struct ddp_err *err)
+{
+    const char *name = argv[*i] + 2;
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct flag *f = find_long(name, len);
+    if (!f) {
+        char *word = ddp_xstrndup(name, len);
+        for (char *p = word; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        const char *cands[NFLAGS + 1];
+        for (size_t k = 0; k < NFLAGS; k++)
+            cands[k] = flags[k].name;
+        cands[NFLAGS] = NULL;
+        const char *dym = ddp_did_you_mean(word, cands);
+        int rc = dym ? ddp_errf(err, -EINVAL, "unknown option '--%s' (did you mean '--%s'?)", word, dym)
+                     : ddp_errf(err, -EINVAL, "unknown option '--%s'", word);
+        free(word);
+        return rc;
+    }
+    const char *arg = NULL;
+    if (takes_arg(f)) {
+        if (eq)
+            arg = eq + 1;
+        else if (*i + 1 < argc)
+            arg = argv[++*i];
+        else
+            return ddp_errf(err, -EINVAL, "--%s: expected a value (%s)", f->name, f->arg);
+    } else if (eq) {
+        return ddp_errf(err, -EINVAL, "--%s takes no value, got '%s'", f->name, eq + 1);
+    }
+    char shown[64];
+    snprintf(shown, sizeof shown, "--%s", f->name);
+    return apply_flag(cli, f, shown, arg, err);
+}
+
+/* "-x", "-xVALUE" or "-x VALUE" at argv[*i]; advances *i past a separate value. */
+static int parse_short(int argc, char **argv, int *i, struct ddp_cli *cli, struct ddp_err *err)
+{
+    const char *a = argv[*i];
+    const struct flag *f = find_short(a[1]);
+    if (!f)
+        return ddp_errf(err, -EINVAL, "unknown option '-%c'", a[1]);
+    const char *arg = NULL;
+    if (takes_arg(f)) {
+        if (a[2])
+            arg = a + 2;
+        else if (*i + 1 < argc)
+            arg = argv[++*i];
+        else
+            return ddp_errf(err, -EINVAL, "-%c: expected a value (%s)", f->short_name, f->arg);
+    } else if (a[2]) {
+        return ddp_errf(err, -EINVAL, "-%c takes no value, got '%s'", f->short_name, a + 2);
+    }
+    char shown[8];
+    snprintf(shown, sizeof shown, "-%c", f->short_name);
+    return apply_flag(cli, f, shown, arg, err);
+}
+
 int ddp_cli_parse(int argc, char **argv, struct ddp_cli *cli, struct ddp_err *err)
 {
     memset(cli, 0, sizeof *cli);
@@ -241,61 +302,13 @@ int ddp_cli_parse(int argc, char **argv, struct ddp_cli *cli, struct ddp_err *er
             continue;
         }
         if (!options_done && a[0] == '-' && a[1] == '-' && a[2]) {
-            const char *name = a + 2;
-            const char *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            const struct flag *f = find_long(name, len);
-            if (!f) {
-                char *word = ddp_xstrndup(name, len);
-                for (char *p = word; *p; p++)
-                    if (*p == '_')
-                        *p = '-';
-                const char *cands[NFLAGS + 1];
-                for (size_t k = 0; k < NFLAGS; k++)
-                    cands[k] = flags[k].name;
-                cands[NFLAGS] = NULL;
-                const char *dym = ddp_did_you_mean(word, cands);
-                int rc = dym ? ddp_errf(err, -EINVAL, "unknown option '--%s' (did you mean '--%s'?)", word, dym)
-                             : ddp_errf(err, -EINVAL, "unknown option '--%s'", word);
-                free(word);
-                return rc;
-            }
-            const char *arg = NULL;
-            if (takes_arg(f)) {
-                if (eq)
-                    arg = eq + 1;
-                else if (i + 1 < argc)
-                    arg = argv[++i];
-                else
-                    return ddp_errf(err, -EINVAL, "--%s: expected a value (%s)", f->name, f->arg);
-            } else if (eq) {
-                return ddp_errf(err, -EINVAL, "--%s takes no value, got '%s'", f->name, eq + 1);
-            }
-            char shown[64];
-            snprintf(shown, sizeof shown, "--%s", f->name);
-            int rc = apply_flag(cli, f, shown, arg, err);
+            int rc = parse_long(argc, argv, &i, cli, err);
             if (rc < 0)
                 return rc;
             continue;
         }
         if (!options_done && a[0] == '-' && a[1] && a[1] != '-') {
-            const struct flag *f = find_short(a[1]);
-            if (!f)
-                return ddp_errf(err, -EINVAL, "unknown option '-%c'", a[1]);
-            const char *arg = NULL;
-            if (takes_arg(f)) {
-                if (a[2])
-                    arg = a + 2;
-                else if (i + 1 < argc)
-                    arg = argv[++i];
-                else
-                    return ddp_errf(err, -EINVAL, "-%c: expected a value (%s)", f->short_name, f->arg);
-            } else if (a[2]) {
-                return ddp_errf(err, -EINVAL, "-%c takes no value, got '%s'", f->short_name, a + 2);
-            }
-            char shown[8];
-            snprintf(shown, sizeof shown, "-%c", f->short_name);
-            int rc = apply_flag(cli, f, shown, arg, err);
+            int rc = parse_short(argc, argv, &i, cli, err);
             if (rc < 0)
                 return rc;
             continue;
