@@ -320,6 +320,72 @@ static void apply_placement(struct ddp_worker *w, const struct ddp_place_rank *p
         env_setf(env, "DDPLAUNCH_NUMA_NODE", "%d", pr->numa_node);
 }
 
+/* A worker's own settings (ranks, argv, directory, bindings, log routing and prefix), before its environment. */
+static void init_worker(const struct ddp_plan_ctx *ctx, const struct ddp_attempt *out, struct ddp_worker *w, int lr,
+                        int rank)
+{
+    const struct ddp_spec *s = ctx->spec;
+
+    w->local_rank = lr;
+    w->rank = rank;
+    w->gpu = -1;
+    w->numa_node = -1;
+    build_argv(ctx, &w->argv);
+    w->cwd = s->workdir ? ddp_xstrdup(s->workdir) : NULL;
+    w->mem_mode = s->numa_memory;
+    w->bind_strict = s->numa_strict;
+    if (out->dir)
+        w->log_dir = ddp_xasprintf("%s/%d", out->dir, lr);
+    w->std_redirect = ddp_spec_std_for_rank(s->redirects, lr);
+    w->std_tee = ddp_spec_std_for_rank(s->tee, lr);
+    w->console = s->local_ranks_filter.n == 0;
+    for (size_t i = 0; i < s->local_ranks_filter.n; i++)
+        if (atoi(s->local_ranks_filter.v[i]) == lr)
+            w->console = true;
+    for (int i = 0; i < 2; i++)
+        w->to_console[i] = w->console && !(w->std_redirect & ~w->std_tee & (1 << i));
+    w->prefix = prefix_for(s->log_line_prefix ? s->log_line_prefix : "", rank, lr, s->role, ctx->hostname);
+}
+
+/* [nccl] then [env]: explicit settings win over inherited values. */
+static int set_user_env(struct ddp_strv *env, const struct ddp_spec *s, struct ddp_err *err)
+{
+    const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; i < lists[l]->n; i++) {
+            const struct ddp_kv *kv = &lists[l]->v[i];
+            char *v = NULL;
+            int rc = expand(kv->value, env, kv, &v, err);
+            if (rc < 0)
+                return rc;
+            env_set(env, kv->key, v);
+            free(v);
+        }
+    return 0;
+}
+
+/* Hang forensics ([timeout] stacks): Python's fault handler prints every thread's stack when the
+ * supervisor sends SIGABRT to a hung rank; torch (2.x, NCCL) dumps its flight recorder on a collective
+ * timeout into the rank's log directory. Values the user set win. */
+static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s)
+{
+    struct ddp_strv *env = &w->envp;
+
+    w->python = uses_python(s) || argv0_is_python(&w->argv);
+    if (s->timeout_stacks && w->python) {
+        env_default(env, "PYTHONFAULTHANDLER", "1");
+        /* torch 2.11 names (TORCH_NCCL_TRACE_BUFFER_SIZE draws a deprecation warning there) */
+        if (ddp_strv_env_find(env, "TORCH_NCCL_TRACE_BUFFER_SIZE") < 0)
+            env_default(env, "TORCH_FR_BUFFER_SIZE", "2000");
+        env_default(env, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
+        if (w->log_dir && ddp_strv_env_find(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") < 0) {
+            char *fr = ddp_xasprintf("%s/flight_recorder_rank_", w->log_dir);
+            env_default(env, "TORCH_FR_DUMP_TEMP_FILE", fr);
+            free(fr);
+        }
+    }
+}
+
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,
                    struct ddp_attempt *out, struct ddp_err *err)
 {
@@ -362,25 +428,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         struct ddp_worker *w = &out->workers[lr];
         struct ddp_strv *env = &w->envp;
         int rank = (ctx->world_size > 0 ? ctx->rank_base : ctx->node_rank * nproc) + lr;
-        w->local_rank = lr;
-        w->rank = rank;
-        w->gpu = -1;
-        w->numa_node = -1;
-        build_argv(ctx, &w->argv);
-        w->cwd = s->workdir ? ddp_xstrdup(s->workdir) : NULL;
-        w->mem_mode = s->numa_memory;
-        w->bind_strict = s->numa_strict;
-        if (out->dir)
-            w->log_dir = ddp_xasprintf("%s/%d", out->dir, lr);
-        w->std_redirect = ddp_spec_std_for_rank(s->redirects, lr);
-        w->std_tee = ddp_spec_std_for_rank(s->tee, lr);
-        w->console = s->local_ranks_filter.n == 0;
-        for (size_t i = 0; i < s->local_ranks_filter.n; i++)
-            if (atoi(s->local_ranks_filter.v[i]) == lr)
-                w->console = true;
-        for (int i = 0; i < 2; i++)
-            w->to_console[i] = w->console && !(w->std_redirect & ~w->std_tee & (1 << i));
-        w->prefix = prefix_for(s->log_line_prefix ? s->log_line_prefix : "", rank, lr, s->role, ctx->hostname);
+        init_worker(ctx, out, w, lr, rank);
 
         for (char *const *e = ctx->base_env; e && *e; e++)
             if (strncmp(*e, "DDPLAUNCH_JOB_SECRET=", 21) != 0) /* the agents' secret, never the workers' */
@@ -396,37 +444,13 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         if (ctx->run_dir)
             env_setf(env, "DDPLAUNCH_HEARTBEAT_FILE", "%s/heartbeat.%d", ctx->run_dir, lr);
 
-        /* [nccl] then [env]: explicit settings win over inherited values. */
-        const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
-        for (size_t l = 0; l < 2; l++)
-            for (size_t i = 0; i < lists[l]->n; i++) {
-                const struct ddp_kv *kv = &lists[l]->v[i];
-                char *v = NULL;
-                rc = expand(kv->value, env, kv, &v, err);
-                if (rc < 0) {
-                    ddp_place_free(&place);
-                    ddp_attempt_free(out);
-                    return rc;
-                }
-                env_set(env, kv->key, v);
-                free(v);
-            }
-        /* Hang forensics ([timeout] stacks): Python's fault handler prints every thread's stack when the
-         * supervisor sends SIGABRT to a hung rank; torch (2.x, NCCL) dumps its flight recorder on a collective
-         * timeout into the rank's log directory. Values the user set win. */
-        w->python = uses_python(s) || argv0_is_python(&w->argv);
-        if (s->timeout_stacks && w->python) {
-            env_default(env, "PYTHONFAULTHANDLER", "1");
-            /* torch 2.11 names (TORCH_NCCL_TRACE_BUFFER_SIZE draws a deprecation warning there) */
-            if (ddp_strv_env_find(env, "TORCH_NCCL_TRACE_BUFFER_SIZE") < 0)
-                env_default(env, "TORCH_FR_BUFFER_SIZE", "2000");
-            env_default(env, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
-            if (w->log_dir && ddp_strv_env_find(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") < 0) {
-                char *fr = ddp_xasprintf("%s/flight_recorder_rank_", w->log_dir);
-                env_default(env, "TORCH_FR_DUMP_TEMP_FILE", fr);
-                free(fr);
-            }
+        rc = set_user_env(env, s, err);
+        if (rc < 0) {
+            ddp_place_free(&place);
+            ddp_attempt_free(out);
+            return rc;
         }
+        set_stacks_env(w, s);
     }
     if (ctx->topo)
         ddp_place_free(&place);
