@@ -75,6 +75,75 @@ static int fail(struct ddp_slurm *out, int rc)
     return rc;
 }
 
+/* Inside an srun step: one task per node, the step's nodes, this node's rank, node 0 as the master. Errors leave
+ * the caller to free *out. */
+static int detect_step(char *const *envp, struct ddp_slurm *out, const char *job_id, const char *step_id,
+                       const char *nodename, const char *list_var, const char *list, struct ddp_err *err)
+{
+    int rc;
+    int ntasks;
+    rc = env_int(envp, "SLURM_STEP_NUM_NODES", "SLURM_NNODES", 1, DDP_HOSTLIST_MAX_HOSTS, &out->nnodes, err);
+    if (rc == 0)
+        rc = env_int(envp, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", 1, 1 << 24, &ntasks, err);
+    if (rc == 0)
+        rc = env_int(envp, "SLURM_NODEID", NULL, 0, DDP_HOSTLIST_MAX_HOSTS - 1, &out->node_rank, err);
+    if (rc < 0)
+        return rc;
+    if (ntasks != out->nnodes) {
+        const char *tpn = ddp_env_get(envp, "SLURM_STEP_TASKS_PER_NODE");
+        return ddp_errf(err, -EINVAL,
+                        "Slurm step %s.%s runs %d tasks on %d nodes (tasks per node: %s); "
+                        "ddplaunch starts the workers itself and wants one task per node: "
+                        "srun --ntasks=%d --ntasks-per-node=1 ddplaunch ... (srun inherits "
+                        "sbatch's --ntasks, so give --ntasks too), or set [slurm] enabled = no",
+                        job_id, step_id, ntasks, out->nnodes, tpn ? tpn : "?", out->nnodes);
+    }
+    out->ntasks_per_node = 1;
+    if (out->hosts.n != (size_t)out->nnodes)
+        return ddp_errf(err, -EINVAL, "Slurm: %s='%s' names %zu hosts but the step has "
+                        "%d nodes", list_var, list, out->hosts.n, out->nnodes);
+    if (out->node_rank >= out->nnodes)
+        return ddp_errf(err, -EINVAL, "Slurm: SLURM_NODEID=%d, but the step has only %d "
+                        "nodes", out->node_rank, out->nnodes);
+    if (nodename && strcmp(nodename, out->hosts.v[out->node_rank]) != 0)
+        return ddp_errf(err, -EINVAL, "Slurm: SLURMD_NODENAME=%s, but node %d of %s "
+                        "(%s) is %s", nodename, out->node_rank, list_var, list,
+                        out->hosts.v[out->node_rank]);
+    out->master_addr = ddp_xstrdup(out->hosts.v[0]);
+    return 0;
+}
+
+/* The GPUs Slurm gave the step (or job), and whether CUDA_VISIBLE_DEVICES renumbers them from 0. Errors leave the
+ * caller to free *out. */
+static int detect_gpus(char *const *envp, struct ddp_slurm *out, struct ddp_err *err)
+{
+    const char *gpus = NULL, *gpus_var = "SLURM_STEP_GPUS";
+    if (out->is_step)
+        gpus = ddp_env_get(envp, "SLURM_STEP_GPUS");
+    if (!gpus) {
+        gpus_var = "SLURM_JOB_GPUS";
+        gpus = ddp_env_get(envp, gpus_var);
+    }
+    int ngpus = 0;
+    bool ident = false;
+    if (gpus && *gpus) {
+        if (!parse_index_list(gpus, &ngpus, &ident))
+            return ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected GPU indices like 0,1,2",
+                            gpus_var, gpus);
+        out->gpus = ddp_xstrdup(gpus);
+    }
+    const char *cvd = ddp_env_get(envp, "CUDA_VISIBLE_DEVICES");
+    if (cvd) {
+        out->cuda_visible = ddp_xstrdup(cvd);
+        int ncvd;
+        bool cvd_ident;
+        if (out->gpus && strcmp(cvd, out->gpus) != 0 && parse_index_list(cvd, &ncvd, &cvd_ident) && cvd_ident &&
+            ncvd == ngpus)
+            out->gpus_local = true;
+    }
+    return 0;
+}
+
 int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_slurm *out, struct ddp_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -120,35 +189,9 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
         return fail(out, ddp_errf(err, rc, "Slurm: %s: %s", list_var, herr.msg));
 
     if (out->is_step) {
-        int ntasks;
-        rc = env_int(envp, "SLURM_STEP_NUM_NODES", "SLURM_NNODES", 1, DDP_HOSTLIST_MAX_HOSTS, &out->nnodes, err);
-        if (rc == 0)
-            rc = env_int(envp, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", 1, 1 << 24, &ntasks, err);
-        if (rc == 0)
-            rc = env_int(envp, "SLURM_NODEID", NULL, 0, DDP_HOSTLIST_MAX_HOSTS - 1, &out->node_rank, err);
+        rc = detect_step(envp, out, job_id, step_id, nodename, list_var, list, err);
         if (rc < 0)
             return fail(out, rc);
-        if (ntasks != out->nnodes) {
-            const char *tpn = ddp_env_get(envp, "SLURM_STEP_TASKS_PER_NODE");
-            return fail(out, ddp_errf(err, -EINVAL,
-                                      "Slurm step %s.%s runs %d tasks on %d nodes (tasks per node: %s); "
-                                      "ddplaunch starts the workers itself and wants one task per node: "
-                                      "srun --ntasks=%d --ntasks-per-node=1 ddplaunch ... (srun inherits "
-                                      "sbatch's --ntasks, so give --ntasks too), or set [slurm] enabled = no",
-                                      job_id, step_id, ntasks, out->nnodes, tpn ? tpn : "?", out->nnodes));
-        }
-        out->ntasks_per_node = 1;
-        if (out->hosts.n != (size_t)out->nnodes)
-            return fail(out, ddp_errf(err, -EINVAL, "Slurm: %s='%s' names %zu hosts but the step has "
-                                      "%d nodes", list_var, list, out->hosts.n, out->nnodes));
-        if (out->node_rank >= out->nnodes)
-            return fail(out, ddp_errf(err, -EINVAL, "Slurm: SLURM_NODEID=%d, but the step has only %d "
-                                      "nodes", out->node_rank, out->nnodes));
-        if (nodename && strcmp(nodename, out->hosts.v[out->node_rank]) != 0)
-            return fail(out, ddp_errf(err, -EINVAL, "Slurm: SLURMD_NODENAME=%s, but node %d of %s "
-                                      "(%s) is %s", nodename, out->node_rank, list_var, list,
-                                      out->hosts.v[out->node_rank]));
-        out->master_addr = ddp_xstrdup(out->hosts.v[0]);
     } else {
         /* The batch (or salloc) shell: SLURM_PROCID/NODEID describe the shell, not ranks. */
         out->nnodes = 1;
@@ -161,30 +204,9 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
                 job_id, nodename ? nodename : "one", out->job_nnodes, list, out->job_nnodes);
     }
 
-    const char *gpus = NULL, *gpus_var = "SLURM_STEP_GPUS";
-    if (out->is_step)
-        gpus = ddp_env_get(envp, "SLURM_STEP_GPUS");
-    if (!gpus) {
-        gpus_var = "SLURM_JOB_GPUS";
-        gpus = ddp_env_get(envp, gpus_var);
-    }
-    int ngpus = 0;
-    bool ident = false;
-    if (gpus && *gpus) {
-        if (!parse_index_list(gpus, &ngpus, &ident))
-            return fail(out, ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected GPU indices like 0,1,2",
-                                      gpus_var, gpus));
-        out->gpus = ddp_xstrdup(gpus);
-    }
-    const char *cvd = ddp_env_get(envp, "CUDA_VISIBLE_DEVICES");
-    if (cvd) {
-        out->cuda_visible = ddp_xstrdup(cvd);
-        int ncvd;
-        bool cvd_ident;
-        if (out->gpus && strcmp(cvd, out->gpus) != 0 && parse_index_list(cvd, &ncvd, &cvd_ident) && cvd_ident &&
-            ncvd == ngpus)
-            out->gpus_local = true;
-    }
+    rc = detect_gpus(envp, out, err);
+    if (rc < 0)
+        return fail(out, rc);
     return 0;
 }
 
