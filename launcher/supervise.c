@@ -721,16 +721,13 @@ static void heartbeat_reset(struct wrk *k)
     }
 }
 
-static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
+/* The worker's output streams: its log directory, and with a logdir its stdout, stderr and timed log files. */
+static int open_streams(struct sup *s, struct wrk *k, struct ddp_err *err)
 {
     const struct ddp_worker *w = k->w;
-    struct ddp_strv args = {0};
-    uv_process_options_t o;
-    uv_stdio_container_t io[4];
-    int rp[2], op[2], ep[2];
-    int rc;
     struct ddp_logdir *ld = s->ctx->logdir;
     int fds[3] = {-1, -1, -1};
+    int rc;
 
     if (w->log_dir && !ld) { /* error files in the private run directory */
         rc = mkdir_p(w->log_dir, 0755);
@@ -759,14 +756,13 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     k->s_err.on_line = on_line;
     k->s_err.arg = k;
 
-    const char *hb = worker_env(w, "DDPLAUNCH_HEARTBEAT_FILE");
-    if (hb && s->spec->heartbeat == DDP_HEARTBEAT_FILE) {
-        k->hb_path = ddp_xstrdup(hb);
-        heartbeat_reset(k);
-    }
+    return 0;
+}
 
-    /* Real pipes (libuv's UV_CREATE_PIPE makes socketpairs, whose per-write skbs cost both sides dearly when
-     * a worker prints many short lines). Close-on-exec here; libuv dup2s them onto 1, 2 and 3 in the child. */
+/* Real pipes (libuv's UV_CREATE_PIPE makes socketpairs, whose per-write skbs cost both sides dearly when
+ * a worker prints many short lines). Close-on-exec here; libuv dup2s them onto 1, 2 and 3 in the child. */
+static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
+{
     if (pipe2(rp, O_CLOEXEC) != 0)
         return ddp_errf(err, -errno, "rank %d: pipe: %s", w->rank, strerror(errno));
     if (pipe2(op, O_CLOEXEC) != 0) {
@@ -786,25 +782,59 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     fcntl(op[0], F_SETPIPE_SZ, PIPE_SIZE);
     fcntl(ep[0], F_SETPIPE_SZ, PIPE_SIZE);
 
-    ddp_strv_push(&args, s->self_exe);
-    ddp_strv_push(&args, "--exec-shim");
-    ddp_strv_pushf(&args, "--rank=%d", w->rank);
-    ddp_strv_pushf(&args, "--ppid=%d", (int)getpid());
-    ddp_strv_pushf(&args, "--report-fd=3");
-    ddp_strv_pushf(&args, "--grace-ms=%lld", (long long)s->spec->shutdown_timeout_ms);
+    return 0;
+}
+
+/* The exec shim's command line: what it needs to know (see shim.h), then "--" and the worker's argv. */
+static void shim_argv(const struct sup *s, const struct wrk *k, struct ddp_strv *args)
+{
+    const struct ddp_worker *w = k->w;
+
+    ddp_strv_push(args, s->self_exe);
+    ddp_strv_push(args, "--exec-shim");
+    ddp_strv_pushf(args, "--rank=%d", w->rank);
+    ddp_strv_pushf(args, "--ppid=%d", (int)getpid());
+    ddp_strv_pushf(args, "--report-fd=3");
+    ddp_strv_pushf(args, "--grace-ms=%lld", (long long)s->spec->shutdown_timeout_ms);
     if (k->run->cgroup)
-        ddp_strv_pushf(&args, "--cgroup=%s", k->run->cgroup);
+        ddp_strv_pushf(args, "--cgroup=%s", k->run->cgroup);
     if (w->cpus && *w->cpus)
-        ddp_strv_pushf(&args, "--cpus=%s", w->cpus);
+        ddp_strv_pushf(args, "--cpus=%s", w->cpus);
     if (w->mems && *w->mems) {
-        ddp_strv_pushf(&args, "--mems=%s", w->mems);
-        ddp_strv_pushf(&args, "--mem-mode=%s", mem_mode_name(w->mem_mode));
+        ddp_strv_pushf(args, "--mems=%s", w->mems);
+        ddp_strv_pushf(args, "--mem-mode=%s", mem_mode_name(w->mem_mode));
     }
     if (w->bind_strict)
-        ddp_strv_push(&args, "--strict");
-    ddp_strv_push(&args, "--");
+        ddp_strv_push(args, "--strict");
+    ddp_strv_push(args, "--");
     for (size_t i = 0; i < w->argv.n; i++)
-        ddp_strv_push(&args, w->argv.v[i]);
+        ddp_strv_push(args, w->argv.v[i]);
+}
+
+static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
+{
+    const struct ddp_worker *w = k->w;
+    struct ddp_strv args = {0};
+    uv_process_options_t o;
+    uv_stdio_container_t io[4];
+    int rp[2], op[2], ep[2];
+    int rc;
+
+    rc = open_streams(s, k, err);
+    if (rc < 0)
+        return rc;
+
+    const char *hb = worker_env(w, "DDPLAUNCH_HEARTBEAT_FILE");
+    if (hb && s->spec->heartbeat == DDP_HEARTBEAT_FILE) {
+        k->hb_path = ddp_xstrdup(hb);
+        heartbeat_reset(k);
+    }
+
+    rc = open_pipes(w, rp, op, ep, err);
+    if (rc < 0)
+        return rc;
+
+    shim_argv(s, k, &args);
 
     uv_pipe_init(&s->loop, &k->out, 0);
     uv_pipe_init(&s->loop, &k->err, 0);
