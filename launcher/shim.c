@@ -283,25 +283,20 @@ static int parse_mode(const char *s, enum ddp_membind *out)
     return 0;
 }
 
-int ddp_shim_main(int argc, char **argv)
-{
-    const char *cpus = NULL, *mems = NULL, *cgroup = NULL;
-    enum ddp_membind mode = DDP_MEM_NONE;
-    bool strict = false;
-    long long rank = -1, ppid = 0, rfd = -1, grace_ms = 0;
-    int i, prog = -1;
-    sigset_t all, old;
-    int execpipe[2];
-    pid_t child;
+/* What the launcher told the shim on its command line. */
+struct shim_args {
+    const char *cpus, *mems, *cgroup;
+    enum ddp_membind mode;
+    bool strict;
+    long long rank, ppid, rfd, grace_ms;
+    int prog; /* argv index of PROGRAM */
+};
 
-    /* Block every signal first, before arming PDEATHSIG, so none is lost and none kills the shim. */
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
-    if (prctl(PR_SET_PDEATHSIG, SHIM_DEATHSIG) != 0) {
-        fprintf(stderr, "ddplaunch: exec shim: prctl(PR_SET_PDEATHSIG): %s\n", strerror(errno));
-        return 1;
-    }
-    for (i = 1; i < argc; i++) {
+/* "--exec-shim [--name value | --name=value | --strict]... -- PROGRAM ARGS...": 0, or -1 on bad arguments. */
+static int parse_args(int argc, char **argv, struct shim_args *sa)
+{
+    *sa = (struct shim_args){ .mode = DDP_MEM_NONE, .rank = -1, .rfd = -1, .prog = -1 };
+    for (int i = 1; i < argc; i++) {
         char name[32];
         const char *a = argv[i];
         const char *v = NULL;
@@ -309,11 +304,11 @@ int ddp_shim_main(int argc, char **argv)
         if (strcmp(a, "--exec-shim") == 0)
             continue;
         if (strcmp(a, "--") == 0) {
-            prog = i + 1;
+            sa->prog = i + 1;
             break;
         }
         if (strcmp(a, "--strict") == 0) {
-            strict = true;
+            sa->strict = true;
             continue;
         }
         if (eq && (size_t)(eq - a) < sizeof(name)) { /* --name=value */
@@ -324,45 +319,45 @@ int ddp_shim_main(int argc, char **argv)
         } else if (i + 1 < argc) { /* --name value */
             v = argv[++i];
         } else {
-            goto usage;
+            return -1;
         }
         if (strcmp(a, "--rank") == 0) {
-            if (ddp_parse_int(v, 0, 1 << 30, &rank) != 0)
-                goto usage;
+            if (ddp_parse_int(v, 0, 1 << 30, &sa->rank) != 0)
+                return -1;
         } else if (strcmp(a, "--ppid") == 0) {
-            if (ddp_parse_int(v, 1, 1LL << 31, &ppid) != 0)
-                goto usage;
+            if (ddp_parse_int(v, 1, 1LL << 31, &sa->ppid) != 0)
+                return -1;
         } else if (strcmp(a, "--report-fd") == 0) {
-            if (ddp_parse_int(v, 0, 1 << 20, &rfd) != 0)
-                goto usage;
+            if (ddp_parse_int(v, 0, 1 << 20, &sa->rfd) != 0)
+                return -1;
         } else if (strcmp(a, "--grace-ms") == 0) {
-            if (ddp_parse_int(v, 0, 1LL << 40, &grace_ms) != 0)
-                goto usage;
+            if (ddp_parse_int(v, 0, 1LL << 40, &sa->grace_ms) != 0)
+                return -1;
         } else if (strcmp(a, "--cgroup") == 0) {
-            cgroup = v;
+            sa->cgroup = v;
         } else if (strcmp(a, "--cpus") == 0) {
-            cpus = v;
+            sa->cpus = v;
         } else if (strcmp(a, "--mems") == 0) {
-            mems = v;
+            sa->mems = v;
         } else if (strcmp(a, "--mem-mode") == 0) {
-            if (parse_mode(v, &mode) != 0)
-                goto usage;
+            if (parse_mode(v, &sa->mode) != 0)
+                return -1;
         } else {
-            goto usage;
+            return -1;
         }
     }
-    if (prog < 0 || prog >= argc)
-        goto usage;
-    /* The launcher may have died between our fork and the prctl: then nobody will ever signal us. */
-    if (ppid > 0 && getppid() != (pid_t)ppid)
-        kill_all_and_die();
-    /* Orphans of PROGRAM's tree (setsid + double fork included) become our children, not init's. */
-    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-        fprintf(stderr, "ddplaunch: exec shim: prctl(PR_SET_CHILD_SUBREAPER): %s\n", strerror(errno));
-        return 1;
-    }
-    if (rfd >= 0)
-        fcntl((int)rfd, F_SETFD, FD_CLOEXEC);
+    if (sa->prog < 0 || sa->prog >= argc)
+        return -1;
+    return 0;
+}
+
+/* Join the attempt's cgroup, then bind CPUs and memory. A failure is a warning; a failed strict binding is the
+ * end (returns 1, the shim's exit status). */
+static int place_self(const struct shim_args *sa)
+{
+    long long rank = sa->rank, rfd = sa->rfd;
+    const char *cpus = sa->cpus, *mems = sa->mems, *cgroup = sa->cgroup;
+
     /* the attempt's cgroup first, so that everything PROGRAM starts is counted (and killable) there */
     int cgrc = cgroup && *cgroup ? ddp_cgroup_join(cgroup) : 0;
     if (cgrc < 0) {
@@ -374,32 +369,45 @@ int ddp_shim_main(int argc, char **argv)
 
     if ((cpus && *cpus) || (mems && *mems)) {
         struct ddp_err err = {0};
-        if (ddp_bind_self(cpus, mems, mode, &err) != 0) {
+        if (ddp_bind_self(cpus, mems, sa->mode, &err) != 0) {
             char msg[sizeof(err.msg) + 128];
             snprintf(msg, sizeof(msg), "rank %lld: cannot bind to cpus %s mems %s: %s", rank, cpus ? cpus : "-",
                      mems ? mems : "-", err.msg[0] ? err.msg : strerror(-err.code));
-            if (strict) {
+            if (sa->strict) {
                 report((int)rfd, DDP_SHIM_BIND_FAILED, -err.code, 0, 1, msg);
                 return 1;
             }
             report((int)rfd, DDP_SHIM_BIND_WARN, -err.code, 0, 0, msg);
         }
     }
+    return 0;
+}
+
+/* Fork and exec PROGRAM with the signal mask OLD. Returns its pid once the exec succeeded, or -1 with the shim's
+ * exit status in *status (reported already). *early: the signals that reached only us before the fork. */
+static pid_t start_program(char **argv, const struct shim_args *sa, const sigset_t *old, sigset_t *early,
+                           int *status)
+{
+    long long rfd = sa->rfd;
+    int prog = sa->prog;
+    int execpipe[2];
+    pid_t child;
 
     if (pipe2(execpipe, O_CLOEXEC) != 0) {
         report((int)rfd, DDP_SHIM_EXEC_FAILED, errno, 0, 126, "pipe2");
-        return 126;
+        *status = 126;
+        return -1;
     }
     pid_t shim = getpid();
     /* Signals sent to the group before PROGRAM exists reached only us (blocked, pending): pass them on once it
      * runs, so that a SIGTERM during the start is not lost. */
-    sigset_t early;
-    sigpending(&early);
+    sigpending(early);
     child = fork();
     if (child < 0) {
         int e = errno;
         report((int)rfd, DDP_SHIM_EXEC_FAILED, e, 0, 126, "fork");
-        return 126;
+        *status = 126;
+        return -1;
     }
     if (child == 0) {
         int e;
@@ -408,7 +416,7 @@ int ddp_shim_main(int argc, char **argv)
         if (getppid() != shim)
             _exit(137);
         prctl(PR_SET_CHILD_SUBREAPER, 0);
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        sigprocmask(SIG_SETMASK, old, NULL);
         execvp(argv[prog], argv + prog);
         e = errno;
         (void)!write(execpipe[1], &e, sizeof(e));
@@ -428,26 +436,36 @@ int ddp_shim_main(int argc, char **argv)
             report((int)rfd, DDP_SHIM_EXEC_FAILED, e, child, st, argv[prog]);
             while (waitpid(child, &ws, 0) < 0 && errno == EINTR)
                 ;
-            return st;
+            *status = st;
+            return -1;
         }
     }
-    report((int)rfd, DDP_SHIM_STARTED, 0, child, 0, NULL);
+    return child;
+}
+
+/* Pass the signals that were pending before PROGRAM existed (EARLY) on to it. */
+static void forward_early(pid_t child, const sigset_t *early)
+{
     for (int sig = 1; sig < NSIG; sig++) {
         sigset_t one;
         struct timespec zero = {0, 0};
-        if (sig == SIGCHLD || sig == SHIM_DEATHSIG || !sigismember(&early, sig))
+        if (sig == SIGCHLD || sig == SHIM_DEATHSIG || !sigismember(early, sig))
             continue;
         sigemptyset(&one);
         sigaddset(&one, sig);
         if (sigtimedwait(&one, NULL, &zero) == sig)
             kill(child, sig);
     }
+}
 
+/* Wait for the signals in ALL (all blocked) until PROGRAM ends or the launcher goes, then end as PROGRAM did. */
+static _Noreturn void watch_program(pid_t child, const sigset_t *all, const struct shim_args *sa)
+{
     for (;;) {
         siginfo_t si;
         int ws = 0;
         bool done = false;
-        int sig = sigwaitinfo(&all, &si);
+        int sig = sigwaitinfo(all, &si);
         if (sig < 0)
             continue;
         if (sig == SHIM_DEATHSIG || sig == SHIM_KILLSIG) {
@@ -460,9 +478,9 @@ int ddp_shim_main(int argc, char **argv)
                 /* PROGRAM ended: say so at once (a failure must not wait for its leftovers), then what it left
                  * behind ends too (SIGTERM, grace, SIGKILL), then we end as it did */
                 int psig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
-                report((int)rfd, DDP_SHIM_EXITED, psig, child,
+                report((int)sa->rfd, DDP_SHIM_EXITED, psig, child,
                        psig ? 128 + psig : WIFEXITED(ws) ? WEXITSTATUS(ws) : 1, NULL);
-                end_descendants(grace_ms, child, &ws, &done);
+                end_descendants(sa->grace_ms, child, &ws, &done);
                 mirror_status(ws);
             }
         } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
@@ -471,8 +489,43 @@ int ddp_shim_main(int argc, char **argv)
         }
         /* Any other signal was sent to the group (or to us): PROGRAM got its own copy. */
     }
+}
 
-usage:
-    fprintf(stderr, "ddplaunch: --exec-shim: bad arguments (internal mode, not for users)\n");
-    return 1;
+int ddp_shim_main(int argc, char **argv)
+{
+    struct shim_args sa;
+    sigset_t all, old, early;
+    pid_t child;
+    int rc;
+
+    /* Block every signal first, before arming PDEATHSIG, so none is lost and none kills the shim. */
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    if (prctl(PR_SET_PDEATHSIG, SHIM_DEATHSIG) != 0) {
+        fprintf(stderr, "ddplaunch: exec shim: prctl(PR_SET_PDEATHSIG): %s\n", strerror(errno));
+        return 1;
+    }
+    if (parse_args(argc, argv, &sa) != 0) {
+        fprintf(stderr, "ddplaunch: --exec-shim: bad arguments (internal mode, not for users)\n");
+        return 1;
+    }
+    /* The launcher may have died between our fork and the prctl: then nobody will ever signal us. */
+    if (sa.ppid > 0 && getppid() != (pid_t)sa.ppid)
+        kill_all_and_die();
+    /* Orphans of PROGRAM's tree (setsid + double fork included) become our children, not init's. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+        fprintf(stderr, "ddplaunch: exec shim: prctl(PR_SET_CHILD_SUBREAPER): %s\n", strerror(errno));
+        return 1;
+    }
+    if (sa.rfd >= 0)
+        fcntl((int)sa.rfd, F_SETFD, FD_CLOEXEC);
+    rc = place_self(&sa);
+    if (rc != 0)
+        return rc;
+    child = start_program(argv, &sa, &old, &early, &rc);
+    if (child < 0)
+        return rc;
+    report((int)sa.rfd, DDP_SHIM_STARTED, 0, child, 0, NULL);
+    forward_early(child, &early);
+    watch_program(child, &all, &sa);
 }
