@@ -180,8 +180,7 @@ static handler_fn *const leader[DDP_AS__COUNT][DDP_AE__COUNT] = {
 static handler_fn *const follower[DDP_AS__COUNT][DDP_AE__COUNT] = {
     [DDP_AS_JOINING] = {f_joined, N, start, N, N, exit_now, N, N, N, f_lost_idle, idle_signal},
     [DDP_AS_WAITING] = {N, N, start, N, N, exit_now, N, N, N, f_lost_idle, idle_signal},
-    [DDP_AS_RUNNING] = {N, N, N, f_start_failed, f_stop, f_exit_busy, N, N, f_done_attempt, f_lost_busy,
-                        to_policy},
+    [DDP_AS_RUNNING] = {N, N, N, f_start_failed, f_stop, f_exit_busy, N, N, f_done_attempt, f_lost_busy, to_policy},
     [DDP_AS_DRAINING] = {N, N, N, N, N, N, N, N, N, N, N},
     [DDP_AS_STOPPING] = {N, N, N, N, N, f_exit_busy, N, N, f_done_attempt, f_lost_busy, to_policy},
     [DDP_AS_EXITING] = {N, N, N, N, N, f_exit_busy, N, N, f_done_exit, f_lost_busy, to_policy},
@@ -210,14 +209,14 @@ bool ddp_agent_idle(const struct ddp_agent *a)
 
 const char *ddp_astate_name(enum ddp_astate s)
 {
-    static const char *const names[] = {"joining", "waiting", "running", "draining",
-                                        "stopping", "exiting", "lost", "done"};
+    static const char *const names[] = {"joining",  "waiting", "running", "draining",
+                                        "stopping", "exiting", "lost",    "done"};
     return (unsigned)s < DDP_AS__COUNT ? names[s] : "unknown";
 }
 
 const char *ddp_aevent_name(enum ddp_aevent e)
 {
-    static const char *const names[] = {"joined", "join-timeout", "start", "start-failed", "stop", "exit",
-                                        "node-lost", "node-report", "local-done", "coord-lost", "signal"};
+    static const char *const names[] = {"joined",    "join-timeout", "start",      "start-failed", "stop",  "exit",
+                                        "node-lost", "node-report",  "local-done", "coord-lost",   "signal"};
     return (unsigned)e < DDP_AE__COUNT ? names[e] : "unknown";
 }

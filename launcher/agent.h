@@ -22,8 +22,15 @@ enum ddp_arole { DDP_AR_LEADER, DDP_AR_FOLLOWER, DDP_AR__COUNT };
  *   LOST      follower: node 0 is gone while workers still ran; they are being stopped, then exit 1
  *   DONE      the agent exits with exit_status */
 enum ddp_astate {
-    DDP_AS_JOINING, DDP_AS_WAITING, DDP_AS_RUNNING, DDP_AS_DRAINING, DDP_AS_STOPPING, DDP_AS_EXITING,
-    DDP_AS_LOST, DDP_AS_DONE, DDP_AS__COUNT
+    DDP_AS_JOINING,
+    DDP_AS_WAITING,
+    DDP_AS_RUNNING,
+    DDP_AS_DRAINING,
+    DDP_AS_STOPPING,
+    DDP_AS_EXITING,
+    DDP_AS_LOST,
+    DDP_AS_DONE,
+    DDP_AS__COUNT
 };
 
 /* Events.
@@ -42,8 +49,18 @@ enum ddp_astate {
  *   COORD_LOST    follower: node 0 is gone, or cannot be joined
  *   SIGNAL        the agent got signal signo (ddp_policy_signal_stops says which stop the job) */
 enum ddp_aevent {
-    DDP_AE_JOINED, DDP_AE_JOIN_TIMEOUT, DDP_AE_START, DDP_AE_START_FAILED, DDP_AE_STOP, DDP_AE_EXIT,
-    DDP_AE_NODE_LOST, DDP_AE_NODE_REPORT, DDP_AE_LOCAL_DONE, DDP_AE_COORD_LOST, DDP_AE_SIGNAL, DDP_AE__COUNT
+    DDP_AE_JOINED,
+    DDP_AE_JOIN_TIMEOUT,
+    DDP_AE_START,
+    DDP_AE_START_FAILED,
+    DDP_AE_STOP,
+    DDP_AE_EXIT,
+    DDP_AE_NODE_LOST,
+    DDP_AE_NODE_REPORT,
+    DDP_AE_LOCAL_DONE,
+    DDP_AE_COORD_LOST,
+    DDP_AE_SIGNAL,
+    DDP_AE__COUNT
 };
 
 struct ddp_aevent_data {

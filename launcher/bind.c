@@ -216,8 +216,8 @@ static int bind_mems(const char *mems, enum ddp_membind mode, struct ddp_err *er
         int e = errno;
         char *u = list_of(use);
 
-        rc = ddp_errf(err, -e, "mems %s: set_mempolicy(%s): %s", u,
-                      policy == MPOL_BIND ? "bind" : "interleave", strerror(e));
+        rc = ddp_errf(err, -e, "mems %s: set_mempolicy(%s): %s", u, policy == MPOL_BIND ? "bind" : "interleave",
+                      strerror(e));
         free(u);
     }
 out:

@@ -27,7 +27,7 @@ const char *ddp_check_status_name(enum ddp_check_status s)
 }
 
 void ddp_check_add(struct ddp_check_report *r, enum ddp_check_status st, const char *check, const char *todo,
-                    const char *fmt, ...)
+                   const char *fmt, ...)
 {
     struct ddp_check_result *res;
     va_list ap;
@@ -92,8 +92,9 @@ void ddp_check_print(const struct ddp_check_report *r, bool json, FILE *out)
 
         for (size_t i = 0; i < r->n; i++)
             count[r->v[i].status]++;
-        ddp_buf_printf(&b, "{\"status\":\"%s\",\"exit_status\":%d,\"counts\":{\"ok\":%zu,\"skip\":%zu,\"warn\":%zu,"
-                           "\"fail\":%zu},\"checks\":[",
+        ddp_buf_printf(&b,
+                       "{\"status\":\"%s\",\"exit_status\":%d,\"counts\":{\"ok\":%zu,\"skip\":%zu,\"warn\":%zu,"
+                       "\"fail\":%zu},\"checks\":[",
                        ddp_check_status_name(worst(r)), ddp_check_exit_status(r), count[0], count[1], count[2],
                        count[3]);
         for (size_t i = 0; i < r->n; i++) {
@@ -221,18 +222,18 @@ void ddp_check_gpus(struct ddp_check_report *r, const struct ddp_check_gpus *g)
 {
     if (!g->have_topo) {
         ddp_check_add(r, DDP_CHECK_WARN, "gpus", "run 'ddplaunch topo' to see why (hwloc)",
-                       "topology unavailable: no GPU can be picked and workers would run unbound");
+                      "topology unavailable: no GPU can be picked and workers would run unbound");
         return;
     }
     if (!g->want_gpus) {
         if (g->nall == 0)
             ddp_check_add(r, DDP_CHECK_OK, "gpus", NULL, "no GPUs visible; %d CPU worker%s", g->nproc,
-                           g->nproc == 1 ? "" : "s");
+                          g->nproc == 1 ? "" : "s");
         else
             ddp_check_add(r, DDP_CHECK_OK, "gpus", NULL,
-                           "%zu GPU%s visible, none used: %d CPU worker%s (nproc_per_node = cpu or [gpus] select = "
-                           "none)",
-                           g->nall, g->nall == 1 ? "" : "s", g->nproc, g->nproc == 1 ? "" : "s");
+                          "%zu GPU%s visible, none used: %d CPU worker%s (nproc_per_node = cpu or [gpus] select = "
+                          "none)",
+                          g->nall, g->nall == 1 ? "" : "s", g->nproc, g->nproc == 1 ? "" : "s");
         return;
     }
     if (!g->picked || g->error) {
@@ -241,20 +242,20 @@ void ddp_check_gpus(struct ddp_check_report *r, const struct ddp_check_gpus *g)
                                                   "Slurm's GPUs ('ddplaunch topo' lists them)");
 
         ddp_check_add(r, DDP_CHECK_FAIL, "gpus", todo, "%zu GPU%s visible, %d usable, %d wanted: %s", g->nall,
-                       g->nall == 1 ? "" : "s", g->nusable, g->nproc, g->error ? g->error : "no GPU picked");
+                      g->nall == 1 ? "" : "s", g->nusable, g->nproc, g->error ? g->error : "no GPU picked");
         free(todo);
         return;
     }
     char *ids = busids_of(g, g->picked, g->npicked);
 
     ddp_check_add(r, DDP_CHECK_OK, "gpus", NULL, "%zu GPU%s visible (%d usable); would pick %s (%s)", g->nall,
-                   g->nall == 1 ? "" : "s", g->nusable, ids, g->reason ? g->reason : "");
+                  g->nall == 1 ? "" : "s", g->nusable, ids, g->reason ? g->reason : "");
     free(ids);
 }
 
 /* numa/package values of a set of GPUs. */
-static void span_of(const struct ddp_check_gpus *g, const int *idx, size_t n, char **nodes, int *nnodes,
-                    char **pkgs, int *npkgs, int *unknown)
+static void span_of(const struct ddp_check_gpus *g, const int *idx, size_t n, char **nodes, int *nnodes, char **pkgs,
+                    int *npkgs, int *unknown)
 {
     int *nv = ddp_xcalloc(n + 1, sizeof *nv), *pv = ddp_xcalloc(n + 1, sizeof *pv);
 
@@ -284,11 +285,11 @@ void ddp_check_numa(struct ddp_check_report *r, const struct ddp_check_gpus *g)
     span_of(g, g->picked, g->npicked, &nodes, &nn, &pkgs, &np, &unknown);
     if (nn == 0) {
         ddp_check_add(r, DDP_CHECK_OK, "numa", NULL,
-                       "NUMA locality of the picked GPUs is unknown (firmware or VM gives none): treated as local "
-                       "to every node");
+                      "NUMA locality of the picked GPUs is unknown (firmware or VM gives none): treated as local "
+                      "to every node");
     } else if (nn == 1) {
         ddp_check_add(r, DDP_CHECK_OK, "numa", NULL, "picked GPU%s NUMA node %s%s",
-                       g->npicked == 1 ? " is on" : "s share", nodes, unknown ? " (some of unknown locality)" : "");
+                      g->npicked == 1 ? " is on" : "s share", nodes, unknown ? " (some of unknown locality)" : "");
     } else {
         char *bnodes = NULL, *bpkgs = NULL, *span;
         int bn = 0, bp = 0, bunk = 0;
@@ -297,8 +298,9 @@ void ddp_check_numa(struct ddp_check_report *r, const struct ddp_check_gpus *g)
                       : ddp_xasprintf("NUMA nodes %s", nodes);
         if (g->nvlink) {
             ddp_check_add(r, DDP_CHECK_OK, "numa", NULL,
-                           "picked GPUs span %s, but every pair is joined by NVLink/XGMI: GPU traffic does not "
-                           "cross the %s link", span, np > 1 ? "socket" : "inter-node");
+                          "picked GPUs span %s, but every pair is joined by NVLink/XGMI: GPU traffic does not "
+                          "cross the %s link",
+                          span, np > 1 ? "socket" : "inter-node");
             free(span);
             goto out;
         }
@@ -307,11 +309,11 @@ void ddp_check_numa(struct ddp_check_report *r, const struct ddp_check_gpus *g)
         if (g->better && g->nbetter == g->npicked && bn < nn) {
             char *ids = busids_of(g, g->better, g->nbetter);
             char *todo = ddp_xasprintf("pick those: [gpus] select = %s (or drop select/exclude and keep policy = "
-                                       "same-numa)", ids);
+                                       "same-numa)",
+                                       ids);
 
-            ddp_check_add(r, DDP_CHECK_WARN, "numa", todo,
-                           "picked GPUs span %s; %s on NUMA node%s %s would not", span, ids, bn > 1 ? "s" : "",
-                           bnodes);
+            ddp_check_add(r, DDP_CHECK_WARN, "numa", todo, "picked GPUs span %s; %s on NUMA node%s %s would not", span,
+                          ids, bn > 1 ? "s" : "", bnodes);
             free(todo);
             free(ids);
         } else {
@@ -326,11 +328,12 @@ void ddp_check_numa(struct ddp_check_report *r, const struct ddp_check_gpus *g)
                 best = c > best ? c : best;
             }
             char *todo = best > 1 ? ddp_xasprintf("no better set here: at most %d GPUs share a NUMA node; "
-                                                  "nproc_per_node = %d keeps traffic on one node", best, best)
+                                                  "nproc_per_node = %d keeps traffic on one node",
+                                                  best, best)
                                   : ddp_xstrdup("no better set here");
             ddp_check_add(r, DDP_CHECK_WARN, "numa", todo,
-                           "picked GPUs span %s: their traffic crosses the %s link (slower all-reduce)", span,
-                           np > 1 ? "socket" : "inter-node");
+                          "picked GPUs span %s: their traffic crosses the %s link (slower all-reduce)", span,
+                          np > 1 ? "socket" : "inter-node");
             free(todo);
         }
         free(bnodes);
@@ -358,8 +361,9 @@ void ddp_check_gpu_busy(struct ddp_check_report *r, const struct ddp_check_gpus 
         any_nvidia |= g->all[g->picked[i]].vendor == 0x10de;
     if (!g->nvml) {
         ddp_check_add(r, DDP_CHECK_SKIP, "gpu-busy", NULL, "memory in use unknown: %s",
-                       !any_nvidia ? "no NVIDIA GPU picked (NVML only)"
-                       : g->nvml_status ? g->nvml_status : "NVML not available");
+                      !any_nvidia      ? "no NVIDIA GPU picked (NVML only)"
+                      : g->nvml_status ? g->nvml_status
+                                       : "NVML not available");
         return;
     }
     for (size_t i = 0; i < g->npicked; i++) {
@@ -390,29 +394,29 @@ void ddp_check_gpu_busy(struct ddp_check_report *r, const struct ddp_check_gpus 
         if (max_util >= 0)
             snprintf(util, sizeof util, ", %d%% busy", max_util);
         ddp_check_add(r, DDP_CHECK_OK, "gpu-busy", NULL, "picked GPU%s idle: at most %.0f MiB in use%s",
-                       g->npicked == 1 ? " is" : "s are", max_used >= 0 ? (double)max_used / MIB : 0.0, util);
+                      g->npicked == 1 ? " is" : "s are", max_used >= 0 ? (double)max_used / MIB : 0.0, util);
     } else {
         ddp_check_add(r, st, "gpu-busy",
-                       st == DDP_CHECK_FAIL ? "the job would run out of GPU memory: stop those processes, or "
-                                               "set [gpus] max_memory_used = 10% to skip busy GPUs"
-                                             : "sharing a GPU slows both jobs and can exhaust its memory: set "
-                                               "[gpus] max_memory_used = 10% to skip busy GPUs",
-                       "%s", b.data);
+                      st == DDP_CHECK_FAIL ? "the job would run out of GPU memory: stop those processes, or "
+                                             "set [gpus] max_memory_used = 10% to skip busy GPUs"
+                                           : "sharing a GPU slows both jobs and can exhaust its memory: set "
+                                             "[gpus] max_memory_used = 10% to skip busy GPUs",
+                      "%s", b.data);
     }
     ddp_buf_free(&b);
 }
 
 /* ---- leases ---- */
 
-void ddp_check_leases(struct ddp_check_report *r, const struct ddp_lease_info *leases, size_t n,
-                             pid_t self, int lease_rc)
+void ddp_check_leases(struct ddp_check_report *r, const struct ddp_lease_info *leases, size_t n, pid_t self,
+                      int lease_rc)
 {
     struct ddp_buf b = {0};
     size_t k = 0;
 
     if (lease_rc < 0) {
         ddp_check_add(r, DDP_CHECK_WARN, "leases", "see the state-dir check",
-                       "cannot read the GPU leases of other ddplaunch jobs: %s", strerror(-lease_rc));
+                      "cannot read the GPU leases of other ddplaunch jobs: %s", strerror(-lease_rc));
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -426,7 +430,7 @@ void ddp_check_leases(struct ddp_check_report *r, const struct ddp_lease_info *l
         ddp_check_add(r, DDP_CHECK_OK, "leases", NULL, "no GPU leased by another ddplaunch job on this host");
     else
         ddp_check_add(r, DDP_CHECK_OK, "leases", NULL, "%zu GPU%s leased, left out of the pick: %s", k,
-                       k == 1 ? "" : "s", b.data);
+                      k == 1 ? "" : "s", b.data);
     ddp_buf_free(&b);
 }
 
@@ -483,8 +487,7 @@ void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p)
 
     if (p->node_rank != 0) {
         ddp_check_add(r, DDP_CHECK_SKIP, "master-port", NULL,
-                       "node_rank %d: the master port is opened on node 0 (%s); run doctor there", p->node_rank,
-                       host);
+                      "node_rank %d: the master port is opened on node 0 (%s); run doctor there", p->node_rank, host);
         return;
     }
     tcp = p->tcp ? listen_lines(p->tcp) : NULL;
@@ -499,17 +502,17 @@ void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p)
                 first = port;
         if (nfree == 0)
             ddp_check_add(r, DDP_CHECK_FAIL, "master-port", "widen it: master_port = auto:LO-HI",
-                           "auto: every port in %d-%d is in use", lo, hi);
+                          "auto: every port in %d-%d is in use", lo, hi);
         else if (ddp_port_range_overlaps_ephemeral(p->ephemeral, lo, hi))
             ddp_check_add(r, DDP_CHECK_WARN, "master-port",
-                           "use a range below the kernel's ephemeral ports (/proc/sys/net/ipv4/ip_local_port_range)",
-                           "auto: %d of %d ports in %d-%d free (first %d), but the range overlaps the ephemeral "
-                           "range %.*s: an outgoing connection can take the port before the workers bind it",
-                           nfree, hi - lo + 1, lo, hi, first, (int)strcspn(p->ephemeral, "\n"), p->ephemeral);
+                          "use a range below the kernel's ephemeral ports (/proc/sys/net/ipv4/ip_local_port_range)",
+                          "auto: %d of %d ports in %d-%d free (first %d), but the range overlaps the ephemeral "
+                          "range %.*s: an outgoing connection can take the port before the workers bind it",
+                          nfree, hi - lo + 1, lo, hi, first, (int)strcspn(p->ephemeral, "\n"), p->ephemeral);
         else
             ddp_check_add(r, DDP_CHECK_OK, "master-port", NULL,
-                           "auto: %d of %d ports in %d-%d free now (first %d); reserved host-wide at start", nfree,
-                           hi - lo + 1, lo, hi, first);
+                          "auto: %d of %d ports in %d-%d free now (first %d); reserved host-wide at start", nfree,
+                          hi - lo + 1, lo, hi, first);
         goto out;
     }
 
@@ -527,23 +530,22 @@ void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p)
         else if (h && h->user[0])
             snprintf(who, sizeof who, "a process of %s not visible to this user", h->user);
         else if (nl > 0)
-            snprintf(who, sizeof who, "a process not visible here (uid %u, listening on %s)", first.uid,
-                     first.addr);
+            snprintf(who, sizeof who, "a process not visible here (uid %u, listening on %s)", first.uid, first.addr);
         else
             snprintf(who, sizeof who, "a socket that holds it without listening");
         ddp_check_add(r, DDP_CHECK_FAIL, "master-port", "use master_port = auto", "%d is in use by %s", port, who);
     } else if (p->lock_holder) {
         ddp_check_add(r, DDP_CHECK_FAIL, "master-port", "use master_port = auto",
-                       "%d is reserved by another ddplaunch job: %s", port, p->lock_holder);
+                      "%d is reserved by another ddplaunch job: %s", port, p->lock_holder);
     } else if (p->probe_rc < 0) {
         ddp_check_add(r, DDP_CHECK_FAIL, "master-port",
-                       port < 1024 ? "use a port above 1023, or master_port = auto" : "use master_port = auto",
-                       "%d cannot be bound: %s", port, strerror(-p->probe_rc));
+                      port < 1024 ? "use a port above 1023, or master_port = auto" : "use master_port = auto",
+                      "%d cannot be bound: %s", port, strerror(-p->probe_rc));
     } else if (ddp_port_range_overlaps_ephemeral(p->ephemeral, port, port)) {
         ddp_check_add(r, DDP_CHECK_WARN, "master-port", "use master_port = auto",
-                       "%d is free now, but in the kernel's ephemeral range %.*s: an outgoing connection can take it "
-                       "before the workers bind it",
-                       port, (int)strcspn(p->ephemeral, "\n"), p->ephemeral);
+                      "%d is free now, but in the kernel's ephemeral range %.*s: an outgoing connection can take it "
+                      "before the workers bind it",
+                      port, (int)strcspn(p->ephemeral, "\n"), p->ephemeral);
     } else {
         ddp_check_add(r, DDP_CHECK_OK, "master-port", NULL, "%d is free", port);
     }
@@ -562,29 +564,29 @@ void ddp_check_addr(struct ddp_check_report *r, const struct ddp_check_addr *a)
     }
     if (a->gai_rc != 0) {
         ddp_check_add(r, DDP_CHECK_FAIL, "master-addr", "fix master_addr (or DNS, /etc/hosts)",
-                       "%s does not resolve: %s", a->addr, a->gai_error ? a->gai_error : "unknown error");
+                      "%s does not resolve: %s", a->addr, a->gai_error ? a->gai_error : "unknown error");
         return;
     }
     if (a->loopback && a->nnodes > 1) {
         ddp_check_add(r, DDP_CHECK_FAIL, "master-addr", "set master_addr to node 0's host name or address",
-                       "%s is a loopback address (%s), but nnodes = %d: the other nodes cannot reach it", a->addr,
-                       a->resolved ? a->resolved : "?", a->nnodes);
+                      "%s is a loopback address (%s), but nnodes = %d: the other nodes cannot reach it", a->addr,
+                      a->resolved ? a->resolved : "?", a->nnodes);
         return;
     }
     if (a->route_errno != 0) {
         char *todo = ddp_xasprintf("check the network: ip route get %s", a->resolved ? a->resolved : a->addr);
 
         ddp_check_add(r, DDP_CHECK_FAIL, "master-addr", todo, "%s (%s) cannot be reached from here: %s", a->addr,
-                       a->resolved ? a->resolved : "?", strerror(a->route_errno));
+                      a->resolved ? a->resolved : "?", strerror(a->route_errno));
         free(todo);
         return;
     }
     if (a->resolved && strcmp(a->addr, a->resolved) != 0)
         ddp_check_add(r, DDP_CHECK_OK, "master-addr", NULL, "%s resolves to %s, reached through %s (source %s)",
-                       a->addr, a->resolved, a->ifname ? a->ifname : "?", a->src_ip ? a->src_ip : "?");
+                      a->addr, a->resolved, a->ifname ? a->ifname : "?", a->src_ip ? a->src_ip : "?");
     else
         ddp_check_add(r, DDP_CHECK_OK, "master-addr", NULL, "%s reached through %s (source %s)", a->addr,
-                       a->ifname ? a->ifname : "?", a->src_ip ? a->src_ip : "?");
+                      a->ifname ? a->ifname : "?", a->src_ip ? a->src_ip : "?");
 }
 
 /* One entry of an NCCL interface list, without a ":port" suffix, in buf. */
@@ -631,7 +633,7 @@ static char *join(const char *const *v, size_t n)
 }
 
 void ddp_check_ifname(struct ddp_check_report *r, const char *var, const char *value, bool gloo,
-                             const char *const *ifnames, size_t nifs, const char *route_if)
+                      const char *const *ifnames, size_t nifs, const char *route_if)
 {
     const char *check = gloo ? "gloo-ifname" : "nccl-ifname";
     char *all = join(ifnames, nifs);
@@ -642,8 +644,8 @@ void ddp_check_ifname(struct ddp_check_report *r, const char *var, const char *v
 
     if (!value || !*value) {
         ddp_check_add(r, DDP_CHECK_OK, check, NULL, "%s unset: %s", var,
-                       gloo ? "gloo uses the interface of this host's name"
-                            : "NCCL picks ib* first, then any interface but lo and docker*");
+                      gloo ? "gloo uses the interface of this host's name"
+                           : "NCCL picks ib* first, then any interface but lo and docker*");
         free(all);
         return;
     }
@@ -681,18 +683,18 @@ void ddp_check_ifname(struct ddp_check_report *r, const char *var, const char *v
     if (nsel == 0) {
         char *todo = ddp_xasprintf("set %s to one of the interfaces here, or unset it", var);
 
-        ddp_check_add(r, DDP_CHECK_FAIL, check, todo, "%s=%s matches no interface here (%s): %s", var, value,
-                       all, gloo ? "gloo fails to start" : "NCCL fails at init (no socket interface found)");
+        ddp_check_add(r, DDP_CHECK_FAIL, check, todo, "%s=%s matches no interface here (%s): %s", var, value, all,
+                      gloo ? "gloo fails to start" : "NCCL fails at init (no socket interface found)");
         free(todo);
     } else if (missing.len) {
         ddp_check_add(r, DDP_CHECK_WARN, check, "remove the names that do not exist",
-                       "%s=%s: %s match%s no interface here (interfaces: %s); selected: %s", var, value,
-                       missing.data, strchr(missing.data, ',') ? "" : "es", all, sel.data);
+                      "%s=%s: %s match%s no interface here (interfaces: %s); selected: %s", var, value, missing.data,
+                      strchr(missing.data, ',') ? "" : "es", all, sel.data);
     } else if (!route_ok) {
         char *todo = ddp_xasprintf("add %s to %s", route_if, var);
 
-        ddp_check_add(r, DDP_CHECK_WARN, check, todo,
-                       "%s=%s selects %s, but master_addr is reached through %s", var, value, sel.data, route_if);
+        ddp_check_add(r, DDP_CHECK_WARN, check, todo, "%s=%s selects %s, but master_addr is reached through %s", var,
+                      value, sel.data, route_if);
         free(todo);
     } else {
         ddp_check_add(r, DDP_CHECK_OK, check, NULL, "%s=%s selects %s", var, value, sel.data);
@@ -733,7 +735,7 @@ void ddp_check_nccl_env(struct ddp_check_report *r, const struct ddp_kvlist *ncc
         ddp_check_add(r, DDP_CHECK_OK, "nccl-env", NULL, "no NCCL/torch variable set");
     else if (rc == 0 && warnings.n == 0)
         ddp_check_add(r, DDP_CHECK_OK, "nccl-env", NULL, "%zu NCCL/torch variable%s valid", nvars,
-                       nvars == 1 ? "" : "s");
+                      nvars == 1 ? "" : "s");
     ddp_strv_clear(&warnings);
 }
 
@@ -745,28 +747,28 @@ void ddp_check_driver(struct ddp_check_report *r, const struct ddp_check_driver 
 
     if (d->xml || d->n_nvidia == 0) {
         ddp_check_add(r, DDP_CHECK_SKIP, "driver", NULL, "%s",
-                       d->xml ? "XML topology (another machine): this machine's driver is not checked"
-                              : "no NVIDIA GPU in the topology");
+                      d->xml ? "XML topology (another machine): this machine's driver is not checked"
+                             : "no NVIDIA GPU in the topology");
         return;
     }
     if (d->cuda_version >= 0)
         snprintf(cuda, sizeof cuda, "CUDA driver API %d.%d", d->cuda_version / 1000, d->cuda_version % 1000 / 10);
     if (!d->nvml_found && d->cuda_version < 0) {
         ddp_check_add(r, DDP_CHECK_FAIL, "driver",
-                       "install the NVIDIA driver; in a container, run it with the NVIDIA container toolkit "
-                       "(--gpus all)",
-                       "%zu NVIDIA GPU%s, but no driver library: %s; libcuda.so.1: %s", d->n_nvidia,
-                       d->n_nvidia == 1 ? "" : "s", d->nvml_status ? d->nvml_status : "NVML not found",
-                       d->cuda_error ? d->cuda_error : "not found");
+                      "install the NVIDIA driver; in a container, run it with the NVIDIA container toolkit "
+                      "(--gpus all)",
+                      "%zu NVIDIA GPU%s, but no driver library: %s; libcuda.so.1: %s", d->n_nvidia,
+                      d->n_nvidia == 1 ? "" : "s", d->nvml_status ? d->nvml_status : "NVML not found",
+                      d->cuda_error ? d->cuda_error : "not found");
     } else if (d->cuda_version < 0) {
         ddp_check_add(r, DDP_CHECK_FAIL, "driver",
-                       "the driver's CUDA library is missing (container without the NVIDIA toolkit's libraries?)",
-                       "driver %s, but libcuda.so.1 does not load: %s", d->driver ? d->driver : "?",
-                       d->cuda_error ? d->cuda_error : "?");
+                      "the driver's CUDA library is missing (container without the NVIDIA toolkit's libraries?)",
+                      "driver %s, but libcuda.so.1 does not load: %s", d->driver ? d->driver : "?",
+                      d->cuda_error ? d->cuda_error : "?");
     } else if (!d->nvml_found) {
         ddp_check_add(r, DDP_CHECK_WARN, "driver", "install libnvidia-ml.so.1 (part of the driver)",
-                       "%s, but NVML does not load (%s): no memory-in-use or NVLink facts", cuda,
-                       d->nvml_status ? d->nvml_status : "?");
+                      "%s, but NVML does not load (%s): no memory-in-use or NVLink facts", cuda,
+                      d->nvml_status ? d->nvml_status : "?");
     } else {
         ddp_check_add(r, DDP_CHECK_OK, "driver", NULL, "NVIDIA driver %s, %s", d->driver ? d->driver : "?", cuda);
     }
@@ -780,8 +782,8 @@ void ddp_check_devices(struct ddp_check_report *r, const struct ddp_check_driver
 
     if (d->xml || d->n_nvidia == 0) {
         ddp_check_add(r, DDP_CHECK_SKIP, "devices", NULL, "%s",
-                       d->xml ? "XML topology (another machine): /dev/nvidia* not checked"
-                              : "no NVIDIA GPU in the topology");
+                      d->xml ? "XML topology (another machine): /dev/nvidia* not checked"
+                             : "no NVIDIA GPU in the topology");
         free(all);
         return;
     }
@@ -795,16 +797,18 @@ void ddp_check_devices(struct ddp_check_report *r, const struct ddp_check_driver
     }
     if (!ctl || ngpu == 0)
         ddp_check_add(r, DDP_CHECK_FAIL, "devices",
-                       "load the driver (nvidia-smi creates them); in a container pass the devices (--gpus all)",
-                       "%s missing (found: %s)", !ctl ? "/dev/nvidiactl" : "/dev/nvidia0..N",
-                       d->ndevs ? all : "no /dev/nvidia*");
+                      "load the driver (nvidia-smi creates them); in a container pass the devices (--gpus all)",
+                      "%s missing (found: %s)", !ctl ? "/dev/nvidiactl" : "/dev/nvidia0..N",
+                      d->ndevs ? all : "no /dev/nvidia*");
     else if (!uvm)
         ddp_check_add(r, DDP_CHECK_WARN, "devices",
-                       "CUDA creates it on first use through nvidia-modprobe; in a container pass /dev/nvidia-uvm",
-                       "/dev/nvidia-uvm missing (found: %s)", all);
+                      "CUDA creates it on first use through nvidia-modprobe; in a container pass /dev/nvidia-uvm",
+                      "/dev/nvidia-uvm missing (found: %s)", all);
     else
-        ddp_check_add(r, DDP_CHECK_OK, "devices", NULL, "/dev/nvidiactl, /dev/nvidia-uvm and %zu of %zu "
-                       "/dev/nvidiaN present", ngpu, d->n_nvidia);
+        ddp_check_add(r, DDP_CHECK_OK, "devices", NULL,
+                      "/dev/nvidiactl, /dev/nvidia-uvm and %zu of %zu "
+                      "/dev/nvidiaN present",
+                      ngpu, d->n_nvidia);
     free(all);
 }
 
@@ -843,29 +847,32 @@ void ddp_check_nccl_lib(struct ddp_check_report *r, const struct ddp_check_nccl_
 
     if (l->torch_dir)
         snprintf(torch, sizeof torch, "torch at %s is a %s build", l->torch_dir,
-                 l->torch_cuda == 1 ? "CUDA" : l->torch_cuda == 0 ? "CPU-only" : "?");
+                 l->torch_cuda == 1   ? "CUDA"
+                 : l->torch_cuda == 0 ? "CPU-only"
+                                      : "?");
     if (l->xml || l->n_nvidia == 0) {
         ddp_check_add(r, DDP_CHECK_SKIP, "nccl-lib", NULL, "%s%s%s",
-                       l->xml ? "XML topology (another machine): libnccl not checked"
-                              : "no NVIDIA GPU: NCCL not needed here",
-                       torch[0] ? "; " : "", torch);
+                      l->xml ? "XML topology (another machine): libnccl not checked"
+                             : "no NVIDIA GPU: NCCL not needed here",
+                      torch[0] ? "; " : "", torch);
         return;
     }
     if (l->torch_dir && l->torch_cuda == 0) {
         ddp_check_add(r, DDP_CHECK_WARN, "nccl-lib", "install a CUDA build of torch for these GPUs",
-                       "%s (no libtorch_cuda.so): it cannot use the GPUs or NCCL", torch);
+                      "%s (no libtorch_cuda.so): it cannot use the GPUs or NCCL", torch);
         return;
     }
     if (l->nbundled)
         ddp_check_add(r, DDP_CHECK_OK, "nccl-lib", NULL, "%s (torch's pip dependency)%s%s", l->bundled[0],
-                       torch[0] ? "; " : "", torch);
+                      torch[0] ? "; " : "", torch);
     else if (l->nsystem)
         ddp_check_add(r, DDP_CHECK_OK, "nccl-lib", NULL, "%s%s%s", l->system[0], torch[0] ? "; " : "", torch);
     else
         ddp_check_add(r, DDP_CHECK_WARN, "nccl-lib",
-                       "check with: python3 -c 'import torch; print(torch.cuda.nccl.version())'",
-                       "libnccl.so not found in ld.so.cache, LD_LIBRARY_PATH or site-packages/nvidia/nccl/lib "
-                       "(torch may carry it linked in)%s%s", torch[0] ? "; " : "", torch);
+                      "check with: python3 -c 'import torch; print(torch.cuda.nccl.version())'",
+                      "libnccl.so not found in ld.so.cache, LD_LIBRARY_PATH or site-packages/nvidia/nccl/lib "
+                      "(torch may carry it linked in)%s%s",
+                      torch[0] ? "; " : "", torch);
 }
 
 /* ---- CPUs and memory nodes ---- */
@@ -904,7 +911,7 @@ void ddp_check_cpus(struct ddp_check_report *r, const struct ddp_check_cpus *c)
 
     if (ncpus <= 0) {
         ddp_check_add(r, DDP_CHECK_WARN, "cpus", NULL, "cannot tell which CPUs this process may use ('%s')",
-                       c->cpus_allowed ? c->cpus_allowed : "");
+                      c->cpus_allowed ? c->cpus_allowed : "");
         goto out;
     }
     for (size_t i = 0; i < c->nranks && c->rank_cpus; i++) {
@@ -963,8 +970,8 @@ void ddp_check_cpus(struct ddp_check_report *r, const struct ddp_check_cpus *c)
     }
     if (st == DDP_CHECK_OK)
         ddp_check_add(r, DDP_CHECK_OK, "cpus", NULL, "%d CPU%s allowed (%s)%s%s; %d worker%s, bind = %s", ncpus,
-                       ncpus == 1 ? "" : "s", c->cpus_allowed, nmems > 0 ? ", memory nodes " : "",
-                       nmems > 0 ? c->mems_allowed : "", c->nproc, c->nproc == 1 ? "" : "s", bind_name(c->bind));
+                      ncpus == 1 ? "" : "s", c->cpus_allowed, nmems > 0 ? ", memory nodes " : "",
+                      nmems > 0 ? c->mems_allowed : "", c->nproc, c->nproc == 1 ? "" : "s", bind_name(c->bind));
     else
         ddp_check_add(r, st, "cpus", todo, "%s", b.data);
 out:
@@ -991,21 +998,22 @@ void ddp_check_nofile(struct ddp_check_report *r, unsigned long long soft, unsig
     fmt_lim(s, sizeof s, soft);
     fmt_lim(h, sizeof h, hard);
     if (soft >= hard && hard < DDP_CHECK_NOFILE_WANT)
-        snprintf(todo, sizeof todo, "the hard limit is %s too: raise it (limits.conf, systemd LimitNOFILE=, "
-                                    "docker --ulimit nofile=65536:65536)", h);
+        snprintf(todo, sizeof todo,
+                 "the hard limit is %s too: raise it (limits.conf, systemd LimitNOFILE=, "
+                 "docker --ulimit nofile=65536:65536)",
+                 h);
     else
-        snprintf(todo, sizeof todo, "raise it before starting: ulimit -n %llu",
-                 hard < 65536ULL ? hard : 65536ULL);
+        snprintf(todo, sizeof todo, "raise it before starting: ulimit -n %llu", hard < 65536ULL ? hard : 65536ULL);
     if (soft < need)
         ddp_check_add(r, DDP_CHECK_FAIL, "nofile", todo,
-                       "open files limit %s (hard %s) is below the %llu the launcher needs for %d workers", s, h,
-                       need, nproc);
+                      "open files limit %s (hard %s) is below the %llu the launcher needs for %d workers", s, h, need,
+                      nproc);
     else if (soft < DDP_CHECK_NOFILE_WANT)
         ddp_check_add(r, DDP_CHECK_WARN, "nofile", todo,
-                       "open files limit %s (hard %s): workers inherit it, and torch DataLoader workers and NCCL "
-                       "sockets often need more than %llu (\"Too many open files\")", s, h,
-                       DDP_CHECK_NOFILE_WANT);
+                      "open files limit %s (hard %s): workers inherit it, and torch DataLoader workers and NCCL "
+                      "sockets often need more than %llu (\"Too many open files\")",
+                      s, h, DDP_CHECK_NOFILE_WANT);
     else
         ddp_check_add(r, DDP_CHECK_OK, "nofile", NULL, "open files limit %s (hard %s); launcher needs %llu", s, h,
-                       need);
+                      need);
 }

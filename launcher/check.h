@@ -34,7 +34,7 @@ struct ddp_check_report {
 
 /* Append a result (found/todo are printf formats; todo may be NULL). */
 void ddp_check_add(struct ddp_check_report *r, enum ddp_check_status st, const char *check, const char *todo,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void ddp_check_report_free(struct ddp_check_report *r);
 /* 0 when every result is ok or skip, 1 when some warn and none fail, 2 when some fail. */
 int ddp_check_exit_status(const struct ddp_check_report *r);
@@ -46,31 +46,31 @@ void ddp_check_print(const struct ddp_check_report *r, bool json, FILE *out);
 
 struct ddp_check_gpu {
     char busid[32];
-    unsigned vendor;          /* PCI vendor: 0x10de NVIDIA, 0x1002 AMD */
-    int numa;                 /* OS index of its NUMA node, -1 unknown */
-    int package;              /* OS index of the socket of that node, -1 unknown */
-    long long mem_used;       /* bytes, -1 unknown (no NVML) */
+    unsigned vendor;    /* PCI vendor: 0x10de NVIDIA, 0x1002 AMD */
+    int numa;           /* OS index of its NUMA node, -1 unknown */
+    int package;        /* OS index of the socket of that node, -1 unknown */
+    long long mem_used; /* bytes, -1 unknown (no NVML) */
     long long mem_total;
-    int util;                 /* GPU utilisation percent, -1 unknown */
-    char users[256];          /* who uses it ("pid 1234 (python3, 30.0 GiB)"), "" none or unknown */
+    int util;        /* GPU utilisation percent, -1 unknown */
+    char users[256]; /* who uses it ("pid 1234 (python3, 30.0 GiB)"), "" none or unknown */
 };
 
 struct ddp_check_gpus {
-    bool have_topo;           /* false: the topology could not be read */
+    bool have_topo;                  /* false: the topology could not be read */
     const struct ddp_check_gpu *all; /* every GPU of the topology, by topology index */
     size_t nall;
-    bool want_gpus;           /* false: CPU workers */
-    int nproc;                /* local workers */
-    int nusable;              /* GPUs the request may use (select/exclude/CVD/Slurm/memory/leases applied) */
-    const int *picked;        /* topology indices the plan would use, or NULL when placement failed */
+    bool want_gpus;    /* false: CPU workers */
+    int nproc;         /* local workers */
+    int nusable;       /* GPUs the request may use (select/exclude/CVD/Slurm/memory/leases applied) */
+    const int *picked; /* topology indices the plan would use, or NULL when placement failed */
     size_t npicked;
-    const char *reason;       /* the placement's one-line reason, or NULL */
-    const char *error;        /* why placement failed, or NULL */
-    const int *better;        /* the same-numa automatic choice of nproc usable GPUs, or NULL */
+    const char *reason; /* the placement's one-line reason, or NULL */
+    const char *error;  /* why placement failed, or NULL */
+    const int *better;  /* the same-numa automatic choice of nproc usable GPUs, or NULL */
     size_t nbetter;
-    bool nvlink;              /* every pair of picked GPUs is joined by NVLink/XGMI (from the placement) */
-    bool nvml;                /* NVML answered (mem_used/util/users are meaningful) */
-    const char *nvml_status;  /* why not, when !nvml */
+    bool nvlink;             /* every pair of picked GPUs is joined by NVLink/XGMI (from the placement) */
+    bool nvml;               /* NVML answered (mem_used/util/users are meaningful) */
+    const char *nvml_status; /* why not, when !nvml */
 };
 void ddp_check_gpus(struct ddp_check_report *r, const struct ddp_check_gpus *g);
 void ddp_check_numa(struct ddp_check_report *r, const struct ddp_check_gpus *g);
@@ -79,25 +79,25 @@ void ddp_check_numa(struct ddp_check_report *r, const struct ddp_check_gpus *g);
 void ddp_check_gpu_busy(struct ddp_check_report *r, const struct ddp_check_gpus *g);
 
 /* ---- GPU leases of other ddplaunch jobs (check "leases") ---- */
-void ddp_check_leases(struct ddp_check_report *r, const struct ddp_lease_info *leases, size_t n,
-                             pid_t self, int lease_rc);
+void ddp_check_leases(struct ddp_check_report *r, const struct ddp_lease_info *leases, size_t n, pid_t self,
+                      int lease_rc);
 
 /* ---- master port (check "master-port") ---- */
 struct ddp_check_port {
-    struct ddp_port_spec spec;          /* master_port as resolved */
+    struct ddp_port_spec spec; /* master_port as resolved */
     int node_rank;
     const char *master_addr;
-    const char *tcp, *tcp6;             /* text of /proc/net/tcp and /proc/net/tcp6, NULL when unreadable */
+    const char *tcp, *tcp6;               /* text of /proc/net/tcp and /proc/net/tcp6, NULL when unreadable */
     const struct ddp_port_holder *holder; /* who listens on the explicit port, NULL when unknown */
-    const char *lock_holder;            /* another ddplaunch job reserved the explicit port (who), or NULL */
-    int probe_rc;                       /* ddp_port_probe() of the explicit port: 0, -EADDRINUSE, ... */
-    const char *ephemeral;              /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
+    const char *lock_holder;              /* another ddplaunch job reserved the explicit port (who), or NULL */
+    int probe_rc;                         /* ddp_port_probe() of the explicit port: 0, -EADDRINUSE, ... */
+    const char *ephemeral;                /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
 };
 void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p);
 
 /* ---- master address, route, socket interfaces (checks "master-addr", "nccl-ifname", "gloo-ifname") ---- */
 struct ddp_check_addr {
-    const char *addr;      /* master_addr */
+    const char *addr; /* master_addr */
     int nnodes;
     int gai_rc;            /* getaddrinfo() result, 0 = resolved */
     const char *gai_error; /* gai_strerror() text when gai_rc != 0 */
@@ -115,21 +115,21 @@ bool ddp_check_ifname_match(const char *spec, const char *ifname);
 /* NCCL_SOCKET_IFNAME (value, or NULL when unset) against the interfaces up here; route_if is the interface that
  * reaches master_addr (or NULL). gloo = the GLOO_SOCKET_IFNAME check (comma list of exact names). */
 void ddp_check_ifname(struct ddp_check_report *r, const char *var, const char *value, bool gloo,
-                             const char *const *ifnames, size_t nifs, const char *route_if);
+                      const char *const *ifnames, size_t nifs, const char *route_if);
 
 /* ---- NCCL/torch variables (check "nccl-env"): ddp_nccl_validate() on [nccl] and envp ---- */
 void ddp_check_nccl_env(struct ddp_check_report *r, const struct ddp_kvlist *nccl, char *const *envp);
 
 /* ---- driver, CUDA, device nodes (checks "driver", "devices") ---- */
 struct ddp_check_driver {
-    bool xml;                 /* the topology is an XML file describing another machine: nothing to check here */
-    size_t n_nvidia;          /* NVIDIA GPUs in the topology */
+    bool xml;        /* the topology is an XML file describing another machine: nothing to check here */
+    size_t n_nvidia; /* NVIDIA GPUs in the topology */
     bool nvml_found;
     const char *nvml_status;
-    const char *driver;       /* NVIDIA driver version from NVML, or NULL */
-    int cuda_version;         /* cuDriverGetVersion(): 12040 = 12.4, -1 = libcuda.so.1 not loaded */
-    const char *cuda_error;   /* why not, when cuda_version < 0 */
-    const char *const *devs;  /* /dev/nvidia* names present ("nvidiactl", "nvidia0", "nvidia-uvm", ...) */
+    const char *driver;      /* NVIDIA driver version from NVML, or NULL */
+    int cuda_version;        /* cuDriverGetVersion(): 12040 = 12.4, -1 = libcuda.so.1 not loaded */
+    const char *cuda_error;  /* why not, when cuda_version < 0 */
+    const char *const *devs; /* /dev/nvidia* names present ("nvidiactl", "nvidia0", "nvidia-uvm", ...) */
     size_t ndevs;
 };
 void ddp_check_driver(struct ddp_check_report *r, const struct ddp_check_driver *d);
@@ -137,14 +137,14 @@ void ddp_check_devices(struct ddp_check_report *r, const struct ddp_check_driver
 
 /* ---- libnccl (check "nccl-lib") ---- */
 struct ddp_check_nccl_lib {
-    bool xml;                    /* as for ddp_check_driver */
-    size_t n_nvidia;             /* NVIDIA GPUs in the topology */
-    const char *const *system;   /* libnccl.so* paths from ld.so.cache and LD_LIBRARY_PATH */
+    bool xml;                  /* as for ddp_check_driver */
+    size_t n_nvidia;           /* NVIDIA GPUs in the topology */
+    const char *const *system; /* libnccl.so* paths from ld.so.cache and LD_LIBRARY_PATH */
     size_t nsystem;
-    const char *const *bundled;  /* .../site-packages/nvidia/nccl/lib/libnccl.so* (torch's pip dependency) */
+    const char *const *bundled; /* .../site-packages/nvidia/nccl/lib/libnccl.so* (torch's pip dependency) */
     size_t nbundled;
-    const char *torch_dir;       /* a torch package directory found, or NULL */
-    int torch_cuda;              /* 1: torch/lib has libtorch_cuda.so, 0: CPU build, -1 unknown */
+    const char *torch_dir; /* a torch package directory found, or NULL */
+    int torch_cuda;        /* 1: torch/lib has libtorch_cuda.so, 0: CPU build, -1 unknown */
 };
 void ddp_check_nccl_lib(struct ddp_check_report *r, const struct ddp_check_nccl_lib *l);
 /* Library paths in the text of /etc/ld.so.cache (bytes data[0..len)) whose file name starts with name_prefix
@@ -153,8 +153,8 @@ size_t ddp_check_ldcache_find(const char *data, size_t len, const char *name_pre
 
 /* ---- CPUs and memory nodes (check "cpus") ---- */
 struct ddp_check_cpus {
-    const char *cpus_allowed;  /* list ("0-7,16"): the topology's allowed CPUs or Cpus_allowed_list */
-    const char *mems_allowed;  /* Mems_allowed_list, NULL when unknown (XML topology) */
+    const char *cpus_allowed; /* list ("0-7,16"): the topology's allowed CPUs or Cpus_allowed_list */
+    const char *mems_allowed; /* Mems_allowed_list, NULL when unknown (XML topology) */
     int nproc;
     enum ddp_bind bind;
     const char *const *rank_cpus; /* per rank CPU list from the placement (NULL entry: unbound), or NULL */

@@ -18,43 +18,55 @@ struct class_info {
 
 static const struct class_info infos[DDP_CLASS__COUNT] = {
     [DDP_CLASS_NONE] = {"none", 0, ""},
-    [DDP_CLASS_EXIT] = {"exit", 20,
-        "the worker exited with an error: read its traceback above (or LOG_DIR/attempt_N/RANK/stderr.log)"},
-    [DDP_CLASS_SEGFAULT] = {"segfault", 62,
-        "the worker crashed in native code: an extension/ABI mismatch or a CUDA driver problem; rerun with "
-        "PYTHONFAULTHANDLER=1 ([env]) to get the Python stack"},
-    [DDP_CLASS_ABORT] = {"abort", 40,
-        "the worker aborted (SIGABRT), often torch's NCCL watchdog taking the process down after a collective "
-        "timeout or error: look for 'Watchdog' or 'NCCL error' lines above"},
-    [DDP_CLASS_KILLED] = {"killed", 35,
-        "the worker was killed (SIGKILL): the kernel OOM killer (check dmesg; host memory, DataLoader workers) or "
-        "someone else"},
+    [DDP_CLASS_EXIT] =
+        {"exit", 20,
+         "the worker exited with an error: read its traceback above (or LOG_DIR/attempt_N/RANK/stderr.log)"},
+    [DDP_CLASS_SEGFAULT] =
+        {"segfault", 62,
+         "the worker crashed in native code: an extension/ABI mismatch or a CUDA driver problem; rerun with "
+         "PYTHONFAULTHANDLER=1 ([env]) to get the Python stack"},
+    [DDP_CLASS_ABORT] =
+        {"abort", 40,
+         "the worker aborted (SIGABRT), often torch's NCCL watchdog taking the process down after a collective "
+         "timeout or error: look for 'Watchdog' or 'NCCL error' lines above"},
+    [DDP_CLASS_KILLED] =
+        {"killed", 35,
+         "the worker was killed (SIGKILL): the kernel OOM killer (check dmesg; host memory, DataLoader workers) or "
+         "someone else"},
     [DDP_CLASS_SIGNAL] = {"signal", 30, "the worker died by a signal it does not handle"},
-    [DDP_CLASS_NCCL_TIMEOUT] = {"nccl-timeout", 80,
-        "a collective timed out: one rank stopped (hang, crash, slow input) or GPUs talk badly; keep GPUs on one "
-        "NUMA node ([gpus] policy = same-numa), get NCCL logs with [nccl] preset = debug, and let [restart] "
-        "on_timeout = downsize retry on fewer GPUs"},
-    [DDP_CLASS_NCCL_ERROR] = {"nccl-error", 60,
-        "collective communication failed, usually because a peer process died first (see the root cause); else "
-        "network or driver trouble: rerun with [nccl] preset = debug"},
-    [DDP_CLASS_HANG] = {"hang", 65,
-        "a rank made no progress (no heartbeat/output for [timeout] stall, or a torch timer.expires() block ran "
-        "out): py-spy dump --pid PID shows where it is stuck; raise the limit if a step is just slow"},
-    [DDP_CLASS_INIT_TIMEOUT] = {"init-timeout", 64,
-        "a rank showed no sign of life within [timeout] init: slow imports or data loading before the first "
-        "heartbeat, or stuck in init_process_group; raise init or check master_addr/master_port"},
+    [DDP_CLASS_NCCL_TIMEOUT] =
+        {"nccl-timeout", 80,
+         "a collective timed out: one rank stopped (hang, crash, slow input) or GPUs talk badly; keep GPUs on one "
+         "NUMA node ([gpus] policy = same-numa), get NCCL logs with [nccl] preset = debug, and let [restart] "
+         "on_timeout = downsize retry on fewer GPUs"},
+    [DDP_CLASS_NCCL_ERROR] =
+        {"nccl-error", 60,
+         "collective communication failed, usually because a peer process died first (see the root cause); else "
+         "network or driver trouble: rerun with [nccl] preset = debug"},
+    [DDP_CLASS_HANG] =
+        {"hang", 65,
+         "a rank made no progress (no heartbeat/output for [timeout] stall, or a torch timer.expires() block ran "
+         "out): py-spy dump --pid PID shows where it is stuck; raise the limit if a step is just slow"},
+    [DDP_CLASS_INIT_TIMEOUT] =
+        {"init-timeout", 64,
+         "a rank showed no sign of life within [timeout] init: slow imports or data loading before the first "
+         "heartbeat, or stuck in init_process_group; raise init or check master_addr/master_port"},
     [DDP_CLASS_WALL_TIMEOUT] = {"wall-timeout", 63,
-        "the attempt ran longer than [timeout] wall: raise wall if the job is simply long"},
-    [DDP_CLASS_CUDA_OOM] = {"cuda-oom", 100,
-        "CUDA out of memory: lower the per-GPU batch size or use activation checkpointing; skip GPUs others are "
-        "using with [gpus] max_memory_used"},
-    [DDP_CLASS_PORT_IN_USE] = {"port-in-use", 95,
-        "the master port is already in use (another job or a leftover process): use master_port = auto"},
-    [DDP_CLASS_EXEC_FAILED] = {"exec-failed", 90,
-        "the worker program could not be started: check the path, its permissions and the interpreter"},
-    [DDP_CLASS_RENDEZVOUS_TIMEOUT] = {"rendezvous-timeout", 70,
-        "a rank never reached the rendezvous (TCP store at master_addr:master_port): another rank died or hung "
-        "during start-up, or the address is unreachable; see the root cause"},
+                                "the attempt ran longer than [timeout] wall: raise wall if the job is simply long"},
+    [DDP_CLASS_CUDA_OOM] =
+        {"cuda-oom", 100,
+         "CUDA out of memory: lower the per-GPU batch size or use activation checkpointing; skip GPUs others are "
+         "using with [gpus] max_memory_used"},
+    [DDP_CLASS_PORT_IN_USE] =
+        {"port-in-use", 95,
+         "the master port is already in use (another job or a leftover process): use master_port = auto"},
+    [DDP_CLASS_EXEC_FAILED] =
+        {"exec-failed", 90,
+         "the worker program could not be started: check the path, its permissions and the interpreter"},
+    [DDP_CLASS_RENDEZVOUS_TIMEOUT] =
+        {"rendezvous-timeout", 70,
+         "a rank never reached the rendezvous (TCP store at master_addr:master_port): another rank died or hung "
+         "during start-up, or the address is unreachable; see the root cause"},
 };
 
 enum ddp_class ddp_class_merge(enum ddp_class a, enum ddp_class b)
@@ -128,8 +140,8 @@ const char *ddp_class_hint_facts(enum ddp_class c, const struct ddp_class_facts 
                                              : "; set [gpus] policy = same-numa",
                      nccl_debug_on(facts->nccl_debug) ? "" : "; [nccl] preset = debug keeps NCCL logs");
         } else if (c != DDP_CLASS_HANG && !nccl_debug_on(facts->nccl_debug)) {
-            snprintf(buf, size, "%s%s; NCCL_DEBUG is %s: set [nccl] preset = debug to keep per-rank NCCL logs",
-                     stalled, ddp_class_hint(c), facts->nccl_debug ? facts->nccl_debug : "unset");
+            snprintf(buf, size, "%s%s; NCCL_DEBUG is %s: set [nccl] preset = debug to keep per-rank NCCL logs", stalled,
+                     ddp_class_hint(c), facts->nccl_debug ? facts->nccl_debug : "unset");
         } else if (stalled[0] != '\0') {
             snprintf(buf, size, "%s%s", stalled, ddp_class_hint(c));
         }

@@ -8,21 +8,22 @@
 #include <stddef.h>
 
 enum ddp_class {
-    DDP_CLASS_NONE,         /* nothing recognised */
-    DDP_CLASS_EXIT,         /* nonzero exit code; the caller formats "exit-N" */
-    DDP_CLASS_SEGFAULT,     /* SIGSEGV, SIGBUS, SIGILL, SIGFPE */
-    DDP_CLASS_ABORT,        /* SIGABRT */
-    DDP_CLASS_KILLED,       /* SIGKILL (OOM killer, us, or someone else) */
-    DDP_CLASS_SIGNAL,       /* any other signal */
-    DDP_CLASS_NCCL_TIMEOUT, /* collective timed out: NCCL watchdog, gloo, store wait */
-    DDP_CLASS_NCCL_ERROR,   /* NCCL/gloo communication error that is not a timeout */
-    DDP_CLASS_HANG,         /* heartbeat or output silence for [timeout] stall; FileTimer expiry */
-    DDP_CLASS_INIT_TIMEOUT, /* no sign of life within [timeout] init */
-    DDP_CLASS_WALL_TIMEOUT, /* attempt ran past [timeout] wall */
-    DDP_CLASS_CUDA_OOM,     /* CUDA out of memory */
-    DDP_CLASS_PORT_IN_USE,  /* EADDRINUSE at rendezvous / store creation */
-    DDP_CLASS_EXEC_FAILED,  /* the worker program could not be started */
-    DDP_CLASS_RENDEZVOUS_TIMEOUT, /* the TCP store/rendezvous timed out: a rank never arrived or the master was unreachable */
+    DDP_CLASS_NONE,               /* nothing recognised */
+    DDP_CLASS_EXIT,               /* nonzero exit code; the caller formats "exit-N" */
+    DDP_CLASS_SEGFAULT,           /* SIGSEGV, SIGBUS, SIGILL, SIGFPE */
+    DDP_CLASS_ABORT,              /* SIGABRT */
+    DDP_CLASS_KILLED,             /* SIGKILL (OOM killer, us, or someone else) */
+    DDP_CLASS_SIGNAL,             /* any other signal */
+    DDP_CLASS_NCCL_TIMEOUT,       /* collective timed out: NCCL watchdog, gloo, store wait */
+    DDP_CLASS_NCCL_ERROR,         /* NCCL/gloo communication error that is not a timeout */
+    DDP_CLASS_HANG,               /* heartbeat or output silence for [timeout] stall; FileTimer expiry */
+    DDP_CLASS_INIT_TIMEOUT,       /* no sign of life within [timeout] init */
+    DDP_CLASS_WALL_TIMEOUT,       /* attempt ran past [timeout] wall */
+    DDP_CLASS_CUDA_OOM,           /* CUDA out of memory */
+    DDP_CLASS_PORT_IN_USE,        /* EADDRINUSE at rendezvous / store creation */
+    DDP_CLASS_EXEC_FAILED,        /* the worker program could not be started */
+    DDP_CLASS_RENDEZVOUS_TIMEOUT, /* the TCP store/rendezvous timed out: a rank never arrived or the master was
+                                     unreachable */
     DDP_CLASS__COUNT
 };
 
@@ -45,13 +46,13 @@ const char *ddp_class_hint(enum ddp_class c);
 
 /* What a hint may use about the failed attempt; zero-initialise, fill what is known. */
 struct ddp_class_facts {
-    int ngpus;            /* GPUs of this node's attempt, 0 if none/unknown */
-    const int *gpu_index; /* [ngpus] GPU indexes as the user knows them (nvidia-smi order) */
-    const int *gpu_numa;  /* [ngpus] NUMA node of each GPU, -1 unknown */
-    bool numa_policy_same;/* [gpus] policy was same-numa already */
-    int port;             /* master port, 0 unknown */
+    int ngpus;              /* GPUs of this node's attempt, 0 if none/unknown */
+    const int *gpu_index;   /* [ngpus] GPU indexes as the user knows them (nvidia-smi order) */
+    const int *gpu_numa;    /* [ngpus] NUMA node of each GPU, -1 unknown */
+    bool numa_policy_same;  /* [gpus] policy was same-numa already */
+    int port;               /* master port, 0 unknown */
     const char *nccl_debug; /* NCCL_DEBUG value in effect, or NULL */
-    int stalled_rank;     /* rank that stopped, -1 unknown */
+    int stalled_rank;       /* rank that stopped, -1 unknown */
 };
 
 /* A hint made specific with facts, e.g. "GPUs 0 and 4 are on different NUMA nodes (0 and 1); set [gpus]

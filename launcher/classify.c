@@ -12,7 +12,7 @@ struct pattern {
     const char *lit;  /* must occur in the line */
     const char *also; /* and this too, or NULL */
     enum ddp_class cls;
-    bool fatal_only;  /* ignored in torch/glog warning and info lines ("[W socket.cpp:426] ...") */
+    bool fatal_only; /* ignored in torch/glog warning and info lines ("[W socket.cpp:426] ...") */
 };
 
 /* First match wins, so more specific patterns come first. */
@@ -140,7 +140,10 @@ enum ddp_class ddp_classify_status(int exit_code, int signo)
 {
     if (signo > 0) {
         switch (signo) {
-        case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE:
+        case SIGSEGV:
+        case SIGBUS:
+        case SIGILL:
+        case SIGFPE:
             return DDP_CLASS_SEGFAULT;
         case SIGABRT:
             return DDP_CLASS_ABORT;

@@ -7,16 +7,26 @@
 #include <string.h>
 
 enum flag_kind {
-    F_KEY,        /* sets section.key to the argument */
-    F_KEY_YES,    /* sets section.key to "yes", takes no argument */
-    F_KEY_FIXED,  /* sets section.key to a fixed value, no argument */
-    F_IGNORED,    /* torchrun flag with an argument that means nothing here */
-    F_IGNORED0,   /* the same without an argument */
-    F_MODULE, F_NO_PYTHON, F_SET, F_JSON, F_TOPOLOGY, F_CONFIG, F_HELP, F_VERSION, F_KEYS, F_VERBOSE, F_QUIET,
+    F_KEY,       /* sets section.key to the argument */
+    F_KEY_YES,   /* sets section.key to "yes", takes no argument */
+    F_KEY_FIXED, /* sets section.key to a fixed value, no argument */
+    F_IGNORED,   /* torchrun flag with an argument that means nothing here */
+    F_IGNORED0,  /* the same without an argument */
+    F_MODULE,
+    F_NO_PYTHON,
+    F_SET,
+    F_JSON,
+    F_TOPOLOGY,
+    F_CONFIG,
+    F_HELP,
+    F_VERSION,
+    F_KEYS,
+    F_VERBOSE,
+    F_QUIET,
 };
 
 struct flag {
-    const char *name;  /* dash form without the leading "--" */
+    const char *name; /* dash form without the leading "--" */
     char short_name;
     enum flag_kind kind;
     const char *section, *key, *fixed;
@@ -94,8 +104,7 @@ static const struct flag flags[] = {
 
 static bool takes_arg(const struct flag *f)
 {
-    return f->kind == F_KEY || f->kind == F_IGNORED || f->kind == F_SET || f->kind == F_TOPOLOGY ||
-           f->kind == F_CONFIG;
+    return f->kind == F_KEY || f->kind == F_IGNORED || f->kind == F_SET || f->kind == F_TOPOLOGY || f->kind == F_CONFIG;
 }
 
 const char *const *ddp_cli_flag_names(void)
@@ -319,8 +328,10 @@ int ddp_cli_parse(int argc, char **argv, struct ddp_cli *cli, struct ddp_err *er
             continue;
         }
         if (cli->spec_path && !options_done)
-            return ddp_errf(err, -EINVAL, "unexpected argument '%s' after %s (put the program's extra arguments "
-                                          "after '--')", a, cli->spec_path);
+            return ddp_errf(err, -EINVAL,
+                            "unexpected argument '%s' after %s (put the program's extra arguments "
+                            "after '--')",
+                            a, cli->spec_path);
         if (cli->spec_path) {
             /* "-- JOB.ini -- extra args": the job spec came after '--'; the rest is for the program. */
             if (strcmp(a, "--") == 0)
@@ -375,8 +386,8 @@ int ddp_cli_apply_pet(struct ddp_spec *spec, char *const *envp, struct ddp_err *
         if (f->kind == F_KEY)
             rc = ddp_spec_set(spec, f->section, f->key, v, DDP_ORIGIN_ENV, f->pet, err);
         else if ((f->kind == F_KEY_YES || f->kind == F_KEY_FIXED) && env_true(v))
-            rc = ddp_spec_set(spec, f->section, f->key, f->kind == F_KEY_YES ? "yes" : f->fixed, DDP_ORIGIN_ENV,
-                              f->pet, err);
+            rc = ddp_spec_set(spec, f->section, f->key, f->kind == F_KEY_YES ? "yes" : f->fixed, DDP_ORIGIN_ENV, f->pet,
+                              err);
         if (rc < 0)
             return rc;
     }
@@ -385,7 +396,7 @@ int ddp_cli_apply_pet(struct ddp_spec *spec, char *const *envp, struct ddp_err *
 
 static void clear_program(struct ddp_spec *spec)
 {
-    static const char *const keys[] = { "command", "script", "module", "program", NULL };
+    static const char *const keys[] = {"command", "script", "module", "program", NULL};
     for (const char *const *k = keys; *k; k++) {
         int i = ddp_spec_key_find("job", *k);
         void *f = (char *)spec + ddp_spec_keys[i].offset;
@@ -413,8 +424,9 @@ int ddp_cli_apply(const struct ddp_cli *cli, struct ddp_spec *spec, char *const 
     bool module = cli->module || env_true(ddp_env_get(envp, "PET_MODULE"));
     bool no_python = cli->no_python || env_true(ddp_env_get(envp, "PET_NO_PYTHON"));
     if (module && no_python) /* torchrun refuses them together too; caught before anything starts */
-        return ddp_errf(err, -EINVAL, "--no-python and --module (-m) cannot be used together (expected one: a "
-                                      "program to run directly, or a Python module)");
+        return ddp_errf(err, -EINVAL,
+                        "--no-python and --module (-m) cannot be used together (expected one: a "
+                        "program to run directly, or a Python module)");
     if (cli->target) {
         clear_program(spec);
         const char *key = no_python ? "program" : module ? "module" : "script";
@@ -497,9 +509,9 @@ static void put_named_flags(FILE *f, const char *const *names)
 
 void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
 {
-    static const char *const plan_flags[] = { "json", "topology", "config", "set", "help", NULL };
-    static const char *const topo_flags[] = { "json", "topology", "config", "set", "nproc-per-node", "help", NULL };
-    static const char *const doctor_flags[] = { "json", "topology", "config", "set", "master-port", "help", NULL };
+    static const char *const plan_flags[] = {"json", "topology", "config", "set", "help", NULL};
+    static const char *const topo_flags[] = {"json", "topology", "config", "set", "nproc-per-node", "help", NULL};
+    static const char *const doctor_flags[] = {"json", "topology", "config", "set", "master-port", "help", NULL};
     switch (cmd) {
     case DDP_CMD_PLAN:
         fputs("Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]\n"
@@ -572,11 +584,12 @@ void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
             fputs("\nddplaunch's own options:\n", f);
     }
     fputs("\n", f);
-    put_wrapped(f, 0,
-                "Settings, lowest precedence first: built-in defaults, site config ($DDPLAUNCH_CONFIG or "
-                DDP_SYSCONFDIR "/ddplaunch/ddplaunch.ini), JOB.ini, environment (PET_* as torchrun, "
-                "DDPLAUNCH_<SECTION>_<KEY>), command line. `ddplaunch --help-keys` lists every key.",
-                0);
+    put_wrapped(
+        f, 0,
+        "Settings, lowest precedence first: built-in defaults, site config ($DDPLAUNCH_CONFIG or " DDP_SYSCONFDIR
+        "/ddplaunch/ddplaunch.ini), JOB.ini, environment (PET_* as torchrun, "
+        "DDPLAUNCH_<SECTION>_<KEY>), command line. `ddplaunch --help-keys` lists every key.",
+        0);
     fputs("\n"
           "Exit status: 0 all workers succeeded; the first failed worker's exit code; 128+N\n"
           "when it died by signal N (or the launcher was stopped by signal N); 124 when the\n"
@@ -604,9 +617,9 @@ char *ddp_cli_script_to_check(const struct ddp_cli *cli, const char *workdir, ch
 
 void ddp_cli_help_keys(FILE *f)
 {
-    static const char *const type_names[] = { "string", "integer", "yes|no", "choice", "duration", "N|MIN:MAX",
-                                              "list", "argv", "N|gpu|cpu|auto", "port|auto", "0-3|R:V,...",
-                                              "size|N%", "half|N", "auto|yes|no" };
+    static const char *const type_names[] = {"string",      "integer", "yes|no", "choice",         "duration",
+                                             "N|MIN:MAX",   "list",    "argv",   "N|gpu|cpu|auto", "port|auto",
+                                             "0-3|R:V,...", "size|N%", "half|N", "auto|yes|no"};
     const char *section = "";
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
         const struct ddp_key *k = &ddp_spec_keys[i];
@@ -616,7 +629,7 @@ void ddp_cli_help_keys(FILE *f)
         }
         char type[96];
         if (k->type == DDP_T_ENUM) {
-            struct ddp_buf b = { 0 };
+            struct ddp_buf b = {0};
             for (int j = 0; k->choices[j]; j++)
                 ddp_buf_printf(&b, "%s%s", j ? "|" : "", k->choices[j]);
             snprintf(type, sizeof type, "%s", b.data);

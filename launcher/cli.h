@@ -16,14 +16,14 @@ struct ddp_cli {
     enum ddp_cmd sub; /* the subcommand named on the command line (plan, topo, doctor), else DDP_CMD_RUN; with
                          --help, cmd is DDP_CMD_HELP and sub says whose help */
     bool json;
-    char *topology;   /* --topology FILE */
-    char *config;     /* --config FILE (site config) */
-    char *spec_path;  /* JOB.ini */
-    char *target;     /* the training script or program, torchrun style */
+    char *topology;  /* --topology FILE */
+    char *config;    /* --config FILE (site config) */
+    char *spec_path; /* JOB.ini */
+    char *target;    /* the training script or program, torchrun style */
     struct ddp_strv target_args;
-    bool module;      /* -m */
-    bool no_python;   /* --no-python */
-    int verbosity;    /* -v / -q adjust */
+    bool module;            /* -m */
+    bool no_python;         /* --no-python */
+    int verbosity;          /* -v / -q adjust */
     struct ddp_kvlist sets; /* "section.key" -> value, in command-line order; file = the flag */
 };
 

@@ -16,8 +16,8 @@
 #include "crypto.h"
 #include "frame.h"
 
-#define MAX_PENDING 64    /* connections in their handshake, from all sources */
-#define MAX_PER_SOURCE 8  /* ... from one source address */
+#define MAX_PENDING 64   /* connections in their handshake, from all sources */
+#define MAX_PER_SOURCE 8 /* ... from one source address */
 #define RETRY_MS 200
 #define WARN_WINDOW_MS 10000
 #define WARN_PER_WINDOW 3
@@ -219,7 +219,7 @@ static void conn_lost(struct conn *k, const char *why)
         return;
     if (c->server) {
         if (authed) {
-            struct ddp_coord_event ev = { .kind = DDP_COORD_LOST, .node = node, .reason = why };
+            struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = node, .reason = why};
             emit(c, &ev);
         } else {
             ddp_debug("coord: connection from %s ended before it joined: %s", k->peer, why);
@@ -229,7 +229,7 @@ static void conn_lost(struct conn *k, const char *why)
     if (authed) {
         char msg[400];
         snprintf(msg, sizeof msg, "lost node 0 at %s:%d: %s", c->addr, c->cfg.port, why);
-        struct ddp_coord_event ev = { .kind = DDP_COORD_LOST, .node = 0, .reason = msg };
+        struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = 0, .reason = msg};
         emit(c, &ev);
         return;
     }
@@ -244,7 +244,7 @@ static void client_refused(struct conn *k, const char *why)
     conn_close(k, false);
     char msg[400];
     snprintf(msg, sizeof msg, "node 0 at %s:%d refused this node: %s", c->addr, c->cfg.port, why);
-    struct ddp_coord_event ev = { .kind = DDP_COORD_LOST, .node = 0, .reason = msg };
+    struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = 0, .reason = msg};
     emit(c, &ev);
 }
 
@@ -290,8 +290,7 @@ static void on_handshake(struct conn *k, const struct ddp_frame_msg *m)
         if (m->kind == DDP_FRAME_DENIED)
             return client_refused(k, m->text);
         bool ok = m->kind == DDP_FRAME_WELCOME &&
-                  (c->cfg.node_rank == DDP_COORD_ANY_RANK || m->node == c->cfg.node_rank) &&
-                  m->node < c->cfg.nnodes;
+                  (c->cfg.node_rank == DDP_COORD_ANY_RANK || m->node == c->cfg.node_rank) && m->node < c->cfg.nnodes;
         if (ok) {
             snprintf(tail, sizeof tail, "%d", m->node);
             ddp_frame_handshake_mac(c->secret, "welcome", c->job, k->snonce, k->cnonce, tail, want);
@@ -303,7 +302,7 @@ static void on_handshake(struct conn *k, const struct ddp_frame_msg *m)
         ddp_frame_session_key(c->secret, c->job, k->snonce, k->cnonce, k->key);
         k->state = ST_AUTHED;
         k->node = 0;
-        struct ddp_coord_event ev = { .kind = DDP_COORD_JOINED, .node = m->node };
+        struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = m->node};
         emit(c, &ev);
         return;
     }
@@ -339,8 +338,7 @@ static void on_handshake(struct conn *k, const struct ddp_frame_msg *m)
         conn_send(k, msg);
         ddp_frame_session_key(c->secret, c->job, k->snonce, k->cnonce, k->key);
         k->state = ST_AUTHED;
-        struct ddp_coord_event ev = { .kind = DDP_COORD_JOINED, .node = node, .nproc = m->nproc,
-                                      .host = m->host };
+        struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = node, .nproc = m->nproc, .host = m->host};
         emit(c, &ev);
         return;
     }
@@ -368,15 +366,15 @@ static void on_frame(struct conn *k, const uint8_t *body, size_t len)
     if (ddp_frame_parse(text, !authed, &m) < 0) {
         if (!authed && c->server)
             peer_warn(c, "a connection from %s sent a malformed handshake: closed", k->peer);
-        return conn_lost(k, authed ? "unknown message" : k->state == ST_HELLO_WAIT
-                                                             ? "not a ddplaunch coordinator (bad greeting)"
-                                                             : "malformed handshake");
+        return conn_lost(k, authed                      ? "unknown message"
+                            : k->state == ST_HELLO_WAIT ? "not a ddplaunch coordinator (bad greeting)"
+                                                        : "malformed handshake");
     }
     k->last_seen_ms = ddp_now_ms();
     if (!authed)
         return on_handshake(k, &m);
 
-    struct ddp_coord_event ev = { .node = k->node, .attempt = m.attempt, .status = m.status, .reason = m.text };
+    struct ddp_coord_event ev = {.node = k->node, .attempt = m.attempt, .status = m.status, .reason = m.text};
     if (c->server) {
         if (m.kind == DDP_FRAME_PONG)
             return;
@@ -525,8 +523,10 @@ static void make_room(struct ddp_coord *c, const char *source)
         }
     }
     if (victim) {
-        peer_warn(c, "too many connections in their handshake (%d from %s, %d in all): closing the oldest, "
-                     "from %s", mine, source, total, victim->peer);
+        peer_warn(c,
+                  "too many connections in their handshake (%d from %s, %d in all): closing the oldest, "
+                  "from %s",
+                  mine, source, total, victim->peer);
         conn_close(victim, false);
     }
 }
@@ -638,7 +638,7 @@ static void on_timer(uv_timer_t *t)
         char msg[400];
         snprintf(msg, sizeof msg, "could not join node 0 at %s:%d within %lld ms: %s", c->addr, c->cfg.port,
                  c->cfg.join_timeout_ms, c->last_error[0] ? c->last_error : "no answer");
-        struct ddp_coord_event ev = { .kind = DDP_COORD_LOST, .node = 0, .reason = msg };
+        struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = 0, .reason = msg};
         emit(c, &ev);
         return;
     }
@@ -649,8 +649,7 @@ static void on_timer(uv_timer_t *t)
 static int resolve(const char *host, int port, bool passive, struct sockaddr_storage *out, socklen_t *outlen,
                    bool *loopback_name, struct ddp_err *err)
 {
-    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                              .ai_flags = passive ? AI_PASSIVE : 0 };
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = passive ? AI_PASSIVE : 0};
     struct addrinfo *res = NULL;
     char service[16];
     snprintf(service, sizeof service, "%d", port);
@@ -667,9 +666,8 @@ static int resolve(const char *host, int port, bool passive, struct sockaddr_sto
     if (loopback_name) {
         struct in6_addr any6;
         bool numeric = host && (inet_pton(AF_INET, host, &any6) == 1 || inet_pton(AF_INET6, host, &any6) == 1);
-        bool loop = out->ss_family == AF_INET
-                        ? (ntohl(((struct sockaddr_in *)out)->sin_addr.s_addr) >> 24) == 127
-                        : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)out)->sin6_addr);
+        bool loop = out->ss_family == AF_INET ? (ntohl(((struct sockaddr_in *)out)->sin_addr.s_addr) >> 24) == 127
+                                              : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)out)->sin6_addr);
         *loopback_name = host && !numeric && loop;
     }
     return 0;
@@ -699,8 +697,7 @@ int ddp_coord_listen(const char *addr, int port, int *fd, struct ddp_err *err)
     if (bind(s, (struct sockaddr *)&ss, len) < 0 || listen(s, 128) < 0) {
         int e = errno;
         close(s);
-        return ddp_errf(err, -e, "coord: cannot listen on %s:%d: %s", addr && *addr ? addr : "*", port,
-                        strerror(e));
+        return ddp_errf(err, -e, "coord: cannot listen on %s:%d: %s", addr && *addr ? addr : "*", port, strerror(e));
     }
     *fd = s;
     return 0;
@@ -735,8 +732,10 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
         return ddp_errf(err, -EINVAL, "coord: node %d needs node 0's address", cfg->node_rank);
     const char *host = cfg->host && *cfg->host ? cfg->host : "?";
     if (!ddp_frame_host_ok(host))
-        return ddp_errf(err, -EINVAL, "coord: host name '%s' cannot be sent (printable, no spaces, at most %d "
-                                      "characters)", host, DDP_FRAME_HOST_MAX);
+        return ddp_errf(err, -EINVAL,
+                        "coord: host name '%s' cannot be sent (printable, no spaces, at most %d "
+                        "characters)",
+                        host, DDP_FRAME_HOST_MAX);
     int lfd = -1;
     if (server && cfg->listen_fd >= 0) {
         lfd = fcntl(cfg->listen_fd, F_DUPFD_CLOEXEC, 0); /* our own copy: the caller keeps theirs */
@@ -857,8 +856,8 @@ int ddp_coord_send_start(struct ddp_coord *c, int attempt, int world_size, int g
         if (a->nproc <= 0)
             continue;
         char msg[160];
-        snprintf(msg, sizeof msg, "START %d %d %d %d %d %d %d", attempt, world_size, group_world_size,
-                 master_port, a->nproc, a->rank_base, a->group_rank);
+        snprintf(msg, sizeof msg, "START %d %d %d %d %d %d %d", attempt, world_size, group_world_size, master_port,
+                 a->nproc, a->rank_base, a->group_rank);
         conn_send(k, msg);
         sent++;
     }

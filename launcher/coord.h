@@ -56,21 +56,21 @@ struct ddp_coord_event {
 typedef void (*ddp_coord_cb)(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data);
 
 struct ddp_coord_config {
-    int node_rank;            /* 0 = serve; > 0 = join as this rank; DDP_COORD_ANY_RANK = join, get a rank */
-    int nnodes;               /* most nodes the job can have (nnodes MAX); node ranks 1..nnodes-1 may join */
-    const char *addr;         /* node 0: address to listen on (ignored with listen_fd); others: node 0's host */
-    int port;                 /* control port; node 0 may give 0 for an ephemeral one (see ddp_coord_port) */
-    int listen_fd;            /* node 0: a listening socket from ddp_coord_listen (coord listens on a copy; the
-                                 caller still owns and closes it), or -1 = listen on addr:port here */
-    const char *secret;       /* the per-job secret (>= 16 bytes; see token.h) */
-    const char *job;          /* the job's identity, bound into the handshake: agents of another job (another
-                                 rendezvous id or command) cannot join. NULL = "" */
-    int nproc;                /* others: this node's worker count, sent when joining (0 = 1) */
-    const char *host;         /* others: this node's host name, sent when joining (NULL = "?") */
-    long long heartbeat_ms;   /* node 0 pings every node this often; 0 = 1000 */
-    long long lost_after_ms;  /* a peer silent this long is lost; 0 = 5000 */
-    long long join_timeout_ms;/* other nodes: keep trying to reach node 0 this long; 0 = 600000 */
-    long long handshake_ms;   /* node 0: a connection must finish its handshake this fast; 0 = 5000 */
+    int node_rank;             /* 0 = serve; > 0 = join as this rank; DDP_COORD_ANY_RANK = join, get a rank */
+    int nnodes;                /* most nodes the job can have (nnodes MAX); node ranks 1..nnodes-1 may join */
+    const char *addr;          /* node 0: address to listen on (ignored with listen_fd); others: node 0's host */
+    int port;                  /* control port; node 0 may give 0 for an ephemeral one (see ddp_coord_port) */
+    int listen_fd;             /* node 0: a listening socket from ddp_coord_listen (coord listens on a copy; the
+                                  caller still owns and closes it), or -1 = listen on addr:port here */
+    const char *secret;        /* the per-job secret (>= 16 bytes; see token.h) */
+    const char *job;           /* the job's identity, bound into the handshake: agents of another job (another
+                                  rendezvous id or command) cannot join. NULL = "" */
+    int nproc;                 /* others: this node's worker count, sent when joining (0 = 1) */
+    const char *host;          /* others: this node's host name, sent when joining (NULL = "?") */
+    long long heartbeat_ms;    /* node 0 pings every node this often; 0 = 1000 */
+    long long lost_after_ms;   /* a peer silent this long is lost; 0 = 5000 */
+    long long join_timeout_ms; /* other nodes: keep trying to reach node 0 this long; 0 = 600000 */
+    long long handshake_ms;    /* node 0: a connection must finish its handshake this fast; 0 = 5000 */
 };
 
 /* Listen on addr:port for the control channel: the address the agents are told to reach (an address of this

@@ -21,9 +21,9 @@
 
 #include "lease.h"
 #include "nvml.h"
+#include "place.h"
 #include "port.h"
 #include "rundir.h"
-#include "place.h"
 #include "topo.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -41,15 +41,15 @@ void ddp_doctor_check_state_dirs(struct ddp_check_report *r, char *const *envp, 
     if (rc < 0) {
         /* leases and port reservations are kernel locks: only the job names shown beside them are lost */
         ddp_check_add(r, DDP_CHECK_WARN, "state-dir",
-                       "fix its owner/mode (root or you, 1777), or point DDPLAUNCH_LOCK_DIR elsewhere",
-                       "%s: leases still work, but their job names are not shown to others", err.msg);
+                      "fix its owner/mode (root or you, 1777), or point DDPLAUNCH_LOCK_DIR elsewhere",
+                      "%s: leases still work, but their job names are not shown to others", err.msg);
         goto priv;
     }
     if (faccessat(fd, ".", W_OK, AT_EACCESS) != 0) {
         ddp_check_add(r, DDP_CHECK_WARN, "state-dir", "make it writable for every user (mode 1777)",
-                       "lock directory %s is not writable by this user (%s): leases still work, but their job "
-                       "names are not shown to others",
-                       lock, strerror(errno));
+                      "lock directory %s is not writable by this user (%s): leases still work, but their job "
+                      "names are not shown to others",
+                      lock, strerror(errno));
         rc = -1;
     }
     close(fd);
@@ -60,7 +60,7 @@ priv:
         int lk = -1;
         if (ddp_rundir_run_create(envp, uid, &run, &lk, &err) < 0) {
             ddp_check_add(r, DDP_CHECK_FAIL, "state-dir", "fix it (mode 0700, owned by you) or set XDG_RUNTIME_DIR",
-                           "%s", err.msg);
+                          "%s", err.msg);
             rc = -1;
         } else {
             ddp_rundir_run_remove(run, lk);
@@ -69,8 +69,7 @@ priv:
     }
     if (rc == 0)
         ddp_check_add(r, DDP_CHECK_OK, "state-dir", NULL,
-                       "lock directory %s (shared, sticky) and private run directories in %s (0700) usable", lock,
-                       priv);
+                      "lock directory %s (shared, sticky) and private run directories in %s (0700) usable", lock, priv);
     free(priv);
 }
 
@@ -335,8 +334,8 @@ static void dev_nodes(struct ddp_strv *devs)
 }
 
 /* Resolve master_addr and find the interface that routes to it (a UDP connect() sends nothing). */
-static void addr_facts(const char *addr, struct ddp_check_addr *a, char *resolved, char *src, char *ifn,
-                       char *gai_err, size_t len)
+static void addr_facts(const char *addr, struct ddp_check_addr *a, char *resolved, char *src, char *ifn, char *gai_err,
+                       size_t len)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_DGRAM, .ai_flags = AI_ADDRCONFIG}, *res = NULL;
     int rc;
@@ -379,8 +378,8 @@ static void addr_facts(const char *addr, struct ddp_check_addr *a, char *resolve
 
                     if (!i->ifa_addr || i->ifa_addr->sa_family != me.ss_family)
                         continue;
-                    if (getnameinfo(i->ifa_addr, me.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-                                                                         : sizeof(struct sockaddr_in6),
+                    if (getnameinfo(i->ifa_addr,
+                                    me.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
                                     h, sizeof h, NULL, 0, NI_NUMERICHOST) == 0 &&
                         strcmp(h, src) == 0) {
                         snprintf(ifn, len, "%s", i->ifa_name);
@@ -506,7 +505,8 @@ static void check_libraries(const struct ddp_plan_ctx *ctx, char *const *envp, c
     char *torch_dir = NULL;
     int torch_cuda = -1;
     bool nvml = gf->nvml && gf->nvml->found;
-    struct ddp_check_driver d = {.n_nvidia = gf->n_nvidia, .nvml_found = nvml,
+    struct ddp_check_driver d = {.n_nvidia = gf->n_nvidia,
+                                 .nvml_found = nvml,
                                  .nvml_status = gf->nvml ? gf->nvml->status : "",
                                  .driver = nvml && gf->nvml->driver[0] ? gf->nvml->driver : NULL,
                                  .cuda_version = -1};
@@ -523,9 +523,14 @@ static void check_libraries(const struct ddp_plan_ctx *ctx, char *const *envp, c
     ddp_check_driver(r, &d);
     ddp_check_devices(r, &d);
     nccl_lib_facts(ctx, envp, &sys, &bun, &torch_dir, &torch_cuda);
-    struct ddp_check_nccl_lib l = {.xml = d.xml, .n_nvidia = d.n_nvidia, .system = (const char *const *)sys.v,
-                                   .nsystem = sys.n, .bundled = (const char *const *)bun.v, .nbundled = bun.n,
-                                   .torch_dir = torch_dir, .torch_cuda = torch_cuda};
+    struct ddp_check_nccl_lib l = {.xml = d.xml,
+                                   .n_nvidia = d.n_nvidia,
+                                   .system = (const char *const *)sys.v,
+                                   .nsystem = sys.n,
+                                   .bundled = (const char *const *)bun.v,
+                                   .nbundled = bun.n,
+                                   .torch_dir = torch_dir,
+                                   .torch_cuda = torch_cuda};
     ddp_check_nccl_lib(r, &l);
     free(torch_dir);
     ddp_strv_clear(&devs);
@@ -540,8 +545,12 @@ static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, str
     char *eph = ddp_port_ephemeral_range();
     struct ddp_port_holder holder;
     char lock_holder[256];
-    struct ddp_check_port p = {.spec = ctx->spec->master_port, .node_rank = ctx->node_rank,
-                               .master_addr = ctx->master_addr, .tcp = tcp, .tcp6 = tcp6, .ephemeral = eph};
+    struct ddp_check_port p = {.spec = ctx->spec->master_port,
+                               .node_rank = ctx->node_rank,
+                               .master_addr = ctx->master_addr,
+                               .tcp = tcp,
+                               .tcp6 = tcp6,
+                               .ephemeral = eph};
 
     if (!p.spec.is_auto && ctx->node_rank == 0) {
         if (ddp_port_holder(p.spec.port, &holder) == 0)
@@ -593,8 +602,12 @@ static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section 
         for (size_t i = 0; i < s->pl.nranks; i++)
             rc[i] = s->pl.ranks[i].cpus, rm[i] = s->pl.ranks[i].mems;
     }
-    struct ddp_check_cpus c = {.cpus_allowed = cpus, .mems_allowed = mems, .nproc = ctx->nproc,
-                               .bind = ctx->spec->numa_bind, .rank_cpus = rc, .rank_mems = rm,
+    struct ddp_check_cpus c = {.cpus_allowed = cpus,
+                               .mems_allowed = mems,
+                               .nproc = ctx->nproc,
+                               .bind = ctx->spec->numa_bind,
+                               .rank_cpus = rc,
+                               .rank_mems = rm,
                                .nranks = s->placed ? s->pl.nranks : 0};
     ddp_check_cpus(r, &c);
     free(rc);

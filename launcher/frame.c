@@ -32,8 +32,8 @@ static void tag(const uint8_t *key, char dir, uint64_t seq, const void *text, si
 {
     uint8_t d = (uint8_t)dir, s[8];
     seq_bytes(seq, s);
-    const void *parts[3] = { &d, s, text };
-    size_t lens[3] = { 1, 8, tlen };
+    const void *parts[3] = {&d, s, text};
+    size_t lens[3] = {1, 8, tlen};
     ddp_crypto_hmac(key, 32, parts, lens, 3, mac);
 }
 
@@ -55,8 +55,7 @@ size_t ddp_frame_seal(const uint8_t *key, char dir, uint64_t seq, const char *te
     return 4 + body;
 }
 
-int ddp_frame_open(const uint8_t *key, char dir, uint64_t seq, const uint8_t *body, size_t len, char *text,
-                   size_t cap)
+int ddp_frame_open(const uint8_t *key, char dir, uint64_t seq, const uint8_t *body, size_t len, char *text, size_t cap)
 {
     if (key) {
         uint8_t mac[DDP_CRYPTO_MAC_LEN];
@@ -159,7 +158,7 @@ bool ddp_frame_host_ok(const char *host)
 
 int ddp_frame_parse(const char *text, bool handshake, struct ddp_frame_msg *m)
 {
-    struct words s = { text };
+    struct words s = {text};
     char verb[16];
     memset(m, 0, sizeof *m);
     m->text = "";
@@ -181,8 +180,7 @@ int ddp_frame_parse(const char *text, bool handshake, struct ddp_frame_msg *m)
         }
         if (strcmp(verb, "WELCOME") == 0) {
             m->kind = DDP_FRAME_WELCOME;
-            return int_word(&s, &m->node) && m->node >= 1 && hex_word(&s, m->mac, 64) && at_end(&s) ? 0
-                                                                                                  : -EBADMSG;
+            return int_word(&s, &m->node) && m->node >= 1 && hex_word(&s, m->mac, 64) && at_end(&s) ? 0 : -EBADMSG;
         }
         if (strcmp(verb, "DENIED") == 0) {
             m->kind = DDP_FRAME_DENIED;
@@ -201,9 +199,8 @@ int ddp_frame_parse(const char *text, bool handshake, struct ddp_frame_msg *m)
         return int_word(&s, &m->attempt) && m->attempt >= 0 && int_word(&s, &m->world_size) && m->world_size >= 1 &&
                        int_word(&s, &m->group_world_size) && m->group_world_size >= 1 &&
                        int_word(&s, &m->master_port) && m->master_port >= 1 && m->master_port <= 65535 &&
-                       int_word(&s, &m->nproc) && m->nproc >= 1 && int_word(&s, &m->rank_base) &&
-                       m->rank_base >= 0 && m->rank_base <= m->world_size - m->nproc &&
-                       int_word(&s, &m->group_rank) && m->group_rank >= 0 &&
+                       int_word(&s, &m->nproc) && m->nproc >= 1 && int_word(&s, &m->rank_base) && m->rank_base >= 0 &&
+                       m->rank_base <= m->world_size - m->nproc && int_word(&s, &m->group_rank) && m->group_rank >= 0 &&
                        m->group_rank < m->group_world_size && at_end(&s)
                    ? 0
                    : -EBADMSG;
@@ -226,17 +223,16 @@ int ddp_frame_parse(const char *text, bool handshake, struct ddp_frame_msg *m)
 void ddp_frame_handshake_mac(const char *secret, const char *what, const char *job, const char *snonce,
                              const char *cnonce, const char *tail, char out[65])
 {
-    const void *parts[9] = { what, "\n", job, "\n", snonce, "\n", cnonce, "\n", tail };
-    size_t lens[9] = { strlen(what), 1, strlen(job), 1, strlen(snonce), 1, strlen(cnonce), 1, strlen(tail) };
+    const void *parts[9] = {what, "\n", job, "\n", snonce, "\n", cnonce, "\n", tail};
+    size_t lens[9] = {strlen(what), 1, strlen(job), 1, strlen(snonce), 1, strlen(cnonce), 1, strlen(tail)};
     uint8_t mac[DDP_CRYPTO_MAC_LEN];
     ddp_crypto_hmac(secret, strlen(secret), parts, lens, 9, mac);
     ddp_crypto_hex(mac, sizeof mac, out);
 }
 
-void ddp_frame_session_key(const char *secret, const char *job, const char *snonce, const char *cnonce,
-                           uint8_t key[32])
+void ddp_frame_session_key(const char *secret, const char *job, const char *snonce, const char *cnonce, uint8_t key[32])
 {
-    const void *parts[6] = { "session\n", job, "\n", snonce, "\n", cnonce };
-    size_t lens[6] = { 8, strlen(job), 1, strlen(snonce), 1, strlen(cnonce) };
+    const void *parts[6] = {"session\n", job, "\n", snonce, "\n", cnonce};
+    size_t lens[6] = {8, strlen(job), 1, strlen(snonce), 1, strlen(cnonce)};
     ddp_crypto_hmac(secret, strlen(secret), parts, lens, 6, key);
 }

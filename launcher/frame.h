@@ -29,14 +29,22 @@
 #define DDP_FRAME_HOST_MAX 64
 
 enum ddp_frame_kind {
-    DDP_FRAME_HELLO, DDP_FRAME_JOIN, DDP_FRAME_WELCOME, DDP_FRAME_DENIED, /* handshake */
-    DDP_FRAME_PING, DDP_FRAME_PONG, DDP_FRAME_START, DDP_FRAME_STOP, DDP_FRAME_EXIT, DDP_FRAME_REPORT,
+    DDP_FRAME_HELLO,
+    DDP_FRAME_JOIN,
+    DDP_FRAME_WELCOME,
+    DDP_FRAME_DENIED, /* handshake */
+    DDP_FRAME_PING,
+    DDP_FRAME_PONG,
+    DDP_FRAME_START,
+    DDP_FRAME_STOP,
+    DDP_FRAME_EXIT,
+    DDP_FRAME_REPORT,
 };
 
 struct ddp_frame_msg {
     enum ddp_frame_kind kind;
-    int node;       /* JOIN: the rank asked for (-1 = any); WELCOME: the rank given */
-    int nproc;      /* JOIN, START */
+    int node;  /* JOIN: the rank asked for (-1 = any); WELCOME: the rank given */
+    int nproc; /* JOIN, START */
     int attempt, world_size, group_world_size, master_port, rank_base, group_rank, status;
     char nonce[DDP_FRAME_NONCE_HEX + 1]; /* HELLO: snonce; JOIN: cnonce */
     char mac[65];                        /* JOIN, WELCOME */
@@ -54,8 +62,7 @@ size_t ddp_frame_seal(const uint8_t *key, char dir, uint64_t seq, const char *te
 
 /* A frame body as text into text (cap >= DDP_FRAME_MAX_BODY + 1): with key, its MAC is checked first (dir and seq
  * as the sender used them). 0, or -EBADMSG (short, bad MAC, NUL or control bytes other than in a reason). */
-int ddp_frame_open(const uint8_t *key, char dir, uint64_t seq, const uint8_t *body, size_t len, char *text,
-                   size_t cap);
+int ddp_frame_open(const uint8_t *key, char dir, uint64_t seq, const uint8_t *body, size_t len, char *text, size_t cap);
 
 /* Parse one message's text. handshake selects the handshake messages (HELLO/JOIN/WELCOME/DENIED) or the others.
  * 0 and *m, or -EBADMSG for anything not exactly one of the messages above (numbers out of int range, hex of the

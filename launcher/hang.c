@@ -8,8 +8,7 @@
 /* ---------------------------------------------------------------- stalls */
 
 void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_rank *r, size_t n, long long now,
-                    bool any_output, long long last_output_ms, bool paused, bool *stalled,
-                    struct ddp_hang_check *out)
+                    bool any_output, long long last_output_ms, bool paused, bool *stalled, struct ddp_hang_check *out)
 {
     memset(out, 0, sizeof(*out));
     memset(stalled, 0, n * sizeof(*stalled));
@@ -279,8 +278,12 @@ static long long number_after(const char *s, size_t n, const char *needle)
 
 void ddp_hang_op_name(const char *optype, size_t len, char out[DDP_HANG_OP])
 {
-    static const struct { const char *prefix, *name; } names[] = {
-        {"allreduce", "all_reduce"}, {"allgather", "all_gather"}, {"reducescatter", "reduce_scatter"},
+    static const struct {
+        const char *prefix, *name;
+    } names[] = {
+        {"allreduce", "all_reduce"},
+        {"allgather", "all_gather"},
+        {"reducescatter", "reduce_scatter"},
         {"alltoall", "all_to_all"},
     };
     char key[DDP_HANG_OP];
@@ -333,10 +336,14 @@ bool ddp_hang_parse_timeout(const char *line, size_t len, struct ddp_hang_timeou
 const char *ddp_hang_confidence_name(enum ddp_hang_confidence c)
 {
     switch (c) {
-    case DDP_HANG_HIGH: return "high";
-    case DDP_HANG_MEDIUM: return "medium";
-    case DDP_HANG_LOW: return "low";
-    case DDP_HANG_UNKNOWN: break;
+    case DDP_HANG_HIGH:
+        return "high";
+    case DDP_HANG_MEDIUM:
+        return "medium";
+    case DDP_HANG_LOW:
+        return "low";
+    case DDP_HANG_UNKNOWN:
+        break;
     }
     return "unknown";
 }
@@ -473,8 +480,8 @@ void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, s
             list_ranks(who, sizeof(who), in, n, culprit);
             v->confidence = sure;
             if (v->nculprits == 1)
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; rank %d is not in a collective (at %.200s)",
-                         wait, nin == 1 ? "s" : "", op, in[first].rank, in[first].view->frame);
+                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; rank %d is not in a collective (at %.200s)", wait,
+                         nin == 1 ? "s" : "", op, in[first].rank, in[first].view->frame);
             else
                 snprintf(v->why, sizeof(v->why), "%s wait%s in %s; %s are not in a collective", wait,
                          nin == 1 ? "s" : "", op, who);
@@ -504,9 +511,9 @@ void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, s
             list_ranks(who, sizeof(who), in, n, culprit);
             v->confidence = sure;
             if (v->nculprits == 1)
-                snprintf(v->why, sizeof(v->why), "%s wait in %s; rank %d is in another collective: %s%s%.200s",
-                         wait, op, in[first].rank, ddp_hang_input_op(&in[first]),
-                         has_stack(&in[first]) ? " at " : "", has_stack(&in[first]) ? in[first].view->frame : "");
+                snprintf(v->why, sizeof(v->why), "%s wait in %s; rank %d is in another collective: %s%s%.200s", wait,
+                         op, in[first].rank, ddp_hang_input_op(&in[first]), has_stack(&in[first]) ? " at " : "",
+                         has_stack(&in[first]) ? in[first].view->frame : "");
             else
                 snprintf(v->why, sizeof(v->why), "%s wait in %s; %s are in other collectives", wait, op, who);
         } else if (nops > 1) {
@@ -526,8 +533,8 @@ void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, s
             if (v->nculprits) {
                 list_ranks(who, sizeof(who), in, n, culprit);
                 v->confidence = DDP_HANG_LOW;
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; nothing known of %s", wait, nin == 1 ? "s" : "",
-                         op, who);
+                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; nothing known of %s", wait, nin == 1 ? "s" : "", op,
+                         who);
             } else {
                 snprintf(v->why, sizeof(v->why), "every rank waits in %s: no rank stands out", op);
             }

@@ -14,9 +14,9 @@
 
 struct ddp_hang_rank {
     int rank;
-    bool running;              /* spawned and not exited */
-    bool alive;                /* showed life (heartbeat touched or a line of output) */
-    bool has_heartbeat;        /* its heartbeat file is watched */
+    bool running;       /* spawned and not exited */
+    bool alive;         /* showed life (heartbeat touched or a line of output) */
+    bool has_heartbeat; /* its heartbeat file is watched */
     long long start_ms, last_progress_ms;
 };
 
@@ -29,9 +29,9 @@ enum ddp_hang_kind { DDP_HANG_NONE, DDP_HANG_INIT, DDP_HANG_STALL, DDP_HANG_SILE
 
 struct ddp_hang_check {
     enum ddp_hang_kind kind;
-    size_t first;     /* index of the first rank to blame (INIT, STALL) */
-    size_t nstalled;  /* ranks to blame */
-    bool blame_gpus;  /* leave out the blamed ranks' GPUs (not when every rank stalled: nobody is to blame) */
+    size_t first;    /* index of the first rank to blame (INIT, STALL) */
+    size_t nstalled; /* ranks to blame */
+    bool blame_gpus; /* leave out the blamed ranks' GPUs (not when every rank stalled: nobody is to blame) */
 };
 
 /* Is the attempt hung at now? init first (a running rank not alive for init_ms), then stall: with heartbeat
@@ -39,8 +39,7 @@ struct ddp_hang_check {
  * when init is set); with heartbeat output, no output from any rank for stall_ms (once any output came, when init
  * is set; never while the console is paused). stalled[i] (n entries, caller's) is set for the blamed ranks. */
 void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_rank *r, size_t n, long long now,
-                    bool any_output, long long last_output_ms, bool paused, bool *stalled,
-                    struct ddp_hang_check *out);
+                    bool any_output, long long last_output_ms, bool paused, bool *stalled, struct ddp_hang_check *out);
 
 /* ---- (2) culprits, from stacks */
 

@@ -82,8 +82,7 @@ static int hl_err(struct ddp_err *err, int code, const char *expr, size_t pos, c
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     size_t len = strlen(expr);
-    return ddp_errf(err, code, "hostlist '%.120s%s': column %zu: %s", expr, len > 120 ? "..." : "", pos + 1,
-                    what);
+    return ddp_errf(err, code, "hostlist '%.120s%s': column %zu: %s", expr, len > 120 ? "..." : "", pos + 1, what);
 }
 
 /* Parse a decimal number of 1..MAX_DIGITS digits at expr[*pos]. */
@@ -128,14 +127,13 @@ static int parse_group(const char *expr, size_t *pos, struct part *g, struct ddp
             if (rc < 0)
                 return rc;
             if (hi < lo)
-                return ERR_AT(err, -EINVAL, expr, item_at, "range %llu-%llu goes down (expected LO <= HI)",
-                              lo, hi);
+                return ERR_AT(err, -EINVAL, expr, item_at, "range %llu-%llu goes down (expected LO <= HI)", lo, hi);
         }
         if (g->nitems == g->cap) {
             g->cap = g->cap ? g->cap * 2 : 4;
             g->items = ddp_xrealloc(g->items, g->cap * sizeof *g->items);
         }
-        g->items[g->nitems++] = (struct item){ lo, hi, wlo };
+        g->items[g->nitems++] = (struct item){lo, hi, wlo};
         size_t len = (size_t)(ndigits(hi) > wlo ? ndigits(hi) : wlo);
         if (len > g->maxlen)
             g->maxlen = len;
@@ -149,8 +147,7 @@ static int parse_group(const char *expr, size_t *pos, struct part *g, struct ddp
         }
         if (expr[i] == '\0')
             return ERR_AT(err, -EINVAL, expr, open, "'[' without a matching ']'");
-        return ERR_AT(err, -EINVAL, expr, i, "unexpected '%c' in brackets (expected ',', '-' or ']')",
-                      expr[i]);
+        return ERR_AT(err, -EINVAL, expr, i, "unexpected '%c' in brackets (expected ',', '-' or ']')", expr[i]);
     }
 }
 
@@ -172,8 +169,8 @@ static int parse_token(const char *expr, size_t *pos, struct token *t, struct dd
         if (c < 0x20 || c == 0x7f)
             return ERR_AT(err, -EINVAL, expr, i, "control character 0x%02x in a host name", c);
         size_t start = i;
-        while (expr[i] && !is_sep(expr[i]) && expr[i] != '[' && expr[i] != ']' &&
-               (unsigned char)expr[i] >= 0x20 && expr[i] != 0x7f)
+        while (expr[i] && !is_sep(expr[i]) && expr[i] != '[' && expr[i] != ']' && (unsigned char)expr[i] >= 0x20 &&
+               expr[i] != 0x7f)
             i++;
         struct part *l = token_add(t);
         l->lit = expr + start;
@@ -200,8 +197,7 @@ static void token_emit(const struct token *t, struct ddp_strv *out)
                 memcpy(name + len, p->lit, p->litlen);
                 len += p->litlen;
             } else {
-                len += (size_t)snprintf(name + len, sizeof name - len, "%0*llu", p->items[item[k]].width,
-                                        val[k]);
+                len += (size_t)snprintf(name + len, sizeof name - len, "%0*llu", p->items[item[k]].width, val[k]);
             }
         }
         name[len] = '\0';
@@ -235,7 +231,7 @@ done:
 
 int ddp_hostlist_expand(const char *expr, struct ddp_strv *out, struct ddp_err *err)
 {
-    struct ddp_strv hosts = { 0 };
+    struct ddp_strv hosts = {0};
     size_t total = 0, i = 0;
     int rc = 0;
     if (!expr)
@@ -246,7 +242,7 @@ int ddp_hostlist_expand(const char *expr, struct ddp_strv *out, struct ddp_err *
         if (!expr[i])
             break;
         size_t start = i;
-        struct token t = { 0 };
+        struct token t = {0};
         rc = parse_token(expr, &i, &t, err);
         if (rc < 0) {
             token_free(&t);
@@ -272,8 +268,7 @@ int ddp_hostlist_expand(const char *expr, struct ddp_strv *out, struct ddp_err *
         }
         if (namelen > DDP_HOSTLIST_NAME_MAX) {
             token_free(&t);
-            rc = ERR_AT(err, -E2BIG, expr, start, "host name longer than %d characters",
-                        DDP_HOSTLIST_NAME_MAX);
+            rc = ERR_AT(err, -E2BIG, expr, start, "host name longer than %d characters", DDP_HOSTLIST_NAME_MAX);
             goto fail;
         }
         if (count > DDP_HOSTLIST_MAX_HOSTS - total) {

@@ -161,7 +161,8 @@ int ddp_jobs_command(const char *lock_dir, bool json, FILE *out)
     }
     fprintf(out, "%-16s %-10s %-8s %-6s %-7s %-5s %-8s %-7s %-20s %s\n", "JOB", "USER", "PID", "PORT", "ATTEMPT",
             "WORLD", "ALIVE", "AGE", "GPUS", "LOG_DIR");
-    json_array_foreach(a, i, o) {
+    json_array_foreach(a, i, o)
+    {
         char job[64], user[64], port[16], attempt[16], world[16], log[512], gpus[256] = "", alive[24];
         size_t k;
         const json_t *g;
@@ -173,15 +174,17 @@ int ddp_jobs_command(const char *lock_dir, bool json, FILE *out)
         cell(log, sizeof(log), o, "log_dir");
         snprintf(alive, sizeof(alive), "%lld/%lld", (long long)json_integer_value(json_object_get(o, "ranks_alive")),
                  (long long)json_integer_value(json_object_get(o, "nproc")));
-        json_array_foreach(json_object_get(o, "gpus"), k, g) {
+        json_array_foreach(json_object_get(o, "gpus"), k, g)
+        {
             size_t n = strlen(gpus);
-            snprintf(gpus + n, sizeof(gpus) - n, "%s%s", n ? "," : "", json_string_value(g) ? json_string_value(g) : "?");
+            snprintf(gpus + n, sizeof(gpus) - n, "%s%s", n ? "," : "",
+                     json_string_value(g) ? json_string_value(g) : "?");
         }
         ddp_printable(gpus);
         long long age = (long long)json_integer_value(json_object_get(o, "age_s"));
         char agebuf[16];
-        snprintf(agebuf, sizeof(agebuf), age >= 3600 ? "%lldh%02lldm" : "%lldm%02llds", age >= 3600 ? age / 3600 : age / 60,
-                 age >= 3600 ? age % 3600 / 60 : age % 60);
+        snprintf(agebuf, sizeof(agebuf), age >= 3600 ? "%lldh%02lldm" : "%lldm%02llds",
+                 age >= 3600 ? age / 3600 : age / 60, age >= 3600 ? age % 3600 / 60 : age % 60);
         fprintf(out, "%-16s %-10s %-8lld %-6s %-7s %-5s %-8s %-7s %-20s %s\n", job, user,
                 (long long)json_integer_value(json_object_get(o, "pid")), port, attempt, world, alive, agebuf,
                 gpus[0] ? gpus : "-", log);

@@ -30,9 +30,9 @@ int ddp_klock_probe(const char *name);
 
 /* Who holds a lock, as the kernel says. */
 struct ddp_klock_holder {
-    bool known;  /* false: the name is held by a socket that does not listen (not a ddplaunch job) or that
-                  * no longer answers; pid and uid are then unknown */
-    pid_t pid;   /* the process that took it (0 when it is in a pid namespace this one cannot see) */
+    bool known; /* false: the name is held by a socket that does not listen (not a ddplaunch job) or that
+                 * no longer answers; pid and uid are then unknown */
+    pid_t pid;  /* the process that took it (0 when it is in a pid namespace this one cannot see) */
     uid_t uid;
 };
 /* 0 with *h, or -ENOENT when name is free now. */

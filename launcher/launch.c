@@ -11,14 +11,14 @@
 
 #include "coord.h"
 #include "crypto.h"
-#include "rdzv.h"
-#include "token.h"
 #include "logdir.h"
 #include "nccl.h"
+#include "place.h"
 #include "policy.h"
 #include "port.h"
+#include "rdzv.h"
 #include "rundir.h"
-#include "place.h"
+#include "token.h"
 #include "topo.h"
 
 enum { EXIT_USAGE = 2, EXIT_LAUNCHER = 1, EXIT_TEMPFAIL = 75 /* EX_TEMPFAIL: a scheduler should retry */ };
@@ -142,8 +142,10 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         struct stat st;
         if (check && stat(check, &st) < 0 && errno == ENOENT) {
             l->fail_usage = true;
-            rc = ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are plan, "
-                                        "topo and doctor)", check);
+            rc = ddp_errf(err, -ENOENT,
+                          "no such file: '%s' (the training script to run; the commands are plan, "
+                          "topo and doctor)",
+                          check);
             free(check);
             return fail(l, EXIT_USAGE, rc);
         }
@@ -176,8 +178,8 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         return fail(l, EXIT_USAGE, rc);
     /* Other schedulers and launchers that know the node ranks (scheduler.h), for a static rendezvous outside Slurm. */
     bool c10d = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0;
-    if (!l->slurm.active && !c10d && ((rc = ddp_scheduler_detect(envp, &l->sched, err)) < 0 ||
-                                      (rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0))
+    if (!l->slurm.active && !c10d &&
+        ((rc = ddp_scheduler_detect(envp, &l->sched, err)) < 0 || (rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0))
         return fail(l, EXIT_USAGE, rc);
     return 0;
 }
@@ -267,8 +269,7 @@ void ddp_launch_facts_free(struct ddp_launch_facts *f)
 
 /* ---- resolve (pure) ---- */
 
-char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_info *leases, size_t nleases,
-                          pid_t self)
+char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_info *leases, size_t nleases, pid_t self)
 {
     if (!topo)
         return NULL;
@@ -367,8 +368,10 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
         /* Node 0 reserves the port; the others compute the same one from the job id. */
         ctx->master_port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
         if (ctx->master_port <= 0)
-            return ddp_errf(err, -EINVAL, "master_port = auto on node %d needs Slurm (to derive node 0's port); "
-                                          "give every node the same --master-port", ctx->node_rank);
+            return ddp_errf(err, -EINVAL,
+                            "master_port = auto on node %d needs Slurm (to derive node 0's port); "
+                            "give every node the same --master-port",
+                            ctx->node_rank);
         l->port_source = DDP_LAUNCH_PORT_DERIVED;
     } else if (ctx->node_rank == 0) {
         l->port_source = DDP_LAUNCH_PORT_RESERVE;
@@ -647,8 +650,13 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
     if (spec->command.n)
         ddp_strv_copy(&job_argv, &spec->command);
     else
-        ddp_strv_pushf(&job_argv, "%s %s", spec->script ? "script" : spec->module ? "module" : "program",
-                       spec->script ? spec->script : spec->module ? spec->module : spec->program);
+        ddp_strv_pushf(&job_argv, "%s %s",
+                       spec->script   ? "script"
+                       : spec->module ? "module"
+                                      : "program",
+                       spec->script   ? spec->script
+                       : spec->module ? spec->module
+                                      : spec->program);
     for (size_t i = 0; i < spec->args.n; i++)
         ddp_strv_push(&job_argv, spec->args.v[i]);
     ddp_rdzv_identity(l->run_id, (const char *const *)job_argv.v, l->job);

@@ -29,7 +29,7 @@ enum ddp_launch_port {
 
 /* What resolve reads from the world, gathered by ddp_launch_facts_gather() (tests fill it by hand). */
 struct ddp_launch_facts {
-    char *const *envp;                   /* the launcher's environment (CUDA_VISIBLE_DEVICES, PYTHON_EXEC, ...) */
+    char *const *envp; /* the launcher's environment (CUDA_VISIBLE_DEVICES, PYTHON_EXEC, ...) */
     char hostname[256];
     long online_cpus;                    /* for nproc_per_node = cpu|auto without a topology */
     char random_id[13];                  /* 12 hex digits: the run id when neither the spec nor Slurm names one */
@@ -37,7 +37,7 @@ struct ddp_launch_facts {
                                             (BINDIR/../pyvenv.cfg or BINDIR/../conda-meta/), else NULL */
     const struct ddp_lease_info *leases; /* GPUs leased now by ddplaunch jobs on this host (lease.h) */
     size_t nleases;
-    pid_t self;                          /* this launcher: its own leases are not "another job" */
+    pid_t self; /* this launcher: its own leases are not "another job" */
 };
 
 /* One launch. Zero-initialise with ddp_launch_init(); everything in it is owned; free with ddp_launch_free(). */
@@ -45,27 +45,27 @@ struct ddp_launch {
     enum ddp_cmd cmd;
     struct ddp_spec spec;
     struct ddp_slurm slurm;
-    struct ddp_scheduler sched;  /* another scheduler's node rank (scheduler.h), not Slurm's; name NULL: none */
-    struct ddp_topo *topo;       /* NULL: no topology (the job runs unbound) */
-    struct ddp_plan_ctx ctx;     /* what plan, doctor and supervise take; its strings point into this struct */
+    struct ddp_scheduler sched; /* another scheduler's node rank (scheduler.h), not Slurm's; name NULL: none */
+    struct ddp_topo *topo;      /* NULL: no topology (the job runs unbound) */
+    struct ddp_plan_ctx ctx;    /* what plan, doctor and supervise take; its strings point into this struct */
     enum ddp_launch_port port_source;
-    bool lease;                  /* acquire leases GPUs against other ddplaunch jobs (run, GPUs wanted) */
+    bool lease; /* acquire leases GPUs against other ddplaunch jobs (run, GPUs wanted) */
     char *run_id;
     char *python;
-    char hostname[256];          /* facts' host name, kept: ctx.hostname points here after the facts are freed */
-    char **holders;              /* per topology GPU: who else holds it, or NULL (= ctx.gpu_holders) */
+    char hostname[256]; /* facts' host name, kept: ctx.hostname points here after the facts are freed */
+    char **holders;     /* per topology GPU: who else holds it, or NULL (= ctx.gpu_holders) */
     size_t nholders;
     /* acquired */
     struct ddp_port_resv *port;
     struct ddp_lease *gpus;
-    char *run_dir;               /* removed again by ddp_launch_free() */
-    int run_dir_lock;            /* its lock (rundir.h), valid while run_dir is set */
-    struct ddp_logdir *logdir;   /* run: log_dir's fresh run directory (= ctx.logdir), kept at exit */
+    char *run_dir;             /* removed again by ddp_launch_free() */
+    int run_dir_lock;          /* its lock (rundir.h), valid while run_dir is set */
+    struct ddp_logdir *logdir; /* run: log_dir's fresh run directory (= ctx.logdir), kept at exit */
     char *timer_path;
     char *secret;
     struct ddp_port_resv *coord_port; /* node 0: the control port's reservation */
-    int listen_fd;               /* c10d, serving: the endpoint's listener (coord takes a copy); -1 none */
-    char job[65];                /* several nodes: the job's identity (rdzv.h) */
+    int listen_fd;                    /* c10d, serving: the endpoint's listener (coord takes a copy); -1 none */
+    char job[65];                     /* several nodes: the job's identity (rdzv.h) */
     /* when a step fails: the exit status it means (2 the user's mistake, 1 the machine's), and whether the
      * message is a command-line usage error (then "Try 'ddplaunch --help'." follows it) */
     int fail_status;
@@ -101,8 +101,7 @@ void ddp_launch_facts_free(struct ddp_launch_facts *f);
 /* Who holds each topology GPU, from the lease list (leases of pid self left out): "job 'NAME' (pid P, user U)".
  * Pure. Returns an array of ngpus entries (NULL = free) that the caller frees with ddp_launch_holders_free(),
  * or NULL when topo is NULL. */
-char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_info *leases, size_t nleases,
-                          pid_t self);
+char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_info *leases, size_t nleases, pid_t self);
 void ddp_launch_holders_free(char **holders, size_t n);
 
 /* The pure resolve step: fills l->ctx from l->spec, l->slurm, l->topo and facts: the number of workers on this

@@ -34,9 +34,9 @@ int ddp_layout_nodes(int nnodes, const struct ddp_layout_node *nodes, bool order
         return -ENODEV;
     int *idx = ddp_xcalloc((size_t)nnodes, sizeof *idx);
     int taking = 0;
-    struct order o = { nodes, order_by_host };
+    struct order o = {nodes, order_by_host};
     for (int i = 0; i < nnodes; i++) {
-        assign[i] = (struct ddp_layout_assign){ 0, 0, 0 };
+        assign[i] = (struct ddp_layout_assign){0, 0, 0};
         if (!nodes[i].up || nodes[i].nproc <= 0)
             continue;
         int j = taking++; /* insertion sort: stable, fine for the node counts we meet */
@@ -49,7 +49,7 @@ int ddp_layout_nodes(int nnodes, const struct ddp_layout_node *nodes, bool order
     int ranks = 0;
     for (int g = 0; g < taking; g++) {
         int i = idx[g];
-        assign[i] = (struct ddp_layout_assign){ nodes[i].nproc, ranks, g };
+        assign[i] = (struct ddp_layout_assign){nodes[i].nproc, ranks, g};
         ranks += nodes[i].nproc;
     }
     free(idx);
@@ -67,8 +67,7 @@ int ddp_layout_scale(int own, int full, int now)
     return v < 1 ? 1 : (int)v;
 }
 
-void ddp_layout_round_begin(struct ddp_layout_round *r, int nnodes, int attempt,
-                            const struct ddp_layout_assign *assign)
+void ddp_layout_round_begin(struct ddp_layout_round *r, int nnodes, int attempt, const struct ddp_layout_assign *assign)
 {
     if (!r->state || r->nnodes != nnodes) {
         free(r->state);

@@ -343,8 +343,7 @@ int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, co
         l->n = 0;
         if (rc == -EBUSY) {
             char *who = describe_held(lock_dir, dirfd, canon + busy_at, n - busy_at);
-            ddp_errf(err, -EBUSY, "GPUs leased by other jobs: %s",
-                     who[0] ? who : "(released meanwhile: try again)");
+            ddp_errf(err, -EBUSY, "GPUs leased by other jobs: %s", who[0] ? who : "(released meanwhile: try again)");
             free(who);
         }
         ddp_lease_release(l);

@@ -43,8 +43,7 @@ static int walk(const char *path, int *fd_out, struct ddp_err *err)
     int hops = 0, rc = 0;
     int fd = open(path[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        rc = ddp_errf(err, -errno, "log_dir %s: cannot open %s: %s", path, path[0] == '/' ? "/" : ".",
-                      strerror(errno));
+        rc = ddp_errf(err, -errno, "log_dir %s: cannot open %s: %s", path, path[0] == '/' ? "/" : ".", strerror(errno));
         free(rest);
         return rc;
     }

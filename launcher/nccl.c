@@ -35,9 +35,9 @@ struct var {
 };
 
 static const char *const w_debug[] = {"VERSION", "WARN", "INFO", "ABORT", "TRACE", NULL};
-static const char *const w_subsys[] = {"INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC",
-                                       "ALLOC_HOST", "CALL", "PROXY", "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS",
-                                       "DESTROY", "ALL", NULL};
+static const char *const w_subsys[] = {"INIT", "COLL",    "P2P",        "SHM",     "NET",   "GRAPH", "TUNING",
+                                       "ENV",  "ALLOC",   "ALLOC_HOST", "CALL",    "PROXY", "NVLS",  "BOOTSTRAP",
+                                       "REG",  "PROFILE", "RAS",        "DESTROY", "ALL",   NULL};
 static const char *const w_p2p[] = {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NVB", "C2C", "P2C", "PXN", NULL};
 static const char *const w_gdr[] = {"LOC", "PIX", "PXB", "PHB", "SYS", "NVL", "C2C", "P2C", NULL};
 static const char *const w_algo[] = {"Tree", "Ring", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT", NULL};
@@ -275,8 +275,9 @@ static bool checked_name(const char *name)
 /* Plugins read their own NCCL_<PLUGIN>_* variables; we cannot know them all. */
 static bool plugin_name(const char *name)
 {
-    static const char *const prefixes[] = {"NCCL_SHARP_", "NCCL_UCX_", "NCCL_OFI_", "NCCL_TUNER_", "NCCL_PROFILER_",
-                                           "NCCL_NET_PLUGIN_", "NCCL_GIN_", "NCCL_COLLNET_", "NCCL_TESTS_", NULL};
+    static const char *const prefixes[] = {
+        "NCCL_SHARP_",      "NCCL_UCX_", "NCCL_OFI_",     "NCCL_TUNER_", "NCCL_PROFILER_",
+        "NCCL_NET_PLUGIN_", "NCCL_GIN_", "NCCL_COLLNET_", "NCCL_TESTS_", NULL};
     for (const char *const *p = prefixes; *p; p++)
         if (strncmp(name, *p, strlen(*p)) == 0)
             return true;
@@ -434,9 +435,10 @@ static int check_wordlist(struct ctx *c, const struct var *v)
             char *w = ddp_xstrndup(p, n);
             char *all = words_joined(v->words);
             const char *dym = ddp_did_you_mean(w, v->words);
-            int rc = FAIL(c, "unknown word '%s'%s%s%s (expected a comma-separated list of %s, optionally starting "
-                             "with ^ to invert)", w, dym ? " (did you mean '" : "", dym ? dym : "", dym ? "'?)" : "",
-                          all);
+            int rc = FAIL(c,
+                          "unknown word '%s'%s%s%s (expected a comma-separated list of %s, optionally starting "
+                          "with ^ to invert)",
+                          w, dym ? " (did you mean '" : "", dym ? dym : "", dym ? "'?)" : "", all);
             free(w);
             free(all);
             return rc;
@@ -505,8 +507,10 @@ static int check_iflist(struct ctx *c, const struct var *v)
         for (size_t i = 0; i < name_len; i++) {
             unsigned char ch = (unsigned char)p[i];
             if (ch <= ' ' || ch == '/' || ch == ';' || ch == '^' || ch == '=' || ch >= 0x7f)
-                return FAIL(c, "bad character '%c' in a name (NCCL matches prefixes of names like eth0, ib0, "
-                               "mlx5_0; ^ and = only at the very start)", ch > ' ' && ch < 0x7f ? ch : '?');
+                return FAIL(c,
+                            "bad character '%c' in a name (NCCL matches prefixes of names like eth0, ib0, "
+                            "mlx5_0; ^ and = only at the very start)",
+                            ch > ' ' && ch < 0x7f ? ch : '?');
         }
         if (!hca && name_len > 15)
             return FAIL(c, "interface names are at most 15 characters");
@@ -613,8 +617,8 @@ static int check_one(struct ctx *c, const char *repl_value)
         bool fr = strncmp(v->repl, "TORCH_FR_", 9) == 0;
         if (repl_value == NULL)
             warn_at(c, "deprecated name of %s%s", v->repl,
-                    fr ? " (torch 2.11 warns about this name; torch before the TORCH_FR_* names reads only this "
-                         "one: set both for mixed versions)"
+                    fr      ? " (torch 2.11 warns about this name; torch before the TORCH_FR_* names reads only this "
+                              "one: set both for mixed versions)"
                     : torch ? " (torch >= 2.2 reads the new name first; torch 1.13 reads only this one: set both "
                               "for mixed versions)"
                             : "");
@@ -654,8 +658,7 @@ static const char *effective(const struct ddp_kvlist *nccl, char *const *envp, c
     return envp ? ddp_env_get(envp, name) : NULL;
 }
 
-int ddp_nccl_validate(const struct ddp_kvlist *nccl, char *const *envp, struct ddp_strv *warnings,
-                      struct ddp_err *err)
+int ddp_nccl_validate(const struct ddp_kvlist *nccl, char *const *envp, struct ddp_strv *warnings, struct ddp_err *err)
 {
     char where[600];
     for (size_t i = 0; nccl && i < nccl->n; i++) {

@@ -1,5 +1,6 @@
 /* nccl: checks NCCL_* and torch's TORCH_NCCL_* / TORCH_FR_* variables ([nccl] keys and the inherited environment)
- * before launch, and expands [nccl] presets. Pure: it reads no environment of its own, sets nothing, talks to no GPU. */
+ * before launch, and expands [nccl] presets. Pure: it reads no environment of its own, sets nothing, talks to no GPU.
+ */
 #ifndef DDP_NCCL_H
 #define DDP_NCCL_H
 
@@ -17,8 +18,7 @@
  * unknown NCCL_* and TORCH_NCCL_* names with a did-you-mean, and doubtful values. Warning lines carry no
  * "ddplaunch: " prefix and no newline. Values containing ${...} (expanded per worker later) are checked only
  * where the syntax allows. */
-int ddp_nccl_validate(const struct ddp_kvlist *nccl, char *const *envp, struct ddp_strv *warnings,
-                      struct ddp_err *err);
+int ddp_nccl_validate(const struct ddp_kvlist *nccl, char *const *envp, struct ddp_strv *warnings, struct ddp_err *err);
 
 /* Preset names, NULL-terminated: "debug", "robust". */
 const char *const *ddp_nccl_preset_names(void);

@@ -248,7 +248,7 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
             break;
         free(s->hosts[ev->node]);
         s->hosts[ev->node] = ddp_xstrdup(ev->host);
-        s->nodes[ev->node] = (struct ddp_layout_node){ true, ev->nproc, s->hosts[ev->node] };
+        s->nodes[ev->node] = (struct ddp_layout_node){true, ev->nproc, s->hosts[ev->node]};
         ddp_record_event(s->rec, "node_join", json_pack("{s:i}", "node", ev->node));
         ddp_info("node %d joined from %s with %d worker%s (%d of %d nodes up)%s", ev->node, ev->host, ev->nproc,
                  ev->nproc == 1 ? "" : "s", 1 + ddp_coord_joined(s->coord), n,
@@ -389,7 +389,7 @@ int ddp_nodes_begin(struct sup *s)
     if (s->leader) {
         s->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->nodes));
         s->hosts = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*s->hosts));
-        s->nodes[0] = (struct ddp_layout_node){ true, ctx->nproc, ctx->hostname };
+        s->nodes[0] = (struct ddp_layout_node){true, ctx->nproc, ctx->hostname};
     }
     rc = ddp_coord_start(&s->loop, &cfg, on_coord, s, &s->coord, s->err);
     if (rc < 0) {

@@ -1,12 +1,12 @@
 /* nvml: dlopen'd NVML; the few entry points we use are declared here with their documented ABI. */
 #include "nvml.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <ctype.h>
 
 #include "util.h"
 
@@ -108,22 +108,23 @@ void ddp_nvml_read(struct ddp_nvml *out)
     f.driver_version = (nvml_return(*)(char *, unsigned))sym(lib, "nvmlSystemGetDriverVersion", NULL);
     f.count = (nvml_return(*)(unsigned *))sym(lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
     f.handle = (nvml_return(*)(unsigned, nvml_device *))sym(lib, "nvmlDeviceGetHandleByIndex_v2",
-                                                           "nvmlDeviceGetHandleByIndex");
+                                                            "nvmlDeviceGetHandleByIndex");
     f.pci = (nvml_return(*)(nvml_device, struct nvml_pci *))sym(lib, "nvmlDeviceGetPciInfo_v3", NULL);
     f.uuid = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetUUID", NULL);
     f.name = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetName", NULL);
     f.memory = (nvml_return(*)(nvml_device, struct nvml_memory *))sym(lib, "nvmlDeviceGetMemoryInfo", NULL);
-    f.utilization = (nvml_return(*)(nvml_device, struct nvml_utilization *))sym(
-        lib, "nvmlDeviceGetUtilizationRates", NULL);
+    f.utilization =
+        (nvml_return(*)(nvml_device, struct nvml_utilization *))sym(lib, "nvmlDeviceGetUtilizationRates", NULL);
     f.processes = (nvml_return(*)(nvml_device, unsigned *, struct nvml_process *))sym(
         lib, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2");
     f.link_state = (nvml_return(*)(nvml_device, unsigned, int *))sym(lib, "nvmlDeviceGetNvLinkState", NULL);
-    f.link_remote_pci = (nvml_return(*)(nvml_device, unsigned, struct nvml_pci *))sym(
-        lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", NULL);
-    f.link_remote_type = (nvml_return(*)(nvml_device, unsigned, int *))sym(
-        lib, "nvmlDeviceGetNvLinkRemoteDeviceType", NULL);
+    f.link_remote_pci =
+        (nvml_return(*)(nvml_device, unsigned, struct nvml_pci *))sym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", NULL);
+    f.link_remote_type =
+        (nvml_return(*)(nvml_device, unsigned, int *))sym(lib, "nvmlDeviceGetNvLinkRemoteDeviceType", NULL);
     if (!f.init || !f.shutdown || !f.count || !f.handle || !f.pci) {
-        snprintf(out->status, sizeof out->status, "NVML: unusable (libnvidia-ml.so.1 lacks nvmlInit_v2 or"
+        snprintf(out->status, sizeof out->status,
+                 "NVML: unusable (libnvidia-ml.so.1 lacks nvmlInit_v2 or"
                  " nvmlDeviceGetPciInfo_v3: driver too old)");
         dlclose(lib);
         return;
@@ -182,8 +183,8 @@ void ddp_nvml_read(struct ddp_nvml *out)
                 out->gpus[i].link_to_switch[l] = true;
         }
     out->found = true;
-    snprintf(out->status, sizeof out->status, "NVML: found, driver %s, %zu GPU%s",
-             out->driver[0] ? out->driver : "?", out->ngpus, out->ngpus == 1 ? "" : "s");
+    snprintf(out->status, sizeof out->status, "NVML: found, driver %s, %zu GPU%s", out->driver[0] ? out->driver : "?",
+             out->ngpus, out->ngpus == 1 ? "" : "s");
     f.shutdown();
     dlclose(lib);
 }

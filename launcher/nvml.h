@@ -17,21 +17,21 @@ struct ddp_nvml_proc {
 };
 
 struct ddp_nvml_gpu {
-    char busid[32];            /* "0000:18:00.0" (lower case, 4-digit domain) */
-    char uuid[96];             /* "GPU-..." */
+    char busid[32]; /* "0000:18:00.0" (lower case, 4-digit domain) */
+    char uuid[96];  /* "GPU-..." */
     char name[96];
     long long mem_used, mem_total; /* bytes, -1 unknown */
-    int util;                  /* GPU utilisation percent over NVML's last sample period, -1 unknown */
+    int util;                      /* GPU utilisation percent over NVML's last sample period, -1 unknown */
     struct ddp_nvml_proc procs[DDP_NVML_MAX_PROCS]; /* compute processes using it */
     int nprocs;
-    int nlinks;                /* active NVLinks */
-    char link_peer[DDP_NVML_MAX_LINKS][32]; /* bus id at the other end of each active link */
+    int nlinks;                              /* active NVLinks */
+    char link_peer[DDP_NVML_MAX_LINKS][32];  /* bus id at the other end of each active link */
     bool link_to_switch[DDP_NVML_MAX_LINKS]; /* the other end is an NVSwitch (or not a GPU NVML knows) */
 };
 
 struct ddp_nvml {
-    bool found;          /* the library loaded and nvmlInit succeeded */
-    char status[256];    /* "NVML: not found (libnvidia-ml.so.1: cannot open ...)" or "NVML 12.535 driver ..." */
+    bool found;       /* the library loaded and nvmlInit succeeded */
+    char status[256]; /* "NVML: not found (libnvidia-ml.so.1: cannot open ...)" or "NVML 12.535 driver ..." */
     char driver[80];
     struct ddp_nvml_gpu *gpus;
     size_t ngpus;

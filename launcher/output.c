@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void ddp_output_init(struct ddp_output *o, int out_fd, int err_fd)
@@ -120,8 +120,7 @@ void ddp_output_flush_wait(struct ddp_output *o)
     for (int i = 0; i < 2; i++) {
         struct ddp_buf *b = &o->buf[i];
         int idle_ms = 0;
-        if (b->len && o->fd[i] >= 0 && !o->broken[i] && !o->may_block[i] &&
-            write_all(o->fd[i], b->data, b->len) != 0)
+        if (b->len && o->fd[i] >= 0 && !o->broken[i] && !o->may_block[i] && write_all(o->fd[i], b->data, b->len) != 0)
             o->broken[i] = true;
         /* a pipe or terminal: wait while it makes progress; give up after 10 s without any */
         while (b->len && o->fd[i] >= 0 && !o->broken[i] && idle_ms < 10000) {

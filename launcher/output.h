@@ -20,34 +20,34 @@
 
 /* The launcher's console: fd 1 and fd 2 (or any fds, for tests). One per launch. */
 struct ddp_output {
-    int fd[2];                 /* [0] stdout, [1] stderr; -1 = discard */
-    bool may_block[2];         /* a pipe, socket or terminal (not a regular file): written without blocking */
-    struct ddp_buf buf[2];     /* whole lines waiting to be written */
-    bool broken[2];            /* EPIPE or another write error: stop writing there */
-    uint64_t lines[2];         /* lines written (or discarded after a break) */
-    int console_of[2];         /* which console each fd is: fd 1 and 2 on one terminal/file/pipe are one */
-    unsigned cr_owner[2];      /* per console: the stream (id) whose '\r' update is the open last line, 0 none */
-    char stamp[32];            /* when the bytes being framed arrived (ddp_time_iso), set per feed */
+    int fd[2];             /* [0] stdout, [1] stderr; -1 = discard */
+    bool may_block[2];     /* a pipe, socket or terminal (not a regular file): written without blocking */
+    struct ddp_buf buf[2]; /* whole lines waiting to be written */
+    bool broken[2];        /* EPIPE or another write error: stop writing there */
+    uint64_t lines[2];     /* lines written (or discarded after a break) */
+    int console_of[2];     /* which console each fd is: fd 1 and 2 on one terminal/file/pipe are one */
+    unsigned cr_owner[2];  /* per console: the stream (id) whose '\r' update is the open last line, 0 none */
+    char stamp[32];        /* when the bytes being framed arrived (ddp_time_iso), set per feed */
 };
 
 typedef void ddp_line_fn(void *arg, int which, const char *line, size_t len);
 
 /* One stream (stdout or stderr) of one worker. Zero-initialise, then ddp_stream_init. */
 struct ddp_stream {
-    int which;           /* 0 stdout, 1 stderr */
-    unsigned id;         /* distinct per stream (for the console's open '\r' line) */
-    char *prefix;        /* owned copy; "" for none; "${time}" in it is the line's arrival time */
-    bool prefix_time;    /* prefix holds ${time} */
-    int time_fd;         /* -1, or the worker's timed.log (borrowed: both streams of a worker share it) */
+    int which;        /* 0 stdout, 1 stderr */
+    unsigned id;      /* distinct per stream (for the console's open '\r' line) */
+    char *prefix;     /* owned copy; "" for none; "${time}" in it is the line's arrival time */
+    bool prefix_time; /* prefix holds ${time} */
+    int time_fd;      /* -1, or the worker's timed.log (borrowed: both streams of a worker share it) */
     struct ddp_buf timebuf;
     bool to_console;
-    bool raw;            /* console gets the bytes as they come (no prefix, no framing) */
-    bool cr_pending;     /* the last terminator seen was '\r': partial holds that update */
-    int file_fd;         /* -1 when not logging to a file */
+    bool raw;               /* console gets the bytes as they come (no prefix, no framing) */
+    bool cr_pending;        /* the last terminator seen was '\r': partial holds that update */
+    int file_fd;            /* -1 when not logging to a file */
     struct ddp_buf partial; /* bytes of the line not yet ended (or the last '\r' update) */
     struct ddp_buf filebuf;
     uint64_t nlines;
-    uint64_t ncut;       /* lines cut at DDP_OUTPUT_MAX_LINE */
+    uint64_t ncut;               /* lines cut at DDP_OUTPUT_MAX_LINE */
     char *tail[DDP_OUTPUT_TAIL]; /* ring of the last lines (stderr only), owned */
     size_t tail_next, ntail;
     bool keep_tail;

@@ -77,7 +77,7 @@ static const char *env_lookup(const struct ddp_strv *env, const char *name)
 static int expand(const char *value, const struct ddp_strv *env, const struct ddp_kv *kv, char **out,
                   struct ddp_err *err)
 {
-    struct ddp_buf b = { 0 };
+    struct ddp_buf b = {0};
     for (const char *p = value; *p; p++) {
         if (p[0] == '$' && p[1] == '$') {
             ddp_buf_add(&b, "$", 1);
@@ -106,8 +106,8 @@ static int expand(const char *value, const struct ddp_strv *env, const struct dd
                 rc = ddp_errf(err, -EINVAL, "%s:%d: %s: ${%s} is not set (write ${%s:-default} for a default)",
                               kv->file, kv->line, kv->key, name, name);
             else
-                rc = ddp_errf(err, -EINVAL, "%s: ${%s} is not set (write ${%s:-default} for a default)", kv->key,
-                              name, name);
+                rc = ddp_errf(err, -EINVAL, "%s: ${%s} is not set (write ${%s:-default} for a default)", kv->key, name,
+                              name);
             free(name);
             ddp_buf_free(&b);
             return rc;
@@ -126,7 +126,7 @@ bad_syntax:
 
 static char *prefix_for(const char *tmpl, int rank, int local_rank, const char *role, const char *host)
 {
-    struct ddp_buf b = { 0 };
+    struct ddp_buf b = {0};
     for (const char *p = tmpl; *p; p++) {
         if (p[0] == '$' && p[1] == '{') {
             const char *close = strchr(p, '}');
@@ -223,8 +223,8 @@ static void decide_console(const struct ddp_spec *s, struct ddp_attempt *a)
                         s->log_line_prefix && *s->log_line_prefix;
     for (size_t i = 0; i < a->nworkers; i++)
         reaching += a->workers[i].to_console[0] || a->workers[i].to_console[1];
-    bool raw = s->console_mode == DDP_CONSOLE_RAW ||
-               (s->console_mode == DDP_CONSOLE_AUTO && reaching <= 1 && !prefix_asked);
+    bool raw =
+        s->console_mode == DDP_CONSOLE_RAW || (s->console_mode == DDP_CONSOLE_AUTO && reaching <= 1 && !prefix_asked);
     for (size_t i = 0; i < a->nworkers; i++)
         a->workers[i].raw = raw;
 }
@@ -350,7 +350,7 @@ static void init_worker(const struct ddp_plan_ctx *ctx, const struct ddp_attempt
 /* [nccl] then [env]: explicit settings win over inherited values. */
 static int set_user_env(struct ddp_strv *env, const struct ddp_spec *s, struct ddp_err *err)
 {
-    const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
+    const struct ddp_kvlist *lists[] = {&s->nccl, &s->env};
     for (size_t l = 0; l < 2; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
             const struct ddp_kv *kv = &lists[l]->v[i];
@@ -390,7 +390,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
                    struct ddp_attempt *out, struct ddp_err *err)
 {
     const struct ddp_spec *s = ctx->spec;
-    struct ddp_placement place = { 0 };
+    struct ddp_placement place = {0};
     int rc;
 
     memset(out, 0, sizeof *out);
@@ -472,8 +472,8 @@ static bool env_changed(const struct ddp_plan_ctx *ctx, const char *entry)
 /* A key's value as plan shows it: the job secret is never printed. Caller frees. */
 static char *key_value(const struct ddp_spec *s, size_t i)
 {
-    if (strcmp(ddp_spec_keys[i].section, "job") == 0 && strcmp(ddp_spec_keys[i].name, "secret") == 0 &&
-        s->secret && *s->secret)
+    if (strcmp(ddp_spec_keys[i].section, "job") == 0 && strcmp(ddp_spec_keys[i].name, "secret") == 0 && s->secret &&
+        *s->secret)
         return ddp_xstrdup("(redacted)");
     return ddp_spec_format(s, i);
 }
@@ -481,7 +481,7 @@ static char *key_value(const struct ddp_spec *s, size_t i)
 static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
 {
     const struct ddp_spec *s = ctx->spec;
-    struct ddp_buf b = { 0 };
+    struct ddp_buf b = {0};
     ddp_buf_puts(&b, "{\n  \"spec\": {");
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
         char *v = key_value(s, i);
@@ -491,8 +491,8 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
         ddp_buf_printf(&b, ", \"origin\": \"%s\"}", ddp_origin_name(s->origin[i]));
         free(v);
     }
-    const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
-    const char *names[] = { "nccl", "env" };
+    const struct ddp_kvlist *lists[] = {&s->nccl, &s->env};
+    const char *names[] = {"nccl", "env"};
     for (size_t l = 0; l < 2; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
             ddp_buf_printf(&b, ",\n    \"%s.%s\": {\"value\": ", names[l], lists[l]->v[i].key);
@@ -577,8 +577,8 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
         fprintf(f, "    %-20s = %-30s (%s%s)\n", k->name, v, ddp_origin_name(s->origin[i]), where);
         free(v);
     }
-    const struct ddp_kvlist *lists[] = { &s->nccl, &s->env };
-    const char *names[] = { "nccl", "env" };
+    const struct ddp_kvlist *lists[] = {&s->nccl, &s->env};
+    const char *names[] = {"nccl", "env"};
     for (size_t l = 0; l < 2; l++) {
         if (!lists[l]->n)
             continue;
@@ -588,13 +588,13 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
                     ddp_origin_name(lists[l]->v[i].origin));
     }
     if (ctx->coord_dynamic)
-        fprintf(f, "\nNodes: %d, rendezvous: %s at %s:%d (the agent on that host serves; node ranks are given at "
-                   "join), %d workers here\n", ctx->nnodes, ctx->rdzv_source, ctx->master_addr, ctx->coord_port,
-                a->nproc);
+        fprintf(f,
+                "\nNodes: %d, rendezvous: %s at %s:%d (the agent on that host serves; node ranks are given at "
+                "join), %d workers here\n",
+                ctx->nnodes, ctx->rdzv_source, ctx->master_addr, ctx->coord_port, a->nproc);
     else
-        fprintf(f, "\nNodes: %d (this is node %d; node rank from: %s), %d workers here, world size %d\n",
-                ctx->nnodes, ctx->node_rank, ctx->rdzv_source ? ctx->rdzv_source : "single node", a->nproc,
-                a->world_size);
+        fprintf(f, "\nNodes: %d (this is node %d; node rank from: %s), %d workers here, world size %d\n", ctx->nnodes,
+                ctx->node_rank, ctx->rdzv_source ? ctx->rdzv_source : "single node", a->nproc, a->world_size);
     fprintf(f, "Master: %s:%d%s   run id: %s\n", a->master_addr, a->master_port,
             s->master_port.is_auto ? " (auto: free now; reserved when the job starts)" : "", a->run_id);
     if (a->gpu_reason)
@@ -602,16 +602,17 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
     if (uses_python(s))
         fprintf(f, "Python: %s (%s)\n", ctx->python ? ctx->python : "python3",
                 ctx->python_why ? ctx->python_why : "python3 from PATH");
-    fprintf(f, "Console: %s\n", a->nworkers && a->workers[0].raw ? "raw (the worker's bytes as they come)"
-                                                                 : "lines (whole lines, with the prefix)");
+    fprintf(f, "Console: %s\n",
+            a->nworkers && a->workers[0].raw ? "raw (the worker's bytes as they come)"
+                                             : "lines (whole lines, with the prefix)");
     fprintf(f, "\n%-6s %-6s %-14s %-5s %-16s %-8s\n", "LOCAL", "RANK", "GPU", "NUMA", "CPUS", "MEMS");
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];
         char numa[16] = "-";
         if (w->numa_node >= 0)
             snprintf(numa, sizeof numa, "%d", w->numa_node);
-        fprintf(f, "%-6d %-6d %-14s %-5s %-16s %-8s\n", w->local_rank, w->rank, w->gpu_busid ? w->gpu_busid : "-",
-                numa, w->cpus ? w->cpus : "-", w->mems ? w->mems : "-");
+        fprintf(f, "%-6d %-6d %-14s %-5s %-16s %-8s\n", w->local_rank, w->rank, w->gpu_busid ? w->gpu_busid : "-", numa,
+                w->cpus ? w->cpus : "-", w->mems ? w->mems : "-");
     }
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];

@@ -23,16 +23,16 @@ struct ddp_worker {
     char *cpus;           /* CPU list to bind to ("0-3,8"), NULL = no CPU binding */
     char *mems;           /* memory node list, NULL = no memory policy */
     enum ddp_membind mem_mode;
-    bool bind_strict;     /* a binding that cannot be applied is an error, not a warning */
-    char *log_dir;        /* <attempt dir>/LOCAL_RANK, or NULL */
-    int std_redirect;     /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
-    int std_tee;          /* torchrun Std for tee */
-    bool console;         /* passes --local-ranks-filter */
-    bool to_console[2];   /* its stdout [0] / stderr [1] reach the console: console, and not in redirects
-                             unless tee names it too (torchrun's precedence: tee wins) */
-    bool raw;             /* its console output is passed as raw bytes (job.console; auto: it is the only
-                             worker whose output reaches the console), else framed lines with prefix */
-    char *prefix;         /* console line prefix, e.g. "[rank3]: ", "" for none */
+    bool bind_strict;   /* a binding that cannot be applied is an error, not a warning */
+    char *log_dir;      /* <attempt dir>/LOCAL_RANK, or NULL */
+    int std_redirect;   /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
+    int std_tee;        /* torchrun Std for tee */
+    bool console;       /* passes --local-ranks-filter */
+    bool to_console[2]; /* its stdout [0] / stderr [1] reach the console: console, and not in redirects
+                           unless tee names it too (torchrun's precedence: tee wins) */
+    bool raw;           /* its console output is passed as raw bytes (job.console; auto: it is the only
+                           worker whose output reaches the console), else framed lines with prefix */
+    char *prefix;       /* console line prefix, e.g. "[rank3]: ", "" for none */
 };
 
 /* One attempt of the job on this node. */
@@ -64,17 +64,17 @@ struct ddp_plan_ctx {
     int master_port;
     int nnodes;
     int node_rank;
-    int nproc;                 /* resolved local worker count */
-    const char *python;        /* interpreter for script/module jobs (ddp_plan_python) */
-    const char *python_why;    /* why that one (ddp_plan_python's phrase), or NULL */
-    struct ddp_topo *topo;     /* may be NULL (no topology: no GPUs, no binding) */
-    const char *inherited_cvd; /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
-    const char *run_dir;       /* private runtime dir of this launch (0700): heartbeat files, error files
-                                  when there is no log_dir, the timer FIFO; NULL in `plan` */
-    const char *timer_file;    /* TORCHELASTIC_TIMER_FILE path, or NULL */
-    struct ddp_logdir *logdir; /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
-                                  and without log_dir */
-    const char *slurm_gpus;    /* Slurm's GPU list (global indices), or NULL */
+    int nproc;                      /* resolved local worker count */
+    const char *python;             /* interpreter for script/module jobs (ddp_plan_python) */
+    const char *python_why;         /* why that one (ddp_plan_python's phrase), or NULL */
+    struct ddp_topo *topo;          /* may be NULL (no topology: no GPUs, no binding) */
+    const char *inherited_cvd;      /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
+    const char *run_dir;            /* private runtime dir of this launch (0700): heartbeat files, error files
+                                       when there is no log_dir, the timer FIFO; NULL in `plan` */
+    const char *timer_file;         /* TORCHELASTIC_TIMER_FILE path, or NULL */
+    struct ddp_logdir *logdir;      /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
+                                       and without log_dir */
+    const char *slurm_gpus;         /* Slurm's GPU list (global indices), or NULL */
     const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
     /* An attempt laid out over nodes with their own worker counts (layout.h): this node's first global rank
      * and the world size. world_size 0 = every node runs nproc: ranks node_rank * nproc + local rank. */
@@ -97,8 +97,8 @@ struct ddp_plan_ctx {
 /* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology
  * indices). 0, or a negative errno with err (e.g. not enough usable GPUs). Caller owns *out; free with
  * ddp_attempt_free(). */
-int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude,
-                   size_t nexclude, struct ddp_attempt *out, struct ddp_err *err);
+int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,
+                   struct ddp_attempt *out, struct ddp_err *err);
 
 /* The placement request (topo.h) this spec makes for nproc workers, without exclusions. Used by launch.c to
  * count usable GPUs (nproc_per_node = gpu|auto) and choose the GPUs to lease. */

@@ -9,7 +9,7 @@ typedef struct ddp_paction handler_fn(struct ddp_policy *p, const struct ddp_pev
 
 int ddp_policy_min_nproc(const struct ddp_spec *spec, int nproc)
 {
-    int min = spec->min_nproc_per_node > 0                ? spec->min_nproc_per_node
+    int min = spec->min_nproc_per_node > 0                 ? spec->min_nproc_per_node
               : spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? 1
                                                            : nproc;
     return min < nproc ? min : nproc;
@@ -210,17 +210,19 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
         if (p->no_restart || p->stop_fatal || p->spec->on_failure == DDP_ONFAIL_FAIL || left <= 0) {
             a = exit_with(p, p->stop_status);
             snprintf(a.why, sizeof(a.why), "%s",
-                     p->no_restart && p->spec->max_restarts > 0 ? "stopped by a signal: not restarting"
-                     : p->no_restart ? ""
+                     p->no_restart && p->spec->max_restarts > 0   ? "stopped by a signal: not restarting"
+                     : p->no_restart                              ? ""
                      : p->stop_fatal && p->spec->max_restarts > 0 ? "the program could not be started: not restarting"
-                     : p->stop_fatal ? ""
-                     : p->spec->on_failure == DDP_ONFAIL_FAIL && p->spec->max_restarts > 0 ? "on_failure = fail: not restarting"
-                     : p->spec->max_restarts > 0 ? "no restarts left" : "");
+                     : p->stop_fatal                              ? ""
+                     : p->spec->on_failure == DDP_ONFAIL_FAIL && p->spec->max_restarts > 0
+                         ? "on_failure = fail: not restarting"
+                     : p->spec->max_restarts > 0 ? "no restarts left"
+                                                 : "");
             return a;
         }
         a = backoff_for(p, p->nproc, true);
-        snprintf(a.why, sizeof(a.why), "restarting with %d workers (restart %d of %d)", p->nproc,
-                 p->restarts_used, p->spec->max_restarts);
+        snprintf(a.why, sizeof(a.why), "restarting with %d workers (restart %d of %d)", p->nproc, p->restarts_used,
+                 p->spec->max_restarts);
         return a;
     case DDP_STOP_TIMEOUT:
         if (p->no_restart)
@@ -249,8 +251,8 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
             return a;
         }
         a = backoff_for(p, p->nproc, true);
-        snprintf(a.why, sizeof(a.why), "restarting with %d workers (restart %d of %d)", p->nproc,
-                 p->restarts_used, p->spec->max_restarts);
+        snprintf(a.why, sizeof(a.why), "restarting with %d workers (restart %d of %d)", p->nproc, p->restarts_used,
+                 p->spec->max_restarts);
         return a;
     case DDP_STOP_REMOTE: /* node 0 decides what follows; reached only if a caller feeds it anyway */
         return exit_with(p, 1);
@@ -289,8 +291,8 @@ static struct ddp_paction backoff_signal(struct ddp_policy *p, const struct ddp_
 /* The table. Rows: states; columns: WORKER_OK, WORKER_FAILED, TIMEOUT, SIGNAL, ALL_FINISHED, GRACE_EXPIRED,
  * BACKOFF_DONE, REMOTE_STOP, NODE_FAILED. */
 static handler_fn *const table[DDP_PS__COUNT][DDP_PE__COUNT] = {
-    [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none,
-                        run_remote_stop, run_node_failed},
+    [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none, run_remote_stop,
+                        run_node_failed},
     [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none, none, none},
     [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none, none},
     [DDP_PS_DONE] = {none, none, none, none, none, none, none, none, none},
@@ -311,8 +313,7 @@ const char *ddp_pstate_name(enum ddp_pstate s)
 
 const char *ddp_pevent_name(enum ddp_pevent e)
 {
-    static const char *const names[] = {"worker-ok", "worker-failed", "timeout", "signal",
-                                        "all-finished", "grace-expired", "backoff-done", "remote-stop",
-                                        "node-failed"};
+    static const char *const names[] = {"worker-ok",     "worker-failed", "timeout",     "signal",     "all-finished",
+                                        "grace-expired", "backoff-done",  "remote-stop", "node-failed"};
     return (unsigned)e < DDP_PE__COUNT ? names[e] : "unknown";
 }

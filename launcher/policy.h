@@ -32,8 +32,16 @@ enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, 
  *                  the node was lost (status 1); the attempt stops on every node as after a failure here, or
  *                  as after a timeout when status is 124 (agent.h decides when it is fed) */
 enum ddp_pevent {
-    DDP_PE_WORKER_OK, DDP_PE_WORKER_FAILED, DDP_PE_TIMEOUT, DDP_PE_SIGNAL, DDP_PE_ALL_FINISHED,
-    DDP_PE_GRACE_EXPIRED, DDP_PE_BACKOFF_DONE, DDP_PE_REMOTE_STOP, DDP_PE_NODE_FAILED, DDP_PE__COUNT
+    DDP_PE_WORKER_OK,
+    DDP_PE_WORKER_FAILED,
+    DDP_PE_TIMEOUT,
+    DDP_PE_SIGNAL,
+    DDP_PE_ALL_FINISHED,
+    DDP_PE_GRACE_EXPIRED,
+    DDP_PE_BACKOFF_DONE,
+    DDP_PE_REMOTE_STOP,
+    DDP_PE_NODE_FAILED,
+    DDP_PE__COUNT
 };
 
 /* Why the current attempt is being stopped. */
@@ -63,24 +71,24 @@ struct ddp_paction {
     long long delay_ms;
     int attempt;
     int nproc;
-    bool downsized;       /* START: nproc is smaller than the previous attempt's */
+    bool downsized; /* START: nproc is smaller than the previous attempt's */
     int exit_status;
-    char why[256];        /* one line for the user when the decision matters ("restarting (1/3 restarts)") */
+    char why[256]; /* one line for the user when the decision matters ("restarting (1/3 restarts)") */
 };
 
 /* The policy's whole state. Initialise with ddp_policy_init. */
 struct ddp_policy {
     enum ddp_pstate state;
     enum ddp_pstop stop;
-    int attempt;           /* current attempt number */
-    int nproc;             /* workers of the current attempt */
+    int attempt; /* current attempt number */
+    int nproc;   /* workers of the current attempt */
     int min_nproc;
-    int restarts_used;     /* restarts that count against max_restarts */
-    int timeouts_at_size;  /* timeouts seen at the current size (for downsize_after) */
-    int stop_status;       /* root cause's status when stop == FAILURE */
+    int restarts_used;    /* restarts that count against max_restarts */
+    int timeouts_at_size; /* timeouts seen at the current size (for downsize_after) */
+    int stop_status;      /* root cause's status when stop == FAILURE */
     bool stop_fatal;
-    int stop_signo;        /* signal that stopped the job */
-    bool no_restart;       /* a signal came: never start another attempt */
+    int stop_signo;              /* signal that stopped the job */
+    bool no_restart;             /* a signal came: never start another attempt */
     const struct ddp_spec *spec; /* [restart]: max_restarts, backoff, on_failure, on_timeout, downsize_*;
                                     not owned, outlives the policy */
 };

@@ -159,8 +159,8 @@ int ddp_port_parse_listeners(const char *text, bool v6, int port, struct ddp_por
         char addr[40];
         unsigned int lport, state, uid;
         unsigned long long inode;
-        int n = sscanf(buf, " %*d: %39[0-9A-Fa-f]:%x %*s %x %*s %*s %*s %u %*d %llu", addr, &lport, &state,
-                       &uid, &inode);
+        int n =
+            sscanf(buf, " %*d: %39[0-9A-Fa-f]:%x %*s %x %*s %*s %*s %u %*d %llu", addr, &lport, &state, &uid, &inode);
         if (n != 5) {
             if (buf[strspn(buf, " \t\r")] != '\0' && !header)
                 return -EINVAL;
@@ -287,16 +287,16 @@ static int bind_test(int family, int port)
     int rc;
     if (family == AF_INET6) {
         setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
-                                 .sin6_addr = IN6ADDR_ANY_INIT};
+        struct sockaddr_in6 a = {
+            .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_ANY_INIT};
         rc = bind(s, (struct sockaddr *)&a, sizeof a);
         if (rc < 0 && errno == EADDRNOTAVAIL) { /* no IPv6 on this host */
             close(s);
             return 0;
         }
     } else {
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                .sin_addr = {htonl(INADDR_ANY)}};
+        struct sockaddr_in a = {
+            .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr = {htonl(INADDR_ANY)}};
         rc = bind(s, (struct sockaddr *)&a, sizeof a);
     }
     if (rc == 0)
@@ -387,8 +387,7 @@ static int busy_message(int port, const char *addr, int probe_rc, struct ddp_err
                     port, addr, strerror(-probe_rc));
 }
 
-int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out, int *port_out,
-                     struct ddp_err *err)
+int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out, int *port_out, struct ddp_err *err)
 {
     const char *addr = req->addr && *req->addr ? req->addr : "localhost";
 
@@ -416,7 +415,7 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
 
     unsigned held = 0, in_use = 0;
     for (unsigned i = 0; i < n; i++) {
-        int port = !req->spec.is_auto ? req->spec.port
+        int port = !req->spec.is_auto  ? req->spec.port
                    : req->slurm_job_id ? ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, i)
                                        : lo + (int)i;
         int fd = -1;
@@ -473,4 +472,3 @@ void ddp_port_release(struct ddp_port_resv *r)
         close(r->lock_fd);
     free(r);
 }
-

@@ -1,8 +1,8 @@
 /* port: MASTER_PORT for a job: `auto` picks a port free on this host now and reserved against every other
  * ddplaunch job (a kernel lock per port, klock.h, in the lock directory's namespace, held by the launcher for
- * the job's life and dropped by the kernel when the launcher dies; no user can delete, plant or forge one); an explicit busy port is refused naming its holder
- * (from /proc, as `ss -ltnp` would). It does not start workers, and cannot stop non-ddplaunch programs from
- * taking a port between the check and the workers' bind. */
+ * the job's life and dropped by the kernel when the launcher dies; no user can delete, plant or forge one); an explicit
+ * busy port is refused naming its holder (from /proc, as `ss -ltnp` would). It does not start workers, and cannot stop
+ * non-ddplaunch programs from taking a port between the check and the workers' bind. */
 #ifndef DDP_PORT_H
 #define DDP_PORT_H
 
@@ -57,9 +57,9 @@ int ddp_port_parse_listeners(const char *text, bool v6, int port, struct ddp_por
 
 /* Who listens on a port, from the live /proc. */
 struct ddp_port_holder {
-    pid_t pid;     /* 0 when the socket's process is not visible to this user */
+    pid_t pid; /* 0 when the socket's process is not visible to this user */
     unsigned int uid;
-    char comm[64]; /* process name, "" when unknown */
+    char comm[64];     /* process name, "" when unknown */
     char cmdline[256]; /* its argv joined by spaces, truncated, "" when unknown */
     char user[64];
     char addr[INET6_ADDRSTRLEN];
@@ -74,15 +74,15 @@ int ddp_port_probe(int port);
 
 /* What to reserve. */
 struct ddp_port_req {
-    const char *lock_dir;          /* ddp_rundir_lock_dir(envp): the lock namespace */
-    const char *addr;              /* master_addr, for messages; NULL = "localhost" */
-    struct ddp_port_spec spec;     /* explicit port, or auto with its range (lo == hi == 0: default range) */
-    unsigned long long slurm_job_id;  /* nonzero: auto candidates come from ddp_port_slurm_candidate() */
+    const char *lock_dir;            /* ddp_rundir_lock_dir(envp): the lock namespace */
+    const char *addr;                /* master_addr, for messages; NULL = "localhost" */
+    struct ddp_port_spec spec;       /* explicit port, or auto with its range (lo == hi == 0: default range) */
+    unsigned long long slurm_job_id; /* nonzero: auto candidates come from ddp_port_slurm_candidate() */
     unsigned long long slurm_step_id;
-    unsigned max_candidates;       /* auto: how many candidates to try at most; 0 = the whole range. A
-                                    * multi-node Slurm job whose nodes cannot tell each other the port sets 1:
-                                    * every node then computes the same candidate 0. */
-    const char *ephemeral_range;   /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
+    unsigned max_candidates;     /* auto: how many candidates to try at most; 0 = the whole range. A
+                                  * multi-node Slurm job whose nodes cannot tell each other the port sets 1:
+                                  * every node then computes the same candidate 0. */
+    const char *ephemeral_range; /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
 };
 
 /* A held reservation: the port and the lock. */
@@ -95,8 +95,7 @@ struct ddp_port_resv;
  * A port whose lock another process holds (a job, or a squatter) is skipped as busy.
  * Returns 0 with *out and *port_out, -EADDRINUSE (explicit port busy, or no free port in the range), or
  * another negative errno, with err. Caller owns *out; free with ddp_port_release(). */
-int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out, int *port_out,
-                     struct ddp_err *err);
+int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out, int *port_out, struct ddp_err *err);
 /* Drop the reservation (the port may go to the next job). NULL is fine. Process exit drops it as well. */
 void ddp_port_release(struct ddp_port_resv *r);
 

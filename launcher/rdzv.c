@@ -34,8 +34,7 @@ int ddp_rdzv_conf_join_timeout(const char *conf, long long *ms, struct ddp_err *
     return rc;
 }
 
-int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struct ddp_rdzv *out,
-                    struct ddp_err *err)
+int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struct ddp_rdzv *out, struct ddp_err *err)
 {
     memset(out, 0, sizeof *out);
     out->several = spec->nnodes.max > 1;
@@ -61,20 +60,22 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struc
     } else if (rank_given) {
         out->source = "static";
     } else {
-        return ddp_errf(err, -EINVAL, "several nodes (nnodes %d) with a static rendezvous and no node rank: give "
-                                      "each node --node-rank, or use --rdzv-backend c10d --rdzv-endpoint HOST:PORT "
-                                      "(ranks given at join), or run under a scheduler that gives node ranks (Slurm, "
-                                      "mpirun -N 1, flux run, SkyPilot, an indexed Job)",
+        return ddp_errf(err, -EINVAL,
+                        "several nodes (nnodes %d) with a static rendezvous and no node rank: give "
+                        "each node --node-rank, or use --rdzv-backend c10d --rdzv-endpoint HOST:PORT "
+                        "(ranks given at join), or run under a scheduler that gives node ranks (Slurm, "
+                        "mpirun -N 1, flux run, SkyPilot, an indexed Job)",
                         spec->nnodes.max);
     }
     if (!out->dynamic && spec->origin[ddp_spec_key_find("job", "master_addr")] == DDP_ORIGIN_DEFAULT)
-        return ddp_errf(err, -EINVAL, "several nodes (nnodes %d, node rank from: %s) and no address for node 0: "
-                                      "give every node the same --master-addr (node 0's host)",
+        return ddp_errf(err, -EINVAL,
+                        "several nodes (nnodes %d, node rank from: %s) and no address for node 0: "
+                        "give every node the same --master-addr (node 0's host)",
                         spec->nnodes.max, out->source);
     out->join_timeout_ms = spec->join_timeout_ms > 0 ? spec->join_timeout_ms
-                           : conf_ms > 0            ? conf_ms
-                           : out->dynamic           ? 600000
-                                                    : 900000;
+                           : conf_ms > 0             ? conf_ms
+                           : out->dynamic            ? 600000
+                                                     : 900000;
     return 0;
 }
 

@@ -16,10 +16,10 @@
 #define DDP_RDZV_STATIC_PORT 29500 /* torchrun's master port for several nodes when none is given */
 
 struct ddp_rdzv {
-    bool several;               /* nnodes MAX > 1 */
-    bool dynamic;               /* c10d-style: node ranks given at join */
-    const char *source;         /* what gave this node its rank: "single node", "static", "c10d", "slurm", or
-                                   a scheduler of scheduler.h ("skypilot", "flux", "openmpi", "jobset", ...) */
+    bool several;       /* nnodes MAX > 1 */
+    bool dynamic;       /* c10d-style: node ranks given at join */
+    const char *source; /* what gave this node its rank: "single node", "static", "c10d", "slurm", or
+                           a scheduler of scheduler.h ("skypilot", "flux", "openmpi", "jobset", ...) */
     long long join_timeout_ms;
     long long lost_after_ms;
 };
@@ -29,8 +29,7 @@ struct ddp_rdzv {
  * get node ranks (a static rendezvous without --node-rank and no scheduler: every agent would become node 0) or
  * no address for node 0 (static, master_addr left at its default), or rdzv_backend / rdzv_conf are not
  * understood. */
-int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struct ddp_rdzv *out,
-                    struct ddp_err *err);
+int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struct ddp_rdzv *out, struct ddp_err *err);
 
 /* rdzv_conf "k=v,k=v": join_timeout in seconds into *ms (unchanged when absent). 0, or -EINVAL with err for a
  * malformed list or value. Other keys are accepted and ignored (torchrun has many). */

@@ -23,8 +23,8 @@ int ddp_record_open(int dirfd, const char *path, struct ddp_record **out, struct
  * r == NULL is a no-op that still frees fields. A write error is reported once as a warning, never fatal. */
 void ddp_record_event(struct ddp_record *r, const char *name, json_t *fields);
 
-/* Write summary.json in the run directory ({"v":1,"ts":...} added to summary) through a temporary file and rename. Takes
- * summary. 0 or a negative errno (warned, not fatal). */
+/* Write summary.json in the run directory ({"v":1,"ts":...} added to summary) through a temporary file and rename.
+ * Takes summary. 0 or a negative errno (warned, not fatal). */
 int ddp_record_summary(struct ddp_record *r, json_t *summary);
 
 /* The path given to ddp_record_open (borrowed), or NULL for r == NULL. */

@@ -15,14 +15,12 @@ static const struct {
     int n;
     const char *name;
 } signames[] = {
-    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-    {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-    {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-    {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
-    {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
-    {SIGTTOU, "SIGTTOU"}, {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
-    {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},
-    {SIGPWR, "SIGPWR"},   {SIGSYS, "SIGSYS"},
+    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},     {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},
+    {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},     {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},
+    {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},   {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+    {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"},   {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
+    {SIGTTOU, "SIGTTOU"}, {SIGURG, "SIGURG"},     {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"},
+    {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},     {SIGPWR, "SIGPWR"},   {SIGSYS, "SIGSYS"},
 };
 
 const char *ddp_report_signame(int signo)
@@ -55,8 +53,7 @@ static char *jstr(const json_t *o, const char *key)
     return json_is_string(v) ? ddp_xstrndup(json_string_value(v), json_string_length(v)) : NULL;
 }
 
-int ddp_report_parse_error_json(const char *text, size_t len, char **message, char **traceback,
-                                long long *timestamp)
+int ddp_report_parse_error_json(const char *text, size_t len, char **message, char **traceback, long long *timestamp)
 {
     json_error_t jerr;
     json_t *o = json_loadb(text, len, 0, &jerr), *m, *x, *ts;
@@ -204,8 +201,7 @@ json_t *ddp_report_entry_json(const struct ddp_report_entry *e)
     json_object_set_new(o, "time", e->when ? json_string(ddp_time_iso(&t, when)) : json_null());
     json_object_set_new(o, "running", json_boolean(e->running));
     json_object_set_new(o, "exit_code", e->running || e->signo ? json_null() : json_integer(e->exit_code));
-    json_object_set_new(o, "signal", !e->running && e->signo ? json_string(ddp_report_signame(e->signo))
-                                                              : json_null());
+    json_object_set_new(o, "signal", !e->running && e->signo ? json_string(ddp_report_signame(e->signo)) : json_null());
     json_object_set_new(o, "class", str_or_null(e->class_name));
     json_object_set_new(o, "seen", str_or_null(e->class_line));
     json_object_set_new(o, "reason", str_or_null(e->reason));

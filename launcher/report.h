@@ -15,16 +15,16 @@ struct ddp_report_entry {
     int rank, local_rank;
     const char *host;
     int pid;
-    int exit_code;          /* when signo == 0 */
-    int signo;              /* death by this signal, or 0 */
-    bool running;           /* it had not exited when the launcher gave up on it (exit_code/signo unknown) */
-    time_t when;            /* wall clock of the ending */
-    const char *error_file; /* TORCHELASTIC_ERROR_FILE path, or NULL */
-    const char *class_name; /* "nccl-timeout", "exit-3", ...; NULL = none */
-    const char *class_line; /* the output line that was recognised, or NULL */
-    const char *hint;       /* one line, or NULL */
-    const char *reason;     /* why it ended when the launcher ended it ("no progress for 10s (heartbeat)") */
-    const char *const *tail;/* last stderr lines, oldest first */
+    int exit_code;           /* when signo == 0 */
+    int signo;               /* death by this signal, or 0 */
+    bool running;            /* it had not exited when the launcher gave up on it (exit_code/signo unknown) */
+    time_t when;             /* wall clock of the ending */
+    const char *error_file;  /* TORCHELASTIC_ERROR_FILE path, or NULL */
+    const char *class_name;  /* "nccl-timeout", "exit-3", ...; NULL = none */
+    const char *class_line;  /* the output line that was recognised, or NULL */
+    const char *hint;        /* one line, or NULL */
+    const char *reason;      /* why it ended when the launcher ended it ("no progress for 10s (heartbeat)") */
+    const char *const *tail; /* last stderr lines, oldest first */
     size_t ntail;
 };
 
@@ -35,8 +35,7 @@ struct ddp_report_entry {
 int ddp_report_read_error_file(const char *path, char **message, char **traceback, long long *timestamp);
 /* The same from len bytes of text (the pure part, fuzzed: tests/fuzz/fuzz_report.c). -EINVAL when it is not such
  * JSON (then nothing to free). Strings with an embedded NUL (\u0000) make the document invalid. */
-int ddp_report_parse_error_json(const char *text, size_t len, char **message, char **traceback,
-                                long long *timestamp);
+int ddp_report_parse_error_json(const char *text, size_t len, char **message, char **traceback, long long *timestamp);
 
 /* Print the summary: title (e.g. "train.py FAILED"), the root cause first, then the other failures.
  * Reads the error files named in the entries. */

@@ -1,14 +1,14 @@
 /* rundir: see rundir.h. */
 #include "rundir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <ftw.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -55,8 +55,8 @@ static int refuse_symlink(const char *path, int code, struct ddp_err *err)
 {
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-        return ddp_errf(err, -ELOOP, "%s is a symlink (owner uid %u); refusing to follow it: remove it",
-                        path, (unsigned)st.st_uid);
+        return ddp_errf(err, -ELOOP, "%s is a symlink (owner uid %u); refusing to follow it: remove it", path,
+                        (unsigned)st.st_uid);
     if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
         return ddp_errf(err, -ENOTDIR, "%s exists and is not a directory", path);
     return ddp_errf(err, code, "cannot open directory %s: %s", path, strerror(-code));
@@ -68,8 +68,7 @@ int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err
     if (mkdir(path, 01777) == 0)
         created = true;
     else if (errno != EEXIST)
-        return ddp_errf(err, -errno, "cannot create the shared lock directory %s: %s", path,
-                        strerror(errno));
+        return ddp_errf(err, -errno, "cannot create the shared lock directory %s: %s", path, strerror(errno));
     int fd = open_dir_nofollow(path);
     if (fd < 0)
         return refuse_symlink(path, fd, err);
@@ -149,8 +148,8 @@ int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct
     int rc = check_plain(fd, "file", name, err);
     struct stat st;
     if (rc == 0 && fstat(fd, &st) == 0 && st.st_uid != geteuid())
-        rc = ddp_errf(err, -EPERM, "%s is owned by uid %u, not by this user; not writing it", name,
-                      (unsigned)st.st_uid);
+        rc =
+            ddp_errf(err, -EPERM, "%s is owned by uid %u, not by this user; not writing it", name, (unsigned)st.st_uid);
     if (rc == 0 && (fchmod(fd, 0644) < 0 || ftruncate(fd, 0) < 0))
         rc = ddp_errf(err, -errno, "cannot rewrite %s: %s", name, strerror(errno));
     if (rc == 0 && (rc = write_all(fd, text, strlen(text))) < 0)

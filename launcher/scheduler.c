@@ -51,8 +51,9 @@ static int flux(char *const *envp, struct ddp_scheduler *s, struct ddp_err *err)
         (rc = env_num(envp, "FLUX_JOB_SIZE", 1, 1 << 20, &size, err)) < 0)
         return rc;
     if (size && s->nnodes && size != s->nnodes)
-        return ddp_errf(err, -EINVAL, "flux: %d tasks on %d nodes (FLUX_JOB_SIZE, FLUX_JOB_NNODES): run one "
-                                      "ddplaunch per node (flux run -N%d -n%d ddplaunch ...); it starts the workers",
+        return ddp_errf(err, -EINVAL,
+                        "flux: %d tasks on %d nodes (FLUX_JOB_SIZE, FLUX_JOB_NNODES): run one "
+                        "ddplaunch per node (flux run -N%d -n%d ddplaunch ...); it starts the workers",
                         size, s->nnodes, s->nnodes, s->nnodes);
     return 1;
 }
@@ -68,8 +69,10 @@ static int openmpi(char *const *envp, struct ddp_scheduler *s, struct ddp_err *e
         (rc = env_num(envp, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20, &local, err)) < 0)
         return rc;
     if (local > 1)
-        return ddp_errf(err, -EINVAL, "mpirun started %d ddplaunch on this node (OMPI_COMM_WORLD_LOCAL_SIZE): run "
-                                      "one per node (mpirun -N 1 ddplaunch ...); it starts the workers", local);
+        return ddp_errf(err, -EINVAL,
+                        "mpirun started %d ddplaunch on this node (OMPI_COMM_WORLD_LOCAL_SIZE): run "
+                        "one per node (mpirun -N 1 ddplaunch ...); it starts the workers",
+                        local);
     return 1;
 }
 
@@ -102,8 +105,10 @@ static int kubernetes(char *const *envp, struct ddp_scheduler *s, struct ddp_err
     if ((rc = env_num(envp, "JOB_INDEX", 0, 1 << 20, &job_index, err)) < 0)
         return rc;
     if (job_index != 0)
-        return ddp_errf(err, -EINVAL, "jobset: JOB_INDEX=%d: node ranks come from JOB_COMPLETION_INDEX within one "
-                                      "replicated job (replicas: 1); give --node-rank for several", job_index);
+        return ddp_errf(err, -EINVAL,
+                        "jobset: JOB_INDEX=%d: node ranks come from JOB_COMPLETION_INDEX within one "
+                        "replicated job (replicas: 1); give --node-rank for several",
+                        job_index);
     s->master_addr = ddp_xasprintf("%s-%s-0-0.%s", jobset, rjob, jobset);
     return 1;
 }

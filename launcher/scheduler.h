@@ -12,12 +12,12 @@
 #include "util.h"
 
 struct ddp_scheduler {
-    const char *name;    /* "skypilot", "flux", "openmpi", "pmix", "jobset", "kubernetes"; NULL = none found */
-    const char *vars;    /* the variables it read, for messages and plan ("SKYPILOT_NODE_RANK, ...") */
-    int node_rank;       /* >= 0 */
-    int nnodes;          /* 0 = it does not say (give --nnodes) */
-    char *master_addr;   /* node 0's address, or NULL (give --master-addr); owned */
-    int gpus_per_node;   /* 0 = it does not say */
+    const char *name;  /* "skypilot", "flux", "openmpi", "pmix", "jobset", "kubernetes"; NULL = none found */
+    const char *vars;  /* the variables it read, for messages and plan ("SKYPILOT_NODE_RANK, ...") */
+    int node_rank;     /* >= 0 */
+    int nnodes;        /* 0 = it does not say (give --nnodes) */
+    char *master_addr; /* node 0's address, or NULL (give --master-addr); owned */
+    int gpus_per_node; /* 0 = it does not say */
 };
 
 /* Look for a source in envp, in the order above (SkyPilot first). 0 with out->name NULL when there is none,

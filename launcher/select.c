@@ -76,10 +76,14 @@ static int name_error(const struct ddp_sel_topo *t, const char *what, const char
     if (r == -2)
         return ddp_errf(err, -EINVAL, "[gpus] %s: '%s' matches more than one GPU (give more of the UUID)", what, s);
     if (!strncasecmp(s, "GPU-", 4) && (t->ngpus == 0 || !t->gpus[0].uuid))
-        return ddp_errf(err, -EINVAL, "[gpus] %s: '%s': GPU UUIDs need NVML (libnvidia-ml.so.1), which was not found;"
-                        " use an index or a PCI bus id", what, s);
-    return ddp_errf(err, -EINVAL, "[gpus] %s: '%s' is not a GPU of this machine (%zu GPUs: give an index 0-%zd, a PCI"
-                    " bus id or a UUID; see `ddplaunch topo`)", what, s, t->ngpus, (ssize_t)t->ngpus - 1);
+        return ddp_errf(err, -EINVAL,
+                        "[gpus] %s: '%s': GPU UUIDs need NVML (libnvidia-ml.so.1), which was not found;"
+                        " use an index or a PCI bus id",
+                        what, s);
+    return ddp_errf(err, -EINVAL,
+                    "[gpus] %s: '%s' is not a GPU of this machine (%zu GPUs: give an index 0-%zd, a PCI"
+                    " bus id or a UUID; see `ddplaunch topo`)",
+                    what, s, t->ngpus, (ssize_t)t->ngpus - 1);
 }
 
 /* Parse "0,2,4-7" into in[] (size n). Entries past n are ignored. 0 or -EINVAL. */
@@ -215,15 +219,15 @@ static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_se
                 if (r == LEASED)
                     ddp_buf_printf(&b, " (GPU %zu: %s)", i, req->holders[i]);
                 else
-                    ddp_buf_printf(&b, " (GPU %zu: %.1f of %.1f GiB in use)", i,
-                                   t->gpus[i].mem_used / 1073741824.0, t->gpus[i].mem_total / 1073741824.0);
+                    ddp_buf_printf(&b, " (GPU %zu: %.1f of %.1f GiB in use)", i, t->gpus[i].mem_used / 1073741824.0,
+                                   t->gpus[i].mem_total / 1073741824.0);
             }
     }
     return b.data;
 }
 
-int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, bool *usable, char **cvd,
-                      char **why, struct ddp_err *err)
+int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, bool *usable, char **cvd, char **why,
+                      struct ddp_err *err)
 {
     size_t n = t->ngpus;
     enum leftout *reason = ddp_xcalloc(n ? n : 1, sizeof *reason);
@@ -506,8 +510,8 @@ static void choose_best(struct chooser *c, const int *cand, int ncand, int n, in
     free(set);
 }
 
-static void describe(const struct ddp_sel_topo *t, const int *set, int n, bool explicit_sel,
-                     enum ddp_gpu_policy policy, struct ddp_buf *b)
+static void describe(const struct ddp_sel_topo *t, const int *set, int n, bool explicit_sel, enum ddp_gpu_policy policy,
+                     struct ddp_buf *b)
 {
     static const char *const link_text[] = {
         [DDP_LINK_PIX] = "same PCIe switch (PIX)",
@@ -565,12 +569,15 @@ static void describe(const struct ddp_sel_topo *t, const int *set, int n, bool e
             ddp_buf_printf(b, ", %s", link_text[l]);
     }
     if (!explicit_sel && policy != DDP_POLICY_SAME_NUMA)
-        ddp_buf_printf(b, " (policy %s)", policy == DDP_POLICY_PACK ? "pack" : policy == DDP_POLICY_SPREAD ? "spread" : "any");
+        ddp_buf_printf(b, " (policy %s)",
+                       policy == DDP_POLICY_PACK     ? "pack"
+                       : policy == DDP_POLICY_SPREAD ? "spread"
+                                                     : "any");
     free(node_in);
 }
 
-int ddp_select_choose(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, int *out, char **reason,
-                      char **cvd, struct ddp_err *err)
+int ddp_select_choose(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, int *out, char **reason, char **cvd,
+                      struct ddp_err *err)
 {
     bool *usable = ddp_xcalloc(t->ngpus + 1, sizeof *usable);
     char *why = NULL;
@@ -588,8 +595,10 @@ int ddp_select_choose(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
         goto out;
     }
     if (t->ngpus == 0) {
-        rc = ddp_errf(err, -ENODEV, "asked for %d GPU%s, but this machine has none (no NVIDIA or AMD PCI display"
-                      " device in the topology)", req->n, req->n > 1 ? "s" : "");
+        rc = ddp_errf(err, -ENODEV,
+                      "asked for %d GPU%s, but this machine has none (no NVIDIA or AMD PCI display"
+                      " device in the topology)",
+                      req->n, req->n > 1 ? "s" : "");
         goto out;
     }
     if (rc < req->n) {

@@ -51,8 +51,8 @@ struct ddp_sel_req {
     size_t nexclude_idx;
     enum ddp_gpu_policy policy;
     struct ddp_mem_limit max_memory_used;
-    const char *inherited_cvd; /* the launcher's CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), or NULL */
-    const char *slurm_gpus;    /* Slurm's GPU indices ("0,1" or "0-3"), or NULL */
+    const char *inherited_cvd;  /* the launcher's CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), or NULL */
+    const char *slurm_gpus;     /* Slurm's GPU indices ("0,1" or "0-3"), or NULL */
     const char *const *holders; /* per GPU: leased by another job (who), or NULL; the array may be NULL */
 };
 
@@ -61,8 +61,8 @@ struct ddp_sel_req {
  * choice composes with it), else the index. *why (when not NULL) gets one line saying why the others were left
  * out ("" when none was). Returns the number usable, or -EINVAL with err when select/exclude names a GPU that
  * does not exist. Caller owns cvd[i] and *why; free(). */
-int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, bool *usable, char **cvd,
-                      char **why, struct ddp_err *err);
+int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, bool *usable, char **cvd, char **why,
+                      struct ddp_err *err);
 
 /* Choose req->n GPUs: with an explicit select list, the first n usable in the order given; else by policy:
  * same-numa (fewest NUMA nodes, closest first, then tightest links, then lowest bus ids), pack (tightest links
@@ -70,7 +70,7 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
  * rank order; *reason one line ("2 GPUs on NUMA node 0, same host bridge (PHB)"); cvd as for
  * ddp_select_usable (may be NULL). 0, or -ENODEV/-EINVAL with err saying how many were asked, how many are
  * usable and why the others were left out. Caller owns *reason and cvd[i]; free(). Deterministic. */
-int ddp_select_choose(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, int *out, char **reason,
-                      char **cvd, struct ddp_err *err);
+int ddp_select_choose(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, int *out, char **reason, char **cvd,
+                      struct ddp_err *err);
 
 #endif

@@ -295,7 +295,7 @@ struct shim_args {
 /* "--exec-shim [--name value | --name=value | --strict]... -- PROGRAM ARGS...": 0, or -1 on bad arguments. */
 static int parse_args(int argc, char **argv, struct shim_args *sa)
 {
-    *sa = (struct shim_args){ .mode = DDP_MEM_NONE, .rank = -1, .rfd = -1, .prog = -1 };
+    *sa = (struct shim_args){.mode = DDP_MEM_NONE, .rank = -1, .rfd = -1, .prog = -1};
     for (int i = 1; i < argc; i++) {
         char name[32];
         const char *a = argv[i];
@@ -362,8 +362,7 @@ static int place_self(const struct shim_args *sa)
     int cgrc = cgroup && *cgroup ? ddp_cgroup_join(cgroup) : 0;
     if (cgrc < 0) {
         char msg[300];
-        snprintf(msg, sizeof msg, "rank %lld: cannot join the attempt's cgroup %s: %s", rank, cgroup,
-                 strerror(-cgrc));
+        snprintf(msg, sizeof msg, "rank %lld: cannot join the attempt's cgroup %s: %s", rank, cgroup, strerror(-cgrc));
         report((int)rfd, DDP_SHIM_BIND_WARN, -cgrc, 0, 0, msg);
     }
 
@@ -385,8 +384,7 @@ static int place_self(const struct shim_args *sa)
 
 /* Fork and exec PROGRAM with the signal mask OLD. Returns its pid once the exec succeeded, or -1 with the shim's
  * exit status in *status (reported already). *early: the signals that reached only us before the fork. */
-static pid_t start_program(char **argv, const struct shim_args *sa, const sigset_t *old, sigset_t *early,
-                           int *status)
+static pid_t start_program(char **argv, const struct shim_args *sa, const sigset_t *old, sigset_t *early, int *status)
 {
     long long rfd = sa->rfd;
     int prog = sa->prog;
@@ -479,7 +477,10 @@ static _Noreturn void watch_program(pid_t child, const sigset_t *all, const stru
                  * behind ends too (SIGTERM, grace, SIGKILL), then we end as it did */
                 int psig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
                 report((int)sa->rfd, DDP_SHIM_EXITED, psig, child,
-                       psig ? 128 + psig : WIFEXITED(ws) ? WEXITSTATUS(ws) : 1, NULL);
+                       psig            ? 128 + psig
+                       : WIFEXITED(ws) ? WEXITSTATUS(ws)
+                                       : 1,
+                       NULL);
                 end_descendants(sa->grace_ms, child, &ws, &done);
                 mirror_status(ws);
             }

@@ -27,12 +27,11 @@ static int env_int(char *const *envp, const char *a, const char *b, long long mi
     const char *name;
     const char *v = env_first(envp, a, b, &name);
     if (!v)
-        return ddp_errf(err, -EINVAL, "Slurm step without %s%s%s (is this an srun step?)", a,
-                        b ? " or " : "", b ? b : "");
+        return ddp_errf(err, -EINVAL, "Slurm step without %s%s%s (is this an srun step?)", a, b ? " or " : "",
+                        b ? b : "");
     long long x;
     if (ddp_parse_int(v, min, max, &x) < 0)
-        return ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected a number in %lld..%lld", name, v,
-                        min, max);
+        return ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected a number in %lld..%lld", name, v, min, max);
     *out = (int)x;
     return 0;
 }
@@ -100,15 +99,20 @@ static int detect_step(char *const *envp, struct ddp_slurm *out, const char *job
     }
     out->ntasks_per_node = 1;
     if (out->hosts.n != (size_t)out->nnodes)
-        return ddp_errf(err, -EINVAL, "Slurm: %s='%s' names %zu hosts but the step has "
-                        "%d nodes", list_var, list, out->hosts.n, out->nnodes);
+        return ddp_errf(err, -EINVAL,
+                        "Slurm: %s='%s' names %zu hosts but the step has "
+                        "%d nodes",
+                        list_var, list, out->hosts.n, out->nnodes);
     if (out->node_rank >= out->nnodes)
-        return ddp_errf(err, -EINVAL, "Slurm: SLURM_NODEID=%d, but the step has only %d "
-                        "nodes", out->node_rank, out->nnodes);
+        return ddp_errf(err, -EINVAL,
+                        "Slurm: SLURM_NODEID=%d, but the step has only %d "
+                        "nodes",
+                        out->node_rank, out->nnodes);
     if (nodename && strcmp(nodename, out->hosts.v[out->node_rank]) != 0)
-        return ddp_errf(err, -EINVAL, "Slurm: SLURMD_NODENAME=%s, but node %d of %s "
-                        "(%s) is %s", nodename, out->node_rank, list_var, list,
-                        out->hosts.v[out->node_rank]);
+        return ddp_errf(err, -EINVAL,
+                        "Slurm: SLURMD_NODENAME=%s, but node %d of %s "
+                        "(%s) is %s",
+                        nodename, out->node_rank, list_var, list, out->hosts.v[out->node_rank]);
     out->master_addr = ddp_xstrdup(out->hosts.v[0]);
     return 0;
 }
@@ -128,8 +132,7 @@ static int detect_gpus(char *const *envp, struct ddp_slurm *out, struct ddp_err 
     bool ident = false;
     if (gpus && *gpus) {
         if (!parse_index_list(gpus, &ngpus, &ident))
-            return ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected GPU indices like 0,1,2",
-                            gpus_var, gpus);
+            return ddp_errf(err, -EINVAL, "Slurm: %s='%s': expected GPU indices like 0,1,2", gpus_var, gpus);
         out->gpus = ddp_xstrdup(gpus);
     }
     const char *cvd = ddp_env_get(envp, "CUDA_VISIBLE_DEVICES");
@@ -153,8 +156,9 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
     const char *job_id = env_first(envp, "SLURM_JOB_ID", "SLURM_JOBID", &name);
     if (!job_id || !*job_id) {
         if (enabled == DDP_YES)
-            return ddp_errf(err, -EINVAL, "[slurm] enabled = yes, but SLURM_JOB_ID is not set: this "
-                                          "is not inside a Slurm job (use enabled = auto to run either way)");
+            return ddp_errf(err, -EINVAL,
+                            "[slurm] enabled = yes, but SLURM_JOB_ID is not set: this "
+                            "is not inside a Slurm job (use enabled = auto to run either way)");
         return 0;
     }
     out->active = true;
@@ -170,8 +174,7 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
         out->step_id_num = strtoull(step_id, NULL, 10);
     }
 
-    int rc = env_int(envp, "SLURM_JOB_NUM_NODES", "SLURM_NNODES", 1, DDP_HOSTLIST_MAX_HOSTS, &out->job_nnodes,
-                     err);
+    int rc = env_int(envp, "SLURM_JOB_NUM_NODES", "SLURM_NNODES", 1, DDP_HOSTLIST_MAX_HOSTS, &out->job_nnodes, err);
     if (rc < 0)
         return fail(out, rc);
     const char *list_var = out->is_step ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
@@ -181,9 +184,9 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
         list = ddp_env_get(envp, list_var);
     }
     if (!list)
-        return fail(out, ddp_errf(err, -EINVAL, "Slurm job %s without %s",
-                                  job_id, out->is_step ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST"));
-    struct ddp_err herr = { 0 };
+        return fail(out, ddp_errf(err, -EINVAL, "Slurm job %s without %s", job_id,
+                                  out->is_step ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST"));
+    struct ddp_err herr = {0};
     rc = ddp_hostlist_expand(list, &out->hosts, &herr);
     if (rc < 0)
         return fail(out, ddp_errf(err, rc, "Slurm: %s: %s", list_var, herr.msg));
@@ -229,7 +232,7 @@ int ddp_slurm_port(const struct ddp_slurm *s, int lo, int hi)
 {
     if (!s->active)
         return -EINVAL;
-    struct ddp_port_spec ps = { .is_auto = true, .lo = lo, .hi = hi };
+    struct ddp_port_spec ps = {.is_auto = true, .lo = lo, .hi = hi};
     return ddp_port_slurm_port(s->job_id_num, s->step_id_num, &ps);
 }
 

@@ -11,26 +11,26 @@
 
 /* What Slurm says about this launch. Zero-initialised = not under Slurm. Strings owned; ddp_slurm_free(). */
 struct ddp_slurm {
-    bool active;          /* inside a Slurm job (SLURM_JOB_ID set) and [slurm] enabled allows it */
-    bool is_step;         /* inside an srun step (SLURM_STEP_ID set); false in the batch/salloc shell */
-    int nnodes;           /* nodes of the step (1 in a batch step: only this node is used) */
-    int node_rank;        /* this node's index in the step (SLURM_NODEID, step-relative); 0 in a batch step */
-    int ntasks_per_node;  /* tasks per node of the step: always 1 when detection succeeds in a step */
-    int job_nnodes;       /* nodes of the whole allocation (SLURM_JOB_NUM_NODES / SLURM_NNODES) */
-    char *master_addr;    /* first host of the step's node list (SLURM_STEP_NODELIST); NULL in a batch step */
-    char *job_id;         /* SLURM_JOB_ID */
-    char *step_id;        /* SLURM_STEP_ID, or NULL in a batch step */
+    bool active;         /* inside a Slurm job (SLURM_JOB_ID set) and [slurm] enabled allows it */
+    bool is_step;        /* inside an srun step (SLURM_STEP_ID set); false in the batch/salloc shell */
+    int nnodes;          /* nodes of the step (1 in a batch step: only this node is used) */
+    int node_rank;       /* this node's index in the step (SLURM_NODEID, step-relative); 0 in a batch step */
+    int ntasks_per_node; /* tasks per node of the step: always 1 when detection succeeds in a step */
+    int job_nnodes;      /* nodes of the whole allocation (SLURM_JOB_NUM_NODES / SLURM_NNODES) */
+    char *master_addr;   /* first host of the step's node list (SLURM_STEP_NODELIST); NULL in a batch step */
+    char *job_id;        /* SLURM_JOB_ID */
+    char *step_id;       /* SLURM_STEP_ID, or NULL in a batch step */
     unsigned long long job_id_num, step_id_num; /* the same as numbers (0 when not numeric / batch step) */
-    char *nodename;       /* SLURMD_NODENAME, or NULL */
-    struct ddp_strv hosts;/* the step's hosts in node-rank order (batch: the job's hosts) */
-    char *gpus;           /* global GPU indices Slurm gave this node, "0,1" (SLURM_STEP_GPUS in a step, else
-                             SLURM_JOB_GPUS); NULL when Slurm gave no GPUs */
-    char *cuda_visible;   /* CUDA_VISIBLE_DEVICES as found, or NULL */
-    bool gpus_local;      /* CUDA_VISIBLE_DEVICES numbers the GPUs 0..n-1 while gpus are other global indices:
-                             the devices cgroup hides the rest (ConstrainDevices=yes), so CUDA index i is the
-                             i-th of gpus in ascending order */
-    char *warning;        /* one line launch.c logs as a warning, or NULL (e.g. a multi-node job whose
-                             batch step runs ddplaunch without srun) */
+    char *nodename;                             /* SLURMD_NODENAME, or NULL */
+    struct ddp_strv hosts;                      /* the step's hosts in node-rank order (batch: the job's hosts) */
+    char *gpus;         /* global GPU indices Slurm gave this node, "0,1" (SLURM_STEP_GPUS in a step, else
+                           SLURM_JOB_GPUS); NULL when Slurm gave no GPUs */
+    char *cuda_visible; /* CUDA_VISIBLE_DEVICES as found, or NULL */
+    bool gpus_local;    /* CUDA_VISIBLE_DEVICES numbers the GPUs 0..n-1 while gpus are other global indices:
+                           the devices cgroup hides the rest (ConstrainDevices=yes), so CUDA index i is the
+                           i-th of gpus in ascending order */
+    char *warning;      /* one line launch.c logs as a warning, or NULL (e.g. a multi-node job whose
+                           batch step runs ddplaunch without srun) */
 };
 
 /* Read Slurm's variables from envp. enabled: DDP_NO -> out->active = false, nothing read; DDP_AUTO -> active

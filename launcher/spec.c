@@ -11,17 +11,17 @@
 
 #define OFF(field) offsetof(struct ddp_spec, field)
 
-static const char *const policy_names[] = { "same-numa", "pack", "spread", "any", NULL };
-static const char *const visible_names[] = { "per-job", "per-rank", "virtual", NULL };
-static const char *const console_names[] = { "auto", "raw", "lines", NULL };
-static const char *const bind_names[] = { "node", "socket", "exclusive", "core-complex", "none", NULL };
-static const char *const membind_names[] = { "local", "interleave", "none", NULL };
-static const char *const on_failure_names[] = { "restart", "fail", NULL };
-static const char *const on_timeout_names[] = { "restart", "downsize", "fail", NULL };
-static const char *const heartbeat_names[] = { "file", "output", "none", NULL };
-static const char *const tristate_names[] = { "auto", "yes", "no", NULL };
+static const char *const policy_names[] = {"same-numa", "pack", "spread", "any", NULL};
+static const char *const visible_names[] = {"per-job", "per-rank", "virtual", NULL};
+static const char *const console_names[] = {"auto", "raw", "lines", NULL};
+static const char *const bind_names[] = {"node", "socket", "exclusive", "core-complex", "none", NULL};
+static const char *const membind_names[] = {"local", "interleave", "none", NULL};
+static const char *const on_failure_names[] = {"restart", "fail", NULL};
+static const char *const on_timeout_names[] = {"restart", "downsize", "fail", NULL};
+static const char *const heartbeat_names[] = {"file", "output", "none", NULL};
+static const char *const tristate_names[] = {"auto", "yes", "no", NULL};
 
-const char *const ddp_spec_sections[] = { "job", "gpus", "numa", "restart", "timeout", "nccl", "env", "slurm", NULL };
+const char *const ddp_spec_sections[] = {"job", "gpus", "numa", "restart", "timeout", "nccl", "env", "slurm", NULL};
 
 /* clang-format off */
 const struct ddp_key ddp_spec_keys[] = {
@@ -147,7 +147,7 @@ const size_t ddp_spec_nkeys = sizeof ddp_spec_keys / sizeof ddp_spec_keys[0];
 
 const char *ddp_origin_name(enum ddp_origin o)
 {
-    static const char *const names[] = { "default", "site", "spec", "env", "cli" };
+    static const char *const names[] = {"default", "site", "spec", "env", "cli"};
     return names[o];
 }
 
@@ -199,7 +199,7 @@ static void free_value(struct ddp_spec *spec, size_t i)
 
 int ddp_spec_split_argv(const char *s, struct ddp_strv *out, struct ddp_err *err)
 {
-    struct ddp_buf word = { 0 };
+    struct ddp_buf word = {0};
     bool in_word = false;
     ddp_strv_clear(out);
     for (const char *p = s;; p++) {
@@ -287,8 +287,8 @@ static int parse_std(const char *v, struct ddp_err *err)
     }
     return 0;
 bad:
-    return ddp_errf(err, -EINVAL, "expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got '%s'",
-                    v);
+    return ddp_errf(err, -EINVAL,
+                    "expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got '%s'", v);
 }
 
 int ddp_spec_std_for_rank(const char *value, int local_rank)
@@ -338,9 +338,8 @@ static int parse_mem(const char *v, struct ddp_mem_limit *m, struct ddp_err *err
     static const struct {
         const char *unit;
         double mult;
-    } units[] = { { "", 1 },     { "B", 1 },           { "K", 1024.0 },      { "KiB", 1024.0 },
-                  { "M", 1 << 20 }, { "MiB", 1 << 20 }, { "G", 1 << 30 }, { "GiB", 1 << 30 },
-                  { "T", 1099511627776.0 }, { "TiB", 1099511627776.0 } };
+    } units[] = {{"", 1},          {"B", 1},       {"K", 1024.0},    {"KiB", 1024.0},        {"M", 1 << 20},
+                 {"MiB", 1 << 20}, {"G", 1 << 30}, {"GiB", 1 << 30}, {"T", 1099511627776.0}, {"TiB", 1099511627776.0}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(end, units[i].unit) == 0) {
             if (x * units[i].mult >= 1.8e19) /* would not fit: the conversion is undefined */
@@ -401,7 +400,7 @@ static int parse_value(struct ddp_spec *spec, size_t i, const char *v, struct dd
                 return 0;
             }
         {
-            struct ddp_buf b = { 0 };
+            struct ddp_buf b = {0};
             for (int j = 0; k->choices[j]; j++)
                 ddp_buf_printf(&b, "%s%s", j ? (k->choices[j + 1] ? ", " : " or ") : "", k->choices[j]);
             const char *dym = ddp_did_you_mean(v, k->choices);
@@ -438,7 +437,7 @@ static int parse_value(struct ddp_spec *spec, size_t i, const char *v, struct dd
         split_list(v, f);
         return 0;
     case DDP_T_ARGV: {
-        struct ddp_strv tmp = { 0 };
+        struct ddp_strv tmp = {0};
         if ((rc = ddp_spec_split_argv(v, &tmp, err)) < 0)
             return rc;
         ddp_strv_clear(f);
@@ -461,7 +460,7 @@ static int parse_value(struct ddp_spec *spec, size_t i, const char *v, struct dd
         } else if (v[0] == '-' || !strcmp(v, "0"))
             return ddp_errf(err, -EINVAL, "expected a positive number of workers, gpu, cpu or auto, got '%s'", v);
         else {
-            static const char *const words[] = { "gpu", "cpu", "auto", NULL };
+            static const char *const words[] = {"gpu", "cpu", "auto", NULL};
             const char *dym = ddp_did_you_mean(v, words);
             return dym ? ddp_errf(err, -EINVAL, "expected a number, gpu, cpu or auto, got '%s' (did you mean '%s'?)", v,
                                   dym)
@@ -480,8 +479,8 @@ static int parse_value(struct ddp_spec *spec, size_t i, const char *v, struct dd
             long long lo, hi;
             const char *dash = strchr(v + 5, '-');
             char *a = dash ? ddp_xstrndup(v + 5, (size_t)(dash - v - 5)) : NULL;
-            int ok = dash && ddp_parse_int(a, 1, 65535, &lo) == 0 && ddp_parse_int(dash + 1, 1, 65535, &hi) == 0 &&
-                     lo <= hi;
+            int ok =
+                dash && ddp_parse_int(a, 1, 65535, &lo) == 0 && ddp_parse_int(dash + 1, 1, 65535, &hi) == 0 && lo <= hi;
             free(a);
             if (!ok)
                 return ddp_errf(err, -EINVAL, "expected auto:LO-HI with 1 <= LO <= HI <= 65535, got '%s'", v);
@@ -520,7 +519,7 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
 {
     const struct ddp_key *k = &ddp_spec_keys[i];
     const void *f = cfield(spec, i);
-    struct ddp_buf b = { 0 };
+    struct ddp_buf b = {0};
     switch (k->type) {
     case DDP_T_STR: {
         const char *v = *(char *const *)f ? *(char *const *)f : "";
@@ -588,7 +587,7 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
     }
     case DDP_T_NPROC: {
         const struct ddp_nproc *np = f;
-        static const char *const kinds[] = { NULL, "gpu", "cpu", "auto" };
+        static const char *const kinds[] = {NULL, "gpu", "cpu", "auto"};
         if (np->kind == DDP_NPROC_INT)
             ddp_buf_printf(&b, "%d", np->n);
         else
@@ -611,7 +610,7 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
             ddp_buf_printf(&b, "%d%%", m->percent);
         else if (m->bytes) {
             /* the largest unit that keeps the value exact, so that it parses back the same */
-            static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+            static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
             unsigned long long v = m->bytes;
             int u = 0;
             while (u < 4 && v % 1024 == 0) {
@@ -619,8 +618,7 @@ char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
                 u++;
             }
             ddp_buf_printf(&b, "%llu%s", v, units[u]);
-        }
-        else
+        } else
             ddp_buf_puts(&b, "none");
         break;
     }
@@ -668,8 +666,8 @@ static void kv_reindex(struct ddp_kvlist *l, size_t cap)
         l->idx[kv_slot(l, l->v[i].key)] = i + 1;
 }
 
-void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, enum ddp_origin origin,
-                    const char *file, int line)
+void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, enum ddp_origin origin, const char *file,
+                    int line)
 {
     struct ddp_kv *kv = NULL;
     if (2 * (l->n + 1) > l->idx_cap)
@@ -801,8 +799,10 @@ static int set_key(struct ddp_spec *spec, const char *section, const char *key, 
     if (!is_section(section)) {
         const char *dym = ddp_did_you_mean(section, ddp_spec_sections);
         return dym ? ddp_errf(err, -EINVAL, "%s: unknown section [%s] (did you mean [%s]?)", where, section, dym)
-                   : ddp_errf(err, -EINVAL, "%s: unknown section [%s] (expected job, gpus, numa, restart, timeout, "
-                                            "nccl, env or slurm)", where, section);
+                   : ddp_errf(err, -EINVAL,
+                              "%s: unknown section [%s] (expected job, gpus, numa, restart, timeout, "
+                              "nccl, env or slurm)",
+                              where, section);
     }
     int i = ddp_spec_key_find(section, key);
     if (i < 0 && (strcmp(section, "nccl") == 0 || strcmp(section, "env") == 0)) {
@@ -813,12 +813,13 @@ static int set_key(struct ddp_spec *spec, const char *section, const char *key, 
         if (nccl && strncmp(key, "NCCL_", 5) != 0 && strncmp(key, "TORCH_", 6) != 0) {
             return ddp_errf(err, -EINVAL,
                             "%s: [nccl] takes preset or NCCL_*/TORCH_* variables, got '%s' (put other variables "
-                            "in [env])", where, key);
+                            "in [env])",
+                            where, key);
         }
         const struct ddp_kv *old = ddp_kvlist_get(l, key);
         if (file && old && old->file && old->origin == origin && strcmp(old->file, file) == 0)
-            return ddp_errf(err, -EINVAL, "%s: duplicate key '%s' in [%s] (first set at line %d)", where, key,
-                            section, old->line);
+            return ddp_errf(err, -EINVAL, "%s: duplicate key '%s' in [%s] (first set at line %d)", where, key, section,
+                            old->line);
         ddp_kvlist_set(l, key, value, origin, file, line);
         return 0;
     }
@@ -835,8 +836,7 @@ static int set_key(struct ddp_spec *spec, const char *section, const char *key, 
                                     section, ddp_spec_keys[j].section);
                 }
         }
-        rc = dym ? ddp_errf(err, -EINVAL, "%s: unknown key '%s' in [%s] (did you mean '%s'?)", where, key, section,
-                            dym)
+        rc = dym ? ddp_errf(err, -EINVAL, "%s: unknown key '%s' in [%s] (did you mean '%s'?)", where, key, section, dym)
                  : ddp_errf(err, -EINVAL, "%s: unknown key '%s' in [%s]", where, key, section);
         free(names);
         return rc;
@@ -853,8 +853,8 @@ static int set_key(struct ddp_spec *spec, const char *section, const char *key, 
     return 0;
 }
 
-int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, const char *value,
-                 enum ddp_origin origin, const char *where, struct ddp_err *err)
+int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, const char *value, enum ddp_origin origin,
+                 const char *where, struct ddp_err *err)
 {
     return set_key(spec, section, key, value, origin, NULL, 0, where, err);
 }
@@ -862,9 +862,9 @@ int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, co
 /* DDPLAUNCH_* variables that are not spec keys: read by ddplaunch (launch.c, rundir.c) or set for workers
  * (plan.c; a ddplaunch started inside a worker sees them). */
 static const char *const env_not_keys[] = {
-    "DDPLAUNCH_CONFIG", "DDPLAUNCH_TOPOLOGY", "DDPLAUNCH_LOCK_DIR", "DDPLAUNCH_TOKEN_FILE",
-    "DDPLAUNCH_ATTEMPT", "DDPLAUNCH_ATTEMPT_DIR", "DDPLAUNCH_ORIG_WORLD_SIZE", "DDPLAUNCH_HEARTBEAT_FILE",
-    "DDPLAUNCH_GPU_BUSID", "DDPLAUNCH_GPU_UUID", "DDPLAUNCH_NUMA_NODE", NULL,
+    "DDPLAUNCH_CONFIG",    "DDPLAUNCH_TOPOLOGY",    "DDPLAUNCH_LOCK_DIR",        "DDPLAUNCH_TOKEN_FILE",
+    "DDPLAUNCH_ATTEMPT",   "DDPLAUNCH_ATTEMPT_DIR", "DDPLAUNCH_ORIG_WORLD_SIZE", "DDPLAUNCH_HEARTBEAT_FILE",
+    "DDPLAUNCH_GPU_BUSID", "DDPLAUNCH_GPU_UUID",    "DDPLAUNCH_NUMA_NODE",       NULL,
 };
 
 static void env_key_name(size_t i, char name[128])
@@ -904,8 +904,8 @@ static int apply_env_rest(struct ddp_spec *spec, char *const *envp, struct ddp_e
         int rc = 0;
         bool nccl = strncmp(name, "DDPLAUNCH_NCCL_", 15) == 0, env = strncmp(name, "DDPLAUNCH_ENV_", 14) == 0;
         if (!known && (nccl || env) && name[nccl ? 15 : 14] && eq) {
-            rc = set_key(spec, nccl ? "nccl" : "env", name + (nccl ? 15 : 14), eq + 1, DDP_ORIGIN_ENV, NULL, 0,
-                         name, err);
+            rc = set_key(spec, nccl ? "nccl" : "env", name + (nccl ? 15 : 14), eq + 1, DDP_ORIGIN_ENV, NULL, 0, name,
+                         err);
             known = true;
         }
         if (!known) {
@@ -932,8 +932,7 @@ int ddp_spec_apply_env(struct ddp_spec *spec, char *const *envp, struct ddp_err 
         const char *v = ddp_env_get(envp, name);
         if (!v)
             continue;
-        int rc = set_key(spec, ddp_spec_keys[i].section, ddp_spec_keys[i].name, v, DDP_ORIGIN_ENV, NULL, 0, name,
-                         err);
+        int rc = set_key(spec, ddp_spec_keys[i].section, ddp_spec_keys[i].name, v, DDP_ORIGIN_ENV, NULL, 0, name, err);
         if (rc < 0)
             return rc;
     }
@@ -1045,14 +1044,16 @@ static int handler(void *user, const char *section, const char *name, const char
             if (ddp_spec_key_find(section, word) >= 0 || i < 0) {
                 c->rc = ddp_errf(c->err, -EINVAL,
                                  "%s: indented key '%s' would continue the value of '%s' (write keys at the start "
-                                 "of the line; only continuation lines are indented)", where, word, name);
+                                 "of the line; only continuation lines are indented)",
+                                 where, word, name);
                 return 0;
             }
         }
         if (i < 0 || (ddp_spec_keys[i].type != DDP_T_ARGV && ddp_spec_keys[i].type != DDP_T_LIST)) {
             c->rc = ddp_errf(c->err, -EINVAL,
                              "%s: indented line continues '%s', which takes one line (only command, args and lists "
-                             "may continue)", where, name);
+                             "may continue)",
+                             where, name);
             return 0;
         }
         char *prev = ddp_spec_format(c->spec, (size_t)i);
@@ -1071,8 +1072,7 @@ static int handler(void *user, const char *section, const char *name, const char
     snprintf(c->prev_section, sizeof c->prev_section, "%s", section);
     snprintf(c->prev_key, sizeof c->prev_key, "%s", name);
     if (!*section) {
-        c->rc = ddp_errf(c->err, -EINVAL, "%s: key '%s' before any [section] (expected e.g. [job] first)", where,
-                         name);
+        c->rc = ddp_errf(c->err, -EINVAL, "%s: key '%s' before any [section] (expected e.g. [job] first)", where, name);
         return 0;
     }
     c->nkeys++;
@@ -1103,8 +1103,9 @@ static int prescan(const char *name, const char *text, size_t len, struct ddp_er
         if (++col == INI_MAX_LINE - 1) {
             const char *ls = text + line_start, *nl = memchr(ls, '\n', len - line_start);
             if (!long_line_eq(ls, nl ? (size_t)(nl - ls) : len - line_start))
-                return ddp_errf(err, -EINVAL, "%s:%d: line too long (only 'key = value' lines may be longer than "
-                                              "%d characters; continue a long command on indented lines)",
+                return ddp_errf(err, -EINVAL,
+                                "%s:%d: line too long (only 'key = value' lines may be longer than "
+                                "%d characters; continue a long command on indented lines)",
                                 name, line, INI_MAX_LINE - 2);
         }
         if (col > SPEC_LONG_LINE_MAX)
@@ -1120,8 +1121,8 @@ static int prescan(const char *name, const char *text, size_t len, struct ddp_er
             if (i + (size_t)k >= len || ((unsigned char)text[i + (size_t)k] & 0xc0) != 0x80)
                 extra = -1;
         if (extra < 0)
-            return ddp_errf(err, -EINVAL, "%s:%d: invalid UTF-8 byte 0x%02x in column %zu (expected UTF-8 text)",
-                            name, line, ch, col);
+            return ddp_errf(err, -EINVAL, "%s:%d: invalid UTF-8 byte 0x%02x in column %zu (expected UTF-8 text)", name,
+                            line, ch, col);
         i += (size_t)extra;
     }
     /* Section headers */
@@ -1145,10 +1146,12 @@ static int prescan(const char *name, const char *text, size_t len, struct ddp_er
             sec[n] = '\0';
             if (!is_section(sec)) {
                 const char *dym = ddp_did_you_mean(sec, ddp_spec_sections);
-                return dym ? ddp_errf(err, -EINVAL, "%s:%d: unknown section [%s] (did you mean [%s]?)", name, line,
-                                      sec, dym)
-                           : ddp_errf(err, -EINVAL, "%s:%d: unknown section [%s] (expected job, gpus, numa, restart, "
-                                                    "timeout, nccl, env or slurm)", name, line, sec);
+                return dym ? ddp_errf(err, -EINVAL, "%s:%d: unknown section [%s] (did you mean [%s]?)", name, line, sec,
+                                      dym)
+                           : ddp_errf(err, -EINVAL,
+                                      "%s:%d: unknown section [%s] (expected job, gpus, numa, restart, "
+                                      "timeout, nccl, env or slurm)",
+                                      name, line, sec);
             }
         }
         p = eol + 1;
@@ -1156,13 +1159,13 @@ static int prescan(const char *name, const char *text, size_t len, struct ddp_er
     return 0;
 }
 
-int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *text, size_t len,
-                         enum ddp_origin origin, struct ddp_err *err)
+int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *text, size_t len, enum ddp_origin origin,
+                         struct ddp_err *err)
 {
     int rc = prescan(name, text, len, err);
     if (rc < 0)
         return rc;
-    struct load_ctx c = { .spec = spec, .name = name, .origin = origin, .text = text, .len = len, .err = err };
+    struct load_ctx c = {.spec = spec, .name = name, .origin = origin, .text = text, .len = len, .err = err};
     int line = ini_parse_stream(reader, &c, handler, &c);
     ddp_strv_clear(&c.long_values);
     if (c.rc < 0)
@@ -1172,8 +1175,10 @@ int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *te
     if (line < 0)
         return ddp_errf(err, -ENOMEM, "%s: the INI parser failed", name);
     if (origin == DDP_ORIGIN_SPEC && c.nkeys == 0)
-        return ddp_errf(err, -EINVAL, "%s: empty job spec (expected at least [job] with command, script, module "
-                                      "or program)", name);
+        return ddp_errf(err, -EINVAL,
+                        "%s: empty job spec (expected at least [job] with command, script, module "
+                        "or program)",
+                        name);
     return 0;
 }
 
@@ -1187,7 +1192,7 @@ int ddp_spec_load_file(struct ddp_spec *spec, const char *path, enum ddp_origin 
         fclose(f);
         return ddp_errf(err, -EISDIR, "%s: cannot read: %s", path, strerror(EISDIR));
     }
-    struct ddp_buf b = { 0 };
+    struct ddp_buf b = {0};
     char chunk[8192];
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
@@ -1218,17 +1223,21 @@ int ddp_spec_validate(const struct ddp_spec *spec, struct ddp_err *err)
     int nprog = (spec->command.n > 0) + (spec->script != NULL) + (spec->module != NULL) + (spec->program != NULL);
     const char *where = spec->spec_path ? spec->spec_path : "ddplaunch";
     if (nprog == 0)
-        return ddp_errf(err, -EINVAL, "%s: missing command: set [job] command, script, module or program (or give "
-                                      "a training script on the command line)", where);
+        return ddp_errf(err, -EINVAL,
+                        "%s: missing command: set [job] command, script, module or program (or give "
+                        "a training script on the command line)",
+                        where);
     if (nprog > 1)
-        return ddp_errf(err, -EINVAL, "%s: [job] command, script, module and program exclude each other; set only "
-                                      "one", where);
+        return ddp_errf(err, -EINVAL,
+                        "%s: [job] command, script, module and program exclude each other; set only "
+                        "one",
+                        where);
     /* an empty name would only fail in every worker (127), or give workers an empty MASTER_ADDR */
     const char *empty = spec->command.n > 0 && !spec->command.v[0][0] ? "command"
-                        : spec->script && !*spec->script            ? "script"
-                        : spec->module && !*spec->module            ? "module"
-                        : spec->program && !*spec->program          ? "program"
-                                                                    : NULL;
+                        : spec->script && !*spec->script              ? "script"
+                        : spec->module && !*spec->module              ? "module"
+                        : spec->program && !*spec->program            ? "program"
+                                                                      : NULL;
     if (empty)
         return ddp_errf(err, -EINVAL, "%s: job.%s is empty (expected the program to run)", where, empty);
     if (!spec->master_addr || !*spec->master_addr)

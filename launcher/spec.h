@@ -88,7 +88,7 @@ struct ddp_spec {
     char *redirects; /* same grammar */
     struct ddp_strv local_ranks_filter;
     char *role;
-    char *log_line_prefix; /* template: ${role_name} ${rank} ${local_rank}; empty = torchrun default */
+    char *log_line_prefix;         /* template: ${role_name} ${rank} ${local_rank}; empty = torchrun default */
     enum ddp_console console_mode; /* how worker output reaches the console (plan.c decides auto) */
     char *run_id;
     char *rdzv_backend;
@@ -127,7 +127,7 @@ struct ddp_spec {
     long long timeout_stall_ms;
     enum ddp_heartbeat heartbeat;
     long long timeout_wall_ms;
-    bool timer_file; /* serve TORCHELASTIC_TIMER_FILE */
+    bool timer_file;     /* serve TORCHELASTIC_TIMER_FILE */
     bool timeout_stacks; /* capture stacks and name the culprit before a hung attempt is stopped */
     /* [nccl] */
     char *nccl_preset;
@@ -146,8 +146,20 @@ struct ddp_spec {
 
 /* Value types of the key table. */
 enum ddp_key_type {
-    DDP_T_STR, DDP_T_INT, DDP_T_BOOL, DDP_T_ENUM, DDP_T_DURATION, DDP_T_RANGE, DDP_T_LIST, DDP_T_ARGV,
-    DDP_T_NPROC, DDP_T_PORT, DDP_T_STD, DDP_T_MEM, DDP_T_DOWNSIZE, DDP_T_TRISTATE
+    DDP_T_STR,
+    DDP_T_INT,
+    DDP_T_BOOL,
+    DDP_T_ENUM,
+    DDP_T_DURATION,
+    DDP_T_RANGE,
+    DDP_T_LIST,
+    DDP_T_ARGV,
+    DDP_T_NPROC,
+    DDP_T_PORT,
+    DDP_T_STD,
+    DDP_T_MEM,
+    DDP_T_DOWNSIZE,
+    DDP_T_TRISTATE
 };
 
 struct ddp_key {
@@ -176,13 +188,13 @@ void ddp_spec_free(struct ddp_spec *spec);
  * err->msg = "FILE:LINE: what was wrong (what was expected)". */
 int ddp_spec_load_file(struct ddp_spec *spec, const char *path, enum ddp_origin origin, struct ddp_err *err);
 /* The same from a string in memory; name is used in messages (fuzzing, tests). */
-int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *text, size_t len,
-                         enum ddp_origin origin, struct ddp_err *err);
+int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *text, size_t len, enum ddp_origin origin,
+                         struct ddp_err *err);
 
 /* Set one key from a string ("section.key", value). where names the source for messages (a flag like
  * "--set", or a variable name). [nccl] and [env] accept any key. 0 or negative errno. */
-int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, const char *value,
-                 enum ddp_origin origin, const char *where, struct ddp_err *err);
+int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, const char *value, enum ddp_origin origin,
+                 const char *where, struct ddp_err *err);
 
 /* A scheduler's value (Slurm, SkyPilot, MPI...) for [job] key, with where naming its variable: set at the
  * environment layer unless the environment or the command line already set the key (they win). Returns 0 or
@@ -207,8 +219,8 @@ int ddp_spec_split_argv(const char *s, struct ddp_strv *out, struct ddp_err *err
 int ddp_spec_std_for_rank(const char *value, int local_rank);
 
 /* kvlist helpers. */
-void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, enum ddp_origin origin,
-                    const char *file, int line);
+void ddp_kvlist_set(struct ddp_kvlist *l, const char *key, const char *value, enum ddp_origin origin, const char *file,
+                    int line);
 const struct ddp_kv *ddp_kvlist_get(const struct ddp_kvlist *l, const char *key);
 /* Remove key's entry (if any), keeping the order of the others. */
 void ddp_kvlist_remove(struct ddp_kvlist *l, const char *key);

@@ -3,8 +3,8 @@
  * verdicts: hang.c. */
 #include "supervise.h"
 
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -141,17 +141,17 @@ static json_t *ms_or_null(long long ms)
 static void rec_job_start(struct sup *s)
 {
     const struct ddp_spec *sp = s->spec;
-    json_t *plan = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:I}", "max_restarts", sp->max_restarts,
-                             "on_failure", sp->on_failure == DDP_ONFAIL_FAIL ? "fail" : "restart", "on_timeout",
-                             on_timeout_name(sp->on_timeout), "timeout_init_ms", ms_or_null(sp->timeout_init_ms),
-                             "timeout_stall_ms", ms_or_null(sp->timeout_stall_ms), "timeout_wall_ms",
-                             ms_or_null(sp->timeout_wall_ms), "heartbeat", heartbeat_name(sp->heartbeat),
-                             "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
+    json_t *plan =
+        json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:I}", "max_restarts", sp->max_restarts, "on_failure",
+                  sp->on_failure == DDP_ONFAIL_FAIL ? "fail" : "restart", "on_timeout", on_timeout_name(sp->on_timeout),
+                  "timeout_init_ms", ms_or_null(sp->timeout_init_ms), "timeout_stall_ms",
+                  ms_or_null(sp->timeout_stall_ms), "timeout_wall_ms", ms_or_null(sp->timeout_wall_ms), "heartbeat",
+                  heartbeat_name(sp->heartbeat), "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
     ddp_record_event(s->rec, "job_start",
-                     json_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name,
-                               "host", s->ctx->hostname, "run_id", s->ctx->run_id, "pid", (int)getpid(), "nnodes",
-                               s->ctx->nnodes, "node_rank", s->ctx->node_rank, "nproc", s->ctx->nproc,
-                               "master_addr", s->ctx->master_addr, "master_port", s->ctx->master_port, "log_dir",
+                     json_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name, "host",
+                               s->ctx->hostname, "run_id", s->ctx->run_id, "pid", (int)getpid(), "nnodes",
+                               s->ctx->nnodes, "node_rank", s->ctx->node_rank, "nproc", s->ctx->nproc, "master_addr",
+                               s->ctx->master_addr, "master_port", s->ctx->master_port, "log_dir",
                                ddp_record_dir(s->rec), "plan", plan));
 }
 
@@ -161,18 +161,18 @@ static void rec_attempt_start(struct sup *s, const struct run *r)
     const struct ddp_attempt *a = &r->plan;
     for (size_t i = 0; i < r->nw; i++) {
         const struct wrk *k = &r->w[i];
-        json_array_append_new(workers, json_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b}", "rank", k->w->rank,
-                                                 "local_rank", k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu,
-                                                 "gpu_busid", k->w->gpu_busid, "numa_node", k->w->numa_node,
-                                                 "cpus", k->w->cpus, "started", k->spawned));
+        json_array_append_new(workers,
+                              json_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b}", "rank", k->w->rank, "local_rank",
+                                        k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid,
+                                        "numa_node", k->w->numa_node, "cpus", k->w->cpus, "started", k->spawned));
     }
     if (r->nw)
         for (size_t i = 0; i < r->w[0].w->argv.n; i++)
             json_array_append_new(argv, json_string(r->w[0].w->argv.v[i]));
     ddp_record_event(s->rec, "attempt_start",
-                     json_pack("{s:i, s:i, s:i, s:i, s:s?, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc",
-                               a->nproc, "world_size", a->world_size, "master_port", a->master_port, "dir",
-                               a->dir, "gpu_reason", a->gpu_reason, "argv", argv, "workers", workers));
+                     json_pack("{s:i, s:i, s:i, s:i, s:s?, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
+                               "world_size", a->world_size, "master_port", a->master_port, "dir", a->dir, "gpu_reason",
+                               a->gpu_reason, "argv", argv, "workers", workers));
 }
 
 static const char *wrk_class(const struct wrk *k, char *buf, size_t n)
@@ -197,8 +197,8 @@ static void rec_worker_exit(struct sup *s, const struct wrk *k)
 {
     char cbuf[32];
     ddp_record_event(s->rec, "worker_exit",
-                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt,
-                               "rank", k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
+                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt, "rank",
+                               k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
                                k->signo ? json_null() : json_integer(k->status), "signal",
                                k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
                                wrk_class(k, cbuf, sizeof(cbuf)), "ran_ms", (json_int_t)(k->end_ms - k->start_ms)));
@@ -208,8 +208,8 @@ static void rec_timeout(struct sup *s, enum ddp_class c, const struct wrk *k, co
 {
     ddp_record_event(s->rec, "timeout",
                      json_pack("{s:i, s:s, s:o, s:s}", "attempt", s->cur ? s->cur->plan.attempt : s->pol.attempt,
-                               "class", ddp_class_name(c), "rank", k ? json_integer(k->w->rank) : json_null(),
-                               "reason", reason));
+                               "class", ddp_class_name(c), "rank", k ? json_integer(k->w->rank) : json_null(), "reason",
+                               reason));
 }
 
 static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, const char *reason)
@@ -253,8 +253,8 @@ static void record_ended(struct sup *s, struct ended *e, const struct wrk *k, co
     e->class_line = k->cls_line ? ddp_xstrdup(k->cls_line) : NULL;
     e->reason = reason ? ddp_xstrdup(reason) : NULL;
     if (k->exec_failed)
-        e->reason = ddp_xasprintf("cannot execute '%s': %s", k->w->argv.v ? k->w->argv.v[0] : "?",
-                                  strerror(k->exec_err));
+        e->reason =
+            ddp_xasprintf("cannot execute '%s': %s", k->w->argv.v ? k->w->argv.v[0] : "?", strerror(k->exec_err));
     else if (k->bind_failed && k->bind_msg)
         e->reason = ddp_xstrdup(k->bind_msg);
     ddp_stream_tail(&k->s_err, push_tail, &e->tail);
@@ -552,14 +552,13 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
                 record_ended(s, &s->root, k, NULL);
                 if (k->signo)
                     ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers",
-                              r->plan.attempt, k->w->rank, k->w->local_rank, k->pid,
-                              ddp_report_signame(k->signo));
+                              r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, ddp_report_signame(k->signo));
                 else
                     ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other "
-                              "workers", r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, k->status);
+                              "workers",
+                              r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, k->status);
             } else if (before == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && !k->exec_failed &&
-                       !k->abort_sent &&
-                       k->signo != SIGTERM && k->signo != SIGKILL && k->status != 128 + SIGTERM) {
+                       !k->abort_sent && k->signo != SIGTERM && k->signo != SIGKILL && k->status != 128 + SIGTERM) {
                 /* a failure of its own while we were stopping: list it after the root cause */
                 s->others = ddp_xrealloc(s->others, (s->nothers + 1) * sizeof(*s->others));
                 memset(&s->others[s->nothers], 0, sizeof(*s->others));
@@ -622,8 +621,7 @@ static void on_line(void *arg, int which, const char *line, size_t len)
     if (ddp_class_is_timeout(c) && k->run == s->cur && s->pol.state == DDP_PS_RUNNING) {
         struct ddp_pevent_data ev = {.kind = DDP_PE_TIMEOUT};
         free(s->timeout_reason);
-        s->timeout_reason = ddp_xasprintf("rank %d reported a collective timeout (%s)", k->w->rank,
-                                          ddp_class_name(c));
+        s->timeout_reason = ddp_xasprintf("rank %d reported a collective timeout (%s)", k->w->rank, ddp_class_name(c));
         s->timeout_class = c;
         ddp_sup_clear_others(s);
         record_ended(s, &s->root, k, s->timeout_reason);
@@ -732,12 +730,13 @@ static int open_streams(struct sup *s, struct wrk *k, struct ddp_err *err)
     if (w->log_dir && !ld) { /* error files in the private run directory */
         rc = mkdir_p(w->log_dir, 0755);
         if (rc < 0)
-            return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir,
-                            strerror(-rc));
+            return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir, strerror(-rc));
     }
     for (int i = 0; ld && i < 3; i++) {
         char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank,
-                                  i == 2 ? "timed.log" : i ? "stderr.log" : "stdout.log");
+                                  i == 2 ? "timed.log"
+                                  : i    ? "stderr.log"
+                                         : "stdout.log");
         fds[i] = ddp_logdir_create_file(ld, rel, err);
         free(rel);
         if (fds[i] < 0) {
@@ -981,16 +980,15 @@ int ddp_sup_start_attempt(struct sup *s, int attempt, int nproc)
         for (size_t i = 0; i < r->nw; i++)
             if (r->w[i].w->gpu_busid)
                 json_array_append_new(gpus, json_string(r->w[i].w->gpu_busid));
-        json_t *ch = json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", r->plan.attempt, "world_size",
-                               r->plan.world_size, "nproc", (int)r->nw, "ranks_alive", (int)r->nw, "master_port",
-                               r->plan.master_port, "gpus", gpus);
+        json_t *ch =
+            json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", r->plan.attempt, "world_size", r->plan.world_size,
+                      "nproc", (int)r->nw, "ranks_alive", (int)r->nw, "master_port", r->plan.master_port, "gpus", gpus);
         ddp_jobs_update(s->ps, ch);
         json_decref(ch);
     }
     if (s->spec->timeout_wall_ms > 0)
         uv_timer_start(&s->wall, on_wall, (uint64_t)s->spec->timeout_wall_ms, 0);
-    if (s->spec->timeout_init_ms > 0 ||
-        (s->spec->timeout_stall_ms > 0 && s->spec->heartbeat != DDP_HEARTBEAT_NONE)) {
+    if (s->spec->timeout_init_ms > 0 || (s->spec->timeout_stall_ms > 0 && s->spec->heartbeat != DDP_HEARTBEAT_NONE)) {
         long long p = watch_period(s->spec);
         uv_timer_start(&s->watch, on_watch, (uint64_t)p, (uint64_t)p);
     }
@@ -1047,7 +1045,7 @@ static void on_watch(uv_timer_t *t)
             k->last_progress_ms = now;
             k->alive = true;
         }
-        hr[i] = (struct ddp_hang_rank){k->w->rank, k->spawned && !k->exited, k->alive, k->hb_path != NULL,
+        hr[i] = (struct ddp_hang_rank){k->w->rank,  k->spawned && !k->exited, k->alive, k->hb_path != NULL,
                                        k->start_ms, k->last_progress_ms};
     }
     ddp_hang_check(&lim, hr, r->nw, now, s->any_output, s->last_output_ms, s->paused, stalled, &hc);
@@ -1148,8 +1146,7 @@ static void on_force(uv_timer_t *t)
             close_handle(k, (uv_handle_t *)&k->rep);
         }
         if (!k->finished) {
-            ddp_warn("rank %d: a process outside its group still holds its output; no longer reading it",
-                     k->w->rank);
+            ddp_warn("rank %d: a process outside its group still holds its output; no longer reading it", k->w->rank);
             check_finished(s, k);
         }
     }
@@ -1215,7 +1212,8 @@ void ddp_sup_feed(struct sup *s, const struct ddp_pevent_data *ev)
 {
     enum ddp_pstate before = s->pol.state;
     struct ddp_paction a = ddp_policy_step(&s->pol, ev);
-    if (s->leader && s->coord && ddp_agent_round_live(&s->agent) && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
+    if (s->leader && s->coord && ddp_agent_round_live(&s->agent) && before == DDP_PS_RUNNING &&
+        s->pol.state == DDP_PS_STOPPING) {
         const char *why = s->stop_why                       ? s->stop_why
                           : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
                           : s->pol.stop == DDP_STOP_TIMEOUT ? "a timeout on node 0"
@@ -1242,20 +1240,30 @@ void ddp_sup_feed(struct sup *s, const struct ddp_pevent_data *ev)
 
 static const char *prog_name(const struct sup *s)
 {
-    return s->spec->script     ? s->spec->script
-           : s->spec->module   ? s->spec->module
-           : s->spec->program  ? s->spec->program
+    return s->spec->script      ? s->spec->script
+           : s->spec->module    ? s->spec->module
+           : s->spec->program   ? s->spec->program
            : s->spec->command.n ? s->spec->command.v[0]
                                 : "job";
 }
 
 static struct ddp_report_entry entry_of(const struct sup *s, const struct ended *e)
 {
-    return (struct ddp_report_entry){
-        .rank = e->rank, .local_rank = e->local_rank, .host = s->ctx->hostname, .pid = e->pid,
-        .exit_code = e->status, .signo = e->signo, .when = e->when, .error_file = e->error_file,
-        .class_name = e->class_name, .class_line = e->class_line, .hint = e->hint, .reason = e->reason,
-        .tail = (const char *const *)e->tail.v, .ntail = e->tail.n, .running = !e->exited};
+    return (struct ddp_report_entry){.rank = e->rank,
+                                     .local_rank = e->local_rank,
+                                     .host = s->ctx->hostname,
+                                     .pid = e->pid,
+                                     .exit_code = e->status,
+                                     .signo = e->signo,
+                                     .when = e->when,
+                                     .error_file = e->error_file,
+                                     .class_name = e->class_name,
+                                     .class_line = e->class_line,
+                                     .hint = e->hint,
+                                     .reason = e->reason,
+                                     .tail = (const char *const *)e->tail.v,
+                                     .ntail = e->tail.n,
+                                     .running = !e->exited};
 }
 
 void ddp_sup_print_summary(struct sup *s, int status)
@@ -1304,10 +1312,9 @@ void ddp_sup_write_records(struct sup *s, int status)
     struct ddp_report_entry root = entry_of(s, &s->root);
     sum = json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:s, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:s?}", "program",
                     prog_name(s), "job", s->spec->name, "host", s->ctx->hostname, "run_id", s->ctx->run_id,
-                    "exit_status", status, "result", result, "attempts", s->nattempts, "started",
-                    s->job_start_iso, "ended", ddp_time_iso(NULL, now), "duration_ms",
-                    (json_int_t)(ddp_now_ms() - s->job_start_ms), "timeout",
-                    s->timeout_reason ? json_string(s->timeout_reason) : json_null(), "root_cause",
+                    "exit_status", status, "result", result, "attempts", s->nattempts, "started", s->job_start_iso,
+                    "ended", ddp_time_iso(NULL, now), "duration_ms", (json_int_t)(ddp_now_ms() - s->job_start_ms),
+                    "timeout", s->timeout_reason ? json_string(s->timeout_reason) : json_null(), "root_cause",
                     s->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
                     "log_dir", ddp_record_dir(s->rec));
     json_object_set(sum, "hang", s->hang ? s->hang : json_null());
@@ -1408,8 +1415,7 @@ static json_t *flight_recorder_files(const struct wrk *k)
     DIR *d = opendir(k->w->log_dir);
     struct dirent *e;
     while (d && (e = readdir(d)))
-        if (strncmp(e->d_name, "flight_recorder_rank_", 21) == 0)
-        {
+        if (strncmp(e->d_name, "flight_recorder_rank_", 21) == 0) {
             char *path = ddp_xasprintf("%s/%s", k->w->log_dir, e->d_name);
             json_array_append_new(a, json_string(path));
             free(path);
@@ -1454,9 +1460,9 @@ static void capture_end(struct sup *s)
                 ddp_buf_add(&texts[i], tail.data, tail.len);
         }
         ddp_buf_free(&tail);
-        in[i] = (struct ddp_hang_input){k->w->rank, views[i].nframes ? &views[i] : NULL, k->reported_timeout,
-                                        k->spawned && !k->exited, k->last_progress_ms,
-                                        k->tmo.waiting ? &k->tmo : NULL};
+        in[i] = (struct ddp_hang_input){k->w->rank,          views[i].nframes ? &views[i] : NULL,
+                                        k->reported_timeout, k->spawned && !k->exited,
+                                        k->last_progress_ms, k->tmo.waiting ? &k->tmo : NULL};
         json_t *f = flight_recorder_files(k);
         json_array_extend(fr, f);
         json_decref(f);
@@ -1480,9 +1486,9 @@ static void capture_end(struct sup *s)
             ddp_buf_printf(&d, "%sat %s", d.len ? ", " : "", views[i].frame);
         else
             ddp_buf_printf(&d, "%sno Python stack", d.len ? ", " : "");
-        ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank,
-                       k->w->local_rank, k->pid, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
-                       culprit[i] ? " CULPRIT" : "", (int)d.len, d.data ? d.data : "");
+        ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank, k->w->local_rank,
+                       k->pid, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-", culprit[i] ? " CULPRIT" : "",
+                       (int)d.len, d.data ? d.data : "");
         ddp_buf_free(&d);
         if (texts[i].len)
             ddp_buf_add(&all, texts[i].data, texts[i].len);
@@ -1523,10 +1529,9 @@ static void capture_end(struct sup *s)
                        k->w->local_rank, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "none",
                        views[i].nframes ? " at " : "", views[i].nframes ? views[i].frame : "", op[0] ? " in " : "", op);
         json_array_append_new(culprits,
-                              json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank,
-                                        "local_rank", k->w->local_rank, "host", s->ctx->hostname, "gpu", k->w->gpu,
-                                        "gpu_busid", k->w->gpu_busid, "pid", k->pid, "collective",
-                                        op[0] ? op : NULL, "frame",
+                              json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank, "local_rank",
+                                        k->w->local_rank, "host", s->ctx->hostname, "gpu", k->w->gpu, "gpu_busid",
+                                        k->w->gpu_busid, "pid", k->pid, "collective", op[0] ? op : NULL, "frame",
                                         views[i].nframes ? views[i].frame : NULL));
     }
     if (!first)
@@ -1537,8 +1542,8 @@ static void capture_end(struct sup *s)
     json_decref(s->hang);
     s->hang = json_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt, "confidence",
                         ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
-                        v.op[0] ? v.op : NULL, "why", v.why, "stacks", stacks, "ranks", ranks,
-                        "flight_recorder", fr, "capture_ms", (json_int_t)(now - s->capture_start_ms));
+                        v.op[0] ? v.op : NULL, "why", v.why, "stacks", stacks, "ranks", ranks, "flight_recorder", fr,
+                        "capture_ms", (json_int_t)(now - s->capture_start_ms));
     json_object_set_new(s->hang, "mismatch", json_boolean(v.mismatch));
     ddp_record_event(s->rec, "hang", json_deep_copy(s->hang));
     free(s->hang_text);
@@ -1634,8 +1639,7 @@ static void apply(struct sup *s, const struct ddp_paction *a)
     if (a->flags & DDP_ACT_EXIT) {
         int status = s->launcher_failed ? 1 : a->exit_status;
         if (s->pol.stop == DDP_STOP_TIMEOUT && s->timeout_reason)
-            ddp_error("attempt %d: %s; %s", attempt, s->timeout_reason,
-                      a->why[0] ? a->why : "exiting");
+            ddp_error("attempt %d: %s; %s", attempt, s->timeout_reason, a->why[0] ? a->why : "exiting");
         else if (a->why[0] && status != 0)
             ddp_info("%s", a->why);
         if (s->pol.stop == DDP_STOP_SIGNAL)
@@ -1643,8 +1647,8 @@ static void apply(struct sup *s, const struct ddp_paction *a)
         else if (status != 0)
             ddp_sup_print_summary(s, status);
         ddp_record_event(s->rec, "decision",
-                         json_pack("{s:i, s:s, s:i, s:s}", "attempt", attempt, "action", "exit", "exit_status",
-                                   status, "why", a->why));
+                         json_pack("{s:i, s:s, s:i, s:s}", "attempt", attempt, "action", "exit", "exit_status", status,
+                                   "why", a->why));
         ddp_sup_write_records(s, status);
         ddp_sup_retire(s);
         if (s->leader)
@@ -1686,11 +1690,11 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     s->err = err;
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
-    signal(SIGPIPE, SIG_IGN); /* a closed console must not kill the launcher (workers get SIG_DFL back) */
+    signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     uv_loop_init(&s->loop);
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
-    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->watch, &s->wall, &s->force, &s->unblock, &s->join, &s->capture,
-                            &s->joinlog};
+    uv_timer_t *timers[] = {&s->grace,   &s->backoff, &s->watch,   &s->wall,   &s->force,
+                            &s->unblock, &s->join,    &s->capture, &s->joinlog};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
         uv_timer_init(&s->loop, timers[i]);
         timers[i]->data = s;
@@ -1700,8 +1704,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
         add_signal(s, base_sigs[i]);
     for (size_t i = 0; i < s->spec->signals_to_handle.n; i++) {
         int n = ddp_report_signum(s->spec->signals_to_handle.v[i]);
-        if (n <= 0 || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGILL ||
-            n == SIGFPE || n == SIGCHLD || n == SIGPIPE)
+        if (n <= 0 || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGILL || n == SIGFPE ||
+            n == SIGCHLD || n == SIGPIPE)
             ddp_warn("signals_to_handle: ignoring '%s' (not a signal that can be forwarded)",
                      s->spec->signals_to_handle.v[i]);
         else

@@ -36,10 +36,10 @@ struct wrk {
     size_t rep_len;
     bool spawned, exited, out_eof, err_eof, rep_eof, finished;
     bool failure_fed; /* its program's failure reached the policy before the shim exited (DDP_SHIM_EXITED) */
-    int status;   /* exit code, or 128+N */
-    int signo;    /* death by signal, or 0 */
-    int pid;      /* the program's pid (from the shim), else the shim's */
-    int pgid;     /* the group to signal (the shim's pid), 0 = none */
+    int status;       /* exit code, or 128+N */
+    int signo;        /* death by signal, or 0 */
+    int pid;          /* the program's pid (from the shim), else the shim's */
+    int pgid;         /* the group to signal (the shim's pid), 0 = none */
     long long start_ms, end_ms;
     time_t end_wall;
     bool exec_failed, bind_failed;
@@ -54,12 +54,12 @@ struct wrk {
     char *cls_line;
     int time_fd; /* attempt_N/RANK/timed.log (both streams write to it), or -1 */
     /* hang forensics */
-    bool abort_sent;        /* in the stack capture (SIGABRT sent, or a timeout reporter waited for): its end is
-                               not a failure of its own */
-    bool reported_timeout;  /* it printed a collective timeout */
+    bool abort_sent;             /* in the stack capture (SIGABRT sent, or a timeout reporter waited for): its end is
+                                    not a failure of its own */
+    bool reported_timeout;       /* it printed a collective timeout */
     struct ddp_hang_timeout tmo; /* what those lines said (tmo.waiting: it waited inside a collective) */
-    struct ddp_buf dump;    /* stderr lines after the SIGABRT: the stack dump */
-    bool dump_done;         /* its fault handler printed its last line ("Extension modules: ...") */
+    struct ddp_buf dump;         /* stderr lines after the SIGABRT: the stack dump */
+    bool dump_done;              /* its fault handler printed its last line ("Extension modules: ...") */
 };
 
 /* One attempt: the plan and its running workers. Freed once every handle of it is closed. */
@@ -99,7 +99,7 @@ struct sup {
     int nsigs;
     uv_timer_t grace, backoff, watch, wall, force, unblock;
     bool grace_armed;
-    bool paused; /* the console is full: worker pipes are not read until it drains (back-pressure) */
+    bool paused;                /* the console is full: worker pipes are not read until it drains (back-pressure) */
     struct ddp_paction pending; /* START waiting for the backoff timer */
     int exit_status;
     bool done;
@@ -107,26 +107,26 @@ struct sup {
     size_t nexclude;
     long long last_output_ms; /* any rank, for heartbeat = output */
     bool any_output;
-    char *timeout_reason;     /* why the current attempt is being stopped for a timeout */
+    char *timeout_reason; /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
-    struct ended root;        /* root cause of the attempt being stopped / last failed attempt */
+    struct ended root; /* root cause of the attempt being stopped / last failed attempt */
     struct ended *others;
     size_t nothers;
     struct ddp_err *err;
     bool launcher_failed;
     struct ddp_timer_server *timer; /* torch FileTimerServer, when [timeout] timer_file */
     /* several nodes (ctx->nnodes > 1): nodes.c, the node agent (agent.h: its states) */
-    struct ddp_plan_ctx actx;       /* ctx with this attempt's group rank, node count and port */
+    struct ddp_plan_ctx actx; /* ctx with this attempt's group rank, node count and port */
     bool multi, leader;
     struct ddp_coord *coord;
-    struct ddp_agent agent;         /* the node agent's state (agent.h): joining, running, draining, ... */
-    struct ddp_layout_node *nodes;  /* node 0: every node by node rank: joined, its own worker count, host */
-    char **hosts;                   /* node 0: the host names nodes[].host points to */
-    int coord_node;                 /* this node's rank on the control channel (others: given at join) */
-    struct ddp_layout_round round;  /* node 0: how the current attempt ends across the nodes (live: agent.h) */
+    struct ddp_agent agent;        /* the node agent's state (agent.h): joining, running, draining, ... */
+    struct ddp_layout_node *nodes; /* node 0: every node by node rank: joined, its own worker count, host */
+    char **hosts;                  /* node 0: the host names nodes[].host points to */
+    int coord_node;                /* this node's rank on the control channel (others: given at join) */
+    struct ddp_layout_round round; /* node 0: how the current attempt ends across the nodes (live: agent.h) */
     uv_timer_t join;
     bool handles_closed;
-    const char *stop_why;           /* node 0: why the attempt stops, for STOP (during one feed) */
+    const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
     /* run records (log_dir): events.jsonl and summary.json */
     struct ddp_record *rec;
     long long job_start_ms;
@@ -138,11 +138,11 @@ struct sup {
     bool capturing;
     bool capture_armed; /* the SIGABRTs are sent (after SETTLE_MS when a rank reported a collective timeout) */
     long long capture_start_ms;
-    json_t *hang;     /* the last verdict (summary.json "hang"), or NULL */
+    json_t *hang;        /* the last verdict (summary.json "hang"), or NULL */
     struct ddp_jobs *ps; /* this job in `ddplaunch ps`, or NULL */
     uv_timer_t joinlog;  /* node 0: progress while waiting for nodes to join */
     long long join_start_ms;
-    char *hang_text;  /* the same for the console summary, or NULL */
+    char *hang_text; /* the same for the console summary, or NULL */
 };
 
 /* supervise.c, for nodes.c. */

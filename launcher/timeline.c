@@ -40,8 +40,8 @@ static double iso_seconds(const char *s)
 {
     struct tm tm = {0};
     int ms = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                     &tm.tm_min, &tm.tm_sec, &ms) != 7)
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                     &tm.tm_sec, &ms) != 7)
         return -1;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
@@ -89,7 +89,8 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
     char **timeout_iso = NULL; /* per attempt: the first timeout's time (last output is taken before it) */
     int ntimeout_iso = 0;
     t->exit_status = -1;
-    json_array_foreach(events, i, e) {
+    json_array_foreach(events, i, e)
+    {
         const char *ev = jstr(e, "event");
         double at = iso_seconds(jstr(e, "ts"));
         if (strcmp(ev, "job_start") == 0) {
@@ -108,11 +109,16 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             size_t j;
             const json_t *w;
             t->nattempts++;
-            json_array_foreach(json_object_get(e, "workers"), j, w) {
+            json_array_foreach(json_object_get(e, "workers"), j, w)
+            {
                 t->r = ddp_xrealloc(t->r, (t->nr + 1) * sizeof(*t->r));
-                t->r[t->nr++] = (struct tl_rank){.attempt = attempt, .rank = jint(w, "rank", -1),
-                                                 .local_rank = jint(w, "local_rank", -1), .gpu = jint(w, "gpu", -1),
-                                                 .start = at, .end = -1, .last_out = -1};
+                t->r[t->nr++] = (struct tl_rank){.attempt = attempt,
+                                                 .rank = jint(w, "rank", -1),
+                                                 .local_rank = jint(w, "local_rank", -1),
+                                                 .gpu = jint(w, "gpu", -1),
+                                                 .start = at,
+                                                 .end = -1,
+                                                 .last_out = -1};
             }
         } else if (strcmp(ev, "worker_exit") == 0) {
             struct tl_rank *r = find_rank(t, attempt, jint(e, "rank", -1));
@@ -139,7 +145,8 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             const json_t *c;
             struct tl_mark *m = add_mark(t, attempt, at, "hang");
             snprintf(m->text, sizeof(m->text), "hang verdict (%s): %s", jstr(e, "confidence"), jstr(e, "why"));
-            json_array_foreach(json_object_get(e, "culprits"), j, c) {
+            json_array_foreach(json_object_get(e, "culprits"), j, c)
+            {
                 struct tl_rank *r = find_rank(t, attempt, jint(c, "rank", -1));
                 if (r) {
                     r->culprit = true;
@@ -221,10 +228,18 @@ static void xml_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
         default:
             if ((unsigned char)*s >= 0x20 || *s == '\t')
                 fputc(*s, f);
@@ -264,21 +279,22 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
         axis += step;
 #define X(sec) (left + (int)((sec) / axis * plot))
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n", width, height, width, height);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n",
+            width, height, width, height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
     fprintf(f, "<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">");
     xml_text(f, t->job[0] ? t->job : "job");
     fprintf(f, " on ");
     xml_text(f, t->host);
-    fprintf(f, ": %s, exit status %d, %d attempt%s</text>\n", t->result[0] ? t->result : "running",
-            t->exit_status, t->nattempts, t->nattempts == 1 ? "" : "s");
+    fprintf(f, ": %s, exit status %d, %d attempt%s</text>\n", t->result[0] ? t->result : "running", t->exit_status,
+            t->nattempts, t->nattempts == 1 ? "" : "s");
     /* axis */
     int axis_y = top + lanes * lane + 8;
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\"/>\n", left, axis_y, X(axis), axis_y);
     for (double s = 0; s <= axis + 1e-9; s += step) {
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#e0e0e0\"/>\n", X(s), top - 6, X(s),
-                axis_y);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#e0e0e0\"/>\n", X(s), top - 6, X(s), axis_y);
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%gs</text>\n", X(s), axis_y + 16, s);
     }
     int y = top;
@@ -291,8 +307,9 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
                 continue;
             double end = r->end >= 0 ? r->end : t->end;
             fprintf(f, "<text x=\"20\" y=\"%d\">rank %d%s</text>\n", y + 16, r->rank, r->culprit ? " (culprit)" : "");
-            fprintf(f, "<rect class=\"rank\" data-rank=\"%d\" data-attempt=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
-                       "height=\"%d\" fill=\"%s\" rx=\"3\"><title>rank %d: ",
+            fprintf(f,
+                    "<rect class=\"rank\" data-rank=\"%d\" data-attempt=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
+                    "height=\"%d\" fill=\"%s\" rx=\"3\"><title>rank %d: ",
                     r->rank, a, X(r->start), y + 4, X(end) - X(r->start) > 1 ? X(end) - X(r->start) : 1, lane - 8,
                     bar_colour(r), r->rank);
             xml_text(f, r->end >= 0 ? r->cls : "running");
@@ -314,9 +331,11 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
         }
     }
     /* legend */
-    static const char *const legend[][2] = {{"#2e7d32", "succeeded"}, {"#f9a825", "failed or timed out"},
-                                           {"#9e9e9e", "stopped by ddplaunch"}, {"#d32f2f", "hang culprit"},
-                                           {"#1976d2", "running"}};
+    static const char *const legend[][2] = {{"#2e7d32", "succeeded"},
+                                            {"#f9a825", "failed or timed out"},
+                                            {"#9e9e9e", "stopped by ddplaunch"},
+                                            {"#d32f2f", "hang culprit"},
+                                            {"#1976d2", "running"}};
     for (int i = 0; i < 5; i++) {
         fprintf(f, "<rect x=\"%d\" y=\"34\" width=\"12\" height=\"12\" fill=\"%s\"/>", 10 + i * 170, legend[i][0]);
         fprintf(f, "<text x=\"%d\" y=\"45\">%s</text>\n", 27 + i * 170, legend[i][1]);
@@ -327,8 +346,8 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
     for (size_t i = 0; i < t->nm; i++) {
         const struct tl_mark *m = &t->m[i];
         const char *colour = strcmp(m->kind, "timeout") == 0 || strcmp(m->kind, "hang") == 0 ? "#d32f2f" : "#1565c0";
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n",
-                X(m->t), top - 6, X(m->t), axis_y, colour);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", X(m->t),
+                top - 6, X(m->t), axis_y, colour);
         if (ly < height - 6) {
             fprintf(f, "<text x=\"10\" y=\"%d\" fill=\"%s\" font-size=\"11\">+%.2fs ", ly, colour, m->t);
             xml_text(f, m->kind);
@@ -416,8 +435,10 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
     int status = 0;
     rf.dir = find_run(path);
     if (!rf.dir) {
-        fprintf(stderr, "ddplaunch: report: %s: no events.jsonl there or in a run directory below it (expected a "
-                        "log_dir or one of its runs)\n", path);
+        fprintf(stderr,
+                "ddplaunch: report: %s: no events.jsonl there or in a run directory below it (expected a "
+                "log_dir or one of its runs)\n",
+                path);
         json_decref(events);
         return 2;
     }

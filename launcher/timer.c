@@ -3,8 +3,8 @@
 #include "timer.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LINE_MAX_BYTES 8192  /* clients refuse requests over PIPE_BUF (4096) */
-#define MAX_WAKE_MS 1000     /* re-check at least this often: deadlines are wall-clock times */
+#define LINE_MAX_BYTES 8192 /* clients refuse requests over PIPE_BUF (4096) */
+#define MAX_WAKE_MS 1000    /* re-check at least this often: deadlines are wall-clock times */
 
 struct entry {
     int pid;
@@ -321,8 +321,10 @@ static int check_private_dir(const char *fifo_path, struct ddp_err *err)
     else if (!S_ISDIR(st.st_mode))
         rc = ddp_errf(err, -ENOTDIR, "%s: not a directory (a symlink is not accepted for the timer FIFO)", dir);
     else if (st.st_uid != geteuid() || (st.st_mode & 0077) != 0)
-        rc = ddp_errf(err, -EPERM, "%s: the timer FIFO's directory must be ours and private (mode 0700), is uid %u "
-                                   "mode %03o", dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+        rc = ddp_errf(err, -EPERM,
+                      "%s: the timer FIFO's directory must be ours and private (mode 0700), is uid %u "
+                      "mode %03o",
+                      dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
     free(dir);
     return rc;
 }

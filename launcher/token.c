@@ -94,10 +94,11 @@ int ddp_token_secret(const char *job_secret, const char *token_path, const char 
         return 0;
     }
     if (!token_path || !job_id || !*job_id)
-        return ddp_errf(err, -EINVAL, "several nodes need a shared secret: set [job] secret_file (the same "
-                                      "on every node), or run under Slurm with a token file");
+        return ddp_errf(err, -EINVAL,
+                        "several nodes need a shared secret: set [job] secret_file (the same "
+                        "on every node), or run under Slurm with a token file");
     char *token = NULL;
-    struct ddp_err e2 = { 0 };
+    struct ddp_err e2 = {0};
     int rc = ddp_token_read(token_path, &token, &e2);
     if (rc == -ENOENT) {
         rc = create_token(token_path, err);
@@ -109,8 +110,8 @@ int ddp_token_secret(const char *job_secret, const char *token_path, const char 
         return ddp_errf(err, rc, "token file %s", e2.msg);
     char *msg = ddp_xasprintf("ddplaunch job %s", job_id);
     uint8_t mac[DDP_CRYPTO_MAC_LEN];
-    const void *parts[1] = { msg };
-    size_t lens[1] = { strlen(msg) };
+    const void *parts[1] = {msg};
+    size_t lens[1] = {strlen(msg)};
     ddp_crypto_hmac(token, strlen(token), parts, lens, 1, mac);
     ddp_crypto_wipe(token, strlen(token));
     free(token);
@@ -129,13 +130,13 @@ int ddp_token_job_secret(const struct ddp_spec *spec, char *const *envp, const c
         struct stat st;
         if (file && stat(file, &st) == 0 && (st.st_mode & 044))
             ddp_warn("%s:%d: [job] secret is in a file other users can read (mode %03o): move it to a private "
-                     "secret_file (chmod 600), or pass it as DDPLAUNCH_JOB_SECRET", file, spec->set_line[si],
-                     (unsigned)(st.st_mode & 0777));
+                     "secret_file (chmod 600), or pass it as DDPLAUNCH_JOB_SECRET",
+                     file, spec->set_line[si], (unsigned)(st.st_mode & 0777));
         return ddp_token_secret(spec->secret, NULL, job_id, out, err);
     }
     if (spec->secret_file && *spec->secret_file) {
         char *s = NULL;
-        struct ddp_err e2 = { 0 };
+        struct ddp_err e2 = {0};
         int rc = ddp_token_read(spec->secret_file, &s, &e2);
         if (rc < 0)
             return ddp_errf(err, rc, "secret_file %s", e2.msg);

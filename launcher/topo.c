@@ -97,9 +97,7 @@ static void load_distances(struct ddp_topo *topo)
     for (size_t i = 0; i < nn; i++) {
         topo->node_os[i] = topo->nodes[i].os_index;
         for (size_t j = 0; j < nn; j++)
-            topo->node_dist[i * nn + j] = i == j ? 10
-                                          : topo->nodes[i].package == topo->nodes[j].package ? 11
-                                                                                              : 21;
+            topo->node_dist[i * nn + j] = i == j ? 10 : topo->nodes[i].package == topo->nodes[j].package ? 11 : 21;
     }
     if (hwloc_distances_get_by_type(topo->t, HWLOC_OBJ_NUMANODE, &nr, &d, HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) < 0 ||
         nr < 1)
@@ -412,8 +410,8 @@ int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *e
         hwloc_topology_destroy(topo->t);
         free(topo->source);
         free(topo);
-        return ddp_errf(err, rc, "%s: hwloc could not load the topology: %s",
-                        xml_path ? xml_path : "live machine", strerror(-rc));
+        return ddp_errf(err, rc, "%s: hwloc could not load the topology: %s", xml_path ? xml_path : "live machine",
+                        strerror(-rc));
     }
     /* What we may use: the allowed cpuset (cgroup, Slurm cpuset); on the live machine also our own CPU
      * affinity (taskset, an outer numactl). An XML topology describes another machine: take it whole. */
@@ -424,7 +422,8 @@ int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *e
     if (!xml_path) {
         hwloc_bitmap_t mine = ddp_topo_bitmap();
 
-        if (hwloc_get_cpubind(topo->t, mine, HWLOC_CPUBIND_PROCESS) == 0 && hwloc_bitmap_intersects(mine, topo->allowed))
+        if (hwloc_get_cpubind(topo->t, mine, HWLOC_CPUBIND_PROCESS) == 0 &&
+            hwloc_bitmap_intersects(mine, topo->allowed))
             hwloc_bitmap_and(topo->allowed, topo->allowed, mine);
         hwloc_bitmap_free(mine);
     }

@@ -34,10 +34,10 @@ const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i);
 /* What topo knows of GPU i (PCI bus order), for `doctor`. Pointers are owned by topo. */
 struct ddp_topo_gpu_facts {
     const char *busid;
-    unsigned vendor;                /* PCI vendor: 0x10de NVIDIA, 0x1002 AMD */
-    int numa_node;                  /* OS index of its NUMA node, -1 unknown */
-    int package;                    /* OS index of that node's package (socket), -1 unknown */
-    long long mem_used, mem_total;  /* bytes, -1 unknown */
+    unsigned vendor;                 /* PCI vendor: 0x10de NVIDIA, 0x1002 AMD */
+    int numa_node;                   /* OS index of its NUMA node, -1 unknown */
+    int package;                     /* OS index of that node's package (socket), -1 unknown */
+    long long mem_used, mem_total;   /* bytes, -1 unknown */
     const struct ddp_nvml_gpu *nvml; /* NVML's view of it (utilisation, processes), or NULL */
 };
 /* 0 with out filled, or -EINVAL when there is no GPU i. */

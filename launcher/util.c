@@ -145,7 +145,7 @@ const char *ddp_env_get(char *const *envp, const char *name)
 
 void ddp_log(enum ddp_log_level level, const char *fmt, ...)
 {
-    static const char *const tag[] = { "error: ", "warning: ", "", "debug: " };
+    static const char *const tag[] = {"error: ", "warning: ", "", "debug: "};
     if ((int)level > ddp_log_verbosity)
         return;
     char line[4096];
@@ -323,11 +323,21 @@ void ddp_buf_json_str(struct ddp_buf *b, const char *s)
     ddp_buf_add(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
-        case '"': ddp_buf_puts(b, "\\\""); break;
-        case '\\': ddp_buf_puts(b, "\\\\"); break;
-        case '\n': ddp_buf_puts(b, "\\n"); break;
-        case '\t': ddp_buf_puts(b, "\\t"); break;
-        case '\r': ddp_buf_puts(b, "\\r"); break;
+        case '"':
+            ddp_buf_puts(b, "\\\"");
+            break;
+        case '\\':
+            ddp_buf_puts(b, "\\\\");
+            break;
+        case '\n':
+            ddp_buf_puts(b, "\\n");
+            break;
+        case '\t':
+            ddp_buf_puts(b, "\\t");
+            break;
+        case '\r':
+            ddp_buf_puts(b, "\\r");
+            break;
         default:
             if (*p < 0x20)
                 ddp_buf_printf(b, "\\u%04x", *p);

@@ -17,8 +17,7 @@ struct ddp_err {
 
 /* Fill err (may be NULL) and return code (a negative errno), so that callers
  * can write: return ddp_errf(err, -EINVAL, "%s:%d: ...", file, line). */
-int ddp_errf(struct ddp_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int ddp_errf(struct ddp_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Allocation never fails: on ENOMEM these print file:line and abort (flux's oom()). */
 #define ddp_xmalloc(n) ddp_xmalloc_at((n), __FILE__, __LINE__)
@@ -41,11 +40,11 @@ struct ddp_strv {
     size_t n;
     size_t cap;
 };
-void ddp_strv_push(struct ddp_strv *sv, const char *s);     /* copies s */
-void ddp_strv_push_own(struct ddp_strv *sv, char *s);       /* takes s */
+void ddp_strv_push(struct ddp_strv *sv, const char *s); /* copies s */
+void ddp_strv_push_own(struct ddp_strv *sv, char *s);   /* takes s */
 void ddp_strv_pushf(struct ddp_strv *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ddp_strv_copy(struct ddp_strv *dst, const struct ddp_strv *src); /* dst := copy of src */
-void ddp_strv_clear(struct ddp_strv *sv);                   /* frees strings, keeps nothing */
+void ddp_strv_clear(struct ddp_strv *sv);                             /* frees strings, keeps nothing */
 /* Index of the entry "NAME=..." in an envp-shaped vector, or -1. */
 int ddp_strv_env_find(const struct ddp_strv *sv, const char *name);
 /* Value of NAME in a NULL-terminated envp array, or NULL (a pure getenv). */

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const char *text = (const char *)data;
     const char *sep = memchr(text, 0x01, size);
-    struct ddp_strv env = { 0 }, args = { 0 };
+    struct ddp_strv env = {0}, args = {0};
     if (sep)
         split(text, (size_t)(sep - text), &env);
     ddp_strv_push(&args, "ddplaunch");
@@ -46,11 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         split(sep + 1, size - (size_t)(sep - text) - 1, &args);
     else
         split(text, size, &args);
-    char *empty[] = { NULL };
+    char *empty[] = {NULL};
     char **envp = env.v ? env.v : empty;
 
     struct ddp_cli cli;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     int rc = ddp_cli_parse((int)args.n, args.v, &cli, &err);
     check_err(rc, &err);
     if (rc == 0) {

@@ -25,7 +25,7 @@ static void check(const struct ddp_frame_msg *m)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const uint8_t key[32] = { 1, 2, 3 };
+    static const uint8_t key[32] = {1, 2, 3};
     char text[DDP_FRAME_MAX_BODY + 1];
     size_t off = 0;
     uint64_t seq = 0;

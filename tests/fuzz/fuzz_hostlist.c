@@ -1,7 +1,8 @@
 /* libFuzzer harness for launcher/hostlist: any input must expand without a crash, leak or runaway
  * allocation, into as many names as it reports, or fail with a message.
  * Run: tests/fuzz/run.sh SECONDS hostlist (make fuzz). Built as
- *   clang -fsanitize=fuzzer,address,undefined -Ilauncher tests/fuzz/fuzz_hostlist.c launcher/hostlist.c launcher/util.c */
+ *   clang -fsanitize=fuzzer,address,undefined -Ilauncher tests/fuzz/fuzz_hostlist.c launcher/hostlist.c launcher/util.c
+ */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > 4096)
         return 0;
     char *expr = ddp_xstrndup((const char *)data, size);
-    struct ddp_strv hosts = { 0 };
-    struct ddp_err err = { 0 };
+    struct ddp_strv hosts = {0};
+    struct ddp_err err = {0};
     int n = ddp_hostlist_expand(expr, &hosts, &err);
     if (n < 0) {
         if (hosts.n != 0 || err.msg[0] == '\0' || err.code != n)

@@ -15,8 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void die(const char *what, size_t key, const char *a, const char *b)
 {
-    fprintf(stderr, "fuzz_spec: %s: %s.%s: '%s' vs '%s'\n", what, ddp_spec_keys[key].section,
-            ddp_spec_keys[key].name, a ? a : "(null)", b ? b : "(null)");
+    fprintf(stderr, "fuzz_spec: %s: %s.%s: '%s' vs '%s'\n", what, ddp_spec_keys[key].section, ddp_spec_keys[key].name,
+            a ? a : "(null)", b ? b : "(null)");
     abort();
 }
 
@@ -28,10 +28,10 @@ static void check_roundtrip(const struct ddp_spec *spec)
         if (!f1)
             die("format returned NULL", i, NULL, NULL);
         struct ddp_spec again;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         ddp_spec_init(&again);
-        if (ddp_spec_set(&again, ddp_spec_keys[i].section, ddp_spec_keys[i].name, f1, DDP_ORIGIN_CLI, "--set",
-                         &err) < 0)
+        if (ddp_spec_set(&again, ddp_spec_keys[i].section, ddp_spec_keys[i].name, f1, DDP_ORIGIN_CLI, "--set", &err) <
+            0)
             die("formatted value does not parse", i, f1, err.msg);
         char *f2 = ddp_spec_format(&again, i);
         if (strcmp(f1, f2) != 0)
@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
     struct ddp_spec spec;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     int rc;
     bool nl = memchr(text, '\n', len) != NULL || memchr(text, '\r', len) != NULL;
 
@@ -79,12 +79,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* The payload is one value for key (mode % nkeys), also tried as an argv string. */
         size_t k = mode % ddp_spec_nkeys;
         char *value = ddp_xstrndup(text, len);
-        rc = ddp_spec_set(&spec, ddp_spec_keys[k].section, ddp_spec_keys[k].name, value, DDP_ORIGIN_CLI, "--set",
-                          &err);
+        rc = ddp_spec_set(&spec, ddp_spec_keys[k].section, ddp_spec_keys[k].name, value, DDP_ORIGIN_CLI, "--set", &err);
         check_err(rc, &err, nl);
         if (rc == 0)
             check_roundtrip(&spec);
-        struct ddp_strv argv = { 0 };
+        struct ddp_strv argv = {0};
         rc = ddp_spec_split_argv(value, &argv, &err);
         check_err(rc, &err, nl);
         if (rc < 0 && argv.n != 0)

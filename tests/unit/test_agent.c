@@ -163,8 +163,8 @@ Test(agent, every_role_state_and_event)
                              ddp_astate_name(st), ddp_aevent_name(e), ddp_astate_name(a.state), ddp_astate_name(to));
                 if (want & DDP_AA_EXIT) {
                     cr_expect_eq(act.exit_status, c->exit_status, "%s (%s, %s): exit %d, want %d",
-                                 r ? "follower" : "leader", ddp_astate_name(st), ddp_aevent_name(e),
-                                 act.exit_status, c->exit_status);
+                                 r ? "follower" : "leader", ddp_astate_name(st), ddp_aevent_name(e), act.exit_status,
+                                 c->exit_status);
                     cr_expect_eq(a.exit_status, c->exit_status);
                 }
                 if (want & DDP_AA_NODE_FAILED)

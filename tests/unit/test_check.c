@@ -77,7 +77,7 @@ Test(check, json_escapes_and_counts)
 /* ---- busy GPUs (fake NVML answers) ---- */
 
 static struct ddp_check_gpu fake_gpu(const char *busid, int numa, long long used_mib, long long total_mib, int util,
-                                      const char *users)
+                                     const char *users)
 {
     struct ddp_check_gpu g = {.vendor = 0x10de, .numa = numa, .package = numa, .util = util};
 
@@ -96,12 +96,20 @@ Test(check, busy_gpu_named_with_its_user)
         fake_gpu("0000:1a:00.0", 0, 4096, 81920, 3, "pid 99 (python3, 4.0 GiB)"),
     };
     int picked[3] = {0, 1, 2};
-    struct ddp_check_gpus g = {.have_topo = true, .all = all, .nall = 3, .want_gpus = true, .nproc = 3,
-                                .nusable = 3, .picked = picked, .npicked = 3, .nvml = true};
+    struct ddp_check_gpus g = {.have_topo = true,
+                               .all = all,
+                               .nall = 3,
+                               .want_gpus = true,
+                               .nproc = 3,
+                               .nusable = 3,
+                               .picked = picked,
+                               .npicked = 3,
+                               .nvml = true};
     struct ddp_check_report r = {0};
 
     ddp_check_gpu_busy(&r, &g);
-    expect_result(&r.v[0], DDP_CHECK_FAIL, "0000:19:00.0: 75.0 of 80.0 GiB in use (94%), 97% busy, by pid 1234 (python3");
+    expect_result(&r.v[0], DDP_CHECK_FAIL,
+                  "0000:19:00.0: 75.0 of 80.0 GiB in use (94%), 97% busy, by pid 1234 (python3");
     expect_result(&r.v[0], DDP_CHECK_FAIL, "0000:1a:00.0: 4.0 of 80.0 GiB in use (5%), 3% busy, by pid 99");
     cr_expect(strstr(r.v[0].found, "0000:18:00.0") == NULL, "idle GPU listed: %s", r.v[0].found);
     cr_expect(strstr(r.v[0].todo, "max_memory_used"));
@@ -152,7 +160,8 @@ Test(check, leases_of_other_jobs)
     struct ddp_check_report r = {0};
 
     ddp_check_leases(&r, l, 2, 77, 0);
-    expect_result(&r.v[0], DDP_CHECK_OK, "1 GPU leased, left out of the pick: 0000:18:00.0 by job 'train-a' (pid 4242, user bob)");
+    expect_result(&r.v[0], DDP_CHECK_OK,
+                  "1 GPU leased, left out of the pick: 0000:18:00.0 by job 'train-a' (pid 4242, user bob)");
     ddp_check_leases(&r, NULL, 0, 77, 0);
     expect_result(&r.v[1], DDP_CHECK_OK, "no GPU leased");
     ddp_check_leases(&r, NULL, 0, 77, -EACCES);
@@ -162,22 +171,24 @@ Test(check, leases_of_other_jobs)
 
 /* ---- master port (fake /proc/net/tcp) ---- */
 
-#define TCP_HEADER                                                                                                 \
-    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+#define TCP_HEADER "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
 /* 0.0.0.0:29500 LISTEN (0A) by uid 1000, inode 5555; 127.0.0.1:29501 ESTABLISHED (01): not a listener */
 static const char tcp_listen_29500[] =
-    TCP_HEADER
-    "   0: 00000000:733C 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5555 1 "
-    "0000000000000000 100 0 0 10 0\n"
-    "   1: 0100007F:733D 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 5556 1 "
-    "0000000000000000 20 4 30 10 -1\n";
+    TCP_HEADER "   0: 00000000:733C 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5555 1 "
+               "0000000000000000 100 0 0 10 0\n"
+               "   1: 0100007F:733D 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 5556 1 "
+               "0000000000000000 20 4 30 10 -1\n";
 
 Test(check, port_held_by_a_listener_fails_naming_it)
 {
-    struct ddp_port_holder h = {.pid = 1234, .uid = 1000, .comm = "python3", .cmdline = "python3 train.py",
-                                .user = "alice", .addr = "0.0.0.0"};
-    struct ddp_check_port p = {.spec = {.port = 29500}, .master_addr = "127.0.0.1", .tcp = tcp_listen_29500,
-                                .tcp6 = TCP_HEADER, .holder = &h, .ephemeral = "32768\t60999\n"};
+    struct ddp_port_holder h = {
+        .pid = 1234, .uid = 1000, .comm = "python3", .cmdline = "python3 train.py", .user = "alice", .addr = "0.0.0.0"};
+    struct ddp_check_port p = {.spec = {.port = 29500},
+                               .master_addr = "127.0.0.1",
+                               .tcp = tcp_listen_29500,
+                               .tcp6 = TCP_HEADER,
+                               .holder = &h,
+                               .ephemeral = "32768\t60999\n"};
     struct ddp_check_report r = {0};
 
     ddp_check_port(&r, &p);
@@ -225,8 +236,8 @@ Test(check, port_held_by_a_listener_fails_naming_it)
 
 Test(check, auto_port_counts_free_ports)
 {
-    struct ddp_check_port p = {.spec = {.is_auto = true, .lo = 29500, .hi = 29509}, .tcp = tcp_listen_29500,
-                                .ephemeral = "32768\t60999\n"};
+    struct ddp_check_port p = {
+        .spec = {.is_auto = true, .lo = 29500, .hi = 29509}, .tcp = tcp_listen_29500, .ephemeral = "32768\t60999\n"};
     struct ddp_check_report r = {0};
 
     ddp_check_port(&r, &p);
@@ -249,14 +260,18 @@ Test(check, auto_port_counts_free_ports)
 Test(check, master_addr_faults)
 {
     struct ddp_check_report r = {0};
-    struct ddp_check_addr a = {.addr = "node0.invalid", .nnodes = 2, .gai_rc = -2,
-                                .gai_error = "Name or service not known"};
+    struct ddp_check_addr a = {
+        .addr = "node0.invalid", .nnodes = 2, .gai_rc = -2, .gai_error = "Name or service not known"};
 
     ddp_check_addr(&r, &a);
     expect_result(&r.v[0], DDP_CHECK_FAIL, "node0.invalid does not resolve: Name or service not known");
 
-    a = (struct ddp_check_addr){.addr = "localhost", .nnodes = 2, .resolved = "127.0.0.1", .loopback = true,
-                                 .src_ip = "127.0.0.1", .ifname = "lo"};
+    a = (struct ddp_check_addr){.addr = "localhost",
+                                .nnodes = 2,
+                                .resolved = "127.0.0.1",
+                                .loopback = true,
+                                .src_ip = "127.0.0.1",
+                                .ifname = "lo"};
     ddp_check_addr(&r, &a);
     expect_result(&r.v[1], DDP_CHECK_FAIL, "loopback address (127.0.0.1), but nnodes = 2");
     a.nnodes = 1;
@@ -343,8 +358,8 @@ Test(check, driver_and_devices)
     const char *all[] = {"nvidia-uvm", "nvidia0", "nvidia1", "nvidiactl"};
     const char *no_uvm[] = {"nvidia0", "nvidiactl"};
     const char *no_ctl[] = {"nvidia0"};
-    struct ddp_check_driver d = {.n_nvidia = 2, .nvml_found = true, .driver = "550.54.15", .cuda_version = 12040,
-                                  .devs = all, .ndevs = 4};
+    struct ddp_check_driver d = {
+        .n_nvidia = 2, .nvml_found = true, .driver = "550.54.15", .cuda_version = 12040, .devs = all, .ndevs = 4};
     struct ddp_check_report r = {0};
 
     ddp_check_driver(&r, &d);
@@ -412,8 +427,7 @@ Test(check, nccl_lib)
 {
     const char *bundled[] = {"/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib/libnccl.so.2"};
     const char *sys[] = {"/usr/lib/x86_64-linux-gnu/libnccl.so.2"};
-    struct ddp_check_nccl_lib l = {.n_nvidia = 2, .torch_dir = "/usr/lib/python3/dist-packages/torch",
-                                    .torch_cuda = 0};
+    struct ddp_check_nccl_lib l = {.n_nvidia = 2, .torch_dir = "/usr/lib/python3/dist-packages/torch", .torch_cuda = 0};
     struct ddp_check_report r = {0};
 
     ddp_check_nccl_lib(&r, &l);
@@ -453,8 +467,13 @@ Test(check, cpus_versus_the_plan)
     const char *cpus_empty[] = {"0-3", ""};
     const char *cpus_shared[] = {"0-3", "2-5"};
     const char *mems[] = {"0", "1"};
-    struct ddp_check_cpus c = {.cpus_allowed = "0-7", .mems_allowed = "0-1", .nproc = 2, .bind = DDP_BIND_NODE,
-                                .rank_cpus = cpus_ok, .rank_mems = mems, .nranks = 2};
+    struct ddp_check_cpus c = {.cpus_allowed = "0-7",
+                               .mems_allowed = "0-1",
+                               .nproc = 2,
+                               .bind = DDP_BIND_NODE,
+                               .rank_cpus = cpus_ok,
+                               .rank_mems = mems,
+                               .nranks = 2};
 
     ddp_check_cpus(&r, &c);
     expect_result(&r.v[0], DDP_CHECK_OK, "8 CPUs allowed (0-7), memory nodes 0-1; 2 workers, bind = node");
@@ -486,7 +505,8 @@ Test(check, tiny_nofile_limit)
     struct ddp_check_report r = {0};
 
     ddp_check_nofile(&r, 64, 64, 8);
-    expect_result(&r.v[0], DDP_CHECK_FAIL, "open files limit 64 (hard 64) is below the 80 the launcher needs for 8 workers");
+    expect_result(&r.v[0], DDP_CHECK_FAIL,
+                  "open files limit 64 (hard 64) is below the 80 the launcher needs for 8 workers");
     cr_expect(strstr(r.v[0].todo, "hard limit is 64 too"), "%s", r.v[0].todo);
     ddp_check_nofile(&r, 1024, 524288, 8);
     expect_result(&r.v[1], DDP_CHECK_WARN, "open files limit 1024 (hard 524288)");
@@ -503,10 +523,17 @@ Test(check, tiny_nofile_limit)
 Test(check, nvlinked_gpus_across_sockets_are_fine)
 {
     struct ddp_check_gpu all[2] = {fake_gpu("0000:18:00.0", 0, 0, 81920, 0, ""),
-                                    fake_gpu("0000:b7:00.0", 1, 0, 81920, 0, "")};
+                                   fake_gpu("0000:b7:00.0", 1, 0, 81920, 0, "")};
     int picked[2] = {0, 1};
-    struct ddp_check_gpus g = {.have_topo = true, .all = all, .nall = 2, .want_gpus = true, .nproc = 2,
-                                .nusable = 2, .picked = picked, .npicked = 2, .nvlink = true};
+    struct ddp_check_gpus g = {.have_topo = true,
+                               .all = all,
+                               .nall = 2,
+                               .want_gpus = true,
+                               .nproc = 2,
+                               .nusable = 2,
+                               .picked = picked,
+                               .npicked = 2,
+                               .nvlink = true};
     struct ddp_check_report r = {0};
 
     ddp_check_numa(&r, &g);

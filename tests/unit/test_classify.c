@@ -112,7 +112,7 @@ Test(classify, benign_lines_are_none)
         "",
         "hello",
         "epoch 3 step 100 loss 0.25",
-        "Timed out",             /* too generic on its own */
+        "Timed out",                                               /* too generic on its own */
         "Timed out waiting for pending OwnerRRefs to be deleted.", /* RPC shutdown, not a collective */
         "NCCL INFO Channel 00/02 :    0   1",
         "the word timeout alone",

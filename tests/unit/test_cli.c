@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "spec.h"
 
-static char *no_env[] = { NULL };
+static char *no_env[] = {NULL};
 
 /* Parse "ddplaunch" + the given words (NULL-terminated). */
 static int parse_v(struct ddp_cli *cli, struct ddp_err *err, const char *first, va_list ap)
@@ -38,7 +38,7 @@ static int parse(struct ddp_cli *cli, struct ddp_err *err, const char *first, ..
 /* Parse, apply onto a default spec with envp, and expect success. */
 static void parse_apply(struct ddp_cli *cli, struct ddp_spec *spec, char *const *envp, const char *first, ...)
 {
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     va_list ap;
     va_start(ap, first);
     int rc = parse_v(cli, &err, first, ap);
@@ -84,26 +84,26 @@ struct flag_case {
 };
 
 static const struct flag_case value_flags[] = {
-    { "--nnodes", "2:4", "job", "nnodes", "2:4" },
-    { "--nproc-per-node", "8", "job", "nproc_per_node", "8" },
-    { "--nproc-per-node", "gpu", "job", "nproc_per_node", "gpu" },
-    { "--node-rank", "1", "job", "node_rank", "1" },
-    { "--master-addr", "10.0.0.7", "job", "master_addr", "10.0.0.7" },
-    { "--master-port", "29501", "job", "master_port", "29501" },
-    { "--max-restarts", "3", "restart", "max_restarts", "3" },
-    { "--rdzv-backend", "c10d", "job", "rdzv_backend", "c10d" },
-    { "--rdzv-endpoint", "node1:29400", "job", "rdzv_endpoint", "node1:29400" },
-    { "--rdzv-id", "job42", "job", "run_id", "job42" },
-    { "--rdzv-conf", "join_timeout=900", "job", "rdzv_conf", "join_timeout=900" },
-    { "--role", "trainer", "job", "role", "trainer" },
-    { "--log-dir", "/tmp/logs", "job", "log_dir", "/tmp/logs" },
-    { "--redirects", "3", "job", "redirects", "3" },
-    { "--tee", "0:1,1:2", "job", "tee", "0:1,1:2" },
-    { "--local-ranks-filter", "0,2", "job", "local_ranks_filter", "0,2" },
-    { "--local-addr", "10.0.0.8", "job", "local_addr", "10.0.0.8" },
-    { "--numa-binding", "socket", "numa", "bind", "socket" },
-    { "--signals-to-handle", "SIGTERM,SIGUSR1", "job", "signals_to_handle", "SIGTERM,SIGUSR1" },
-    { "--shutdown-timeout", "10", "restart", "shutdown_timeout", "10s" },
+    {"--nnodes", "2:4", "job", "nnodes", "2:4"},
+    {"--nproc-per-node", "8", "job", "nproc_per_node", "8"},
+    {"--nproc-per-node", "gpu", "job", "nproc_per_node", "gpu"},
+    {"--node-rank", "1", "job", "node_rank", "1"},
+    {"--master-addr", "10.0.0.7", "job", "master_addr", "10.0.0.7"},
+    {"--master-port", "29501", "job", "master_port", "29501"},
+    {"--max-restarts", "3", "restart", "max_restarts", "3"},
+    {"--rdzv-backend", "c10d", "job", "rdzv_backend", "c10d"},
+    {"--rdzv-endpoint", "node1:29400", "job", "rdzv_endpoint", "node1:29400"},
+    {"--rdzv-id", "job42", "job", "run_id", "job42"},
+    {"--rdzv-conf", "join_timeout=900", "job", "rdzv_conf", "join_timeout=900"},
+    {"--role", "trainer", "job", "role", "trainer"},
+    {"--log-dir", "/tmp/logs", "job", "log_dir", "/tmp/logs"},
+    {"--redirects", "3", "job", "redirects", "3"},
+    {"--tee", "0:1,1:2", "job", "tee", "0:1,1:2"},
+    {"--local-ranks-filter", "0,2", "job", "local_ranks_filter", "0,2"},
+    {"--local-addr", "10.0.0.8", "job", "local_addr", "10.0.0.8"},
+    {"--numa-binding", "socket", "numa", "bind", "socket"},
+    {"--signals-to-handle", "SIGTERM,SIGUSR1", "job", "signals_to_handle", "SIGTERM,SIGUSR1"},
+    {"--shutdown-timeout", "10", "restart", "shutdown_timeout", "10s"},
 };
 
 static void check_value_flag(const struct flag_case *c, const char *form, const char *a1, const char *a2)
@@ -180,14 +180,36 @@ Test(cli_flags, accepted_and_ignored_torchrun_flags)
 
 Test(cli_flags, every_torchrun_flag_is_known)
 {
-    static const char *const torchrun[] = {
-        "--nnodes", "--nproc-per-node", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id", "--rdzv-conf",
-        "--standalone", "--max-restarts", "--monitor-interval", "--start-method", "--role", "--module",
-        "--no-python", "--run-path", "--log-dir", "--redirects", "--tee", "--local-ranks-filter", "--node-rank",
-        "--master-addr", "--master-port", "--local-addr", "--logs-specs", "--numa-binding", "--signals-to-handle",
-        "--virtual-local-rank", "--shutdown-timeout", "--duplicate-stdout-filters", "--duplicate-stderr-filters",
-        NULL
-    };
+    static const char *const torchrun[] = {"--nnodes",
+                                           "--nproc-per-node",
+                                           "--rdzv-backend",
+                                           "--rdzv-endpoint",
+                                           "--rdzv-id",
+                                           "--rdzv-conf",
+                                           "--standalone",
+                                           "--max-restarts",
+                                           "--monitor-interval",
+                                           "--start-method",
+                                           "--role",
+                                           "--module",
+                                           "--no-python",
+                                           "--run-path",
+                                           "--log-dir",
+                                           "--redirects",
+                                           "--tee",
+                                           "--local-ranks-filter",
+                                           "--node-rank",
+                                           "--master-addr",
+                                           "--master-port",
+                                           "--local-addr",
+                                           "--logs-specs",
+                                           "--numa-binding",
+                                           "--signals-to-handle",
+                                           "--virtual-local-rank",
+                                           "--shutdown-timeout",
+                                           "--duplicate-stdout-filters",
+                                           "--duplicate-stderr-filters",
+                                           NULL};
     const char *const *names = ddp_cli_flag_names();
     char *help = NULL;
     size_t helplen = 0;
@@ -232,7 +254,7 @@ Test(cli_short, module)
     cr_expect(cli.module);
     cr_expect_str_eq(spec.module, "pkg.train");
     cr_expect_null(spec.script);
-    const char *want[] = { "--lr", "0.1", NULL };
+    const char *want[] = {"--lr", "0.1", NULL};
     expect_argv(&spec.args, want, "-m args");
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
@@ -250,7 +272,7 @@ Test(cli_short, no_python)
     cr_expect(cli.no_python);
     cr_expect_str_eq(spec.program, "/bin/echo");
     cr_expect_null(spec.script);
-    const char *want[] = { "hi", NULL };
+    const char *want[] = {"hi", NULL};
     expect_argv(&spec.args, want, "--no-python args");
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
@@ -263,7 +285,7 @@ Test(cli_short, no_python)
 Test(cli_short, verbosity_help_version)
 {
     struct ddp_cli cli;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "-v", "-v", "-v", "t.py", NULL), 0);
     cr_expect_eq(cli.verbosity, 2);
     ddp_cli_free(&cli);
@@ -296,7 +318,7 @@ Test(cli_pos, script_args_are_passed_untouched)
     parse_apply(&cli, &spec, no_env, "--nnodes", "1", "train.py", "--nnodes", "5", "-m", "--help", "--", "-r3",
                 "config.ini", "--set", "job.role=x", NULL);
     cr_expect_str_eq(cli.target, "train.py");
-    const char *want[] = { "--nnodes", "5", "-m", "--help", "--", "-r3", "config.ini", "--set", "job.role=x", NULL };
+    const char *want[] = {"--nnodes", "5", "-m", "--help", "--", "-r3", "config.ini", "--set", "job.role=x", NULL};
     expect_argv(&cli.target_args, want, "target_args");
     expect_argv(&spec.args, want, "spec args");
     cr_expect_eq(cli.cmd, DDP_CMD_RUN);
@@ -316,7 +338,7 @@ Test(cli_pos, double_dash_before_the_script)
     struct ddp_spec spec;
     parse_apply(&cli, &spec, no_env, "--", "--weird-name.py", "-x", NULL);
     cr_expect_str_eq(cli.target, "--weird-name.py");
-    const char *want[] = { "-x", NULL };
+    const char *want[] = {"-x", NULL};
     expect_argv(&cli.target_args, want, "after --");
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
@@ -326,19 +348,19 @@ Test(cli_pos, job_spec_and_extra_args)
 {
     struct ddp_cli cli;
     struct ddp_spec spec;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "job.ini", "--nproc-per-node", "2", "--", "--epochs", "3", "--", "x.ini", NULL), 0,
                  "%s", err.msg);
     cr_expect_str_eq(cli.spec_path, "job.ini");
     cr_expect_null(cli.target);
-    const char *want[] = { "--epochs", "3", "--", "x.ini", NULL };
+    const char *want[] = {"--epochs", "3", "--", "x.ini", NULL};
     expect_argv(&cli.target_args, want, "extra args");
     /* applied after the spec's own args */
     ddp_spec_init(&spec);
     const char *t = "[job]\nscript = train.py\nargs = --lr 0.1\n";
     cr_assert_eq(ddp_spec_load_string(&spec, "job.ini", t, strlen(t), DDP_ORIGIN_SPEC, &err), 0);
     cr_assert_eq(ddp_cli_apply(&cli, &spec, no_env, &err), 0, "%s", err.msg);
-    const char *all[] = { "--lr", "0.1", "--epochs", "3", "--", "x.ini", NULL };
+    const char *all[] = {"--lr", "0.1", "--epochs", "3", "--", "x.ini", NULL};
     expect_argv(&spec.args, all, "spec args + extra");
     cr_expect_str_eq(spec.script, "train.py");
     cr_expect_eq(spec.nproc_per_node.n, 2);
@@ -351,16 +373,16 @@ Test(cli_pos, job_spec_after_double_dash)
 {
     /* found by fuzz_cli: the second '--' became a training script named "--" next to the job spec */
     struct ddp_cli cli;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "--", "job.ini", "--", "--epochs", "3", NULL), 0, "%s", err.msg);
     cr_expect_str_eq(cli.spec_path, "job.ini");
     cr_expect_null(cli.target);
-    const char *want[] = { "--epochs", "3", NULL };
+    const char *want[] = {"--epochs", "3", NULL};
     expect_argv(&cli.target_args, want, "extra args");
     ddp_cli_free(&cli);
     cr_assert_eq(parse(&cli, &err, "--", "job.ini", "x", NULL), 0, "%s", err.msg);
     cr_expect_null(cli.target);
-    const char *want2[] = { "x", NULL };
+    const char *want2[] = {"x", NULL};
     expect_argv(&cli.target_args, want2, "extra args");
     ddp_cli_free(&cli);
 }
@@ -369,7 +391,7 @@ Test(cli_pos, script_on_the_command_line_replaces_the_specs_program)
 {
     struct ddp_cli cli;
     struct ddp_spec spec;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "other.py", "a", NULL), 0);
     ddp_spec_init(&spec);
     const char *t = "[job]\ncommand = python3 x.py\nargs = --old\n";
@@ -377,7 +399,7 @@ Test(cli_pos, script_on_the_command_line_replaces_the_specs_program)
     cr_assert_eq(ddp_cli_apply(&cli, &spec, no_env, &err), 0, "%s", err.msg);
     cr_expect_eq(spec.command.n, 0u);
     cr_expect_str_eq(spec.script, "other.py");
-    const char *want[] = { "a", NULL };
+    const char *want[] = {"a", NULL};
     expect_argv(&spec.args, want, "args replaced");
     cr_expect_eq(ddp_spec_validate(&spec, &err), 0, "%s", err.msg);
     ddp_spec_free(&spec);
@@ -388,7 +410,7 @@ Test(cli_pos, no_python_reinterprets_the_specs_script)
 {
     struct ddp_cli cli;
     struct ddp_spec spec;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "--no-python", "job.ini", NULL), 0);
     ddp_spec_init(&spec);
     const char *t = "[job]\nscript = ./run.sh\n";
@@ -405,10 +427,10 @@ Test(cli_pos, subcommands)
     static const struct {
         const char *word;
         enum ddp_cmd cmd;
-    } subs[] = { { "plan", DDP_CMD_PLAN }, { "topo", DDP_CMD_TOPO }, { "doctor", DDP_CMD_DOCTOR } };
+    } subs[] = {{"plan", DDP_CMD_PLAN}, {"topo", DDP_CMD_TOPO}, {"doctor", DDP_CMD_DOCTOR}};
     for (size_t i = 0; i < 3; i++) {
         struct ddp_cli cli;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         cr_assert_eq(parse(&cli, &err, subs[i].word, "--json", "--topology", "t.xml", "job.ini", NULL), 0, "%s",
                      err.msg);
         cr_expect_eq(cli.cmd, subs[i].cmd, "%s", subs[i].word);
@@ -419,7 +441,7 @@ Test(cli_pos, subcommands)
     }
     /* plan with a torchrun-style script */
     struct ddp_cli cli;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "plan", "--nproc_per_node=2", "train.py", "plan", NULL), 0);
     cr_expect_eq(cli.cmd, DDP_CMD_PLAN);
     cr_expect_str_eq(cli.target, "train.py");
@@ -440,9 +462,9 @@ Test(cli_pos, set_any_key_and_later_flags_win)
 {
     struct ddp_cli cli;
     struct ddp_spec spec;
-    parse_apply(&cli, &spec, no_env, "--set", "gpus.policy=pack", "--set=timeout.stall=5m", "--set",
-                "env.MY_VAR=a=b", "--set", "nccl.NCCL_DEBUG=INFO", "--nnodes", "2", "--nnodes", "3",
-                "--set", "job.nnodes=4", "t.py", NULL);
+    parse_apply(&cli, &spec, no_env, "--set", "gpus.policy=pack", "--set=timeout.stall=5m", "--set", "env.MY_VAR=a=b",
+                "--set", "nccl.NCCL_DEBUG=INFO", "--nnodes", "2", "--nnodes", "3", "--set", "job.nnodes=4", "t.py",
+                NULL);
     cr_expect_eq(spec.gpus_policy, DDP_POLICY_PACK);
     cr_expect_eq(spec.timeout_stall_ms, 300000);
     cr_expect_str_eq(ddp_kvlist_get(&spec.env, "MY_VAR")->value, "a=b");
@@ -464,26 +486,27 @@ Test(cli_errors, parse_errors)
     static const struct {
         const char *a, *b, *want;
     } cases[] = {
-        { "--nproc-per-nod", "4", "unknown option '--nproc-per-nod' (did you mean '--nproc-per-node'?)" },
-        { "--nproc_per_nod", "4", "unknown option '--nproc-per-nod' (did you mean '--nproc-per-node'?)" },
-        { "--standlone", NULL, "unknown option '--standlone' (did you mean '--standalone'?)" },
-        { "--master_adr=x", NULL, "unknown option '--master-adr' (did you mean '--master-addr'?)" },
-        { "--frobnicate", NULL, "unknown option '--frobnicate'" },
-        { "-x", NULL, "unknown option '-x'" },
-        { "--nnodes", NULL, "--nnodes: expected a value (N|MIN:MAX)" },
-        { "--node_rank", NULL, "--node-rank: expected a value (N)" },
-        { "-r", NULL, "-r: expected a value (0-3|R:V,...)" },
-        { "--standalone=yes", NULL, "--standalone takes no value, got 'yes'" },
-        { "-mfoo", NULL, "-m takes no value, got 'foo'" },
-        { "--set", "x", "--set: expected SECTION.KEY=VALUE, got 'x'" },
-        { "--set", "job.=1", "--set: expected SECTION.KEY=VALUE, got 'job.=1'" },
-        { "--set", ".role=1", "--set: expected SECTION.KEY=VALUE, got '.role=1'" },
-        { "job.ini", "extra", "unexpected argument 'extra' after job.ini (put the program's extra arguments after '--')" },
-        { "job.ini", "--epochs", "unknown option '--epochs'" },
+        {"--nproc-per-nod", "4", "unknown option '--nproc-per-nod' (did you mean '--nproc-per-node'?)"},
+        {"--nproc_per_nod", "4", "unknown option '--nproc-per-nod' (did you mean '--nproc-per-node'?)"},
+        {"--standlone", NULL, "unknown option '--standlone' (did you mean '--standalone'?)"},
+        {"--master_adr=x", NULL, "unknown option '--master-adr' (did you mean '--master-addr'?)"},
+        {"--frobnicate", NULL, "unknown option '--frobnicate'"},
+        {"-x", NULL, "unknown option '-x'"},
+        {"--nnodes", NULL, "--nnodes: expected a value (N|MIN:MAX)"},
+        {"--node_rank", NULL, "--node-rank: expected a value (N)"},
+        {"-r", NULL, "-r: expected a value (0-3|R:V,...)"},
+        {"--standalone=yes", NULL, "--standalone takes no value, got 'yes'"},
+        {"-mfoo", NULL, "-m takes no value, got 'foo'"},
+        {"--set", "x", "--set: expected SECTION.KEY=VALUE, got 'x'"},
+        {"--set", "job.=1", "--set: expected SECTION.KEY=VALUE, got 'job.=1'"},
+        {"--set", ".role=1", "--set: expected SECTION.KEY=VALUE, got '.role=1'"},
+        {"job.ini", "extra",
+         "unexpected argument 'extra' after job.ini (put the program's extra arguments after '--')"},
+        {"job.ini", "--epochs", "unknown option '--epochs'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ddp_cli cli;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         int rc = parse(&cli, &err, cases[i].a, cases[i].b, NULL);
         cr_expect_eq(rc, -EINVAL, "%s %s: accepted", cases[i].a, cases[i].b ? cases[i].b : "");
         cr_expect_str_eq(err.msg, cases[i].want, "%s %s:\n  got  %s\n  want %s", cases[i].a,
@@ -497,25 +520,27 @@ Test(cli_errors, bad_values_name_the_flag)
     static const struct {
         const char *a, *b, *want;
     } cases[] = {
-        { "--nnodes", "3:1", "--nnodes: job.nnodes: expected MIN:MAX with MIN <= MAX, got '3:1'" },
-        { "--nproc_per_node", "lots",
-          "--nproc-per-node: job.nproc_per_node: expected a number, gpu, cpu or auto, got 'lots'" },
-        { "-t", "9", "-t: job.tee: expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got '9'" },
-        { "--numa-binding", "nod",
-          "--numa-binding: numa.bind: expected node, socket, exclusive, core-complex or none, got 'nod' (did you mean "
-          "'node'?)" },
-        { "--max-restarts", "-1", "--max-restarts: restart.max_restarts: expected a non-negative integer, got '-1'" },
-        { "--shutdown-timeout", "5x",
-          "--shutdown-timeout: restart.shutdown_timeout: unknown duration unit 'x' in '5x' (expected ms, s, m or h)" },
-        { "--master-port", "http", "--master-port: job.master_port: expected a port from 1 to 65535, auto or auto:LO-HI, "
-                                   "got 'http'" },
-        { "--set", "job.nproc_per_nod=2", "--set: unknown key 'nproc_per_nod' in [job] (did you mean 'nproc_per_node'?)" },
-        { "--set", "jobs.name=2", "--set: unknown section [jobs] (did you mean [job]?)" },
+        {"--nnodes", "3:1", "--nnodes: job.nnodes: expected MIN:MAX with MIN <= MAX, got '3:1'"},
+        {"--nproc_per_node", "lots",
+         "--nproc-per-node: job.nproc_per_node: expected a number, gpu, cpu or auto, got 'lots'"},
+        {"-t", "9", "-t: job.tee: expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got '9'"},
+        {"--numa-binding", "nod",
+         "--numa-binding: numa.bind: expected node, socket, exclusive, core-complex or none, got 'nod' (did you mean "
+         "'node'?)"},
+        {"--max-restarts", "-1", "--max-restarts: restart.max_restarts: expected a non-negative integer, got '-1'"},
+        {"--shutdown-timeout", "5x",
+         "--shutdown-timeout: restart.shutdown_timeout: unknown duration unit 'x' in '5x' (expected ms, s, m or h)"},
+        {"--master-port", "http",
+         "--master-port: job.master_port: expected a port from 1 to 65535, auto or auto:LO-HI, "
+         "got 'http'"},
+        {"--set", "job.nproc_per_nod=2",
+         "--set: unknown key 'nproc_per_nod' in [job] (did you mean 'nproc_per_node'?)"},
+        {"--set", "jobs.name=2", "--set: unknown section [jobs] (did you mean [job]?)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ddp_cli cli;
         struct ddp_spec spec;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         cr_assert_eq(parse(&cli, &err, cases[i].a, cases[i].b, "t.py", NULL), 0, "%s", err.msg);
         ddp_spec_init(&spec);
         int rc = ddp_cli_apply(&cli, &spec, no_env, &err);
@@ -531,12 +556,26 @@ Test(cli_errors, bad_values_name_the_flag)
 
 Test(cli_pet, defaults_from_environment)
 {
-    char *envp[] = { "PET_NNODES=1:3", "PET_NPROC_PER_NODE=4", "PET_NODE_RANK=0", "PET_MASTER_ADDR=10.9.9.9",
-                     "PET_MASTER_PORT=29555", "PET_MAX_RESTARTS=2", "PET_RDZV_ID=abc", "PET_ROLE=worker",
-                     "PET_LOG_DIR=/tmp/l", "PET_REDIRECTS=1", "PET_TEE=2", "PET_LOCAL_RANKS_FILTER=0",
-                     "PET_NUMA_BINDING=none", "PET_SIGNALS_TO_HANDLE=SIGTERM", "PET_STANDALONE=1",
-                     "PET_VIRTUAL_LOCAL_RANK=true", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT=7", "PET_MONITOR_INTERVAL=5",
-                     "PET_START_METHOD=fork", NULL };
+    char *envp[] = {"PET_NNODES=1:3",
+                    "PET_NPROC_PER_NODE=4",
+                    "PET_NODE_RANK=0",
+                    "PET_MASTER_ADDR=10.9.9.9",
+                    "PET_MASTER_PORT=29555",
+                    "PET_MAX_RESTARTS=2",
+                    "PET_RDZV_ID=abc",
+                    "PET_ROLE=worker",
+                    "PET_LOG_DIR=/tmp/l",
+                    "PET_REDIRECTS=1",
+                    "PET_TEE=2",
+                    "PET_LOCAL_RANKS_FILTER=0",
+                    "PET_NUMA_BINDING=none",
+                    "PET_SIGNALS_TO_HANDLE=SIGTERM",
+                    "PET_STANDALONE=1",
+                    "PET_VIRTUAL_LOCAL_RANK=true",
+                    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT=7",
+                    "PET_MONITOR_INTERVAL=5",
+                    "PET_START_METHOD=fork",
+                    NULL};
     struct ddp_cli cli;
     struct ddp_spec spec;
     parse_apply(&cli, &spec, envp, "t.py", NULL);
@@ -564,11 +603,11 @@ Test(cli_pet, defaults_from_environment)
 
 Test(cli_pet, shutdown_timeout_pet_beats_torch_elastic_and_no_python_with_module_is_refused)
 {
-    char *envp[] = { "TORCH_ELASTIC_SHUTDOWN_TIMEOUT=7", "PET_SHUTDOWN_TIMEOUT=9", NULL };
-    char *envp2[] = { "PET_MODULE=1", NULL };
+    char *envp[] = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT=7", "PET_SHUTDOWN_TIMEOUT=9", NULL};
+    char *envp2[] = {"PET_MODULE=1", NULL};
     struct ddp_cli cli;
     struct ddp_spec spec;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     parse_apply(&cli, &spec, envp, "t.py", NULL);
     expect_fmt(&spec, "restart", "shutdown_timeout", "9s", "PET");
     ddp_spec_free(&spec);
@@ -588,10 +627,10 @@ Test(cli_pet, shutdown_timeout_pet_beats_torch_elastic_and_no_python_with_module
 
 Test(cli_pet, flags_beat_pet_and_pet_beats_the_spec)
 {
-    char *envp[] = { "PET_NPROC_PER_NODE=4", "PET_MAX_RESTARTS=2", "PET_STANDALONE=0", "PET_ROLE=petrole", NULL };
+    char *envp[] = {"PET_NPROC_PER_NODE=4", "PET_MAX_RESTARTS=2", "PET_STANDALONE=0", "PET_ROLE=petrole", NULL};
     struct ddp_cli cli;
     struct ddp_spec spec;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "--nproc-per-node", "2", "job.ini", NULL), 0);
     ddp_spec_init(&spec);
     const char *t = "[job]\nscript = a.py\nnproc_per_node = 8\nrole = specrole\nstandalone = yes\n"
@@ -612,9 +651,9 @@ Test(cli_pet, flags_beat_pet_and_pet_beats_the_spec)
 
 Test(cli_pet, module_and_no_python_from_environment)
 {
-    char *m_env[] = { "PET_MODULE=1", NULL };
-    char *np_env[] = { "PET_NO_PYTHON=true", NULL };
-    char *off_env[] = { "PET_MODULE=0", "PET_NO_PYTHON=no", NULL };
+    char *m_env[] = {"PET_MODULE=1", NULL};
+    char *np_env[] = {"PET_NO_PYTHON=true", NULL};
+    char *off_env[] = {"PET_MODULE=0", "PET_NO_PYTHON=no", NULL};
     struct ddp_cli cli;
     struct ddp_spec spec;
     parse_apply(&cli, &spec, m_env, "pkg.mod", "x", NULL);
@@ -634,9 +673,9 @@ Test(cli_pet, module_and_no_python_from_environment)
 
 Test(cli_pet, bad_pet_value_names_the_variable)
 {
-    char *envp[] = { "PET_NNODES=two", NULL };
+    char *envp[] = {"PET_NNODES=two", NULL};
     struct ddp_spec spec;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&spec);
     cr_expect(ddp_cli_apply_pet(&spec, envp, &err) < 0);
     cr_expect_str_eq(err.msg, "PET_NNODES: job.nnodes: expected N or MIN:MAX with positive integers, got 'two'");
@@ -670,16 +709,16 @@ Test(cli_help, a_commands_help_is_its_own_and_fits_80_columns)
         enum ddp_cmd sub;
         const char *first;
     } cases[] = {
-        { NULL, DDP_CMD_RUN, "Usage: ddplaunch [options] JOB.ini" },
-        { "plan", DDP_CMD_PLAN, "Usage: ddplaunch plan " },
-        { "topo", DDP_CMD_TOPO, "Usage: ddplaunch topo " },
-        { "doctor", DDP_CMD_DOCTOR, "Usage: ddplaunch doctor " },
+        {NULL, DDP_CMD_RUN, "Usage: ddplaunch [options] JOB.ini"},
+        {"plan", DDP_CMD_PLAN, "Usage: ddplaunch plan "},
+        {"topo", DDP_CMD_TOPO, "Usage: ddplaunch topo "},
+        {"doctor", DDP_CMD_DOCTOR, "Usage: ddplaunch doctor "},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ddp_cli cli;
-        struct ddp_err err = { 0 };
-        int rc = cases[i].word ? parse(&cli, &err, cases[i].word, "--json", "--help", NULL)
-                               : parse(&cli, &err, "-h", NULL);
+        struct ddp_err err = {0};
+        int rc =
+            cases[i].word ? parse(&cli, &err, cases[i].word, "--json", "--help", NULL) : parse(&cli, &err, "-h", NULL);
         cr_assert_eq(rc, 0, "%s", err.msg);
         cr_expect_eq(cli.cmd, DDP_CMD_HELP);
         cr_expect_eq(cli.sub, cases[i].sub);
@@ -701,9 +740,9 @@ Test(cli_help, a_commands_help_is_its_own_and_fits_80_columns)
 
 Test(cli_pos, script_to_check)
 {
-    char *np_env[] = { "PET_NO_PYTHON=1", NULL };
+    char *np_env[] = {"PET_NO_PYTHON=1", NULL};
     struct ddp_cli cli;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(parse(&cli, &err, "help", NULL), 0);
     cr_expect_eq(cli.cmd, DDP_CMD_RUN);
     char *p = ddp_cli_script_to_check(&cli, NULL, no_env);

@@ -111,9 +111,18 @@ static void on_guard(uv_timer_t *t)
 
 static struct ddp_coord_config config(int node, int nnodes, int port)
 {
-    struct ddp_coord_config cfg = { .node_rank = node, .nnodes = nnodes, .addr = "127.0.0.1", .port = port,
-                                    .secret = SECRET, .job = "job-1", .listen_fd = -1, .nproc = 2, .host = "host-x", .heartbeat_ms = 100,
-                                    .lost_after_ms = 400, .join_timeout_ms = 3000 };
+    struct ddp_coord_config cfg = {.node_rank = node,
+                                   .nnodes = nnodes,
+                                   .addr = "127.0.0.1",
+                                   .port = port,
+                                   .secret = SECRET,
+                                   .job = "job-1",
+                                   .listen_fd = -1,
+                                   .nproc = 2,
+                                   .host = "host-x",
+                                   .heartbeat_ms = 100,
+                                   .lost_after_ms = 400,
+                                   .join_timeout_ms = 3000};
     return cfg;
 }
 
@@ -135,7 +144,7 @@ static void world_init(struct world *w, int nnodes, long long guard_ms)
 static int start_server(struct world *w, int nnodes)
 {
     struct ddp_coord_config cfg = config(0, nnodes, 0);
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     int rc = ddp_coord_start(&w->loop, &cfg, record, &w->server, &w->server.c, &err);
     cr_assert_eq(rc, 0, "%s", err.msg);
     return ddp_coord_port(w->server.c);
@@ -143,7 +152,7 @@ static int start_server(struct world *w, int nnodes)
 
 static void start_node(struct world *w, int i, struct ddp_coord_config cfg)
 {
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     int rc = ddp_coord_start(&w->loop, &cfg, record, &w->node[i], &w->node[i].c, &err);
     cr_assert_eq(rc, 0, "%s", err.msg);
 }
@@ -164,7 +173,7 @@ static void start_attempt(struct rec *r, int attempt, const int *nproc)
 {
     struct ddp_layout_node nodes[3];
     for (int i = 0; i < 3; i++)
-        nodes[i] = (struct ddp_layout_node){ true, nproc[i], "h" };
+        nodes[i] = (struct ddp_layout_node){true, nproc[i], "h"};
     struct ddp_layout_assign as[3];
     int world;
     cr_assert_eq(ddp_layout_nodes(3, nodes, false, 1, as, &world), 3);
@@ -177,7 +186,7 @@ static void start_attempt(struct rec *r, int attempt, const int *nproc)
 static void server_script(struct rec *r, const struct ddp_coord_event *ev)
 {
     if (ev->kind == DDP_COORD_JOINED && ddp_coord_joined(r->c) == 2) {
-        int nproc[3] = { 2, 2, 2 };
+        int nproc[3] = {2, 2, 2};
         start_attempt(r, 0, nproc);
     }
     if (ev->kind != DDP_COORD_REPORT)
@@ -192,7 +201,7 @@ static void server_script(struct rec *r, const struct ddp_coord_event *ev)
         return;
     if (round0.attempt == 0) {
         decided_after_attempt0_failed_node = round0.failed_node;
-        int nproc[3] = { 2, 1, 1 };
+        int nproc[3] = {2, 1, 1};
         start_attempt(r, 1, nproc);
     } else {
         cr_expect_eq(round0.failed_node, -1);
@@ -508,8 +517,7 @@ static void node_loss(int how_nnodes, long long min_ms, long long max_ms, const 
     cr_expect_eq(lost->node, 1);
     cr_expect(strstr(lost->reason, why), "%s", lost->reason);
     long long took = w.server.at[w.server.n - 1] - stopped_at;
-    cr_expect(took >= min_ms && took <= max_ms, "noticed after %lld ms, expected %lld..%lld", took, min_ms,
-              max_ms);
+    cr_expect(took >= min_ms && took <= max_ms, "noticed after %lld ms, expected %lld..%lld", took, min_ms, max_ms);
 }
 
 Test(coord, a_dead_agent_is_noticed_at_once)
@@ -555,7 +563,7 @@ static void late_server(uv_timer_t *t)
 {
     struct world *w = t->data;
     struct ddp_coord_config cfg = config(0, 2, w->nnodes);
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_coord_start(&w->loop, &cfg, record, &w->server, &w->server.c, &err), 0, "%s", err.msg);
     uv_close((uv_handle_t *)t, NULL);
 }
@@ -618,7 +626,7 @@ Test(coord, bad_config)
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct ddp_coord *c;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     struct ddp_coord_config cfg = config(1, 2, 1234);
     cfg.secret = "short";
     cr_expect_eq(ddp_coord_start(&loop, &cfg, record, NULL, &c, &err), -EINVAL);
@@ -632,7 +640,7 @@ Test(coord, bad_config)
     cr_expect_lt(ddp_coord_start(&loop, &cfg, record, NULL, &c, &err), 0);
     cr_expect(strstr(err.msg, "cannot resolve 'no-such-host.invalid'"), "%s", err.msg);
     /* Two node 0s on one port: the second one says so. */
-    struct rec r = { 0 };
+    struct rec r = {0};
     cfg = config(0, 2, 0);
     cr_assert_eq(ddp_coord_start(&loop, &cfg, record, &r, &r.c, &err), 0, "%s", err.msg);
     cfg.port = ddp_coord_port(r.c);
@@ -732,7 +740,7 @@ static void mitm_accept(uv_stream_t *s, int status)
 
 static void mitm_server(struct rec *r, const struct ddp_coord_event *ev)
 {
-    struct ddp_layout_assign as[2] = { { 3, 0, 0 }, { 3, 3, 1 } };
+    struct ddp_layout_assign as[2] = {{3, 0, 0}, {3, 3, 1}};
     if (ev->kind == DDP_COORD_JOINED)
         ddp_coord_send_start(r->c, 0, 6, 2, 29500, as);
 }
@@ -850,7 +858,7 @@ Test(coord, ipv6_loopback)
     world_init(&w, 2, 3000);
     struct ddp_coord_config cfg = config(0, 2, 0);
     cfg.addr = "::1";
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     int rc = ddp_coord_start(&w.loop, &cfg, record, &w.server, &w.server.c, &err);
     if (rc == -EADDRNOTAVAIL || rc == -EAFNOSUPPORT) {
         close_all(&w);
@@ -942,7 +950,7 @@ Test(coord, a_silent_connection_is_closed_at_the_handshake_deadline)
     world_init(&w, 2, 5000);
     struct ddp_coord_config cfg = config(0, 2, 0);
     cfg.handshake_ms = 300;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_coord_start(&w.loop, &cfg, record, &w.server, &w.server.c, &err), 0, "%s", err.msg);
     uv_tcp_t idle;
     uv_connect_t req;

@@ -13,8 +13,8 @@
 
 #include "check_expect.h"
 #include "doctor.h"
-#include "topo.h"
 #include "scratch.h"
+#include "topo.h"
 
 /* ---- helpers ---- */
 
@@ -59,8 +59,7 @@ static void g4dn_run(struct g4dn *g, int nproc, const char *select)
     memset(g, 0, sizeof *g);
     ddp_spec_init(&g->spec);
     if (select)
-        cr_assert_eq(ddp_spec_set(&g->spec, "gpus", "select", select, DDP_ORIGIN_CLI, "--set", &err), 0, "%s",
-                     err.msg);
+        cr_assert_eq(ddp_spec_set(&g->spec, "gpus", "select", select, DDP_ORIGIN_CLI, "--set", &err), 0, "%s", err.msg);
     cr_assert_eq(ddp_topo_load(path, &g->topo, &err), 0, "%s", err.msg);
     free(path);
     snprintf(g->lock_env, sizeof g->lock_env, "DDPLAUNCH_LOCK_DIR=%s/locks", base);
@@ -138,8 +137,8 @@ Test(doctor, too_many_gpus_fails)
 
 Test(doctor, gpus_other_jobs_hold_are_left_out_of_the_pick)
 {
-    static const char *const held[8] = {[0] = "job 'bert' (pid 4242, user alice)",
-                                        [1] = "job 'bert' (pid 4242, user alice)"};
+    static const char *const held[8] = {
+        [0] = "job 'bert' (pid 4242, user alice)", [1] = "job 'bert' (pid 4242, user alice)"};
     struct g4dn g;
 
     g4dn_holders = held;
@@ -203,9 +202,9 @@ Test(doctor, state_dirs)
 
 Test(doctor, live_machine_runs_every_check_quickly)
 {
-    static const char *const checks[] = {"gpus", "numa", "gpu-busy", "leases", "driver", "devices", "nccl-lib",
-                                         "nccl-env", "master-port", "master-addr", "nccl-ifname", "gloo-ifname",
-                                         "cpus", "nofile", "state-dir"};
+    static const char *const checks[] = {"gpus",        "numa",        "gpu-busy", "leases",      "driver",
+                                         "devices",     "nccl-lib",    "nccl-env", "master-port", "master-addr",
+                                         "nccl-ifname", "gloo-ifname", "cpus",     "nofile",      "state-dir"};
     struct ddp_spec spec;
     struct ddp_plan_ctx ctx = {0};
     struct ddp_check_report r = {0};

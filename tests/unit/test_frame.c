@@ -9,15 +9,15 @@
 
 Test(frame, split_waits_for_whole_frames_and_refuses_oversized)
 {
-    uint8_t buf[16] = { 0, 0, 0, 3, 'a', 'b', 'c', 0, 0 };
+    uint8_t buf[16] = {0, 0, 0, 3, 'a', 'b', 'c', 0, 0};
     size_t blen = 99;
     cr_expect_eq(ddp_frame_split(buf, 3, &blen), 0);
     cr_expect_eq(ddp_frame_split(buf, 6, &blen), 0);
     cr_expect_eq(ddp_frame_split(buf, 7, &blen), 7);
     cr_expect_eq(blen, 3);
-    uint8_t big[4] = { 0, 0, 0x10, 0x01 }; /* 4097 */
+    uint8_t big[4] = {0, 0, 0x10, 0x01}; /* 4097 */
     cr_expect_eq(ddp_frame_split(big, 4, &blen), -EMSGSIZE);
-    uint8_t huge[4] = { 0xff, 0xff, 0xff, 0xff };
+    uint8_t huge[4] = {0xff, 0xff, 0xff, 0xff};
     cr_expect_eq(ddp_frame_split(huge, 4, &blen), -EMSGSIZE);
 }
 
@@ -42,9 +42,9 @@ Test(frame, sealed_frames_open_only_as_sent)
     /* plain frames: control bytes are refused */
     n = ddp_frame_seal(NULL, 'S', 0, "DDPC2 HELLO x", out, sizeof out);
     cr_expect_eq(n, 4 + 13);
-    const uint8_t nul[] = { 'a', 0, 'b' };
+    const uint8_t nul[] = {'a', 0, 'b'};
     cr_expect_eq(ddp_frame_open(NULL, 'S', 0, nul, 3, text, sizeof text), -EBADMSG);
-    const uint8_t nl[] = { 'a', '\n' };
+    const uint8_t nl[] = {'a', '\n'};
     cr_expect_eq(ddp_frame_open(NULL, 'S', 0, nl, 2, text, sizeof text), -EBADMSG);
     char big[DDP_FRAME_MAX_BODY + 2];
     memset(big, 'x', sizeof big - 1);
@@ -55,8 +55,8 @@ Test(frame, sealed_frames_open_only_as_sent)
 Test(frame, parse_messages)
 {
     struct ddp_frame_msg m;
-    const char *h = "0123456789abcdef0123456789abcdef", *mac =
-        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    const char *h = "0123456789abcdef0123456789abcdef",
+               *mac = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
     char t[300];
     snprintf(t, sizeof t, "DDPC2 JOIN -1 4 node-b.example %s %s", h, mac);
     cr_assert_eq(ddp_frame_parse(t, true, &m), 0);
@@ -77,10 +77,23 @@ Test(frame, parse_messages)
     cr_assert_eq(ddp_frame_parse("REPORT 1 124 timeout", false, &m), 0);
     cr_expect_eq(m.status, 124);
     const char *bad[] = {
-        "", "PING ", "PING x", "START 0 6 3 29500 2 0", "START 0 6 3 29500 2 0 0 9", "START 0 6 3 70000 2 0 0",
-        "START 0 6 3 29500 2 5 0" /* ranks 5-6 of 6 */, "START 0 6 3 29500 2 0 3" /* group rank 3 of 3 */,
-        "START 99999999999 6 3 29500 2 0 0", "START 00 6 3 29500 2 0 0", "START -0 6 3 29500 2 0 0",
-        "EXIT 256", "EXIT -1", "EXIT 0 x", "REPORT 1", "HELLO", "DDPC1 HELLO 0123456789abcdef0123456789abcdef",
+        "",
+        "PING ",
+        "PING x",
+        "START 0 6 3 29500 2 0",
+        "START 0 6 3 29500 2 0 0 9",
+        "START 0 6 3 70000 2 0 0",
+        "START 0 6 3 29500 2 5 0" /* ranks 5-6 of 6 */,
+        "START 0 6 3 29500 2 0 3" /* group rank 3 of 3 */,
+        "START 99999999999 6 3 29500 2 0 0",
+        "START 00 6 3 29500 2 0 0",
+        "START -0 6 3 29500 2 0 0",
+        "EXIT 256",
+        "EXIT -1",
+        "EXIT 0 x",
+        "REPORT 1",
+        "HELLO",
+        "DDPC1 HELLO 0123456789abcdef0123456789abcdef",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         bool hs = strncmp(bad[i], "DDPC", 4) == 0;

@@ -49,15 +49,14 @@ Test(hang, check_init_then_stall_then_silence)
     cr_expect_eq(c.nstalled, 0);
 }
 
-static const char dump_outside[] =
-    "Fatal Python error: Aborted\n\n"
-    "Thread 0x00007f8bb37616c0 (most recent call first):\n"
-    "  File \"/usr/lib/python3.11/threading.py\", line 324 in wait\n"
-    "  File \"/usr/lib/python3.11/threading.py\", line 995 in _bootstrap\n\n"
-    "Current thread 0x00007f8bb3a1c040 (most recent call first):\n"
-    "  File \"/work/train.py\", line 18 in load_batch\n"
-    "  File \"/work/train.py\", line 30 in <module>\n\n"
-    "Extension modules: torch._C, numpy (total: 2)\n";
+static const char dump_outside[] = "Fatal Python error: Aborted\n\n"
+                                   "Thread 0x00007f8bb37616c0 (most recent call first):\n"
+                                   "  File \"/usr/lib/python3.11/threading.py\", line 324 in wait\n"
+                                   "  File \"/usr/lib/python3.11/threading.py\", line 995 in _bootstrap\n\n"
+                                   "Current thread 0x00007f8bb3a1c040 (most recent call first):\n"
+                                   "  File \"/work/train.py\", line 18 in load_batch\n"
+                                   "  File \"/work/train.py\", line 30 in <module>\n\n"
+                                   "Extension modules: torch._C, numpy (total: 2)\n";
 
 static const char dump_waiting[] =
     "Fatal Python error: Aborted\n\n"
@@ -99,7 +98,8 @@ Test(hang, parse_faulthandler_and_traceback)
                       "Current thread 0x1 (most recent call first):\n  Garbage-collecting\n  <no Python frame>\n";
     ddp_hang_parse_stack(cut, strlen(cut), &v);
     cr_expect_eq(v.nframes, 0);
-    ddp_hang_parse_stack(traceback_waiting, (size_t)(strstr(traceback_waiting, "RuntimeError") - traceback_waiting), &v);
+    ddp_hang_parse_stack(traceback_waiting, (size_t)(strstr(traceback_waiting, "RuntimeError") - traceback_waiting),
+                         &v);
     cr_expect_eq(v.nframes, 0, "no exception line yet");
     ddp_hang_parse_stack("", 0, &v);
     cr_expect_eq(v.nframes, 0);
@@ -120,7 +120,8 @@ Test(hang, culprit_outside_the_collective)
 {
     struct ddp_hang_view w = view("all_reduce", "t.py:33 in <module>"), o = view("", "t.py:18 in load_batch");
     struct ddp_hang_input in[4] = {{0, &w, true, false, 0, NULL},
-                                   {1, &w, false, true, 0, NULL}, {2, &o, false, true, 0, NULL},
+                                   {1, &w, false, true, 0, NULL},
+                                   {2, &o, false, true, 0, NULL},
                                    {3, &w, false, true, 0, NULL}};
     bool c[4];
     struct ddp_hang_verdict v;
@@ -140,8 +141,8 @@ Test(hang, culprit_outside_the_collective)
 Test(hang, culprit_in_another_collective_and_ties)
 {
     struct ddp_hang_view w = view("all_reduce", "t.py:33 in <module>"), b = view("broadcast", "t.py:31 in <module>");
-    struct ddp_hang_input in[3] = {{0, &w, true, true, 0, NULL},
-                                   {1, &b, true, true, 0, NULL}, {2, &w, true, true, 0, NULL}};
+    struct ddp_hang_input in[3] = {
+        {0, &w, true, true, 0, NULL}, {1, &b, true, true, 0, NULL}, {2, &w, true, true, 0, NULL}};
     bool c[4];
     struct ddp_hang_verdict v;
     ddp_hang_decide(in, 3, c, &v);
@@ -159,8 +160,10 @@ Test(hang, culprit_in_another_collective_and_ties)
                             "is wrong, so no culprit is named (the rank whose program took the other branch is; "
                             "compare the stacks)");
     /* 2 against 2: no strict majority either */
-    struct ddp_hang_input four[4] = {{0, &w, true, true, 0, NULL}, {1, &b, true, true, 0, NULL},
-                                     {2, &w, true, true, 0, NULL}, {3, &b, true, true, 0, NULL}};
+    struct ddp_hang_input four[4] = {{0, &w, true, true, 0, NULL},
+                                     {1, &b, true, true, 0, NULL},
+                                     {2, &w, true, true, 0, NULL},
+                                     {3, &b, true, true, 0, NULL}};
     ddp_hang_decide(four, 4, c, &v);
     cr_expect(v.mismatch && !c[0] && !c[1] && !c[2] && !c[3]);
 }
@@ -216,8 +219,8 @@ Test(hang, sequence_numbers_and_reports_without_stacks)
     bool c[3];
     struct ddp_hang_verdict v;
     /* rank 1 lags: it waits in #3 while the others are at #4 */
-    struct ddp_hang_input lag[3] = {{0, NULL, true, true, 0, &a4}, {1, NULL, true, true, 0, &a3},
-                                    {2, NULL, true, true, 0, &a4}};
+    struct ddp_hang_input lag[3] = {
+        {0, NULL, true, true, 0, &a4}, {1, NULL, true, true, 0, &a3}, {2, NULL, true, true, 0, &a4}};
     ddp_hang_decide(lag, 3, c, &v);
     cr_expect(c[1] && !c[0] && !c[2]);
     cr_expect_eq(v.confidence, DDP_HANG_HIGH);
@@ -263,8 +266,8 @@ static void real_kind(const char *kind, struct ddp_hang_view views[2], struct dd
             p += n + 1;
         }
         ddp_hang_parse_stack(text, len, &views[r]);
-        in[r] = (struct ddp_hang_input){r, views[r].nframes ? &views[r] : NULL, tmo[r].waiting, true, 0,
-                                        tmo[r].waiting ? &tmo[r] : NULL};
+        in[r] = (struct ddp_hang_input){r, views[r].nframes ? &views[r] : NULL, tmo[r].waiting, true,
+                                        0, tmo[r].waiting ? &tmo[r] : NULL};
     }
 }
 
@@ -312,14 +315,14 @@ Test(hang, no_stack_no_collective_and_everyone)
     bool c[3];
     struct ddp_hang_verdict v;
     /* everyone with a stack waits: the one without a stack is suspected */
-    struct ddp_hang_input a[3] = {{0, &w, false, true, 0, NULL},
-                                  {1, NULL, false, true, 0, NULL}, {2, &w, false, true, 0, NULL}};
+    struct ddp_hang_input a[3] = {
+        {0, &w, false, true, 0, NULL}, {1, NULL, false, true, 0, NULL}, {2, &w, false, true, 0, NULL}};
     ddp_hang_decide(a, 3, c, &v);
     cr_expect_eq(v.confidence, DDP_HANG_LOW);
     cr_expect(c[1] && !c[0] && !c[2]);
     /* no collective anywhere: the rank without progress longest, when it clearly lags */
-    struct ddp_hang_input b[3] = {{0, &o, false, true, 9000, NULL},
-                                  {1, &o, false, true, 2000, NULL}, {2, &o, false, true, 8500, NULL}};
+    struct ddp_hang_input b[3] = {
+        {0, &o, false, true, 9000, NULL}, {1, &o, false, true, 2000, NULL}, {2, &o, false, true, 8500, NULL}};
     ddp_hang_decide(b, 3, c, &v);
     cr_expect_eq(v.confidence, DDP_HANG_LOW);
     cr_expect(c[1] && !c[0] && !c[2]);

@@ -9,12 +9,12 @@
 /* Expand expr and return the hosts joined by spaces (caller frees), asserting success. */
 static char *expand_joined(const char *expr)
 {
-    struct ddp_strv hosts = { 0 };
-    struct ddp_err err = { 0 };
+    struct ddp_strv hosts = {0};
+    struct ddp_err err = {0};
     int rc = ddp_hostlist_expand(expr, &hosts, &err);
     cr_assert_geq(rc, 1, "expand '%s' failed: %d %s", expr, rc, err.msg);
     cr_assert_eq((size_t)rc, hosts.n);
-    struct ddp_buf b = { 0 };
+    struct ddp_buf b = {0};
     for (size_t i = 0; i < hosts.n; i++) {
         if (i)
             ddp_buf_puts(&b, " ");
@@ -33,7 +33,7 @@ static void check_expand(const char *expr, const char *want)
 
 static int expand_err(const char *expr, struct ddp_err *err)
 {
-    struct ddp_strv hosts = { 0 };
+    struct ddp_strv hosts = {0};
     ddp_strv_push(&hosts, "keep");
     int rc = ddp_hostlist_expand(expr, &hosts, err);
     cr_expect_lt(rc, 0, "expand '%s' should fail", expr);
@@ -81,9 +81,9 @@ Test(hostlist, duplicates_are_kept_in_order)
 
 Test(hostlist, appends_to_out)
 {
-    struct ddp_strv hosts = { 0 };
+    struct ddp_strv hosts = {0};
     ddp_strv_push(&hosts, "first");
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_hostlist_expand("n[1-2]", &hosts, &err), 2);
     cr_assert_eq(hosts.n, 3);
     cr_expect_str_eq(hosts.v[0], "first");
@@ -94,7 +94,7 @@ Test(hostlist, appends_to_out)
 
 Test(hostlist, malformed_input_is_an_error_with_column)
 {
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_expect_eq(expand_err("n[1-2", &err), -EINVAL);
     cr_expect(strstr(err.msg, "without a matching ']'"), "%s", err.msg);
     cr_expect(strstr(err.msg, "column 2"), "%s", err.msg);
@@ -125,15 +125,14 @@ Test(hostlist, malformed_input_is_an_error_with_column)
 
 Test(hostlist, huge_expansions_are_refused_fast)
 {
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     long long t0 = ddp_now_ms();
     cr_expect_eq(expand_err("n[0-999999999999999999]", &err), -E2BIG);
     cr_expect(strstr(err.msg, "more than 65536 hosts"), "%s", err.msg);
     cr_expect_eq(expand_err("n[0-999]m[0-999]", &err), -E2BIG);
-    cr_expect_eq(expand_err("a[0-999999999999999999]b[0-999999999999999999]c[0-999999999999999999]", &err),
-                 -E2BIG);
+    cr_expect_eq(expand_err("a[0-999999999999999999]b[0-999999999999999999]c[0-999999999999999999]", &err), -E2BIG);
     /* Within one token the limit is exact... */
-    struct ddp_strv hosts = { 0 };
+    struct ddp_strv hosts = {0};
     cr_expect_eq(ddp_hostlist_expand("n[1-65536]", &hosts, &err), 65536, "%s", err.msg);
     cr_expect_str_eq(hosts.v[65535], "n65536");
     ddp_strv_clear(&hosts);
@@ -145,7 +144,7 @@ Test(hostlist, huge_expansions_are_refused_fast)
 
 Test(hostlist, long_names_are_refused)
 {
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     char name[300];
     memset(name, 'a', sizeof name);
     name[255] = '\0';

@@ -7,7 +7,7 @@
 
 Test(layout, over_the_nodes_that_are_up)
 {
-    struct ddp_layout_node n[4] = { { true, 4, "a" }, { true, 2, "b" }, { false, 4, "c" }, { true, 4, "d" } };
+    struct ddp_layout_node n[4] = {{true, 4, "a"}, {true, 2, "b"}, {false, 4, "c"}, {true, 4, "d"}};
     struct ddp_layout_assign as[4];
     int world = -1;
     cr_assert_eq(ddp_layout_nodes(4, n, false, 2, as, &world), 3);
@@ -26,7 +26,7 @@ Test(layout, over_the_nodes_that_are_up)
 Test(layout, mixed_counts_in_host_order)
 {
     /* joined in the order c, a, b; node 0 (the serving agent, on host z) runs 8, a 4, b 8, c 2 */
-    struct ddp_layout_node n[4] = { { true, 8, "z" }, { true, 2, "c" }, { true, 4, "a" }, { true, 8, "b" } };
+    struct ddp_layout_node n[4] = {{true, 8, "z"}, {true, 2, "c"}, {true, 4, "a"}, {true, 8, "b"}};
     struct ddp_layout_assign as[4];
     int world = -1;
     cr_assert_eq(ddp_layout_nodes(4, n, true, 1, as, &world), 4);
@@ -41,7 +41,7 @@ Test(layout, mixed_counts_in_host_order)
     cr_expect_eq(as[1].rank_base, 20);
     cr_expect_eq(as[1].nproc, 2);
     /* the same hosts in another join order get the same ranks */
-    struct ddp_layout_node m[4] = { { true, 8, "z" }, { true, 8, "b" }, { true, 4, "a" }, { true, 2, "c" } };
+    struct ddp_layout_node m[4] = {{true, 8, "z"}, {true, 8, "b"}, {true, 4, "a"}, {true, 2, "c"}};
     struct ddp_layout_assign bs[4];
     cr_assert_eq(ddp_layout_nodes(4, m, true, 1, bs, &world), 4);
     cr_expect_eq(bs[3].rank_base, 20); /* c */
@@ -58,8 +58,8 @@ Test(layout, scale_keeps_each_nodes_share)
 
 Test(layout, round_takes_the_first_failure_once)
 {
-    struct ddp_layout_round r = { 0 };
-    struct ddp_layout_assign as[3] = { { 1, 0, 0 }, { 1, 1, 1 }, { 0, 0, 0 } };
+    struct ddp_layout_round r = {0};
+    struct ddp_layout_assign as[3] = {{1, 0, 0}, {1, 1, 1}, {0, 0, 0}};
     ddp_layout_round_begin(&r, 3, 5, as);
     cr_expect_not(ddp_layout_round_done(&r));
     cr_expect_not(ddp_layout_round_end(&r, 4, 1, 1, "old attempt"), "another attempt's report is ignored");

@@ -239,8 +239,7 @@ Test(lease, four_jobs_get_disjoint_pairs_fifth_fails_or_waits)
     struct ddp_lease *l;
     struct ddp_strv chosen = {0};
     long long t0 = ddp_now_ms();
-    cr_expect_eq(ddp_lease_acquire(lockdir, gpus8, 8, choose_first_free, &pk, "fifth", 0, &l, &chosen, &err),
-                 -EBUSY);
+    cr_expect_eq(ddp_lease_acquire(lockdir, gpus8, 8, choose_first_free, &pk, "fifth", 0, &l, &chosen, &err), -EBUSY);
     cr_expect_lt(ddp_now_ms() - t0, 500);
     cr_expect(strstr(err.msg, "2 GPUs asked for, 0 usable") && strstr(err.msg, "job 'job0'") &&
                   strstr(err.msg, "job 'job3'") && strstr(err.msg, "lease_wait"),
@@ -276,8 +275,7 @@ Test(lease, too_many_gpus_fails_at_once_without_waiting)
     struct ddp_strv chosen = {0};
     struct ddp_err err = {0};
     long long t0 = ddp_now_ms();
-    cr_expect_eq(ddp_lease_acquire(lockdir, gpus8, 8, choose_first_free, &pk, "big", 5000, &l, &chosen, &err),
-                 -ENODEV);
+    cr_expect_eq(ddp_lease_acquire(lockdir, gpus8, 8, choose_first_free, &pk, "big", 5000, &l, &chosen, &err), -ENODEV);
     cr_expect_lt(ddp_now_ms() - t0, 500);
     cr_expect_eq(pk.calls, 1);
 }

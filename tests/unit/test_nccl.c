@@ -129,8 +129,8 @@ Test(nccl, interface_lists)
     const char *good[] = {"eth0", "eth", "^docker,lo", "=eth0", "=eth0,eth1", "^=docker0", "ib"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         cr_expect_eq(one(&f, "NCCL_SOCKET_IFNAME", good[i]), 0, "%s: %s", good[i], f.err.msg);
-    const char *bad[] = {"", "^", "=", "eth0,,eth1", "eth0,", "eth 0", "eth0=", "eth0;eth1", "eth0:1",
-                         "averyveryverylongname0"};
+    const char *bad[] = {"",      "^",     "=",         "eth0,,eth1", "eth0,",
+                         "eth 0", "eth0=", "eth0;eth1", "eth0:1",     "averyveryverylongname0"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         cr_expect_eq(one(&f, "NCCL_SOCKET_IFNAME", bad[i]), -EINVAL, "'%s' accepted", bad[i]);
     cr_expect_eq(one(&f, "NCCL_IB_HCA", "mlx5_0:1,mlx5_1:1"), 0, "%s", f.err.msg);

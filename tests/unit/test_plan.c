@@ -11,7 +11,7 @@
 #include "plan.h"
 #include "topo.h"
 
-static char *base_env[] = { "PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "DATA=/data", NULL };
+static char *base_env[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "DATA=/data", NULL};
 
 struct fixture {
     struct ddp_spec spec;
@@ -22,11 +22,10 @@ struct fixture {
 
 static void setup_spec(struct fixture *f, const char *ini)
 {
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     memset(f, 0, sizeof *f);
     ddp_spec_init(&f->spec);
-    cr_assert_eq(ddp_spec_load_string(&f->spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s",
-                 err.msg);
+    cr_assert_eq(ddp_spec_load_string(&f->spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
     f->ctx.spec = &f->spec;
     f->ctx.base_env = base_env;
     f->ctx.hostname = "node7";
@@ -41,7 +40,7 @@ static void setup_spec(struct fixture *f, const char *ini)
 
 static void build(struct fixture *f, int attempt, int nproc)
 {
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     int rc = ddp_plan_build(&f->ctx, attempt, nproc, NULL, 0, &f->a, &err);
     cr_assert_eq(rc, 0, "ddp_plan_build: %s", err.msg);
     cr_assert_eq(f->a.nworkers, (size_t)nproc);
@@ -99,8 +98,8 @@ static void expect_sane_env(const struct ddp_worker *w)
         const char *eq = strchr(w->envp.v[i], '=');
         cr_assert_not_null(eq, "entry without '=': %s", w->envp.v[i]);
         for (size_t j = i + 1; j < w->envp.n; j++)
-            cr_expect(strncmp(w->envp.v[i], w->envp.v[j], (size_t)(eq - w->envp.v[i]) + 1) != 0,
-                      "rank %d: %.*s twice", w->rank, (int)(eq - w->envp.v[i]), w->envp.v[i]);
+            cr_expect(strncmp(w->envp.v[i], w->envp.v[j], (size_t)(eq - w->envp.v[i]) + 1) != 0, "rank %d: %.*s twice",
+                      w->rank, (int)(eq - w->envp.v[i]), w->envp.v[i]);
     }
     cr_expect_null(w->envp.v[w->envp.n]);
     expect_env(w, "PATH", "/usr/bin:/bin");
@@ -161,8 +160,8 @@ Test(plan_env, full_torchrun_set_for_each_rank_of_each_node)
 Test(plan_env, launcher_variables_are_replaced_not_duplicated)
 {
     /* A launcher started by another launcher (or a stale shell) has RANK etc. set: the worker gets ours. */
-    static char *env[] = { "RANK=99", "WORLD_SIZE=99", "MASTER_PORT=1", "LOCAL_RANK=7", "PATH=/usr/bin:/bin",
-                           "HOME=/home/u", NULL };
+    static char *env[] = {
+        "RANK=99", "WORLD_SIZE=99", "MASTER_PORT=1", "LOCAL_RANK=7", "PATH=/usr/bin:/bin", "HOME=/home/u", NULL};
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n");
     f.ctx.base_env = env;
@@ -180,8 +179,8 @@ Test(plan_env, launcher_variables_are_replaced_not_duplicated)
 
 Test(plan_env, defaults_do_not_override_inherited_values)
 {
-    static char *env[] = { "PATH=/usr/bin:/bin", "HOME=/home/u", "OMP_NUM_THREADS=8",
-                           "TORCH_NCCL_ASYNC_ERROR_HANDLING=0", NULL };
+    static char *env[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "OMP_NUM_THREADS=8",
+                          "TORCH_NCCL_ASYNC_ERROR_HANDLING=0", NULL};
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n");
     f.ctx.base_env = env;
@@ -205,7 +204,7 @@ Test(plan_env, omp_default_only_with_several_workers)
 
 Test(plan_env, explicit_settings_win_over_defaults_and_inherited)
 {
-    static char *env[] = { "PATH=/usr/bin:/bin", "HOME=/home/u", "OMP_NUM_THREADS=8", "NCCL_DEBUG=WARN", NULL };
+    static char *env[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "OMP_NUM_THREADS=8", "NCCL_DEBUG=WARN", NULL};
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n[nccl]\nNCCL_DEBUG = INFO\nTORCH_NCCL_ASYNC_ERROR_HANDLING = 3\n"
                    "[env]\nOMP_NUM_THREADS = 4\n");
@@ -255,7 +254,7 @@ Test(plan_env, expansion)
 Test(plan_env, expansion_errors_name_file_line_and_key)
 {
     struct fixture f;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     setup_spec(&f, "[job]\nscript = t.py\n[env]\nOK = 1\nBAD = ${NOPE}/x\n");
     cr_expect_eq(ddp_plan_build(&f.ctx, 0, 1, NULL, 0, &f.a, &err), -EINVAL);
     cr_expect_str_eq(err.msg, "job.ini:5: BAD: ${NOPE} is not set (write ${NOPE:-default} for a default)");
@@ -331,25 +330,25 @@ Test(plan_argv, script_module_program_command)
     struct fixture f;
     setup_spec(&f, "[job]\nscript = train.py\nargs = --lr 0.1 'a b'\n");
     build(&f, 0, 1);
-    const char *want1[] = { "/usr/bin/python3", "-u", "train.py", "--lr", "0.1", "a b", NULL };
+    const char *want1[] = {"/usr/bin/python3", "-u", "train.py", "--lr", "0.1", "a b", NULL};
     expect_argv(&f.a.workers[0], want1);
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nmodule = pkg.train\nargs = -x\n");
     build(&f, 0, 1);
-    const char *want2[] = { "/usr/bin/python3", "-u", "-m", "pkg.train", "-x", NULL };
+    const char *want2[] = {"/usr/bin/python3", "-u", "-m", "pkg.train", "-x", NULL};
     expect_argv(&f.a.workers[0], want2);
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nprogram = ./bin/train\nargs = --steps 3\n");
     build(&f, 0, 1);
-    const char *want3[] = { "./bin/train", "--steps", "3", NULL };
+    const char *want3[] = {"./bin/train", "--steps", "3", NULL};
     expect_argv(&f.a.workers[0], want3);
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\ncommand = torch_app \"--name=a b\" ';' '$HOME'\nargs = extra\n");
     build(&f, 0, 1);
-    const char *want4[] = { "torch_app", "--name=a b", ";", "$HOME", "extra", NULL };
+    const char *want4[] = {"torch_app", "--name=a b", ";", "$HOME", "extra", NULL};
     expect_argv(&f.a.workers[0], want4);
     teardown_fixture(&f);
 
@@ -357,7 +356,7 @@ Test(plan_argv, script_module_program_command)
     setup_spec(&f, "[job]\nscript = t.py\n");
     f.ctx.python = NULL;
     build(&f, 0, 1);
-    const char *want5[] = { "python3", "-u", "t.py", NULL };
+    const char *want5[] = {"python3", "-u", "t.py", NULL};
     expect_argv(&f.a.workers[0], want5);
     teardown_fixture(&f);
 }
@@ -377,7 +376,8 @@ Test(plan_out, prefixes)
 
     setup_spec(&f, "[job]\nscript = t.py\nrole = trainer\n");
     cr_assert_eq(ddp_spec_set(&f.spec, "job", "log_line_prefix", "${role_name}${local_rank}@${host} r=${rank} ${x} $",
-                              DDP_ORIGIN_CLI, "--set", NULL), 0);
+                              DDP_ORIGIN_CLI, "--set", NULL),
+                 0);
     build(&f, 0, 2);
     cr_expect_str_eq(f.a.workers[1].prefix, "trainer1@node7 r=1 ${x} $");
     teardown_fixture(&f);
@@ -393,8 +393,8 @@ Test(plan_out, local_ranks_filter_and_std)
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\nlocal_ranks_filter = 0,2\nredirects = 0:1,2:3\ntee = 2\n");
     build(&f, 0, 4);
-    bool want[] = { true, false, true, false };
-    int redir[] = { 1, 0, 3, 0 };
+    bool want[] = {true, false, true, false};
+    int redir[] = {1, 0, 3, 0};
     for (int lr = 0; lr < 4; lr++) {
         cr_expect_eq(f.a.workers[lr].console, want[lr], "local rank %d console", lr);
         cr_expect_eq(f.a.workers[lr].std_redirect, redir[lr], "local rank %d redirects", lr);
@@ -413,7 +413,7 @@ Test(plan_out, local_ranks_filter_and_std)
 Test(plan_out, bad_nproc)
 {
     struct fixture f;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     setup_spec(&f, "[job]\nscript = t.py\n");
     cr_expect_eq(ddp_plan_build(&f.ctx, 0, 0, NULL, 0, &f.a, &err), -EINVAL);
     teardown_fixture(&f);
@@ -426,7 +426,7 @@ static void load_topo(struct fixture *f, const char *name)
     const char *src = getenv("DDP_SRCDIR");
     cr_assert_not_null(src, "DDP_SRCDIR is not set (run through `make unit`)");
     char *path = ddp_xasprintf("%s/tests/fixtures/topo/%s", src, name);
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     int rc = ddp_topo_load(path, &f->topo, &err);
     free(path);
     cr_assert_eq(rc, 0, "%s", err.msg);
@@ -474,7 +474,7 @@ Test(plan_gpu, per_rank_each_worker_sees_only_its_gpu)
 
 Test(plan_gpu, inherited_cuda_visible_devices_limits_the_choice)
 {
-    static char *env[] = { "PATH=/usr/bin:/bin", "HOME=/home/u", "CUDA_VISIBLE_DEVICES=5,6,7", NULL };
+    static char *env[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "CUDA_VISIBLE_DEVICES=5,6,7", NULL};
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n");
     load_topo(&f, G4DN);
@@ -495,7 +495,7 @@ Test(plan_gpu, inherited_cuda_visible_devices_limits_the_choice)
 
 Test(plan_gpu, cpu_workers_see_no_gpu)
 {
-    static char *env[] = { "PATH=/usr/bin:/bin", "HOME=/home/u", "CUDA_VISIBLE_DEVICES=0,1", NULL };
+    static char *env[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "CUDA_VISIBLE_DEVICES=0,1", NULL};
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n[gpus]\nselect = none\n");
     load_topo(&f, G4DN);
@@ -521,11 +521,11 @@ Test(plan_gpu, cpu_workers_see_no_gpu)
 Test(plan_gpu, excluded_gpus_are_left_out_of_a_downsized_attempt)
 {
     struct fixture f;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     setup_spec(&f, "[job]\nscript = t.py\n");
     load_topo(&f, G4DN);
     f.ctx.nproc = 4;
-    int exclude[] = { 0, 1 };
+    int exclude[] = {0, 1};
     cr_assert_eq(ddp_plan_build(&f.ctx, 1, 2, exclude, 2, &f.a, &err), 0, "%s", err.msg);
     for (int lr = 0; lr < 2; lr++) {
         cr_expect(f.a.workers[lr].gpu != 0 && f.a.workers[lr].gpu != 1, "rank %d got excluded GPU %d", lr,
@@ -539,7 +539,7 @@ Test(plan_gpu, excluded_gpus_are_left_out_of_a_downsized_attempt)
 Test(plan_gpu, too_many_gpus_is_an_error)
 {
     struct fixture f;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     setup_spec(&f, "[job]\nscript = t.py\n");
     load_topo(&f, G4DN);
     cr_expect(ddp_plan_build(&f.ctx, 0, 9, NULL, 0, &f.a, &err) < 0);
@@ -663,9 +663,9 @@ Test(plan_console, virtual_local_rank_gives_local_rank_zero)
 
 Test(plan_console, interpreter_choice)
 {
-    char *with[] = { "PYTHON_EXEC=/opt/py/bin/python3", NULL };
-    char *empty[] = { "PYTHON_EXEC=", NULL };
-    char *none[] = { NULL };
+    char *with[] = {"PYTHON_EXEC=/opt/py/bin/python3", NULL};
+    char *empty[] = {"PYTHON_EXEC=", NULL};
+    char *none[] = {NULL};
     const char *why = NULL;
     cr_expect_str_eq(ddp_plan_python(with, "/venv/bin/python3", &why), "/opt/py/bin/python3");
     cr_expect_str_eq(why, "PYTHON_EXEC");

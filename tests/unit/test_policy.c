@@ -106,8 +106,8 @@ Test(policy, every_state_and_event)
                     c = &cells[i];
             cr_assert_not_null(c, "no expectation for (%s, %s)", ddp_pstate_name(st), ddp_pevent_name(e));
             struct ddp_paction a = ddp_policy_step(&p, &d);
-            cr_expect_eq(a.flags, c->flags, "(%s, %s): flags %#x, want %#x", ddp_pstate_name(st),
-                         ddp_pevent_name(e), a.flags, c->flags);
+            cr_expect_eq(a.flags, c->flags, "(%s, %s): flags %#x, want %#x", ddp_pstate_name(st), ddp_pevent_name(e),
+                         a.flags, c->flags);
             cr_expect_eq(p.state, c->to, "(%s, %s): state %s, want %s", ddp_pstate_name(st), ddp_pevent_name(e),
                          ddp_pstate_name(p.state), ddp_pstate_name(c->to));
             seen++;

@@ -51,8 +51,8 @@ static int listen_on(int port)
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr = {htonl(INADDR_LOOPBACK)}};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr = {htonl(INADDR_LOOPBACK)}};
     cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0, "bind %d: %s", port, strerror(errno));
     cr_assert_eq(listen(s, 4), 0);
     return s;
@@ -304,8 +304,7 @@ Test(port, range_exhausted_says_why)
     cr_expect_eq(ddp_port_reserve(&req, &b, &p, &err), -EBUSY);
     char want[64];
     snprintf(want, sizeof want, "in %d-%d", lo, lo + 1);
-    cr_expect(strstr(err.msg, want) && strstr(err.msg, "1 reserved by other ddplaunch jobs, 1 in use"), "%s",
-              err.msg);
+    cr_expect(strstr(err.msg, want) && strstr(err.msg, "1 reserved by other ddplaunch jobs, 1 in use"), "%s", err.msg);
     ddp_port_release(a);
     close(s);
 }
@@ -393,8 +392,12 @@ Test(port, slurm_port_of_other_nodes_matches_node0_reservation)
     /* node 0 ignores a narrow ephemeral range for Slurm jobs, so that all nodes agree */
     if (ddp_port_probe(other) < 0)
         cr_skip_test("port %d busy on this host", other);
-    struct ddp_port_req req = {.lock_dir = lockdir, .spec = ps, .slurm_job_id = 987654, .slurm_step_id = 2,
-                               .max_candidates = 1, .ephemeral_range = "20000 60999"};
+    struct ddp_port_req req = {.lock_dir = lockdir,
+                               .spec = ps,
+                               .slurm_job_id = 987654,
+                               .slurm_step_id = 2,
+                               .max_candidates = 1,
+                               .ephemeral_range = "20000 60999"};
     struct ddp_port_resv *r;
     int p;
     struct ddp_err err = {0};

@@ -72,8 +72,8 @@ Test(rdzv, decide)
 
 Test(rdzv, identity_binds_run_and_command)
 {
-    const char *a[] = { "train.py", "--lr", "1", NULL }, *b[] = { "train.py", "--lr", "2", NULL },
-               *c[] = { "train.py", "--lr1", NULL };
+    const char *a[] = {"train.py", "--lr", "1", NULL}, *b[] = {"train.py", "--lr", "2", NULL},
+               *c[] = {"train.py", "--lr1", NULL};
     char x[65], y[65], z[65];
     ddp_rdzv_identity("none", a, x);
     ddp_rdzv_identity("none", a, y);
@@ -82,7 +82,7 @@ Test(rdzv, identity_binds_run_and_command)
     cr_expect_str_neq(x, y, "another command");
     ddp_rdzv_identity("job-2", a, y);
     cr_expect_str_neq(x, y, "another rendezvous id");
-    const char *d[] = { "train.py", "--lr", NULL };
+    const char *d[] = {"train.py", "--lr", NULL};
     ddp_rdzv_identity("none", d, y);
     ddp_rdzv_identity("none", c, z);
     cr_expect_str_neq(y, z, "argument boundaries count");

@@ -74,10 +74,16 @@ Test(report, summary_root_cause_first_with_error_file)
     char *ef = write_tmp("{\"message\": {\"message\": \"ValueError: bad lr\", \"extraInfo\": {\"py_callstack\": "
                          "\"Traceback\\nValueError: bad lr\", \"timestamp\": \"1\"}}}");
     const char *tail[] = {"line one", "line two"};
-    struct ddp_report_entry root = {.rank = 2, .local_rank = 2, .host = "node7", .pid = 4242, .exit_code = 1,
-                                    .error_file = ef, .class_name = "exit-1", .hint = "read the traceback"};
-    struct ddp_report_entry other = {.rank = 3, .local_rank = 3, .host = "node7", .pid = 4243, .signo = SIGSEGV,
-                                     .tail = tail, .ntail = 2};
+    struct ddp_report_entry root = {.rank = 2,
+                                    .local_rank = 2,
+                                    .host = "node7",
+                                    .pid = 4242,
+                                    .exit_code = 1,
+                                    .error_file = ef,
+                                    .class_name = "exit-1",
+                                    .hint = "read the traceback"};
+    struct ddp_report_entry other = {
+        .rank = 3, .local_rank = 3, .host = "node7", .pid = 4243, .signo = SIGSEGV, .tail = tail, .ntail = 2};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -105,7 +111,8 @@ Test(report, escapes_decoded_as_timer_does)
     char *msg, *tb;
     long long ts;
     cr_assert_eq(ddp_report_parse_error_json(t, strlen(t), &msg, &tb, &ts), 0);
-    cr_expect_str_eq(msg, "a\xf0\x9f\x98\x80" "b/c");
+    cr_expect_str_eq(msg, "a\xf0\x9f\x98\x80"
+                          "b/c");
     cr_expect_null(tb);
     free(msg);
     t = "{\"message\": \"a\\u0000b\"}";

@@ -223,4 +223,3 @@ Test(rundir, paths_from_envp)
     cr_expect_str_eq(p, "/tmp");
     free(p);
 }
-

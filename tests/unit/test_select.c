@@ -1,13 +1,13 @@
 /* Unit tests for launcher/select (pure GPU choice) and ddp_place over real hwloc XML topologies
- * (tests/fixtures/topo, copied with provenance in MANIFEST.md) and our own (tests/fixtures/topo): same-NUMA choice, closest nodes,
- * tightest links, inherited CUDA_VISIBLE_DEVICES, Slurm lists, exclude, busy and leased GPUs, errors. */
+ * (tests/fixtures/topo, copied with provenance in MANIFEST.md) and our own (tests/fixtures/topo): same-NUMA choice,
+ * closest nodes, tightest links, inherited CUDA_VISIBLE_DEVICES, Slurm lists, exclude, busy and leased GPUs, errors. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "select.h"
 #include "place.h"
+#include "select.h"
 #include "topo.h"
 
 static char *fixture(const char *name)
@@ -472,10 +472,8 @@ static const struct ddp_sel_gpu synth_gpus[4] = {
     {3, "0000:e3:00.0", "GPU-dddd4444-0000", 1, -1, -1},
 };
 static const enum ddp_link synth_link[16] = {
-    DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_NV,
-    DDP_LINK_NV, DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV,
-    DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_SELF, DDP_LINK_NV,
-    DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_SELF,
+    DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV,   DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV,
+    DDP_LINK_NV,   DDP_LINK_NV, DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_NV,   DDP_LINK_NV, DDP_LINK_SELF,
 };
 static const int synth_nv[16] = {0, 18, 18, 18, 18, 0, 18, 18, 18, 18, 0, 18, 18, 18, 18, 0};
 static const int synth_os[2] = {0, 1};

@@ -9,45 +9,91 @@
 #include "slurm.h"
 
 /* sbatch -N2 --ntasks-per-node=2 --gres=gpu:2: the batch shell on n1. */
-static char *batch_env[] = {
-    "CUDA_VISIBLE_DEVICES=0,1", "GPU_DEVICE_ORDINAL=0,1", "SLURMD_NODENAME=n1", "SLURM_CPUS_ON_NODE=2",
-    "SLURM_GPUS_ON_NODE=2", "SLURM_GTIDS=0", "SLURM_JOBID=3", "SLURM_JOB_CPUS_PER_NODE=2(x2)",
-    "SLURM_JOB_GPUS=0,1", "SLURM_JOB_ID=3", "SLURM_JOB_NAME=job.sh", "SLURM_JOB_NODELIST=n[1-2]",
-    "SLURM_JOB_NUM_NODES=2", "SLURM_LOCALID=0", "SLURM_NNODES=2", "SLURM_NODEID=0", "SLURM_NODELIST=n[1-2]",
-    "SLURM_NPROCS=4", "SLURM_NTASKS=4", "SLURM_NTASKS_PER_NODE=2", "SLURM_PROCID=0",
-    "SLURM_TASKS_PER_NODE=2(x2)", "SLURM_TOPOLOGY_ADDR=n1", "PATH=/usr/bin", NULL
-};
+static char *batch_env[] = {"CUDA_VISIBLE_DEVICES=0,1",
+                            "GPU_DEVICE_ORDINAL=0,1",
+                            "SLURMD_NODENAME=n1",
+                            "SLURM_CPUS_ON_NODE=2",
+                            "SLURM_GPUS_ON_NODE=2",
+                            "SLURM_GTIDS=0",
+                            "SLURM_JOBID=3",
+                            "SLURM_JOB_CPUS_PER_NODE=2(x2)",
+                            "SLURM_JOB_GPUS=0,1",
+                            "SLURM_JOB_ID=3",
+                            "SLURM_JOB_NAME=job.sh",
+                            "SLURM_JOB_NODELIST=n[1-2]",
+                            "SLURM_JOB_NUM_NODES=2",
+                            "SLURM_LOCALID=0",
+                            "SLURM_NNODES=2",
+                            "SLURM_NODEID=0",
+                            "SLURM_NODELIST=n[1-2]",
+                            "SLURM_NPROCS=4",
+                            "SLURM_NTASKS=4",
+                            "SLURM_NTASKS_PER_NODE=2",
+                            "SLURM_PROCID=0",
+                            "SLURM_TASKS_PER_NODE=2(x2)",
+                            "SLURM_TOPOLOGY_ADDR=n1",
+                            "PATH=/usr/bin",
+                            NULL};
 
 /* srun -N2 --ntasks-per-node=1 in a 2-node job: the task on n2. */
-static char *step_env[] = {
-    "CUDA_VISIBLE_DEVICES=0,1", "SLURMD_NODENAME=n2", "SLURM_CPUS_ON_NODE=1", "SLURM_GTIDS=1", "SLURM_JOBID=2",
-    "SLURM_JOB_CPUS_PER_NODE=1(x2)", "SLURM_JOB_GPUS=0,1", "SLURM_JOB_ID=2", "SLURM_JOB_NODELIST=n[1-2]",
-    "SLURM_JOB_NUM_NODES=2", "SLURM_LOCALID=0", "SLURM_NNODES=2", "SLURM_NODEID=1", "SLURM_NODELIST=n[1-2]",
-    "SLURM_NPROCS=2", "SLURM_NTASKS=2", "SLURM_NTASKS_PER_NODE=1", "SLURM_PROCID=1", "SLURM_STEPID=0",
-    "SLURM_STEP_GPUS=0,1", "SLURM_STEP_ID=0", "SLURM_STEP_NODELIST=n[1-2]", "SLURM_STEP_NUM_NODES=2",
-    "SLURM_STEP_NUM_TASKS=2", "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_TASKS_PER_NODE=1(x2)", NULL
-};
+static char *step_env[] = {"CUDA_VISIBLE_DEVICES=0,1",
+                           "SLURMD_NODENAME=n2",
+                           "SLURM_CPUS_ON_NODE=1",
+                           "SLURM_GTIDS=1",
+                           "SLURM_JOBID=2",
+                           "SLURM_JOB_CPUS_PER_NODE=1(x2)",
+                           "SLURM_JOB_GPUS=0,1",
+                           "SLURM_JOB_ID=2",
+                           "SLURM_JOB_NODELIST=n[1-2]",
+                           "SLURM_JOB_NUM_NODES=2",
+                           "SLURM_LOCALID=0",
+                           "SLURM_NNODES=2",
+                           "SLURM_NODEID=1",
+                           "SLURM_NODELIST=n[1-2]",
+                           "SLURM_NPROCS=2",
+                           "SLURM_NTASKS=2",
+                           "SLURM_NTASKS_PER_NODE=1",
+                           "SLURM_PROCID=1",
+                           "SLURM_STEPID=0",
+                           "SLURM_STEP_GPUS=0,1",
+                           "SLURM_STEP_ID=0",
+                           "SLURM_STEP_NODELIST=n[1-2]",
+                           "SLURM_STEP_NUM_NODES=2",
+                           "SLURM_STEP_NUM_TASKS=2",
+                           "SLURM_STEP_TASKS_PER_NODE=1(x2)",
+                           "SLURM_TASKS_PER_NODE=1(x2)",
+                           NULL};
 
 /* srun -N1 -n1 -w n2 --gres=gpu:1 inside the 2-node job: SLURM_NODEID is relative to the step. */
-static char *sub_env[] = {
-    "CUDA_VISIBLE_DEVICES=0", "SLURMD_NODENAME=n2", "SLURM_GPUS_ON_NODE=1", "SLURM_JOB_GPUS=0,1",
-    "SLURM_JOB_ID=3", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_JOB_NUM_NODES=2", "SLURM_NNODES=1",
-    "SLURM_NODEID=0", "SLURM_PROCID=0", "SLURM_STEP_GPUS=0", "SLURM_STEP_ID=2", "SLURM_STEP_NODELIST=n2",
-    "SLURM_STEP_NUM_NODES=1", "SLURM_STEP_NUM_TASKS=1", NULL
-};
+static char *sub_env[] = {"CUDA_VISIBLE_DEVICES=0", "SLURMD_NODENAME=n2",
+                          "SLURM_GPUS_ON_NODE=1",   "SLURM_JOB_GPUS=0,1",
+                          "SLURM_JOB_ID=3",         "SLURM_JOB_NODELIST=n[1-2]",
+                          "SLURM_JOB_NUM_NODES=2",  "SLURM_NNODES=1",
+                          "SLURM_NODEID=0",         "SLURM_PROCID=0",
+                          "SLURM_STEP_GPUS=0",      "SLURM_STEP_ID=2",
+                          "SLURM_STEP_NODELIST=n2", "SLURM_STEP_NUM_NODES=1",
+                          "SLURM_STEP_NUM_TASKS=1", NULL};
 
 /* srun -N2 --ntasks-per-node=2 (or --ntasks-per-node=1 silently overridden by sbatch's SLURM_NTASKS=4). */
-static char *multi_env[] = {
-    "SLURMD_NODENAME=n2", "SLURM_JOB_ID=3", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_JOB_NUM_NODES=2",
-    "SLURM_LOCALID=1", "SLURM_NNODES=2", "SLURM_NODEID=1", "SLURM_PROCID=3", "SLURM_STEP_ID=1",
-    "SLURM_STEP_NODELIST=n[1-2]", "SLURM_STEP_NUM_NODES=2", "SLURM_STEP_NUM_TASKS=4",
-    "SLURM_STEP_TASKS_PER_NODE=2(x2)", NULL
-};
+static char *multi_env[] = {"SLURMD_NODENAME=n2",
+                            "SLURM_JOB_ID=3",
+                            "SLURM_JOB_NODELIST=n[1-2]",
+                            "SLURM_JOB_NUM_NODES=2",
+                            "SLURM_LOCALID=1",
+                            "SLURM_NNODES=2",
+                            "SLURM_NODEID=1",
+                            "SLURM_PROCID=3",
+                            "SLURM_STEP_ID=1",
+                            "SLURM_STEP_NODELIST=n[1-2]",
+                            "SLURM_STEP_NUM_NODES=2",
+                            "SLURM_STEP_NUM_TASKS=4",
+                            "SLURM_STEP_TASKS_PER_NODE=2(x2)",
+                            NULL};
 
 Test(slurm, batch_step_takes_no_ranks)
 {
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(batch_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
     cr_expect(s.active);
     cr_expect_not(s.is_step);
@@ -68,7 +114,7 @@ Test(slurm, batch_step_takes_no_ranks)
 Test(slurm, srun_step)
 {
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
     cr_expect(s.active);
     cr_expect(s.is_step);
@@ -90,7 +136,7 @@ Test(slurm, srun_step)
 Test(slurm, step_on_part_of_the_job)
 {
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(sub_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
     cr_expect_eq(s.nnodes, 1);
     cr_expect_eq(s.node_rank, 0);
@@ -103,7 +149,7 @@ Test(slurm, step_on_part_of_the_job)
 Test(slurm, several_tasks_per_node_is_an_error_saying_what_to_do)
 {
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(multi_env, DDP_AUTO, &s, &err), -EINVAL);
     cr_expect(strstr(err.msg, "runs 4 tasks on 2 nodes"), "%s", err.msg);
     cr_expect(strstr(err.msg, "srun --ntasks=2 --ntasks-per-node=1"), "%s", err.msg);
@@ -114,12 +160,12 @@ Test(slurm, several_tasks_per_node_is_an_error_saying_what_to_do)
 Test(slurm, enabled_switch)
 {
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(step_env, DDP_NO, &s, &err), 0);
     cr_expect_not(s.active);
     cr_expect_null(s.job_id);
     ddp_slurm_free(&s);
-    char *plain[] = { "PATH=/usr/bin", "HOME=/root", NULL };
+    char *plain[] = {"PATH=/usr/bin", "HOME=/root", NULL};
     cr_assert_eq(ddp_slurm_detect(plain, DDP_AUTO, &s, &err), 0);
     cr_expect_not(s.active);
     ddp_slurm_free(&s);
@@ -131,11 +177,18 @@ Test(slurm, enabled_switch)
 
 Test(slurm, constrained_devices_number_gpus_locally)
 {
-    char *env[] = { "SLURM_JOB_ID=9", "SLURM_JOB_NUM_NODES=1", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_NODES=1",
-                    "SLURM_STEP_NUM_TASKS=1", "SLURM_NODEID=0", "SLURM_STEP_NODELIST=gpu007",
-                    "SLURM_STEP_GPUS=4,6", "CUDA_VISIBLE_DEVICES=0,1", NULL };
+    char *env[] = {"SLURM_JOB_ID=9",
+                   "SLURM_JOB_NUM_NODES=1",
+                   "SLURM_STEP_ID=0",
+                   "SLURM_STEP_NUM_NODES=1",
+                   "SLURM_STEP_NUM_TASKS=1",
+                   "SLURM_NODEID=0",
+                   "SLURM_STEP_NODELIST=gpu007",
+                   "SLURM_STEP_GPUS=4,6",
+                   "CUDA_VISIBLE_DEVICES=0,1",
+                   NULL};
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
     cr_expect_str_eq(s.gpus, "4,6");
     cr_expect(s.gpus_local);
@@ -152,11 +205,17 @@ Test(slurm, constrained_devices_number_gpus_locally)
 
 Test(slurm, big_hostlists_and_bad_variables)
 {
-    char *env[] = { "SLURM_JOB_ID=77", "SLURM_JOB_NUM_NODES=9", "SLURM_STEP_ID=3", "SLURM_STEP_NUM_NODES=9",
-                    "SLURM_STEP_NUM_TASKS=9", "SLURM_NODEID=7", "SLURMD_NODENAME=rack2n01",
-                    "SLURM_STEP_NODELIST=gpu[001-004,010],rack[1-2]n[01-02]", NULL };
+    char *env[] = {"SLURM_JOB_ID=77",
+                   "SLURM_JOB_NUM_NODES=9",
+                   "SLURM_STEP_ID=3",
+                   "SLURM_STEP_NUM_NODES=9",
+                   "SLURM_STEP_NUM_TASKS=9",
+                   "SLURM_NODEID=7",
+                   "SLURMD_NODENAME=rack2n01",
+                   "SLURM_STEP_NODELIST=gpu[001-004,010],rack[1-2]n[01-02]",
+                   NULL};
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
     cr_expect_str_eq(s.master_addr, "gpu001");
     cr_expect_str_eq(s.hosts.v[8], "rack2n02");
@@ -183,7 +242,7 @@ Test(slurm, big_hostlists_and_bad_variables)
 Test(slurm, apply_fills_the_spec_below_env_and_cli)
 {
     struct ddp_slurm s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     struct ddp_spec spec;
     cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &s, &err), 0, "%s", err.msg);
     cr_expect_eq(s.job_id_num, 2);
@@ -215,7 +274,7 @@ Test(slurm, apply_fills_the_spec_below_env_and_cli)
 Test(slurm, port_is_the_one_node0_reserves)
 {
     struct ddp_slurm a, b;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     cr_assert_eq(ddp_slurm_detect(step_env, DDP_AUTO, &a, &err), 0, "%s", err.msg);
     cr_assert_eq(ddp_slurm_detect(sub_env, DDP_AUTO, &b, &err), 0, "%s", err.msg);
     int p = ddp_slurm_port(&a, 0, 0);
@@ -225,7 +284,7 @@ Test(slurm, port_is_the_one_node0_reserves)
     int q = ddp_slurm_port(&a, 40000, 40099);
     cr_expect(q >= 40000 && q <= 40099, "port %d", q);
     cr_expect_neq(ddp_slurm_port(&b, 0, 0), -EINVAL);
-    struct ddp_slurm none = { 0 };
+    struct ddp_slurm none = {0};
     cr_expect_eq(ddp_slurm_port(&none, 0, 0), -EINVAL);
     ddp_slurm_free(&a);
     ddp_slurm_free(&b);

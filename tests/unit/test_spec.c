@@ -48,106 +48,111 @@ struct bad_case {
 #define LONG191 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 "x"
 
 static const struct bad_case bad_load[] = {
-    { "unknown section (near miss)", "[jobs]\nname = x\n", "job.ini:1: unknown section [jobs] (did you mean [job]?)" },
-    { "unknown section (far)", "[job]\nscript = a.py\n\n[zzz]\n",
-      "job.ini:4: unknown section [zzz] (expected job, gpus, numa, restart, timeout, nccl, env or slurm)" },
-    { "unclosed section", "[job\nscript = a.py\n", "job.ini:1: expected ']' to close the section name" },
-    { "unknown key with did-you-mean", "[job]\nnproc_per_nod = 4\n",
-      "job.ini:2: unknown key 'nproc_per_nod' in [job] (did you mean 'nproc_per_node'?)" },
-    { "unknown key in another section", "[job]\nscript = a.py\n[restart]\nmax_restart = 2\n",
-      "job.ini:4: unknown key 'max_restart' in [restart] (did you mean 'max_restarts'?)" },
-    { "key in the wrong section", "[job]\nscript = a.py\n[gpus]\nnproc_per_node = 2\n",
-      "job.ini:4: unknown key 'nproc_per_node' in [gpus] (it belongs in [job])" },
-    { "unknown key, nothing close", "[numa]\nfrobnicate = 1\n", "job.ini:2: unknown key 'frobnicate' in [numa]" },
-    { "bad int", "[restart]\nmax_restarts = two\n",
-      "job.ini:2: restart.max_restarts: expected an integer from 0 to 1000000, got 'two'" },
-    { "int out of range", "[restart]\ndownsize_after = 0\n",
-      "job.ini:2: restart.downsize_after: expected an integer from 1 to 1000000, got '0'" },
-    { "bad nproc", "[job]\nnproc_per_node = four\n",
-      "job.ini:2: job.nproc_per_node: expected a number, gpu, cpu or auto, got 'four'" },
-    { "nproc near miss", "[job]\nnproc_per_node = gpus\n",
-      "job.ini:2: job.nproc_per_node: expected a number, gpu, cpu or auto, got 'gpus' (did you mean 'gpu'?)" },
-    { "zero nproc", "[job]\nnproc_per_node = 0\n",
-      "job.ini:2: job.nproc_per_node: expected a positive number of workers, gpu, cpu or auto, got '0'" },
-    { "negative count", "[restart]\nmax_restarts = -1\n",
-      "job.ini:2: restart.max_restarts: expected a non-negative integer, got '-1'" },
-    { "negative node rank", "[job]\nscript = a.py\nnode_rank = -3\n",
-      "job.ini:3: job.node_rank: expected a non-negative integer, got '-3'" },
-    { "negative nproc", "[job]\nnproc_per_node = -2\n",
-      "job.ini:2: job.nproc_per_node: expected a positive number of workers, gpu, cpu or auto, got '-2'" },
-    { "bad duration unit", "[restart]\nbackoff = 5x\n",
-      "job.ini:2: restart.backoff: unknown duration unit 'x' in '5x' (expected ms, s, m or h)" },
-    { "bad duration", "[timeout]\nstall = soon\n",
-      "job.ini:2: timeout.stall: expected a duration like 30s, 5m, 250ms or 1h, got 'soon'" },
-    { "MIN>MAX in nnodes", "[job]\nnnodes = 4:2\n", "job.ini:2: job.nnodes: expected MIN:MAX with MIN <= MAX, got '4:2'" },
-    { "zero nnodes", "[job]\nnnodes = 0\n",
-      "job.ini:2: job.nnodes: expected N or MIN:MAX with positive integers, got '0'" },
-    { "duplicate key", "[job]\nscript = a.py\nscript = b.py\n",
-      "job.ini:3: duplicate key 'script' in [job] (first set at line 2)" },
-    { "duplicate key across a repeated section", "[job]\nscript = a.py\n[gpus]\npolicy = pack\n[job]\nscript = b.py\n",
-      "job.ini:6: duplicate key 'script' in [job] (first set at line 2)" },
-    { "duplicate [nccl] variable", "[job]\nscript = a.py\n[nccl]\nNCCL_DEBUG = INFO\nNCCL_DEBUG = WARN\n",
-      "job.ini:5: duplicate key 'NCCL_DEBUG' in [nccl] (first set at line 4)" },
-    { "line too long", "[job]\nscript = a.py\n; " LONG191 "yyyyyy\n",
-      "job.ini:3: line too long (only 'key = value' lines may be longer than 198 characters; continue a long "
-      "command on indented lines)" },
-    { "non-UTF-8 byte", "[job]\nname = caf\xe9\n", "job.ini:2: invalid UTF-8 byte 0xe9 in column 11 (expected UTF-8 text)" },
-    { "overlong UTF-8", "[job]\nname = \xc0\xaf\n",
-      "job.ini:2: invalid UTF-8 byte 0xc0 in column 8 (expected UTF-8 text)" },
-    { "truncated UTF-8 at the end", "[job]\nname = \xe2\x82",
-      "job.ini:2: invalid UTF-8 byte 0xe2 in column 8 (expected UTF-8 text)" },
-    { "NUL byte", "[job]\nname = a\0b\n", "job.ini:2: NUL byte in the file (expected text)" },
-    { "empty file", "", "job.ini: empty job spec (expected at least [job] with command, script, module or program)" },
-    { "only comments", "; nothing\n# here\n\n",
-      "job.ini: empty job spec (expected at least [job] with command, script, module or program)" },
-    { "bad enum with did-you-mean", "[numa]\nbind = nod\n",
-      "job.ini:2: numa.bind: expected node, socket, exclusive, core-complex or none, got 'nod' (did you mean 'node'?)" },
-    { "bad enum, nothing close", "[gpus]\npolicy = random\n",
-      "job.ini:2: gpus.policy: expected same-numa, pack, spread or any, got 'random'" },
-    { "bad heartbeat", "[timeout]\nheartbeat = fil\n",
-      "job.ini:2: timeout.heartbeat: expected file, output or none, got 'fil' (did you mean 'file'?)" },
-    { "bad bool", "[job]\nscript = a.py\nstandalone = maybe\n", "job.ini:3: job.standalone: expected yes or no, got 'maybe'" },
-    { "bad tristate", "[slurm]\nenabled = sometimes\n", "job.ini:2: slurm.enabled: expected auto, yes or no, got 'sometimes'" },
-    { "unterminated quote in command", "[job]\ncommand = python3 \"oops\n",
-      "job.ini:2: job.command: unterminated quote in 'python3 \"oops'" },
-    { "unterminated single quote in args", "[job]\nscript = a.py\nargs = --name 'x y\n",
-      "job.ini:3: job.args: unterminated quote in '--name 'x y'" },
-    { "trailing backslash in command", "[job]\ncommand = a \\\n",
-      "job.ini:2: job.command: a backslash at the end of 'a \\' escapes nothing" },
-    { "[nccl] non-NCCL key", "[nccl]\nFOO = 1\n",
-      "job.ini:2: [nccl] takes preset or NCCL_*/TORCH_* variables, got 'FOO' (put other variables in [env])" },
-    { "bad [env] name", "[job]\nscript = a.py\n[env]\n1BAD = x\n", "job.ini:4: '1BAD' is not a valid environment variable name" },
-    { "key before any section", "name = x\n[job]\nscript = a.py\n",
-      "job.ini:1: key 'name' before any [section] (expected e.g. [job] first)" },
-    { "not key = value", "[job]\nscript\n", "job.ini:2: expected 'key = value', '[section]' or a comment" },
-    { "bad port", "[job]\nmaster_port = 70000\n",
-      "job.ini:2: job.master_port: expected a port from 1 to 65535, auto or auto:LO-HI, got '70000'" },
-    { "bad port range", "[job]\nmaster_port = auto:3000-2000\n",
-      "job.ini:2: job.master_port: expected auto:LO-HI with 1 <= LO <= HI <= 65535, got 'auto:3000-2000'" },
-    { "bad tee", "[job]\ntee = 4\n",
-      "job.ini:2: job.tee: expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got '4'" },
-    { "bad per-rank redirects", "[job]\nredirects = 0:1,1:9\n",
-      "job.ini:2: job.redirects: expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got "
-      "'0:1,1:9'" },
-    { "bad memory limit", "[gpus]\nmax_memory_used = 5X\n",
-      "job.ini:2: gpus.max_memory_used: expected a percentage like 10% or a size like 2GiB or 512MiB, got '5X'" },
-    { "memory percent over 100", "[gpus]\nmax_memory_used = 150%\n",
-      "job.ini:2: gpus.max_memory_used: expected a percentage like 10% or a size like 2GiB or 512MiB, got '150%'" },
-    { "bad downsize_to", "[restart]\ndownsize_to = quarter\n",
-      "job.ini:2: restart.downsize_to: expected half or a positive number of workers, got 'quarter'" },
-    { "continuation of a one-line key", "[job]\nscript = a.py\nrole = x\n  y\n",
-      "job.ini:4: indented line continues 'role', which takes one line (only command, args and lists may continue)" },
-    { "indented key under args", "[job]\nscript = t.py\nargs = --lr 1\n  nproc_per_node = 4\n",
-      "job.ini:4: indented key 'nproc_per_node' would continue the value of 'args' (write keys at the start of the "
-      "line; only continuation lines are indented)" },
-    { "indented keys", "[gpus]\n  select = 0,1\n  policy = pack\n",
-      "job.ini:3: indented key 'policy' would continue the value of 'select' (write keys at the start of the line; "
-      "only continuation lines are indented)" },
-    { "indented [env] variable", "[job]\nscript = t.py\n[env]\nA = 1\n\tB = 2\n",
-      "job.ini:5: indented key 'B' would continue the value of 'A' (write keys at the start of the line; only "
-      "continuation lines are indented)" },
-    { "bad quote on a continuation line", "[job]\ncommand = python3 t.py\n  --name \"x\n",
-      "job.ini:3: job.command: unterminated quote in 'python3 t.py --name \"x'" },
+    {"unknown section (near miss)", "[jobs]\nname = x\n", "job.ini:1: unknown section [jobs] (did you mean [job]?)"},
+    {"unknown section (far)", "[job]\nscript = a.py\n\n[zzz]\n",
+     "job.ini:4: unknown section [zzz] (expected job, gpus, numa, restart, timeout, nccl, env or slurm)"},
+    {"unclosed section", "[job\nscript = a.py\n", "job.ini:1: expected ']' to close the section name"},
+    {"unknown key with did-you-mean", "[job]\nnproc_per_nod = 4\n",
+     "job.ini:2: unknown key 'nproc_per_nod' in [job] (did you mean 'nproc_per_node'?)"},
+    {"unknown key in another section", "[job]\nscript = a.py\n[restart]\nmax_restart = 2\n",
+     "job.ini:4: unknown key 'max_restart' in [restart] (did you mean 'max_restarts'?)"},
+    {"key in the wrong section", "[job]\nscript = a.py\n[gpus]\nnproc_per_node = 2\n",
+     "job.ini:4: unknown key 'nproc_per_node' in [gpus] (it belongs in [job])"},
+    {"unknown key, nothing close", "[numa]\nfrobnicate = 1\n", "job.ini:2: unknown key 'frobnicate' in [numa]"},
+    {"bad int", "[restart]\nmax_restarts = two\n",
+     "job.ini:2: restart.max_restarts: expected an integer from 0 to 1000000, got 'two'"},
+    {"int out of range", "[restart]\ndownsize_after = 0\n",
+     "job.ini:2: restart.downsize_after: expected an integer from 1 to 1000000, got '0'"},
+    {"bad nproc", "[job]\nnproc_per_node = four\n",
+     "job.ini:2: job.nproc_per_node: expected a number, gpu, cpu or auto, got 'four'"},
+    {"nproc near miss", "[job]\nnproc_per_node = gpus\n",
+     "job.ini:2: job.nproc_per_node: expected a number, gpu, cpu or auto, got 'gpus' (did you mean 'gpu'?)"},
+    {"zero nproc", "[job]\nnproc_per_node = 0\n",
+     "job.ini:2: job.nproc_per_node: expected a positive number of workers, gpu, cpu or auto, got '0'"},
+    {"negative count", "[restart]\nmax_restarts = -1\n",
+     "job.ini:2: restart.max_restarts: expected a non-negative integer, got '-1'"},
+    {"negative node rank", "[job]\nscript = a.py\nnode_rank = -3\n",
+     "job.ini:3: job.node_rank: expected a non-negative integer, got '-3'"},
+    {"negative nproc", "[job]\nnproc_per_node = -2\n",
+     "job.ini:2: job.nproc_per_node: expected a positive number of workers, gpu, cpu or auto, got '-2'"},
+    {"bad duration unit", "[restart]\nbackoff = 5x\n",
+     "job.ini:2: restart.backoff: unknown duration unit 'x' in '5x' (expected ms, s, m or h)"},
+    {"bad duration", "[timeout]\nstall = soon\n",
+     "job.ini:2: timeout.stall: expected a duration like 30s, 5m, 250ms or 1h, got 'soon'"},
+    {"MIN>MAX in nnodes", "[job]\nnnodes = 4:2\n",
+     "job.ini:2: job.nnodes: expected MIN:MAX with MIN <= MAX, got '4:2'"},
+    {"zero nnodes", "[job]\nnnodes = 0\n",
+     "job.ini:2: job.nnodes: expected N or MIN:MAX with positive integers, got '0'"},
+    {"duplicate key", "[job]\nscript = a.py\nscript = b.py\n",
+     "job.ini:3: duplicate key 'script' in [job] (first set at line 2)"},
+    {"duplicate key across a repeated section", "[job]\nscript = a.py\n[gpus]\npolicy = pack\n[job]\nscript = b.py\n",
+     "job.ini:6: duplicate key 'script' in [job] (first set at line 2)"},
+    {"duplicate [nccl] variable", "[job]\nscript = a.py\n[nccl]\nNCCL_DEBUG = INFO\nNCCL_DEBUG = WARN\n",
+     "job.ini:5: duplicate key 'NCCL_DEBUG' in [nccl] (first set at line 4)"},
+    {"line too long", "[job]\nscript = a.py\n; " LONG191 "yyyyyy\n",
+     "job.ini:3: line too long (only 'key = value' lines may be longer than 198 characters; continue a long "
+     "command on indented lines)"},
+    {"non-UTF-8 byte", "[job]\nname = caf\xe9\n",
+     "job.ini:2: invalid UTF-8 byte 0xe9 in column 11 (expected UTF-8 text)"},
+    {"overlong UTF-8", "[job]\nname = \xc0\xaf\n",
+     "job.ini:2: invalid UTF-8 byte 0xc0 in column 8 (expected UTF-8 text)"},
+    {"truncated UTF-8 at the end", "[job]\nname = \xe2\x82",
+     "job.ini:2: invalid UTF-8 byte 0xe2 in column 8 (expected UTF-8 text)"},
+    {"NUL byte", "[job]\nname = a\0b\n", "job.ini:2: NUL byte in the file (expected text)"},
+    {"empty file", "", "job.ini: empty job spec (expected at least [job] with command, script, module or program)"},
+    {"only comments", "; nothing\n# here\n\n",
+     "job.ini: empty job spec (expected at least [job] with command, script, module or program)"},
+    {"bad enum with did-you-mean", "[numa]\nbind = nod\n",
+     "job.ini:2: numa.bind: expected node, socket, exclusive, core-complex or none, got 'nod' (did you mean 'node'?)"},
+    {"bad enum, nothing close", "[gpus]\npolicy = random\n",
+     "job.ini:2: gpus.policy: expected same-numa, pack, spread or any, got 'random'"},
+    {"bad heartbeat", "[timeout]\nheartbeat = fil\n",
+     "job.ini:2: timeout.heartbeat: expected file, output or none, got 'fil' (did you mean 'file'?)"},
+    {"bad bool", "[job]\nscript = a.py\nstandalone = maybe\n",
+     "job.ini:3: job.standalone: expected yes or no, got 'maybe'"},
+    {"bad tristate", "[slurm]\nenabled = sometimes\n",
+     "job.ini:2: slurm.enabled: expected auto, yes or no, got 'sometimes'"},
+    {"unterminated quote in command", "[job]\ncommand = python3 \"oops\n",
+     "job.ini:2: job.command: unterminated quote in 'python3 \"oops'"},
+    {"unterminated single quote in args", "[job]\nscript = a.py\nargs = --name 'x y\n",
+     "job.ini:3: job.args: unterminated quote in '--name 'x y'"},
+    {"trailing backslash in command", "[job]\ncommand = a \\\n",
+     "job.ini:2: job.command: a backslash at the end of 'a \\' escapes nothing"},
+    {"[nccl] non-NCCL key", "[nccl]\nFOO = 1\n",
+     "job.ini:2: [nccl] takes preset or NCCL_*/TORCH_* variables, got 'FOO' (put other variables in [env])"},
+    {"bad [env] name", "[job]\nscript = a.py\n[env]\n1BAD = x\n",
+     "job.ini:4: '1BAD' is not a valid environment variable name"},
+    {"key before any section", "name = x\n[job]\nscript = a.py\n",
+     "job.ini:1: key 'name' before any [section] (expected e.g. [job] first)"},
+    {"not key = value", "[job]\nscript\n", "job.ini:2: expected 'key = value', '[section]' or a comment"},
+    {"bad port", "[job]\nmaster_port = 70000\n",
+     "job.ini:2: job.master_port: expected a port from 1 to 65535, auto or auto:LO-HI, got '70000'"},
+    {"bad port range", "[job]\nmaster_port = auto:3000-2000\n",
+     "job.ini:2: job.master_port: expected auto:LO-HI with 1 <= LO <= HI <= 65535, got 'auto:3000-2000'"},
+    {"bad tee", "[job]\ntee = 4\n",
+     "job.ini:2: job.tee: expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got '4'"},
+    {"bad per-rank redirects", "[job]\nredirects = 0:1,1:9\n",
+     "job.ini:2: job.redirects: expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or per rank like 0:1,1:2, got "
+     "'0:1,1:9'"},
+    {"bad memory limit", "[gpus]\nmax_memory_used = 5X\n",
+     "job.ini:2: gpus.max_memory_used: expected a percentage like 10% or a size like 2GiB or 512MiB, got '5X'"},
+    {"memory percent over 100", "[gpus]\nmax_memory_used = 150%\n",
+     "job.ini:2: gpus.max_memory_used: expected a percentage like 10% or a size like 2GiB or 512MiB, got '150%'"},
+    {"bad downsize_to", "[restart]\ndownsize_to = quarter\n",
+     "job.ini:2: restart.downsize_to: expected half or a positive number of workers, got 'quarter'"},
+    {"continuation of a one-line key", "[job]\nscript = a.py\nrole = x\n  y\n",
+     "job.ini:4: indented line continues 'role', which takes one line (only command, args and lists may continue)"},
+    {"indented key under args", "[job]\nscript = t.py\nargs = --lr 1\n  nproc_per_node = 4\n",
+     "job.ini:4: indented key 'nproc_per_node' would continue the value of 'args' (write keys at the start of the "
+     "line; only continuation lines are indented)"},
+    {"indented keys", "[gpus]\n  select = 0,1\n  policy = pack\n",
+     "job.ini:3: indented key 'policy' would continue the value of 'select' (write keys at the start of the line; "
+     "only continuation lines are indented)"},
+    {"indented [env] variable", "[job]\nscript = t.py\n[env]\nA = 1\n\tB = 2\n",
+     "job.ini:5: indented key 'B' would continue the value of 'A' (write keys at the start of the line; only "
+     "continuation lines are indented)"},
+    {"bad quote on a continuation line", "[job]\ncommand = python3 t.py\n  --name \"x\n",
+     "job.ini:3: job.command: unterminated quote in 'python3 t.py --name \"x'"},
 };
 
 Test(spec_bad, table_of_bad_inputs_gives_exact_messages)
@@ -155,7 +160,7 @@ Test(spec_bad, table_of_bad_inputs_gives_exact_messages)
     for (size_t i = 0; i < sizeof bad_load / sizeof bad_load[0]; i++) {
         const struct bad_case *c = &bad_load[i];
         struct ddp_spec s;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         size_t len = strlen(c->text);
         if (strcmp(c->what, "NUL byte") == 0)
             len = strlen(c->text) + 3; /* "a\0b\n" */
@@ -171,20 +176,21 @@ Test(spec_bad, table_of_bad_inputs_gives_exact_messages)
 
 /* Cross-key problems found by ddp_spec_validate after loading. */
 static const struct bad_case bad_validate[] = {
-    { "missing command", "[job]\nname = x\n",
-      "spec.ini: missing command: set [job] command, script, module or program (or give a training script on the "
-      "command line)" },
-    { "two programs", "[job]\nscript = a.py\ncommand = b\n",
-      "spec.ini: [job] command, script, module and program exclude each other; set only one" },
-    { "node_rank beyond nnodes", "[job]\nscript = a.py\nnode_rank = 2\nnnodes = 2\n",
-      "spec.ini: job.node_rank 2 is out of range for nnodes 2 (expected 0 to 1)" },
-    { "min_nproc above nproc", "[job]\nscript = a.py\nnproc_per_node = 2\nmin_nproc_per_node = 4\n",
-      "spec.ini: job.min_nproc_per_node 4 is larger than nproc_per_node 2" },
-    { "downsize_to not smaller", "[job]\nscript = a.py\nnproc_per_node = 4\n[restart]\non_timeout = downsize\n"
-      "downsize_to = 4\n",
-      "spec.ini: restart.downsize_to 4 must be smaller than nproc_per_node 4" },
-    { "local_ranks_filter not numbers", "[job]\nscript = a.py\nlocal_ranks_filter = 0,one\n",
-      "spec.ini: job.local_ranks_filter: expected local rank numbers, got 'one'" },
+    {"missing command", "[job]\nname = x\n",
+     "spec.ini: missing command: set [job] command, script, module or program (or give a training script on the "
+     "command line)"},
+    {"two programs", "[job]\nscript = a.py\ncommand = b\n",
+     "spec.ini: [job] command, script, module and program exclude each other; set only one"},
+    {"node_rank beyond nnodes", "[job]\nscript = a.py\nnode_rank = 2\nnnodes = 2\n",
+     "spec.ini: job.node_rank 2 is out of range for nnodes 2 (expected 0 to 1)"},
+    {"min_nproc above nproc", "[job]\nscript = a.py\nnproc_per_node = 2\nmin_nproc_per_node = 4\n",
+     "spec.ini: job.min_nproc_per_node 4 is larger than nproc_per_node 2"},
+    {"downsize_to not smaller",
+     "[job]\nscript = a.py\nnproc_per_node = 4\n[restart]\non_timeout = downsize\n"
+     "downsize_to = 4\n",
+     "spec.ini: restart.downsize_to 4 must be smaller than nproc_per_node 4"},
+    {"local_ranks_filter not numbers", "[job]\nscript = a.py\nlocal_ranks_filter = 0,one\n",
+     "spec.ini: job.local_ranks_filter: expected local rank numbers, got 'one'"},
 };
 
 Test(spec_bad, validate_table_names_the_file)
@@ -201,7 +207,7 @@ Test(spec_bad, validate_table_names_the_file)
         fputs(c->text, f);
         fclose(f);
         struct ddp_spec s;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         ddp_spec_init(&s);
         int rc = ddp_spec_load_file(&s, "spec.ini", DDP_ORIGIN_SPEC, &err);
         cr_expect_eq(rc, 0, "%s: load failed: %s", c->what, err.msg);
@@ -217,7 +223,7 @@ Test(spec_bad, validate_table_names_the_file)
 Test(spec_bad, unreadable_file)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     int rc = ddp_spec_load_file(&s, "/nonexistent/job.ini", DDP_ORIGIN_SPEC, &err);
     cr_expect_eq(rc, -ENOENT);
@@ -245,7 +251,7 @@ Test(spec_bad, line_limit_boundary)
 {
     /* 198 characters is the longest line inih reads whole; the check must not be off by one. */
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     const char *ok = "[job]\nscript = a.py\nname = " LONG191 "\n";
     cr_expect_eq(load(&s, ok, &err), 0, "%s", err.msg);
@@ -265,7 +271,7 @@ Test(spec_bad, line_limit_boundary)
 Test(spec_bad, first_error_wins_and_later_lines_do_not_override_it)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     cr_expect(load(&s, "[job]\nnnodes = x\nnproc_per_nod = 2\nfoo\n", &err) < 0);
     cr_expect_str_eq(err.msg, "job.ini:2: job.nnodes: expected N or MIN:MAX with positive integers, got 'x'");
@@ -275,17 +281,17 @@ Test(spec_bad, first_error_wins_and_later_lines_do_not_override_it)
 Test(spec_bad, set_and_env_name_their_source)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     cr_expect(ddp_spec_set(&s, "job", "nnodes", "3:1", DDP_ORIGIN_CLI, "--nnodes", &err) < 0);
     cr_expect_str_eq(err.msg, "--nnodes: job.nnodes: expected MIN:MAX with MIN <= MAX, got '3:1'");
     cr_expect(ddp_spec_set(&s, "gpu", "policy", "pack", DDP_ORIGIN_CLI, "--set", &err) < 0);
     cr_expect_str_eq(err.msg, "--set: unknown section [gpu] (did you mean [gpus]?)");
-    char *envp[] = { "DDPLAUNCH_RESTART_BACKOFF=10 s", NULL };
+    char *envp[] = {"DDPLAUNCH_RESTART_BACKOFF=10 s", NULL};
     cr_expect(ddp_spec_apply_env(&s, envp, &err) < 0);
-    cr_expect_str_eq(err.msg,
-                     "DDPLAUNCH_RESTART_BACKOFF: restart.backoff: unknown duration unit ' s' in '10 s' (expected ms, s, "
-                     "m or h)");
+    cr_expect_str_eq(
+        err.msg, "DDPLAUNCH_RESTART_BACKOFF: restart.backoff: unknown duration unit ' s' in '10 s' (expected ms, s, "
+                 "m or h)");
     ddp_spec_free(&s);
 }
 
@@ -342,66 +348,65 @@ Test(spec_good, key_table_is_consistent)
     cr_expect_eq(ddp_spec_key_find("nope", "name"), -1);
 }
 
-static const char *every_type =
-    "# comment\n"
-    "; another\n"
-    "[job]\n"
-    "name = every-type ; inline comment\n"
-    "command = python3 -u \"my script.py\" 'a b' c\\ d \"q\\\"uote\"\n"
-    "args = --lr 0.1\n"
-    "nproc_per_node = 4\n"
-    "min_nproc_per_node = 2\n"
-    "nnodes = 2:8\n"
-    "node_rank = 1\n"
-    "master_addr = 10.1.2.3\n"
-    "master_port = 29400\n"
-    "workdir = /tmp\n"
-    "log_dir = /tmp/logs\n"
-    "tee = 0:1,1:2\n"
-    "redirects = 3\n"
-    "local_ranks_filter = 0, 2\n"
-    "role = trainer\n"
-    "standalone = yes\n"
-    "signals_to_handle = SIGTERM SIGUSR1\n"
-    "[gpus]\n"
-    "select = 0,GPU-1234,0000:17:00.0\n"
-    "exclude = 3\n"
-    "policy = spread\n"
-    "max_memory_used = 2GiB\n"
-    "visible = per-rank\n"
-    "lease = no\n"
-    "lease_wait = 1.5m\n"
-    "[numa]\n"
-    "bind = core-complex\n"
-    "memory = interleave\n"
-    "strict = true\n"
-    "[restart]\n"
-    "max_restarts = 3\n"
-    "backoff = 250ms\n"
-    "on_failure = fail\n"
-    "on_timeout = downsize\n"
-    "downsize_after = 2\n"
-    "downsize_to = 2\n"
-    "shutdown_timeout = 1h\n"
-    "[timeout]\n"
-    "init = 5m\n"
-    "stall = 90\n"
-    "heartbeat = output\n"
-    "wall = off\n"
-    "timer_file = on\n"
-    "[nccl]\n"
-    "preset = robust\n"
-    "NCCL_DEBUG = INFO\n"
-    "TORCH_NCCL_BLOCKING_WAIT = 1\n"
-    "[env]\n"
-    "MY_VAR = ${HOME:-/root}/data\n"
-    "[slurm]\n"
-    "enabled = yes\n";
+static const char *every_type = "# comment\n"
+                                "; another\n"
+                                "[job]\n"
+                                "name = every-type ; inline comment\n"
+                                "command = python3 -u \"my script.py\" 'a b' c\\ d \"q\\\"uote\"\n"
+                                "args = --lr 0.1\n"
+                                "nproc_per_node = 4\n"
+                                "min_nproc_per_node = 2\n"
+                                "nnodes = 2:8\n"
+                                "node_rank = 1\n"
+                                "master_addr = 10.1.2.3\n"
+                                "master_port = 29400\n"
+                                "workdir = /tmp\n"
+                                "log_dir = /tmp/logs\n"
+                                "tee = 0:1,1:2\n"
+                                "redirects = 3\n"
+                                "local_ranks_filter = 0, 2\n"
+                                "role = trainer\n"
+                                "standalone = yes\n"
+                                "signals_to_handle = SIGTERM SIGUSR1\n"
+                                "[gpus]\n"
+                                "select = 0,GPU-1234,0000:17:00.0\n"
+                                "exclude = 3\n"
+                                "policy = spread\n"
+                                "max_memory_used = 2GiB\n"
+                                "visible = per-rank\n"
+                                "lease = no\n"
+                                "lease_wait = 1.5m\n"
+                                "[numa]\n"
+                                "bind = core-complex\n"
+                                "memory = interleave\n"
+                                "strict = true\n"
+                                "[restart]\n"
+                                "max_restarts = 3\n"
+                                "backoff = 250ms\n"
+                                "on_failure = fail\n"
+                                "on_timeout = downsize\n"
+                                "downsize_after = 2\n"
+                                "downsize_to = 2\n"
+                                "shutdown_timeout = 1h\n"
+                                "[timeout]\n"
+                                "init = 5m\n"
+                                "stall = 90\n"
+                                "heartbeat = output\n"
+                                "wall = off\n"
+                                "timer_file = on\n"
+                                "[nccl]\n"
+                                "preset = robust\n"
+                                "NCCL_DEBUG = INFO\n"
+                                "TORCH_NCCL_BLOCKING_WAIT = 1\n"
+                                "[env]\n"
+                                "MY_VAR = ${HOME:-/root}/data\n"
+                                "[slurm]\n"
+                                "enabled = yes\n";
 
 Test(spec_good, every_type_parses)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     cr_assert_eq(load(&s, every_type, &err), 0, "%s", err.msg);
     cr_expect_str_eq(s.name, "every-type");
@@ -472,34 +477,34 @@ Test(spec_good, value_forms)
     static const struct {
         const char *section, *name, *in, *out;
     } cases[] = {
-        { "job", "nproc_per_node", "gpu", "gpu" },
-        { "job", "nproc_per_node", "cpu", "cpu" },
-        { "job", "nproc_per_node", "auto", "auto" },
-        { "job", "nnodes", "3", "3" },
-        { "job", "nnodes", "2:2", "2" },
-        { "job", "master_port", "auto", "auto" },
-        { "job", "master_port", "0", "auto" },
-        { "job", "master_port", "auto:30000-30010", "auto:30000-30010" },
-        { "gpus", "max_memory_used", "10%", "10%" },
-        { "gpus", "max_memory_used", "512MiB", "512MiB" },
-        { "gpus", "max_memory_used", "1G", "1GiB" },
-        { "gpus", "max_memory_used", "1536K", "1536KiB" },
-        { "gpus", "max_memory_used", "none", "none" },
-        { "restart", "backoff", "2", "2s" },
-        { "restart", "backoff", "1.5s", "1500ms" },
-        { "restart", "backoff", "120s", "2m" },
-        { "restart", "backoff", "90m", "90m" },
-        { "restart", "backoff", "none", "off" },
-        { "restart", "downsize_to", "half", "half" },
-        { "job", "standalone", "1", "yes" },
-        { "job", "standalone", "off", "no" },
-        { "job", "local_ranks_filter", "0 1,,2", "0,1,2" },
-        { "job", "args", "--x '' \"a b\"", "--x '' 'a b'" },
-        { "job", "command", "sh -c 'echo it'\"'\"'s'", "sh -c 'echo it'\\''s'" },
+        {"job", "nproc_per_node", "gpu", "gpu"},
+        {"job", "nproc_per_node", "cpu", "cpu"},
+        {"job", "nproc_per_node", "auto", "auto"},
+        {"job", "nnodes", "3", "3"},
+        {"job", "nnodes", "2:2", "2"},
+        {"job", "master_port", "auto", "auto"},
+        {"job", "master_port", "0", "auto"},
+        {"job", "master_port", "auto:30000-30010", "auto:30000-30010"},
+        {"gpus", "max_memory_used", "10%", "10%"},
+        {"gpus", "max_memory_used", "512MiB", "512MiB"},
+        {"gpus", "max_memory_used", "1G", "1GiB"},
+        {"gpus", "max_memory_used", "1536K", "1536KiB"},
+        {"gpus", "max_memory_used", "none", "none"},
+        {"restart", "backoff", "2", "2s"},
+        {"restart", "backoff", "1.5s", "1500ms"},
+        {"restart", "backoff", "120s", "2m"},
+        {"restart", "backoff", "90m", "90m"},
+        {"restart", "backoff", "none", "off"},
+        {"restart", "downsize_to", "half", "half"},
+        {"job", "standalone", "1", "yes"},
+        {"job", "standalone", "off", "no"},
+        {"job", "local_ranks_filter", "0 1,,2", "0,1,2"},
+        {"job", "args", "--x '' \"a b\"", "--x '' 'a b'"},
+        {"job", "command", "sh -c 'echo it'\"'\"'s'", "sh -c 'echo it'\\''s'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ddp_spec s;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         ddp_spec_init(&s);
         int rc = ddp_spec_set(&s, cases[i].section, cases[i].name, cases[i].in, DDP_ORIGIN_CLI, "--set", &err);
         cr_expect_eq(rc, 0, "%s.%s = %s: %s", cases[i].section, cases[i].name, cases[i].in, err.msg);
@@ -516,7 +521,7 @@ static void check_roundtrip(const struct ddp_spec *s)
         const struct ddp_key *k = &ddp_spec_keys[i];
         char *f1 = ddp_spec_format(s, i);
         struct ddp_spec again;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         ddp_spec_init(&again);
         int rc = ddp_spec_set(&again, k->section, k->name, f1, DDP_ORIGIN_CLI, "--set", &err);
         cr_expect_eq(rc, 0, "%s.%s: formatted '%s' does not parse: %s", k->section, k->name, f1, err.msg);
@@ -531,7 +536,7 @@ static void check_roundtrip(const struct ddp_spec *s)
 Test(spec_good, format_roundtrips_every_key)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     check_roundtrip(&s);
     cr_assert_eq(load(&s, every_type, &err), 0, "%s", err.msg);
@@ -542,7 +547,7 @@ Test(spec_good, format_roundtrips_every_key)
     cr_assert_eq(ddp_spec_set(&s, "restart", "backoff", "1001ms", DDP_ORIGIN_CLI, "--set", &err), 0);
     check_roundtrip(&s);
     /* a spec that sets every key in the table, as a file: format every key into a file, load it back */
-    struct ddp_buf b = { 0 };
+    struct ddp_buf b = {0};
     const char *section = "";
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
         const struct ddp_key *k = &ddp_spec_keys[i];
@@ -584,7 +589,7 @@ Test(spec_good, format_roundtrips_every_key)
 Test(spec_good, continuation_lines)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     const char *text = "[job]\n"
                        "command = python3 -u train.py\n"
@@ -598,7 +603,7 @@ Test(spec_good, continuation_lines)
                        "select = 0,1\n"
                        "  2\n";
     cr_assert_eq(load(&s, text, &err), 0, "%s", err.msg);
-    const char *want[] = { "python3", "-u", "train.py", "--lr", "0.1", "--name", "run one" };
+    const char *want[] = {"python3", "-u", "train.py", "--lr", "0.1", "--name", "run one"};
     cr_assert_eq(s.command.n, 7u);
     for (size_t i = 0; i < 7; i++)
         cr_expect_str_eq(s.command.v[i], want[i]);
@@ -617,7 +622,7 @@ Test(spec_good, continuation_lines)
 Test(spec_good, layering_default_site_spec_env_cli)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     const char *site = "[restart]\nmax_restarts = 1\nbackoff = 2s\non_failure = fail\nshutdown_timeout = 5s\n"
                        "[numa]\nbind = socket\n[gpus]\npolicy = pack\n[nccl]\nNCCL_DEBUG = WARN\n";
@@ -625,8 +630,12 @@ Test(spec_good, layering_default_site_spec_env_cli)
                       "[numa]\nbind = exclusive\n[nccl]\nNCCL_DEBUG = INFO\n";
     cr_assert_eq(ddp_spec_load_string(&s, "site.ini", site, strlen(site), DDP_ORIGIN_SITE, &err), 0, "%s", err.msg);
     cr_assert_eq(ddp_spec_load_string(&s, "job.ini", job, strlen(job), DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
-    char *envp[] = { "DDPLAUNCH_RESTART_MAX_RESTARTS=3", "DDPLAUNCH_RESTART_BACKOFF=4s", "PET_MAX_RESTARTS=9",
-                     "DDPLAUNCH_NUMA_BIND=none", "PET_NNODES=1:2", NULL };
+    char *envp[] = {"DDPLAUNCH_RESTART_MAX_RESTARTS=3",
+                    "DDPLAUNCH_RESTART_BACKOFF=4s",
+                    "PET_MAX_RESTARTS=9",
+                    "DDPLAUNCH_NUMA_BIND=none",
+                    "PET_NNODES=1:2",
+                    NULL};
     cr_assert_eq(ddp_cli_apply_pet(&s, envp, &err), 0, "%s", err.msg);
     cr_assert_eq(ddp_spec_apply_env(&s, envp, &err), 0, "%s", err.msg);
     cr_assert_eq(ddp_spec_set(&s, "restart", "max_restarts", "4", DDP_ORIGIN_CLI, "--max-restarts", &err), 0);
@@ -635,7 +644,7 @@ Test(spec_good, layering_default_site_spec_env_cli)
     cr_expect_eq(s.origin[key("restart", "max_restarts")], DDP_ORIGIN_CLI);
     cr_expect_eq(s.backoff_ms, 4000); /* env */
     cr_expect_eq(s.origin[key("restart", "backoff")], DDP_ORIGIN_ENV);
-    cr_expect_eq(s.numa_bind, DDP_BIND_NONE); /* env beats spec */
+    cr_expect_eq(s.numa_bind, DDP_BIND_NONE);       /* env beats spec */
     cr_expect_eq(s.on_failure, DDP_ONFAIL_RESTART); /* spec beats site */
     cr_expect_eq(s.origin[key("restart", "on_failure")], DDP_ORIGIN_SPEC);
     cr_expect_str_eq(s.set_file[key("restart", "on_failure")], "job.ini");
@@ -664,13 +673,13 @@ Test(spec_good, env_keys_for_every_key)
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
         const struct ddp_key *k = &ddp_spec_keys[i];
         struct ddp_spec s;
-        struct ddp_err err = { 0 };
+        struct ddp_err err = {0};
         ddp_spec_init(&s);
         char *v = ddp_spec_format(&s, i);
         char *name = ddp_xasprintf("DDPLAUNCH_%s_%s=%s", k->section, k->name, v);
         for (char *p = name; *p != '='; p++)
             *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-        char *envp[] = { name, NULL };
+        char *envp[] = {name, NULL};
         cr_expect_eq(ddp_spec_apply_env(&s, envp, &err), 0, "%s: %s", name, err.msg);
         cr_expect_eq(s.origin[i], DDP_ORIGIN_ENV, "%s", name);
         free(name);
@@ -682,7 +691,7 @@ Test(spec_good, env_keys_for_every_key)
 Test(spec_good, same_key_in_site_and_spec_is_not_a_duplicate)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     const char *t = "[job]\nscript = a.py\nrole = r1\n";
     cr_expect_eq(ddp_spec_load_string(&s, "same.ini", t, strlen(t), DDP_ORIGIN_SITE, &err), 0, "%s", err.msg);
@@ -701,7 +710,7 @@ Test(spec_good, load_file_records_path)
     cr_assert_eq(write(fd, t, strlen(t)), (ssize_t)strlen(t));
     close(fd);
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
     cr_expect_eq(ddp_spec_load_file(&s, path, DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
     cr_expect_str_eq(s.spec_path, path);
@@ -715,10 +724,10 @@ Test(spec_good, load_file_records_path)
 Test(spec_good, utf8_and_bom_are_accepted)
 {
     struct ddp_spec s;
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     ddp_spec_init(&s);
-    cr_expect_eq(load(&s, "\xef\xbb\xbf[job]\nscript = a.py\nname = caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80\n", &err), 0,
-                 "%s", err.msg);
+    cr_expect_eq(load(&s, "\xef\xbb\xbf[job]\nscript = a.py\nname = caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80\n", &err),
+                 0, "%s", err.msg);
     cr_expect_str_eq(s.name, "caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80");
     ddp_spec_free(&s);
 }
@@ -750,24 +759,24 @@ Test(spec_argv, split_quoting)
         int n;
         const char *want[6];
     } cases[] = {
-        { "", 0, { NULL } },
-        { "   \t ", 0, { NULL } },
-        { "a b  c", 3, { "a", "b", "c" } },
-        { "'a b' c", 2, { "a b", "c" } },
-        { "\"a b\" c", 2, { "a b", "c" } },
-        { "a\\ b", 1, { "a b" } },
-        { "'it'\\''s'", 1, { "it's" } },
-        { "\"say \\\"hi\\\"\"", 1, { "say \"hi\"" } },
-        { "\"a\\nb\"", 1, { "a\\nb" } },       /* backslash stays unless it escapes \ " $ ` */
-        { "\"\\$HOME \\\\\"", 1, { "$HOME \\" } },
-        { "'$HOME' ${X} `id` ;|&", 4, { "$HOME", "${X}", "`id`", ";|&" } }, /* no expansion, no shell */
-        { "'' \"\"", 2, { "", "" } },
-        { "a'b'\"c\"d", 1, { "abcd" } },
-        { "'single \"double\" inside'", 1, { "single \"double\" inside" } },
+        {"", 0, {NULL}},
+        {"   \t ", 0, {NULL}},
+        {"a b  c", 3, {"a", "b", "c"}},
+        {"'a b' c", 2, {"a b", "c"}},
+        {"\"a b\" c", 2, {"a b", "c"}},
+        {"a\\ b", 1, {"a b"}},
+        {"'it'\\''s'", 1, {"it's"}},
+        {"\"say \\\"hi\\\"\"", 1, {"say \"hi\""}},
+        {"\"a\\nb\"", 1, {"a\\nb"}}, /* backslash stays unless it escapes \ " $ ` */
+        {"\"\\$HOME \\\\\"", 1, {"$HOME \\"}},
+        {"'$HOME' ${X} `id` ;|&", 4, {"$HOME", "${X}", "`id`", ";|&"}}, /* no expansion, no shell */
+        {"'' \"\"", 2, {"", ""}},
+        {"a'b'\"c\"d", 1, {"abcd"}},
+        {"'single \"double\" inside'", 1, {"single \"double\" inside"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct ddp_strv out = { 0 };
-        struct ddp_err err = { 0 };
+        struct ddp_strv out = {0};
+        struct ddp_err err = {0};
         int rc = ddp_spec_split_argv(cases[i].in, &out, &err);
         cr_expect_eq(rc, 0, "<%s>: %s", cases[i].in, err.msg);
         cr_expect_eq(out.n, (size_t)cases[i].n, "<%s>: %zu words", cases[i].in, out.n);
@@ -782,13 +791,13 @@ Test(spec_argv, split_errors)
     static const struct {
         const char *in, *want;
     } cases[] = {
-        { "a 'b", "unterminated quote in 'a 'b'" },
-        { "a \"b\\\"", "unterminated quote in 'a \"b\\\"'" },
-        { "a b\\", "a backslash at the end of 'a b\\' escapes nothing" },
+        {"a 'b", "unterminated quote in 'a 'b'"},
+        {"a \"b\\\"", "unterminated quote in 'a \"b\\\"'"},
+        {"a b\\", "a backslash at the end of 'a b\\' escapes nothing"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct ddp_strv out = { 0 };
-        struct ddp_err err = { 0 };
+        struct ddp_strv out = {0};
+        struct ddp_err err = {0};
         int rc = ddp_spec_split_argv(cases[i].in, &out, &err);
         cr_expect_eq(rc, -EINVAL, "<%s>", cases[i].in);
         cr_expect_str_eq(err.msg, cases[i].want);
@@ -801,7 +810,7 @@ Test(spec_argv, split_errors)
 
 Test(spec_kv, set_get_replace)
 {
-    struct ddp_kvlist l = { 0 };
+    struct ddp_kvlist l = {0};
     for (int i = 0; i < 20; i++) {
         char k[16];
         snprintf(k, sizeof k, "K%d", i);

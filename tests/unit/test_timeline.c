@@ -58,13 +58,15 @@ Test(timeline, text_and_svg_from_events)
     cr_expect(strstr(txt, "job train on gpu7: timeout, exit status 124, 1 attempt, 10.4 s\n") != NULL, "%s", txt);
     cr_expect(strstr(txt, "  0      +0.500    +9.000s      +10.200s  nccl-timeout (exit 1)\n") != NULL, "%s", txt);
     cr_expect(strstr(txt, "  1      +0.500    +2.000s      +10.100s  abort (SIGABRT)  CULPRIT\n"
-                          "         at t.py:18 in load_batch <x>\n") != NULL, "%s", txt);
+                          "         at t.py:18 in load_batch <x>\n") != NULL,
+              "%s", txt);
     cr_expect(strstr(txt, "  +10.000s timeout: rank 0 reported") != NULL, "%s", txt);
     free(txt);
     char *svg = render(t, true);
     cr_expect(strstr(svg, "<rect class=\"rank\" data-rank=\"1\" data-attempt=\"0\"") != NULL);
     cr_expect(strstr(svg, "fill=\"#d32f2f\" rx=\"3\"><title>rank 1: abort SIGABRT at t.py:18 in load_batch &lt;x&gt;"
-                          "</title>") != NULL, "culprit red, text escaped: %s", svg);
+                          "</title>") != NULL,
+              "culprit red, text escaped: %s", svg);
     cr_expect(strstr(svg, "<x>") == NULL, "no unescaped text");
     free(svg);
     ddp_timeline_free(t);

@@ -376,9 +376,9 @@ Test(timer, survives_garbage_then_serves)
     struct fx f;
     fx_init(&f);
     fx_start(&f);
-    static const char *const bits[] = {"{", "}", "\"", "\\", "\\u", "d800", ":", ",", "pid", "scope_id",
-                                       "expiration_time", "signal", "1e308", "-", "9", " ", "null", "[", "\x01",
-                                       "\xff", "1e999", "\"\\u0000\"", "version"};
+    static const char *const bits[] = {
+        "{",     "}", "\"", "\\", "\\u",  "d800", ":",    ",",    "pid",   "scope_id",    "expiration_time", "signal",
+        "1e308", "-", "9",  " ",  "null", "[",    "\x01", "\xff", "1e999", "\"\\u0000\"", "version"};
     unsigned seed = 12345;
     char line[600];
     int fd = open(f.path, O_WRONLY | O_NONBLOCK);
@@ -436,13 +436,13 @@ Test(timer, request_parser_contract)
         {"{\"pid\": 1.5, \"scope_id\": \"s\", \"expiration_time\": 1}", "malformed JSON"},
         {"{\"pid\": 1, \"pid\": 2, \"scope_id\": \"s\", \"expiration_time\": 1}", "malformed JSON"},
         {"{\"pid\": 1, \"scope_id\": 3, \"expiration_time\": 1}", "malformed JSON"},
-        {"{\"version\": 2, \"pid\": 1, \"scope_id\": \"s\", \"expiration_time\": 1}", "unsupported version (expected 1)"},
+        {"{\"version\": 2, \"pid\": 1, \"scope_id\": \"s\", \"expiration_time\": 1}",
+         "unsupported version (expected 1)"},
         {"{\"pid\": 1, \"scope_id\": \"a\\u0000b\", \"expiration_time\": 1}", "malformed JSON"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         why = NULL;
-        cr_expect_eq(ddp_timer_parse_request(bad[i].line, strlen(bad[i].line), &r, &why), -EINVAL, "%s",
-                     bad[i].line);
+        cr_expect_eq(ddp_timer_parse_request(bad[i].line, strlen(bad[i].line), &r, &why), -EINVAL, "%s", bad[i].line);
         cr_expect_str_eq(why ? why : "", bad[i].why, "%s", bad[i].line);
     }
 }

@@ -34,7 +34,7 @@ Test(token, secret_from_job_or_token_file)
     char path[300], link_path[300];
     snprintf(path, sizeof path, "%s/token", dir);
     snprintf(link_path, sizeof link_path, "%s/link", dir);
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     char *a = NULL, *b = NULL, *c = NULL;
     cr_assert_eq(ddp_token_secret("a-job-secret-long-enough", path, "7", &a, &err), 0);
     cr_expect_str_eq(a, "a-job-secret-long-enough");
@@ -74,12 +74,12 @@ Test(token, job_secret_sources)
     snprintf(sf, sizeof sf, "%s/secret", dir);
     snprintf(spec_path, sizeof spec_path, "%s/job.ini", dir);
     snprintf(tok, sizeof tok, "%s/token", dir);
-    struct ddp_err err = { 0 };
+    struct ddp_err err = {0};
     struct ddp_spec spec;
     char *s = NULL;
     char tokenv[400];
     snprintf(tokenv, sizeof tokenv, "DDPLAUNCH_TOKEN_FILE=%s", tok);
-    char *envp[] = { tokenv, NULL };
+    char *envp[] = {tokenv, NULL};
 
     /* secret_file: private, read as is */
     write_file(sf, "file-secret-0123456789\n", 0600);

@@ -5,9 +5,9 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -138,11 +138,12 @@ Test(topo, g4dn_matrix_phb_node_sys)
     cr_expect(strstr(out, "node 1   CPUs 24-47,72-95"), "%s", out);
     cr_expect(strstr(out, "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge"), "legend");
     cr_expect(strstr(out, "NVML: not used (XML topology)"), "%s", out);
-    cr_expect(strstr(out, "2 workers:  GPUs 0,1  (2 GPUs on NUMA node 0, same PCIe host bridge (PHB)); CPUs 0-23,48-71 |"
-                          " 0-23,48-71"),
+    cr_expect(strstr(out,
+                     "2 workers:  GPUs 0,1  (2 GPUs on NUMA node 0, same PCIe host bridge (PHB)); CPUs 0-23,48-71 |"
+                     " 0-23,48-71"),
               "%s", out);
-    cr_expect(strstr(out, "8 workers:  GPUs 0,1,2,3,4,5,6,7  (8 GPUs on NUMA nodes 0,1, across NUMA nodes (SYS))"), "%s",
-              out);
+    cr_expect(strstr(out, "8 workers:  GPUs 0,1,2,3,4,5,6,7  (8 GPUs on NUMA nodes 0,1, across NUMA nodes (SYS))"),
+              "%s", out);
     free(out);
 }
 
@@ -202,7 +203,8 @@ Test(topo, json_document)
 
     cr_expect_eq(out[0], '{');
     cr_expect(strstr(out, "\"links\":[[\"X\",\"PHB\",\"NODE\",\"NODE\",\"SYS\",\"SYS\",\"SYS\",\"SYS\"],"), "%s", out);
-    cr_expect(strstr(out, "{\"index\":4,\"busid\":\"0000:e7:00.0\",\"vendor\":\"10de\",\"device\":\"1eb8\""), "%s", out);
+    cr_expect(strstr(out, "{\"index\":4,\"busid\":\"0000:e7:00.0\",\"vendor\":\"10de\",\"device\":\"1eb8\""), "%s",
+              out);
     cr_expect(strstr(out, "{\"os_index\":1,\"cpus\":\"24-47,72-95\""), "%s", out);
     cr_expect(strstr(out, "{\"nproc\":2,\"ok\":true,\"reason\":\"2 GPUs on NUMA node 0, same PCIe host bridge (PHB)\","
                           "\"ranks\":[{\"gpu\":0,\"busid\":\"0000:18:00.0\",\"cuda_visible_devices\":\"0,1\","

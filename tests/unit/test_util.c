@@ -25,7 +25,8 @@ Test(util, ratelimit_burst_then_count_of_dropped)
 
 Test(util, printable_replaces_control_characters_keeps_utf8)
 {
-    char s[] = "a\033]0;t\a\033[2Jb\x7f\r\n\xc2\x9b" "1m caf\xc3\xa9 \xe2\x80\x93";
+    char s[] = "a\033]0;t\a\033[2Jb\x7f\r\n\xc2\x9b"
+               "1m caf\xc3\xa9 \xe2\x80\x93";
     ddp_printable(s);
     cr_expect_str_eq(s, "a?]0;t??[2Jb?????1m caf\xc3\xa9 \xe2\x80\x93");
     cr_expect_null(ddp_printable(NULL));
