@@ -437,133 +437,206 @@ static size_t majority_op(const struct ddp_hang_input *in, size_t n, const bool 
     return best;
 }
 
+/* What the rules of ddp_hang_decide share: the ranks, the verdict being written, and what was counted. */
+struct decide {
+    const struct ddp_hang_input *in;
+    size_t n;
+    bool *culprit;
+    bool *in_op; /* in a collective (the minority rule narrows it to the majority collective) */
+    struct ddp_hang_verdict *v;
+    size_t nin, nout;
+    long long lowest_seq;          /* rule 2: the lowest sequence number of a rank in a collective */
+    enum ddp_hang_confidence sure; /* HIGH when every rank's place is known */
+    const char *op;                /* the majority collective, or "a collective" */
+    char wait[600];                /* the ranks in a collective, as text */
+    char who[200];                 /* the culprits, as text */
+};
+
+/* Mark every rank for which pick() holds a culprit; returns the first one, (size_t)-1 if none. */
+static size_t mark(struct decide *d, bool (*pick)(const struct decide *, size_t))
+{
+    size_t first = (size_t)-1;
+    for (size_t i = 0; i < d->n; i++)
+        if (pick(d, i)) {
+            d->culprit[i] = true;
+            d->v->nculprits++;
+            first = first == (size_t)-1 ? i : first;
+        }
+    list_ranks(d->who, sizeof(d->who), d->in, d->n, d->culprit);
+    return first;
+}
+
+static bool is_outside(const struct decide *d, size_t i)
+{
+    return place_of(&d->in[i]) == OUTSIDE;
+}
+
+/* Rule 1: some ranks wait in a collective, others are outside any: the outside ones. */
+static void blame_outside(struct decide *d)
+{
+    const struct ddp_hang_input *in = d->in;
+    struct ddp_hang_verdict *v = d->v;
+    size_t first = mark(d, is_outside);
+    v->confidence = d->sure;
+    if (v->nculprits == 1)
+        snprintf(v->why, sizeof(v->why), "%s wait%s in %s; rank %d is not in a collective (at %.200s)", d->wait,
+                 d->nin == 1 ? "s" : "", d->op, in[first].rank, in[first].view->frame);
+    else
+        snprintf(v->why, sizeof(v->why), "%s wait%s in %s; %s are not in a collective", d->wait, d->nin == 1 ? "s" : "",
+                 d->op, d->who);
+}
+
+static bool lags(const struct decide *d, size_t i)
+{
+    return d->in_op[i] && seq_of(&d->in[i]) == d->lowest_seq;
+}
+
+/* Rule 2: the ranks in collectives are at different sequence numbers: those at the lowest one. */
+static void blame_lagging(struct decide *d, long long lo)
+{
+    d->lowest_seq = lo;
+    mark(d, lags);
+    d->v->confidence = d->sure;
+    list_places(d->wait, sizeof(d->wait), d->in, d->n, d->in_op);
+    snprintf(d->v->why, sizeof(d->v->why), "%s lag%s: %s (collective sequence numbers)", d->who,
+             d->v->nculprits == 1 ? "s" : "", d->wait);
+}
+
+static bool in_other_op(const struct decide *d, size_t i)
+{
+    return place_of(&d->in[i]) == IN_COLLECTIVE && ddp_hang_input_op(&d->in[i])[0] &&
+           strcmp(ddp_hang_input_op(&d->in[i]), d->v->op) != 0;
+}
+
+/* Rule 3a: different collectives with a strict majority: the ranks in the other collectives. */
+static void blame_minority(struct decide *d)
+{
+    const struct ddp_hang_input *in = d->in;
+    struct ddp_hang_verdict *v = d->v;
+    size_t first = mark(d, in_other_op);
+    for (size_t i = 0; i < d->n; i++)
+        d->in_op[i] = d->in_op[i] && strcmp(ddp_hang_input_op(&in[i]), v->op) == 0;
+    list_ranks(d->wait, sizeof(d->wait), in, d->n, d->in_op);
+    v->confidence = d->sure;
+    if (v->nculprits == 1)
+        snprintf(v->why, sizeof(v->why), "%s wait in %s; rank %d is in another collective: %s%s%.200s", d->wait, d->op,
+                 in[first].rank, ddp_hang_input_op(&in[first]), has_stack(&in[first]) ? " at " : "",
+                 has_stack(&in[first]) ? in[first].view->frame : "");
+    else
+        snprintf(v->why, sizeof(v->why), "%s wait in %s; %s are in other collectives", d->wait, d->op, d->who);
+}
+
+/* Rule 3b: different collectives, no majority (2 ranks, one each): name the mismatch, blame nobody. */
+static void name_mismatch(struct decide *d)
+{
+    struct ddp_hang_verdict *v = d->v;
+    v->mismatch = true;
+    v->confidence = DDP_HANG_LOW;
+    v->op[0] = '\0';
+    list_places(d->wait, sizeof(d->wait), d->in, d->n, d->in_op);
+    snprintf(v->why, sizeof(v->why),
+             "collective mismatch: %s; no majority says which is wrong, so no culprit is named (the rank "
+             "whose program took the other branch is; compare the stacks)",
+             d->wait);
+}
+
+static bool unknown_place(const struct decide *d, size_t i)
+{
+    return place_of(&d->in[i]) == UNKNOWN_PLACE;
+}
+
+/* Rule 4: all known ranks wait in the same collective: the ranks nothing is known of are suspects. */
+static void blame_unknown(struct decide *d)
+{
+    struct ddp_hang_verdict *v = d->v;
+    mark(d, unknown_place);
+    if (v->nculprits) {
+        v->confidence = DDP_HANG_LOW;
+        snprintf(v->why, sizeof(v->why), "%s wait%s in %s; nothing known of %s", d->wait, d->nin == 1 ? "s" : "", d->op,
+                 d->who);
+    } else {
+        snprintf(v->why, sizeof(v->why), "every rank waits in %s: no rank stands out", d->op);
+    }
+}
+
+/* Rules 1-4, when some rank is in a collective. */
+static void decide_collectives(struct decide *d)
+{
+    bool strict;
+    size_t nops, maj = majority_op(d->in, d->n, d->in_op, &strict, &nops);
+    long long lo = -1, hi = -1;
+    for (size_t i = 0; i < d->n; i++) {
+        long long q = seq_of(&d->in[i]);
+        if (!d->in_op[i] || q < 0)
+            continue;
+        lo = lo < 0 || q < lo ? q : lo;
+        hi = q > hi ? q : hi;
+    }
+    if (maj != (size_t)-1)
+        snprintf(d->v->op, sizeof(d->v->op), "%s", ddp_hang_input_op(&d->in[maj]));
+    d->op = d->v->op[0] ? d->v->op : "a collective";
+    list_ranks(d->wait, sizeof(d->wait), d->in, d->n, d->in_op);
+    if (d->nout > 0)
+        blame_outside(d);
+    else if (lo >= 0 && lo < hi)
+        blame_lagging(d, lo);
+    else if (nops > 1 && strict)
+        blame_minority(d);
+    else if (nops > 1)
+        name_mismatch(d);
+    else
+        blame_unknown(d);
+}
+
+/* Rule 5, no collective seen: the running rank without progress longest, when it lags the next by >= 1 s. */
+static void blame_no_progress(struct decide *d)
+{
+    const struct ddp_hang_input *in = d->in;
+    size_t oldest = (size_t)-1;
+    long long next = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (in[i].running && (oldest == (size_t)-1 || in[i].last_progress_ms < in[oldest].last_progress_ms))
+            oldest = i;
+    if (oldest == (size_t)-1)
+        return;
+    bool others = false;
+    for (size_t i = 0; i < d->n; i++)
+        if (i != oldest && in[i].running && (!others || in[i].last_progress_ms < next)) {
+            next = in[i].last_progress_ms;
+            others = true;
+        }
+    if (others && next - in[oldest].last_progress_ms >= 1000) {
+        d->culprit[oldest] = true;
+        d->v->nculprits = 1;
+        d->v->confidence = DDP_HANG_LOW;
+        snprintf(d->v->why, sizeof(d->v->why),
+                 "no rank is inside a collective; rank %d made no progress for %lld ms longer than the others",
+                 in[oldest].rank, next - in[oldest].last_progress_ms);
+    }
+}
+
 void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
 {
-    size_t nin = 0, nout = 0, nunknown = 0;
+    struct decide d = {.in = in, .n = n, .culprit = culprit, .v = v};
+    size_t nunknown = 0;
     memset(v, 0, sizeof(*v));
     memset(culprit, 0, n * sizeof(*culprit));
-    bool *in_op = calloc(n ? n : 1, sizeof(*in_op));
-    if (!in_op)
+    d.in_op = calloc(n ? n : 1, sizeof(*d.in_op));
+    if (!d.in_op)
         abort();
     for (size_t i = 0; i < n; i++) {
         enum place p = place_of(&in[i]);
-        in_op[i] = p == IN_COLLECTIVE;
-        nin += p == IN_COLLECTIVE;
-        nout += p == OUTSIDE;
+        d.in_op[i] = p == IN_COLLECTIVE;
+        d.nin += p == IN_COLLECTIVE;
+        d.nout += p == OUTSIDE;
         nunknown += p == UNKNOWN_PLACE;
     }
-    enum ddp_hang_confidence sure = nunknown == 0 ? DDP_HANG_HIGH : DDP_HANG_MEDIUM;
-    if (nin > 0) {
-        char who[200], wait[600];
-        bool strict;
-        size_t nops, maj = majority_op(in, n, in_op, &strict, &nops);
-        long long lo = -1, hi = -1;
-        for (size_t i = 0; i < n; i++) {
-            long long q = seq_of(&in[i]);
-            if (!in_op[i] || q < 0)
-                continue;
-            lo = lo < 0 || q < lo ? q : lo;
-            hi = q > hi ? q : hi;
-        }
-        if (maj != (size_t)-1)
-            snprintf(v->op, sizeof(v->op), "%s", ddp_hang_input_op(&in[maj]));
-        const char *op = v->op[0] ? v->op : "a collective";
-        list_ranks(wait, sizeof(wait), in, n, in_op);
-        if (nout > 0) {
-            size_t first = (size_t)-1;
-            for (size_t i = 0; i < n; i++)
-                if (place_of(&in[i]) == OUTSIDE) {
-                    culprit[i] = true;
-                    v->nculprits++;
-                    first = first == (size_t)-1 ? i : first;
-                }
-            list_ranks(who, sizeof(who), in, n, culprit);
-            v->confidence = sure;
-            if (v->nculprits == 1)
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; rank %d is not in a collective (at %.200s)", wait,
-                         nin == 1 ? "s" : "", op, in[first].rank, in[first].view->frame);
-            else
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; %s are not in a collective", wait,
-                         nin == 1 ? "s" : "", op, who);
-        } else if (lo >= 0 && lo < hi) {
-            for (size_t i = 0; i < n; i++)
-                if (in_op[i] && seq_of(&in[i]) == lo) {
-                    culprit[i] = true;
-                    v->nculprits++;
-                }
-            list_ranks(who, sizeof(who), in, n, culprit);
-            v->confidence = sure;
-            list_places(wait, sizeof(wait), in, n, in_op);
-            snprintf(v->why, sizeof(v->why), "%s lag%s: %s (collective sequence numbers)", who,
-                     v->nculprits == 1 ? "s" : "", wait);
-        } else if (nops > 1 && strict) {
-            size_t first = (size_t)-1;
-            for (size_t i = 0; i < n; i++) {
-                const char *o = ddp_hang_input_op(&in[i]);
-                in_op[i] = in_op[i] && strcmp(o, v->op) == 0;
-                if (place_of(&in[i]) == IN_COLLECTIVE && o[0] && !in_op[i]) {
-                    culprit[i] = true;
-                    v->nculprits++;
-                    first = first == (size_t)-1 ? i : first;
-                }
-            }
-            list_ranks(wait, sizeof(wait), in, n, in_op);
-            list_ranks(who, sizeof(who), in, n, culprit);
-            v->confidence = sure;
-            if (v->nculprits == 1)
-                snprintf(v->why, sizeof(v->why), "%s wait in %s; rank %d is in another collective: %s%s%.200s", wait,
-                         op, in[first].rank, ddp_hang_input_op(&in[first]), has_stack(&in[first]) ? " at " : "",
-                         has_stack(&in[first]) ? in[first].view->frame : "");
-            else
-                snprintf(v->why, sizeof(v->why), "%s wait in %s; %s are in other collectives", wait, op, who);
-        } else if (nops > 1) {
-            v->mismatch = true;
-            v->confidence = DDP_HANG_LOW;
-            v->op[0] = '\0';
-            list_places(wait, sizeof(wait), in, n, in_op);
-            snprintf(v->why, sizeof(v->why),
-                     "collective mismatch: %s; no majority says which is wrong, so no culprit is named (the rank "
-                     "whose program took the other branch is; compare the stacks)",
-                     wait);
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                culprit[i] = place_of(&in[i]) == UNKNOWN_PLACE;
-                v->nculprits += culprit[i];
-            }
-            if (v->nculprits) {
-                list_ranks(who, sizeof(who), in, n, culprit);
-                v->confidence = DDP_HANG_LOW;
-                snprintf(v->why, sizeof(v->why), "%s wait%s in %s; nothing known of %s", wait, nin == 1 ? "s" : "", op,
-                         who);
-            } else {
-                snprintf(v->why, sizeof(v->why), "every rank waits in %s: no rank stands out", op);
-            }
-        }
-    } else {
-        /* no collective seen: the running rank without progress longest, if it clearly lags */
-        size_t oldest = (size_t)-1;
-        long long next = 0;
-        for (size_t i = 0; i < n; i++)
-            if (in[i].running && (oldest == (size_t)-1 || in[i].last_progress_ms < in[oldest].last_progress_ms))
-                oldest = i;
-        if (oldest != (size_t)-1) {
-            bool others = false;
-            for (size_t i = 0; i < n; i++)
-                if (i != oldest && in[i].running && (!others || in[i].last_progress_ms < next)) {
-                    next = in[i].last_progress_ms;
-                    others = true;
-                }
-            if (others && next - in[oldest].last_progress_ms >= 1000) {
-                culprit[oldest] = true;
-                v->nculprits = 1;
-                v->confidence = DDP_HANG_LOW;
-                snprintf(v->why, sizeof(v->why),
-                         "no rank is inside a collective; rank %d made no progress for %lld ms longer than the others",
-                         in[oldest].rank, next - in[oldest].last_progress_ms);
-            }
-        }
-    }
-    free(in_op);
+    d.sure = nunknown == 0 ? DDP_HANG_HIGH : DDP_HANG_MEDIUM;
+    if (d.nin > 0)
+        decide_collectives(&d);
+    else
+        blame_no_progress(&d);
+    free(d.in_op);
     if (v->mismatch)
         return;
     if (v->nculprits == n || v->nculprits == 0) {
@@ -575,7 +648,7 @@ void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, s
             snprintf(v->why, sizeof(v->why), "the evidence blames every rank: no single culprit");
         else if (!v->why[0])
             snprintf(v->why, sizeof(v->why), "%s",
-                     nout ? "no rank is inside a collective and none lags in progress"
-                          : "no stack, no timeout report and no progress difference to go by");
+                     d.nout ? "no rank is inside a collective and none lags in progress"
+                            : "no stack, no timeout report and no progress difference to go by");
     }
 }

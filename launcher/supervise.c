@@ -1425,24 +1425,21 @@ static json_t *flight_recorder_files(const struct wrk *k)
     return a;
 }
 
-static void capture_end(struct sup *s)
-{
-    struct run *r = s->cur;
-    long long now = ddp_now_ms();
-    if (!s->capturing)
-        return;
-    s->capturing = false;
-    uv_timer_stop(&s->capture);
-    if (!r)
-        return;
-    size_t n = r->nw;
-    struct ddp_hang_view *views = ddp_xcalloc(n ? n : 1, sizeof(*views));
-    struct ddp_hang_input *in = ddp_xcalloc(n ? n : 1, sizeof(*in));
-    struct ddp_buf *texts = ddp_xcalloc(n ? n : 1, sizeof(*texts));
-    bool *culprit = ddp_xcalloc(n ? n : 1, sizeof(*culprit));
+/* What a hung attempt's capture holds while the verdict is made, one entry per worker. */
+struct capture {
+    size_t n;
+    struct ddp_hang_view *views;
+    struct ddp_hang_input *in;
+    struct ddp_buf *texts; /* each rank's stack text, for stacks.txt */
+    bool *culprit;
     struct ddp_hang_verdict v;
-    json_t *culprits = json_array(), *ranks = json_array(), *fr = json_array();
-    for (size_t i = 0; i < n; i++) {
+    json_t *ranks, *fr; /* summary.json's hang.ranks and hang.flight_recorder */
+};
+
+/* Each rank's stack (the fault handler's dump, or the traceback of a rank that reported its timeout). */
+static void capture_gather(struct run *r, struct capture *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
         struct wrk *k = &r->w[i];
         struct ddp_hang_view tv = {0};
         struct ddp_buf tail = {0};
@@ -1450,31 +1447,34 @@ static void capture_end(struct sup *s)
         if (tail.len)
             ddp_hang_parse_stack(tail.data, tail.len, &tv);
         if (k->dump.len) {
-            ddp_hang_parse_stack(k->dump.data, k->dump.len, &views[i]);
-            ddp_buf_add(&texts[i], k->dump.data, k->dump.len);
+            ddp_hang_parse_stack(k->dump.data, k->dump.len, &c->views[i]);
+            ddp_buf_add(&c->texts[i], k->dump.data, k->dump.len);
         }
         /* a rank that already reported its timeout may be unwinding: its traceback says where it waited */
-        if (tv.nframes && (!views[i].nframes || (!views[i].op[0] && tv.op[0]))) {
-            views[i] = tv;
+        if (tv.nframes && (!c->views[i].nframes || (!c->views[i].op[0] && tv.op[0]))) {
+            c->views[i] = tv;
             if (!k->dump.len && tail.len)
-                ddp_buf_add(&texts[i], tail.data, tail.len);
+                ddp_buf_add(&c->texts[i], tail.data, tail.len);
         }
         ddp_buf_free(&tail);
-        in[i] = (struct ddp_hang_input){k->w->rank,          views[i].nframes ? &views[i] : NULL,
-                                        k->reported_timeout, k->spawned && !k->exited,
-                                        k->last_progress_ms, k->tmo.waiting ? &k->tmo : NULL};
+        c->in[i] = (struct ddp_hang_input){k->w->rank,          c->views[i].nframes ? &c->views[i] : NULL,
+                                           k->reported_timeout, k->spawned && !k->exited,
+                                           k->last_progress_ms, k->tmo.waiting ? &k->tmo : NULL};
         json_t *f = flight_recorder_files(k);
-        json_array_extend(fr, f);
+        json_array_extend(c->fr, f);
         json_decref(f);
     }
-    ddp_hang_decide(in, n, culprit, &v);
+}
 
-    /* the stacks, for people: attempt_N/stacks.txt in the run directory */
+/* The stacks, for people: attempt_N/stacks.txt in the run directory (its path, caller frees; NULL without
+ * log_dir), and each rank's place for summary.json. */
+static char *capture_write_stacks(struct sup *s, struct run *r, struct capture *c)
+{
     char *stacks = NULL;
     struct ddp_buf all = {0};
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < c->n; i++) {
         struct wrk *k = &r->w[i];
-        const char *op = ddp_hang_input_op(&in[i]);
+        const char *op = ddp_hang_input_op(&c->in[i]);
         struct ddp_buf d = {0};
         if (op[0] || k->tmo.waiting)
             ddp_buf_printf(&d, "in %s", op[0] ? op : "a collective");
@@ -1482,22 +1482,22 @@ static void capture_end(struct sup *s)
             ddp_buf_printf(&d, " #%lld", k->tmo.seq);
         if (k->tmo.waiting)
             ddp_buf_puts(&d, " (it reported a timeout)");
-        if (views[i].nframes)
-            ddp_buf_printf(&d, "%sat %s", d.len ? ", " : "", views[i].frame);
+        if (c->views[i].nframes)
+            ddp_buf_printf(&d, "%sat %s", d.len ? ", " : "", c->views[i].frame);
         else
             ddp_buf_printf(&d, "%sno Python stack", d.len ? ", " : "");
         ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank, k->w->local_rank,
-                       k->pid, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-", culprit[i] ? " CULPRIT" : "",
-                       (int)d.len, d.data ? d.data : "");
+                       k->pid, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
+                       c->culprit[i] ? " CULPRIT" : "", (int)d.len, d.data ? d.data : "");
         ddp_buf_free(&d);
-        if (texts[i].len)
-            ddp_buf_add(&all, texts[i].data, texts[i].len);
+        if (c->texts[i].len)
+            ddp_buf_add(&all, c->texts[i].data, c->texts[i].len);
         ddp_buf_add(&all, "\n", 1);
         json_t *jr = json_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective", op[0] ? op : NULL,
-                               "frame", views[i].nframes ? views[i].frame : NULL, "stack", views[i].nframes > 0,
-                               "reported_timeout", k->reported_timeout);
+                               "frame", c->views[i].nframes ? c->views[i].frame : NULL, "stack",
+                               c->views[i].nframes > 0, "reported_timeout", k->reported_timeout);
         json_object_set_new(jr, "seq", k->tmo.waiting && k->tmo.seq >= 0 ? json_integer(k->tmo.seq) : json_null());
-        json_array_append_new(ranks, jr);
+        json_array_append_new(c->ranks, jr);
     }
     if (s->ctx->logdir) {
         struct ddp_err e = {0};
@@ -1513,64 +1513,104 @@ static void capture_end(struct sup *s)
         free(rel);
     }
     ddp_buf_free(&all);
+    return stacks;
+}
 
-    /* the verdict, for the console, events.jsonl and summary.json */
+/* The verdict, for the console, events.jsonl and summary.json (s->hang, s->hang_text). Returns the first
+ * culprit, NULL when none is named. */
+static struct wrk *capture_report(struct sup *s, struct run *r, struct capture *c, const char *stacks,
+                                  long long capture_ms)
+{
+    const struct ddp_hang_verdict *v = &c->v;
+    json_t *culprits = json_array();
     struct ddp_buf txt = {0};
     struct wrk *first = NULL;
-    ddp_buf_printf(&txt, "Hang verdict (%s confidence): ", ddp_hang_confidence_name(v.confidence));
-    for (size_t i = 0; i < n; i++) {
+    ddp_buf_printf(&txt, "Hang verdict (%s confidence): ", ddp_hang_confidence_name(v->confidence));
+    for (size_t i = 0; i < c->n; i++) {
         struct wrk *k = &r->w[i];
-        if (!culprit[i])
+        if (!c->culprit[i])
             continue;
         if (!first)
             first = k;
-        const char *op = ddp_hang_input_op(&in[i]);
+        const char *op = ddp_hang_input_op(&c->in[i]);
+        const char *frame = c->views[i].nframes ? c->views[i].frame : NULL;
         ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s)%s%s%s%s", first == k ? "" : "; ", k->w->rank,
                        k->w->local_rank, s->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "none",
-                       views[i].nframes ? " at " : "", views[i].nframes ? views[i].frame : "", op[0] ? " in " : "", op);
-        json_array_append_new(culprits,
-                              json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank, "local_rank",
-                                        k->w->local_rank, "host", s->ctx->hostname, "gpu", k->w->gpu, "gpu_busid",
-                                        k->w->gpu_busid, "pid", k->pid, "collective", op[0] ? op : NULL, "frame",
-                                        views[i].nframes ? views[i].frame : NULL));
+                       frame ? " at " : "", frame ? frame : "", op[0] ? " in " : "", op);
+        json_array_append_new(culprits, json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank,
+                                                  "local_rank", k->w->local_rank, "host", s->ctx->hostname, "gpu",
+                                                  k->w->gpu, "gpu_busid", k->w->gpu_busid, "pid", k->pid, "collective",
+                                                  op[0] ? op : NULL, "frame", frame));
     }
     if (!first)
-        ddp_buf_puts(&txt, v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
-    ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v.why,
+        ddp_buf_puts(&txt, v->mismatch ? "collective mismatch, no culprit named" : "no culprit named");
+    ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v->why,
                    stacks ? stacks : "printed on each rank's stderr above (no log_dir)");
     ddp_info("attempt %d: %.*s", r->plan.attempt, (int)txt.len - 1, txt.data);
     json_decref(s->hang);
     s->hang = json_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt, "confidence",
-                        ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
-                        v.op[0] ? v.op : NULL, "why", v.why, "stacks", stacks, "ranks", ranks, "flight_recorder", fr,
-                        "capture_ms", (json_int_t)(now - s->capture_start_ms));
-    json_object_set_new(s->hang, "mismatch", json_boolean(v.mismatch));
+                        ddp_hang_confidence_name(v->confidence), "culprits", culprits, "collective",
+                        v->op[0] ? v->op : NULL, "why", v->why, "stacks", stacks, "ranks", c->ranks, "flight_recorder",
+                        c->fr, "capture_ms", (json_int_t)capture_ms);
+    c->ranks = c->fr = NULL; /* s->hang owns them now */
+    json_object_set_new(s->hang, "mismatch", json_boolean(v->mismatch));
     ddp_record_event(s->rec, "hang", json_deep_copy(s->hang));
     free(s->hang_text);
     s->hang_text = txt.data;
-    /* the culprit is the root cause; the rank that reported the timeout becomes another failure */
-    if (first) {
-        char *why = ddp_xasprintf("hang culprit (%s confidence): %s", ddp_hang_confidence_name(v.confidence), v.why);
-        if (s->root.set && s->root.rank != first->w->rank) {
-            s->others = ddp_xrealloc(s->others, (s->nothers + 1) * sizeof(*s->others));
-            s->others[s->nothers++] = s->root;
-            memset(&s->root, 0, sizeof(s->root));
-        }
-        record_ended(s, &s->root, first, why);
-        free(s->root.class_name);
-        free(s->root.hint);
-        s->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
-        s->root.hint = ddp_xstrdup("this rank was not where the others waited: its frame above (and its full stack in "
-                                   "stacks) shows where it was stuck or slow");
-        free(why);
+    return first;
+}
+
+/* The culprit is the root cause; the rank that reported the timeout becomes another failure. */
+static void capture_blame(struct sup *s, struct wrk *first, const struct ddp_hang_verdict *v)
+{
+    char *why = ddp_xasprintf("hang culprit (%s confidence): %s", ddp_hang_confidence_name(v->confidence), v->why);
+    if (s->root.set && s->root.rank != first->w->rank) {
+        s->others = ddp_xrealloc(s->others, (s->nothers + 1) * sizeof(*s->others));
+        s->others[s->nothers++] = s->root;
+        memset(&s->root, 0, sizeof(s->root));
     }
+    record_ended(s, &s->root, first, why);
+    free(s->root.class_name);
+    free(s->root.hint);
+    s->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
+    s->root.hint = ddp_xstrdup("this rank was not where the others waited: its frame above (and its full stack in "
+                               "stacks) shows where it was stuck or slow");
+    free(why);
+}
+
+static void capture_end(struct sup *s)
+{
+    struct run *r = s->cur;
+    long long now = ddp_now_ms();
+    if (!s->capturing)
+        return;
+    s->capturing = false;
+    uv_timer_stop(&s->capture);
+    if (!r)
+        return;
+    size_t n = r->nw ? r->nw : 1;
+    struct capture c = {.n = r->nw,
+                        .views = ddp_xcalloc(n, sizeof(*c.views)),
+                        .in = ddp_xcalloc(n, sizeof(*c.in)),
+                        .texts = ddp_xcalloc(n, sizeof(*c.texts)),
+                        .culprit = ddp_xcalloc(n, sizeof(*c.culprit)),
+                        .ranks = json_array(),
+                        .fr = json_array()};
+    capture_gather(r, &c);
+    ddp_hang_decide(c.in, c.n, c.culprit, &c.v);
+    char *stacks = capture_write_stacks(s, r, &c);
+    struct wrk *first = capture_report(s, r, &c, stacks, now - s->capture_start_ms);
+    if (first)
+        capture_blame(s, first, &c.v);
     free(stacks);
-    for (size_t i = 0; i < n; i++)
-        ddp_buf_free(&texts[i]);
-    free(texts);
-    free(views);
-    free(in);
-    free(culprit);
+    for (size_t i = 0; i < c.n; i++)
+        ddp_buf_free(&c.texts[i]);
+    free(c.texts);
+    free(c.views);
+    free(c.in);
+    free(c.culprit);
+    json_decref(c.ranks);
+    json_decref(c.fr);
     if (s->pol.state == DDP_PS_STOPPING)
         signal_all(s, SIGTERM);
 }
