@@ -79,6 +79,56 @@ static struct tl_mark *add_mark(struct ddp_timeline *t, int attempt, double at, 
     return m;
 }
 
+/* attempt_start: one bar per worker, from its start. */
+static void add_attempt(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    size_t j;
+    const json_t *w;
+    t->nattempts++;
+    json_array_foreach(json_object_get(e, "workers"), j, w)
+    {
+        t->r = ddp_xrealloc(t->r, (t->nr + 1) * sizeof(*t->r));
+        t->r[t->nr++] = (struct tl_rank){.attempt = attempt,
+                                         .rank = jint(w, "rank", -1),
+                                         .local_rank = jint(w, "local_rank", -1),
+                                         .gpu = jint(w, "gpu", -1),
+                                         .start = at,
+                                         .end = -1,
+                                         .last_out = -1};
+    }
+}
+
+/* worker_exit: the bar's end, class and how it ended. */
+static void end_rank(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    struct tl_rank *r = find_rank(t, attempt, jint(e, "rank", -1));
+    if (!r)
+        return;
+    r->end = at;
+    snprintf(r->cls, sizeof(r->cls), "%s", jstr(e, "class"));
+    if (json_is_string(json_object_get(e, "signal")))
+        snprintf(r->ended, sizeof(r->ended), "%s", jstr(e, "signal"));
+    else
+        snprintf(r->ended, sizeof(r->ended), "exit %d", jint(e, "exit_code", -1));
+}
+
+/* hang: a mark with the verdict, and the culprits' bars flagged with their frame. */
+static void mark_hang(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    size_t j;
+    const json_t *c;
+    struct tl_mark *m = add_mark(t, attempt, at, "hang");
+    snprintf(m->text, sizeof(m->text), "hang verdict (%s): %s", jstr(e, "confidence"), jstr(e, "why"));
+    json_array_foreach(json_object_get(e, "culprits"), j, c)
+    {
+        struct tl_rank *r = find_rank(t, attempt, jint(c, "rank", -1));
+        if (r) {
+            r->culprit = true;
+            snprintf(r->frame, sizeof(r->frame), "%s", jstr(c, "frame"));
+        }
+    }
+}
+
 int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, void *arg, struct ddp_timeline **out,
                        struct ddp_err *err)
 {
@@ -106,30 +156,9 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
         if (at > t->end)
             t->end = at;
         if (strcmp(ev, "attempt_start") == 0) {
-            size_t j;
-            const json_t *w;
-            t->nattempts++;
-            json_array_foreach(json_object_get(e, "workers"), j, w)
-            {
-                t->r = ddp_xrealloc(t->r, (t->nr + 1) * sizeof(*t->r));
-                t->r[t->nr++] = (struct tl_rank){.attempt = attempt,
-                                                 .rank = jint(w, "rank", -1),
-                                                 .local_rank = jint(w, "local_rank", -1),
-                                                 .gpu = jint(w, "gpu", -1),
-                                                 .start = at,
-                                                 .end = -1,
-                                                 .last_out = -1};
-            }
+            add_attempt(t, e, attempt, at);
         } else if (strcmp(ev, "worker_exit") == 0) {
-            struct tl_rank *r = find_rank(t, attempt, jint(e, "rank", -1));
-            if (!r)
-                continue;
-            r->end = at;
-            snprintf(r->cls, sizeof(r->cls), "%s", jstr(e, "class"));
-            if (json_is_string(json_object_get(e, "signal")))
-                snprintf(r->ended, sizeof(r->ended), "%s", jstr(e, "signal"));
-            else
-                snprintf(r->ended, sizeof(r->ended), "exit %d", jint(e, "exit_code", -1));
+            end_rank(t, e, attempt, at);
         } else if (strcmp(ev, "timeout") == 0) {
             snprintf(add_mark(t, attempt, at, "timeout")->text, sizeof(t->m[0].text), "%s", jstr(e, "reason"));
             if (attempt >= 0 && attempt < 1000 && attempt >= ntimeout_iso) {
@@ -141,18 +170,7 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             if (attempt >= 0 && attempt < ntimeout_iso && !timeout_iso[attempt])
                 timeout_iso[attempt] = ddp_xstrdup(jstr(e, "ts"));
         } else if (strcmp(ev, "hang") == 0) {
-            size_t j;
-            const json_t *c;
-            struct tl_mark *m = add_mark(t, attempt, at, "hang");
-            snprintf(m->text, sizeof(m->text), "hang verdict (%s): %s", jstr(e, "confidence"), jstr(e, "why"));
-            json_array_foreach(json_object_get(e, "culprits"), j, c)
-            {
-                struct tl_rank *r = find_rank(t, attempt, jint(c, "rank", -1));
-                if (r) {
-                    r->culprit = true;
-                    snprintf(r->frame, sizeof(r->frame), "%s", jstr(c, "frame"));
-                }
-            }
+            mark_hang(t, e, attempt, at);
         } else if (strcmp(ev, "decision") == 0) {
             struct tl_mark *m = add_mark(t, attempt, at, "decision");
             snprintf(m->text, sizeof(m->text), "%s: %s", jstr(e, "action"), jstr(e, "why"));
@@ -260,6 +278,43 @@ static const char *bar_colour(const struct tl_rank *r)
     return "#f9a825";     /* failed or timed out on its own */
 }
 
+/* Where things go in the SVG: the plot's left edge and width in pixels, the lane height, the axis length (s). */
+struct svg_geo {
+    int left, width, lane, plot;
+    double axis;
+};
+
+static int gx(const struct svg_geo *g, double sec)
+{
+    return g->left + (int)(sec / g->axis * g->plot);
+}
+
+/* One rank's lane at y: its label, its bar (colour by how it ended, a tooltip), last output, end label. */
+static void draw_rank(FILE *f, const struct svg_geo *g, const struct tl_rank *r, int a, int y, double job_end)
+{
+    double end = r->end >= 0 ? r->end : job_end;
+    int x0 = gx(g, r->start), x1 = gx(g, end);
+    fprintf(f, "<text x=\"20\" y=\"%d\">rank %d%s</text>\n", y + 16, r->rank, r->culprit ? " (culprit)" : "");
+    fprintf(f,
+            "<rect class=\"rank\" data-rank=\"%d\" data-attempt=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
+            "height=\"%d\" fill=\"%s\" rx=\"3\"><title>rank %d: ",
+            r->rank, a, x0, y + 4, x1 - x0 > 1 ? x1 - x0 : 1, g->lane - 8, bar_colour(r), r->rank);
+    xml_text(f, r->end >= 0 ? r->cls : "running");
+    fprintf(f, " ");
+    xml_text(f, r->ended);
+    if (r->frame[0]) {
+        fprintf(f, " at ");
+        xml_text(f, r->frame);
+    }
+    fprintf(f, "</title></rect>\n");
+    if (r->last_out >= 0)
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\" stroke-width=\"2\"/>\n",
+                gx(g, r->last_out), y + 2, gx(g, r->last_out), y + g->lane - 2);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">", x1 + 4 < g->width - 230 ? x1 + 4 : g->width - 230, y + 16);
+    xml_text(f, r->culprit && r->frame[0] ? r->frame : r->end >= 0 ? r->ended : "");
+    fprintf(f, "</text>\n");
+}
+
 void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
 {
     const int left = 170, width = 1180, lane = 24, top = 60;
@@ -277,7 +332,8 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
     double axis = step;
     while (axis < span)
         axis += step;
-#define X(sec) (left + (int)((sec) / axis * plot))
+    const struct svg_geo g = {left, width, lane, plot, axis};
+#define X(sec) gx(&g, (sec))
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -305,28 +361,7 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
             const struct tl_rank *r = &t->r[i];
             if (r->attempt != a)
                 continue;
-            double end = r->end >= 0 ? r->end : t->end;
-            fprintf(f, "<text x=\"20\" y=\"%d\">rank %d%s</text>\n", y + 16, r->rank, r->culprit ? " (culprit)" : "");
-            fprintf(f,
-                    "<rect class=\"rank\" data-rank=\"%d\" data-attempt=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
-                    "height=\"%d\" fill=\"%s\" rx=\"3\"><title>rank %d: ",
-                    r->rank, a, X(r->start), y + 4, X(end) - X(r->start) > 1 ? X(end) - X(r->start) : 1, lane - 8,
-                    bar_colour(r), r->rank);
-            xml_text(f, r->end >= 0 ? r->cls : "running");
-            fprintf(f, " ");
-            xml_text(f, r->ended);
-            if (r->frame[0]) {
-                fprintf(f, " at ");
-                xml_text(f, r->frame);
-            }
-            fprintf(f, "</title></rect>\n");
-            if (r->last_out >= 0)
-                fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\" stroke-width=\"2\"/>\n",
-                        X(r->last_out), y + 2, X(r->last_out), y + lane - 2);
-            fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">", X(end) + 4 < width - 230 ? X(end) + 4 : width - 230,
-                    y + 16);
-            xml_text(f, r->culprit && r->frame[0] ? r->frame : r->end >= 0 ? r->ended : "");
-            fprintf(f, "</text>\n");
+            draw_rank(f, &g, r, a, y, t->end);
             y += lane;
         }
     }
