@@ -838,11 +838,6 @@ int ddp_coord_pending(const struct ddp_coord *c)
     return n;
 }
 
-bool ddp_coord_node_joined(const struct ddp_coord *c, int node)
-{
-    return node_conn(c, node) != NULL;
-}
-
 int ddp_coord_send_start(struct ddp_coord *c, int attempt, int world_size, int group_world_size, int master_port,
                          const struct ddp_layout_assign *assign)
 {

@@ -89,9 +89,8 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
 
 /* Node 0: the port it listens on (useful with port 0). */
 int ddp_coord_port(const struct ddp_coord *c);
-/* Node 0: how many other nodes are joined now, and whether node n is. */
+/* Node 0: how many other nodes are joined now. */
 int ddp_coord_joined(const struct ddp_coord *c);
-bool ddp_coord_node_joined(const struct ddp_coord *c, int node);
 /* Node 0: connections that have not finished their handshake (for tests and the bench). */
 int ddp_coord_pending(const struct ddp_coord *c);
 
