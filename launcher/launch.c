@@ -258,6 +258,7 @@ void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
     f->leases = info;
     f->env_python = env_python_probe();
     f->self = getpid();
+    f->console_tty = isatty(STDOUT_FILENO) == 1;
 }
 
 void ddp_launch_facts_free(struct ddp_launch_facts *f)
@@ -400,6 +401,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
         .run_id = l->run_id,
         .python = l->python,
         .python_why = python_why,
+        .console_tty = f->console_tty,
         .topo = l->topo,
         .inherited_cvd = l->slurm.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
         .slurm_gpus = l->slurm.active ? l->slurm.gpus : NULL,

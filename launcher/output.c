@@ -222,7 +222,8 @@ static void console_take(struct ddp_output *o, struct ddp_stream *s, struct ddp_
     *owner = 0;
 }
 
-/* Framed console: prefix + text + end ('\n', or '\r' for a progress update that is written at once). */
+/* Framed console: prefix + text + end ('\n', or '\r' for a progress update that is written at once, or 0 for a
+ * last line left open: both end only when another stream's line comes). */
 static void console_put(struct ddp_output *o, struct ddp_stream *s, const char *text, size_t len, char end)
 {
     if (!s->to_console || s->raw)
@@ -238,8 +239,9 @@ static void console_put(struct ddp_output *o, struct ddp_stream *s, const char *
         ddp_buf_puts(b, s->prefix);
     }
     ddp_buf_add(b, text, len);
-    ddp_buf_add(b, &end, 1);
-    if (end == '\r')
+    if (end)
+        ddp_buf_add(b, &end, 1);
+    if (end != '\n')
         o->cr_owner[o->console_of[s->which]] = s->id;
     else
         o->lines[s->which]++;
@@ -322,7 +324,8 @@ void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s)
         s->cr_pending = false;
         line_done(o, s, s->partial.data ? s->partial.data : "", s->partial.len);
     } else if (s->partial.len) {
-        console_put(o, s, s->partial.data, s->partial.len, '\n');
+        /* without a prefix the console gets the worker's bytes: its last line stays as it left it */
+        console_put(o, s, s->partial.data, s->partial.len, s->prefix[0] ? '\n' : 0);
         line_done(o, s, s->partial.data, s->partial.len);
     }
     s->partial.len = 0;

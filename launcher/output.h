@@ -26,7 +26,7 @@ struct ddp_output {
     bool broken[2];        /* EPIPE or another write error: stop writing there */
     uint64_t lines[2];     /* lines written (or discarded after a break) */
     int console_of[2];     /* which console each fd is: fd 1 and 2 on one terminal/file/pipe are one */
-    unsigned cr_owner[2];  /* per console: the stream (id) whose '\r' update is the open last line, 0 none */
+    unsigned cr_owner[2];  /* per console: the stream (id) whose '\r' update or unended last line is open, 0 none */
     char stamp[32];        /* when the bytes being framed arrived (ddp_time_iso), set per feed */
 };
 
@@ -76,8 +76,9 @@ void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool t
  * (raw) or as framed segments: prefix + text + '\n', or + '\r' for a progress update, at once. The console
  * buffer is written when it passes DDP_OUTPUT_FLUSH (the caller calls ddp_output_flush after a batch of reads). */
 void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *data, size_t len);
-/* End of stream: a last line without newline is emitted as a line (framed console: a newline added; raw: the
- * bytes stay as the worker left them). Idempotent. */
+/* End of stream: a last line without newline is emitted as a line (framed console with a prefix: a newline
+ * added; raw or no prefix: the bytes stay as the worker left them, and another stream's next line first ends
+ * it). Idempotent. */
 void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s);
 /* The kept tail lines, oldest first: calls fn for each. */
 void ddp_stream_tail(const struct ddp_stream *s, void (*fn)(void *arg, const char *line), void *arg);

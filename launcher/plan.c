@@ -23,7 +23,8 @@ void ddp_attempt_free(struct ddp_attempt *a)
         free(w->cpus);
         free(w->mems);
         free(w->log_dir);
-        free(w->prefix);
+        free(w->prefix[0]);
+        free(w->prefix[1]);
     }
     free(a->workers);
     free(a->run_id);
@@ -213,20 +214,49 @@ static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
         ddp_strv_push(argv, s->args.v[i]);
 }
 
-/* job.console: raw or lines; auto = raw when at most one worker's output reaches the console (nothing to
- * keep apart: `> out.json` gets the worker's bytes, progress bars draw as without a launcher) and no
- * log_line_prefix was asked for, else lines. */
-static void decide_console(const struct ddp_spec *s, struct ddp_attempt *a)
+/* torchrun's console prefix of a --tee copy (TailLog's header): "[default0]:" */
+#define TEE_PREFIX "[${role_name}${local_rank}]:"
+
+/* job.console for each stream that reaches the console: raw bytes, or whole lines with a prefix.
+ * raw: all raw. A stream --tee copies: lines with torchrun's tee prefix (or the log_line_prefix asked for),
+ * on any console, as torchrun. lines: the others with log_line_prefix. auto: the others raw when at most one
+ * worker's output reaches the console and no log_line_prefix was asked for (`> out.json` gets the worker's
+ * bytes, a progress bar draws as without a launcher); else prefixed lines on a terminal (a person reads
+ * them), and on a file or pipe whole lines without prefix: the workers' bytes, never two ranks in one line. */
+static void decide_console(const struct ddp_plan_ctx *ctx, struct ddp_attempt *a)
 {
+    const struct ddp_spec *s = ctx->spec;
     size_t reaching = 0;
     bool prefix_asked = s->origin[ddp_spec_key_find("job", "log_line_prefix")] != DDP_ORIGIN_DEFAULT &&
                         s->log_line_prefix && *s->log_line_prefix;
+    const char *tmpl = s->log_line_prefix ? s->log_line_prefix : "";
     for (size_t i = 0; i < a->nworkers; i++)
         reaching += a->workers[i].to_console[0] || a->workers[i].to_console[1];
-    bool raw =
-        s->console_mode == DDP_CONSOLE_RAW || (s->console_mode == DDP_CONSOLE_AUTO && reaching <= 1 && !prefix_asked);
+    for (size_t i = 0; i < a->nworkers; i++) {
+        struct ddp_worker *w = &a->workers[i];
+        for (int k = 0; k < 2; k++) {
+            bool tee = (w->std_tee & (1 << k)) && s->console_mode != DDP_CONSOLE_RAW;
+            const char *t = tee && !prefix_asked ? TEE_PREFIX : tmpl;
+            w->raw[k] = false;
+            if (s->console_mode == DDP_CONSOLE_RAW)
+                w->raw[k] = true;
+            else if (!tee && s->console_mode == DDP_CONSOLE_AUTO && !prefix_asked)
+                w->raw[k] = reaching <= 1;
+            if (!tee && s->console_mode == DDP_CONSOLE_AUTO && !prefix_asked && !ctx->console_tty)
+                t = "";
+            w->prefix[k] = prefix_for(t, w->rank, w->local_rank, s->role, ctx->hostname);
+        }
+    }
+}
+
+/* The first worker whose console output is framed lines, or NULL when all of it is raw bytes. */
+static const struct ddp_worker *console_framed(const struct ddp_attempt *a)
+{
     for (size_t i = 0; i < a->nworkers; i++)
-        a->workers[i].raw = raw;
+        for (int k = 0; k < 2; k++)
+            if (a->workers[i].to_console[k] && !a->workers[i].raw[k])
+                return &a->workers[i];
+    return NULL;
 }
 
 static bool select_is(const struct ddp_spec *s, const char *word)
@@ -344,7 +374,6 @@ static void init_worker(const struct ddp_plan_ctx *ctx, const struct ddp_attempt
             w->console = true;
     for (int i = 0; i < 2; i++)
         w->to_console[i] = w->console && !(w->std_redirect & ~w->std_tee & (1 << i));
-    w->prefix = prefix_for(s->log_line_prefix ? s->log_line_prefix : "", rank, lr, s->role, ctx->hostname);
 }
 
 /* [nccl] then [env]: explicit settings win over inherited values. */
@@ -454,7 +483,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     }
     if (ctx->topo)
         ddp_place_free(&place);
-    decide_console(s, out);
+    decide_console(ctx, out);
     return 0;
 }
 
@@ -514,7 +543,7 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
     ddp_buf_json_str(&b, uses_python(s) ? ctx->python : NULL);
     ddp_buf_puts(&b, ",\n  \"python_why\": ");
     ddp_buf_json_str(&b, uses_python(s) ? ctx->python_why : NULL);
-    ddp_buf_printf(&b, ",\n  \"console\": \"%s\"", a->nworkers && a->workers[0].raw ? "raw" : "lines");
+    ddp_buf_printf(&b, ",\n  \"console\": \"%s\"", console_framed(a) ? "lines" : "raw");
     ddp_buf_puts(&b, ",\n  \"workers\": [");
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];
@@ -602,9 +631,14 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
     if (uses_python(s))
         fprintf(f, "Python: %s (%s)\n", ctx->python ? ctx->python : "python3",
                 ctx->python_why ? ctx->python_why : "python3 from PATH");
-    fprintf(f, "Console: %s\n",
-            a->nworkers && a->workers[0].raw ? "raw (the worker's bytes as they come)"
-                                             : "lines (whole lines, with the prefix)");
+    const struct ddp_worker *cw = console_framed(a);
+    if (!cw)
+        fprintf(f, "Console: raw (the worker's bytes as they come)\n");
+    else if (!*cw->prefix[0] && !*cw->prefix[1])
+        fprintf(f, "Console: lines (whole lines, no prefix: stdout is not a terminal)\n");
+    else
+        fprintf(f, "Console: lines (whole lines, with the prefix, e.g. \"%s\")\n",
+                *cw->prefix[0] ? cw->prefix[0] : cw->prefix[1]);
     fprintf(f, "\n%-6s %-6s %-14s %-5s %-16s %-8s\n", "LOCAL", "RANK", "GPU", "NUMA", "CPUS", "MEMS");
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];

@@ -30,9 +30,10 @@ struct ddp_worker {
     bool console;       /* passes --local-ranks-filter */
     bool to_console[2]; /* its stdout [0] / stderr [1] reach the console: console, and not in redirects
                            unless tee names it too (torchrun's precedence: tee wins) */
-    bool raw;           /* its console output is passed as raw bytes (job.console; auto: it is the only
-                           worker whose output reaches the console), else framed lines with prefix */
-    char *prefix;       /* console line prefix, e.g. "[rank3]: ", "" for none */
+    bool raw[2];        /* stdout [0] / stderr [1] reach the console as raw bytes (job.console), else as
+                           framed whole lines with prefix[i] */
+    char *prefix[2];    /* console line prefix of stdout [0] / stderr [1], e.g. "[rank3]: ", "[default3]:"
+                           (a --tee copy, as torchrun's), "" for none */
 };
 
 /* One attempt of the job on this node. */
@@ -67,6 +68,7 @@ struct ddp_plan_ctx {
     int nproc;                      /* resolved local worker count */
     const char *python;             /* interpreter for script/module jobs (ddp_plan_python) */
     const char *python_why;         /* why that one (ddp_plan_python's phrase), or NULL */
+    bool console_tty;               /* the launcher's stdout is a terminal (job.console = auto prefixes lines) */
     struct ddp_topo *topo;          /* may be NULL (no topology: no GPUs, no binding) */
     const char *inherited_cvd;      /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
     const char *run_dir;            /* private runtime dir of this launch (0700): heartbeat files, error files

@@ -65,7 +65,8 @@ const struct ddp_key ddp_spec_keys[] = {
       "console prefix template: ${rank} ${local_rank} ${role_name} ${host} ${time}; empty for none" },
     { "job", "console", DDP_T_ENUM, OFF(console_mode), "auto", console_names, 0, 0,
       "worker output on the console: raw (bytes as they come), lines (whole lines, log_line_prefix), "
-      "auto (raw when one worker's output reaches the console and no log_line_prefix is set, else lines)" },
+      "auto (raw when one worker's output reaches the console and no log_line_prefix is set, else lines: "
+      "prefixed on a terminal, without prefix on a file or pipe); --tee copies get torchrun's prefix" },
     { "job", "run_id", DDP_T_STR, OFF(run_id), NULL, NULL, 0, 0,
       "run id (TORCHELASTIC_RUN_ID; default: a fresh one, or the Slurm job id)" },
     { "job", "rdzv_backend", DDP_T_STR, OFF(rdzv_backend), "static", NULL, 0, 0,

@@ -746,8 +746,8 @@ static int open_streams(struct sup *s, struct wrk *k, struct ddp_err *err)
             return rc;
         }
     }
-    ddp_stream_init(&k->s_out, 0, w->prefix, w->to_console[0], w->raw, fds[0]);
-    ddp_stream_init(&k->s_err, 1, w->prefix, w->to_console[1], w->raw, fds[1]);
+    ddp_stream_init(&k->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], fds[0]);
+    ddp_stream_init(&k->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], fds[1]);
     k->time_fd = fds[2];
     k->s_out.time_fd = k->s_err.time_fd = fds[2];
     k->s_out.on_line = on_line;

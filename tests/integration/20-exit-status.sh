@@ -9,8 +9,8 @@ expect_eq "all succeed" "$?" 0
 [ -s "$TMP/err" ] && { cat "$TMP/err"; fail "a successful run printed on stderr"; }
 
 # Only rank 2 fails (code 3); the others finish later with 0.
-EXITN_RANK=2 EXITN_DELAY_MS=200 "$DDP" --no-python --nproc-per-node 4 "$HELPERS/exitn" 3 "rank two says boom" \
-    >"$TMP/out" 2>"$TMP/err"
+EXITN_RANK=2 EXITN_DELAY_MS=200 "$DDP" --no-python --nproc-per-node 4 --console lines "$HELPERS/exitn" 3 \
+    "rank two says boom" >"$TMP/out" 2>"$TMP/err"
 expect_eq "root cause code" "$?" 3
 expect_grep '^Root Cause \(first observed failure\):' "$TMP/err"
 # The root cause block names rank 2, code 3 and its last stderr line.

@@ -15,7 +15,7 @@ mkfifo "$TMP/fifo"
 # A slow console: nothing read for 1.5 s, then everything.
 ( sleep 1.5; cat "$TMP/fifo" >"$TMP/out" ) &
 reader=$!
-"$DDP" --no-python --nproc-per-node 2 "$TMP/job.sh" >"$TMP/fifo" 2>"$TMP/err" &
+"$DDP" --no-python --nproc-per-node 2 --console lines "$TMP/job.sh" >"$TMP/fifo" 2>"$TMP/err" &
 L=$!
 hwm=0
 while kill -0 $L 2>/dev/null; do

@@ -8,7 +8,7 @@ TRAIN=$DDP_SRCDIR/examples/train_ddp.py
 [ -f "$TRAIN" ] || skip "examples/train_ddp.py is missing"
 
 for n in 2 4; do
-    "$DDP" --nproc-per-node $n "$TRAIN" --steps 5 --backend gloo >"$TMP/out.$n" 2>"$TMP/err.$n"
+    "$DDP" --nproc-per-node $n --console lines "$TRAIN" --steps 5 --backend gloo >"$TMP/out.$n" 2>"$TMP/err.$n"
     rc=$?
     [ $rc = 0 ] || { cat "$TMP/out.$n" "$TMP/err.$n"; fail "train_ddp.py on $n workers: exit $rc"; }
     sum=$((n * (n + 1) / 2))

@@ -8,7 +8,7 @@ have_torch || skip "python3-torch is not installed"
 TRAIN=$DDP_SRCDIR/examples/train_ddp.py
 [ -f "$TRAIN" ] || skip "examples/train_ddp.py is missing"
 
-"$DDP" --nproc-per-node 4 --set restart.on_timeout=downsize --shutdown-timeout 5s "$TRAIN" --steps 4 \
+"$DDP" --nproc-per-node 4 --console lines --set restart.on_timeout=downsize --shutdown-timeout 5s "$TRAIN" --steps 4 \
     --backend gloo --pg-timeout 6 --hang-rank 1 --hang-step 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?
 [ $rc = 0 ] || { cat "$TMP/out" "$TMP/err"; fail "exit $rc"; }
@@ -18,7 +18,7 @@ expect_grep '^\[rank0\]: done steps=4 world_size=2 ' "$TMP/out"
 
 # Heartbeat: rank 1 hangs (no pg timeout to speak of), stall 3s -> downsize -> done at 2 workers. init covers
 # the start (importing torch can take longer than 3 s on a loaded machine), stall the steps after it.
-"$DDP" --nproc-per-node 4 --set timeout.stall=3s --set timeout.init=120s --set timeout.heartbeat=file \
+"$DDP" --nproc-per-node 4 --console lines --set timeout.stall=3s --set timeout.init=120s --set timeout.heartbeat=file \
     --set restart.on_timeout=downsize \
     --shutdown-timeout 2s "$TRAIN" --steps 4 --backend gloo --pg-timeout 600 --hang-rank 1 --hang-step 1 \
     >"$TMP/out" 2>"$TMP/err"

@@ -5,7 +5,9 @@
 #   1 `--nproc_per_node 1 metrics.py > out.json`: the same bytes, valid JSON
 #   2 '\r' progress updates reach the console as they are written, never merged with another rank's line
 #   3 the workers' interpreter: PYTHON_EXEC, else the Python environment the launcher is installed in
-#   5 --tee 0:3 --redirects 3: rank 0 on the console (and logged), the others only logged
+#   5 --tee 0:3 --redirects 3: rank 0 on the console (and logged), the others only logged, with torchrun's
+#     "[default0]:" prefix; --role rank --tee 3 (torchtitan's line, less --local-ranks-filter, not in 1.13):
+#     "[rank0]:" (issue 23 item 3)
 #   6 --virtual-local-rank: LOCAL_RANK=0 and one GPU each (torch 2.x flag, not in 1.13: checked as documented)
 #   7 --event-log-handler accepted, PET_SHUTDOWN_TIMEOUT read, --no-python -m refused before anything
 #     starts, TORCHELASTIC_RUN_ID without --rdzv-id (torchrun "none", ddplaunch a fresh id: documented)
@@ -29,7 +31,24 @@ torchrun --nproc_per_node 1 --standalone "$TMP/metrics.py" >"$TMP/tr.json" 2>"$T
     { cat "$TMP/dd.err"; fail "ddplaunch failed"; }
 cmp "$TMP/tr.json" "$TMP/dd.json" || { od -c "$TMP/dd.json" | head; fail "> out.json: bytes differ from torchrun's"; }
 $PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$TMP/dd.json" || fail "out.json is not JSON"
-echo "1: > out.json byte-identical ($(wc -c <"$TMP/dd.json") bytes)"
+# issue 23 item 4: two workers, only rank 0 prints (metrics.py as most scripts write it): the same bytes
+cat >"$TMP/metrics0.py" <<'EOS'
+import json, os
+if os.environ["RANK"] == "0":
+    print(json.dumps({"world": int(os.environ["WORLD_SIZE"]), "loss": 0.25}))
+    print(json.dumps({"done": True}), end="")
+EOS
+torchrun --nproc_per_node 2 "$TMP/metrics0.py" >"$TMP/tr2.json" 2>"$TMP/tr.err" ||
+    { cat "$TMP/tr.err"; fail "torchrun failed"; }
+"$DDP" --nproc-per-node 2 "$TMP/metrics0.py" >"$TMP/dd2.json" 2>"$TMP/dd.err" ||
+    { cat "$TMP/dd.err"; fail "ddplaunch failed"; }
+[ -s "$TMP/tr2.json" ] || fail "torchrun's out.json is empty"
+cmp "$TMP/tr2.json" "$TMP/dd2.json" ||
+    { od -c "$TMP/dd2.json" | head; fail "2 workers > out.json: bytes differ from torchrun's"; }
+"$DDP" --nproc-per-node 2 --console lines "$TMP/metrics0.py" >"$TMP/dd2.json" 2>"$TMP/dd.err" ||
+    { cat "$TMP/dd.err"; fail "ddplaunch --console lines failed"; }
+expect_eq "--console lines > out.json" "$(head -c 9 "$TMP/dd2.json")" "[rank0]: "
+echo "1: > out.json byte-identical ($(wc -c <"$TMP/dd.json") bytes; 2 workers $(wc -c <"$TMP/tr2.json") bytes)"
 
 # ---- 2: progress bars. Each update carries the time it was written; the reader notes when it arrived.
 cat >"$TMP/bar.py" <<'EOS'
@@ -65,7 +84,7 @@ while True:
 EOS
 torchrun --nproc_per_node 1 "$TMP/bar.py" 2>&1 >/dev/null | $PY "$TMP/arrivals.py" >"$TMP/tr.arr"
 "$DDP" --nproc-per-node 1 "$TMP/bar.py" 2>&1 >/dev/null | $PY "$TMP/arrivals.py" >"$TMP/dd.arr"
-"$DDP" --nproc-per-node 2 "$TMP/bar.py" 2>&1 >/dev/null | $PY "$TMP/arrivals.py" >"$TMP/dd2.arr"
+"$DDP" --nproc-per-node 2 --console lines "$TMP/bar.py" 2>&1 >/dev/null | $PY "$TMP/arrivals.py" >"$TMP/dd2.arr"
 for f in tr dd dd2; do
     want=4; [ $f = dd2 ] && want=8
     expect_eq "$f: updates seen" "$(grep -vc BAD "$TMP/$f.arr")" "$want"
@@ -121,16 +140,24 @@ torchrun --nproc_per_node 2 --tee 0:3 --redirects 3 --log_dir "$TMP/trl" "$TMP/t
     { cat "$TMP/tr.err"; fail "torchrun failed"; }
 "$DDP" --nproc-per-node 2 --tee 0:3 --redirects 3 --log-dir "$TMP/ddl" "$TMP/tee.py" >"$TMP/dd.out" 2>"$TMP/dd.err" ||
     { cat "$TMP/dd.err"; fail "ddplaunch failed"; }
-# torchrun prefixes its tee copies with "[default0]:" (documented difference: ddplaunch shows one worker raw)
-expect_eq "console stdout" "$(cat "$TMP/dd.out")" "$(sed 's/^\[default0\]://' "$TMP/tr.out")"
-expect_eq "console stdout" "$(cat "$TMP/dd.out")" "test_one PASSED rank 0"
+# torchrun prefixes its tee copies with "[default0]:", so does ddplaunch
+expect_eq "console stdout" "$(cat "$TMP/dd.out")" "$(cat "$TMP/tr.out")"
+expect_eq "console stdout" "$(cat "$TMP/dd.out")" "[default0]:test_one PASSED rank 0"
 expect_eq "console stderr (worker lines)" "$(grep -v '^ddplaunch: ' "$TMP/dd.err")" \
-    "$(grep '^\[default0\]:' "$TMP/tr.err" | sed 's/^\[default0\]://')"
+    "$(grep '^\[default0\]:' "$TMP/tr.err")"
+torchrun --nproc_per_node 1 --role rank --tee 3 "$TMP/tee.py" >"$TMP/tr.out" 2>"$TMP/tr.err" ||
+    { cat "$TMP/tr.err"; fail "torchrun --role rank failed"; }
+"$DDP" --nproc-per-node 2 --local-ranks-filter 0 --role rank --tee 3 "$TMP/tee.py" >"$TMP/dd.out" 2>"$TMP/dd.err" ||
+    { cat "$TMP/dd.err"; fail "ddplaunch --role rank failed"; }
+expect_eq "--role rank --tee 3 stdout" "$(cat "$TMP/dd.out")" "$(cat "$TMP/tr.out")"
+expect_eq "--role rank --tee 3 stdout" "$(cat "$TMP/dd.out")" "[rank0]:test_one PASSED rank 0"
+expect_eq "--role rank --tee 3 stderr" "$(grep -v '^ddplaunch: ' "$TMP/dd.err")" "$(grep '^\[rank0\]:' "$TMP/tr.err")"
 for d in trl ddl; do
     expect_eq "$d: rank 1 stdout.log" "$(cat "$TMP"/$d/*/attempt_0/1/stdout.log)" "test_one PASSED rank 1"
     expect_eq "$d: rank 0 stderr.log" "$(cat "$TMP"/$d/*/attempt_0/0/stderr.log)" "warning from rank 0"
 done
-echo "5: --tee 0:3 --redirects 3: rank 0 shown and logged, rank 1 logged only, as torchrun"
+echo "5: --tee 0:3 --redirects 3: rank 0 shown with [default0]: and logged, rank 1 logged only, as torchrun;" \
+    "--role rank --tee 3: [rank0]:"
 
 # ---- 6: --virtual-local-rank on the 8-GPU fixture (torch 2.x: LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>)
 cat >"$TMP/env.sh" <<'EOS'

@@ -6,7 +6,7 @@
 
 # Each worker records what its stdin is and prints a line to each stream; rank 0 then waits for rank 1's record
 # and exits with $1 (rank 1 with 0).
-W=(--no-python --nproc-per-node 2 /bin/sh -c 'readlink /proc/self/fd/0 >"$0/stdin.$RANK"; echo "out $RANK"; echo "err $RANK" >&2
+W=(--no-python --nproc-per-node 2 --console lines /bin/sh -c 'readlink /proc/self/fd/0 >"$0/stdin.$RANK"; echo "out $RANK"; echo "err $RANK" >&2
 [ "$RANK" = 1 ] && exit 0; while [ ! -s "$0/stdin.1" ]; do sleep 0.02; done; exit "$1"' "$TMP")
 for closed in '<&-' '>&-' '2>&-' '<&- >&- 2>&-'; do
     for st in 0 3; do

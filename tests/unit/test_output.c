@@ -218,6 +218,35 @@ Test(output, raw_passes_bytes_as_they_come)
     fx_free(&f);
 }
 
+/* issue 23 item 4: whole lines without a prefix (several workers, console not a terminal) are the workers'
+ * bytes: split writes never merge two streams in one line, and a last line without newline stays open. */
+Test(output, no_prefix_lines_are_the_bytes_never_merged)
+{
+    struct fx f;
+    struct ddp_stream a, b;
+    size_t len;
+    fx_init(&f);
+    ddp_stream_init(&a, 0, "", true, false, -1);
+    ddp_stream_init(&b, 0, "", true, false, -1);
+    ddp_stream_feed(&f.o, &a, "r0 half ", 8);
+    ddp_stream_feed(&f.o, &b, "r1 half ", 8);
+    ddp_stream_feed(&f.o, &b, "end\n", 4);
+    ddp_stream_feed(&f.o, &a, "end\n{\"done\": true}", 19);
+    ddp_stream_finish(&f.o, &a);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.out[0], &len);
+    cr_expect_str_eq(got, "r1 half end\nr0 half end\n{\"done\": true}", "whole lines; the last one left open");
+    free(got);
+    ddp_stream_feed(&f.o, &b, "late\n", 5);
+    ddp_output_flush(&f.o);
+    got = slurp(f.out[0], &len);
+    cr_expect_str_eq(got, "\nlate\n", "another stream's line ends the open one first");
+    free(got);
+    ddp_stream_free(&a);
+    ddp_stream_free(&b);
+    fx_free(&f);
+}
+
 Test(output, progress_updates_at_once_and_never_merged)
 {
     struct fx f;

@@ -36,6 +36,7 @@ static void setup_spec(struct fixture *f, const char *ini)
     f->ctx.node_rank = 0;
     f->ctx.nproc = 1;
     f->ctx.python = "/usr/bin/python3";
+    f->ctx.console_tty = true;
 }
 
 static void build(struct fixture *f, int attempt, int nproc)
@@ -370,8 +371,8 @@ Test(plan_out, prefixes)
     f.ctx.node_rank = 1;
     f.ctx.nnodes = 2;
     build(&f, 0, 2);
-    cr_expect_str_eq(f.a.workers[0].prefix, "[rank2]: ");
-    cr_expect_str_eq(f.a.workers[1].prefix, "[rank3]: ");
+    cr_expect_str_eq(f.a.workers[0].prefix[0], "[rank2]: ");
+    cr_expect_str_eq(f.a.workers[1].prefix[0], "[rank3]: ");
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nscript = t.py\nrole = trainer\n");
@@ -379,12 +380,12 @@ Test(plan_out, prefixes)
                               DDP_ORIGIN_CLI, "--set", NULL),
                  0);
     build(&f, 0, 2);
-    cr_expect_str_eq(f.a.workers[1].prefix, "trainer1@node7 r=1 ${x} $");
+    cr_expect_str_eq(f.a.workers[1].prefix[0], "trainer1@node7 r=1 ${x} $");
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nscript = t.py\nlog_line_prefix =\n");
     build(&f, 0, 1);
-    cr_expect_str_eq(f.a.workers[0].prefix, "");
+    cr_expect_str_eq(f.a.workers[0].prefix[0], "");
     teardown_fixture(&f);
 }
 
@@ -611,11 +612,11 @@ Test(plan_console, raw_when_one_worker_reaches_the_console_and_tee_wins_over_red
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n");
     build(&f, 0, 1);
-    cr_expect(f.a.workers[0].raw, "one worker: raw");
+    cr_expect(f.a.workers[0].raw[0], "one worker: raw");
     cr_expect(f.a.workers[0].to_console[0] && f.a.workers[0].to_console[1]);
     ddp_attempt_free(&f.a);
     build(&f, 0, 2);
-    cr_expect(!f.a.workers[0].raw && !f.a.workers[1].raw, "two workers on the console: lines");
+    cr_expect(!f.a.workers[0].raw[0] && !f.a.workers[1].raw[0], "two workers on the console: lines");
     teardown_fixture(&f);
 
     /* Megatron-LM's --tee 0:3 --redirects 3: rank 0 shown (tee wins), rank 1 only logged: raw */
@@ -623,29 +624,76 @@ Test(plan_console, raw_when_one_worker_reaches_the_console_and_tee_wins_over_red
     build(&f, 0, 2);
     cr_expect(f.a.workers[0].to_console[0] && f.a.workers[0].to_console[1]);
     cr_expect(!f.a.workers[1].to_console[0] && !f.a.workers[1].to_console[1]);
-    cr_expect(f.a.workers[0].raw);
+    cr_expect(!f.a.workers[0].raw[0] && !f.a.workers[0].raw[1], "a --tee copy: lines, as torchrun");
+    cr_expect_str_eq(f.a.workers[0].prefix[0], "[default0]:");
+    cr_expect_str_eq(f.a.workers[0].prefix[1], "[default0]:");
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nscript = t.py\nredirects = 1\ntee = 0:2\n");
     build(&f, 0, 2);
     cr_expect(!f.a.workers[0].to_console[0] && f.a.workers[0].to_console[1], "stdout redirected, stderr shown");
-    cr_expect(!f.a.workers[0].raw, "both workers' stderr reaches the console: lines");
+    cr_expect(!f.a.workers[0].raw[1], "rank 0's stderr is a --tee copy: lines");
+    cr_expect(!f.a.workers[1].raw[1], "both workers' stderr reaches the console: lines");
+    cr_expect_str_eq(f.a.workers[0].prefix[1], "[default0]:");
+    cr_expect_str_eq(f.a.workers[1].prefix[1], "[rank1]: ");
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nscript = t.py\nlocal_ranks_filter = 1\nconsole = lines\n");
     build(&f, 0, 3);
-    cr_expect(!f.a.workers[1].raw, "console = lines: framed even for one worker");
+    cr_expect(!f.a.workers[1].raw[0], "console = lines: framed even for one worker");
     cr_expect(f.a.workers[1].to_console[0] && !f.a.workers[0].to_console[0]);
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nscript = t.py\nlog_line_prefix = ${rank}| \n");
     build(&f, 0, 1);
-    cr_expect(!f.a.workers[0].raw, "a prefix asked for: lines even for one worker");
+    cr_expect(!f.a.workers[0].raw[0], "a prefix asked for: lines even for one worker");
     teardown_fixture(&f);
 
     setup_spec(&f, "[job]\nscript = t.py\nconsole = raw\n");
     build(&f, 0, 4);
-    cr_expect(f.a.workers[3].raw, "console = raw: raw for four");
+    cr_expect(f.a.workers[3].raw[0], "console = raw: raw for four");
+    teardown_fixture(&f);
+}
+
+/* issue 23 items 3 and 4: torchrun's --tee prefix anywhere; prefixes by default only on a terminal */
+Test(plan_console, tee_prefix_as_torchrun_and_plain_lines_off_a_terminal)
+{
+    struct fixture f;
+    /* torchtitan's line: --local-ranks-filter 0 --role rank --tee 3 */
+    setup_spec(&f, "[job]\nscript = t.py\nlocal_ranks_filter = 0\nrole = rank\ntee = 3\n");
+    f.ctx.console_tty = false;
+    build(&f, 0, 4);
+    cr_expect(f.a.workers[0].to_console[0] && !f.a.workers[1].to_console[0]);
+    cr_expect(!f.a.workers[0].raw[0] && !f.a.workers[0].raw[1]);
+    cr_expect_str_eq(f.a.workers[0].prefix[0], "[rank0]:");
+    cr_expect_str_eq(f.a.workers[0].prefix[1], "[rank0]:");
+    teardown_fixture(&f);
+
+    /* > out.json with two workers: whole lines, no prefix */
+    setup_spec(&f, "[job]\nscript = t.py\n");
+    f.ctx.console_tty = false;
+    build(&f, 0, 2);
+    cr_expect(!f.a.workers[0].raw[0] && !f.a.workers[1].raw[1], "two workers: whole lines");
+    cr_expect_str_eq(f.a.workers[0].prefix[0], "");
+    cr_expect_str_eq(f.a.workers[1].prefix[1], "");
+    teardown_fixture(&f);
+
+    /* --console lines: prefixes anywhere; a prefix asked for is shown anywhere */
+    setup_spec(&f, "[job]\nscript = t.py\nconsole = lines\n");
+    f.ctx.console_tty = false;
+    build(&f, 0, 2);
+    cr_expect_str_eq(f.a.workers[1].prefix[0], "[rank1]: ");
+    teardown_fixture(&f);
+    setup_spec(&f, "[job]\nscript = t.py\nlog_line_prefix = r${rank}|\n");
+    f.ctx.console_tty = false;
+    build(&f, 0, 2);
+    cr_expect_str_eq(f.a.workers[1].prefix[0], "r1|");
+    teardown_fixture(&f);
+
+    /* --console raw: even a --tee copy is raw */
+    setup_spec(&f, "[job]\nscript = t.py\nconsole = raw\ntee = 3\n");
+    build(&f, 0, 2);
+    cr_expect(f.a.workers[0].raw[0] && f.a.workers[1].raw[1]);
     teardown_fixture(&f);
 }
 
