@@ -213,6 +213,7 @@ int main(int argc, char **argv)
         return usage_error(err.msg);
     }
     ddp_log_verbosity = DDP_LOG_INFO + cli.verbosity;
+    ddp_log_colour = ddp_log_colour_wanted(isatty(STDERR_FILENO) == 1, environ);
 
     int status = 0;
     struct ddp_launch l;

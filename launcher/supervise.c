@@ -1273,7 +1273,8 @@ void ddp_sup_print_summary(struct sup *s, int status)
     char *title;
     if (!s->root.set)
         return;
-    title = ddp_xasprintf("%s FAILED (exit status %d)", prog_name(s), status);
+    title = ddp_xasprintf("%s%s FAILED (exit status %d)%s", ddp_colour(DDP_COLOUR_RED), prog_name(s), status,
+                          ddp_colour(DDP_COLOUR_RESET));
     root = entry_of(s, &s->root);
     others = ddp_xcalloc(s->nothers + 1, sizeof(*others));
     for (size_t i = 0; i < s->nothers; i++)
@@ -1282,7 +1283,7 @@ void ddp_sup_print_summary(struct sup *s, int status)
     fflush(stdout);
     ddp_report_print(stderr, title, &root, others, s->nothers);
     if (s->hang_text)
-        fputs(s->hang_text, stderr);
+        fprintf(stderr, "%s%s%s", ddp_colour(DDP_COLOUR_YELLOW), s->hang_text, ddp_colour(DDP_COLOUR_RESET));
     free(others);
     free(title);
 }
@@ -1686,6 +1687,10 @@ static void apply(struct sup *s, const struct ddp_paction *a)
             ddp_error("stopped by %s", ddp_report_signame(s->pol.stop_signo));
         else if (status != 0)
             ddp_sup_print_summary(s, status);
+        else if (s->nattempts > 1) /* a success that needed restarts says so, in one line */
+            ddp_info("%s%s succeeded%s after %d attempts (%d restart%s) in %.1f s", ddp_colour(DDP_COLOUR_GREEN),
+                     prog_name(s), ddp_colour(DDP_COLOUR_RESET), s->nattempts, s->nattempts - 1,
+                     s->nattempts == 2 ? "" : "s", (double)(ddp_now_ms() - s->job_start_ms) / 1000.0);
         ddp_record_event(s->rec, "decision",
                          json_pack("{s:i, s:s, s:i, s:s}", "attempt", attempt, "action", "exit", "exit_status", status,
                                    "why", a->why));

@@ -11,6 +11,19 @@
 #include <time.h>
 
 int ddp_log_verbosity = DDP_LOG_INFO;
+bool ddp_log_colour;
+
+const char *ddp_colour(enum ddp_colour c)
+{
+    static const char *const sgr[] = {"\033[0m", "\033[1;31m", "\033[33m", "\033[32m", "\033[1m"};
+    return ddp_log_colour && (unsigned)c < sizeof sgr / sizeof sgr[0] ? sgr[c] : "";
+}
+
+bool ddp_log_colour_wanted(bool tty, char *const *envp)
+{
+    const char *no = ddp_env_get(envp, "NO_COLOR");
+    return tty && !(no && *no);
+}
 
 int ddp_errf(struct ddp_err *err, int code, const char *fmt, ...)
 {
@@ -146,6 +159,7 @@ const char *ddp_env_get(char *const *envp, const char *name)
 void ddp_log(enum ddp_log_level level, const char *fmt, ...)
 {
     static const char *const tag[] = {"error: ", "warning: ", "", "debug: "};
+    static const enum ddp_colour colour[] = {DDP_COLOUR_RED, DDP_COLOUR_YELLOW, DDP_COLOUR_RESET, DDP_COLOUR_RESET};
     if ((int)level > ddp_log_verbosity)
         return;
     char line[4096];
@@ -154,7 +168,11 @@ void ddp_log(enum ddp_log_level level, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     /* One fprintf so the line reaches stderr in one piece. */
-    fprintf(stderr, "ddplaunch: %s%s\n", tag[level], line);
+    if (ddp_log_colour && colour[level] != DDP_COLOUR_RESET)
+        fprintf(stderr, "ddplaunch: %s%s%s%s\n", ddp_colour(colour[level]), tag[level], ddp_colour(DDP_COLOUR_RESET),
+                line);
+    else
+        fprintf(stderr, "ddplaunch: %s%s\n", tag[level], line);
 }
 
 const char *ddp_line_next(const char *text, char *buf, size_t size)

@@ -53,6 +53,15 @@ const char *ddp_env_get(char *const *envp, const char *name);
 /* Log levels for launcher messages on stderr; every line starts "ddplaunch: ". */
 enum ddp_log_level { DDP_LOG_ERROR, DDP_LOG_WARN, DDP_LOG_INFO, DDP_LOG_DEBUG };
 extern int ddp_log_verbosity; /* messages above this level are dropped; default INFO */
+/* Colour the launcher's own lines (errors red, warnings yellow, the summary's title, a verdict, a success after
+ * restarts): main.c sets it when stderr is a terminal and NO_COLOR is unset or empty. Default off. */
+extern bool ddp_log_colour;
+enum ddp_colour { DDP_COLOUR_RESET, DDP_COLOUR_RED, DDP_COLOUR_YELLOW, DDP_COLOUR_GREEN, DDP_COLOUR_BOLD };
+/* The SGR sequence for c ("\033[1;31m"...) when ddp_log_colour is set, else "". Static string. */
+const char *ddp_colour(enum ddp_colour c);
+/* Whether the launcher's lines on a stream that is a terminal (tty) get colours, as NO_COLOR (no-color.org)
+ * says: not when NO_COLOR is set and not empty. Pure. */
+bool ddp_log_colour_wanted(bool tty, char *const *envp);
 void ddp_log(enum ddp_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define ddp_error(...) ddp_log(DDP_LOG_ERROR, __VA_ARGS__)
 #define ddp_warn(...) ddp_log(DDP_LOG_WARN, __VA_ARGS__)

@@ -31,3 +31,20 @@ Test(util, printable_replaces_control_characters_keeps_utf8)
     cr_expect_str_eq(s, "a?]0;t??[2Jb?????1m caf\xc3\xa9 \xe2\x80\x93");
     cr_expect_null(ddp_printable(NULL));
 }
+
+/* issue 23 item 15: colours only on a terminal, and not with NO_COLOR set and not empty (no-color.org) */
+Test(util, colour_wanted_on_a_terminal_without_no_color)
+{
+    char *none[] = {"TERM=xterm", NULL};
+    char *set[] = {"NO_COLOR=1", NULL};
+    char *empty[] = {"NO_COLOR=", NULL};
+    cr_expect(ddp_log_colour_wanted(true, none));
+    cr_expect_not(ddp_log_colour_wanted(false, none));
+    cr_expect_not(ddp_log_colour_wanted(true, set));
+    cr_expect(ddp_log_colour_wanted(true, empty));
+    ddp_log_colour = false;
+    cr_expect_str_eq(ddp_colour(DDP_COLOUR_RED), "");
+    ddp_log_colour = true;
+    cr_expect_str_eq(ddp_colour(DDP_COLOUR_RED), "\033[1;31m");
+    ddp_log_colour = false;
+}
