@@ -104,6 +104,17 @@ static int apply_endpoint(struct ddp_spec *spec, struct ddp_err *err)
     return rc;
 }
 
+/* TORCHELASTIC_ENABLE_FILE_TIMER=1, how torchrun users turn on the file timer (torchrun's agent then serves
+ * TORCHELASTIC_TIMER_FILE): [timeout] timer_file = yes at the PET_* layer, so DDPLAUNCH_* and the command line
+ * still win. Any other value leaves it off, as torchrun's "== '1'" does. */
+static int apply_torchelastic_env(struct ddp_spec *spec, char *const *envp, struct ddp_err *err)
+{
+    const char *v = ddp_env_get(envp, "TORCHELASTIC_ENABLE_FILE_TIMER");
+    if (!v || strcmp(v, "1") != 0)
+        return 0;
+    return ddp_spec_set(spec, "timeout", "timer_file", "yes", DDP_ORIGIN_ENV, "TORCHELASTIC_ENABLE_FILE_TIMER", err);
+}
+
 int ddp_launch_load_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
 {
     struct ddp_spec *spec = &l->spec;
@@ -111,8 +122,9 @@ int ddp_launch_load_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *
 
     if ((rc = load_site(spec, cli, envp, err)) < 0 ||
         (cli->spec_path && (rc = ddp_spec_load_file(spec, cli->spec_path, DDP_ORIGIN_SPEC, err)) < 0) ||
-        (rc = ddp_cli_apply_pet(spec, envp, err)) < 0 || (rc = ddp_spec_apply_env(spec, envp, err)) < 0 ||
-        (rc = ddp_cli_apply(cli, spec, envp, err)) < 0 || (rc = apply_endpoint(spec, err)) < 0)
+        (rc = ddp_cli_apply_pet(spec, envp, err)) < 0 || (rc = apply_torchelastic_env(spec, envp, err)) < 0 ||
+        (rc = ddp_spec_apply_env(spec, envp, err)) < 0 || (rc = ddp_cli_apply(cli, spec, envp, err)) < 0 ||
+        (rc = apply_endpoint(spec, err)) < 0)
         return fail(l, EXIT_USAGE, rc);
     /* [gpus] select = auto is the same as no list: every module reads an empty list as "choose for me". */
     if (spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "auto") == 0)
