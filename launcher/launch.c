@@ -202,9 +202,20 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
     return path && *path ? path : NULL;
 }
 
-int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, struct ddp_err *err)
+int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
+                             struct ddp_err *err)
 {
-    int rc = ddp_topo_load(path, &l->topo, err);
+    /* run and plan use the topology cache and NVML's live state only when [gpus] max_memory_used asks for it;
+     * topo and doctor report the machine as it is now (and refresh the cache) */
+    const struct ddp_mem_limit *lim = &l->spec.gpus_max_memory_used;
+    bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
+    struct ddp_topo_opts o = {
+        .xml_path = path,
+        .envp = envp,
+        .refresh = report,
+        .gpu_usage = report || lim->percent > 0 || lim->bytes > 0,
+    };
+    int rc = ddp_topo_load_opts(&o, &l->topo, err);
     if (rc < 0) {
         l->topo = NULL;
         if (required || path)

@@ -90,9 +90,12 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
 
 /* The topology file: --topology, else $DDPLAUNCH_TOPOLOGY, else NULL (the live machine). */
 const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *envp);
-/* Load the topology into l->topo. required (the `topo` command): a failure is an error (exit 2 for a file,
- * else 1). Otherwise only a file that cannot be loaded is; without one the job runs unbound (a warning). */
-int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, struct ddp_err *err);
+/* Load the topology into l->topo (the live machine through the topology cache of envp's runtime directory for
+ * run and plan; discovered now for topo and doctor). required (the `topo` command): a failure is an error
+ * (exit 2 for a file, else 1). Otherwise only a file that cannot be loaded is; without one the job runs unbound
+ * (a warning). */
+int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
+                             struct ddp_err *err);
 
 /* Live facts for resolve: hostname, CPUs online, a random id, the current GPU leases. Free with
  * ddp_launch_facts_free(). */

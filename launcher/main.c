@@ -75,7 +75,7 @@ static void ignore_signal(int signo)
 /* `ddplaunch topo`: the topology with the GPUs other jobs lease now. */
 static int topo_command(struct ddp_launch *l, const struct ddp_cli *cli, struct ddp_err *err)
 {
-    if (ddp_launch_load_topology(l, ddp_launch_topology_path(cli, environ), true, err) < 0)
+    if (ddp_launch_load_topology(l, ddp_launch_topology_path(cli, environ), true, environ, err) < 0)
         return launch_error(l, err);
     struct ddp_launch_facts facts;
     ddp_launch_facts_gather(&facts, environ);
@@ -94,7 +94,7 @@ static int launch_command(struct ddp_launch *l, const struct ddp_cli *cli, const
     int status;
 
     if (ddp_launch_check_spec(l, cli, environ, err) < 0 ||
-        ddp_launch_load_topology(l, ddp_launch_topology_path(cli, environ), false, err) < 0)
+        ddp_launch_load_topology(l, ddp_launch_topology_path(cli, environ), false, environ, err) < 0)
         return launch_error(l, err);
     ddp_launch_facts_gather(&facts, environ);
     int rc = ddp_launch_resolve(l, &facts, err);

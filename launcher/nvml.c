@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,4 +227,82 @@ void ddp_nvml_free(struct ddp_nvml *n)
 {
     free(n->gpus);
     memset(n, 0, sizeof *n);
+}
+
+char *ddp_nvml_static_json(const struct ddp_nvml *n)
+{
+    json_t *gpus = json_array();
+    for (size_t i = 0; i < n->ngpus; i++) {
+        const struct ddp_nvml_gpu *g = &n->gpus[i];
+        json_t *links = json_array();
+        for (int l = 0; l < g->nlinks; l++)
+            json_array_append_new(links, json_pack("[s, b]", g->link_peer[l], g->link_to_switch[l]));
+        json_array_append_new(gpus, json_pack("{s:s, s:s, s:s, s:I, s:o}", "busid", g->busid, "uuid", g->uuid, "name",
+                                              g->name, "mem_total", (json_int_t)g->mem_total, "links", links));
+    }
+    json_t *o =
+        json_pack("{s:b, s:s, s:s, s:o}", "found", n->found, "status", n->status, "driver", n->driver, "gpus", gpus);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s)
+        abort();
+    return s;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *o = json_loads(text, 0, NULL), *gpus = NULL;
+    int found = 0;
+    const char *status = NULL, *driver = NULL;
+    if (!o ||
+        json_unpack(o, "{s:b, s:s, s:s, s:o}", "found", &found, "status", &status, "driver", &driver, "gpus", &gpus) <
+            0 ||
+        !json_is_array(gpus)) {
+        json_decref(o);
+        return -EBADMSG;
+    }
+    out->found = found;
+    copy_str(out->status, sizeof out->status, status);
+    copy_str(out->driver, sizeof out->driver, driver);
+    size_t n = json_array_size(gpus);
+    out->gpus = ddp_xcalloc(n ? n : 1, sizeof *out->gpus);
+    for (size_t i = 0; i < n; i++) {
+        struct ddp_nvml_gpu *g = &out->gpus[i];
+        const char *busid, *uuid, *name;
+        json_int_t total;
+        json_t *links;
+        if (json_unpack(json_array_get(gpus, i), "{s:s, s:s, s:s, s:I, s:o}", "busid", &busid, "uuid", &uuid, "name",
+                        &name, "mem_total", &total, "links", &links) < 0 ||
+            !json_is_array(links) || json_array_size(links) > DDP_NVML_MAX_LINKS) {
+            json_decref(o);
+            ddp_nvml_free(out);
+            return -EBADMSG;
+        }
+        copy_str(g->busid, sizeof g->busid, busid);
+        copy_str(g->uuid, sizeof g->uuid, uuid);
+        copy_str(g->name, sizeof g->name, name);
+        g->mem_total = total;
+        g->mem_used = -1;
+        g->util = -1;
+        for (size_t l = 0; l < json_array_size(links); l++) {
+            const char *peer;
+            int sw;
+            if (json_unpack(json_array_get(links, l), "[s, b]", &peer, &sw) < 0) {
+                json_decref(o);
+                ddp_nvml_free(out);
+                return -EBADMSG;
+            }
+            copy_str(g->link_peer[g->nlinks], sizeof g->link_peer[0], peer);
+            g->link_to_switch[g->nlinks++] = sw;
+        }
+        out->ngpus++;
+    }
+    json_decref(o);
+    return 0;
 }

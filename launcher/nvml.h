@@ -49,6 +49,14 @@ const struct ddp_nvml_gpu *ddp_nvml_find(const struct ddp_nvml *n, const char *b
  * plus, when both reach NVSwitches, the smaller of their switch link counts. 0 when not linked or unknown. */
 int ddp_nvml_links(const struct ddp_nvml *n, const char *a, const char *b);
 
+/* The facts of n that do not change while the machine runs (found, status, driver; per GPU bus id, UUID, name,
+ * total memory, NVLinks), as one line of JSON for the topology cache (topo_cache.h). Memory in use,
+ * utilisation and processes are live state and are left out. Caller owns; free(). */
+char *ddp_nvml_static_json(const struct ddp_nvml *n);
+/* The reverse: *out from such a line, with memory in use and utilisation unknown (-1) and no processes.
+ * 0, or -EBADMSG (out zeroed) when text is not such a line. Caller owns *out; free with ddp_nvml_free(). */
+int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out);
+
 /* Normalise a PCI bus id to "dddd:bb:dd.f" lower case (NVML writes an 8-digit domain). */
 void ddp_nvml_busid_norm(const char *in, char *out, size_t outsz);
 

@@ -151,6 +151,14 @@ static size_t descendants(struct procs *p)
     return live;
 }
 
+/* Whether any child of ours (ended or not) is left to reap. */
+static bool has_children(void)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
+}
+
 /* Reap every ended child; remember how PROGRAM ended. */
 static void reap(pid_t program, int *program_status, bool *program_done)
 {
@@ -186,10 +194,14 @@ static void end_descendants(long long grace_ms, pid_t program, int *program_stat
     sigaddset(&wake, SHIM_KILLSIG);
     sigaddset(&wake, SHIM_DEATHSIG);
     for (;;) {
-        size_t n;
+        size_t n = 0;
         reap(program, program_status, program_done);
-        procs_scan(&p);
-        n = descendants(&p);
+        /* No child left (all reaped) means no descendant either: as a subreaper we inherit every orphan of the
+         * tree, so a live descendant always has a live child of ours above it. Then /proc is not read at all. */
+        if (has_children()) {
+            procs_scan(&p);
+            n = descendants(&p);
+        }
         if (n == 0)
             break;
         now = ddp_now_ms();

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "topo_cache.h"
+
 char *ddp_topo_list(hwloc_const_bitmap_t set)
 {
     char *s = NULL;
@@ -368,11 +370,106 @@ void ddp_topo_sel(const struct ddp_topo *topo, struct ddp_sel_topo *st)
     };
 }
 
-int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *err)
+/* hwloc's plugins that ddplaunch does not use: those that start GPU runtimes (OpenCL/CUDA init is slow and may
+ * create contexts on the GPUs), and the libpciaccess one (it leaks ~1 KiB per process, which fails sanitizer builds:
+ * the linux component reads the same PCI facts from sysfs, and NVML facts come from our own nvml.c). */
+static const char *const unused_plugins[] = {"pci", "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero"};
+
+/* hwloc_topology_init() dlopens every plugin it finds (X11, OpenCL, ICU among their libraries: most of a launch's
+ * start-up), unless HWLOC_PLUGINS_BLACKLIST names it: set for the call when the user did not. The libxml2 one
+ * (which loads ICU) too, except for a user's XML file: hwloc's own parser reads the cache, its own export, but
+ * not every older file. */
+static int init_hwloc(hwloc_topology_t *t, bool xml_file)
 {
-    static const char *const gpu_plugins[] = {"pci", "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero"};
+#define GPU_PLUGINS "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
+    bool set = !getenv("HWLOC_PLUGINS_BLACKLIST") &&
+               setenv("HWLOC_PLUGINS_BLACKLIST", xml_file ? GPU_PLUGINS : GPU_PLUGINS ",hwloc_xml_libxml", 1) == 0;
+#undef GPU_PLUGINS
+    int rc = hwloc_topology_init(t);
+    int e = errno;
+    if (set)
+        unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    if (rc < 0)
+        return -e;
+    /* Keep PCI GPUs and the bridges above them (hwloc drops I/O objects by default). */
+    hwloc_topology_set_io_types_filter(*t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    for (size_t i = 0; i < sizeof unused_plugins / sizeof unused_plugins[0]; i++)
+        hwloc_topology_set_components(*t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused_plugins[i]);
+    return 0;
+}
+
+static void free_partial(struct ddp_topo *topo)
+{
+    hwloc_topology_destroy(topo->t);
+    free(topo->source);
+    free(topo);
+}
+
+/* The live machine from the cache: 0 when the cache matched (topology set from its XML, NVML facts in topo). */
+static int from_cache(struct ddp_topo *topo, const char *key, char *const *envp)
+{
+    char *buf = NULL;
+    const char *nvml = NULL, *xml = NULL;
+    size_t xml_len = 0;
+    int rc = ddp_topo_cache_read(envp, key, &buf, &nvml, &xml, &xml_len);
+    if (rc == 0 && (rc = ddp_nvml_static_parse(nvml, &topo->nvml)) == 0) {
+        /* the machine we run on: binding and the process's own CPU set apply to it */
+        if (hwloc_topology_set_xmlbuffer(topo->t, xml, (int)xml_len) < 0 ||
+            hwloc_topology_set_flags(topo->t, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM) < 0 ||
+            hwloc_topology_load(topo->t) < 0) {
+            ddp_nvml_free(&topo->nvml);
+            rc = -ENOEXEC; /* hwloc refused it: topo->t must be made anew */
+        }
+    }
+    free(buf);
+    if (rc < 0 && rc != -ENOENT)
+        ddp_debug("topology cache not used: %s", strerror(-rc));
+    return rc;
+}
+
+/* After a discovery of the live machine: what it found, for the next launch. NVML facts are kept only when NVML
+ * answered or there is no NVIDIA GPU for it to answer about (a failed read is tried again next time). */
+static void to_cache(const struct ddp_topo *topo, const char *key, char *const *envp)
+{
+    bool nvidia = false;
+    for (size_t i = 0; i < topo->ngpus; i++)
+        nvidia |= topo->gpus[i].vendor == 0x10de;
+    if (nvidia && !topo->nvml.found)
+        return;
+    char *xml = NULL;
+    int len = 0;
+    if (hwloc_topology_export_xmlbuffer(topo->t, &xml, &len, 0) < 0 || !xml || len <= 0)
+        return;
+    char *nvml = ddp_nvml_static_json(&topo->nvml);
+    int rc = ddp_topo_cache_write(envp, key, nvml, xml, (size_t)len);
+    if (rc < 0)
+        ddp_debug("topology cache not written: %s", strerror(-rc));
+    free(nvml);
+    hwloc_free_xmlbuffer(topo->t, xml);
+}
+
+/* NVML for the live machine: from the cache, or read now when a caller needs live state, the full report
+ * (refresh), or when a discovery found NVIDIA GPUs. */
+static void load_nvml(struct ddp_topo *topo, const struct ddp_topo_opts *o)
+{
+    bool nvidia = false;
+    for (size_t i = 0; i < topo->ngpus; i++)
+        nvidia |= topo->gpus[i].vendor == 0x10de;
+    if (topo->cached && !o->gpu_usage && !o->refresh)
+        return;
+    ddp_nvml_free(&topo->nvml);
+    if (o->refresh || nvidia)
+        ddp_nvml_read(&topo->nvml);
+    else
+        snprintf(topo->nvml.status, sizeof topo->nvml.status, "NVML: not read (no NVIDIA GPU)");
+}
+
+int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, struct ddp_err *err)
+{
+    const char *xml_path = o->xml_path;
     struct ddp_topo *topo;
     unsigned api = hwloc_get_api_version();
+    char *key = NULL;
     int rc;
 
     *out = NULL;
@@ -380,36 +477,35 @@ int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *e
         return ddp_errf(err, -ENOTSUP, "hwloc: the library is version %u.%u but ddplaunch was built for %u.x",
                         api >> 16, (api >> 8) & 0xff, HWLOC_API_VERSION >> 16);
     topo = ddp_xcalloc(1, sizeof *topo);
-    if (hwloc_topology_init(&topo->t) < 0) {
-        rc = -errno;
+    if ((rc = init_hwloc(&topo->t, xml_path != NULL)) < 0) {
         free(topo);
         return ddp_errf(err, rc, "hwloc_topology_init: %s", strerror(-rc));
     }
-    /* Keep PCI GPUs and the bridges above them (hwloc drops I/O objects by default). */
-    hwloc_topology_set_io_types_filter(topo->t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    /* Not the plugins that start GPU runtimes (OpenCL/CUDA init is slow and may create contexts on the GPUs),
-     * nor the libpciaccess one (it leaks ~1 KiB per process, which fails sanitizer builds): the linux
-     * component reads the same PCI facts from sysfs, and NVML facts come from our own nvml.c. */
-    for (size_t i = 0; i < sizeof gpu_plugins / sizeof gpu_plugins[0]; i++)
-        hwloc_topology_set_components(topo->t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_plugins[i]);
+    topo->from_xml = xml_path != NULL;
+    topo->source = ddp_xstrdup(xml_path ? xml_path : "live machine");
     if (xml_path) {
-        topo->from_xml = true;
-        topo->source = ddp_xstrdup(xml_path);
         if (hwloc_topology_set_xml(topo->t, xml_path) < 0) {
             rc = errno ? -errno : -EINVAL;
-            hwloc_topology_destroy(topo->t);
-            free(topo->source);
-            free(topo);
+            free_partial(topo);
             return ddp_errf(err, rc, "%s: cannot read this hwloc XML topology: %s", xml_path, strerror(-rc));
         }
-    } else {
-        topo->source = ddp_xstrdup("live machine");
+    } else if (o->envp && (key = ddp_topo_cache_key(o->envp)) != NULL && !o->refresh) {
+        rc = from_cache(topo, key, o->envp);
+        topo->cached = rc == 0;
+        if (rc == -ENOEXEC) { /* a topology that failed to load from XML cannot be loaded again: start anew */
+            hwloc_topology_destroy(topo->t);
+            if ((rc = init_hwloc(&topo->t, false)) < 0) {
+                free(topo->source);
+                free(topo);
+                free(key);
+                return ddp_errf(err, rc, "hwloc_topology_init: %s", strerror(-rc));
+            }
+        }
     }
-    if (hwloc_topology_load(topo->t) < 0) {
+    if (!topo->cached && hwloc_topology_load(topo->t) < 0) {
         rc = errno ? -errno : -EINVAL;
-        hwloc_topology_destroy(topo->t);
-        free(topo->source);
-        free(topo);
+        free_partial(topo);
+        free(key);
         return ddp_errf(err, rc, "%s: hwloc could not load the topology: %s", xml_path ? xml_path : "live machine",
                         strerror(-rc));
     }
@@ -431,14 +527,23 @@ int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *e
     load_distances(topo);
     load_gpus(topo);
     if (!xml_path)
-        ddp_nvml_read(&topo->nvml);
+        load_nvml(topo, o);
     else
         snprintf(topo->nvml.status, sizeof topo->nvml.status, "NVML: not used (XML topology)");
     apply_nvml(topo);
     load_links(topo);
     build_sel(topo);
+    if (key && !topo->cached)
+        to_cache(topo, key, o->envp);
+    free(key);
     *out = topo;
     return 0;
+}
+
+int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *err)
+{
+    struct ddp_topo_opts o = {.xml_path = xml_path, .refresh = true, .gpu_usage = true};
+    return ddp_topo_load_opts(&o, out, err);
 }
 
 void ddp_topo_destroy(struct ddp_topo *topo)
@@ -517,6 +622,11 @@ int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gp
 const struct ddp_nvml *ddp_topo_nvml(const struct ddp_topo *topo)
 {
     return &topo->nvml;
+}
+
+bool ddp_topo_cached(const struct ddp_topo *topo)
+{
+    return topo->cached;
 }
 
 bool ddp_topo_from_xml(const struct ddp_topo *topo)

@@ -13,8 +13,22 @@
 
 struct ddp_topo;
 
-/* Load the topology: xml_path (an hwloc XML export) or, when NULL, the live machine, restricted to the
- * CPUs this process may use. 0 or negative errno with err. Caller owns; free with ddp_topo_destroy(). */
+/* How to load the topology (ddp_topo_load_opts). */
+struct ddp_topo_opts {
+    const char *xml_path; /* an hwloc XML export; NULL = the live machine */
+    char *const *envp;    /* live machine: use the topology cache (topo_cache.h) from this environment; NULL = no
+                             cache */
+    bool refresh;         /* discover now even when the cache matches (and rewrite it); read NVML in full */
+    bool gpu_usage;       /* NVML's live state (memory in use, utilisation, processes) is needed */
+};
+
+/* Load the topology: xml_path or, when NULL, the live machine, restricted to the CPUs this process may use.
+ * The live machine comes from the cache when its key matches (and refresh is off), else from hwloc's discovery,
+ * which then rewrites the cache. NVML is read (dlopen) only for a discovery that finds NVIDIA GPUs, with refresh,
+ * or with gpu_usage; from the cache only its facts that do not change are known (memory in use is -1).
+ * 0 or negative errno with err. Caller owns; free with ddp_topo_destroy(). */
+int ddp_topo_load_opts(const struct ddp_topo_opts *opts, struct ddp_topo **out, struct ddp_err *err);
+/* ddp_topo_load_opts() without the cache, NVML read in full. */
 int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *err);
 void ddp_topo_destroy(struct ddp_topo *topo);
 
@@ -44,6 +58,8 @@ struct ddp_topo_gpu_facts {
 int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gpu_facts *out);
 /* NVML as the topology read it (found, status, driver); never read for an XML topology. Owned by topo. */
 const struct ddp_nvml *ddp_topo_nvml(const struct ddp_topo *topo);
+/* Whether the live machine's topology came from the cache (topo_cache.h). */
+bool ddp_topo_cached(const struct ddp_topo *topo);
 /* Whether the topology came from an XML file (it may describe another machine). */
 bool ddp_topo_from_xml(const struct ddp_topo *topo);
 

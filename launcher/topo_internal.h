@@ -33,6 +33,7 @@ struct ddp_topo {
     hwloc_topology_t t;
     char *source; /* "live machine" or the XML path */
     bool from_xml;
+    bool cached; /* the live machine, from the cache */
     hwloc_bitmap_t allowed;
     struct topo_node *nodes;
     size_t nnodes;

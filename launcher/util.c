@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int ddp_log_verbosity = DDP_LOG_INFO;
 bool ddp_log_colour;
@@ -420,4 +421,36 @@ bool ddp_ratelimit_allow(struct ddp_ratelimit *rl, long long now_ms, unsigned bu
     *dropped_out = rl->dropped;
     rl->dropped = 0;
     return true;
+}
+
+ssize_t ddp_read_full(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, (char *)buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && got == 0)
+            return -errno;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+int ddp_write_full(int fd, const void *buf, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, (const char *)buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        if (w == 0)
+            return -EIO;
+        off += (size_t)w;
+    }
+    return 0;
 }

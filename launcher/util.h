@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* An error a function could not handle, with the message a user should read.
@@ -101,6 +102,12 @@ int ddp_parse_int(const char *s, long long min, long long max, long long *out);
  * "none" = 0. Result in milliseconds. 0 or -EINVAL with err filled ("expected ..."). */
 int ddp_parse_duration(const char *s, long long *ms_out, struct ddp_err *err);
 /* Monotonic clock in milliseconds / nanoseconds. */
+/* Read up to len bytes from fd into buf, through EINTR and short reads, until EOF or an error. Returns the count
+ * read (less than len at EOF), or a negative errno when nothing was read. */
+ssize_t ddp_read_full(int fd, void *buf, size_t len);
+/* Write all len bytes of buf to fd, through EINTR and short writes. 0, or a negative errno. */
+int ddp_write_full(int fd, const void *buf, size_t len);
+
 long long ddp_now_ms(void);
 long long ddp_now_ns(void);
 /* A wall-clock time as ISO 8601 UTC with milliseconds ("2026-12-01T01:08:54.123Z", 24 chars + NUL): strings in

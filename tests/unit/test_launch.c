@@ -33,7 +33,7 @@ static void setup(struct ddp_launch *l, enum ddp_cmd cmd, const char *topo, cons
     if (topo) {
         char *path = fixture_path(topo);
 
-        cr_assert_eq(ddp_launch_load_topology(l, path, true, &err), 0, "%s", err.msg);
+        cr_assert_eq(ddp_launch_load_topology(l, path, true, NULL, &err), 0, "%s", err.msg);
         free(path);
     }
 }

@@ -1,0 +1,163 @@
+/* Unit tests for launcher/topo_cache (and the NVML facts it keeps, nvml.c): the file format round trip, a key
+ * that differs is a miss, a damaged file is not used, a symlink is not followed, and the live machine loaded
+ * from the cache prints as the live machine discovered now (topo_print, minus the NVML line). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nvml.h"
+#include "topo.h"
+#include "topo_cache.h"
+#include "topo_print.h"
+
+static const char xml[] = "<?xml version=\"1.0\"?>\n<topology/>\n";
+
+Test(topo_cache, format_and_parse_round_trip)
+{
+    size_t len, xlen = 0;
+    char *buf = ddp_topo_cache_format("key\nline 2\n", "{\"found\":false}", xml, sizeof xml, &len);
+    const char *nvml = NULL, *x = NULL;
+    cr_assert_eq(ddp_topo_cache_parse(buf, len, "key\nline 2\n", &nvml, &x, &xlen), 0);
+    cr_expect_str_eq(nvml, "{\"found\":false}");
+    cr_expect_str_eq(x, xml);
+    cr_expect_eq(xlen, sizeof xml);
+    free(buf);
+}
+
+Test(topo_cache, another_key_is_stale_and_damage_is_refused)
+{
+    size_t len, xlen = 0;
+    const char *nvml = NULL, *x = NULL;
+    char *buf = ddp_topo_cache_format("boot A", "{}", xml, sizeof xml, &len);
+    cr_expect_eq(ddp_topo_cache_parse(buf, len, "boot B", &nvml, &x, &xlen), -ESTALE);
+    free(buf);
+    buf = ddp_topo_cache_format("boot A", "{}", xml, sizeof xml, &len);
+    cr_expect_eq(ddp_topo_cache_parse(buf, len - 1, "boot A", &nvml, &x, &xlen), -EBADMSG); /* cut short */
+    free(buf);
+    char junk[] = "DDPTOPO 1 99999 1 1\nx";
+    cr_expect_eq(ddp_topo_cache_parse(junk, sizeof junk - 1, "x", &nvml, &x, &xlen), -EBADMSG);
+    char other[] = "<?xml version=\"1.0\"?>";
+    cr_expect_eq(ddp_topo_cache_parse(other, sizeof other - 1, "x", &nvml, &x, &xlen), -EBADMSG);
+}
+
+Test(topo_cache, nvml_static_facts_round_trip_without_live_state)
+{
+    struct ddp_nvml n = {.found = true, .ngpus = 2};
+    snprintf(n.status, sizeof n.status, "NVML: found, driver 550.1, 2 GPUs");
+    snprintf(n.driver, sizeof n.driver, "550.1");
+    n.gpus = ddp_xcalloc(2, sizeof *n.gpus);
+    for (int i = 0; i < 2; i++) {
+        snprintf(n.gpus[i].busid, sizeof n.gpus[i].busid, "0000:%02x:00.0", 0x18 + i);
+        snprintf(n.gpus[i].uuid, sizeof n.gpus[i].uuid, "GPU-%d", i);
+        snprintf(n.gpus[i].name, sizeof n.gpus[i].name, "NVIDIA H200");
+        n.gpus[i].mem_total = 150LL << 30;
+        n.gpus[i].mem_used = 7LL << 30;
+        n.gpus[i].util = 93;
+        n.gpus[i].nprocs = 1;
+        n.gpus[i].nlinks = 1;
+        snprintf(n.gpus[i].link_peer[0], sizeof n.gpus[i].link_peer[0], "0000:%02x:00.0", 0x19 - i);
+    }
+    char *json = ddp_nvml_static_json(&n);
+    cr_expect_null(strstr(json, "93"), "utilisation is live state: %s", json);
+    struct ddp_nvml back;
+    cr_assert_eq(ddp_nvml_static_parse(json, &back), 0);
+    cr_expect(back.found);
+    cr_expect_str_eq(back.status, n.status);
+    cr_expect_eq(back.ngpus, 2);
+    cr_expect_str_eq(back.gpus[1].uuid, "GPU-1");
+    cr_expect_eq(back.gpus[1].mem_total, 150LL << 30);
+    cr_expect_eq(back.gpus[1].mem_used, -1);
+    cr_expect_eq(back.gpus[1].util, -1);
+    cr_expect_eq(back.gpus[1].nprocs, 0);
+    cr_expect_eq(ddp_nvml_links(&back, "0000:18:00.0", "0000:19:00.0"), 1);
+    cr_expect_eq(ddp_nvml_static_parse("{\"found\":true}", &back), -EBADMSG);
+    free(json);
+    ddp_nvml_free(&n);
+}
+
+/* `ddplaunch topo` of t without the NVML line (a cached topology has not read NVML). Caller frees. */
+static char *print(const struct ddp_topo *t, char *const *envp)
+{
+    struct ddp_spec spec;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ddp_spec_init(&spec);
+    cr_assert_eq(ddp_topo_print(t, &spec, envp, NULL, false, f), 0);
+    fclose(f);
+    ddp_spec_free(&spec);
+    char *nv = strstr(buf, "\nNVML");
+    cr_assert(nv, "no NVML line in:\n%s", buf);
+    char *end = strchrnul(nv + 1, '\n');
+    memmove(nv, end, strlen(end) + 1);
+    return buf;
+}
+
+static struct ddp_topo *load(char *const *envp, bool refresh)
+{
+    struct ddp_topo_opts o = {.envp = envp, .refresh = refresh};
+    struct ddp_topo *t = NULL;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_topo_load_opts(&o, &t, &err), 0, "%s", err.msg);
+    return t;
+}
+
+Test(topo_cache, live_machine_from_the_cache_is_the_live_machine)
+{
+    char dir[] = "/tmp/ddp-topo-cache-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char *xdg = ddp_xasprintf("XDG_RUNTIME_DIR=%s", dir);
+    char *envp[] = {xdg, NULL};
+    char *path = ddp_xasprintf("%s/ddplaunch/topology", dir);
+
+    struct ddp_topo *live = load(envp, true); /* discovers, writes the cache */
+    cr_expect_not(ddp_topo_cached(live));
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "no cache file %s", path);
+    cr_expect_eq(st.st_mode & 0777, 0600);
+    struct ddp_topo *cached = load(envp, false);
+    cr_expect(ddp_topo_cached(cached));
+    char *a = print(live, envp), *b = print(cached, envp);
+    cr_expect_str_eq(b, a);
+    char *ca = ddp_topo_allowed_cpus(live), *cb = ddp_topo_allowed_cpus(cached);
+    cr_expect_str_eq(cb, ca);
+    free(ca);
+    free(cb);
+    free(b);
+    ddp_topo_destroy(cached);
+
+    /* another HWLOC_* variable: another key, a miss (then the file is rewritten for it) */
+    char *envp2[] = {xdg, "HWLOC_DEBUG_VERBOSE=0", NULL};
+    cached = load(envp2, false);
+    cr_expect_not(ddp_topo_cached(cached));
+    ddp_topo_destroy(cached);
+
+    /* a symlink in the cache's place is not followed */
+    char *target = ddp_xasprintf("%s/elsewhere", dir);
+    cr_assert_eq(rename(path, target), 0);
+    cr_assert_eq(symlink(target, path), 0);
+    cached = load(envp2, false);
+    cr_expect_not(ddp_topo_cached(cached));
+    ddp_topo_destroy(cached);
+
+    /* the cache off: never read */
+    char *envp3[] = {xdg, "DDPLAUNCH_TOPOLOGY_CACHE=off", NULL};
+    cr_expect_null(ddp_topo_cache_key(envp3));
+
+    ddp_topo_destroy(live);
+    free(a);
+    unlink(path);
+    unlink(target);
+    char *sub = ddp_xasprintf("%s/ddplaunch", dir);
+    rmdir(sub);
+    rmdir(dir);
+    free(sub);
+    free(target);
+    free(path);
+    free(xdg);
+}
