@@ -18,9 +18,7 @@ struct class_info {
 
 static const struct class_info infos[DDP_CLASS__COUNT] = {
     [DDP_CLASS_NONE] = {"none", 0, ""},
-    [DDP_CLASS_EXIT] =
-        {"exit", 20,
-         "the worker exited with an error: read its traceback above (or LOG_DIR/attempt_N/RANK/stderr.log)"},
+    [DDP_CLASS_EXIT] = {"exit", 20, "the worker exited with an error: read its traceback above"},
     [DDP_CLASS_SEGFAULT] =
         {"segfault", 62,
          "the worker crashed in native code: an extension/ABI mismatch or a CUDA driver problem; rerun with "
@@ -35,14 +33,14 @@ static const struct class_info infos[DDP_CLASS__COUNT] = {
          "someone else"},
     [DDP_CLASS_SIGNAL] = {"signal", 30, "the worker died by a signal it does not handle"},
     [DDP_CLASS_NCCL_TIMEOUT] =
-        {"nccl-timeout", 80,
+        {"collective-timeout", 80,
          "a collective timed out: one rank stopped (hang, crash, slow input) or GPUs talk badly; keep GPUs on one "
          "NUMA node ([gpus] policy = same-numa), get NCCL logs with [nccl] preset = debug, and let [restart] "
          "on_timeout = downsize retry on fewer GPUs"},
     [DDP_CLASS_NCCL_ERROR] =
-        {"nccl-error", 60,
-         "collective communication failed, usually because a peer process died first (see the root cause); else "
-         "network or driver trouble: rerun with [nccl] preset = debug"},
+        {"communication-error", 60,
+         "communication between ranks (NCCL or gloo) failed, usually because a peer process died or was stopped "
+         "first (see the root cause); else network or driver trouble: rerun with [nccl] preset = debug"},
     [DDP_CLASS_HANG] =
         {"hang", 65,
          "a rank made no progress (no heartbeat/output for [timeout] stall, or a torch timer.expires() block ran "

@@ -14,8 +14,10 @@ enum ddp_class {
     DDP_CLASS_ABORT,              /* SIGABRT */
     DDP_CLASS_KILLED,             /* SIGKILL (OOM killer, us, or someone else) */
     DDP_CLASS_SIGNAL,             /* any other signal */
-    DDP_CLASS_NCCL_TIMEOUT,       /* collective timed out: NCCL watchdog, gloo, store wait */
-    DDP_CLASS_NCCL_ERROR,         /* NCCL/gloo communication error that is not a timeout */
+    DDP_CLASS_NCCL_TIMEOUT,       /* "collective-timeout": a collective timed out (NCCL watchdog, gloo,
+                                     monitored barrier); which backend: ddp_classify_backend() */
+    DDP_CLASS_NCCL_ERROR,         /* "communication-error": NCCL/gloo communication error that is not a
+                                     timeout (a peer died or was stopped, network, driver) */
     DDP_CLASS_HANG,               /* heartbeat or output silence for [timeout] stall; FileTimer expiry */
     DDP_CLASS_INIT_TIMEOUT,       /* no sign of life within [timeout] init */
     DDP_CLASS_WALL_TIMEOUT,       /* attempt ran past [timeout] wall */
@@ -37,7 +39,7 @@ bool ddp_class_is_timeout(enum ddp_class c);
  * peer" on rank 1 -> NCCL_TIMEOUT; an OOM on one rank and NCCL errors on the others -> CUDA_OOM. */
 enum ddp_class ddp_class_merge(enum ddp_class a, enum ddp_class b);
 
-/* Short stable name: "nccl-timeout", "hang", "init-timeout", ... ("exit" for DDP_CLASS_EXIT: the caller
+/* Short stable name: "collective-timeout", "hang", "init-timeout", ... ("exit" for DDP_CLASS_EXIT: the caller
  * writes "exit-N"). Static string; never NULL ("unknown" out of range). */
 const char *ddp_class_name(enum ddp_class c);
 

@@ -136,6 +136,23 @@ enum ddp_class ddp_classify_line(const char *line, size_t len)
     return best < NPATTERNS ? patterns[best].cls : DDP_CLASS_NONE;
 }
 
+static bool has(const char *line, size_t len, const char *lit)
+{
+    return memmem(line, len, lit, strlen(lit)) != NULL;
+}
+
+const char *ddp_classify_backend(const char *line, size_t len)
+{
+    if (line == NULL)
+        return NULL;
+    if (has(line, len, "gloo") || has(line, len, "monitoredBarrier") || has(line, len, "Connection closed by peer") ||
+        (has(line, len, "Timed out waiting ") && has(line, len, " operation to complete")))
+        return "gloo";
+    if (has(line, len, "NCCL") || has(line, len, "nccl") || has(line, len, "Watchdog caught collective operation"))
+        return "nccl";
+    return NULL;
+}
+
 enum ddp_class ddp_classify_status(int exit_code, int signo)
 {
     if (signo > 0) {

@@ -11,6 +11,11 @@
  * else DDP_CLASS_NONE. Fast: a handful of memmem() calls, no regex, no allocation. */
 enum ddp_class ddp_classify_line(const char *line, size_t len);
 
+/* Which communication backend wrote a line: "nccl" (names NCCL or ProcessGroupNCCL's watchdog), "gloo" (names
+ * gloo, or is one of gloo's own messages: "Timed out waiting ... operation to complete", a monitored barrier,
+ * "Connection closed by peer"), else NULL. For messages ("rank 1 reported a gloo collective timeout"). Pure. */
+const char *ddp_classify_backend(const char *line, size_t len);
+
 /* The class of a process ending: signo > 0 -> SEGFAULT/ABORT/KILLED/SIGNAL; else exit_code != 0 -> EXIT;
  * else NONE (success). */
 enum ddp_class ddp_classify_status(int exit_code, int signo);

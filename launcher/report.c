@@ -117,6 +117,18 @@ static void print_indented(FILE *f, const char *label, const char *text)
     }
 }
 
+/* Under --log-dir: where the rank's whole stderr is (beside its error file), when it is there. */
+static void print_stderr_log(FILE *f, const struct ddp_report_entry *e)
+{
+    const char *slash = e->error_file && e->error_file_kept ? strrchr(e->error_file, '/') : NULL;
+    if (!slash)
+        return;
+    char *log = ddp_xasprintf("%.*s/stderr.log", (int)(slash - e->error_file), e->error_file);
+    if (access(log, F_OK) == 0)
+        fprintf(f, "  %-10s: %s\n", "stderr_log", log);
+    free(log);
+}
+
 static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
 {
     char when[64] = "-";
@@ -144,7 +156,10 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
     if (e->hint && *e->hint)
         fprintf(f, "  %-10s: %s\n", "hint", e->hint);
     if (e->error_file && ddp_report_read_error_file(e->error_file, &msg, &tb, &ts) == 0) {
-        fprintf(f, "  %-10s: %s\n", "error_file", e->error_file);
+        if (e->error_file_kept)
+            fprintf(f, "  %-10s: %s\n", "error_file", e->error_file);
+        else
+            fprintf(f, "  %-10s: <N/A> (not kept without --log-dir)\n", "error_file");
         if (msg)
             print_indented(f, "message", msg);
         if (tb)
@@ -160,6 +175,7 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
                     ddp_report_signame(e->signo), e->pid);
         }
     }
+    print_stderr_log(f, e);
     free(msg);
     free(tb);
 }
@@ -206,7 +222,10 @@ json_t *ddp_report_entry_json(const struct ddp_report_entry *e)
     json_object_set_new(o, "seen", str_or_null(e->class_line));
     json_object_set_new(o, "reason", str_or_null(e->reason));
     json_object_set_new(o, "hint", e->hint && *e->hint ? json_string(e->hint) : json_null());
-    json_object_set_new(o, "error_file", str_or_null(e->error_file));
+    /* named only where it stays and is: the run directory goes at exit, torch writes none for a crash */
+    json_object_set_new(
+        o, "error_file",
+        str_or_null(e->error_file_kept && e->error_file && access(e->error_file, F_OK) == 0 ? e->error_file : NULL));
     if (e->error_file && ddp_report_read_error_file(e->error_file, &msg, &tb, &ts) == 0) {
         json_object_set_new(o, "message", str_or_null(msg));
         json_object_set_new(o, "traceback", str_or_null(tb));

@@ -20,7 +20,9 @@ struct ddp_report_entry {
     bool running;            /* it had not exited when the launcher gave up on it (exit_code/signo unknown) */
     time_t when;             /* wall clock of the ending */
     const char *error_file;  /* TORCHELASTIC_ERROR_FILE path, or NULL */
-    const char *class_name;  /* "nccl-timeout", "exit-3", ...; NULL = none */
+    bool error_file_kept;    /* it lies under --log-dir (stays after the run, beside stderr.log); false: in the
+                                private run directory, removed at exit: its contents are shown, its path is not */
+    const char *class_name;  /* "collective-timeout", "exit-3", ...; NULL = none */
     const char *class_line;  /* the output line that was recognised, or NULL */
     const char *hint;        /* one line, or NULL */
     const char *reason;      /* why it ended when the launcher ended it ("no progress for 10s (heartbeat)") */

@@ -621,7 +621,9 @@ static void on_line(void *arg, int which, const char *line, size_t len)
     if (ddp_class_is_timeout(c) && k->run == s->cur && s->pol.state == DDP_PS_RUNNING) {
         struct ddp_pevent_data ev = {.kind = DDP_PE_TIMEOUT};
         free(s->timeout_reason);
-        s->timeout_reason = ddp_xasprintf("rank %d reported a collective timeout (%s)", k->w->rank, ddp_class_name(c));
+        const char *backend = ddp_classify_backend(line, len);
+        s->timeout_reason = ddp_xasprintf("rank %d reported a %s%scollective timeout (%s)", k->w->rank,
+                                          backend ? backend : "", backend ? " " : "", ddp_class_name(c));
         s->timeout_class = c;
         ddp_sup_clear_others(s);
         record_ended(s, &s->root, k, s->timeout_reason);
@@ -1257,6 +1259,7 @@ static struct ddp_report_entry entry_of(const struct sup *s, const struct ended 
                                      .signo = e->signo,
                                      .when = e->when,
                                      .error_file = e->error_file,
+                                     .error_file_kept = s->ctx->logdir != NULL,
                                      .class_name = e->class_name,
                                      .class_line = e->class_line,
                                      .hint = e->hint,
@@ -1655,9 +1658,10 @@ static void apply(struct sup *s, const struct ddp_paction *a)
     }
     if (a->flags & DDP_ACT_ARM_BACKOFF) {
         ddp_record_event(s->rec, "decision",
-                         json_pack("{s:i, s:s, s:i, s:i, s:I, s:s}", "attempt", attempt, "action",
+                         json_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action",
                                    a->downsized ? "downsize" : "restart", "next_attempt", a->attempt, "next_nproc",
-                                   a->nproc, "delay_ms", (json_int_t)a->delay_ms, "why", a->why));
+                                   a->nproc, "delay_ms", (json_int_t)a->delay_ms, "why", a->why, "root_rank",
+                                   s->root.set ? json_integer(s->root.rank) : json_null()));
         if (s->timeout_reason)
             ddp_warn("attempt %d: %s; %s", attempt, s->timeout_reason, a->why);
         else
@@ -1692,8 +1696,9 @@ static void apply(struct sup *s, const struct ddp_paction *a)
                      prog_name(s), ddp_colour(DDP_COLOUR_RESET), s->nattempts, s->nattempts - 1,
                      s->nattempts == 2 ? "" : "s", (double)(ddp_now_ms() - s->job_start_ms) / 1000.0);
         ddp_record_event(s->rec, "decision",
-                         json_pack("{s:i, s:s, s:i, s:s}", "attempt", attempt, "action", "exit", "exit_status", status,
-                                   "why", a->why));
+                         json_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", "exit", "exit_status",
+                                   status, "why", a->why, "root_rank",
+                                   s->root.set && status != 0 ? json_integer(s->root.rank) : json_null()));
         ddp_sup_write_records(s, status);
         ddp_sup_retire(s);
         if (s->leader)

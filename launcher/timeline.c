@@ -16,6 +16,7 @@ struct tl_rank {
     double start, end, last_out; /* seconds from the job start; -1 unknown */
     char cls[48], ended[48], frame[256];
     bool culprit;
+    bool root; /* the attempt's root cause (first observed failure), when no hang culprit names one */
 };
 
 struct tl_mark {
@@ -98,7 +99,23 @@ static void add_attempt(struct ddp_timeline *t, const json_t *e, int attempt, do
     }
 }
 
-/* worker_exit: the bar's end, class and how it ended. */
+/* Mark rank as its attempt's root cause unless the attempt has one (or a hang culprit) already; the launcher's
+ * word (decision's root_rank) replaces a guess from the order of the events. */
+static void mark_root(struct ddp_timeline *t, int attempt, int rank, bool sure)
+{
+    struct tl_rank *r = find_rank(t, attempt, rank);
+    for (size_t i = 0; i < t->nr; i++) {
+        if (t->r[i].attempt != attempt)
+            continue;
+        if (t->r[i].culprit || (t->r[i].root && !sure))
+            return;
+        t->r[i].root = false;
+    }
+    if (r)
+        r->root = true;
+}
+
+/* worker_exit: the bar's end, class and how it ended; the first failure of an attempt is its root cause. */
 static void end_rank(struct ddp_timeline *t, const json_t *e, int attempt, double at)
 {
     struct tl_rank *r = find_rank(t, attempt, jint(e, "rank", -1));
@@ -110,6 +127,8 @@ static void end_rank(struct ddp_timeline *t, const json_t *e, int attempt, doubl
         snprintf(r->ended, sizeof(r->ended), "%s", jstr(e, "signal"));
     else
         snprintf(r->ended, sizeof(r->ended), "exit %d", jint(e, "exit_code", -1));
+    if (strcmp(r->cls, "ok") != 0)
+        mark_root(t, attempt, r->rank, false);
 }
 
 /* hang: a mark with the verdict, and the culprits' bars flagged with their frame. */
@@ -118,9 +137,12 @@ static void mark_hang(struct ddp_timeline *t, const json_t *e, int attempt, doub
     size_t j;
     const json_t *c;
     struct tl_mark *m = add_mark(t, attempt, at, "hang");
-    snprintf(m->text, sizeof(m->text), "hang verdict (%s): %s", jstr(e, "confidence"), jstr(e, "why"));
+    snprintf(m->text, sizeof(m->text), "verdict (%s confidence): %s", jstr(e, "confidence"), jstr(e, "why"));
     json_array_foreach(json_object_get(e, "culprits"), j, c)
     {
+        for (size_t i = 0; i < t->nr; i++) /* the culprit is the root cause */
+            if (t->r[i].attempt == attempt)
+                t->r[i].root = false;
         struct tl_rank *r = find_rank(t, attempt, jint(c, "rank", -1));
         if (r) {
             r->culprit = true;
@@ -161,6 +183,8 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             end_rank(t, e, attempt, at);
         } else if (strcmp(ev, "timeout") == 0) {
             snprintf(add_mark(t, attempt, at, "timeout")->text, sizeof(t->m[0].text), "%s", jstr(e, "reason"));
+            if (json_is_integer(json_object_get(e, "rank")))
+                mark_root(t, attempt, jint(e, "rank", -1), false);
             if (attempt >= 0 && attempt < 1000 && attempt >= ntimeout_iso) {
                 timeout_iso = ddp_xrealloc(timeout_iso, (size_t)(attempt + 1) * sizeof(*timeout_iso));
                 for (int k = ntimeout_iso; k <= attempt; k++)
@@ -173,7 +197,14 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             mark_hang(t, e, attempt, at);
         } else if (strcmp(ev, "decision") == 0) {
             struct tl_mark *m = add_mark(t, attempt, at, "decision");
-            snprintf(m->text, sizeof(m->text), "%s: %s", jstr(e, "action"), jstr(e, "why"));
+            if (json_is_integer(json_object_get(e, "root_rank")))
+                mark_root(t, attempt, jint(e, "root_rank", -1), true);
+            if (*jstr(e, "why"))
+                snprintf(m->text, sizeof(m->text), "%s: %s", jstr(e, "action"), jstr(e, "why"));
+            else if (json_is_integer(json_object_get(e, "exit_status")))
+                snprintf(m->text, sizeof(m->text), "%s with status %d", jstr(e, "action"), jint(e, "exit_status", -1));
+            else
+                snprintf(m->text, sizeof(m->text), "%s", jstr(e, "action"));
         } else if (strcmp(ev, "node_join") == 0 || strcmp(ev, "node_lost") == 0) {
             struct tl_mark *m = add_mark(t, attempt, at, ev[5] == 'j' ? "node" : "node-lost");
             snprintf(m->text, sizeof(m->text), "node %d %s %s", jint(e, "node", -1),
@@ -232,7 +263,10 @@ void ddp_timeline_print(FILE *f, const struct ddp_timeline *t)
                 snprintf(end, sizeof(end), "+%.3fs", r->end);
             fprintf(f, "  %-6d +%-8.3f %-12s %-9s %s%s%s%s%s\n", r->rank, r->start, lo, end,
                     r->end >= 0 ? r->cls : "running", r->end >= 0 ? " (" : "", r->end >= 0 ? r->ended : "",
-                    r->end >= 0 ? ")" : "", r->culprit ? "  CULPRIT" : "");
+                    r->end >= 0 ? ")" : "",
+                    r->culprit ? "  CULPRIT"
+                    : r->root  ? "  ROOT CAUSE"
+                               : "");
             if (r->culprit && r->frame[0])
                 fprintf(f, "         at %s\n", r->frame);
         }
@@ -269,6 +303,8 @@ static const char *bar_colour(const struct tl_rank *r)
 {
     if (r->culprit)
         return "#d32f2f"; /* the hang's culprit */
+    if (r->root)
+        return "#e65100"; /* the attempt's first failure */
     if (r->end < 0)
         return "#1976d2"; /* still running */
     if (strcmp(r->cls, "ok") == 0)
@@ -294,7 +330,10 @@ static void draw_rank(FILE *f, const struct svg_geo *g, const struct tl_rank *r,
 {
     double end = r->end >= 0 ? r->end : job_end;
     int x0 = gx(g, r->start), x1 = gx(g, end);
-    fprintf(f, "<text x=\"20\" y=\"%d\">rank %d%s</text>\n", y + 16, r->rank, r->culprit ? " (culprit)" : "");
+    fprintf(f, "<text x=\"20\" y=\"%d\">rank %d%s</text>\n", y + 16, r->rank,
+            r->culprit ? " (culprit)"
+            : r->root  ? " (root cause)"
+                       : "");
     fprintf(f,
             "<rect class=\"rank\" data-rank=\"%d\" data-attempt=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
             "height=\"%d\" fill=\"%s\" rx=\"3\"><title>rank %d: ",
@@ -366,16 +405,14 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
         }
     }
     /* legend */
-    static const char *const legend[][2] = {{"#2e7d32", "succeeded"},
-                                            {"#f9a825", "failed or timed out"},
-                                            {"#9e9e9e", "stopped by ddplaunch"},
-                                            {"#d32f2f", "hang culprit"},
-                                            {"#1976d2", "running"}};
-    for (int i = 0; i < 5; i++) {
-        fprintf(f, "<rect x=\"%d\" y=\"34\" width=\"12\" height=\"12\" fill=\"%s\"/>", 10 + i * 170, legend[i][0]);
-        fprintf(f, "<text x=\"%d\" y=\"45\">%s</text>\n", 27 + i * 170, legend[i][1]);
+    static const char *const legend[][2] = {
+        {"#2e7d32", "succeeded"},  {"#f9a825", "failed or timed out"}, {"#9e9e9e", "stopped by ddplaunch"},
+        {"#e65100", "root cause"}, {"#d32f2f", "hang culprit"},        {"#1976d2", "running"}};
+    for (int i = 0; i < 6; i++) {
+        fprintf(f, "<rect x=\"%d\" y=\"34\" width=\"12\" height=\"12\" fill=\"%s\"/>", 10 + i * 160, legend[i][0]);
+        fprintf(f, "<text x=\"%d\" y=\"45\">%s</text>\n", 27 + i * 160, legend[i][1]);
     }
-    fprintf(f, "<text x=\"%d\" y=\"45\">| last output</text>\n", 10 + 5 * 170);
+    fprintf(f, "<text x=\"%d\" y=\"45\">| last output</text>\n", 10 + 6 * 160);
     /* events of note: vertical lines, labelled below the axis */
     int ly = axis_y + 36;
     for (size_t i = 0; i < t->nm; i++) {

@@ -64,7 +64,7 @@ chmod +x "$TMP/chatty.sh"
     --set restart.on_timeout=fail "$TMP/chatty.sh" >"$TMP/out" 2>"$TMP/err"
 expect_eq "status chatty job" "$?" 0
 
-# A recognised collective-timeout line in a worker's output is a timeout event (class nccl-timeout).
+# A recognised collective-timeout line in a worker's output is a timeout event (class collective-timeout).
 cat >"$TMP/nccl.sh" <<'EOS'
 #!/bin/sh
 if [ "$RANK" = 1 ]; then
@@ -76,6 +76,6 @@ chmod +x "$TMP/nccl.sh"
 "$DDP" --no-python --nproc-per-node 2 --set restart.on_timeout=fail "$TMP/nccl.sh" >"$TMP/out" 2>"$TMP/err"
 expect_eq "status nccl timeout" "$?" 124
 sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
-expect_grep 'class +: nccl-timeout' "$TMP/root"
+expect_grep 'class +: collective-timeout' "$TMP/root"
 expect_grep 'rank +: 1 ' "$TMP/root"
 echo ok

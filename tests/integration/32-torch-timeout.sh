@@ -12,7 +12,7 @@ TRAIN=$DDP_SRCDIR/examples/train_ddp.py
     --backend gloo --pg-timeout 6 --hang-rank 1 --hang-step 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?
 [ $rc = 0 ] || { cat "$TMP/out" "$TMP/err"; fail "exit $rc"; }
-expect_grep 'attempt 0: rank [0-9]+ reported a collective timeout \(nccl-timeout\); downsizing 4 -> 2 workers' "$TMP/err"
+expect_grep 'attempt 0: rank [0-9]+ reported a gloo collective timeout \(collective-timeout\); downsizing 4 -> 2 workers' "$TMP/err"
 expect_grep '^\[rank0\]: allreduce sum=3 expected=3 world_size=2 orig_world_size=4 backend=gloo attempt=1 ' "$TMP/out"
 expect_grep '^\[rank0\]: done steps=4 world_size=2 ' "$TMP/out"
 

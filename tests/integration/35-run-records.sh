@@ -29,6 +29,12 @@ expect_eq "log_dir in the summary" "$(jq -r .log_dir "$S")/" "$R1"
 expect_grep '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z err boom on rank 1$' "$R1/attempt_0/1/timed.log"
 # The console said the same root cause.
 expect_grep '^  rank      : 1 \(local_rank: 1\)' "$TMP/err"
+# Issue 23 item 13: no pointer that leads nowhere. exitn writes no error.json: summary.json names none; the
+# console's hint names no literal LOG_DIR path, its stderr_log line names a file that is there.
+expect_eq "error_file without an error.json" "$(jq -r .root_cause.error_file "$S")" null
+grep -q 'LOG_DIR/attempt_N' "$TMP/err" && fail "a hint names a literal LOG_DIR/attempt_N path"
+log=$(sed -n '/^Root Cause/,$s/^  stderr_log: //p' "$TMP/err")
+[ -n "$log" ] && [ -f "$log" ] || { cat "$TMP/err"; fail "the root cause's stderr_log '$log' is not a file"; }
 
 # A success: summary.json too, no root cause.
 "$DDP" --no-python --nproc-per-node 2 --log-dir "$TMP/l2" "$HELPERS/exitn" 0 >"$TMP/out" 2>"$TMP/err"
@@ -38,4 +44,34 @@ $CHECK "$R2" >"$TMP/ev" || fail "records of the good run do not match the docume
 expect_eq "result" "$(jq -r .result "$R2/summary.json")" succeeded
 expect_eq "root cause" "$(jq -r .root_cause "$R2/summary.json")" null
 expect_eq "ok exits" "$(jq -r 'select(.event=="worker_exit") | .class' "$R2/events.jsonl" | tr '\n' ' ')" "ok ok "
+
+# Issue 23 item 13: torch's @record error file. With --log-dir it is named and there; without, the message and
+# traceback are shown but not a path into the run directory that is removed at exit.
+if $PY -c 'import torch.distributed.elastic.multiprocessing.errors' 2>/dev/null; then
+    cat >"$TMP/rec.py" <<'EOS'
+import os
+from torch.distributed.elastic.multiprocessing.errors import record
+@record
+def main():
+    if os.environ["RANK"] == "1":
+        raise RuntimeError("boom from record")
+main()
+EOS
+    "$DDP" --nproc-per-node 2 --log-dir "$TMP/l3" "$TMP/rec.py" >"$TMP/out" 2>"$TMP/err"
+    expect_eq "status of @record" "$?" 1
+    R3=$(echo "$TMP"/l3/*/)
+    ef=$(jq -r .root_cause.error_file "$R3/summary.json")
+    [ -f "$ef" ] || fail "summary.json's error_file '$ef' is not a file"
+    expect_grep "^  error_file: $ef$" "$TMP/err"
+    "$DDP" --nproc-per-node 2 "$TMP/rec.py" >"$TMP/out" 2>"$TMP/err"
+    expect_eq "status of @record without --log-dir" "$?" 1
+    expect_grep '^  error_file: <N/A> \(not kept without --log-dir\)$' "$TMP/err"
+    expect_grep '^  message   : RuntimeError: boom from record' "$TMP/err"
+    for p in $(grep -oE '/[^ ]*error\.json' "$TMP/err"); do
+        [ -e "$p" ] || fail "the console names $p, which is gone"
+    done
+    echo "@record: error_file named with --log-dir, contents only without"
+else
+    fail "python3-torch (torch.distributed.elastic) is needed for the @record check"
+fi
 echo ok

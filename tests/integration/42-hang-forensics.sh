@@ -35,7 +35,7 @@ run() {
 run outside 2 outside
 expect_eq "outside: frame" "$(jq -r '.hang.culprits[0].frame' "$S")" "hang_worker.py:24 in load_batch"
 expect_eq "outside: collective waited in" "$(jq -r .hang.collective "$S")" all_reduce
-expect_eq "outside: the reporter is another failure" "$(jq -r '.failures[0].class' "$S")" nccl-timeout
+expect_eq "outside: the reporter is another failure" "$(jq -r '.failures[0].class' "$S")" collective-timeout
 
 run other 1 other
 expect_eq "other: its collective" "$(jq -r '.hang.culprits[0].collective' "$S")" broadcast

@@ -35,10 +35,22 @@ expect_grep '^  1 +\+[0-9.]+ +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)  CULPRIT
 expect_grep '^         at worker.py:5 in load_batch$' "$TMP/report"
 expect_grep '^  0 +\+[0-9.]+ +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)$' "$TMP/report"
 expect_grep '^  \+[0-9.]+s timeout: no rank wrote any output for 2s \(output\)$' "$TMP/report"
-expect_grep '^  \+[0-9.]+s decision: exit: ' "$TMP/report"
+expect_grep '^  \+[0-9.]+s decision: exit(: | with status )[^ ]' "$TMP/report"
+expect_grep '^  \+[0-9.]+s hang: verdict \(high confidence\): ' "$TMP/report"
 expect_eq "svg lanes" "$(grep -c '<rect class="rank"' "$TMP/t.svg")" 3
 expect_eq "culprit lane" "$(grep -c '<rect class="rank" data-rank="1" .*fill="#d32f2f"' "$TMP/t.svg")" 1
 $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$TMP/t.svg" || fail "the SVG is not well-formed XML"
+
+# An ordinary failure (issue 23 item 12): the first rank to fail is marked as the root cause, in text and SVG.
+EXITN_RANK=1 "$DDP" --no-python --nproc-per-node 3 --log-dir "$TMP/logs2" "$HELPERS/exitn" 3 "boom" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "ordinary failure status" "$?" 3
+"$DDP" report --svg "$TMP/t2.svg" "$TMP/logs2" >"$TMP/report2" 2>"$TMP/report.err" || fail "report of a failure"
+expect_grep '^  1 +\+[0-9.]+ +\+?[0-9.s-]+ +\+[0-9.]+s +exit-3 \(exit 3\)  ROOT CAUSE$' "$TMP/report2"
+expect_eq "one root cause" "$(grep -c 'ROOT CAUSE' "$TMP/report2")" 1
+expect_grep '^  \+[0-9.]+s decision: exit(: | with status )[^ ]' "$TMP/report2"
+expect_eq "root cause lane" "$(grep -c '<rect class="rank" data-rank="1" .*fill="#e65100"' "$TMP/t2.svg")" 1
+expect_grep '>rank 1 \(root cause\)</text>' "$TMP/t2.svg"
 
 # A run directory works as well as its log_dir; no records is exit 2 with one line.
 "$DDP" report "$(echo "$TMP"/logs/*/)" >/dev/null 2>&1 || fail "report RUN_DIR failed"

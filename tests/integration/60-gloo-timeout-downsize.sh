@@ -24,7 +24,7 @@ rc=$?
 secs=$((($(date +%s%N) - start) / 1000000000))
 expect_eq "status after downsizing" "$rc" 0
 expect_grep 'rank 1: hanging before step 2' "$TMP/out"
-expect_grep 'attempt 0: rank [0-9]+ reported a collective timeout \(nccl-timeout\); downsizing 4 -> 2 workers' "$TMP/err"
+expect_grep 'attempt 0: rank [0-9]+ reported a gloo collective timeout \(collective-timeout\); downsizing 4 -> 2 workers' "$TMP/err"
 expect_grep 'attempt 1: starting 2 workers' "$TMP/err"
 expect_grep 'allreduce sum=3 expected=3 world_size=2 orig_world_size=4 backend=gloo attempt=1' "$TMP/out"
 got=$(checksum "$TMP/out")
@@ -39,7 +39,7 @@ echo "downsize run: ${secs}s"
 "$DDP" --nproc-per-node 4 --max-restarts 1 --set restart.on_timeout=restart \
     "$TRAIN" --steps 4 --pg-timeout 3 --hang-rank 1 --hang-step 1 >"$TMP/out" 2>"$TMP/err"
 expect_eq "status after restart" "$?" 0
-expect_grep 'collective timeout \(nccl-timeout\); restarting with 4 workers \(restart 1 of 1\)' "$TMP/err"
+expect_grep 'gloo collective timeout \(collective-timeout\); restarting with 4 workers \(restart 1 of 1\)' "$TMP/err"
 expect_grep 'done steps=4 world_size=4' "$TMP/out"
 
 # on_timeout = fail: exit 124; the root cause is the rank that hung (issue 18: its stack was captured, it was not
@@ -52,6 +52,6 @@ sed -n '/^Failures:/,/^Root Cause/p' "$TMP/err" >"$TMP/others"
 expect_grep 'rank +: 1 \(local_rank: 1\)' "$TMP/root"
 expect_grep 'class +: hang' "$TMP/root"
 expect_grep 'rank +: 0 \(local_rank: 0\)' "$TMP/others"
-expect_grep 'class +: nccl-timeout' "$TMP/others"
+expect_grep 'class +: collective-timeout' "$TMP/others"
 expect_grep 'hint +: .*collective timed out' "$TMP/others"
 echo ok

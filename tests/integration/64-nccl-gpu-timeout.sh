@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 6 on GPUs (run on nvidia-h200-x2): a real NCCL job where rank 1 sleeps before an all_reduce with a 10 s
-# process-group timeout -> torch's NCCL watchdog line -> ddplaunch reports nccl-timeout, downsizes 2 -> 1 GPU and
+# process-group timeout -> torch's NCCL watchdog line -> ddplaunch reports collective-timeout, downsizes 2 -> 1 GPU and
 # completes. Prints the time from the hang to the restart. With DDP_ARTIFACTS set, keeps the real logs there.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 # On the GPU machine the python3 on PATH holds torch (not /usr/bin/python3).
@@ -22,12 +22,12 @@ fi
 expect_eq "status after downsizing" "$rc" 0
 expect_grep 'rank 1: hanging before step 2' "$TMP/all"
 expect_grep 'Watchdog caught collective operation timeout|Timeout at NCCL work' "$TMP/all"
-expect_grep 'collective timeout \(nccl-timeout\); downsizing 2 -> 1 workers?' "$TMP/all"
+expect_grep 'nccl collective timeout \(collective-timeout\); downsizing 2 -> 1 workers?' "$TMP/all"
 expect_grep 'allreduce sum=1 expected=1 world_size=1 orig_world_size=2 backend=nccl attempt=1' "$TMP/all"
 expect_grep 'done steps=5 world_size=1' "$TMP/all"
 t_hang=$(grep -m1 'hanging before step 2' "$TMP/all" | cut -d' ' -f1)
-t_class=$(grep -m1 'nccl-timeout' "$TMP/all" | cut -d' ' -f1)
+t_class=$(grep -m1 'collective-timeout' "$TMP/all" | cut -d' ' -f1)
 t_start=$(grep -m1 'attempt 1: starting' "$TMP/all" | cut -d' ' -f1)
-echo "hang -> nccl-timeout detected: $(echo "$t_class - $t_hang" | bc) s (process-group timeout 10 s)"
+echo "hang -> collective-timeout detected: $(echo "$t_class - $t_hang" | bc) s (process-group timeout 10 s)"
 echo "hang -> attempt 1 started:     $(echo "$t_start - $t_hang" | bc) s; whole run ${ms} ms"
 echo ok

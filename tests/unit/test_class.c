@@ -15,7 +15,7 @@ Test(class, timeouts_and_names)
     cr_expect_not(ddp_class_is_timeout(DDP_CLASS_NCCL_ERROR));
     cr_expect_not(ddp_class_is_timeout(DDP_CLASS_CUDA_OOM));
     cr_expect_not(ddp_class_is_timeout(DDP_CLASS_EXIT));
-    cr_expect_str_eq(ddp_class_name(DDP_CLASS_NCCL_TIMEOUT), "nccl-timeout");
+    cr_expect_str_eq(ddp_class_name(DDP_CLASS_NCCL_TIMEOUT), "collective-timeout");
     cr_expect_str_eq(ddp_class_name(DDP_CLASS_PORT_IN_USE), "port-in-use");
     cr_expect_str_eq(ddp_class_name(DDP_CLASS_CUDA_OOM), "cuda-oom");
     cr_expect_str_eq(ddp_class_name((enum ddp_class)999), "unknown");

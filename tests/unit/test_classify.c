@@ -106,6 +106,29 @@ Test(classify, nccl_watchdog_in_both_wordings)
                  DDP_CLASS_NCCL_TIMEOUT);
 }
 
+/* issue 23 item 12: the backend named in the message, not in the class */
+static const char *be(const char *line)
+{
+    return ddp_classify_backend(line, strlen(line));
+}
+
+Test(classify, backend_of_a_line)
+{
+    cr_expect_str_eq(be("RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 3000ms for "
+                        "recv operation to complete"),
+                     "gloo");
+    cr_expect_str_eq(be("Timed out waiting 3000ms for send operation to complete"), "gloo");
+    cr_expect_str_eq(be("RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms"), "gloo");
+    cr_expect_str_eq(be("RuntimeError: Connection closed by peer [127.0.0.1]:27035"), "gloo");
+    cr_expect_str_eq(be("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
+                        "WorkNCCL(SeqNum=5)"),
+                     "nccl");
+    cr_expect_str_eq(be("[Rank 1] Watchdog caught collective operation timeout: Work(SeqNum=5)"), "nccl");
+    cr_expect_str_eq(be("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error"), "nccl");
+    cr_expect_null(be("DistBackendError: something failed"));
+    cr_expect_null(be(NULL));
+}
+
 Test(classify, benign_lines_are_none)
 {
     const char *benign[] = {

@@ -12,12 +12,12 @@ static const char *events_text =
     "[{\"v\":1,\"ts\":\"2026-12-01T01:00:00.000Z\",\"event\":\"job_start\",\"job\":\"train\",\"host\":\"gpu7\"},"
     "{\"v\":1,\"ts\":\"2026-12-01T01:00:00.500Z\",\"event\":\"attempt_start\",\"attempt\":0,"
     " \"workers\":[{\"rank\":0,\"local_rank\":0,\"gpu\":0},{\"rank\":1,\"local_rank\":1,\"gpu\":1}]},"
-    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.000Z\",\"event\":\"timeout\",\"attempt\":0,\"class\":\"nccl-timeout\","
-    " \"rank\":0,\"reason\":\"rank 0 reported a collective timeout (nccl-timeout)\"},"
+    "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.000Z\",\"event\":\"timeout\",\"attempt\":0,\"class\":\"collective-timeout\","
+    " \"rank\":0,\"reason\":\"rank 0 reported a collective timeout (collective-timeout)\"},"
     "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.100Z\",\"event\":\"worker_exit\",\"attempt\":0,\"rank\":1,\"pid\":9,"
     " \"exit_code\":null,\"signal\":\"SIGABRT\",\"class\":\"abort\"},"
     "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.200Z\",\"event\":\"worker_exit\",\"attempt\":0,\"rank\":0,\"pid\":8,"
-    " \"exit_code\":1,\"signal\":null,\"class\":\"nccl-timeout\"},"
+    " \"exit_code\":1,\"signal\":null,\"class\":\"collective-timeout\"},"
     "{\"v\":1,\"ts\":\"2026-12-01T01:00:10.300Z\",\"event\":\"hang\",\"attempt\":0,\"confidence\":\"high\","
     " \"why\":\"rank 0 waits in all_reduce; rank 1 is not in it\","
     " \"culprits\":[{\"rank\":1,\"frame\":\"t.py:18 in load_batch <x>\"}]},"
@@ -56,7 +56,7 @@ Test(timeline, text_and_svg_from_events)
     cr_assert_eq(ddp_timeline_build(ev, last_output, NULL, &t, &err), 0, "%s", err.msg);
     char *txt = render(t, false);
     cr_expect(strstr(txt, "job train on gpu7: timeout, exit status 124, 1 attempt, 10.4 s\n") != NULL, "%s", txt);
-    cr_expect(strstr(txt, "  0      +0.500    +9.000s      +10.200s  nccl-timeout (exit 1)\n") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "  0      +0.500    +9.000s      +10.200s  collective-timeout (exit 1)\n") != NULL, "%s", txt);
     cr_expect(strstr(txt, "  1      +0.500    +2.000s      +10.100s  abort (SIGABRT)  CULPRIT\n"
                           "         at t.py:18 in load_batch <x>\n") != NULL,
               "%s", txt);
@@ -69,6 +69,50 @@ Test(timeline, text_and_svg_from_events)
               "culprit red, text escaped: %s", svg);
     cr_expect(strstr(svg, "<x>") == NULL, "no unescaped text");
     free(svg);
+    ddp_timeline_free(t);
+    json_decref(ev);
+}
+
+/* issue 23 item 12: an ordinary failure's root cause is marked; "decision: exit" says something; the hang mark
+ * does not say "hang" twice */
+Test(timeline, root_cause_of_an_ordinary_failure_and_texts)
+{
+    const char *text =
+        "[{\"v\":1,\"ts\":\"2026-12-01T01:00:00.000Z\",\"event\":\"job_start\",\"job\":\"t\",\"host\":\"h\"},"
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:00.100Z\",\"event\":\"attempt_start\",\"attempt\":0,"
+        " \"workers\":[{\"rank\":0,\"local_rank\":0},{\"rank\":1,\"local_rank\":1}]},"
+        /* the stopped rank's record may come first: the decision's root_rank says which one failed */
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:01.000Z\",\"event\":\"worker_exit\",\"attempt\":0,\"rank\":0,"
+        " \"exit_code\":null,\"signal\":\"SIGTERM\",\"class\":\"signal\"},"
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:01.100Z\",\"event\":\"worker_exit\",\"attempt\":0,\"rank\":1,"
+        " \"exit_code\":3,\"signal\":null,\"class\":\"exit-3\"},"
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:01.200Z\",\"event\":\"decision\",\"attempt\":0,\"action\":\"exit\","
+        " \"exit_status\":3,\"why\":\"\",\"root_rank\":1},"
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:01.300Z\",\"event\":\"job_end\",\"exit_status\":3,\"result\":\"failed\"}]";
+    json_t *ev = json_loads(text, 0, NULL);
+    cr_assert(ev);
+    struct ddp_timeline *t;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_timeline_build(ev, NULL, NULL, &t, &err), 0, "%s", err.msg);
+    char *txt = render(t, false);
+    cr_expect(strstr(txt, "exit-3 (exit 3)  ROOT CAUSE\n") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "signal (SIGTERM)\n") != NULL, "the stopped rank is not the root cause: %s", txt);
+    cr_expect(strstr(txt, "decision: exit with status 3\n") != NULL, "%s", txt);
+    free(txt);
+    char *svg = render(t, true);
+    cr_expect(strstr(svg, ">rank 1 (root cause)</text>") != NULL, "%s", svg);
+    cr_expect(strstr(svg, "fill=\"#e65100\" rx=\"3\"><title>rank 1: exit-3") != NULL, "%s", svg);
+    free(svg);
+    ddp_timeline_free(t);
+    json_decref(ev);
+
+    /* the hang mark: "hang: verdict (high confidence): ...", not "hang: hang verdict" */
+    ev = json_loads(events_text, 0, NULL);
+    cr_assert_eq(ddp_timeline_build(ev, NULL, NULL, &t, &err), 0, "%s", err.msg);
+    txt = render(t, false);
+    cr_expect(strstr(txt, "hang: verdict (high confidence): rank 0 waits") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "ROOT CAUSE") == NULL, "a hang's culprit is the root cause, marked CULPRIT: %s", txt);
+    free(txt);
     ddp_timeline_free(t);
     json_decref(ev);
 }
