@@ -1,6 +1,7 @@
 /* agent: see agent.h. The whole behaviour is the two tables at the bottom: one handler per (state, event). */
 #include "agent.h"
 
+#include "exit.h"
 #include "policy.h"
 
 typedef struct ddp_aaction handler_fn(struct ddp_agent *a, const struct ddp_aevent_data *ev);
@@ -59,7 +60,7 @@ static struct ddp_aaction idle_signal(struct ddp_agent *a, const struct ddp_aeve
 {
     if (!ddp_policy_signal_stops(ev->signo))
         return none(a, ev);
-    return exit_with(a, 128 + ev->signo, 0);
+    return exit_with(a, ddp_exit_signal(ev->signo), 0);
 }
 
 /* Leader */
@@ -70,13 +71,13 @@ static struct ddp_aaction l_joined(struct ddp_agent *a, const struct ddp_aevent_
 
 static struct ddp_aaction l_join_timeout(struct ddp_agent *a, const struct ddp_aevent_data *ev)
 {
-    return ev->all ? start(a, ev) : exit_with(a, 75, 0); /* EX_TEMPFAIL: a scheduler should retry */
+    return ev->all ? start(a, ev) : exit_with(a, DDP_EXIT_TEMPFAIL, 0); /* a scheduler should retry */
 }
 
 static struct ddp_aaction l_start_failed(struct ddp_agent *a, const struct ddp_aevent_data *ev)
 {
     (void)ev;
-    return exit_with(a, 1, 0);
+    return exit_with(a, DDP_EXIT_LAUNCHER, 0);
 }
 
 static struct ddp_aaction l_node_running(struct ddp_agent *a, const struct ddp_aevent_data *ev)
@@ -119,7 +120,7 @@ static struct ddp_aaction f_joined(struct ddp_agent *a, const struct ddp_aevent_
 static struct ddp_aaction f_lost_idle(struct ddp_agent *a, const struct ddp_aevent_data *ev)
 {
     (void)ev;
-    return exit_with(a, 1, 0);
+    return exit_with(a, DDP_EXIT_LAUNCHER, 0);
 }
 
 static struct ddp_aaction f_start_failed(struct ddp_agent *a, const struct ddp_aevent_data *ev)
@@ -143,7 +144,7 @@ static struct ddp_aaction f_exit_busy(struct ddp_agent *a, const struct ddp_aeve
 static struct ddp_aaction f_lost_busy(struct ddp_agent *a, const struct ddp_aevent_data *ev)
 {
     (void)ev;
-    a->exit_status = 1;
+    a->exit_status = DDP_EXIT_LAUNCHER;
     return go(a, DDP_AS_LOST, DDP_AA_STOP_WORKERS);
 }
 
@@ -151,7 +152,7 @@ static struct ddp_aaction f_lost_busy(struct ddp_agent *a, const struct ddp_aeve
 static struct ddp_aaction f_done_attempt(struct ddp_agent *a, const struct ddp_aevent_data *ev)
 {
     if (ev->signo > 0)
-        return exit_with(a, 128 + ev->signo, DDP_AA_REPORT);
+        return exit_with(a, ddp_exit_signal(ev->signo), DDP_AA_REPORT);
     return go(a, DDP_AS_WAITING, DDP_AA_REPORT);
 }
 

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 
+#include "exit.h"
 #include "nccl.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -73,7 +74,7 @@ int ddp_check_exit_status(const struct ddp_check_report *r)
 {
     enum ddp_check_status w = worst(r);
 
-    return w == DDP_CHECK_FAIL ? 2 : w == DDP_CHECK_WARN ? 1 : 0;
+    return w == DDP_CHECK_FAIL ? DDP_EXIT_DOCTOR_FAIL : w == DDP_CHECK_WARN ? DDP_EXIT_DOCTOR_WARN : DDP_EXIT_OK;
 }
 
 void ddp_check_print(const struct ddp_check_report *r, bool json, FILE *out)

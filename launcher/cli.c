@@ -1,110 +1,90 @@
 /* cli: see cli.h. One table of flags; every torchrun flag maps onto a spec key or a cli field. */
 #include "cli.h"
+#include "cli_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum flag_kind {
-    F_KEY,       /* sets section.key to the argument */
-    F_KEY_YES,   /* sets section.key to "yes", takes no argument */
-    F_KEY_FIXED, /* sets section.key to a fixed value, no argument */
-    F_IGNORED,   /* torchrun flag with an argument that means nothing here */
-    F_IGNORED0,  /* the same without an argument */
-    F_MODULE,
-    F_NO_PYTHON,
-    F_SET,
-    F_JSON,
-    F_TOPOLOGY,
-    F_CONFIG,
-    F_HELP,
-    F_VERSION,
-    F_KEYS,
-    F_VERBOSE,
-    F_QUIET,
-};
-
-struct flag {
-    const char *name; /* dash form without the leading "--" */
-    char short_name;
-    enum flag_kind kind;
-    const char *section, *key, *fixed;
-    const char *pet; /* torchrun environment default, or NULL */
-    const char *arg;
-    const char *help;
-};
+#define CMD(c) (1u << (c))
+#define LAUNCHING (CMD(DDP_CMD_RUN) | CMD(DDP_CMD_PLAN) | CMD(DDP_CMD_TOPO) | CMD(DDP_CMD_DOCTOR))
 
 /* clang-format off */
-static const struct flag flags[] = {
-    { "nnodes", 0, F_KEY, "job", "nnodes", NULL, "PET_NNODES", "N|MIN:MAX", "number of nodes [1]" },
+const struct ddp_cli_flag ddp_cli_flags[] = {
+    { "nnodes", 0, F_KEY, "job", "nnodes", NULL, "PET_NNODES", "N|MIN:MAX", "number of nodes [1]", LAUNCHING },
     { "nproc-per-node", 0, F_KEY, "job", "nproc_per_node", NULL, "PET_NPROC_PER_NODE", "N|gpu|cpu|auto",
-      "workers on this node [1]" },
-    { "node-rank", 0, F_KEY, "job", "node_rank", NULL, "PET_NODE_RANK", "N", "rank of this node [0]" },
+      "workers on this node [1]", LAUNCHING },
+    { "node-rank", 0, F_KEY, "job", "node_rank", NULL, "PET_NODE_RANK", "N", "rank of this node [0]", LAUNCHING },
     { "master-addr", 0, F_KEY, "job", "master_addr", NULL, "PET_MASTER_ADDR", "ADDR",
-      "address of rank 0's node [127.0.0.1]" },
+      "address of rank 0's node [127.0.0.1]", LAUNCHING },
     { "master-port", 0, F_KEY, "job", "master_port", NULL, "PET_MASTER_PORT", "PORT|auto",
-      "rank 0's port [auto: a free port, reserved host-wide]" },
-    { "max-restarts", 0, F_KEY, "restart", "max_restarts", NULL, "PET_MAX_RESTARTS", "N", "restarts allowed [0]" },
+      "rank 0's port [auto: a free port, reserved host-wide]", LAUNCHING },
+    { "max-restarts", 0, F_KEY, "restart", "max_restarts", NULL, "PET_MAX_RESTARTS", "N", "restarts allowed [0]", LAUNCHING },
     { "monitor-interval", 0, F_IGNORED, NULL, NULL, NULL, "PET_MONITOR_INTERVAL", "SECS",
-      "accepted; ddplaunch is event-driven and does not poll" },
+      "accepted; ddplaunch is event-driven and does not poll", LAUNCHING },
     { "start-method", 0, F_IGNORED, NULL, NULL, NULL, "PET_START_METHOD", "METHOD",
-      "accepted; workers are always fresh processes (spawn)" },
+      "accepted; workers are always fresh processes (spawn)", LAUNCHING },
     { "standalone", 0, F_KEY_YES, "job", "standalone", NULL, "PET_STANDALONE", NULL,
-      "single node on localhost with a free port" },
+      "single node on localhost with a free port", LAUNCHING },
     { "rdzv-backend", 0, F_KEY, "job", "rdzv_backend", NULL, "PET_RDZV_BACKEND", "NAME",
-      "static (each node gives --node-rank) or c10d (ranks given at join)" },
+      "static (each node gives --node-rank) or c10d (ranks given at join)", LAUNCHING },
     { "rdzv-endpoint", 0, F_KEY, "job", "rdzv_endpoint", NULL, "PET_RDZV_ENDPOINT", "HOST[:PORT]",
-      "c10d: the agent on HOST serves [29400]; static: master address" },
-    { "rdzv-id", 0, F_KEY, "job", "run_id", NULL, "PET_RDZV_ID", "ID", "run id (TORCHELASTIC_RUN_ID)" },
-    { "rdzv-conf", 0, F_KEY, "job", "rdzv_conf", NULL, "PET_RDZV_CONF", "K=V,...", "torchrun's; join_timeout=SECONDS is used" },
-    { "role", 0, F_KEY, "job", "role", NULL, "PET_ROLE", "NAME", "role name [default]" },
-    { "module", 'm', F_MODULE, NULL, NULL, NULL, "PET_MODULE", NULL, "run the target as a Python module" },
+      "c10d: the agent on HOST serves [29400]; static: master address", LAUNCHING },
+    { "rdzv-id", 0, F_KEY, "job", "run_id", NULL, "PET_RDZV_ID", "ID", "run id (TORCHELASTIC_RUN_ID)", LAUNCHING },
+    { "rdzv-conf", 0, F_KEY, "job", "rdzv_conf", NULL, "PET_RDZV_CONF", "K=V,...", "torchrun's; join_timeout=SECONDS is used", LAUNCHING },
+    { "role", 0, F_KEY, "job", "role", NULL, "PET_ROLE", "NAME", "role name [default]", LAUNCHING },
+    { "module", 'm', F_MODULE, NULL, NULL, NULL, "PET_MODULE", NULL, "run the target as a Python module", LAUNCHING },
     { "no-python", 0, F_NO_PYTHON, NULL, NULL, NULL, "PET_NO_PYTHON", NULL,
-      "run the target directly, not with python3" },
-    { "run-path", 0, F_KEY_YES, "job", "run_path", NULL, "PET_RUN_PATH", NULL, "accepted for compatibility" },
+      "run the target directly, not with python3", LAUNCHING },
+    { "run-path", 0, F_KEY_YES, "job", "run_path", NULL, "PET_RUN_PATH", NULL, "accepted for compatibility", LAUNCHING },
     { "log-dir", 0, F_KEY, "job", "log_dir", NULL, "PET_LOG_DIR", "DIR",
-      "per-attempt, per-rank log files and error files" },
+      "per-attempt, per-rank log files and error files", LAUNCHING },
     { "redirects", 'r', F_KEY, "job", "redirects", NULL, "PET_REDIRECTS", "0-3|R:V,...",
-      "send worker output to log files only: 1 stdout, 2 stderr, 3 both" },
+      "send worker output to log files only: 1 stdout, 2 stderr, 3 both", LAUNCHING },
     { "tee", 't', F_KEY, "job", "tee", NULL, "PET_TEE", "0-3|R:V,...",
-      "copy worker output to log files too" },
+      "copy worker output to log files too", LAUNCHING },
     { "local-ranks-filter", 0, F_KEY, "job", "local_ranks_filter", NULL, "PET_LOCAL_RANKS_FILTER", "R,...",
-      "show only these local ranks on the console" },
-    { "local-addr", 0, F_KEY, "job", "local_addr", NULL, "PET_LOCAL_ADDR", "ADDR", "address of this node" },
+      "show only these local ranks on the console", LAUNCHING },
+    { "local-addr", 0, F_KEY, "job", "local_addr", NULL, "PET_LOCAL_ADDR", "ADDR", "address of this node", LAUNCHING },
     { "logs-specs", 0, F_IGNORED, NULL, NULL, NULL, "PET_LOGS_SPECS", "NAME",
-      "accepted; log layout is ddplaunch's own" },
+      "accepted; log layout is ddplaunch's own", LAUNCHING },
     { "numa-binding", 0, F_KEY, "numa", "bind", NULL, "PET_NUMA_BINDING", "MODE",
-      "node, socket, exclusive, core-complex or none [node]" },
+      "node, socket, exclusive, core-complex or none [node]", LAUNCHING },
     { "signals-to-handle", 0, F_KEY, "job", "signals_to_handle", NULL, "PET_SIGNALS_TO_HANDLE", "SIG,...",
-      "signals forwarded to workers [SIGTERM,SIGINT,SIGHUP,SIGQUIT]" },
+      "signals forwarded to workers [SIGTERM,SIGINT,SIGHUP,SIGQUIT]", LAUNCHING },
     { "virtual-local-rank", 0, F_KEY_FIXED, "gpus", "visible", "virtual", "PET_VIRTUAL_LOCAL_RANK", NULL,
-      "LOCAL_RANK=0; each worker sees only its GPU" },
+      "LOCAL_RANK=0; each worker sees only its GPU", LAUNCHING },
     { "shutdown-timeout", 0, F_KEY, "restart", "shutdown_timeout", NULL, "PET_SHUTDOWN_TIMEOUT",
-      "DURATION", "grace between SIGTERM and SIGKILL [30s]" },
+      "DURATION", "grace between SIGTERM and SIGKILL [30s]", LAUNCHING },
     { "event-log-handler", 0, F_IGNORED, NULL, NULL, NULL, "PET_EVENT_LOG_HANDLER", "NAME",
-      "accepted; ddplaunch logs its own events" },
-    { "duplicate-stdout-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported" },
-    { "duplicate-stderr-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported" },
+      "accepted; ddplaunch logs its own events", LAUNCHING },
+    { "duplicate-stdout-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported", LAUNCHING },
+    { "duplicate-stderr-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported", LAUNCHING },
     { "console", 0, F_KEY, "job", "console", NULL, NULL, "auto|raw|lines",
-      "worker output: raw bytes, or prefixed lines [auto]" },
-    { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key" },
-    { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor)" },
+      "worker output: raw bytes, or prefixed lines [auto]", LAUNCHING },
+    { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },
+    { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor, ps)",
+      LAUNCHING | CMD(DDP_CMD_PS) },
+    { "svg", 0, F_SVG, NULL, NULL, NULL, NULL, "FILE", "report: also draw the run as an SVG image",
+      CMD(DDP_CMD_REPORT) },
     { "topology", 0, F_TOPOLOGY, NULL, NULL, NULL, NULL, "FILE.xml",
-      "use an hwloc XML export instead of this machine" },
-    { "config", 0, F_CONFIG, NULL, NULL, NULL, NULL, "FILE", "site config file instead of the default" },
-    { "verbose", 'v', F_VERBOSE, NULL, NULL, NULL, NULL, NULL, "say more" },
-    { "quiet", 'q', F_QUIET, NULL, NULL, NULL, NULL, NULL, "say only warnings and errors" },
-    { "help-keys", 0, F_KEYS, NULL, NULL, NULL, NULL, NULL, "list every job spec key" },
-    { "help", 'h', F_HELP, NULL, NULL, NULL, NULL, NULL, "this help" },
-    { "version", 'V', F_VERSION, NULL, NULL, NULL, NULL, NULL, "print the version" },
+      "use an hwloc XML export instead of this machine", LAUNCHING },
+    { "config", 0, F_CONFIG, NULL, NULL, NULL, NULL, "FILE", "site config file instead of the default", LAUNCHING },
+    { "verbose", 'v', F_VERBOSE, NULL, NULL, NULL, NULL, NULL, "say more", LAUNCHING },
+    { "quiet", 'q', F_QUIET, NULL, NULL, NULL, NULL, NULL, "say only warnings and errors", LAUNCHING },
+    { "help-keys", 0, F_KEYS, NULL, NULL, NULL, NULL, NULL, "list every job spec key", LAUNCHING },
+    { "help", 'h', F_HELP, NULL, NULL, NULL, NULL, NULL, "this help", ~0u },
+    { "version", 'V', F_VERSION, NULL, NULL, NULL, NULL, NULL, "print the version", LAUNCHING },
 };
 /* clang-format on */
-#define NFLAGS (sizeof flags / sizeof flags[0])
+#define NFLAGS (sizeof ddp_cli_flags / sizeof ddp_cli_flags[0])
+const size_t ddp_cli_nflags = NFLAGS;
 
-static bool takes_arg(const struct flag *f)
+static bool takes_arg(const struct ddp_cli_flag *f)
 {
-    return f->kind == F_KEY || f->kind == F_IGNORED || f->kind == F_SET || f->kind == F_TOPOLOGY || f->kind == F_CONFIG;
+    return f->kind == F_KEY || f->kind == F_IGNORED || f->kind == F_SET || f->kind == F_TOPOLOGY ||
+           f->kind == F_CONFIG || f->kind == F_SVG;
 }
 
 const char *const *ddp_cli_flag_names(void)
@@ -112,34 +92,61 @@ const char *const *ddp_cli_flag_names(void)
     static const char *names[NFLAGS + 1];
     static char buf[NFLAGS][40];
     for (size_t i = 0; i < NFLAGS; i++) {
-        snprintf(buf[i], sizeof buf[i], "--%s", flags[i].name);
+        snprintf(buf[i], sizeof buf[i], "--%s", ddp_cli_flags[i].name);
         names[i] = buf[i];
     }
     names[NFLAGS] = NULL;
     return names;
 }
 
-/* "--nproc_per_node" and "--nproc-per-node" are the same flag. */
-static const struct flag *find_long(const char *name, size_t len)
+bool ddp_cli_flag_takes(const struct ddp_cli_flag *f, enum ddp_cmd cmd)
 {
+    return (f->cmds & CMD(cmd)) != 0;
+}
+
+/* Whether the flag named n starts with name[0..len), '_' standing for '-' ("--nproc_per" starts "nproc-per-node"). */
+static bool name_starts(const char *n, const char *name, size_t len)
+{
+    if (strlen(n) < len)
+        return false;
+    for (size_t j = 0; j < len; j++)
+        if (n[j] != name[j] && !(n[j] == '-' && name[j] == '_'))
+            return false;
+    return true;
+}
+
+/* The flag a long option names for command cmd: its full name ("--nproc_per_node" and "--nproc-per-node" are the
+ * same flag) or, as argparse does, an unambiguous prefix of one ("--nproc", "--nnode"). NULL when none or several
+ * match; then cands holds the *ncands flags that start with it (0: unknown, 2 or more: ambiguous). */
+static const struct ddp_cli_flag *find_long(const char *name, size_t len, enum ddp_cmd cmd,
+                                            const struct ddp_cli_flag **cands, size_t *ncands)
+{
+    *ncands = 0;
     for (size_t i = 0; i < NFLAGS; i++) {
-        const char *n = flags[i].name;
-        if (strlen(n) != len)
+        const struct ddp_cli_flag *f = &ddp_cli_flags[i];
+        if (!ddp_cli_flag_takes(f, cmd) || !name_starts(f->name, name, len))
             continue;
-        size_t j = 0;
-        while (j < len && (n[j] == name[j] || (n[j] == '-' && name[j] == '_')))
-            j++;
-        if (j == len)
-            return &flags[i];
+        if (strlen(f->name) == len)
+            return f;
+        cands[(*ncands)++] = f;
     }
+    return *ncands == 1 ? cands[0] : NULL;
+}
+
+/* The flag of that exact dash-form name, whoever takes it (the help lists, messages). */
+const struct ddp_cli_flag *ddp_cli_flag_find(const char *name)
+{
+    for (size_t i = 0; i < NFLAGS; i++)
+        if (strcmp(ddp_cli_flags[i].name, name) == 0)
+            return &ddp_cli_flags[i];
     return NULL;
 }
 
-static const struct flag *find_short(char c)
+static const struct ddp_cli_flag *find_short(char c, enum ddp_cmd cmd)
 {
     for (size_t i = 0; i < NFLAGS; i++)
-        if (flags[i].short_name == c)
-            return &flags[i];
+        if (ddp_cli_flags[i].short_name == c && ddp_cli_flag_takes(&ddp_cli_flags[i], cmd))
+            return &ddp_cli_flags[i];
     return NULL;
 }
 
@@ -153,7 +160,7 @@ static void add_set(struct ddp_cli *cli, const char *section, const char *key, c
     free(name);
 }
 
-static int apply_flag(struct ddp_cli *cli, const struct flag *f, const char *shown, const char *arg,
+static int apply_flag(struct ddp_cli *cli, const struct ddp_cli_flag *f, const char *shown, const char *arg,
                       struct ddp_err *err)
 {
     switch (f->kind) {
@@ -213,6 +220,10 @@ static int apply_flag(struct ddp_cli *cli, const struct flag *f, const char *sho
     case F_QUIET:
         cli->verbosity--;
         break;
+    case F_SVG:
+        free(cli->svg);
+        cli->svg = ddp_xstrdup(arg);
+        break;
     }
     return 0;
 }
@@ -223,28 +234,143 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+static const char *const plan_listed[] = {"json", "topology", "config", "set", "help", NULL};
+static const char *const topo_listed[] = {"json", "topology", "config", "set", "nproc-per-node", "help", NULL};
+static const char *const doctor_listed[] = {"json", "topology", "config", "set", "master-port", "help", NULL};
+static const char *const ps_listed[] = {"json", "help", NULL};
+static const char *const report_listed[] = {"svg", "help", NULL};
+
+const struct ddp_cli_subcmd ddp_cli_subcmds[] = {
+    {NULL, DDP_CMD_RUN, POS_LAUNCH, NULL, NULL, NULL, NULL},
+    {"plan", DDP_CMD_PLAN, POS_LAUNCH, "plan [options] JOB.ini|SCRIPT ...\tdry run",
+     "Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]\n"
+     "       ddplaunch plan [options] SCRIPT.py|PROGRAM [args...]\n"
+     "\n"
+     "Dry run: print every setting and where it came from, the GPUs ddplaunch would\n"
+     "pick and why, and per local rank the command, GPU, NUMA node, CPUs, memory nodes\n"
+     "and environment it would get. Starts nothing and reserves nothing.\n"
+     "\n"
+     "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
+     plan_listed, "Exit status: 0 printed; 2 bad command line or job spec; 1 launcher failure.\n"},
+    {"topo", DDP_CMD_TOPO, POS_LAUNCH, "topo [--topology FILE.xml] [--json]\tGPUs, NUMA, links",
+     "Usage: ddplaunch topo [--topology FILE.xml] [--json] [options]\n"
+     "\n"
+     "Print the GPU x GPU link matrix (as nvidia-smi topo -m), each GPU's CPU and\n"
+     "NUMA affinity, the NUMA nodes with the CPUs this process may use, GPUs leased by\n"
+     "other jobs, and the GPUs ddplaunch would pick for 1, 2, 4 and 8 workers, with\n"
+     "the reason.\n"
+     "\n"
+     "Options:\n",
+     topo_listed, "Exit status: 0 printed; 2 bad input (an unreadable --topology file); 1 failure.\n"},
+    {"doctor", DDP_CMD_DOCTOR, POS_LAUNCH, "doctor [options] [JOB.ini]\tpreflight checks",
+     "Usage: ddplaunch doctor [options] [JOB.ini | SCRIPT.py ...]\n"
+     "\n"
+     "Preflight checks for the usual causes of NCCL timeouts and failed starts, for\n"
+     "the job the same options and JOB.ini describe: GPUs it would pick, NUMA span,\n"
+     "busy GPUs, leases, driver, devices, libnccl, NCCL variables, master port and\n"
+     "address, network interface, allowed CPUs and memory, open-files limit, runtime\n"
+     "directories. One line per check: STATUS CHECK FOUND[; WHAT TO DO]. Starts\n"
+     "nothing.\n"
+     "\n"
+     "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
+     doctor_listed, "Exit status: 0 all ok; 1 a warning; 2 a failure (or bad input).\n"},
+    {"report", DDP_CMD_REPORT, POS_DIR, "report [--svg FILE] LOG_DIR\ta run's timeline",
+     "Usage: ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR\n"
+     "\n"
+     "What happened in a run, from its records (events.jsonl, each rank's timed.log):\n"
+     "per attempt and rank the start, last output, end and how it ended, then the\n"
+     "timeouts, hang verdicts and decisions. LOG_DIR: its newest run. --svg FILE also\n"
+     "draws it as an SVG image (one lane per rank, the culprit of a hang in red).\n"
+     "\n"
+     "Options:\n",
+     report_listed, "Exit status: 0 printed; 2 bad command line or no run records there.\n"},
+    {"ps", DDP_CMD_PS, POS_NONE, "ps [--json]\tjobs on this host",
+     "Usage: ddplaunch ps [--json]\n"
+     "\n"
+     "The ddplaunch jobs running on this host, of every user: job, user, pid, master\n"
+     "port, attempt, world size, ranks alive, age, GPUs and log directory. Read from\n"
+     "what each job publishes in the shared lock directory; no daemon.\n"
+     "\n"
+     "Options:\n",
+     ps_listed, "Exit status: 0 listed (also when there are none); 2 bad command line.\n"},
+};
+#define NSUBCMDS (sizeof ddp_cli_subcmds / sizeof ddp_cli_subcmds[0])
+const size_t ddp_cli_nsubcmds = NSUBCMDS;
+
+const struct ddp_cli_subcmd *ddp_cli_subcmd_of(enum ddp_cmd cmd)
+{
+    for (size_t i = 0; i < NSUBCMDS; i++)
+        if (ddp_cli_subcmds[i].cmd == cmd)
+            return &ddp_cli_subcmds[i];
+    return &ddp_cli_subcmds[0];
+}
+
+const char *ddp_cli_command_names(void)
+{
+    static char names[128];
+    if (!names[0]) {
+        size_t n = 0;
+        for (size_t i = 1; i < NSUBCMDS; i++) {
+            const char *sep = i == 1 ? "" : i + 1 == NSUBCMDS ? " and " : ", ";
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", sep, ddp_cli_subcmds[i].name);
+        }
+    }
+    return names;
+}
+
+/* "unknown option '--x'" for command sc, with the flag it may have meant; err's message names the command
+ * when it is not a launching one ("ps: ..."). */
+static int unknown_long(const struct ddp_cli_subcmd *sc, const char *name, size_t len,
+                        const struct ddp_cli_flag *const *cands, size_t ncands, struct ddp_err *err)
+{
+    char *word = ddp_xstrndup(name, len);
+    for (char *p = word; *p; p++)
+        if (*p == '_')
+            *p = '-';
+    const char *who = sc->positional == POS_LAUNCH ? "" : sc->name;
+    const char *colon = *who ? ": " : "";
+    struct ddp_buf b = {0};
+    const struct ddp_cli_flag *f;
+    int rc;
+    if (ncands > 1) {
+        for (size_t k = 0; k < ncands; k++)
+            ddp_buf_printf(&b, "%s--%s", k ? ", " : "", cands[k]->name);
+        rc = ddp_errf(err, -EINVAL, "%s%sambiguous option '--%s' (could be %s)", who, colon, word, b.data);
+    } else if ((f = ddp_cli_flag_find(word))) {
+        for (size_t k = 0; k < NSUBCMDS; k++)
+            if (ddp_cli_flag_takes(f, ddp_cli_subcmds[k].cmd))
+                ddp_buf_printf(&b, "%s%s", b.len ? ", " : "",
+                               ddp_cli_subcmds[k].name ? ddp_cli_subcmds[k].name : "run");
+        rc = ddp_errf(err, -EINVAL, "%s%s'--%s' is not an option of %s (only of: %s)", who, colon, word,
+                      *who ? who : "a launch", b.data);
+    } else {
+        const char *names[NFLAGS + 1];
+        size_t n = 0;
+        for (size_t k = 0; k < NFLAGS; k++)
+            if (ddp_cli_flag_takes(&ddp_cli_flags[k], sc->cmd))
+                names[n++] = ddp_cli_flags[k].name;
+        names[n] = NULL;
+        const char *dym = ddp_did_you_mean(word, names);
+        rc = dym ? ddp_errf(err, -EINVAL, "%s%sunknown option '--%s' (did you mean '--%s'?)", who, colon, word, dym)
+                 : ddp_errf(err, -EINVAL, "%s%sunknown option '--%s'", who, colon, word);
+    }
+    ddp_buf_free(&b);
+    free(word);
+    return rc;
+}
+
 /* "--name", "--name=value" or "--name value" at argv[*i]; advances *i past a separate value. */
-static int parse_long(int argc, char **argv, int *i, struct ddp_cli *cli, struct ddp_err *err)
+static int parse_long(int argc, char **argv, int *i, const struct ddp_cli_subcmd *sc, struct ddp_cli *cli,
+                      struct ddp_err *err)
 {
     const char *name = argv[*i] + 2;
     const char *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    const struct flag *f = find_long(name, len);
-    if (!f) {
-        char *word = ddp_xstrndup(name, len);
-        for (char *p = word; *p; p++)
-            if (*p == '_')
-                *p = '-';
-        const char *cands[NFLAGS + 1];
-        for (size_t k = 0; k < NFLAGS; k++)
-            cands[k] = flags[k].name;
-        cands[NFLAGS] = NULL;
-        const char *dym = ddp_did_you_mean(word, cands);
-        int rc = dym ? ddp_errf(err, -EINVAL, "unknown option '--%s' (did you mean '--%s'?)", word, dym)
-                     : ddp_errf(err, -EINVAL, "unknown option '--%s'", word);
-        free(word);
-        return rc;
-    }
+    const struct ddp_cli_flag *cands[NFLAGS];
+    size_t ncands;
+    const struct ddp_cli_flag *f = find_long(name, len, sc->cmd, cands, &ncands);
+    if (!f)
+        return unknown_long(sc, name, len, cands, ncands, err);
     const char *arg = NULL;
     if (takes_arg(f)) {
         if (eq)
@@ -262,12 +388,14 @@ static int parse_long(int argc, char **argv, int *i, struct ddp_cli *cli, struct
 }
 
 /* "-x", "-xVALUE" or "-x VALUE" at argv[*i]; advances *i past a separate value. */
-static int parse_short(int argc, char **argv, int *i, struct ddp_cli *cli, struct ddp_err *err)
+static int parse_short(int argc, char **argv, int *i, const struct ddp_cli_subcmd *sc, struct ddp_cli *cli,
+                       struct ddp_err *err)
 {
     const char *a = argv[*i];
-    const struct flag *f = find_short(a[1]);
+    const struct ddp_cli_flag *f = find_short(a[1], sc->cmd);
     if (!f)
-        return ddp_errf(err, -EINVAL, "unknown option '-%c'", a[1]);
+        return sc->positional == POS_LAUNCH ? ddp_errf(err, -EINVAL, "unknown option '-%c'", a[1])
+                                            : ddp_errf(err, -EINVAL, "%s: unknown option '-%c'", sc->name, a[1]);
     const char *arg = NULL;
     if (takes_arg(f)) {
         if (a[2])
@@ -284,22 +412,60 @@ static int parse_short(int argc, char **argv, int *i, struct ddp_cli *cli, struc
     return apply_flag(cli, f, shown, arg, err);
 }
 
+/* A launching command's positional argument at argv[*i]: a job spec, or the training script and everything after
+ * it. Returns 1 when the rest of argv is consumed, 0 to go on, or a negative errno. */
+static int launch_positional(int argc, char **argv, int *i, bool options_done, struct ddp_cli *cli, struct ddp_err *err)
+{
+    const char *a = argv[*i];
+    if (!cli->spec_path && !cli->target && ends_with(a, ".ini")) {
+        cli->spec_path = ddp_xstrdup(a);
+        return 0;
+    }
+    if (cli->spec_path && !options_done)
+        return ddp_errf(err, -EINVAL,
+                        "unexpected argument '%s' after %s (put the program's extra arguments "
+                        "after '--')",
+                        a, cli->spec_path);
+    if (cli->spec_path) {
+        /* "-- JOB.ini -- extra args": the job spec came after '--'; the rest is for the program. */
+        if (strcmp(a, "--") == 0)
+            ++*i;
+        for (; *i < argc; ++*i)
+            ddp_strv_push(&cli->target_args, argv[*i]);
+        return 1;
+    }
+    cli->target = ddp_xstrdup(a);
+    for (++*i; *i < argc; ++*i)
+        ddp_strv_push(&cli->target_args, argv[*i]);
+    return 1;
+}
+
+/* Any other command's positional argument: report's directory, nothing for ps. */
+static int other_positional(const struct ddp_cli_subcmd *sc, const char *a, struct ddp_cli *cli, struct ddp_err *err)
+{
+    if (sc->positional == POS_DIR && !cli->dir) {
+        cli->dir = ddp_xstrdup(a);
+        return 0;
+    }
+    return sc->positional == POS_DIR
+               ? ddp_errf(err, -EINVAL, "%s: one LOG_DIR or RUN_DIR expected, got '%s' too", sc->name, a)
+               : ddp_errf(err, -EINVAL, "%s: unexpected argument '%s' (see 'ddplaunch %s --help')", sc->name, a,
+                          sc->name);
+}
+
 int ddp_cli_parse(int argc, char **argv, struct ddp_cli *cli, struct ddp_err *err)
 {
     memset(cli, 0, sizeof *cli);
+    const struct ddp_cli_subcmd *sc = &ddp_cli_subcmds[0];
     int i = 1;
-    if (argc > 1) {
-        if (strcmp(argv[1], "plan") == 0)
-            cli->cmd = DDP_CMD_PLAN, i = 2;
-        else if (strcmp(argv[1], "topo") == 0)
-            cli->cmd = DDP_CMD_TOPO, i = 2;
-        else if (strcmp(argv[1], "doctor") == 0)
-            cli->cmd = DDP_CMD_DOCTOR, i = 2;
-        cli->sub = cli->cmd;
-    }
+    for (size_t k = 1; argc > 1 && k < NSUBCMDS; k++)
+        if (strcmp(argv[1], ddp_cli_subcmds[k].name) == 0)
+            sc = &ddp_cli_subcmds[k], i = 2;
+    cli->cmd = cli->sub = sc->cmd;
     bool options_done = false;
     for (; i < argc; i++) {
         const char *a = argv[i];
+        int rc = 0;
         if (!options_done && strcmp(a, "--") == 0) {
             options_done = true;
             if (cli->spec_path) {
@@ -310,41 +476,21 @@ int ddp_cli_parse(int argc, char **argv, struct ddp_cli *cli, struct ddp_err *er
             }
             continue;
         }
-        if (!options_done && a[0] == '-' && a[1] == '-' && a[2]) {
-            int rc = parse_long(argc, argv, &i, cli, err);
-            if (rc < 0)
-                return rc;
-            continue;
-        }
-        if (!options_done && a[0] == '-' && a[1] && a[1] != '-') {
-            int rc = parse_short(argc, argv, &i, cli, err);
-            if (rc < 0)
-                return rc;
-            continue;
-        }
-        /* A positional argument: a job spec, or the training script and everything after it. */
-        if (!cli->spec_path && !cli->target && ends_with(a, ".ini")) {
-            cli->spec_path = ddp_xstrdup(a);
-            continue;
-        }
-        if (cli->spec_path && !options_done)
-            return ddp_errf(err, -EINVAL,
-                            "unexpected argument '%s' after %s (put the program's extra arguments "
-                            "after '--')",
-                            a, cli->spec_path);
-        if (cli->spec_path) {
-            /* "-- JOB.ini -- extra args": the job spec came after '--'; the rest is for the program. */
-            if (strcmp(a, "--") == 0)
-                i++;
-            for (; i < argc; i++)
-                ddp_strv_push(&cli->target_args, argv[i]);
+        if (!options_done && a[0] == '-' && a[1] == '-' && a[2])
+            rc = parse_long(argc, argv, &i, sc, cli, err);
+        else if (!options_done && a[0] == '-' && a[1] && a[1] != '-')
+            rc = parse_short(argc, argv, &i, sc, cli, err);
+        else if (sc->positional == POS_LAUNCH)
+            rc = launch_positional(argc, argv, &i, options_done, cli, err);
+        else
+            rc = other_positional(sc, a, cli, err);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
             break;
-        }
-        cli->target = ddp_xstrdup(a);
-        for (i++; i < argc; i++)
-            ddp_strv_push(&cli->target_args, argv[i]);
-        break;
     }
+    if (sc->positional == POS_DIR && !cli->dir && cli->cmd == sc->cmd)
+        return ddp_errf(err, -EINVAL, "%s: a LOG_DIR or RUN_DIR is needed", sc->name);
     if (cli->verbosity > 2)
         cli->verbosity = 2;
     if (cli->verbosity < -1)
@@ -358,6 +504,8 @@ void ddp_cli_free(struct ddp_cli *cli)
     free(cli->config);
     free(cli->spec_path);
     free(cli->target);
+    free(cli->dir);
+    free(cli->svg);
     ddp_strv_clear(&cli->target_args);
     ddp_kvlist_free(&cli->sets);
     memset(cli, 0, sizeof *cli);
@@ -376,7 +524,7 @@ int ddp_cli_apply_pet(struct ddp_spec *spec, char *const *envp, struct ddp_err *
                            err) < 0)
         return -EINVAL;
     for (size_t i = 0; i < NFLAGS; i++) {
-        const struct flag *f = &flags[i];
+        const struct ddp_cli_flag *f = &ddp_cli_flags[i];
         if (!f->pet)
             continue;
         const char *v = ddp_env_get(envp, f->pet);
@@ -456,155 +604,6 @@ int ddp_cli_apply(const struct ddp_cli *cli, struct ddp_spec *spec, char *const 
     return 0;
 }
 
-/* Print text from column col, wrapped at 80 columns, continuation lines indented to column indent. */
-static void put_wrapped(FILE *f, size_t col, const char *text, size_t indent)
-{
-    const size_t width = 80;
-    const char *p = text;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        size_t room = width > col ? width - col : 1;
-        size_t n = strlen(p);
-        if (n > room) {
-            /* break at the last space that fits (or the first one after, for a word longer than a line) */
-            size_t cut = room;
-            while (cut > 0 && p[cut] != ' ')
-                cut--;
-            if (cut == 0) {
-                cut = room;
-                while (p[cut] && p[cut] != ' ')
-                    cut++;
-            }
-            n = cut;
-        }
-        fprintf(f, "%.*s\n", (int)n, p);
-        p += n;
-        if (*p)
-            fprintf(f, "%*s", (int)indent, ""), col = indent;
-    }
-}
-
-/* One option line: "  -r, --redirects 0-3|R:V,...  help", the help wrapped from column 33. */
-static void put_flag(FILE *f, const struct flag *fl)
-{
-    char left[64];
-    if (fl->short_name)
-        snprintf(left, sizeof left, "-%c, --%s%s%s", fl->short_name, fl->name, fl->arg ? " " : "",
-                 fl->arg ? fl->arg : "");
-    else
-        snprintf(left, sizeof left, "    --%s%s%s", fl->name, fl->arg ? " " : "", fl->arg ? fl->arg : "");
-    if (strlen(left) > 29)
-        fprintf(f, "  %s\n  %-29s ", left, "");
-    else
-        fprintf(f, "  %-29s ", left);
-    put_wrapped(f, 32, fl->help, 32);
-}
-
-static void put_named_flags(FILE *f, const char *const *names)
-{
-    for (const char *const *n = names; *n; n++)
-        put_flag(f, find_long(*n, strlen(*n)));
-}
-
-void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
-{
-    static const char *const plan_flags[] = {"json", "topology", "config", "set", "help", NULL};
-    static const char *const topo_flags[] = {"json", "topology", "config", "set", "nproc-per-node", "help", NULL};
-    static const char *const doctor_flags[] = {"json", "topology", "config", "set", "master-port", "help", NULL};
-    switch (cmd) {
-    case DDP_CMD_PLAN:
-        fputs("Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]\n"
-              "       ddplaunch plan [options] SCRIPT.py|PROGRAM [args...]\n"
-              "\n"
-              "Dry run: print every setting and where it came from, the GPUs ddplaunch would\n"
-              "pick and why, and per local rank the command, GPU, NUMA node, CPUs, memory nodes\n"
-              "and environment it would get. Starts nothing and reserves nothing.\n"
-              "\n"
-              "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
-              f);
-        put_named_flags(f, plan_flags);
-        fputs("\nExit status: 0 printed; 2 bad command line or job spec; 1 launcher failure.\n"
-              "See ddplaunch(1).\n",
-              f);
-        return;
-    case DDP_CMD_TOPO:
-        fputs("Usage: ddplaunch topo [--topology FILE.xml] [--json] [options]\n"
-              "\n"
-              "Print the GPU x GPU link matrix (as nvidia-smi topo -m), each GPU's CPU and\n"
-              "NUMA affinity, the NUMA nodes with the CPUs this process may use, GPUs leased by\n"
-              "other jobs, and the GPUs ddplaunch would pick for 1, 2, 4 and 8 workers, with\n"
-              "the reason.\n"
-              "\n"
-              "Options:\n",
-              f);
-        put_named_flags(f, topo_flags);
-        fputs("\nExit status: 0 printed; 2 bad input (an unreadable --topology file); 1 failure.\n"
-              "See ddplaunch(1).\n",
-              f);
-        return;
-    case DDP_CMD_DOCTOR:
-        fputs("Usage: ddplaunch doctor [options] [JOB.ini | SCRIPT.py ...]\n"
-              "\n"
-              "Preflight checks for the usual causes of NCCL timeouts and failed starts, for\n"
-              "the job the same options and JOB.ini describe: GPUs it would pick, NUMA span,\n"
-              "busy GPUs, leases, driver, devices, libnccl, NCCL variables, master port and\n"
-              "address, network interface, allowed CPUs and memory, open-files limit, runtime\n"
-              "directories. One line per check: STATUS CHECK FOUND[; WHAT TO DO]. Starts\n"
-              "nothing.\n"
-              "\n"
-              "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
-              f);
-        put_named_flags(f, doctor_flags);
-        fputs("\nExit status: 0 all ok; 1 a warning; 2 a failure (or bad input).\n"
-              "See ddplaunch(1).\n",
-              f);
-        return;
-    default:
-        break;
-    }
-    fputs("Usage: ddplaunch [options] JOB.ini [-- extra args for the program]\n"
-          "       ddplaunch [options] SCRIPT.py|PROGRAM [args...]   (torchrun style)\n"
-          "       ddplaunch plan [options] JOB.ini|SCRIPT ...       (dry run)\n"
-          "       ddplaunch topo [--topology FILE.xml] [--json]     (GPUs, NUMA, links)\n"
-          "       ddplaunch doctor [options] [JOB.ini]              (preflight checks)\n"
-          "       ddplaunch report [--svg FILE] LOG_DIR             (a run's timeline)\n"
-          "       ddplaunch ps [--json]                             (jobs on this host)\n"
-          "       ddplaunch plan|topo|doctor --help                 (a command's help)\n"
-          "\n"
-          "Launch and supervise a PyTorch distributed job: pick same-NUMA GPUs and a free\n"
-          "port, bind workers to their GPU's NUMA node, forward output and signals, detect\n"
-          "failures and hangs, restart or downsize.\n"
-          "\n"
-          "Options (torchrun's flags; --dash-form and --underscore_form both work):\n",
-          f);
-    for (size_t i = 0; i < NFLAGS; i++) {
-        put_flag(f, &flags[i]);
-        if (strcmp(flags[i].name, "duplicate-stderr-filters") == 0)
-            fputs("\nddplaunch's own options:\n", f);
-    }
-    fputs("\n", f);
-    put_wrapped(
-        f, 0,
-        "Settings, lowest precedence first: built-in defaults, site config ($DDPLAUNCH_CONFIG or " DDP_SYSCONFDIR
-        "/ddplaunch/ddplaunch.ini), JOB.ini, environment (PET_* as torchrun, "
-        "DDPLAUNCH_<SECTION>_<KEY>), command line. `ddplaunch --help-keys` lists every key.",
-        0);
-    fputs("\n"
-          "Exit status: 0 all workers succeeded; the first failed worker's exit code; 128+N\n"
-          "when it died by signal N (or the launcher was stopped by signal N); 124 when the\n"
-          "last attempt timed out; 75 refused for now (GPUs leased by other jobs, nodes\n"
-          "that did not join): retry; 2 bad command line or job spec; 1 launcher failure.\n"
-          "\n"
-          "See ddplaunch(1) and ddplaunch.ini(5).\n",
-          f);
-}
-
-void ddp_cli_help(FILE *f)
-{
-    ddp_cli_help_cmd(f, DDP_CMD_RUN);
-}
-
 char *ddp_cli_script_to_check(const struct ddp_cli *cli, const char *workdir, char *const *envp)
 {
     if (!cli->target || cli->module || cli->no_python || env_true(ddp_env_get(envp, "PET_MODULE")) ||
@@ -613,38 +612,4 @@ char *ddp_cli_script_to_check(const struct ddp_cli *cli, const char *workdir, ch
     if (cli->target[0] != '/' && workdir && *workdir)
         return ddp_xasprintf("%s/%s", workdir, cli->target);
     return ddp_xstrdup(cli->target);
-}
-
-void ddp_cli_help_keys(FILE *f)
-{
-    static const char *const type_names[] = {"string",      "integer", "yes|no", "choice",         "duration",
-                                             "N|MIN:MAX",   "list",    "argv",   "N|gpu|cpu|auto", "port|auto",
-                                             "0-3|R:V,...", "size|N%", "half|N", "auto|yes|no"};
-    const char *section = "";
-    for (size_t i = 0; i < ddp_spec_nkeys; i++) {
-        const struct ddp_key *k = &ddp_spec_keys[i];
-        if (strcmp(section, k->section) != 0) {
-            section = k->section;
-            fprintf(f, "%s[%s]\n", i ? "\n" : "", section);
-        }
-        char type[96];
-        if (k->type == DDP_T_ENUM) {
-            struct ddp_buf b = {0};
-            for (int j = 0; k->choices[j]; j++)
-                ddp_buf_printf(&b, "%s%s", j ? "|" : "", k->choices[j]);
-            snprintf(type, sizeof type, "%s", b.data);
-            ddp_buf_free(&b);
-        } else {
-            snprintf(type, sizeof type, "%s", type_names[k->type]);
-        }
-        /* "  key  type  [default]" in columns, unless that would pass 80 columns; the doc wrapped below it */
-        const char *def = k->def ? k->def : "";
-        int tw = 2 + 20 + 1 + 28 + 1 + (int)strlen(def) + 2 > 80 ? 0 : 28;
-        fprintf(f, "  %-20s %-*s [%s]\n      ", k->name, tw, type, def);
-        put_wrapped(f, 6, k->doc, 6);
-    }
-    fputs("\n[nccl]\n  NCCL_*, TORCH_*     any NCCL or torch variable, validated before launch\n"
-          "\n[env]\n  NAME                any variable for the workers; ${VAR} expands from the\n"
-          "                      launcher's environment\n",
-          f);
 }

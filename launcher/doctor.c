@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exit.h"
 #include "lease.h"
 #include "nvml.h"
 #include "place.h"
@@ -652,6 +653,6 @@ int ddp_doctor_run(const struct ddp_plan_ctx *ctx, bool json, FILE *out)
     status = ddp_check_exit_status(&r);
     ddp_check_report_free(&r);
     if (fflush(out) != 0 || ferror(out))
-        return 2;
+        return DDP_EXIT_DOCTOR_FAIL;
     return status;
 }

@@ -11,6 +11,7 @@
 
 #include "coord.h"
 #include "crypto.h"
+#include "exit.h"
 #include "logdir.h"
 #include "nccl.h"
 #include "place.h"
@@ -20,8 +21,6 @@
 #include "rundir.h"
 #include "token.h"
 #include "topo.h"
-
-enum { EXIT_USAGE = 2, EXIT_LAUNCHER = 1, EXIT_TEMPFAIL = 75 /* EX_TEMPFAIL: a scheduler should retry */ };
 
 static int fail(struct ddp_launch *l, int status, int rc)
 {
@@ -33,7 +32,7 @@ void ddp_launch_init(struct ddp_launch *l, enum ddp_cmd cmd)
 {
     memset(l, 0, sizeof *l);
     l->cmd = cmd;
-    l->fail_status = EXIT_LAUNCHER;
+    l->fail_status = DDP_EXIT_LAUNCHER;
     l->listen_fd = -1;
     ddp_spec_init(&l->spec);
 }
@@ -125,7 +124,7 @@ int ddp_launch_load_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *
         (rc = ddp_cli_apply_pet(spec, envp, err)) < 0 || (rc = apply_torchelastic_env(spec, envp, err)) < 0 ||
         (rc = ddp_spec_apply_env(spec, envp, err)) < 0 || (rc = ddp_cli_apply(cli, spec, envp, err)) < 0 ||
         (rc = apply_endpoint(spec, err)) < 0)
-        return fail(l, EXIT_USAGE, rc);
+        return fail(l, DDP_EXIT_USAGE, rc);
     /* [gpus] select = auto is the same as no list: every module reads an empty list as "choose for me". */
     if (spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "auto") == 0)
         ddp_strv_clear(&spec->gpus_select);
@@ -145,7 +144,7 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
 
     if (!cli->spec_path && !cli->target && l->cmd == DDP_CMD_RUN && !has_program(spec)) {
         l->fail_usage = true;
-        return fail(l, EXIT_USAGE, ddp_errf(err, -EINVAL, "expected a job spec (JOB.ini) or a training script"));
+        return fail(l, DDP_EXIT_USAGE, ddp_errf(err, -EINVAL, "expected a job spec (JOB.ini) or a training script"));
     }
     if (l->cmd == DDP_CMD_RUN) {
         /* A training script that is not there: one line before anything starts, not a failed worker per rank
@@ -154,45 +153,43 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         struct stat st;
         if (check && stat(check, &st) < 0 && errno == ENOENT) {
             l->fail_usage = true;
-            rc = ddp_errf(err, -ENOENT,
-                          "no such file: '%s' (the training script to run; the commands are plan, "
-                          "topo and doctor)",
-                          check);
+            rc = ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are %s)", check,
+                          ddp_cli_command_names());
             free(check);
-            return fail(l, EXIT_USAGE, rc);
+            return fail(l, DDP_EXIT_USAGE, rc);
         }
         free(check);
     }
     if (doctor && !has_program(spec))
         ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
     if ((rc = ddp_spec_validate(spec, err)) < 0)
-        return fail(l, EXIT_USAGE, rc);
+        return fail(l, DDP_EXIT_USAGE, rc);
 
     /* NCCL: the preset's variables (below explicit ones), then every NCCL/torch variable checked. */
     if (spec->nccl_preset && *spec->nccl_preset &&
         (rc = ddp_nccl_preset_apply(spec->nccl_preset, spec->log_dir, &spec->nccl, err)) < 0)
-        return fail(l, EXIT_USAGE, rc);
+        return fail(l, DDP_EXIT_USAGE, rc);
     struct ddp_strv warnings = {0};
     rc = ddp_nccl_validate(&spec->nccl, envp, &warnings, err);
     for (size_t i = 0; i < warnings.n && !doctor; i++)
         ddp_warn("%s", warnings.v[i]); /* doctor prints them as its nccl-env check */
     ddp_strv_clear(&warnings);
     if (rc < 0 && !doctor) /* doctor reports it as a failed check */
-        return fail(l, EXIT_USAGE, rc);
+        return fail(l, DDP_EXIT_USAGE, rc);
 
     /* SLURM: inside an srun step, nodes, ranks, rank 0's address and the GPU set come from Slurm, unless the
      * command line says otherwise. */
     if ((rc = ddp_slurm_detect(envp, spec->slurm_enabled, &l->slurm, err)) < 0)
-        return fail(l, EXIT_USAGE, rc);
+        return fail(l, DDP_EXIT_USAGE, rc);
     if (l->slurm.warning)
         ddp_warn("%s", l->slurm.warning);
     if ((rc = ddp_slurm_apply(&l->slurm, spec, err)) < 0)
-        return fail(l, EXIT_USAGE, rc);
+        return fail(l, DDP_EXIT_USAGE, rc);
     /* Other schedulers and launchers that know the node ranks (scheduler.h), for a static rendezvous outside Slurm. */
     bool c10d = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0;
     if (!l->slurm.active && !c10d &&
         ((rc = ddp_scheduler_detect(envp, &l->sched, err)) < 0 || (rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0))
-        return fail(l, EXIT_USAGE, rc);
+        return fail(l, DDP_EXIT_USAGE, rc);
     return 0;
 }
 
@@ -219,7 +216,7 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
     if (rc < 0) {
         l->topo = NULL;
         if (required || path)
-            return fail(l, path ? EXIT_USAGE : EXIT_LAUNCHER, rc);
+            return fail(l, path ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER, rc);
         /* Needed for GPUs and binding; without it the job still runs, unbound. */
         ddp_warn("topology unavailable, workers will not be bound: %s", err->msg);
     }
@@ -434,7 +431,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     };
     int n = resolve_nproc(l, f, err);
     if (n < 0)
-        return fail(l, EXIT_USAGE, n);
+        return fail(l, DDP_EXIT_USAGE, n);
     ctx->nproc = n;
 
     /* Derived defaults the spec leaves open. */
@@ -469,7 +466,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
         return 0;
     }
     int rc = resolve_port(l, err);
-    return rc < 0 ? fail(l, EXIT_USAGE, rc) : 0;
+    return rc < 0 ? fail(l, DDP_EXIT_USAGE, rc) : 0;
 }
 
 /* ---- acquire ---- */
@@ -492,7 +489,7 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
     int rc = ddp_port_reserve(&preq, &l->port, &l->ctx.master_port, err);
     free(ephemeral);
     if (rc < 0)
-        return fail(l, rc == -EADDRINUSE && !spec->master_port.is_auto ? EXIT_USAGE : EXIT_LAUNCHER, rc);
+        return fail(l, rc == -EADDRINUSE && !spec->master_port.is_auto ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER, rc);
     return 0;
 }
 
@@ -542,7 +539,7 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
     free(all);
     if (rc < 0) {
         ddp_strv_clear(&chosen);
-        return fail(l, rc == -EBUSY ? EXIT_TEMPFAIL : EXIT_USAGE, rc); /* -EBUSY: leased by other jobs */
+        return fail(l, rc == -EBUSY ? DDP_EXIT_TEMPFAIL : DDP_EXIT_USAGE, rc); /* -EBUSY: leased by other jobs */
     }
     /* Later attempts (downsizing) choose only among the GPUs this job leased. */
     ddp_launch_holders_free(l->holders, l->nholders);
@@ -572,7 +569,7 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
         l->run_dir = NULL;
         bool hb = l->spec.heartbeat == DDP_HEARTBEAT_FILE && l->spec.timeout_stall_ms > 0;
         if (hb || l->spec.timer_file) {
-            l->fail_status = 2;
+            l->fail_status = DDP_EXIT_USAGE;
             return ddp_errf(err, e.code, "%s; needed for %s: set XDG_RUNTIME_DIR to a private directory", e.msg,
                             hb ? "[timeout] heartbeat = file" : "[timeout] timer_file");
         }
@@ -617,7 +614,7 @@ static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err
         return 0;
     }
     if (rc < 0)
-        return fail(l, EXIT_LAUNCHER, rc);
+        return fail(l, DDP_EXIT_LAUNCHER, rc);
     ctx->coord_node = 0;
     ctx->coord_listen_fd = l->listen_fd;
     return 0;
@@ -637,7 +634,7 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
     if (l->cmd == DDP_CMD_RUN && l->spec.log_dir) {
         if ((rc = ddp_logdir_create(l->spec.log_dir, l->run_id, &l->logdir, err)) < 0) {
-            l->fail_status = 2;
+            l->fail_status = DDP_EXIT_USAGE;
             return rc;
         }
         ddp_info("logs in %s", ddp_logdir_path(l->logdir));
@@ -660,7 +657,7 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
         if (rc < 0) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);
-            return fail(l, rc == -EADDRINUSE ? EXIT_USAGE : EXIT_LAUNCHER,
+            return fail(l, rc == -EADDRINUSE ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER,
                         ddp_errf(err, rc, "control port (master_port + 1): %s", msg));
         }
     }
@@ -669,7 +666,7 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
     if (rc < 0) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
-        return fail(l, EXIT_USAGE, ddp_errf(err, rc, "job secret: %s", msg));
+        return fail(l, DDP_EXIT_USAGE, ddp_errf(err, rc, "job secret: %s", msg));
     }
     struct ddp_strv job_argv = {0}; /* what runs: the same on every node of one job */
     if (spec->command.n)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exit.h"
 #include "report.h"
 #include "supervise_internal.h"
 
@@ -25,13 +26,13 @@ static int local_status(const struct sup *s)
         return s->pol.state == DDP_PS_DONE ? s->exit_status : 0;
     switch (s->pol.stop) {
     case DDP_STOP_SIGNAL:
-        return 128 + s->pol.stop_signo;
+        return ddp_exit_signal(s->pol.stop_signo);
     case DDP_STOP_TIMEOUT:
-        return 124;
+        return DDP_EXIT_TIMEOUT;
     case DDP_STOP_FAILURE:
-        return s->pol.stop_status ? s->pol.stop_status : 1;
+        return s->pol.stop_status ? s->pol.stop_status : DDP_EXIT_LAUNCHER;
     case DDP_STOP_REMOTE: /* node 0 stopped it: not this node's failure, but not a success either */
-        return 1;
+        return DDP_EXIT_LAUNCHER;
     case DDP_STOP_NONE:
         break;
     }
@@ -81,7 +82,7 @@ static void leader_node_failed(struct sup *s, int status, const char *why, bool 
     if (s->pol.state != DDP_PS_RUNNING)
         return;
     ddp_error("attempt %d: %s; stopping the workers on every node", s->round.attempt, why);
-    if (status == 124) {
+    if (status == DDP_EXIT_TIMEOUT) {
         free(s->timeout_reason);
         s->timeout_reason = ddp_xstrdup(why);
     }
@@ -268,7 +269,7 @@ static void leader_event(struct sup *s, const struct ddp_coord_event *ev)
         ddp_record_event(s->rec, "node_lost", json_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
         ddp_error("%s", why);
         ae.kind = DDP_AE_NODE_LOST;
-        ae.status = 1;
+        ae.status = DDP_EXIT_LAUNCHER;
         ae.fresh = live && ddp_layout_round_end(&s->round, s->round.attempt, ev->node, 1, why);
         ae.round_done = live && ddp_layout_round_done(&s->round);
         agent_feed(s, &ae, why, NULL);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "exit.h"
+
 typedef struct ddp_paction handler_fn(struct ddp_policy *p, const struct ddp_pevent_data *ev);
 
 int ddp_policy_min_nproc(const struct ddp_spec *spec, int nproc)
@@ -78,7 +80,7 @@ static struct ddp_paction run_remote_stop(struct ddp_policy *p, const struct ddp
 /* Another node's failure stops the job's attempt like one here; its timeout (124) like a timeout here. */
 static struct ddp_paction run_node_failed(struct ddp_policy *p, const struct ddp_pevent_data *ev)
 {
-    if (ev->status == 124)
+    if (ev->status == DDP_EXIT_TIMEOUT)
         return stop_with(p, DDP_STOP_TIMEOUT, DDP_ACT_TERM_ALL);
     p->stop_status = ev->status;
     p->stop_fatal = false;
@@ -205,7 +207,7 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
     (void)ev;
     switch (p->stop) {
     case DDP_STOP_SIGNAL:
-        return exit_with(p, 128 + p->stop_signo);
+        return exit_with(p, ddp_exit_signal(p->stop_signo));
     case DDP_STOP_FAILURE:
         if (p->no_restart || p->stop_fatal || p->spec->on_failure == DDP_ONFAIL_FAIL || left <= 0) {
             a = exit_with(p, p->stop_status);
@@ -226,9 +228,9 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
         return a;
     case DDP_STOP_TIMEOUT:
         if (p->no_restart)
-            return exit_with(p, 124);
+            return exit_with(p, DDP_EXIT_TIMEOUT);
         if (p->spec->on_timeout == DDP_ONTIMEOUT_FAIL) {
-            a = exit_with(p, 124);
+            a = exit_with(p, DDP_EXIT_TIMEOUT);
             snprintf(a.why, sizeof(a.why), "on_timeout = fail: exiting");
             return a;
         }
@@ -243,7 +245,7 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
             }
         }
         if (left <= 0) {
-            a = exit_with(p, 124);
+            a = exit_with(p, DDP_EXIT_TIMEOUT);
             snprintf(a.why, sizeof(a.why), "%s",
                      p->spec->on_timeout == DDP_ONTIMEOUT_DOWNSIZE && p->nproc <= p->min_nproc
                          ? "already at the minimum size and no restarts left: exiting"
@@ -255,7 +257,7 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
                  p->spec->max_restarts);
         return a;
     case DDP_STOP_REMOTE: /* node 0 decides what follows; reached only if a caller feeds it anyway */
-        return exit_with(p, 1);
+        return exit_with(p, DDP_EXIT_LAUNCHER);
     case DDP_STOP_NONE:
         break;
     }
@@ -285,7 +287,7 @@ static struct ddp_paction backoff_signal(struct ddp_policy *p, const struct ddp_
     p->stop = DDP_STOP_SIGNAL;
     p->stop_signo = ev->signo;
     p->no_restart = true;
-    return exit_with(p, 128 + ev->signo);
+    return exit_with(p, ddp_exit_signal(ev->signo));
 }
 
 /* The table. Rows: states; columns: WORKER_OK, WORKER_FAILED, TIMEOUT, SIGNAL, ALL_FINISHED, GRACE_EXPIRED,

@@ -15,6 +15,7 @@
 
 #include "bind.h"
 #include "cgroup.h"
+#include "exit.h"
 #include "util.h"
 
 /* The signal the kernel sends the shim when the launcher dies. A real-time one, so that it can never be
@@ -37,7 +38,7 @@ int ddp_shim_kill(int shim_pid)
 
 int ddp_shim_exec_status(int err)
 {
-    return err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP ? 127 : 126;
+    return err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP ? DDP_EXIT_NOTFOUND : DDP_EXIT_NOEXEC;
 }
 
 static void report(int fd, int kind, int err, int pid, int status, const char *msg)
@@ -262,7 +263,7 @@ static _Noreturn void kill_all_and_die(void)
     int ws = 0;
     bool done = false;
     end_descendants(0, -1, &ws, &done);
-    _exit(137);
+    _exit(ddp_exit_signal(SIGKILL));
 }
 
 static _Noreturn void mirror_status(int wstatus)
@@ -277,7 +278,7 @@ static _Noreturn void mirror_status(int wstatus)
         sigaddset(&one, sig);
         sigprocmask(SIG_UNBLOCK, &one, NULL);
         raise(sig);
-        _exit(128 + sig);
+        _exit(ddp_exit_signal(sig));
     }
     _exit(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1);
 }
@@ -404,8 +405,8 @@ static pid_t start_program(char **argv, const struct shim_args *sa, const sigset
     pid_t child;
 
     if (pipe2(execpipe, O_CLOEXEC) != 0) {
-        report((int)rfd, DDP_SHIM_EXEC_FAILED, errno, 0, 126, "pipe2");
-        *status = 126;
+        report((int)rfd, DDP_SHIM_EXEC_FAILED, errno, 0, DDP_EXIT_NOEXEC, "pipe2");
+        *status = DDP_EXIT_NOEXEC;
         return -1;
     }
     pid_t shim = getpid();
@@ -415,8 +416,8 @@ static pid_t start_program(char **argv, const struct shim_args *sa, const sigset
     child = fork();
     if (child < 0) {
         int e = errno;
-        report((int)rfd, DDP_SHIM_EXEC_FAILED, e, 0, 126, "fork");
-        *status = 126;
+        report((int)rfd, DDP_SHIM_EXEC_FAILED, e, 0, DDP_EXIT_NOEXEC, "fork");
+        *status = DDP_EXIT_NOEXEC;
         return -1;
     }
     if (child == 0) {
@@ -424,7 +425,7 @@ static pid_t start_program(char **argv, const struct shim_args *sa, const sigset
         close(execpipe[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != shim)
-            _exit(137);
+            _exit(ddp_exit_signal(SIGKILL));
         prctl(PR_SET_CHILD_SUBREAPER, 0);
         sigprocmask(SIG_SETMASK, old, NULL);
         execvp(argv[prog], argv + prog);
@@ -489,7 +490,7 @@ static _Noreturn void watch_program(pid_t child, const sigset_t *all, const stru
                  * behind ends too (SIGTERM, grace, SIGKILL), then we end as it did */
                 int psig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
                 report((int)sa->rfd, DDP_SHIM_EXITED, psig, child,
-                       psig            ? 128 + psig
+                       psig            ? ddp_exit_signal(psig)
                        : WIFEXITED(ws) ? WEXITSTATUS(ws)
                                        : 1,
                        NULL);

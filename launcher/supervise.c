@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "exit.h"
 #include "hang.h"
 #include "logdir.h"
 #include "nodes.h"
@@ -500,7 +501,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     k->end_ms = ddp_now_ms();
     k->end_wall = time(NULL);
     k->signo = term_signal;
-    k->status = term_signal ? 128 + term_signal : (int)exit_status;
+    k->status = term_signal ? ddp_exit_signal(term_signal) : (int)exit_status;
     r->nexited++;
     drain_report(s, k);
     drain_output(s, k);
@@ -558,7 +559,8 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
                               "workers",
                               r->plan.attempt, k->w->rank, k->w->local_rank, k->pid, k->status);
             } else if (before == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && !k->exec_failed &&
-                       !k->abort_sent && k->signo != SIGTERM && k->signo != SIGKILL && k->status != 128 + SIGTERM) {
+                       !k->abort_sent && k->signo != SIGTERM && k->signo != SIGKILL &&
+                       k->status != ddp_exit_signal(SIGTERM)) {
                 /* a failure of its own while we were stopping: list it after the root cause */
                 s->others = ddp_xrealloc(s->others, (s->nothers + 1) * sizeof(*s->others));
                 memset(&s->others[s->nothers], 0, sizeof(*s->others));
@@ -958,11 +960,11 @@ int ddp_sup_start_attempt(struct sup *s, int attempt, int nproc)
             for (size_t j = i; j < r->nw; j++) {
                 struct wrk *q = &r->w[j];
                 q->exited = q->out_eof = q->err_eof = q->rep_eof = q->finished = true;
-                q->status = 1;
+                q->status = DDP_EXIT_LAUNCHER;
                 r->nexited++;
                 r->nfinished++;
             }
-            struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = 1, .fatal = true};
+            struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = DDP_EXIT_LAUNCHER, .fatal = true};
             if (s->pol.state == DDP_PS_RUNNING)
                 ddp_sup_feed(s, &ev);
             if (r->nfinished == r->nw && s->cur == r) {
@@ -1676,7 +1678,7 @@ static void apply(struct sup *s, const struct ddp_paction *a)
         if ((s->leader ? ddp_nodes_start(s) : ddp_sup_start_attempt(s, a->attempt, a->nproc)) < 0) {
             ddp_error("attempt %d: %s", a->attempt, s->err->msg);
             s->launcher_failed = true;
-            s->exit_status = 1;
+            s->exit_status = DDP_EXIT_LAUNCHER;
             s->done = true;
             ddp_sup_close(s);
         }
@@ -1792,7 +1794,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
         if (!s->launcher_failed && !s->multi)
             ddp_error("%s", err->msg); /* multi_begin said it already */
         s->launcher_failed = true;
-        s->exit_status = 1;
+        s->exit_status = DDP_EXIT_LAUNCHER;
         s->done = true;
         ddp_sup_close(s);
     }

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exit.h"
+
 struct tl_rank {
     int attempt, rank, local_rank, gpu;
     double start, end, last_out; /* seconds from the job start; -1 unknown */
@@ -512,7 +514,7 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
                 "log_dir or one of its runs)\n",
                 path);
         json_decref(events);
-        return 2;
+        return DDP_EXIT_USAGE;
     }
     char *evp = ddp_xasprintf("%s/events.jsonl", rf.dir);
     FILE *f = fopen(evp, "re");
@@ -532,7 +534,7 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
         fclose(f);
     if (ddp_timeline_build(events, last_output, &rf, &t, &err) < 0) {
         fprintf(stderr, "ddplaunch: report: %s: %s\n", evp, err.msg);
-        status = 2;
+        status = DDP_EXIT_USAGE;
     } else {
         fprintf(out, "run %s\n", rf.dir);
         ddp_timeline_print(out, t);
@@ -543,12 +545,12 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
                 fprintf(stderr, "ddplaunch: report: %s: %s\n", svg_path, strerror(errno));
                 if (fd >= 0)
                     close(fd);
-                status = 2;
+                status = DDP_EXIT_USAGE;
             } else {
                 ddp_timeline_svg(s, t);
                 if (fclose(s) != 0) {
                     fprintf(stderr, "ddplaunch: report: %s: %s\n", svg_path, strerror(errno));
-                    status = 2;
+                    status = DDP_EXIT_USAGE;
                 } else {
                     fprintf(out, "svg: %s\n", svg_path);
                 }

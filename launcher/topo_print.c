@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "exit.h"
 #include "place.h"
 #include "topo_internal.h"
 
@@ -362,5 +363,5 @@ int ddp_topo_print(const struct ddp_topo *topo, const struct ddp_spec *spec, cha
         print_json(topo, &req, out);
     else
         print_text(topo, &req, out);
-    return fflush(out) == 0 && !ferror(out) ? 0 : 1;
+    return fflush(out) == 0 && !ferror(out) ? DDP_EXIT_OK : DDP_EXIT_LAUNCHER;
 }

@@ -40,10 +40,12 @@ usage() {
     echo "ok: $name: $(head -n 1 "$TMP/err")"
 }
 T=(--no-python /usr/bin/touch "$MARK")
-usage "unknown flag" "^ddplaunch: unknown option '--nproc-per-nod' \(did you mean '--nproc-per-node'\?\)$" \
-    --nproc-per-nod 2 "${T[@]}"
-usage "unknown underscore flag" "^ddplaunch: unknown option '--max-restart' \(did you mean '--max-restarts'\?\)$" \
-    --max_restart 2 "${T[@]}"
+usage "unknown flag" "^ddplaunch: unknown option '--nproc-per-nodes' \(did you mean '--nproc-per-node'\?\)$" \
+    --nproc-per-nodes 2 "${T[@]}"
+usage "unknown underscore flag" "^ddplaunch: unknown option '--max-restart-s' \(did you mean '--max-restarts'\?\)$" \
+    --max_restart_s 2 "${T[@]}"
+usage "ambiguous prefix" "^ddplaunch: ambiguous option '--master' \(could be --master-addr, --master-port\)$" \
+    --master 2 "${T[@]}"
 usage "unknown short flag" "^ddplaunch: unknown option '-z'$" -z "${T[@]}"
 usage "missing value" "^ddplaunch: --nnodes: expected a value \(N\|MIN:MAX\)$" --nnodes
 usage "switch with a value" "^ddplaunch: --standalone takes no value, got 'yes'$" --standalone=yes "${T[@]}"

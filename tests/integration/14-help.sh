@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Help as a user meets it: --help and each command's --help (plan, topo, doctor) print that command's usage,
+# Help as a user meets it: --help and each command's --help (plan, topo, doctor, report, ps) print that command's usage,
 # exit 0, and every line (of --help-keys too) fits in 80 columns; `ddplaunch help` (a script named like a
 # command that does not exist) is one "no such file" line pointing at --help, exit 2, nothing started; a
 # script named help that does exist runs, as with torchrun.
@@ -22,6 +22,8 @@ check_help plan "Usage: ddplaunch plan [options] JOB.ini [-- extra args for the 
 check_help plan-late "Usage: ddplaunch plan [options] JOB.ini [-- extra args for the program]" plan --json -h
 check_help topo "Usage: ddplaunch topo [--topology FILE.xml] [--json] [options]" topo --help
 check_help doctor "Usage: ddplaunch doctor [options] [JOB.ini | SCRIPT.py ...]" doctor --help
+check_help ps "Usage: ddplaunch ps [--json]" ps --help
+check_help report "Usage: ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR" report --help
 check_help keys "[job]" --help-keys
 expect_grep "^  -h, --help" "$TMP/help.plan"
 expect_grep "^      --json" "$TMP/help.doctor"
@@ -36,7 +38,7 @@ rc=0
 "$DDP" help >"$TMP/out" 2>"$TMP/err" || rc=$?
 expect_eq "ddplaunch help: exit status" "$rc" 2
 expect_eq "ddplaunch help: stdout" "$(cat "$TMP/out")" ""
-expect_grep "^ddplaunch: no such file: 'help' \(the training script to run; the commands are plan, topo and doctor\)$" "$TMP/err"
+expect_grep "^ddplaunch: no such file: 'help' \(the training script to run; the commands are plan, topo, doctor, report and ps\)$" "$TMP/err"
 expect_grep "^Try 'ddplaunch --help'\.$" "$TMP/err"
 expect_eq "ddplaunch help: stderr lines" "$(wc -l <"$TMP/err")" 2
 # a missing script.py is the same, before any worker starts (no rank-prefixed output, no summary)

@@ -486,8 +486,13 @@ Test(cli_errors, parse_errors)
     static const struct {
         const char *a, *b, *want;
     } cases[] = {
-        {"--nproc-per-nod", "4", "unknown option '--nproc-per-nod' (did you mean '--nproc-per-node'?)"},
-        {"--nproc_per_nod", "4", "unknown option '--nproc-per-nod' (did you mean '--nproc-per-node'?)"},
+        {"--nproc-per-nodes", "4", "unknown option '--nproc-per-nodes' (did you mean '--nproc-per-node'?)"},
+        {"--nproc_pre_node", "4", "unknown option '--nproc-pre-node' (did you mean '--nproc-per-node'?)"},
+        {"--n", "4", "ambiguous option '--n' (could be --nnodes, --nproc-per-node, --node-rank, --no-python, "
+                     "--numa-binding)"},
+        {"--ma", "x", "ambiguous option '--ma' (could be --master-addr, --master-port, --max-restarts)"},
+        {"--master_", "x", "ambiguous option '--master-' (could be --master-addr, --master-port)"},
+        {"--svg", "x", "'--svg' is not an option of a launch (only of: report)"},
         {"--standlone", NULL, "unknown option '--standlone' (did you mean '--standalone'?)"},
         {"--master_adr=x", NULL, "unknown option '--master-adr' (did you mean '--master-addr'?)"},
         {"--frobnicate", NULL, "unknown option '--frobnicate'"},
@@ -511,6 +516,64 @@ Test(cli_errors, parse_errors)
         cr_expect_eq(rc, -EINVAL, "%s %s: accepted", cases[i].a, cases[i].b ? cases[i].b : "");
         cr_expect_str_eq(err.msg, cases[i].want, "%s %s:\n  got  %s\n  want %s", cases[i].a,
                          cases[i].b ? cases[i].b : "", err.msg, cases[i].want);
+        ddp_cli_free(&cli);
+    }
+}
+
+/* argparse's rule, as torchrun users type them: an unambiguous prefix of a long option is that option, in either
+ * form; an exact name wins over a longer one it starts. */
+Test(cli_flags, unambiguous_prefixes)
+{
+    struct ddp_cli cli;
+    struct ddp_spec spec;
+    parse_apply(&cli, &spec, no_env, "--nproc", "3", "--nnode=2", "--node_r", "1", "--master-p", "29511",
+                "--max-r", "4", "--stand", "t.py", "--nproc", "9", NULL);
+    expect_fmt(&spec, "job", "nproc_per_node", "3", "--nproc");
+    expect_fmt(&spec, "job", "nnodes", "2", "--nnode");
+    expect_fmt(&spec, "job", "node_rank", "1", "--node_r");
+    expect_fmt(&spec, "job", "master_port", "29511", "--master-p");
+    expect_fmt(&spec, "restart", "max_restarts", "4", "--max-r");
+    expect_fmt(&spec, "job", "standalone", "yes", "--stand");
+    /* the script's own arguments are its own, prefixes or not */
+    cr_expect_eq(spec.args.n, 2);
+    cr_expect_str_eq(spec.args.v[0], "--nproc");
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+}
+
+/* report and ps parse through the same table: their own options (prefixes too), their own positionals. */
+Test(cli_pos, report_and_ps)
+{
+    struct ddp_cli cli;
+    struct ddp_err err = {0};
+    cr_assert_eq(parse(&cli, &err, "report", "--svg", "t.svg", "logs", NULL), 0, "%s", err.msg);
+    cr_expect_eq(cli.cmd, DDP_CMD_REPORT);
+    cr_expect_str_eq(cli.dir, "logs");
+    cr_expect_str_eq(cli.svg, "t.svg");
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "report", "--sv=t.svg", "--", "-odd", NULL), 0, "%s", err.msg);
+    cr_expect_str_eq(cli.dir, "-odd");
+    cr_expect_str_eq(cli.svg, "t.svg");
+    ddp_cli_free(&cli);
+    cr_assert_eq(parse(&cli, &err, "ps", "--j", NULL), 0, "%s", err.msg);
+    cr_expect_eq(cli.cmd, DDP_CMD_PS);
+    cr_expect(cli.json);
+    ddp_cli_free(&cli);
+    static const struct {
+        const char *a, *b, *c, *want;
+    } bad[] = {
+        {"report", NULL, NULL, "report: a LOG_DIR or RUN_DIR is needed"},
+        {"report", "a", "b", "report: one LOG_DIR or RUN_DIR expected, got 'b' too"},
+        {"report", "--json", "a", "report: '--json' is not an option of report (only of: run, plan, topo, doctor, "
+                                  "ps)"},
+        {"ps", "x", NULL, "ps: unexpected argument 'x' (see 'ddplaunch ps --help')"},
+        {"ps", "--nnodes", "2", "ps: '--nnodes' is not an option of ps (only of: run, plan, topo, doctor)"},
+        {"ps", "--frob", NULL, "ps: unknown option '--frob'"},
+        {"ps", "-v", NULL, "ps: unknown option '-v'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(parse(&cli, &err, bad[i].a, bad[i].b, bad[i].c, NULL), -EINVAL, "%s: accepted", bad[i].want);
+        cr_expect_str_eq(err.msg, bad[i].want);
         ddp_cli_free(&cli);
     }
 }
@@ -713,12 +776,14 @@ Test(cli_help, a_commands_help_is_its_own_and_fits_80_columns)
         {"plan", DDP_CMD_PLAN, "Usage: ddplaunch plan "},
         {"topo", DDP_CMD_TOPO, "Usage: ddplaunch topo "},
         {"doctor", DDP_CMD_DOCTOR, "Usage: ddplaunch doctor "},
+        {"ps", DDP_CMD_PS, "Usage: ddplaunch ps [--json]\n"},
+        {"report", DDP_CMD_REPORT, "Usage: ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ddp_cli cli;
         struct ddp_err err = {0};
-        int rc =
-            cases[i].word ? parse(&cli, &err, cases[i].word, "--json", "--help", NULL) : parse(&cli, &err, "-h", NULL);
+        const char *opt = cases[i].sub == DDP_CMD_REPORT ? "--svg=x.svg" : "--json";
+        int rc = cases[i].word ? parse(&cli, &err, cases[i].word, opt, "--help", NULL) : parse(&cli, &err, "-h", NULL);
         cr_assert_eq(rc, 0, "%s", err.msg);
         cr_expect_eq(cli.cmd, DDP_CMD_HELP);
         cr_expect_eq(cli.sub, cases[i].sub);
