@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bind.h"
@@ -25,6 +26,8 @@
 #define SHIM_KILLSIG (SIGRTMIN + 4)
 /* How long the shim keeps reaping after SIGKILL (a process in the kernel's D state dies late). */
 #define SHIM_REAP_MS 30000
+/* How long the launcher keeps ending what a killed shim left (ddp_shim_sweep_orphans). */
+#define SHIM_SWEEP_MS 3000
 
 int ddp_shim_kill(int shim_pid)
 {
@@ -118,8 +121,17 @@ static void procs_scan(struct procs *p)
     closedir(d);
 }
 
-/* The descendants of the shim that are not zombies, into p->pid[0..return) (p reordered). */
-static size_t descendants(struct procs *p)
+static bool in_list(const pid_t *v, size_t n, pid_t x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* The descendants of this process, zombies included, into p->[0..return) (p reordered); the subtrees of the
+ * children in skip[0..nskip) are left out. */
+static size_t tree(struct procs *p, const pid_t *skip, size_t nskip)
 {
     pid_t me = getpid();
     size_t nd = 0; /* p->[0..nd) are descendants */
@@ -127,7 +139,7 @@ static size_t descendants(struct procs *p)
     while (grew) {
         grew = false;
         for (size_t i = nd; i < p->n; i++) {
-            bool mine = p->ppid[i] == me;
+            bool mine = p->ppid[i] == me && !in_list(skip, nskip, p->pid[i]);
             for (size_t j = 0; j < nd && !mine; j++)
                 mine = p->ppid[i] == p->pid[j];
             if (!mine)
@@ -144,6 +156,13 @@ static size_t descendants(struct procs *p)
             grew = true;
         }
     }
+    return nd;
+}
+
+/* The descendants of the shim that are not zombies, into p->pid[0..return) (p reordered). */
+static size_t descendants(struct procs *p)
+{
+    size_t nd = tree(p, NULL, 0);
     /* zombies count for the tree above, not as processes to end */
     size_t live = 0;
     for (size_t i = 0; i < nd; i++)
@@ -160,6 +179,78 @@ static bool has_children(void)
     return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
 }
 
+int ddp_shim_adopt_orphans(void)
+{
+    return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -errno;
+}
+
+/* Whether this process has a child (any thread's) that is not in shims[0..nshims): only then did a shim's
+ * tree come back to it, and only then is /proc worth a scan. True when /proc cannot tell. */
+static bool has_strangers(const pid_t *shims, size_t nshims)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    bool found = d == NULL;
+    while (d && !found && (e = readdir(d)) != NULL) {
+        char path[96], buf[4096];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%.32s/children", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            found = true;
+            break;
+        }
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n < 0 || n == (ssize_t)sizeof buf - 1) {
+            found = true;
+            break;
+        }
+        buf[n] = '\0';
+        for (char *p = buf, *end; *p && !found; p = end) {
+            long v = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            found = !in_list(shims, nshims, (pid_t)v);
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+int ddp_shim_sweep_orphans(const pid_t *shims, size_t nshims)
+{
+    struct procs p = {0};
+    if (!has_strangers(shims, nshims))
+        return 0;
+    pid_t me = getpid();
+    int ended = 0;
+    long long give_up = ddp_now_ms() + SHIM_SWEEP_MS;
+    for (;;) {
+        procs_scan(&p);
+        size_t nd = tree(&p, shims, nshims), live = 0;
+        for (size_t i = 0; i < nd; i++) {
+            if (p.state[i] != 'Z' && p.state[i] != 'X') {
+                kill(p.pid[i], SIGKILL);
+                live++;
+            }
+            /* our own children among them (not a shim: libuv waits for those) are ours to reap */
+            if (p.ppid[i] == me && waitpid(p.pid[i], NULL, WNOHANG) == p.pid[i])
+                ended++;
+        }
+        if (nd == 0 || ddp_now_ms() >= give_up)
+            break;
+        struct timespec tick = {0, 5 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+    }
+    free(p.pid);
+    free(p.ppid);
+    free(p.state);
+    return ended;
+}
+
 /* Reap every ended child; remember how PROGRAM ended. */
 static void reap(pid_t program, int *program_status, bool *program_done)
 {
@@ -170,14 +261,6 @@ static void reap(pid_t program, int *program_status, bool *program_done)
             *program_status = ws;
             *program_done = true;
         }
-}
-
-static bool in_list(const pid_t *v, size_t n, pid_t x)
-{
-    for (size_t i = 0; i < n; i++)
-        if (v[i] == x)
-            return true;
-    return false;
 }
 
 /* End every descendant: SIGTERM to each (once), up to grace_ms for them to go, then SIGKILL (at once when
@@ -240,17 +323,19 @@ static void end_descendants(long long grace_ms, pid_t program, int *program_stat
     free(p.state);
 }
 
-/* Forward a stop signal to the descendants that left the shim's process group (they did not get the group's
- * copy). */
-static void forward_outside_group(int sig)
+/* Pass a signal sent to the shim's group on: to PROGRAM's group (its own, see start_program) and, for a stop
+ * signal (all_outside), to every descendant that left that group (they did not get the group's copy). */
+static void forward_signal(pid_t program, int sig, bool all_outside)
 {
     struct procs p = {0};
     size_t n;
-    pid_t g = getpgrp();
+    kill(-program, sig);
+    if (!all_outside)
+        return;
     procs_scan(&p);
     n = descendants(&p);
     for (size_t i = 0; i < n; i++)
-        if (getpgid(p.pid[i]) != g)
+        if (getpgid(p.pid[i]) != program)
             kill(p.pid[i], sig);
     free(p.pid);
     free(p.ppid);
@@ -427,6 +512,9 @@ static pid_t start_program(char **argv, const struct shim_args *sa, const sigset
         if (getppid() != shim)
             _exit(ddp_exit_signal(SIGKILL));
         prctl(PR_SET_CHILD_SUBREAPER, 0);
+        /* PROGRAM leads a group of its own, so that `kill -9 0` or killpg(getpgrp()) in it cannot end the shim
+         * and with it the containment of what PROGRAM started */
+        setpgid(0, 0);
         sigprocmask(SIG_SETMASK, old, NULL);
         execvp(argv[prog], argv + prog);
         e = errno;
@@ -434,6 +522,7 @@ static pid_t start_program(char **argv, const struct shim_args *sa, const sigset
         _exit(ddp_shim_exec_status(e));
     }
     close(execpipe[1]);
+    setpgid(child, child); /* either of the two calls wins the race with exec; the other fails harmlessly */
     {
         int e = 0;
         ssize_t n;
@@ -497,11 +586,11 @@ static _Noreturn void watch_program(pid_t child, const sigset_t *all, const stru
                 end_descendants(sa->grace_ms, child, &ws, &done);
                 mirror_status(ws);
             }
-        } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
-            /* a stop sent to the group: PROGRAM got its own copy; those that left the group did not */
-            forward_outside_group(sig);
+        } else if (si.si_code == SI_USER || si.si_code == SI_QUEUE || si.si_code == SI_TKILL) {
+            /* sent to the shim's group (the launcher forwarding a signal): PROGRAM's group gets it, and a stop
+             * (SIGTERM, SIGINT, SIGHUP) also reaches those that left that group */
+            forward_signal(child, sig, sig == SIGTERM || sig == SIGINT || sig == SIGHUP);
         }
-        /* Any other signal was sent to the group (or to us): PROGRAM got its own copy. */
     }
 }
 

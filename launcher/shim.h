@@ -16,11 +16,14 @@
  * The environment and working directory are the worker's (set by the spawner). With --cgroup the shim first
  * moves itself into that cgroup v2 directory (the attempt's, cgroup.h), so PROGRAM's whole tree is counted there.
  * The shim stays the parent of PROGRAM and is a child subreaper (PR_SET_CHILD_SUBREAPER), so every process of
- * PROGRAM's tree stays its descendant whatever session or group it moves to. When PROGRAM ends, the shim sends
+ * PROGRAM's tree stays its descendant whatever session or group it moves to. PROGRAM leads a process group of
+ * its own (not the shim's), so that a worker signalling its own group (`kill -9 0`) cannot end the shim; a signal
+ * the launcher sends to the shim's group is passed on to PROGRAM's group. When PROGRAM ends, the shim sends
  * SIGTERM to each remaining descendant, SIGKILL after MS (the job's shutdown_timeout), reaps them all, and only
  * then ends as PROGRAM ended (same exit code, or the same signal). When the launcher dies (PR_SET_PDEATHSIG) or
  * sends ddp_shim_kill(), it SIGKILLs the whole tree at once. SIGTERM, SIGINT and SIGHUP sent to the group reach
- * PROGRAM directly; the shim passes them on to the descendants outside the group and ignores them itself.
+ * PROGRAM's group and the descendants outside it; the shim ignores them itself. A worker that kills the shim
+ * itself leaves its tree to the launcher (ddp_shim_adopt_orphans, ddp_shim_sweep_orphans).
  * Not covered: a process that changes its user id, or that another service (systemd-run, sshd, at) starts. */
 
 /* One fixed-size record on the report pipe (close-on-exec in PROGRAM). EOF without a record = the shim died. */
@@ -49,6 +52,17 @@ int ddp_shim_main(int argc, char **argv);
  * program did, normally killed by SIGKILL). Not SIGKILL to the group: that would kill the shim first and leave
  * the processes outside the group to init. 0 or -errno of kill(2). */
 int ddp_shim_kill(int shim_pid);
+
+/* For the launcher, once before it starts shims: make it a child subreaper (PR_SET_CHILD_SUBREAPER), so that
+ * when a worker kills its shim (`kill -9 $PPID`) what the shim contained comes back to the launcher, not to
+ * init. 0 or -errno of prctl(2). */
+int ddp_shim_adopt_orphans(void);
+
+/* For the launcher, when a shim has ended: SIGKILL every descendant of this process that is not below one of
+ * the shims still running (shims[0..nshims), libuv's children), until none is left (at most 3 s: a process in
+ * the kernel's D state dies late), and reap those that became its children. Never waits for a shim.
+ * Returns how many it reaped. */
+int ddp_shim_sweep_orphans(const pid_t *shims, size_t nshims);
 
 /* Helper for the supervisor: the exit status 127/126 for an execvp errno. */
 int ddp_shim_exec_status(int err);

@@ -492,6 +492,24 @@ static void drain_output(struct sup *s, struct wrk *k)
     console_flush(s);
 }
 
+static void add_shim_pid(uv_handle_t *h, void *arg)
+{
+    struct ddp_buf *pids = arg;
+    if (h->type == UV_PROCESS && ((uv_process_t *)h)->pid > 0)
+        ddp_buf_add(pids, (const char *)&((uv_process_t *)h)->pid, sizeof(pid_t));
+}
+
+/* A shim ended: if its worker killed it, what it contained came back to us (ddp_shim_adopt_orphans); end it. */
+static void sweep_orphans(struct sup *s)
+{
+    struct ddp_buf pids = {0};
+    uv_walk(&s->loop, add_shim_pid, &pids);
+    int n = ddp_shim_sweep_orphans((const pid_t *)(void *)pids.data, pids.len / sizeof(pid_t));
+    if (n > 0)
+        ddp_debug("ended %d process(es) a killed shim left behind", n);
+    ddp_buf_free(&pids);
+}
+
 static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
 {
     struct wrk *k = p->data;
@@ -503,6 +521,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     k->signo = term_signal;
     k->status = term_signal ? ddp_exit_signal(term_signal) : (int)exit_status;
     r->nexited++;
+    sweep_orphans(s);
     drain_report(s, k);
     drain_output(s, k);
     rec_worker_exit(s, k);
@@ -1088,7 +1107,7 @@ static void on_timer_expired(void *arg, int pid, int signo, const char *scope_id
         return;
     for (size_t i = 0; i < r->nw && !hit; i++) {
         struct wrk *k = &r->w[i];
-        if (k->spawned && !k->exited && (k->pid == pid || (g > 0 && k->pgid == g)))
+        if (k->spawned && !k->exited && (k->pid == pid || (g > 0 && (k->pgid == g || k->pid == g))))
             hit = k;
     }
     if (!hit)
@@ -1743,6 +1762,10 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
+    /* what a worker's killed shim contained comes back to us, not to init */
+    rc = ddp_shim_adopt_orphans();
+    if (rc < 0)
+        ddp_debug("not a child subreaper: %s", strerror(-rc));
     uv_loop_init(&s->loop);
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
     uv_timer_t *timers[] = {&s->grace,   &s->backoff, &s->watch,   &s->wall,   &s->force,

@@ -15,9 +15,10 @@ for r in 0 1 2; do
     ppid=$(awk '/^PPid:/{print $2}' "$st")
     pgid=$(awk '/^Pgid:/{print $2}' "$st")
     sid=$(awk '/^Sid:/{print $2}' "$st")
-    # The worker's parent is the shim, which leads the worker's own group and session.
-    expect_eq "rank $r pgid = its shim" "$pgid" "$ppid"
-    expect_eq "rank $r session" "$sid" "$pgid"
+    # The worker's parent is the shim, which leads the worker's session; the worker leads a group of its own
+    # (so that `kill -9 0` in it cannot end the shim: issue 24).
+    expect_eq "rank $r pgid = itself" "$pgid" "$pid"
+    expect_eq "rank $r session = its shim" "$sid" "$ppid"
     [ "$pgid" != "$$" ] || fail "rank $r is in the test's process group"
     pgids="$pgids $pgid"
     env="$TMP/d/env.$r"

@@ -3,7 +3,8 @@
 # DIR/esc.RANK.KIND: a new session (setsid), one ignoring SIGTERM in the worker's group that keeps the worker's
 # stdout open, and a TERM-ignoring double fork in a new session (reparented when its parent exits). Then writes
 # DIR/ready.RANK.ATTEMPT and ends as MODE says: ok (exit 0), fail (rank 1 exits 3, the others sleep), hang (sleep),
-# downsize (sleep while WORLD_SIZE > 1, else exit 0).
+# downsize (sleep while WORLD_SIZE > 1, else exit 0), killgroup (`kill -9 0`), killpg (python's
+# os.killpg(os.getpgrp(), 9)), killparent (`kill -9 $PPID`: the worker's parent).
 d=$1
 mode=$2
 r=${RANK:-x}
@@ -22,5 +23,8 @@ ok) exit 0 ;;
 fail) [ "$r" = 1 ] && exit 3; exec sleep 3600 ;;
 hang) exec sleep 3600 ;;
 downsize) [ "${WORLD_SIZE:-1}" -gt 1 ] && exec sleep 3600; exit 0 ;;
+killgroup) kill -9 0; exit 8 ;;
+killpg) exec /usr/bin/python3 -c 'import os; os.killpg(os.getpgrp(), 9)' ;;
+killparent) kill -9 "$PPID"; exec sleep 3600 ;;
 esac
 exit 9
