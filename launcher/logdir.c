@@ -34,16 +34,47 @@ static bool symlink_trusted(int dirfd, const struct stat *link)
     return !(d.st_mode & (S_IWGRP | S_IWOTH)) || (d.st_mode & S_ISVTX);
 }
 
-/* Open the directory path (creating missing components 0755), one component at a time. 0 with *fd_out, or a
- * negative errno with err. */
-static int walk(const char *path, int *fd_out, struct ddp_err *err)
+/* A directory on the way to the run directory must be one that nobody but root and this user can change:
+ * owned by one of them (an owner can always rename what is inside, mode or not) and not writable by group or
+ * others unless sticky (then they cannot rename this user's entries). Otherwise another user could rename the
+ * run directory away and plant a symlink or a FIFO in its place, and workers (which get paths, not
+ * descriptors) would write their files through it. 0, or -EPERM with err. */
+static int dir_trusted(int fd, const char *path, const char *name, struct ddp_err *err)
 {
-    char *rest = ddp_xstrdup(path);
+    struct stat d;
+    if (fstat(fd, &d) != 0)
+        return ddp_errf(err, -errno, "log_dir %s: cannot stat '%s': %s", path, name, strerror(errno));
+    if (!trusted_owner(d.st_uid))
+        return ddp_errf(err, -EPERM,
+                        "log_dir %s: '%s' belongs to uid %u, who could rename the run directory and plant "
+                        "files where workers write (expected a directory of root or uid %u all the way down)",
+                        path, name, (unsigned)d.st_uid, (unsigned)geteuid());
+    if ((d.st_mode & (S_IWGRP | S_IWOTH)) && !(d.st_mode & S_ISVTX))
+        return ddp_errf(err, -EPERM,
+                        "log_dir %s: '%s' has mode %04o: others may rename the run directory and plant files "
+                        "where workers write (expected no group or other write, or the sticky bit as /tmp)",
+                        path, name, (unsigned)(d.st_mode & 07777));
+    return 0;
+}
+
+/* Open the directory path (creating missing components 0755), one component at a time, each one trusted
+ * (dir_trusted). 0 with *fd_out, or a negative errno with err. */
+static int walk(const char *given, int *fd_out, struct ddp_err *err)
+{
+    const char *path = given;
+    char cwd[PATH_MAX];
+    char *rest =
+        given[0] == '/' ? ddp_xstrdup(given) : ddp_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", given);
     char *p = rest;
     int hops = 0, rc = 0;
-    int fd = open(path[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(rest[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        rc = ddp_errf(err, -errno, "log_dir %s: cannot open %s: %s", path, path[0] == '/' ? "/" : ".", strerror(errno));
+        rc = ddp_errf(err, -errno, "log_dir %s: cannot open /: %s", path, strerror(errno));
+        free(rest);
+        return rc;
+    }
+    if ((rc = dir_trusted(fd, path, "/", err)) < 0) {
+        close(fd);
         free(rest);
         return rc;
     }
@@ -95,7 +126,12 @@ static int walk(const char *path, int *fd_out, struct ddp_err *err)
             rest = p = joined;
             if (target[0] == '/') {
                 int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (root < 0) {
+                if (root < 0 || dir_trusted(root, path, "/", err) < 0) {
+                    if (root >= 0) {
+                        rc = -EPERM;
+                        close(root);
+                        break;
+                    }
                     rc = ddp_errf(err, -errno, "log_dir %s: cannot open /: %s", path, strerror(errno));
                     break;
                 }
@@ -112,6 +148,11 @@ static int walk(const char *path, int *fd_out, struct ddp_err *err)
         int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0) {
             rc = ddp_errf(err, -errno, "log_dir %s: cannot open '%s': %s", path, comp, strerror(errno));
+            free(comp);
+            break;
+        }
+        if ((rc = dir_trusted(nfd, path, comp, err)) < 0) {
+            close(nfd);
             free(comp);
             break;
         }

@@ -1,7 +1,9 @@
 /* logdir: the job's log directory in torchrun's layout, LOG_DIR/<run_id>_<random>/attempt_N/LOCAL_RANK/
  * {stdout.log,stderr.log,error.json}, made without following an untrusted symlink and without ever reusing
- * what exists: LOG_DIR is walked one component at a time (openat, O_NOFOLLOW; a symlink is followed only when
- * it and its directory belong to root or this user and nobody else may replace it), every directory below
+ * what exists: LOG_DIR is walked one component at a time from "/" (openat, O_NOFOLLOW; a symlink is followed
+ * only when it and its directory belong to root or this user and nobody else may replace it; every directory
+ * on the way must belong to root or this user and be unwritable by group and others unless sticky, since
+ * workers get paths through it, not descriptors), every directory below
  * LOG_DIR is created fresh by this job (mkdirat; an existing one is an error), every file is created with
  * O_CREAT|O_EXCL relative to a directory this job made. It does not decide what is logged (supervise.c). */
 #ifndef DDP_LOGDIR_H

@@ -85,18 +85,15 @@ int ddp_report_parse_error_json(const char *text, size_t len, char **message, ch
 int ddp_report_read_error_file(const char *path, char **message, char **traceback, long long *timestamp)
 {
     struct ddp_buf b = {0};
-    char chunk[8192];
-    ssize_t n;
-    int rc, fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int rc;
     *message = *traceback = NULL;
     *timestamp = 0;
-    if (fd < 0)
-        return -errno;
-    while ((n = read(fd, chunk, sizeof(chunk))) > 0 && b.len < (16u << 20))
-        ddp_buf_add(&b, chunk, (size_t)n);
-    close(fd);
-    if (!b.data)
-        return -EINVAL;
+    /* the worker wrote it: a regular file only (a FIFO or /dev/zero in its place must not block us), bounded */
+    rc = ddp_read_regular(path, 16u << 20, &b);
+    if (rc < 0 || !b.data) {
+        ddp_buf_free(&b);
+        return rc < 0 ? rc : -EINVAL;
+    }
     rc = ddp_report_parse_error_json(b.data, b.len, message, traceback, timestamp);
     ddp_buf_free(&b);
     return rc;

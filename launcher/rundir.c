@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,25 @@
 
 const char *ddp_rundir_lock_dir(char *const *envp)
 {
+    static char canon[PATH_MAX];
     const char *v = ddp_env_get(envp, "DDPLAUNCH_LOCK_DIR");
-    if (v && *v)
-        return v;
-    struct stat st;
-    if (lstat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode))
-        return DDP_RUNDIR_LOCK_DIR;
-    return DDP_RUNDIR_LOCK_DIR_FALLBACK;
+    if (!v || !*v) {
+        struct stat st;
+        return lstat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode) ? DDP_RUNDIR_LOCK_DIR : DDP_RUNDIR_LOCK_DIR_FALLBACK;
+    }
+    /* One directory, one namespace: "/x/locks", "/x/locks/", "/x//locks" and "/x/./locks" (and a symlink to
+     * the same lock names (klock.h keys them on this string). Lexical only: a symlink is not resolved here, and
+     * ddp_rundir_open_shared refuses one. */
+    char *abs = v[0] == '/' ? ddp_xstrdup(v) : NULL;
+    if (!abs) {
+        char cwd[PATH_MAX];
+        abs = ddp_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : "/", v);
+    }
+    char *norm = ddp_path_normalize(abs);
+    snprintf(canon, sizeof canon, "%s", norm);
+    free(norm);
+    free(abs);
+    return canon;
 }
 
 static void mode_str(mode_t m, char *buf, size_t n)
@@ -30,12 +43,41 @@ static void mode_str(mode_t m, char *buf, size_t n)
     snprintf(buf, n, "%04o", (unsigned)(m & 07777));
 }
 
+bool ddp_rundir_path_trusted(const char *path)
+{
+    if (!path || path[0] != '/')
+        return false;
+    int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const char *p = path;
+    bool ok = fd >= 0;
+    while (ok) {
+        struct stat st;
+        ok = fstat(fd, &st) == 0 && (st.st_uid == 0 || st.st_uid == geteuid()) &&
+             (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX));
+        p += strspn(p, "/");
+        size_t n = strcspn(p, "/");
+        if (!ok || n == 0)
+            break;
+        char *comp = ddp_xstrndup(p, n);
+        int nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        free(comp);
+        close(fd);
+        fd = nfd;
+        ok = fd >= 0;
+        p += n;
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 /* Where run directories go: the parent and the name prefix (without XDG_RUNTIME_DIR, the fresh name itself
- * carries the user id). Caller frees both. */
+ * carries the user id). An XDG_RUNTIME_DIR that another user could change (kept by a plain `su`: the other
+ * user's /run/user/UID) is not used: /tmp instead. Caller frees both. */
 static void run_location(char *const *envp, uid_t uid, char **parent, char **prefix)
 {
     const char *xdg = ddp_env_get(envp, "XDG_RUNTIME_DIR");
-    if (xdg && xdg[0] == '/') {
+    if (xdg && xdg[0] == '/' && (ddp_rundir_path_trusted(xdg) || access(xdg, F_OK) != 0)) {
         *parent = ddp_xasprintf("%s/ddplaunch", xdg);
         *prefix = ddp_xstrdup("run-");
     } else {

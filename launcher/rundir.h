@@ -12,8 +12,10 @@
 
 /* The shared lock directory: $DDPLAUNCH_LOCK_DIR from envp when set (tests, sites), else
  * DDP_RUNDIR_LOCK_DIR ("/run/lock/ddplaunch") when /run/lock is a directory, else "/tmp/ddplaunch-locks".
- * Every user of a host gets the same answer, so jobs of root and of other users see each other.
- * Returns a pointer into envp or a static string; never NULL. */
+ * Every user of a host gets the same answer, so jobs of root and of other users see each other. The setting
+ * is made absolute and normalized (ddp_path_normalize), so that every spelling of one directory is one lock
+ * namespace (symlinks are not resolved: the directory itself must not be one). Returns a static string (the last
+ * call's); never NULL. */
 #define DDP_RUNDIR_LOCK_DIR "/run/lock/ddplaunch"
 #define DDP_RUNDIR_LOCK_DIR_FALLBACK "/tmp/ddplaunch-locks"
 const char *ddp_rundir_lock_dir(char *const *envp);
@@ -34,9 +36,15 @@ int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct
  * most max bytes. Returns 0 with *text_out (caller frees), or a negative errno (no message). */
 int ddp_rundir_read_small(int dirfd, const char *name, size_t max, char **text_out);
 
+/* Whether the absolute directory path can be changed by nobody but root and this user: every component, from
+ * "/", a directory (no symlink) owned by root or this user and not writable by group or others unless sticky.
+ * False when any is missing or not so. */
+bool ddp_rundir_path_trusted(const char *path);
+
 /* Where this user's run directories go (see ddp_rundir_run_create): "$XDG_RUNTIME_DIR/ddplaunch" when
- * XDG_RUNTIME_DIR in envp is an absolute path, else "/tmp" (the run directory itself is then a fresh name).
- * Pure: builds the path only. Caller owns; free(). */
+ * XDG_RUNTIME_DIR in envp is an absolute path that is missing or trusted (ddp_rundir_path_trusted; not another
+ * user's, as a plain `su` keeps it), else "/tmp" (the run directory itself is then a fresh name).
+ * Builds the path only (and looks at XDG_RUNTIME_DIR's owners). Caller owns; free(). */
 char *ddp_rundir_private_path(char *const *envp, uid_t uid);
 
 /* Create (mode 0700) or verify the private directory path: the last component must not be a symlink, must

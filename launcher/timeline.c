@@ -450,7 +450,7 @@ static const char *last_output(void *arg, int attempt, int local_rank, const cha
 {
     struct run_files *rf = arg;
     char *path = ddp_xasprintf("%s/attempt_%d/%d/timed.log", rf->dir, attempt, local_rank);
-    FILE *f = fopen(path, "re");
+    FILE *f = ddp_fopen_regular(path); /* not a FIFO or /dev/zero planted in its place */
     char line[4096];
     free(path);
     rf->last[0] = '\0';
@@ -517,7 +517,7 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
         return DDP_EXIT_USAGE;
     }
     char *evp = ddp_xasprintf("%s/events.jsonl", rf.dir);
-    FILE *f = fopen(evp, "re");
+    FILE *f = ddp_fopen_regular(evp);
     int lineno = 0;
     while (f && fgets(line, sizeof(line), f)) {
         json_error_t je;

@@ -3,11 +3,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -390,19 +392,146 @@ char *ddp_time_iso(const struct timespec *ts, char buf[32])
     return buf;
 }
 
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when p does not start one. */
+static size_t utf8_len(const unsigned char *p, unsigned *cp)
+{
+    size_t n;
+    unsigned c = p[0], min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, c &= 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, c &= 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, c &= 0x07, min = 0x10000;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = (c << 6) | (p[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+static bool unsafe_codepoint(unsigned c)
+{
+    return c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x61c || c == 0x200e || c == 0x200f ||
+           (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
 char *ddp_printable(char *s)
 {
     unsigned char *p = (unsigned char *)s;
-    for (; p && *p; p++) {
-        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1 in UTF-8 (U+0080-U+009F) */
-            p[0] = '?';
-            p[1] = '?';
-            p++;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            *p = '?';
+    while (p && *p) {
+        unsigned c = 0;
+        size_t n = utf8_len(p, &c);
+        if (n == 0) {
+            *p++ = '?';
+            continue;
         }
+        if (unsafe_codepoint(c))
+            memset(p, '?', n);
+        p += n;
     }
     return s;
+}
+
+int ddp_open_regular(int dirfd, const char *path)
+{
+    struct stat st;
+    int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = S_ISREG(st.st_mode) ? -errno : -EINVAL;
+        close(fd);
+        return e;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+FILE *ddp_fopen_regular(const char *path)
+{
+    int fd = ddp_open_regular(AT_FDCWD, path);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (fd < 0)
+        errno = -fd;
+    else if (!f)
+        close(fd);
+    return f;
+}
+
+int ddp_read_regular(const char *path, size_t max, struct ddp_buf *b)
+{
+    char chunk[8192];
+    size_t got = 0;
+    ssize_t n = 0;
+    int fd = ddp_open_regular(AT_FDCWD, path);
+    if (fd < 0)
+        return fd;
+    while (got < max && ((n = read(fd, chunk, max - got < sizeof chunk ? max - got : sizeof chunk)) > 0 ||
+                         (n < 0 && errno == EINTR))) {
+        if (n > 0) {
+            ddp_buf_add(b, chunk, (size_t)n);
+            got += (size_t)n;
+        }
+    }
+    int e = n < 0 ? -errno : 0;
+    close(fd);
+    return e;
+}
+
+char *ddp_path_normalize(const char *path)
+{
+    size_t len = strlen(path);
+    bool abs = path[0] == '/';
+    char *out = ddp_xmalloc(len + 2);
+    size_t o = 0;
+    size_t ups = 0; /* leading ".." kept in a relative path */
+    if (abs)
+        out[o++] = '/';
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && p[0] == '.') {
+        } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+            size_t base = abs ? 1 : 0;
+            if (o > base + ups * 3) { /* drop the last component */
+                while (o > base && out[o - 1] != '/')
+                    o--;
+                if (o > base)
+                    o--;
+            } else if (!abs) { /* a relative path that climbs: keep the ".." */
+                if (o > 0)
+                    out[o++] = '/';
+                memcpy(out + o, "..", 2);
+                o += 2;
+                ups++;
+            }
+        } else {
+            if (o > 0 && out[o - 1] != '/')
+                out[o++] = '/';
+            out = ddp_xrealloc(out, o + n + 2);
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+    }
+    if (o == 0)
+        out[o++] = '.';
+    out[o] = '\0';
+    return out;
 }
 
 bool ddp_ratelimit_allow(struct ddp_ratelimit *rl, long long now_ms, unsigned burst, long long interval_ms,

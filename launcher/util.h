@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -73,10 +74,17 @@ void ddp_log(enum ddp_log_level level, const char *fmt, ...) __attribute__((form
  * return where the next line starts (the end of text after the last line). For /proc text parsers. */
 const char *ddp_line_next(const char *text, char *buf, size_t size);
 
-/* Make text from others safe to print on a terminal, in place: every control character (C0, DEL, and C1
- * encoded as UTF-8) becomes '?', so that escape sequences in a job name or a process name are shown,
- * not obeyed. Returns s. */
+/* Make text from others safe to print on a terminal, in place: every control character (C0, DEL, C1 encoded
+ * as UTF-8), every byte that is not part of valid UTF-8 (a raw 0x9b is CSI to an 8-bit terminal) and every
+ * bidirectional control (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069: "Trojan Source" reordering)
+ * becomes '?' per byte, so that escape sequences and reordering in a job name or a process name are shown,
+ * not obeyed. The length never changes. Returns s. */
 char *ddp_printable(char *s);
+
+/* The lexical normal form of a path: repeated slashes folded, "." components dropped, ".." removing the
+ * component before it (never above "/"), no trailing slash ("/" stays "/"). A relative path stays relative
+ * ("" and "." give "."). Pure; caller owns the result (free()). */
+char *ddp_path_normalize(const char *path);
 
 /* A rate limit for a warning that others can make us repeat (bad timer requests, ...): at most burst
  * messages per interval. Zero-initialised is fresh. */
@@ -125,5 +133,16 @@ void ddp_buf_puts(struct ddp_buf *b, const char *s);
 void ddp_buf_printf(struct ddp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ddp_buf_json_str(struct ddp_buf *b, const char *s); /* quoted, escaped; NULL -> null */
 void ddp_buf_free(struct ddp_buf *b);
+
+/* Open path (relative to dirfd; AT_FDCWD for the working directory) for reading only when it is a regular file:
+ * never through a symlink in its last component, never a FIFO or a device (O_NONBLOCK, so that a FIFO
+ * planted in its place cannot block the open). What the launcher reads that a worker (or anyone else) could
+ * have put there goes through this. Returns an fd (O_CLOEXEC, blocking again) or a negative errno (-ELOOP a
+ * symlink, -EINVAL not a regular file). */
+int ddp_open_regular(int dirfd, const char *path);
+/* The same as a stdio stream ("re"); NULL with errno. */
+FILE *ddp_fopen_regular(const char *path);
+/* Read at most max bytes of the regular file path (ddp_open_regular) into b (appended). 0 or negative errno. */
+int ddp_read_regular(const char *path, size_t max, struct ddp_buf *b);
 
 #endif

@@ -61,8 +61,16 @@ ln -s "$TMP/victim" "$TMP/shared/logs"
 [ "$(id -u)" = 0 ] && chown -h 4242:4242 "$TMP/shared/logs"
 "$DDP" --no-python --nproc-per-node 1 --log-dir "$TMP/shared/logs" touch "$TMP/started" >"$TMP/out" 2>"$TMP/err"
 expect_eq "status with a planted symlink" "$?" 2
-expect_grep "log_dir $TMP/shared/logs: 'logs' is a symlink .*not followed" "$TMP/err"
+expect_grep "log_dir $TMP/shared/logs: 'shared' has mode 0777" "$TMP/err"
 [ -e "$TMP/started" ] && fail "a worker started"
+# Sticky (as /tmp), the directory is fine, but a symlink there that is not root's or ours is not followed.
+if [ "$(id -u)" = 0 ]; then
+    chmod 1777 "$TMP/shared"
+    "$DDP" --no-python --nproc-per-node 1 --log-dir "$TMP/shared/logs" touch "$TMP/started" >"$TMP/out" 2>"$TMP/err"
+    expect_eq "status with a planted symlink in a sticky directory" "$?" 2
+    expect_grep "log_dir $TMP/shared/logs: 'logs' is a symlink .*not followed" "$TMP/err"
+    [ -e "$TMP/started" ] && fail "a worker started"
+fi
 expect_eq "victim directory" "$(ls "$TMP/victim" | tr '\n' ' ')" "stdout.log "
 expect_eq "victim file" "$(cat "$TMP/victim/stdout.log")" "precious"
 

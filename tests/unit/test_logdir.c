@@ -126,15 +126,33 @@ Test(logdir, own_symlink_in_log_dir_path_is_followed_and_bad_paths_refused)
     ddp_logdir_close(a);
     a = NULL;
 
-    /* a symlink in a directory others may write (not sticky) is not followed */
+    /* a directory others may write (not sticky) is refused on the way: nothing there is followed, nothing
+     * below it is made (issue 24: they could rename the run directory away and plant links for workers) */
     char *open_dir = ddp_xasprintf("%s/open", base);
     cr_assert_eq(mkdir(open_dir, 0777), 0);
     cr_assert_eq(chmod(open_dir, 0777), 0);
     char *planted = ddp_xasprintf("%s/open/logs", base);
     cr_assert_eq(symlink(real, planted), 0);
-    cr_expect_eq(ddp_logdir_create(planted, "r", &a, &err), -ELOOP);
-    cr_expect(strstr(err.msg, "not followed") != NULL, "%s", err.msg);
+    cr_expect_eq(ddp_logdir_create(planted, "r", &a, &err), -EPERM);
+    cr_expect(strstr(err.msg, "'open' has mode 0777") != NULL, "%s", err.msg);
     cr_expect_eq(count_entries(real), 1, "nothing new in the link's target");
+    char *below = ddp_xasprintf("%s/open/new", base);
+    cr_expect_eq(ddp_logdir_create(below, "r", &a, &err), -EPERM);
+    cr_expect_eq(access(below, F_OK), -1, "nothing made below it");
+    free(below);
+    /* sticky, as /tmp: fine */
+    cr_assert_eq(chmod(open_dir, 01777), 0);
+    below = ddp_xasprintf("%s/open/new", base);
+    cr_expect_eq(ddp_logdir_create(below, "r", &a, &err), 0, "%s", err.msg);
+    ddp_logdir_close(a);
+    a = NULL;
+    /* ... unless it belongs to another user, who may rename anything in it */
+    if (geteuid() == 0) {
+        cr_assert_eq(chown(open_dir, 4321, 4321), 0);
+        cr_expect_eq(ddp_logdir_create(below, "r", &a, &err), -EPERM);
+        cr_expect(strstr(err.msg, "'open' belongs to uid 4321") != NULL, "%s", err.msg);
+    }
+    free(below);
 
     /* a file where a directory is expected */
     char *file = ddp_xasprintf("%s/file", base);

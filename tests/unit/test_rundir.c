@@ -211,15 +211,42 @@ Test(rundir, paths_from_envp)
 {
     char *env1[] = {"DDPLAUNCH_LOCK_DIR=/x/locks", NULL};
     cr_expect_str_eq(ddp_rundir_lock_dir(env1), "/x/locks");
+    const char *spellings[] = {"DDPLAUNCH_LOCK_DIR=/x/locks/", "DDPLAUNCH_LOCK_DIR=/x//locks",
+                               "DDPLAUNCH_LOCK_DIR=/x/./locks", "DDPLAUNCH_LOCK_DIR=/x/y/../locks"};
+    for (size_t i = 0; i < 4; i++) {
+        char *envs[] = {(char *)spellings[i], NULL};
+        cr_expect_str_eq(ddp_rundir_lock_dir(envs), "/x/locks", "%s", spellings[i]);
+    }
     char *env0[] = {NULL};
     const char *d = ddp_rundir_lock_dir(env0);
     cr_expect(strcmp(d, DDP_RUNDIR_LOCK_DIR) == 0 || strcmp(d, DDP_RUNDIR_LOCK_DIR_FALLBACK) == 0, "%s", d);
-    char *env2[] = {"XDG_RUNTIME_DIR=/run/user/1000", NULL};
+    char *env2[] = {"XDG_RUNTIME_DIR=/nonexistent-ddp/run/user/1000", NULL};
     char *p = ddp_rundir_private_path(env2, 1000);
-    cr_expect_str_eq(p, "/run/user/1000/ddplaunch");
+    cr_expect_str_eq(p, "/nonexistent-ddp/run/user/1000/ddplaunch");
     free(p);
     char *env3[] = {"XDG_RUNTIME_DIR=relative", NULL};
     p = ddp_rundir_private_path(env3, 1000);
     cr_expect_str_eq(p, "/tmp");
     free(p);
+}
+
+Test(rundir, xdg_runtime_dir_of_another_user_not_used)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root to chown");
+    char *x = in_base("xdg");
+    cr_assert_eq(mkdir(x, 0700), 0);
+    char *e = ddp_xasprintf("XDG_RUNTIME_DIR=%s", x);
+    char *env[] = {e, NULL};
+    char *p = ddp_rundir_private_path(env, 0);
+    cr_expect_str_eq(p, ddp_xasprintf("%s/ddplaunch", x), "%s", p);
+    cr_expect(ddp_rundir_path_trusted(x));
+    free(p);
+    cr_assert_eq(chown(x, 4321, 4321), 0); /* as after a plain `su` from uid 4321 */
+    cr_expect_not(ddp_rundir_path_trusted(x));
+    p = ddp_rundir_private_path(env, 0);
+    cr_expect_str_eq(p, "/tmp");
+    free(p);
+    free(e);
+    free(x);
 }

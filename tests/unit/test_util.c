@@ -48,3 +48,41 @@ Test(util, colour_wanted_on_a_terminal_without_no_color)
     cr_expect_str_eq(ddp_colour(DDP_COLOUR_RED), "\033[1;31m");
     ddp_log_colour = false;
 }
+
+Test(util, printable_replaces_raw_c1_invalid_utf8_and_bidi_controls)
+{
+    /* raw 0x9b (CSI to an 8-bit terminal), a lone continuation byte, an overlong '/', U+202E (RLO), U+2066
+     * (LRI), U+200F (RLM); kept: U+2013, U+1F600 */
+    char s[] = "a\x9b"
+               "31mb\x80"
+               "c\xc0\xaf"
+               "d\xe2\x80\xae"
+               "gpj.exe\xe2\x81\xa6"
+               "x\xe2\x80\x8f"
+               "y \xe2\x80\x93 \xf0\x9f\x98\x80";
+    ddp_printable(s);
+    cr_expect_str_eq(s, "a?31mb?c??d???gpj.exe???x???y \xe2\x80\x93 \xf0\x9f\x98\x80");
+}
+
+Test(util, path_normalize_one_spelling)
+{
+    const char *cases[][2] = {
+        {"/x/locks", "/x/locks"},
+        {"/x/locks/", "/x/locks"},
+        {"/x//locks", "/x/locks"},
+        {"/x/./locks", "/x/locks"},
+        {"//x///./locks//.", "/x/locks"},
+        {"/x/y/../locks", "/x/locks"},
+        {"/..", "/"},
+        {"/", "/"},
+        {"a/./b/", "a/b"},
+        {"../a/../../b", "../../b"},
+        {"a/..", "."},
+        {"", "."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *n = ddp_path_normalize(cases[i][0]);
+        cr_expect_str_eq(n, cases[i][1], "'%s'", cases[i][0]);
+        free(n);
+    }
+}
