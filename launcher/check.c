@@ -420,18 +420,24 @@ void ddp_check_leases(struct ddp_check_report *r, const struct ddp_lease_info *l
                       "cannot read the GPU leases of other ddplaunch jobs: %s", strerror(-lease_rc));
         return;
     }
+    size_t foreign = 0;
     for (size_t i = 0; i < n; i++) {
         if (leases[i].pid == self)
             continue;
-        ddp_buf_printf(&b, "%s%s by job '%s' (pid %d, user %s)", k++ ? "; " : "", leases[i].busid,
+        /* a lock held by something that is no ddplaunch job (a bare bind, a squatter) blocks the GPU as well:
+         * named as the kernel reports it, and a warning */
+        foreign += !leases[i].ddplaunch;
+        ddp_buf_printf(&b, "%s%s by %s '%s' (pid %d, user %s, command %s)", k++ ? "; " : "", leases[i].busid,
+                       leases[i].ddplaunch ? "job" : "a process that is no ddplaunch job, job",
                        leases[i].job[0] ? leases[i].job : "?", (int)leases[i].pid,
-                       leases[i].user[0] ? leases[i].user : "?");
+                       leases[i].user[0] ? leases[i].user : "?", leases[i].comm[0] ? leases[i].comm : "?");
     }
     if (k == 0)
         ddp_check_add(r, DDP_CHECK_OK, "leases", NULL, "no GPU leased by another ddplaunch job on this host");
     else
-        ddp_check_add(r, DDP_CHECK_OK, "leases", NULL, "%zu GPU%s leased, left out of the pick: %s", k,
-                      k == 1 ? "" : "s", b.data);
+        ddp_check_add(r, foreign ? DDP_CHECK_WARN : DDP_CHECK_OK, "leases",
+                      foreign ? "ask its user, or root, to end it (CONTAINMENT in ddplaunch(1))" : NULL,
+                      "%zu GPU%s leased, left out of the pick: %s", k, k == 1 ? "" : "s", b.data);
     ddp_buf_free(&b);
 }
 
@@ -537,7 +543,7 @@ void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p)
         ddp_check_add(r, DDP_CHECK_FAIL, "master-port", "use master_port = auto", "%d is in use by %s", port, who);
     } else if (p->lock_holder) {
         ddp_check_add(r, DDP_CHECK_FAIL, "master-port", "use master_port = auto",
-                      "%d is reserved by another ddplaunch job: %s", port, p->lock_holder);
+                      "%d is reserved by another process: %s", port, p->lock_holder);
     } else if (p->probe_rc < 0) {
         ddp_check_add(r, DDP_CHECK_FAIL, "master-port",
                       port < 1024 ? "use a port above 1023, or master_port = auto" : "use master_port = auto",

@@ -561,6 +561,12 @@ static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, str
         p.probe_rc = ddp_port_probe(p.spec.port);
     }
     ddp_check_port(r, &p);
+    char foreign[512];
+    int nforeign = ddp_port_foreign_holders(lock_dir, foreign, sizeof foreign);
+    if (nforeign > 0)
+        ddp_check_add(r, DDP_CHECK_WARN, "port-locks", "ask its user, or root, to end it (CONTAINMENT in ddplaunch(1))",
+                      "%d port reservation%s held by processes that are no ddplaunch job (auto ports skip them): %s%s",
+                      nforeign, nforeign == 1 ? "" : "s", foreign, nforeign > 3 ? "; ..." : "");
     free(tcp);
     free(tcp6);
     free(eph);

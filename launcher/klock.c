@@ -9,6 +9,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+
+#include <dirent.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 void ddp_klock_name(const char *ns, const char *what, char out[DDP_KLOCK_NAME_MAX + 1])
@@ -68,28 +75,152 @@ int ddp_klock_probe(const char *name)
     return rc == 0 ? 1 : rc;
 }
 
+/* The owner uid and inode of the socket bound to the abstract name (listening, else bound and unconnected:
+ * a listener's pending connections carry its name too, owned by nobody in particular), from the kernel's
+ * unix socket table. 0, or a negative errno (-ENOENT: not found). */
+static int diag_owner(const char *name, uid_t *uid, unsigned *ino)
+{
+    struct {
+        struct nlmsghdr nlh;
+        struct unix_diag_req req;
+    } q = {
+        .nlh = {.nlmsg_len = sizeof q, .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+        .req = {.sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_UID},
+    };
+    struct sockaddr_nl nl = {.nl_family = AF_NETLINK};
+    size_t nlen = strlen(name);
+    int best = -1; /* 2 listening, 1 bound */
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0)
+        return -errno;
+    if (sendto(fd, &q, sizeof q, 0, (struct sockaddr *)&nl, sizeof nl) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    static long buf[8192 / sizeof(long)];
+    for (bool done = false; !done;) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+                done = true;
+                break;
+            }
+            struct unix_diag_msg *m = NLMSG_DATA(h);
+            int rank = m->udiag_state == 10 /* TCP_LISTEN */ ? 2 : m->udiag_state == 7 /* TCP_CLOSE */ ? 1 : 0;
+            bool match = false, has_uid = false;
+            uid_t u = 0;
+            int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
+            for (struct rtattr *a = (struct rtattr *)(m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+                if (a->rta_type == UNIX_DIAG_NAME) {
+                    const char *p = RTA_DATA(a);
+                    size_t plen = RTA_PAYLOAD(a);
+                    match = plen == nlen + 1 && p[0] == '\0' && memcmp(p + 1, name, nlen) == 0;
+                } else if (a->rta_type == UNIX_DIAG_UID && RTA_PAYLOAD(a) >= sizeof(uint32_t)) {
+                    uint32_t v;
+                    memcpy(&v, RTA_DATA(a), sizeof v);
+                    u = (uid_t)v;
+                    has_uid = true;
+                }
+            }
+            if (match && has_uid && rank > best) {
+                best = rank;
+                *uid = u;
+                *ino = m->udiag_ino;
+            }
+        }
+    }
+    close(fd);
+    return best > 0 ? 0 : -ENOENT;
+}
+
+/* The process that has the socket inode ino open, among those whose fds this user may read; 0 if none. */
+static pid_t pid_of_socket(unsigned ino)
+{
+    char want[48];
+    snprintf(want, sizeof want, "socket:[%u]", ino);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = 0;
+    while (d && !found && (e = readdir(d)) != NULL) {
+        long long pid;
+        if (ddp_parse_int(e->d_name, 1, 1LL << 31, &pid) != 0)
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%lld/fd", pid);
+        DIR *fds = opendir(path);
+        struct dirent *f;
+        while (fds && !found && (f = readdir(fds)) != NULL) {
+            char link[64];
+            ssize_t n = readlinkat(dirfd(fds), f->d_name, link, sizeof link - 1);
+            if (n <= 0)
+                continue;
+            link[n] = '\0';
+            if (strcmp(link, want) == 0)
+                found = (pid_t)pid;
+        }
+        if (fds)
+            closedir(fds);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static void read_comm(pid_t pid, char *out, size_t cap)
+{
+    char path[64];
+    out[0] = '\0';
+    if (pid <= 0)
+        return;
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    out[n > 0 ? n : 0] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    ddp_printable(out); /* another user's process may name itself with escape sequences */
+}
+
 int ddp_klock_holder(const char *name, struct ddp_klock_holder *h)
 {
     struct sockaddr_un sa;
     socklen_t len = address(name, &sa);
     memset(h, 0, sizeof *h);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return ddp_klock_probe(name) == 1 ? 0 : -ENOENT;
-    if (connect(fd, (struct sockaddr *)&sa, len) == 0) {
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, len) == 0) {
         struct ucred cr;
         socklen_t cl = sizeof cr;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0) {
-            h->known = true;
+            h->known = h->answers = true;
             h->pid = cr.pid;
             h->uid = cr.uid;
+            read_comm(h->pid, h->comm, sizeof h->comm);
         }
         close(fd);
         return 0;
     }
-    close(fd);
-    /* refused (bound but not listening, or free) or a full backlog: held or not, bind says */
-    return ddp_klock_probe(name) == 1 ? 0 : -ENOENT;
+    if (fd >= 0)
+        close(fd);
+    /* refused (bound but not listening, or free) or a full backlog: held or not, bind says; who, the kernel's
+     * socket table */
+    if (ddp_klock_probe(name) != 1)
+        return -ENOENT;
+    char abs_name[DDP_KLOCK_NAME_MAX + 1];
+    snprintf(abs_name, sizeof abs_name, "%s", name);
+    unsigned ino = 0;
+    if (diag_owner(abs_name, &h->uid, &ino) == 0) {
+        h->known = true;
+        h->pid = pid_of_socket(ino);
+        read_comm(h->pid, h->comm, sizeof h->comm);
+    }
+    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -30,12 +30,17 @@ int ddp_klock_probe(const char *name);
 
 /* Who holds a lock, as the kernel says. */
 struct ddp_klock_holder {
-    bool known; /* false: the name is held by a socket that does not listen (not a ddplaunch job) or that
-                 * no longer answers; pid and uid are then unknown */
-    pid_t pid;  /* the process that took it (0 when it is in a pid namespace this one cannot see) */
-    uid_t uid;
+    bool known;    /* false: the kernel would not say (no sock_diag here); pid and uid are then unknown */
+    bool answers;  /* it listens and accepted our connection (SO_PEERCRED): a ddplaunch job's lock does;
+                    * a bare bind() or a filled backlog does not, and the kernel's socket table is asked */
+    pid_t pid;     /* the process that holds it; 0 when this user cannot see it (another user's process seen
+                    * by a non-root user, or another pid namespace) */
+    uid_t uid;     /* the socket's owner */
+    char comm[32]; /* its command (/proc/PID/comm, control characters as '?'), "" when pid is 0 */
 };
-/* 0 with *h, or -ENOENT when name is free now. */
+/* Who holds name: SO_PEERCRED of a connection when the holder listens and has room in its backlog, else the
+ * owner uid from the kernel's unix socket table (NETLINK_SOCK_DIAG, UDIAG_SHOW_UID) and the pid from the
+ * /proc/PID/fd links this user may read. 0 with *h, or -ENOENT when name is free now. */
 int ddp_klock_holder(const char *name, struct ddp_klock_holder *h);
 
 /* The held names that start with prefix, from the text of /proc/net/unix ("... Inode Path" lines, abstract

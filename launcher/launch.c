@@ -301,8 +301,10 @@ char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_in
         if (g < 0 || leases[i].pid == self)
             continue;
         free(holders[g]);
-        holders[g] = ddp_xasprintf("job '%s' (pid %d, user %s)", leases[i].job[0] ? leases[i].job : "?",
-                                   (int)leases[i].pid, leases[i].user[0] ? leases[i].user : "?");
+        holders[g] = ddp_xasprintf("%s '%s' (pid %d, user %s, command %s)",
+                                   leases[i].ddplaunch ? "job" : "a process that is no ddplaunch job, job",
+                                   leases[i].job[0] ? leases[i].job : "?", (int)leases[i].pid,
+                                   leases[i].user[0] ? leases[i].user : "?", leases[i].comm[0] ? leases[i].comm : "?");
     }
     return holders;
 }

@@ -141,6 +141,8 @@ static void read_holder_info(const char *ns, int dirfd, const char *busid, struc
     info->pid = h.pid;
     info->uid = h.uid;
     info->known = true;
+    info->ddplaunch = h.answers && strcmp(h.comm, "ddplaunch") == 0;
+    snprintf(info->comm, sizeof info->comm, "%s", h.comm);
     struct passwd pw, *res = NULL;
     char pwbuf[1024];
     if (getpwuid_r(h.uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
@@ -168,19 +170,23 @@ static void format_holder(struct ddp_buf *b, const struct ddp_lease_info *in)
 {
     if (in->job[0])
         ddp_buf_printf(b, "job '%s' ", in->job);
-    else
+    else if (in->ddplaunch)
         ddp_buf_puts(b, "a ddplaunch job ");
+    else
+        ddp_buf_puts(b, "a process that is no ddplaunch job ");
     ddp_buf_puts(b, "(");
     if (!in->known) {
-        ddp_buf_puts(b, "holder unknown: a process that does not answer)");
+        ddp_buf_puts(b, "holder unknown: the kernel does not say)");
         return;
     }
     if (in->pid > 0)
         ddp_buf_printf(b, "pid %d", (int)in->pid);
     else
-        ddp_buf_puts(b, "pid not visible here");
+        ddp_buf_puts(b, "pid not visible to this user");
     if (in->user[0])
         ddp_buf_printf(b, ", user %s", in->user);
+    if (in->comm[0])
+        ddp_buf_printf(b, ", command %s", in->comm);
     if (in->start_unix > 0) {
         time_t t = (time_t)in->start_unix;
         struct tm tm;

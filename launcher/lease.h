@@ -55,6 +55,9 @@ struct ddp_lease_info {
     char job[128];        /* from the holder's own info file, control characters replaced; "" when unknown */
     char user[64];        /* user name of uid; "" when unknown */
     long long start_unix; /* from the holder's info file, seconds since the epoch, 0 when unknown */
+    char comm[32];        /* holder's command (/proc/PID/comm, control characters replaced), "" when not seen */
+    bool ddplaunch;       /* the holder answers as a ddplaunch job's lock does; false: some other process
+                           * (bound without listening, or a ddplaunch job whose lock's backlog is full) */
 };
 /* Every GPU leased now under lock_dir, sorted by bus id. Returns 0 with *out (caller frees with free()) and
  * *n, or a negative errno (/proc/net/unix unreadable). */

@@ -332,23 +332,24 @@ static int lock_port(const char *ns, int port, int *fd_out, struct ddp_err *err)
     return rc;
 }
 
-/* pid and uid come from the kernel (the lock's SO_PEERCRED); the command name from /proc */
-static void describe_pid(pid_t pid, uid_t uid, char *buf, size_t len)
+/* pid and uid come from the kernel (the lock's SO_PEERCRED, else its socket table); the command from /proc:
+ * "pid 12, user bob, command ddplaunch" */
+static void describe_holder(const struct ddp_klock_holder *h, char *buf, size_t len)
 {
-    char comm[64] = "", user[64] = "";
+    char user[64] = "";
     struct passwd pw, *res = NULL;
     char pwbuf[1024];
-    if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+    if (getpwuid_r(h->uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
         snprintf(user, sizeof user, "%s", res->pw_name);
     else
-        snprintf(user, sizeof user, "uid %u", (unsigned)uid);
+        snprintf(user, sizeof user, "uid %u", (unsigned)h->uid);
     ddp_printable(user);
-    if (pid > 0 && ddp_rundir_proc_identity(pid, comm, sizeof comm, NULL, 0) == 0)
-        snprintf(buf, len, "pid %d, %s, user %s", (int)pid, comm, user);
-    else if (pid > 0)
-        snprintf(buf, len, "pid %d, user %s", (int)pid, user);
+    if (h->pid > 0)
+        snprintf(buf, len, "pid %d, user %s, command %s%s", (int)h->pid, user, h->comm[0] ? h->comm : "?",
+                 h->answers ? "" : ", not listening as a ddplaunch job does");
     else
-        snprintf(buf, len, "a process of user %s in another pid namespace", user);
+        snprintf(buf, len, "a process of user %s whose pid this user cannot see%s", user,
+                 h->answers ? "" : ", not listening as a ddplaunch job does");
 }
 
 int ddp_port_lock_holder(const char *lock_dir, int port, char *buf, size_t len)
@@ -359,10 +360,37 @@ int ddp_port_lock_holder(const char *lock_dir, int port, char *buf, size_t len)
     if (ddp_klock_holder(name, &h) < 0)
         return -ENOENT;
     if (!h.known)
-        snprintf(buf, len, "holder unknown: a process that does not answer");
+        snprintf(buf, len, "holder unknown: the kernel does not say");
     else
-        describe_pid(h.pid, h.uid, buf, len);
+        describe_holder(&h, buf, len);
     return 0;
+}
+
+int ddp_port_foreign_holders(const char *lock_dir, char *buf, size_t len)
+{
+    char prefix[DDP_KLOCK_NAME_MAX + 1];
+    struct ddp_strv names = {0};
+    int count = 0;
+    size_t used = 0;
+    ddp_klock_name(lock_dir, "port-", prefix);
+    buf[0] = '\0';
+    int rc = ddp_klock_list(prefix, &names);
+    for (size_t i = 0; rc == 0 && i < names.n; i++) {
+        struct ddp_klock_holder h;
+        if (ddp_klock_holder(names.v[i], &h) < 0 || (h.answers && strcmp(h.comm, "ddplaunch") == 0))
+            continue;
+        if (++count <= 3 && used < len) {
+            char who[200] = "";
+            if (h.known)
+                describe_holder(&h, who, sizeof who);
+            else
+                snprintf(who, sizeof who, "holder unknown: the kernel does not say");
+            used += (size_t)snprintf(buf + used, len - used, "%s%s: %s", used ? "; " : "",
+                                     names.v[i] + strlen(prefix) - strlen("port-"), who);
+        }
+    }
+    ddp_strv_clear(&names);
+    return rc < 0 ? rc : count;
 }
 
 static int busy_message(int port, const char *addr, int probe_rc, struct ddp_err *err)
@@ -414,6 +442,7 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
     }
 
     unsigned held = 0, in_use = 0;
+    struct ddp_strv holders = {0};
     for (unsigned i = 0; i < n; i++) {
         int port = !req->spec.is_auto  ? req->spec.port
                    : req->slurm_job_id ? ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, i)
@@ -425,11 +454,20 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
                 return rc;
             if (rc == 0) {
                 held++;
+                if (req->spec.is_auto && holders.n < 3) { /* named in the refusal when every port is taken */
+                    char who[200] = "";
+                    ddp_port_lock_holder(req->lock_dir, port, who, sizeof who);
+                    bool seen = false;
+                    for (size_t k = 0; k < holders.n && !seen; k++)
+                        seen = strcmp(holders.v[k], who) == 0;
+                    if (!seen && who[0])
+                        ddp_strv_push(&holders, who);
+                }
                 if (!req->spec.is_auto) {
                     char who[160] = "";
                     ddp_port_lock_holder(req->lock_dir, port, who, sizeof who);
                     return ddp_errf(err, -EADDRINUSE,
-                                    "master_port %d on %s is reserved by another ddplaunch job (%s); "
+                                    "master_port %d on %s is reserved by another process (%s); "
                                     "use master_port = auto to pick a free port",
                                     port, addr, who[0] ? who : "holder unknown");
                 }
@@ -450,18 +488,27 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
         r->lock_fd = fd;
         *out = r;
         *port_out = port;
+        ddp_strv_clear(&holders);
         return 0;
     }
+    struct ddp_buf who = {0};
+    for (size_t k = 0; k < holders.n; k++)
+        ddp_buf_printf(&who, "%s%s", k ? "; " : ": reserved by ", holders.v[k]);
+    ddp_strv_clear(&holders);
+    int rc;
     if (req->slurm_job_id && n < (unsigned)(hi - lo + 1))
-        return ddp_errf(err, -EBUSY,
-                        "the MASTER_PORT derived from Slurm job %llu (%d) is busy on this host "
-                        "(%u reserved by other ddplaunch jobs, %u in use); set master_port explicitly",
-                        req->slurm_job_id, ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, 0),
-                        held, in_use);
-    return ddp_errf(err, -EBUSY,
-                    "no free port for master_port = auto in %d-%d on this host (%u reserved by other "
-                    "ddplaunch jobs, %u in use); widen the range with master_port = auto:LO-HI",
-                    lo, hi, held, in_use);
+        rc = ddp_errf(err, -EBUSY,
+                      "the MASTER_PORT derived from Slurm job %llu (%d) is busy on this host "
+                      "(%u reserved%s, %u in use); set master_port explicitly",
+                      req->slurm_job_id, ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, 0),
+                      held, who.data ? who.data : "", in_use);
+    else
+        rc = ddp_errf(err, -EBUSY,
+                      "no free port for master_port = auto in %d-%d on this host (%u reserved%s, %u in use); "
+                      "widen the range with master_port = auto:LO-HI",
+                      lo, hi, held, who.data ? who.data : "", in_use);
+    ddp_buf_free(&who);
+    return rc;
 }
 
 void ddp_port_release(struct ddp_port_resv *r)

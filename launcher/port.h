@@ -101,6 +101,10 @@ void ddp_port_release(struct ddp_port_resv *r);
 
 /* Describe who holds port's lock into buf, pid and user as the kernel reports them: "pid 123, ddplaunch,
  * user alice". Returns 0, or -ENOENT when the lock is free. For `doctor` and messages. */
+/* The port reservations under lock_dir held by processes that are no ddplaunch job (they do not answer as a
+ * job's lock does, or are not named ddplaunch): how many, and the first holders described in buf ("port
+ * 29500: pid 12, user bob, command python3; ..."). 0 or more, or a negative errno (/proc/net/unix). */
+int ddp_port_foreign_holders(const char *lock_dir, char *buf, size_t len);
 int ddp_port_lock_holder(const char *lock_dir, int port, char *buf, size_t len);
 
 #endif

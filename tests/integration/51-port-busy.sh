@@ -37,7 +37,7 @@ rc=$?
 cat "$TMP/err2"
 expect_eq "exit status for a port reserved by another job" "$rc" 2
 [ ! -e "$TMP/started2" ] || fail "a worker was started although the port was reserved"
-expect_grep "master_port $PORT on 127\.0\.0\.1 is reserved by another ddplaunch job \(pid $jobA, ddplaunch" "$TMP/err2"
+expect_grep "master_port $PORT on 127\.0\.0\.1 is reserved by another process \(pid $jobA, user [^,]*, command ddplaunch\)" "$TMP/err2"
 
 # 3. kill -9 the launcher: its reservation dies with it (its worker dies by PDEATHSIG), the port is usable
 kill -9 "$jobA"; wait "$jobA" 2>/dev/null

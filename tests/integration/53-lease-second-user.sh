@@ -83,7 +83,7 @@ cat "$TMP/d/out"
 [ "$rc" != 0 ] || fail "a fourth job ran: the leases of jobs a, b, c were broken by deleting files"
 [ ! -e "$TMP/d/gpu.0" ] || fail "the fourth job started a worker"
 # (her directory holds no job names: those come from the kernel alone)
-for j in a b c; do expect_grep "a ddplaunch job \(pid $(cat "$TMP/$j/pid"), user root\)" "$TMP/d/out"; done
+for j in a b c; do expect_grep "a ddplaunch job \(pid $(cat "$TMP/$j/pid"), user root, command ddplaunch\)" "$TMP/d/out"; done
 expect_grep "\(pid $squatter, user $M" "$TMP/d/out"
 grep -q $'\x1b' "$TMP/d/out" && fail "mallory's escape sequence was printed raw"
 grep -q "owned" "$TMP/d/out" && fail "mallory's info file was believed after she deleted it"

@@ -205,10 +205,10 @@ Test(check, port_held_by_a_listener_fails_naming_it)
     ddp_check_port(&r, &p);
     expect_result(&r.v[2], DDP_CHECK_OK, "29501 is free");
 
-    /* reserved by another ddplaunch job */
-    p.lock_holder = "pid 99 (ddplaunch, user bob)";
+    /* reserved by another job (or any process that holds its lock) */
+    p.lock_holder = "pid 99, user bob, command ddplaunch";
     ddp_check_port(&r, &p);
-    expect_result(&r.v[3], DDP_CHECK_FAIL, "reserved by another ddplaunch job: pid 99 (ddplaunch, user bob)");
+    expect_result(&r.v[3], DDP_CHECK_FAIL, "reserved by another process: pid 99, user bob, command ddplaunch");
     p.lock_holder = NULL;
 
     /* the bind test says busy although /proc shows nothing (another namespace, bound without listen) */

@@ -226,7 +226,7 @@ Test(port, port_reserved_by_another_process_is_skipped_until_it_is_killed)
     cr_expect_eq(ddp_port_reserve(&fx, &r, &p, &err), -EADDRINUSE);
     char pidstr[32];
     snprintf(pidstr, sizeof pidstr, "pid %d", (int)child);
-    cr_expect(strstr(err.msg, "reserved by another ddplaunch job") && strstr(err.msg, pidstr), "%s", err.msg);
+    cr_expect(strstr(err.msg, "reserved by another process") && strstr(err.msg, pidstr), "%s", err.msg);
     cr_expect(strstr(err.msg, "master_port = auto"), "%s", err.msg);
     /* kill -9 the holder: the kernel drops its lock */
     kill9(child);
