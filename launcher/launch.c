@@ -490,6 +490,18 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
     }
     int rc = ddp_port_reserve(&preq, &l->port, &l->ctx.master_port, err);
     free(ephemeral);
+    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic && !l->slurm.active &&
+        !l->sched.name) {
+        /* a second agent of a static job as node 0 (often without --node-rank: torchrun's default is 0) */
+        char *why = ddp_xstrdup(err->msg), *cut = strstr(why, "; use master_port");
+        if (cut)
+            *cut = '\0';
+        char ranks[32] = "1";
+        if (l->ctx.nnodes > 2)
+            snprintf(ranks, sizeof ranks, "1 to %d", l->ctx.nnodes - 1);
+        rc = ddp_errf(err, rc, "node rank 0 is taken (%s): start this node with --node-rank %s", why, ranks);
+        free(why);
+    }
     if (rc < 0)
         return fail(l, rc == -EADDRINUSE && !spec->master_port.is_auto ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER, rc);
     return 0;

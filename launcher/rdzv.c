@@ -57,17 +57,13 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struc
     } else if (c10d) {
         out->dynamic = true;
         out->source = "c10d";
-    } else if (rank_given) {
-        out->source = "static";
     } else {
-        return ddp_errf(err, -EINVAL,
-                        "several nodes (nnodes %d) with a static rendezvous and no node rank: give "
-                        "each node --node-rank, or use --rdzv-backend c10d --rdzv-endpoint HOST:PORT "
-                        "(ranks given at join), or run under a scheduler that gives node ranks (Slurm, "
-                        "mpirun -N 1, flux run, SkyPilot, an indexed Job)",
-                        spec->nnodes.max);
+        /* no node rank: node 0, torchrun's --node-rank default; a second agent claiming it is refused there */
+        out->source = rank_given ? "static" : "static, node rank 0 by default";
     }
-    if (!out->dynamic && spec->origin[ddp_spec_key_find("job", "master_addr")] == DDP_ORIGIN_DEFAULT)
+    /* node 0 serves (torchrun's 127.0.0.1 default is its own address); any other node must be told where */
+    if (!out->dynamic && spec->node_rank > 0 &&
+        spec->origin[ddp_spec_key_find("job", "master_addr")] == DDP_ORIGIN_DEFAULT)
         return ddp_errf(err, -EINVAL,
                         "several nodes (nnodes %d, node rank from: %s) and no address for node 0: "
                         "give every node the same --master-addr (node 0's host)",

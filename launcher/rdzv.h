@@ -25,10 +25,10 @@ struct ddp_rdzv {
 };
 
 /* Decide from spec (after every layer) and the scheduler that gave the node rank, if any (sched_source:
- * "slurm", or scheduler.h's name; NULL = none). 0 and *out, or -EINVAL with err when several nodes have no way to
- * get node ranks (a static rendezvous without --node-rank and no scheduler: every agent would become node 0) or
- * no address for node 0 (static, master_addr left at its default), or rdzv_backend / rdzv_conf are not
- * understood. */
+ * "slurm", or scheduler.h's name; NULL = none). A static rendezvous without --node-rank and no scheduler runs
+ * as node 0, as torchrun does (a second agent claiming node 0 is refused when it tries to serve). 0 and *out,
+ * or -EINVAL with err when a node other than 0 has no address for node 0 (static, master_addr left at its
+ * default), or rdzv_backend / rdzv_conf are not understood. */
 int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struct ddp_rdzv *out, struct ddp_err *err);
 
 /* rdzv_conf "k=v,k=v": join_timeout in seconds into *ms (unchanged when absent). 0, or -EINVAL with err for a

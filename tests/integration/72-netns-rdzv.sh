@@ -13,7 +13,8 @@
 #     the job forms anyway, and node 0 writes a handful of warnings, not thousands.
 #  5. Two jobs of one user on the same nodes share the token-file secret (same run id "none"): a node of job Y,
 #     pointed at job X's endpoint, is refused (job identity in the handshake), and job X runs with its own node.
-#  6. Several nodes, static rendezvous, no node rank: one line, exit 2, nothing started.
+#  6. Several nodes, static rendezvous, no node rank: node 0 as torchrun; a second node 0 on its host: one line,
+#     exit 2, nothing started.
 #  7. Scheduler adapters, each node started with its scheduler's real variables and the same command line:
 #     SkyPilot (SKYPILOT_NODE_RANK, SKYPILOT_NUM_NODES, SKYPILOT_NODE_IPS: node 0's address from the list),
 #     OpenMPI `mpirun -N 1` (OMPI_COMM_WORLD_*), Flux `flux run -N3` (FLUX_TASK_RANK, FLUX_JOB_*), a Kubernetes
@@ -209,14 +210,23 @@ expect_eq "job X ranks" "$(rankinfo | field RANK | sort | tr '\n' ' ')" "0 1 "
 echo "two jobs sharing a secret: job Y's node refused by job X, job X ran with its own node"
 
 rm -f "$TMP"/n*.out "$TMP"/n*.err
-# 6. Static rendezvous, several nodes, no node rank: exit 2 with one line, nothing started.
-ip netns exec "$(ns 1)" "$DDP" --nnodes 2 --master-addr 10.232.0.1 "$TMP/worker.py" 1 >"$TMP/s.out" 2>"$TMP/s.err"
+# 6. Static rendezvous, several nodes, no node rank: node 0, as torchrun (issue 23 item 2); a second agent on
+#    node 0's host that is node 0 too: exit 2 with one line, nothing started; node 1 (--node-rank 1) joins node 0.
+P6=29560
+on_node 0 "$DDP" --nnodes 2 --master-addr 10.232.0.1 --master-port $P6 --set job.join_timeout=60s "$TMP/worker.py" 1
+for _ in $(seq 200); do grep -q 'waiting up to' "$TMP/n0.err" && break; sleep 0.05; done
+grep -q 'waiting up to' "$TMP/n0.err" || { cat "$TMP/n0.err"; fail "static without a node rank: not serving as node 0"; }
+ip netns exec "$(ns 0)" "$DDP" --nnodes 2 --master-addr 10.232.0.1 --master-port $P6 "$TMP/worker.py" 1 \
+    >"$TMP/s.out" 2>"$TMP/s.err"
 rc=$?
-expect_eq "exit status" "$rc" 2
-expect_eq "stderr lines" "$(wc -l <"$TMP/s.err")" 1
-expect_grep "static rendezvous and no node rank" "$TMP/s.err"
-[ -s "$TMP/s.out" ] && fail "something ran"
-echo "static without a node rank: exit 2, one line"
+expect_eq "second node 0: exit status" "$rc" 2
+expect_eq "second node 0: stderr lines" "$(wc -l <"$TMP/s.err")" 1
+expect_grep "node rank 0 is taken .*: start this node with --node-rank 1$" "$TMP/s.err"
+[ -s "$TMP/s.out" ] && fail "the second node 0 ran something"
+on_node 1 "$DDP" --nnodes 2 --node-rank 1 --master-addr 10.232.0.1 --master-port $P6 "$TMP/worker.py" 1
+wait_ok 0 1
+expect_eq "static, node 0 by default: ranks" "$(rankinfo | field RANK | sort | tr '\n' ' ')" "0 1 "
+echo "static without a node rank: node 0 (torchrun's default); a second node 0: exit 2, one line"
 
 # 7. Scheduler adapters.
 adapter_case() { # adapter_case NAME PORT ENVFN [ddplaunch options]: ENVFN I prints node I's variables

@@ -30,10 +30,15 @@ Test(rdzv, decide)
     ddp_spec_init(&spec);
     cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect_not(r.several);
-    /* several nodes, static, no node rank, no scheduler: refused */
-    set("job.nnodes", "2");
-    cr_expect_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), -EINVAL);
-    cr_expect(strstr(err.msg, "no node rank") && strstr(err.msg, "--rdzv-backend c10d"), "%s", err.msg);
+    /* several nodes, static, no node rank, no scheduler: node 0, as torchrun (issue 23 item 2); its own
+     * address is torchrun's default 127.0.0.1 */
+    set("job.nnodes", "1:2");
+    cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(r.source, "static, node rank 0 by default");
+    cr_expect_not(r.dynamic);
+    set("job.node_rank", "0");
+    cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(r.source, "static");
     set("job.node_rank", "1");
     cr_expect_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), -EINVAL, "no address for node 0");
     cr_expect(strstr(err.msg, "--master-addr"), "%s", err.msg);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Elastic node counts on one host, the same lines under Debian's torchrun 1.13 (bench/torchrun.py) and ddplaunch
+# (issue 23):
+#   item 2: `--nnodes 1:2 --master_port P` without a node rank runs as node 0 (torchrun's --node-rank default);
+#           a second agent with --node-rank 1 joins it; a second agent that is node 0 too is refused in one line.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+have_torch || fail "python3-torch is needed to compare with torchrun"
+
+free_port() { $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+TORCHRUN=(env -u OMP_NUM_THREADS "$PY" "$DDP_SRCDIR/bench/torchrun.py" --monitor_interval 0.1)
+cat >"$TMP/w.py" <<'EOS'
+import os, sys
+e = os.environ
+line = "rank %s world %s group_rank %s local_world %s\n" % (e["RANK"], e["WORLD_SIZE"], e["GROUP_RANK"],
+                                                          e["LOCAL_WORLD_SIZE"])
+with open(os.path.join(sys.argv[1], "rank%s" % e["RANK"]), "w") as f:
+    f.write(line)
+EOS
+# two_nodes OUTDIR LAUNCHER...: node 0 with the line as given, node 1 with --node-rank 1 and node 0's address
+two_nodes() {
+    local out=$1 port
+    shift
+    port=$(free_port)
+    mkdir -p "$out"
+    "$@" --nnodes 1:2 --master_port "$port" --nproc_per_node 1 "$TMP/w.py" "$out" >"$out/n0.out" 2>"$out/n0.err" &
+    local n0=$!
+    sleep 1
+    "$@" --nnodes 1:2 --node_rank 1 --master_addr 127.0.0.1 --master_port "$port" --nproc_per_node 1 "$TMP/w.py" \
+        "$out" >"$out/n1.out" 2>"$out/n1.err"
+    local s1=$?
+    wait $n0
+    local s0=$?
+    [ "$s0$s1" = 00 ] || { cat "$out"/n*.err; fail "$*: node 0 exit $s0, node 1 exit $s1"; }
+    cat "$out"/rank* >"$out/ranks"
+}
+two_nodes "$TMP/tr" timeout 120 "${TORCHRUN[@]}"
+two_nodes "$TMP/dd" timeout 120 "$DDP"
+expect_eq "torchrun's ranks" "$(tr '\n' '|' <"$TMP/tr/ranks")" \
+    "rank 0 world 2 group_rank 0 local_world 1|rank 1 world 2 group_rank 1 local_world 1|"
+diff "$TMP/tr/ranks" "$TMP/dd/ranks" || fail "ranks differ (torchrun <, ddplaunch >)"
+
+# A second node 0 of the same job (same port, no node rank): refused, one line, exit 2; the first runs on.
+port=$(free_port)
+"$DDP" --nnodes 1:2 --master_port "$port" --nproc_per_node 1 "$TMP/w.py" "$TMP" >"$TMP/a.out" 2>"$TMP/a.err" &
+first=$!
+for _ in $(seq 100); do grep -q 'waiting up to' "$TMP/a.err" && break; sleep 0.1; done
+"$DDP" --nnodes 1:2 --master_port "$port" --nproc_per_node 1 "$TMP/w.py" "$TMP" >"$TMP/b.out" 2>"$TMP/b.err"
+expect_eq "second node 0's status" "$?" 2
+expect_eq "second node 0's message" "$(wc -l <"$TMP/b.err")" 1
+expect_grep '^ddplaunch: node rank 0 is taken \(.*\): start this node with --node-rank 1$' "$TMP/b.err"
+kill -0 $first 2>/dev/null || { cat "$TMP/a.err"; fail "the first node 0 did not wait for node 1"; }
+kill -TERM $first
+wait $first
+echo "item 2: --nnodes 1:2 without a node rank: node 0 as torchrun; same ranks; a second node 0 refused"
+echo ok
