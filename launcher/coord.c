@@ -1,4 +1,5 @@
-/* coord: authenticated TCP control channel between node agents. See coord.h (behaviour) and frame.h (wire). */
+/* coord: authenticated TCP control channel between node agents: connections, frames in and out, the public calls.
+ * See coord.h (behaviour) and frame.h (wire); the handshake is coord_join.c, liveness coord_live.c. */
 #include "coord.h"
 
 #include <arpa/inet.h>
@@ -13,58 +14,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "coord_internal.h"
 #include "crypto.h"
-#include "frame.h"
 
-#define MAX_PENDING 64   /* connections in their handshake, from all sources */
-#define MAX_PER_SOURCE 8 /* ... from one source address */
-#define RETRY_MS 200
 #define WARN_WINDOW_MS 10000
 #define WARN_PER_WINDOW 3
-
-/* ---- connections ---- */
-
-enum conn_state { ST_HELLO_WAIT, ST_JOIN_WAIT, ST_WELCOME_WAIT, ST_AUTHED };
-
-struct conn {
-    uv_tcp_t tcp;
-    uv_connect_t connect_req;
-    struct ddp_coord *c;
-    struct conn *next;
-    enum conn_state state;
-    bool closing, connected;
-    int node;
-    char peer[64];   /* address:port */
-    char source[48]; /* address only: what the per-source limit counts */
-    char snonce[DDP_FRAME_NONCE_HEX + 1], cnonce[DDP_FRAME_NONCE_HEX + 1];
-    uint8_t key[32];
-    uint64_t seq_in, seq_out;
-    long long opened_ms, last_seen_ms;
-    uint8_t *in;
-    size_t inlen, incap;
-};
-
-struct ddp_coord {
-    uv_loop_t *loop;
-    struct ddp_coord_config cfg;
-    char *addr, *secret, *job, *host;
-    ddp_coord_cb cb;
-    void *data;
-    bool server;
-    uv_tcp_t listener;
-    uv_timer_t timer;
-    struct conn *conns;
-    struct conn **by_node; /* server: the joined connection of each node rank (nnodes entries), or NULL */
-    int handles;
-    bool closing, dead;
-    void (*done)(void *);
-    void *done_data;
-    struct sockaddr_storage target;
-    int port;
-    long long join_deadline_ms, next_retry_ms;
-    char last_error[200];
-    struct ddp_ratelimit warn_limit; /* warnings about peers that did not join */
-};
 
 struct write_req {
     uv_write_t req;
@@ -72,7 +26,7 @@ struct write_req {
 };
 
 /* Warnings caused by peers (which a hostile peer can cause at will): a few per window, then a count. */
-__attribute__((format(printf, 2, 3))) static void peer_warn(struct ddp_coord *c, const char *fmt, ...)
+void ddp_coord_peer_warn(struct ddp_coord *c, const char *fmt, ...)
 {
     unsigned dropped = 0;
     if (!ddp_ratelimit_allow(&c->warn_limit, ddp_now_ms(), WARN_PER_WINDOW, WARN_WINDOW_MS, &dropped))
@@ -114,9 +68,9 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void on_conn_closed(uv_handle_t *h)
 {
-    struct conn *k = h->data;
+    struct ddp_coord_conn *k = h->data;
     struct ddp_coord *c = k->c;
-    struct conn **pp = &c->conns;
+    struct ddp_coord_conn **pp = &c->conns;
     while (*pp && *pp != k)
         pp = &(*pp)->next;
     if (*pp)
@@ -136,8 +90,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     uv_close(h, on_conn_closed);
 }
 
-/* Close k; with flush, what was written is sent first. */
-static void conn_close(struct conn *k, bool flush)
+void ddp_coord_conn_close(struct ddp_coord_conn *k, bool flush)
 {
     if (k->closing)
         return;
@@ -162,12 +115,11 @@ static void on_write(uv_write_t *req, int status)
     free(w);
 }
 
-/* Send text on k, MACed once the connection is authenticated. */
-static void conn_send(struct conn *k, const char *text)
+void ddp_coord_conn_send(struct ddp_coord_conn *k, const char *text)
 {
     if (k->closing || !k->connected)
         return;
-    bool mac = k->state == ST_AUTHED;
+    bool mac = k->state == DDP_COORD_AUTHED;
     size_t cap = 4 + DDP_FRAME_MAX_BODY;
     uint8_t *buf = ddp_xmalloc(cap);
     size_t n = ddp_frame_seal(mac ? k->key : NULL, k->c->server ? 'S' : 'C', k->seq_out, text, buf, cap);
@@ -185,7 +137,7 @@ static void conn_send(struct conn *k, const char *text)
     }
 }
 
-static void emit(struct ddp_coord *c, struct ddp_coord_event *ev)
+void ddp_coord_emit(struct ddp_coord *c, struct ddp_coord_event *ev)
 {
     if (c->closing || c->dead)
         return;
@@ -198,29 +150,28 @@ static void emit(struct ddp_coord *c, struct ddp_coord_event *ev)
     c->cb(c, ev, c->data);
 }
 
-static struct conn *node_conn(const struct ddp_coord *c, int node)
+struct ddp_coord_conn *ddp_coord_node_conn(const struct ddp_coord *c, int node)
 {
     if (c->by_node) /* server: O(1), so that joining stays linear in the node count */
         return node >= 0 && node < c->cfg.nnodes ? c->by_node[node] : NULL;
-    for (struct conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state == ST_AUTHED && k->node == node)
+    for (struct ddp_coord_conn *k = c->conns; k; k = k->next)
+        if (!k->closing && k->state == DDP_COORD_AUTHED && k->node == node)
             return k;
     return NULL;
 }
 
-/* The peer left or broke the protocol: close, and tell the caller when it matters. */
-static void conn_lost(struct conn *k, const char *why)
+void ddp_coord_conn_lost(struct ddp_coord_conn *k, const char *why)
 {
     struct ddp_coord *c = k->c;
-    bool authed = k->state == ST_AUTHED;
+    bool authed = k->state == DDP_COORD_AUTHED;
     int node = k->node;
-    conn_close(k, false);
+    ddp_coord_conn_close(k, false);
     if (c->closing || c->dead)
         return;
     if (c->server) {
         if (authed) {
             struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = node, .reason = why};
-            emit(c, &ev);
+            ddp_coord_emit(c, &ev);
         } else {
             ddp_debug("coord: connection from %s ended before it joined: %s", k->peer, why);
         }
@@ -230,162 +181,51 @@ static void conn_lost(struct conn *k, const char *why)
         char msg[400];
         snprintf(msg, sizeof msg, "lost node 0 at %s:%d: %s", c->addr, c->cfg.port, why);
         struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = 0, .reason = msg};
-        emit(c, &ev);
+        ddp_coord_emit(c, &ev);
         return;
     }
     /* Not joined yet: try again until the join deadline. */
     snprintf(c->last_error, sizeof c->last_error, "%s", why);
-    c->next_retry_ms = ddp_now_ms() + RETRY_MS;
-}
-
-static void client_refused(struct conn *k, const char *why)
-{
-    struct ddp_coord *c = k->c;
-    conn_close(k, false);
-    char msg[400];
-    snprintf(msg, sizeof msg, "node 0 at %s:%d refused this node: %s", c->addr, c->cfg.port, why);
-    struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = 0, .reason = msg};
-    emit(c, &ev);
-}
-
-static void server_deny(struct conn *k, const char *why)
-{
-    char msg[300];
-    snprintf(msg, sizeof msg, "DDPC2 DENIED %s", why[0] ? why : "refused");
-    peer_warn(k->c, "refused a node from %s: %s", k->peer, why);
-    conn_send(k, msg);
-    conn_close(k, true);
-}
-
-/* A free node rank for a node joining without one: the lowest not joined now, or -1 when the job is full. */
-static int free_rank(const struct ddp_coord *c)
-{
-    for (int n = 1; n < c->cfg.nnodes; n++)
-        if (!node_conn(c, n))
-            return n;
-    return -1;
-}
-
-static void on_handshake(struct conn *k, const struct ddp_frame_msg *m)
-{
-    struct ddp_coord *c = k->c;
-    char tail[160], want[65], msg[200];
-    switch (k->state) {
-    case ST_HELLO_WAIT: { /* node */
-        if (m->kind != DDP_FRAME_HELLO)
-            return conn_lost(k, "not a ddplaunch coordinator (bad greeting)");
-        memcpy(k->snonce, m->nonce, sizeof k->snonce);
-        uint8_t raw[DDP_FRAME_NONCE_HEX / 2];
-        ddp_crypto_random(raw, sizeof raw);
-        ddp_crypto_hex(raw, sizeof raw, k->cnonce);
-        snprintf(tail, sizeof tail, "%d\n%d\n%s", c->cfg.node_rank, c->cfg.nproc, c->host);
-        ddp_frame_handshake_mac(c->secret, "join", c->job, k->snonce, k->cnonce, tail, want);
-        snprintf(msg, sizeof msg, "DDPC2 JOIN %d %d %s %s %s", c->cfg.node_rank, c->cfg.nproc, c->host, k->cnonce,
-                 want);
-        conn_send(k, msg);
-        k->state = ST_WELCOME_WAIT;
-        return;
-    }
-    case ST_WELCOME_WAIT: { /* node */
-        if (m->kind == DDP_FRAME_DENIED)
-            return client_refused(k, m->text);
-        bool ok = m->kind == DDP_FRAME_WELCOME &&
-                  (c->cfg.node_rank == DDP_COORD_ANY_RANK || m->node == c->cfg.node_rank) && m->node < c->cfg.nnodes;
-        if (ok) {
-            snprintf(tail, sizeof tail, "%d", m->node);
-            ddp_frame_handshake_mac(c->secret, "welcome", c->job, k->snonce, k->cnonce, tail, want);
-            ok = ddp_crypto_equal(want, m->mac, 64);
-        }
-        if (!ok)
-            return client_refused(k, "its answer failed authentication (is the job secret the same on every "
-                                     "node?)");
-        ddp_frame_session_key(c->secret, c->job, k->snonce, k->cnonce, k->key);
-        k->state = ST_AUTHED;
-        k->node = 0;
-        struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = m->node};
-        emit(c, &ev);
-        return;
-    }
-    case ST_JOIN_WAIT: { /* server */
-        if (m->kind != DDP_FRAME_JOIN)
-            return conn_lost(k, "bad join message");
-        memcpy(k->cnonce, m->nonce, sizeof k->cnonce);
-        snprintf(tail, sizeof tail, "%d\n%d\n%s", m->node, m->nproc, m->host);
-        ddp_frame_handshake_mac(c->secret, "join", c->job, k->snonce, k->cnonce, tail, want);
-        if (!ddp_crypto_equal(want, m->mac, 64))
-            return server_deny(k, "authentication failed (is the job secret the same on every node, and the "
-                                  "rendezvous id and command?)");
-        int node = m->node;
-        char why[100];
-        if (node == DDP_COORD_ANY_RANK) {
-            node = free_rank(c);
-            if (node < 0) {
-                snprintf(why, sizeof why, "the job is full (%d nodes)", c->cfg.nnodes);
-                return server_deny(k, why);
-            }
-        } else if (node < 1 || node >= c->cfg.nnodes) {
-            snprintf(why, sizeof why, "node rank %d is not in 1..%d", node, c->cfg.nnodes - 1);
-            return server_deny(k, why);
-        } else if (node_conn(c, node)) {
-            snprintf(why, sizeof why, "node %d has already joined", node);
-            return server_deny(k, why);
-        }
-        k->node = node;
-        c->by_node[node] = k;
-        snprintf(tail, sizeof tail, "%d", node);
-        ddp_frame_handshake_mac(c->secret, "welcome", c->job, k->snonce, k->cnonce, tail, want);
-        snprintf(msg, sizeof msg, "DDPC2 WELCOME %d %s", node, want);
-        conn_send(k, msg);
-        ddp_frame_session_key(c->secret, c->job, k->snonce, k->cnonce, k->key);
-        k->state = ST_AUTHED;
-        struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = node, .nproc = m->nproc, .host = m->host};
-        emit(c, &ev);
-        return;
-    }
-    case ST_AUTHED:
-        break;
-    }
+    c->next_retry_ms = ddp_now_ms() + DDP_COORD_RETRY_MS;
 }
 
 /* One frame body from k. */
-static void on_frame(struct conn *k, const uint8_t *body, size_t len)
+static void on_frame(struct ddp_coord_conn *k, const uint8_t *body, size_t len)
 {
     struct ddp_coord *c = k->c;
     char text[DDP_FRAME_MAX_BODY + 1];
-    bool authed = k->state == ST_AUTHED;
+    bool authed = k->state == DDP_COORD_AUTHED;
     struct ddp_frame_msg m;
     if (ddp_frame_open(authed ? k->key : NULL, c->server ? 'C' : 'S', k->seq_in, body, len, text, sizeof text) < 0) {
         if (authed)
             ddp_warn("coord: bad message authentication from %s (node %d): connection closed", k->peer, k->node);
         else if (c->server)
-            peer_warn(c, "a connection from %s sent a malformed handshake: closed", k->peer);
-        return conn_lost(k, authed ? "a message failed authentication" : "malformed handshake");
+            ddp_coord_peer_warn(c, "a connection from %s sent a malformed handshake: closed", k->peer);
+        return ddp_coord_conn_lost(k, authed ? "a message failed authentication" : "malformed handshake");
     }
     if (authed)
         k->seq_in++;
     if (ddp_frame_parse(text, !authed, &m) < 0) {
         if (!authed && c->server)
-            peer_warn(c, "a connection from %s sent a malformed handshake: closed", k->peer);
-        return conn_lost(k, authed                      ? "unknown message"
-                            : k->state == ST_HELLO_WAIT ? "not a ddplaunch coordinator (bad greeting)"
-                                                        : "malformed handshake");
+            ddp_coord_peer_warn(c, "a connection from %s sent a malformed handshake: closed", k->peer);
+        return ddp_coord_conn_lost(k, authed                             ? "unknown message"
+                                      : k->state == DDP_COORD_HELLO_WAIT ? "not a ddplaunch coordinator (bad greeting)"
+                                                                         : "malformed handshake");
     }
-    k->last_seen_ms = ddp_now_ms();
+    ddp_coord_live_heard(k, authed ? &m : NULL); /* answers a PING at once */
     if (!authed)
-        return on_handshake(k, &m);
+        return ddp_coord_join_handshake(k, &m);
+    if (m.kind == DDP_FRAME_PING || m.kind == DDP_FRAME_PONG)
+        return;
 
     struct ddp_coord_event ev = {.node = k->node, .attempt = m.attempt, .status = m.status, .reason = m.text};
     if (c->server) {
-        if (m.kind == DDP_FRAME_PONG)
-            return;
         if (m.kind == DDP_FRAME_REPORT) {
             ev.kind = DDP_COORD_REPORT;
-            return emit(c, &ev);
+            return ddp_coord_emit(c, &ev);
         }
     } else {
         switch (m.kind) {
-        case DDP_FRAME_PING:
-            return conn_send(k, "PONG");
         case DDP_FRAME_START:
             ev.kind = DDP_COORD_START;
             ev.world_size = m.world_size;
@@ -394,25 +234,25 @@ static void on_frame(struct conn *k, const uint8_t *body, size_t len)
             ev.nproc = m.nproc;
             ev.rank_base = m.rank_base;
             ev.group_rank = m.group_rank;
-            return emit(c, &ev);
+            return ddp_coord_emit(c, &ev);
         case DDP_FRAME_STOP:
             ev.kind = DDP_COORD_STOP;
-            return emit(c, &ev);
+            return ddp_coord_emit(c, &ev);
         case DDP_FRAME_EXIT:
             ev.kind = DDP_COORD_EXIT;
-            emit(c, &ev);
-            return conn_close(k, false);
+            ddp_coord_emit(c, &ev);
+            return ddp_coord_conn_close(k, false);
         default:
             break;
         }
     }
-    conn_lost(k, "unknown message");
+    ddp_coord_conn_lost(k, "unknown message");
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
-    struct conn *k = h->data;
+    struct ddp_coord_conn *k = h->data;
     size_t want = 4 + DDP_FRAME_MAX_BODY;
     if (k->incap - k->inlen < want) {
         k->incap = k->inlen + want;
@@ -424,11 +264,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
-    struct conn *k = s->data;
+    struct ddp_coord_conn *k = s->data;
     if (nread < 0) {
         char why[200];
         snprintf(why, sizeof why, "%s", nread == UV_EOF ? "connection closed" : uv_strerror((int)nread));
-        conn_lost(k, why);
+        ddp_coord_conn_lost(k, why);
         return;
     }
     k->inlen += (size_t)nread;
@@ -439,9 +279,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         if (used == 0)
             break;
         if (used < 0) {
-            if (k->state != ST_AUTHED && k->c->server)
-                peer_warn(k->c, "a connection from %s sent an oversized frame: closed", k->peer);
-            conn_lost(k, "oversized frame");
+            if (k->state != DDP_COORD_AUTHED && k->c->server)
+                ddp_coord_peer_warn(k->c, "a connection from %s sent an oversized frame: closed", k->peer);
+            ddp_coord_conn_lost(k, "oversized frame");
             return;
         }
         on_frame(k, k->in + off + 4, blen);
@@ -453,9 +293,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     k->inlen -= off;
 }
 
-static struct conn *conn_new(struct ddp_coord *c)
+static struct ddp_coord_conn *conn_new(struct ddp_coord *c)
 {
-    struct conn *k = ddp_xcalloc(1, sizeof *k);
+    struct ddp_coord_conn *k = ddp_xcalloc(1, sizeof *k);
     k->c = c;
     k->node = -1;
     k->opened_ms = k->last_seen_ms = ddp_now_ms();
@@ -467,7 +307,7 @@ static struct conn *conn_new(struct ddp_coord *c)
     return k;
 }
 
-static void peer_name(struct conn *k)
+static void peer_name(struct ddp_coord_conn *k)
 {
     struct sockaddr_storage ss;
     int len = sizeof ss;
@@ -488,162 +328,55 @@ static void peer_name(struct conn *k)
     snprintf(k->peer, sizeof k->peer, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, port);
 }
 
-/* Make room for one more connection in its handshake from source: past the per-source cap the source's oldest
- * goes; past the total cap the oldest of the source holding the most goes. A newcomer is never refused, so that
- * idle connections cannot keep a real node out; the real node's handshake takes one round trip. */
-static void make_room(struct ddp_coord *c, const char *source)
-{
-    int total = 0, mine = 0;
-    struct conn *my_oldest = NULL;
-    for (struct conn *k = c->conns; k; k = k->next) {
-        if (k->closing || k->state == ST_AUTHED)
-            continue;
-        total++;
-        if (strcmp(k->source, source) == 0) {
-            mine++;
-            if (!my_oldest || k->opened_ms <= my_oldest->opened_ms)
-                my_oldest = k;
-        }
-    }
-    struct conn *victim = NULL;
-    if (mine >= MAX_PER_SOURCE) {
-        victim = my_oldest;
-    } else if (total >= MAX_PENDING) {
-        int most = 0;
-        for (struct conn *k = c->conns; k; k = k->next) {
-            if (k->closing || k->state == ST_AUTHED)
-                continue;
-            int n = 0;
-            for (struct conn *j = c->conns; j; j = j->next)
-                n += !j->closing && j->state != ST_AUTHED && strcmp(j->source, k->source) == 0;
-            if (n > most || (n == most && victim && k->opened_ms < victim->opened_ms)) {
-                most = n;
-                victim = k;
-            }
-        }
-    }
-    if (victim) {
-        peer_warn(c,
-                  "too many connections in their handshake (%d from %s, %d in all): closing the oldest, "
-                  "from %s",
-                  mine, source, total, victim->peer);
-        conn_close(victim, false);
-    }
-}
-
 static void on_connection(uv_stream_t *server, int status)
 {
     struct ddp_coord *c = server->data;
     if (status < 0 || c->closing)
         return;
-    struct conn *k = conn_new(c);
+    struct ddp_coord_conn *k = conn_new(c);
     if (uv_accept(server, (uv_stream_t *)&k->tcp) != 0) {
-        conn_close(k, false);
+        ddp_coord_conn_close(k, false);
         return;
     }
     k->connected = true;
     peer_name(k);
-    make_room(c, k->source);
+    ddp_coord_join_make_room(c, k->source);
     uv_tcp_nodelay(&k->tcp, 1);
-    k->state = ST_JOIN_WAIT;
+    k->state = DDP_COORD_JOIN_WAIT;
     uint8_t raw[DDP_FRAME_NONCE_HEX / 2];
     ddp_crypto_random(raw, sizeof raw);
     ddp_crypto_hex(raw, sizeof raw, k->snonce);
     char msg[64];
     snprintf(msg, sizeof msg, "DDPC2 HELLO %s", k->snonce);
-    conn_send(k, msg);
+    ddp_coord_conn_send(k, msg);
     uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
 }
 
 static void on_connect(uv_connect_t *req, int status)
 {
-    struct conn *k = req->data;
+    struct ddp_coord_conn *k = req->data;
     if (k->closing)
         return;
     if (status < 0) {
-        conn_lost(k, uv_strerror(status));
+        ddp_coord_conn_lost(k, uv_strerror(status));
         return;
     }
     k->connected = true;
     peer_name(k);
     uv_tcp_nodelay(&k->tcp, 1);
-    k->state = ST_HELLO_WAIT;
+    k->state = DDP_COORD_HELLO_WAIT;
     k->last_seen_ms = ddp_now_ms();
     uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
 }
 
-static void client_connect(struct ddp_coord *c)
+void ddp_coord_client_connect(struct ddp_coord *c)
 {
-    struct conn *k = conn_new(c);
-    k->state = ST_HELLO_WAIT;
+    struct ddp_coord_conn *k = conn_new(c);
+    k->state = DDP_COORD_HELLO_WAIT;
     k->connect_req.data = k;
     int rc = uv_tcp_connect(&k->connect_req, &k->tcp, (struct sockaddr *)&c->target, on_connect);
     if (rc < 0)
-        conn_lost(k, uv_strerror(rc));
-}
-
-static void server_tick(struct ddp_coord *c, long long now)
-{
-    for (struct conn *k = c->conns, *next; k; k = next) {
-        next = k->next;
-        if (k->closing)
-            continue;
-        if (k->state != ST_AUTHED) {
-            if (now - k->opened_ms > c->cfg.handshake_ms) {
-                peer_warn(c, "a connection from %s did not finish its handshake within %lld ms: closed", k->peer,
-                          c->cfg.handshake_ms);
-                conn_close(k, false);
-            }
-            continue;
-        }
-        if (now - k->last_seen_ms > c->cfg.lost_after_ms) {
-            char why[100];
-            snprintf(why, sizeof why, "silent for %lld ms", now - k->last_seen_ms);
-            conn_lost(k, why); /* may run the callback, which may close c */
-            if (c->closing)
-                return;
-            next = c->conns; /* the list may have changed; closing entries are skipped */
-            continue;
-        }
-        conn_send(k, "PING");
-    }
-}
-
-static void on_timer(uv_timer_t *t)
-{
-    struct ddp_coord *c = t->data;
-    long long now = ddp_now_ms();
-    if (c->closing)
-        return;
-    if (c->server)
-        return server_tick(c, now);
-    if (c->dead)
-        return;
-    struct conn *live = NULL;
-    for (struct conn *k = c->conns; k; k = k->next)
-        if (!k->closing)
-            live = k;
-    if (live && (live->state == ST_AUTHED || now < c->join_deadline_ms)) {
-        long long limit = live->state == ST_AUTHED ? c->cfg.lost_after_ms : c->cfg.handshake_ms;
-        if (now - live->last_seen_ms > limit) {
-            char why[100];
-            snprintf(why, sizeof why, "silent for %lld ms", now - live->last_seen_ms);
-            conn_lost(live, why);
-        }
-        return;
-    }
-    if (live) /* still connecting or in its handshake at the join deadline */
-        conn_close(live, false);
-    if (now >= c->join_deadline_ms) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "could not join node 0 at %s:%d within %lld ms: %s", c->addr, c->cfg.port,
-                 c->cfg.join_timeout_ms, c->last_error[0] ? c->last_error : "no answer");
-        struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = 0, .reason = msg};
-        emit(c, &ev);
-        return;
-    }
-    if (now >= c->next_retry_ms)
-        client_connect(c);
+        ddp_coord_conn_lost(k, uv_strerror(rc));
 }
 
 static int resolve(const char *host, int port, bool passive, struct sockaddr_storage *out, socklen_t *outlen,
@@ -708,7 +441,7 @@ int ddp_coord_listen(const char *addr, int port, int *fd, struct ddp_err *err)
 static void raise_fd_limit(int nnodes)
 {
     struct rlimit rl;
-    rlim_t want = (rlim_t)nnodes + MAX_PENDING + 256;
+    rlim_t want = (rlim_t)2 * (rlim_t)nnodes + DDP_COORD_MAX_PENDING + 256;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
         return;
     rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
@@ -759,10 +492,11 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
     c->cfg.host = c->host;
     if (c->cfg.nproc <= 0)
         c->cfg.nproc = 1;
-    if (c->cfg.heartbeat_ms <= 0)
-        c->cfg.heartbeat_ms = 1000;
     if (c->cfg.lost_after_ms <= 0)
-        c->cfg.lost_after_ms = 5000;
+        c->cfg.lost_after_ms = DDP_COORD_LOST_AFTER_MS;
+    if (c->cfg.heartbeat_ms <= 0) /* torchrun's keep-alive: every 5 s, three missed = lost */
+        c->cfg.heartbeat_ms =
+            c->cfg.lost_after_ms / 3 < DDP_COORD_HEARTBEAT_MS ? c->cfg.lost_after_ms / 3 : DDP_COORD_HEARTBEAT_MS;
     if (c->cfg.join_timeout_ms <= 0)
         c->cfg.join_timeout_ms = 600000;
     if (c->cfg.handshake_ms <= 0)
@@ -795,8 +529,10 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
         uv_tcp_getsockname(&c->listener, (struct sockaddr *)&ss, &len);
         c->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                  : ((struct sockaddr_in *)&ss)->sin_port);
-        long long tick = c->cfg.heartbeat_ms < c->cfg.handshake_ms ? c->cfg.heartbeat_ms : c->cfg.handshake_ms;
-        uv_timer_start(&c->timer, on_timer, (uint64_t)tick, (uint64_t)tick);
+        c->tick_ms = c->cfg.heartbeat_ms < c->cfg.handshake_ms ? c->cfg.heartbeat_ms : c->cfg.handshake_ms;
+        if (c->tick_ms > 250)
+            c->tick_ms = 250;
+        uv_timer_start(&c->timer, ddp_coord_live_tick, (uint64_t)c->tick_ms, (uint64_t)c->tick_ms);
     } else {
         socklen_t len;
         rc = resolve(c->addr, cfg->port, false, &c->target, &len, NULL, err);
@@ -807,9 +543,9 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
         }
         c->port = cfg->port;
         c->join_deadline_ms = ddp_now_ms() + c->cfg.join_timeout_ms;
-        long long tick = c->cfg.heartbeat_ms < 100 ? c->cfg.heartbeat_ms : 100;
-        uv_timer_start(&c->timer, on_timer, (uint64_t)tick, (uint64_t)tick);
-        client_connect(c);
+        c->tick_ms = c->cfg.heartbeat_ms < 100 ? c->cfg.heartbeat_ms : 100;
+        uv_timer_start(&c->timer, ddp_coord_live_tick, (uint64_t)c->tick_ms, (uint64_t)c->tick_ms);
+        ddp_coord_client_connect(c);
     }
     *out = c;
     return 0;
@@ -823,8 +559,8 @@ int ddp_coord_port(const struct ddp_coord *c)
 int ddp_coord_joined(const struct ddp_coord *c)
 {
     int n = 0;
-    for (const struct conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state == ST_AUTHED)
+    for (const struct ddp_coord_conn *k = c->conns; k; k = k->next)
+        if (!k->closing && k->state == DDP_COORD_AUTHED)
             n++;
     return n;
 }
@@ -832,8 +568,8 @@ int ddp_coord_joined(const struct ddp_coord *c)
 int ddp_coord_pending(const struct ddp_coord *c)
 {
     int n = 0;
-    for (const struct conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state != ST_AUTHED)
+    for (const struct ddp_coord_conn *k = c->conns; k; k = k->next)
+        if (!k->closing && k->state != DDP_COORD_AUTHED)
             n++;
     return n;
 }
@@ -844,8 +580,8 @@ int ddp_coord_send_start(struct ddp_coord *c, int attempt, int world_size, int g
     if (!c->server)
         return -EINVAL;
     int sent = 0;
-    for (struct conn *k = c->conns; k; k = k->next) {
-        if (k->closing || k->state != ST_AUTHED || k->node >= c->cfg.nnodes)
+    for (struct ddp_coord_conn *k = c->conns; k; k = k->next) {
+        if (k->closing || k->state != DDP_COORD_AUTHED || k->node >= c->cfg.nnodes)
             continue;
         const struct ddp_layout_assign *a = &assign[k->node];
         if (a->nproc <= 0)
@@ -853,7 +589,7 @@ int ddp_coord_send_start(struct ddp_coord *c, int attempt, int world_size, int g
         char msg[160];
         snprintf(msg, sizeof msg, "START %d %d %d %d %d %d %d", attempt, world_size, group_world_size, master_port,
                  a->nproc, a->rank_base, a->group_rank);
-        conn_send(k, msg);
+        ddp_coord_conn_send(k, msg);
         sent++;
     }
     return sent;
@@ -871,9 +607,9 @@ static void clean(char *dst, size_t cap, const char *src)
 static int broadcast(struct ddp_coord *c, const char *msg)
 {
     int sent = 0;
-    for (struct conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state == ST_AUTHED) {
-            conn_send(k, msg);
+    for (struct ddp_coord_conn *k = c->conns; k; k = k->next)
+        if (!k->closing && k->state == DDP_COORD_AUTHED) {
+            ddp_coord_conn_send(k, msg);
             sent++;
         }
     return sent;
@@ -902,15 +638,15 @@ int ddp_coord_report(struct ddp_coord *c, int attempt, int status, const char *r
 {
     if (c->server)
         return -EINVAL;
-    for (struct conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state == ST_AUTHED) {
+    for (struct ddp_coord_conn *k = c->conns; k; k = k->next)
+        if (!k->closing && k->state == DDP_COORD_AUTHED) {
             char why[1024], msg[1100];
             clean(why, sizeof why, reason);
             if (why[0])
                 snprintf(msg, sizeof msg, "REPORT %d %d %s", attempt, status, why);
             else
                 snprintf(msg, sizeof msg, "REPORT %d %d", attempt, status);
-            conn_send(k, msg);
+            ddp_coord_conn_send(k, msg);
             return 0;
         }
     return -ENOTCONN;
@@ -923,8 +659,8 @@ void ddp_coord_close(struct ddp_coord *c, void (*done)(void *data), void *data)
     c->closing = true;
     c->done = done;
     c->done_data = data;
-    for (struct conn *k = c->conns; k; k = k->next)
-        conn_close(k, true);
+    for (struct ddp_coord_conn *k = c->conns; k; k = k->next)
+        ddp_coord_conn_close(k, true);
     uv_timer_stop(&c->timer);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
     if (c->server)

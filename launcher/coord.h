@@ -2,7 +2,8 @@
  * (node 0: the one on the rendezvous endpoint's host, or node rank 0 of a static rendezvous); every other agent
  * joins it, with a node rank of its own or one handed out at join, and says how many workers it runs and on
  * which host. Node 0 sends "start attempt N with world size W on port P", "stop", "exit"; nodes report how their
- * attempt ended; a node whose agent dies or goes silent is reported lost within lost_after_ms.
+ * attempt ended; a node whose agent dies is reported lost at once (EOF), one that does not answer a heartbeat
+ * within lost_after_ms of the time it had is reported lost then (coord_live.c: a busy peer is not a lost one).
  * The wire format and its MACs are frame.h's; the primitives crypto.h's (libsodium). Against peers without the
  * secret, the server bounds what they can hold: a handshake deadline, a cap on pending connections per source
  * address and in all (the oldest is evicted for a newcomer), and rate-limited warnings.
@@ -22,6 +23,9 @@
 struct ddp_coord;
 
 #define DDP_COORD_ANY_RANK (-1) /* joining without a node rank: node 0 hands one out */
+/* torchrun's keep-alive defaults (c10d rendezvous: keep_alive_interval 5 s, keep_alive_max_attempt 3) */
+#define DDP_COORD_HEARTBEAT_MS 5000
+#define DDP_COORD_LOST_AFTER_MS 15000
 
 enum ddp_coord_event_kind {
     DDP_COORD_JOINED, /* node 0: node ev->node (ev->nproc workers on ev->host) authenticated and joined.
@@ -67,8 +71,10 @@ struct ddp_coord_config {
                                   rendezvous id or command) cannot join. NULL = "" */
     int nproc;                 /* others: this node's worker count, sent when joining (0 = 1) */
     const char *host;          /* others: this node's host name, sent when joining (NULL = "?") */
-    long long heartbeat_ms;    /* node 0 pings every node this often; 0 = 1000 */
-    long long lost_after_ms;   /* a peer silent this long is lost; 0 = 5000 */
+    long long heartbeat_ms;    /* a side that heard nothing from its peer this long sends PING; 0 = lost_after_ms / 3,
+                                  at most DDP_COORD_HEARTBEAT_MS */
+    long long lost_after_ms;   /* a peer that had this long to answer a PING and did not is lost (time counted only
+                                  while our own loop ran); 0 = DDP_COORD_LOST_AFTER_MS */
     long long join_timeout_ms; /* other nodes: keep trying to reach node 0 this long; 0 = 600000 */
     long long handshake_ms;    /* node 0: a connection must finish its handshake this fast; 0 = 5000 */
 };

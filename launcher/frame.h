@@ -14,7 +14,8 @@
  * text), truncated) and the text:
  *   server -> node: "PING", "START attempt world group_world port nproc rank_base group_rank", "STOP attempt why",
  *                   "EXIT status"
- *   node -> server: "PONG", "REPORT attempt status why" */
+ *   node -> server: "PONG", "REPORT attempt status why"
+ *   either way: "PING" (after a silence; answered "PONG" at once: coord_live.c) */
 #ifndef DDP_FRAME_H
 #define DDP_FRAME_H
 

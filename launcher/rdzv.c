@@ -39,7 +39,7 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struc
     memset(out, 0, sizeof *out);
     out->several = spec->nnodes.max > 1;
     out->source = "single node";
-    out->lost_after_ms = spec->lost_after_ms > 0 ? spec->lost_after_ms : 5000;
+    out->lost_after_ms = spec->lost_after_ms > 0 ? spec->lost_after_ms : 15000;
     const char *backend = spec->rdzv_backend && *spec->rdzv_backend ? spec->rdzv_backend : "static";
     bool c10d = strcmp(backend, "c10d") == 0 || strcmp(backend, "etcd") == 0 || strcmp(backend, "etcd-v2") == 0;
     if (!c10d && strcmp(backend, "static") != 0)

@@ -966,3 +966,36 @@ Test(coord, a_silent_connection_is_closed_at_the_handshake_deadline)
     world_run(&w);
     cr_expect_eq(pending_seen, 1, "the connection was not seen in its handshake");
 }
+
+/* Liveness: an agent whose own loop stalls (busy, descheduled) for far longer than lost_after_ms does not take
+ * its peer for lost afterwards (it only counts the time the peer had to answer), and a peer that answers
+ * heartbeats stays joined through several lost_after_ms of quiet. */
+static void stall_loop(uv_timer_t *t)
+{
+    usleep(1500 * 1000); /* node 0 and node 1 share this loop: both stall, 3.75 x lost_after_ms */
+    uv_close((uv_handle_t *)t, NULL);
+}
+
+static void quiet_joined(struct rec *r, const struct ddp_coord_event *ev)
+{
+    static uv_timer_t stall;
+    if (ev->kind != DDP_COORD_JOINED)
+        return;
+    uv_timer_init(&r->w->loop, &stall);
+    uv_timer_start(&stall, stall_loop, 50, 0);
+}
+
+Test(coord, a_stalled_agent_does_not_take_its_peer_for_lost)
+{
+    struct world w;
+    world_init(&w, 2, 3000); /* closes everything after 3 s: 1.5 s stalled, then 7 x heartbeat_ms of quiet */
+    int port = start_server(&w, 2);
+    w.node[0].on_event = quiet_joined;
+    start_node(&w, 0, config(1, 2, port));
+    world_run(&w);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1);
+    cr_expect_eq(count(&w.server, DDP_COORD_LOST), 0, "node 0 took node 1 for lost: %s",
+                 find(&w.server, DDP_COORD_LOST) ? find(&w.server, DDP_COORD_LOST)->reason : "");
+    cr_expect_eq(count(&w.node[0], DDP_COORD_LOST), 0, "node 1 took node 0 for lost: %s",
+                 find(&w.node[0], DDP_COORD_LOST) ? find(&w.node[0], DDP_COORD_LOST)->reason : "");
+}

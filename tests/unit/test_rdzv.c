@@ -57,7 +57,7 @@ Test(rdzv, decide)
     cr_expect(r.dynamic);
     cr_expect_str_eq(r.source, "c10d");
     cr_expect_eq(r.join_timeout_ms, 600000);
-    cr_expect_eq(r.lost_after_ms, 5000);
+    cr_expect_eq(r.lost_after_ms, 15000);
     set("job.rdzv_conf", "read_timeout=60,join_timeout=75");
     cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect_eq(r.join_timeout_ms, 75000);
