@@ -189,6 +189,37 @@ static void block_frame(const struct block *b, char out[DDP_HANG_FRAME])
              (int)f->func_len, f->func);
 }
 
+/* torch 2.x prefixes each line of an uncaught exception's traceback with "[rank3]: ": its length, or 0. */
+static size_t rank_prefix(const char *l, size_t n)
+{
+    size_t i = 6;
+    if (n < 8 || memcmp(l, "[rank", 5) != 0 || l[5] < '0' || l[5] > '9')
+        return 0;
+    while (i < n && l[i] >= '0' && l[i] <= '9')
+        i++;
+    if (n - i < 2 || l[i] != ']' || l[i + 1] != ':')
+        return 0;
+    i += 2;
+    return i < n && l[i] == ' ' ? i + 1 : i;
+}
+
+/* FNV-1a over the block's frames. */
+static unsigned long long block_hash(const struct block *b)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct frame *f = &b->f[i];
+        char line[24];
+        int k = snprintf(line, sizeof(line), ":%ld:", f->line);
+        const char *parts[] = {f->file, line, f->func};
+        size_t lens[] = {f->file_len, (size_t)k, f->func_len};
+        for (size_t p = 0; p < 3; p++)
+            for (size_t j = 0; j < lens[p]; j++)
+                h = (h ^ (unsigned char)parts[p][j]) * 1099511628211ULL;
+    }
+    return h;
+}
+
 void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *out)
 {
     struct block cur = {0}, best = {0};
@@ -200,6 +231,7 @@ void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *ou
     for (;;) {
         const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
         const char *le = nl ? nl : end;
+        p += rank_prefix(p, (size_t)(le - p));
         size_t n = (size_t)(le - p);
         struct frame f;
         bool header_fh = (n > 7 && memcmp(p, "Thread ", 7) == 0 && contains(p, n, "most recent call first")) ||
@@ -242,6 +274,7 @@ void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *ou
         out->nframes = (int)best.n;
         memcpy(out->op, best_op, sizeof(out->op));
         block_frame(&best, out->frame);
+        out->where = block_hash(&best);
     }
     free(best.f);
     free(cur.f);

@@ -51,6 +51,8 @@ struct ddp_hang_view {
     int nframes;                /* Python frames found (0: nothing usable) */
     char op[DDP_HANG_OP];       /* the collective it is inside ("all_reduce", "ddp:forward", "backward"), "" none */
     char frame[DDP_HANG_FRAME]; /* where it is: innermost frame of the program ("train.py:42 in load_batch") */
+    unsigned long long where;   /* a hash of the chosen thread's frames (files, lines, functions): two samples
+                                   with the same value stood at the same place */
 };
 
 /* Parse len bytes of text holding a faulthandler dump ("Current thread 0x... (most recent call first):",

@@ -338,3 +338,70 @@ Test(hang, no_stack_no_collective_and_everyone)
     ddp_hang_decide(NULL, 0, c, &v);
     cr_expect_eq(v.nculprits, 0);
 }
+
+/* torch 2.x prints an uncaught exception's traceback with "[rankN]: " before each line (the real
+ * tests/fixtures/logs/torch211-nccl-hang-rank0-h200.log): the stack is still read. */
+Test(hang, rank_prefixed_traceback_torch2)
+{
+    const char *src = getenv("DDP_SRCDIR");
+    char path[4200];
+    static char text[65536];
+    struct ddp_hang_view v;
+    snprintf(path, sizeof(path), "%s/tests/fixtures/logs/torch211-nccl-hang-rank0-h200.log", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    size_t len = fread(text, 1, sizeof(text), f);
+    fclose(f);
+    ddp_hang_parse_stack(text, len, &v);
+    cr_expect_str_eq(v.op, "all_reduce");
+    cr_expect_str_eq(v.frame, "train_ddp.py:116 in main");
+}
+
+/* gloo on torch 2.11 (the issue's measurement): every rank times out in its own collective and says only
+ * "Timed out waiting ...ms for recv operation"; the prefixed tracebacks say which collective: 3 ranks name the
+ * minority, 2 say mismatch. */
+static void gloo2_rank(int r, const char *op, char *text, size_t cap, struct ddp_hang_view *v,
+                       struct ddp_hang_timeout *t, struct ddp_hang_input *in)
+{
+    int len = snprintf(
+        text, cap,
+        "[rank%d]: Traceback (most recent call last):\n"
+        "[rank%d]:   File \"/w/hang_worker.py\", line %d, in <module>\n"
+        "[rank%d]:     dist.%s(x%s)\n"
+        "[rank%d]:   File \"/venv/lib/python3.12/site-packages/torch/distributed/c10d_logger.py\", line 83, in wrapper\n"
+        "[rank%d]:     return func(*args, **kwargs)\n"
+        "[rank%d]:            ^^^^^^^^^^^^^^^^^^^^^\n"
+        "[rank%d]:   File \"/venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py\", line %d, in %s\n"
+        "[rank%d]:     work.wait()\n"
+        "[rank%d]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
+        "waiting 15000ms for recv operation to complete\n",
+        r, r, op[0] == 'b' ? 37 : 39, r, op, op[0] == 'b' ? ", src=0" : "", r, r, r, r, op[0] == 'b' ? 2824 : 3068, op,
+        r, r);
+    *t = (struct ddp_hang_timeout){false, "", -1};
+    const char *last = strrchr(text, '[');
+    cr_assert(ddp_hang_parse_timeout(last, strlen(last), t));
+    ddp_hang_parse_stack(text, (size_t)len, v);
+    *in = (struct ddp_hang_input){r, v, true, true, 0, t};
+}
+
+Test(hang, gloo_torch2_mismatch_minority_and_pair)
+{
+    static char text[3][2048];
+    struct ddp_hang_view v[3];
+    struct ddp_hang_timeout t[3];
+    struct ddp_hang_input in[3];
+    struct ddp_hang_verdict verdict;
+    bool c[3];
+    for (int r = 0; r < 3; r++)
+        gloo2_rank(r, r == 1 ? "broadcast" : "all_reduce", text[r], sizeof(text[r]), &v[r], &t[r], &in[r]);
+    cr_expect_str_eq(v[1].op, "broadcast");
+    cr_expect_str_eq(v[1].frame, "hang_worker.py:37 in <module>");
+    ddp_hang_decide(in, 3, c, &verdict);
+    cr_expect(c[1] && !c[0] && !c[2], "%s", verdict.why);
+    cr_expect_eq(verdict.confidence, DDP_HANG_HIGH);
+    cr_expect_str_eq(verdict.op, "all_reduce");
+    ddp_hang_decide(in, 2, c, &verdict); /* ranks 0 and 1 only */
+    cr_expect(verdict.mismatch, "%s", verdict.why);
+    cr_expect(!c[0] && !c[1]);
+    cr_expect(strstr(verdict.why, "rank 1 in broadcast"), "%s", verdict.why);
+}
