@@ -17,13 +17,16 @@ int ddp_sample_signal(void)
     return SIGRTMIN + DDP_SAMPLE_SIGNAL_OFFSET;
 }
 
-/* Kept short: it runs at the start of every Python process of the job. The registration is once per process that
- * got DDPLAUNCH_STACKS_FILE (popped, so the program's own Python subprocesses do not register); the chained
- * import is what Python would have done without this directory on the path. */
+/* The Python the workers run first (kept short: it runs at the start of every Python process of the job). The
+ * registration is once per process that got DDPLAUNCH_STACKS_FILE (popped, so the program's own Python
+ * subprocesses do not register); the chained import is what Python would have done without this directory. */
 static const char sitecustomize[] =
-    "# Written by ddplaunch (ddplaunch(1), STACK SAMPLING): lets ddplaunch sample this rank's Python stacks while\n"
-    "# it runs (faulthandler on a real-time signal, into a file of the attempt's private directory, never the\n"
-    "# console), then runs the sitecustomize this one hides, if there is one further down sys.path.\n"
+    "# Written by ddplaunch (ddplaunch(1), LIVE HANG WATCH): lets ddplaunch sample this rank's Python stacks while it\n"
+    "# runs, into a file of the attempt's private directory (never the console), then runs the sitecustomize this one\n"
+    "# hides, if there is one further down sys.path. The signal is blocked in every thread; one idle thread of its own\n"
+    "# takes it with sigwait and writes every other thread's stack (faulthandler's format) holding the GIL, so that\n"
+    "# the signal never interrupts a system call of the program or of torch (a TCPStore connect fails on EINTR) and\n"
+    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n"
     "def _ddplaunch_register():\n"
     "    import os\n"
     "    path = os.environ.pop('DDPLAUNCH_STACKS_FILE', None)\n"
@@ -31,12 +34,34 @@ static const char sitecustomize[] =
     "    if not path or not sig:\n"
     "        return None\n"
     "    try:\n"
-    "        import faulthandler\n"
+    "        import signal, sys, threading\n"
+    "        sig = int(sig)\n"
     "        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)\n"
-    "        f = os.fdopen(fd, 'w')\n"
-    "        faulthandler.register(int(sig), file=f, all_threads=True, chain=False)\n"
-    "        os.write(fd, ('ddplaunch-stacks pid=%d signal=%d\\n' % (os.getpid(), int(sig))).encode())\n"
-    "        return f\n"
+    "        signal.pthread_sigmask(signal.SIG_BLOCK, {sig})\n"
+    "        main = threading.main_thread().ident\n"
+    "\n"
+    "        def _ddplaunch_wait():\n"
+    "            me = threading.get_ident()\n"
+    "            while True:\n"
+    "                signal.sigwait({sig})\n"
+    "                out = []\n"
+    "                for ident, frame in sys._current_frames().items():\n"
+    "                    if ident == me:\n"
+    "                        continue\n"
+    "                    out.append('%s 0x%016x (most recent call first):\\n'\n"
+    "                               % ('Current thread' if ident == main else 'Thread', ident))\n"
+    "                    depth = 0\n"
+    "                    while frame is not None and depth < 100:\n"
+    "                        out.append('  File \"%s\", line %s in %s\\n'\n"
+    "                                   % (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name))\n"
+    "                        frame = frame.f_back\n"
+    "                        depth += 1\n"
+    "                    out.append('\\n')\n"
+    "                os.write(fd, ''.join(out).encode('utf-8', 'backslashreplace'))\n"
+    "\n"
+    "        threading.Thread(target=_ddplaunch_wait, name='ddplaunch-stacks', daemon=True).start()\n"
+    "        os.write(fd, ('ddplaunch-stacks pid=%d signal=%d\\n' % (os.getpid(), sig)).encode())\n"
+    "        return fd\n"
     "    except Exception:\n"
     "        return None\n"
     "\n"
@@ -63,7 +88,7 @@ const char *ddp_sample_sitecustomize(void)
 
 int ddp_sample_install(const char *dir, char **pydir_out, struct ddp_err *err)
 {
-    char *pydir = ddp_xasprintf("%s/python", dir);
+    char *pydir = ddp_xasprintf("%s/" DDP_SAMPLE_PYDIR, dir);
     int dfd = -1, rc = ddp_rundir_make_private(pydir, &dfd, err);
     if (rc < 0) {
         free(pydir);

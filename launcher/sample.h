@@ -1,7 +1,8 @@
 /* sample: every thread's Python stack of a running rank, without stopping it. A launcher-provided
- * sitecustomize.py (ddp_sample_install) registers Python's faulthandler on DDP_SAMPLE_SIGNAL in each worker that
- * gets DDPLAUNCH_STACKS_FILE, writing into that per-rank file of the attempt's directory and announcing its pid
- * there; ddp_sample_poke signals a rank that announced itself, ddp_sample_take reads what it wrote since.
+ * sitecustomize.py (ddp_sample_install) blocks DDP_SAMPLE_SIGNAL in each worker that gets DDPLAUNCH_STACKS_FILE
+ * and starts one idle thread that takes it with sigwait and writes every other thread's stack (faulthandler's
+ * format) into that per-rank file of the attempt's directory, announcing its pid there first; ddp_sample_poke
+ * signals a rank that announced itself, ddp_sample_take reads what it wrote since.
  * It decides nothing about hangs (suspect.h, hang.h) and never signals a process that did not register. */
 #ifndef DDP_SAMPLE_H
 #define DDP_SAMPLE_H
@@ -12,6 +13,7 @@
 
 #include "util.h"
 
+#define DDP_SAMPLE_PYDIR "python"  /* the sitecustomize's directory in the run directory */
 #define DDP_SAMPLE_SIGNAL_OFFSET 3 /* the signal is SIGRTMIN + 3 (glibc: 37); never SIGUSR1/2 (the job's) */
 
 /* The signal number the sitecustomize registers and ddp_sample_poke sends. */
