@@ -203,6 +203,15 @@ static size_t rank_prefix(const char *l, size_t n)
     return i < n && l[i] == ' ' ? i + 1 : i;
 }
 
+/* The idle thread of ddplaunch's sitecustomize that takes the sampling signal (sample.c): never the answer. */
+static bool sampler_thread(const struct block *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->f[i].func_len == 15 && memcmp(b->f[i].func, "_ddplaunch_wait", 15) == 0)
+            return true;
+    return false;
+}
+
 /* FNV-1a over the block's frames. */
 static unsigned long long block_hash(const struct block *b)
 {
@@ -243,7 +252,7 @@ void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *ou
          * got SIGABRT while printing it) or by the end of the text says nothing reliable */
         bool fatal = n >= 18 && memcmp(p, "Fatal Python error", 18) == 0;
         bool cut = !innermost_first && (p >= end || header_fh || header_tb || fatal);
-        if (ends && in_block && cur.n > 0 && !cut) {
+        if (ends && in_block && cur.n > 0 && !cut && !sampler_thread(&cur)) {
             char op[DDP_HANG_OP];
             block_op(&cur, op);
             int rank = op[0] ? 3 : cur.current ? 2 : 1;

@@ -19,6 +19,7 @@
 #include "port.h"
 #include "rdzv.h"
 #include "rundir.h"
+#include "sample.h"
 #include "token.h"
 #include "topo.h"
 
@@ -590,6 +591,14 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
         ddp_warn("no runtime directory, so no heartbeat files: %s", e.msg);
     }
     l->ctx.run_dir = l->run_dir;
+    if (l->spec.timeout_sample && l->run_dir) { /* live stack sampling: the sitecustomize the workers load */
+        char *pydir = NULL;
+        if (ddp_sample_install(l->run_dir, &pydir, &e) < 0) {
+            ddp_warn("no live stack sampling: %s", e.msg);
+            l->spec.timeout_sample = false;
+        }
+        free(pydir);
+    }
     if (l->spec.timer_file && l->run_dir) {
         l->timer_path = ddp_xasprintf("%s/timer", l->run_dir); /* the FIFO torch's FileTimerClient writes to */
         l->ctx.timer_file = l->timer_path;

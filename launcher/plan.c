@@ -10,6 +10,7 @@
 
 #include "logdir.h"
 #include "place.h"
+#include "sample.h"
 #include "topo.h"
 
 void ddp_attempt_free(struct ddp_attempt *a)
@@ -25,6 +26,7 @@ void ddp_attempt_free(struct ddp_attempt *a)
         free(w->log_dir);
         free(w->prefix[0]);
         free(w->prefix[1]);
+        free(w->stacks_file);
     }
     free(a->workers);
     free(a->run_id);
@@ -415,6 +417,27 @@ static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s)
     }
 }
 
+/* Live stack sampling ([timeout] sample, progress.c): the directory holding ddplaunch's sitecustomize.py
+ * (sample.c writes it into the run directory) goes first on PYTHONPATH, and the rank's stacks file in the attempt's
+ * directory and the signal go in DDPLAUNCH_STACKS_FILE/SIGNAL, which the sitecustomize takes out of the
+ * environment. Not in `plan` (no run directory). */
+static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, int lr)
+{
+    struct ddp_strv *env = &w->envp;
+    if (!ctx->spec->timeout_sample || !ctx->run_dir || !a->dir)
+        return;
+    const char *old = env_lookup(env, "PYTHONPATH");
+    char *pydir = ddp_xasprintf("%s/%s", ctx->run_dir, DDP_SAMPLE_PYDIR);
+    if (old && *old)
+        env_setf(env, "PYTHONPATH", "%s:%s", pydir, old);
+    else
+        env_set(env, "PYTHONPATH", pydir);
+    free(pydir);
+    w->stacks_file = ddp_xasprintf("%s/stacks.%d", a->dir, lr);
+    env_set(env, "DDPLAUNCH_STACKS_FILE", w->stacks_file);
+    env_setf(env, "DDPLAUNCH_STACKS_SIGNAL", "%d", ddp_sample_signal());
+}
+
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,
                    struct ddp_attempt *out, struct ddp_err *err)
 {
@@ -480,6 +503,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
             return rc;
         }
         set_stacks_env(w, s);
+        set_sample_env(w, ctx, out, lr);
     }
     if (ctx->topo)
         ddp_place_free(&place);

@@ -25,6 +25,7 @@ struct ddp_worker {
     enum ddp_membind mem_mode;
     bool bind_strict;   /* a binding that cannot be applied is an error, not a warning */
     char *log_dir;      /* <attempt dir>/LOCAL_RANK, or NULL */
+    char *stacks_file;  /* live stack samples (DDPLAUNCH_STACKS_FILE, watch.c), or NULL */
     int std_redirect;   /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
     int std_tee;        /* torchrun Std for tee */
     bool console;       /* passes --local-ranks-filter */

@@ -19,6 +19,7 @@ static const char *const membind_names[] = {"local", "interleave", "none", NULL}
 static const char *const on_failure_names[] = {"restart", "fail", NULL};
 static const char *const on_timeout_names[] = {"restart", "downsize", "fail", NULL};
 static const char *const heartbeat_names[] = {"file", "output", "none", NULL};
+static const char *const on_suspect_names[] = {"warn", "restart", "downsize", NULL};
 static const char *const tristate_names[] = {"auto", "yes", "no", NULL};
 
 const char *const ddp_spec_sections[] = {"job", "gpus", "numa", "restart", "timeout", "nccl", "env", "slurm", NULL};
@@ -138,6 +139,18 @@ const struct ddp_key ddp_spec_keys[] = {
       "serve torch's file-based watchdog (TORCHELASTIC_TIMER_FILE)" },
     { "timeout", "stacks", DDP_T_BOOL, OFF(timeout_stacks), "yes", NULL, 0, 0,
       "before a hung attempt is stopped, capture each Python rank's stack and name the culprit rank" },
+    { "timeout", "sample", DDP_T_BOOL, OFF(timeout_sample), "yes", NULL, 0, 0,
+      "sample each Python rank's stacks while it runs (signal 37, SIGRTMIN+3): suspected hangs, stragglers" },
+    { "timeout", "sample_interval", DDP_T_DURATION, OFF(sample_interval_ms), "1s", NULL, 0, 0,
+      "time between two stack samples of every rank" },
+    { "timeout", "suspect_floor", DDP_T_DURATION, OFF(suspect_floor_ms), "30s", NULL, 0, 0,
+      "a hang is suspected after no progress for max(this, 3 x the longest gap seen)" },
+    { "timeout", "suspect_setup", DDP_T_DURATION, OFF(suspect_setup_ms), "45s", NULL, 0, 0,
+      "no hang is suspected in an attempt's first this long" },
+    { "timeout", "on_suspect", DDP_T_ENUM, OFF(on_suspect), "warn", on_suspect_names, 0, 0,
+      "a suspected hang: warn (the job runs on), or restart or downsize after on_suspect_after" },
+    { "timeout", "on_suspect_after", DDP_T_DURATION, OFF(on_suspect_after_ms), "10m", NULL, 0, 0,
+      "how long a suspected hang lasts before on_suspect restarts or downsizes" },
     { "nccl", "preset", DDP_T_STR, OFF(nccl_preset), NULL, NULL, 0, 0,
       "a set of NCCL/torch variables: debug, robust or none" },
     { "slurm", "enabled", DDP_T_TRISTATE, OFF(slurm_enabled), "auto", tristate_names, 0, 0,

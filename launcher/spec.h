@@ -49,6 +49,7 @@ enum ddp_bind { DDP_BIND_NODE, DDP_BIND_SOCKET, DDP_BIND_EXCLUSIVE, DDP_BIND_COR
 enum ddp_membind { DDP_MEM_LOCAL, DDP_MEM_INTERLEAVE, DDP_MEM_NONE };
 enum ddp_on_failure { DDP_ONFAIL_RESTART, DDP_ONFAIL_FAIL };
 enum ddp_on_timeout { DDP_ONTIMEOUT_RESTART, DDP_ONTIMEOUT_DOWNSIZE, DDP_ONTIMEOUT_FAIL };
+enum ddp_on_suspect { DDP_ONSUSPECT_WARN, DDP_ONSUSPECT_RESTART, DDP_ONSUSPECT_DOWNSIZE };
 enum ddp_heartbeat { DDP_HEARTBEAT_FILE, DDP_HEARTBEAT_OUTPUT, DDP_HEARTBEAT_NONE };
 enum ddp_tristate { DDP_AUTO, DDP_YES, DDP_NO };
 
@@ -127,8 +128,14 @@ struct ddp_spec {
     long long timeout_stall_ms;
     enum ddp_heartbeat heartbeat;
     long long timeout_wall_ms;
-    bool timer_file;     /* serve TORCHELASTIC_TIMER_FILE */
-    bool timeout_stacks; /* capture stacks and name the culprit before a hung attempt is stopped */
+    bool timer_file;                /* serve TORCHELASTIC_TIMER_FILE */
+    bool timeout_stacks;            /* capture stacks and name the culprit before a hung attempt is stopped */
+    bool timeout_sample;            /* sample Python stacks live (watch.c) */
+    long long sample_interval_ms;   /* how often */
+    long long suspect_floor_ms;     /* no suspicion with less time without progress */
+    long long suspect_setup_ms;     /* no suspicion within this of an attempt's start */
+    enum ddp_on_suspect on_suspect; /* what a suspected hang does */
+    long long on_suspect_after_ms;  /* after how long (restart, downsize) */
     /* [nccl] */
     char *nccl_preset;
     struct ddp_kvlist nccl; /* NCCL_* / TORCH_* variables, validated by nccl.c */

@@ -294,6 +294,7 @@ static void run_free(struct run *r)
         free(k->cls_line);
         ddp_buf_free(&k->dump);
     }
+    free(r->watched);
     if (r->cgroup) { /* normally already ended in attempt_cgroup_end() */
         ddp_cgroup_kill_remove(r->cgroup);
         free(r->cgroup);
@@ -516,6 +517,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     struct run *r = k->run;
     struct sup *s = r->sup;
     k->exited = true;
+    ddp_progress_exited(r->progress, (size_t)(k - r->w));
     k->end_ms = ddp_now_ms();
     k->end_wall = time(NULL);
     k->signo = term_signal;
@@ -675,6 +677,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         long long now = ddp_now_ms();
         ddp_stream_feed(&s->out, ds, buf->base, (size_t)n);
         k->alive = true;
+        ddp_progress_output(k->run->progress, (size_t)(k - k->run->w), now);
         s->last_output_ms = now;
         s->any_output = true;
         if (s->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
@@ -902,6 +905,7 @@ static int spawn_one(struct sup *s, struct wrk *k, struct ddp_err *err)
     k->spawned = true;
     k->pid = k->proc.pid;
     k->pgid = k->proc.pid;
+    ddp_progress_spawned(k->run->progress, (size_t)(k - k->run->w), k->pgid, k->hb_path);
     uv_pipe_open(&k->out, op[0]);
     uv_pipe_open(&k->err, ep[0]);
     uv_pipe_open(&k->rep, rp[0]);
@@ -924,6 +928,48 @@ static long long watch_period(const struct ddp_spec *sp)
     if (sp->timeout_init_ms > 0 && sp->timeout_init_ms / 4 < p)
         p = sp->timeout_init_ms / 4;
     return p < 20 ? 20 : p;
+}
+
+static void timeout_now(struct sup *s, enum ddp_class c, struct wrk *k, char *reason);
+static void exclude_gpu(struct sup *s, int gpu);
+
+/* A suspected hang lasted [timeout] on_suspect_after (progress.h): a hang of the culprits, as a stall would be. */
+static void on_suspect_act(void *arg, const bool *culprit, const char *why)
+{
+    struct sup *s = arg;
+    struct run *r = s->cur;
+    struct wrk *first = NULL;
+    size_t named = 0;
+    if (!r || s->pol.state != DDP_PS_RUNNING)
+        return;
+    for (size_t i = 0; i < r->nw; i++)
+        if (culprit[i]) {
+            named++;
+            first = first ? first : &r->w[i];
+        }
+    for (size_t i = 0; i < r->nw && named < r->nw; i++)
+        if (culprit[i])
+            exclude_gpu(s, r->w[i].w->gpu);
+    timeout_now(s, DDP_CLASS_HANG, first, ddp_xstrdup(why));
+}
+
+/* Live stack sampling and hang suspicion for this attempt ([timeout] sample; progress.h). */
+static void progress_start(struct sup *s, struct run *r)
+{
+    struct ddp_progress_hooks hooks = {s, on_suspect_act};
+    if (!s->spec->timeout_sample)
+        return;
+    if (r->plan.dir)
+        mkdir_p(r->plan.dir, 0700);
+    r->watched = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*r->watched));
+    for (size_t i = 0; i < r->nw; i++) {
+        const struct ddp_worker *w = &r->plan.workers[i];
+        r->watched[i] = (struct ddp_progress_rank){w->rank, w->local_rank, w->gpu, w->gpu_busid, w->stacks_file};
+    }
+    if (!s->stragglers)
+        s->stragglers = json_array();
+    r->progress = ddp_progress_start(&s->loop, s->spec, s->ctx->hostname, r->plan.attempt, r->watched, r->nw, s->rec,
+                               s->stragglers, &hooks);
 }
 
 /* Build and start attempt `attempt` with nproc workers. 0 or negative errno with s->err. */
@@ -969,6 +1015,7 @@ int ddp_sup_start_attempt(struct sup *s, int attempt, int nproc)
         ddp_timer_server_clear_all(s->timer);
     if (attempt > 0 && r->plan.gpu_reason)
         ddp_info("attempt %d: %s", attempt, r->plan.gpu_reason);
+    progress_start(s, r);
     for (size_t i = 0; i < r->nw; i++) {
         struct wrk *k = &r->w[i];
         rc = spawn_one(s, k, s->err);
@@ -1201,6 +1248,8 @@ void ddp_sup_retire(struct sup *s)
         return;
     s->cur = NULL;
     r->retired = true;
+    ddp_progress_stop(r->progress);
+    r->progress = NULL;
     if (r->open_handles == 0)
         run_free(r);
 }
@@ -1343,6 +1392,7 @@ void ddp_sup_write_records(struct sup *s, int status)
                     s->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
                     "log_dir", ddp_record_dir(s->rec));
     json_object_set(sum, "hang", s->hang ? s->hang : json_null());
+    json_object_set_new(sum, "stragglers", s->stragglers ? json_deep_copy(s->stragglers) : json_array());
     ddp_record_summary(s->rec, sum);
 }
 
@@ -1663,6 +1713,10 @@ static void capture_maybe_end(struct sup *s)
 static void apply(struct sup *s, const struct ddp_paction *a)
 {
     int attempt = s->cur ? s->cur->plan.attempt : s->pol.attempt;
+    if ((a->flags & (DDP_ACT_TERM_ALL | DDP_ACT_KILL_ALL)) && s->cur) { /* no suspicion while it is stopped */
+        ddp_progress_stop(s->cur->progress);
+        s->cur->progress = NULL;
+    }
     if ((a->flags & DDP_ACT_TERM_ALL) && !(s->pol.stop == DDP_STOP_TIMEOUT && capture_begin(s)))
         signal_all(s, SIGTERM);
     if (a->flags & DDP_ACT_FORWARD)
@@ -1840,6 +1894,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     free(s->timeout_reason);
     ddp_nodes_free(s);
     json_decref(s->hang);
+    json_decref(s->stragglers);
     free(s->hang_text);
     free(s);
     return status;

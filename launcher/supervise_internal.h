@@ -21,6 +21,7 @@
 #include "shim.h"
 #include "timer.h"
 #include "util.h"
+#include "progress.h"
 
 struct sup;
 struct run;
@@ -72,7 +73,9 @@ struct run {
     int open_handles;
     bool retired;
     long long start_ms;
-    char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
+    char *cgroup;                   /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
+    struct ddp_progress *progress;       /* live stack sampling and hang suspicion (progress.h), or NULL */
+    struct ddp_progress_rank *watched; /* what it watches, per worker */
 };
 
 /* What the summary needs from a failed worker, kept after its attempt is freed. */
@@ -142,7 +145,8 @@ struct sup {
     struct ddp_jobs *ps; /* this job in `ddplaunch ps`, or NULL */
     uv_timer_t joinlog;  /* node 0: progress while waiting for nodes to join */
     long long join_start_ms;
-    char *hang_text; /* the same for the console summary, or NULL */
+    char *hang_text;    /* the same for the console summary, or NULL */
+    json_t *stragglers; /* every straggler named live (progress.h), for summary.json */
 };
 
 /* supervise.c, for nodes.c. */

@@ -1,7 +1,7 @@
 /* suspect: the pure part of watching a running attempt. (1) When has the job made no progress for longer than its
  * own cadence allows (a limit learned from the longest gap between signs of progress seen so far, with a setup
  * allowance and a floor)? (2) Which rank makes the others wait, from periodic stack samples (a straggler)? It keeps
- * counts and timestamps only: no clock, no files, no signals (watch.c gathers the facts; hang.c names culprits). */
+ * counts and timestamps only: no clock, no files, no signals (progress.c gathers the facts; hang.c names culprits). */
 #ifndef DDP_SUSPECT_H
 #define DDP_SUSPECT_H
 

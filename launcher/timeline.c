@@ -18,7 +18,8 @@ struct tl_rank {
     double start, end, last_out; /* seconds from the job start; -1 unknown */
     char cls[48], ended[48], frame[256];
     bool culprit;
-    bool root; /* the attempt's root cause (first observed failure), when no hang culprit names one */
+    bool root;        /* the attempt's root cause (first observed failure), when no hang culprit names one */
+    double straggler; /* its share of the waiting (0..1) when named a straggler, else -1 */
 };
 
 struct tl_mark {
@@ -97,7 +98,8 @@ static void add_attempt(struct ddp_timeline *t, const json_t *e, int attempt, do
                                          .gpu = jint(w, "gpu", -1),
                                          .start = at,
                                          .end = -1,
-                                         .last_out = -1};
+                                         .last_out = -1,
+                                         .straggler = -1};
     }
 }
 
@@ -153,6 +155,32 @@ static void mark_hang(struct ddp_timeline *t, const json_t *e, int attempt, doub
     }
 }
 
+/* suspect: a mark naming the ranks the others waited for (the job ran on). */
+static void mark_suspect(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    size_t j, len = 0;
+    const json_t *c;
+    struct tl_mark *m = add_mark(t, attempt, at, "suspect");
+    len += (size_t)snprintf(m->text, sizeof(m->text), "suspected hang after %llds without progress",
+                            (long long)json_integer_value(json_object_get(e, "quiet_ms")) / 1000);
+    json_array_foreach(json_object_get(e, "culprits"), j, c) if (len < sizeof(m->text)) len += (size_t)snprintf(
+        m->text + len, sizeof(m->text) - len, "%s rank %d at %s", j ? ";" : ":", jint(c, "rank", -1), jstr(c, "frame"));
+    if (len < sizeof(m->text))
+        snprintf(m->text + len, sizeof(m->text) - len, " (%s)", jstr(e, "action"));
+}
+
+/* stragglers: a mark, and the rank's bar labelled with its share of the waiting. */
+static void mark_straggler(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    struct tl_rank *r = find_rank(t, attempt, jint(e, "rank", -1));
+    double share = json_number_value(json_object_get(e, "share"));
+    struct tl_mark *m = add_mark(t, attempt, at, "straggler");
+    snprintf(m->text, sizeof(m->text), "rank %d made the others wait (%.0f%% of the waiting)%s%s", jint(e, "rank", -1),
+             100 * share, jstr(e, "frame")[0] ? ", at " : "", jstr(e, "frame"));
+    if (r)
+        r->straggler = share;
+}
+
 int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, void *arg, struct ddp_timeline **out,
                        struct ddp_err *err)
 {
@@ -197,6 +225,14 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
                 timeout_iso[attempt] = ddp_xstrdup(jstr(e, "ts"));
         } else if (strcmp(ev, "hang") == 0) {
             mark_hang(t, e, attempt, at);
+        } else if (strcmp(ev, "suspect") == 0) {
+            mark_suspect(t, e, attempt, at);
+        } else if (strcmp(ev, "suspect_end") == 0) {
+            snprintf(add_mark(t, attempt, at, "progress")->text, sizeof(t->m[0].text),
+                     "progress again after about %llds",
+                     (long long)json_integer_value(json_object_get(e, "quiet_ms")) / 1000);
+        } else if (strcmp(ev, "stragglers") == 0) {
+            mark_straggler(t, e, attempt, at);
         } else if (strcmp(ev, "decision") == 0) {
             struct tl_mark *m = add_mark(t, attempt, at, "decision");
             if (json_is_integer(json_object_get(e, "root_rank")))
@@ -269,6 +305,8 @@ void ddp_timeline_print(FILE *f, const struct ddp_timeline *t)
                     r->culprit ? "  CULPRIT"
                     : r->root  ? "  ROOT CAUSE"
                                : "");
+            if (r->straggler >= 0)
+                fprintf(f, "         straggler: %.0f%% of the waiting\n", 100 * r->straggler);
             if (r->culprit && r->frame[0])
                 fprintf(f, "         at %s\n", r->frame);
         }
@@ -333,9 +371,16 @@ static void draw_rank(FILE *f, const struct svg_geo *g, const struct tl_rank *r,
     double end = r->end >= 0 ? r->end : job_end;
     int x0 = gx(g, r->start), x1 = gx(g, end);
     fprintf(f, "<text x=\"20\" y=\"%d\">rank %d%s</text>\n", y + 16, r->rank,
-            r->culprit ? " (culprit)"
-            : r->root  ? " (root cause)"
-                       : "");
+            r->culprit          ? " (culprit)"
+            : r->root           ? " (root cause)"
+            : r->straggler >= 0 ? " (straggler)"
+                                : "");
+    if (r->straggler >= 0) /* an orange outline: the others waited for it */
+        fprintf(f,
+                "<rect class=\"straggler\" data-rank=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                "fill=\"none\" stroke=\"#ef6c00\" stroke-width=\"3\" rx=\"3\"><title>straggler: %.0f%% of the "
+                "waiting</title></rect>\n",
+                r->rank, x0 - 2, y + 2, (x1 - x0 > 1 ? x1 - x0 : 1) + 4, g->lane - 4, 100 * r->straggler);
     fprintf(f,
             "<rect class=\"rank\" data-rank=\"%d\" data-attempt=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" "
             "height=\"%d\" fill=\"%s\" rx=\"3\"><title>rank %d: ",
@@ -353,6 +398,8 @@ static void draw_rank(FILE *f, const struct svg_geo *g, const struct tl_rank *r,
                 gx(g, r->last_out), y + 2, gx(g, r->last_out), y + g->lane - 2);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">", x1 + 4 < g->width - 230 ? x1 + 4 : g->width - 230, y + 16);
     xml_text(f, r->culprit && r->frame[0] ? r->frame : r->end >= 0 ? r->ended : "");
+    if (r->straggler >= 0)
+        fprintf(f, " straggler (%.0f%% of the waiting)", 100 * r->straggler);
     fprintf(f, "</text>\n");
 }
 
@@ -419,7 +466,9 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
     int ly = axis_y + 36;
     for (size_t i = 0; i < t->nm; i++) {
         const struct tl_mark *m = &t->m[i];
-        const char *colour = strcmp(m->kind, "timeout") == 0 || strcmp(m->kind, "hang") == 0 ? "#d32f2f" : "#1565c0";
+        const char *colour = strcmp(m->kind, "timeout") == 0 || strcmp(m->kind, "hang") == 0        ? "#d32f2f"
+                             : strcmp(m->kind, "suspect") == 0 || strcmp(m->kind, "straggler") == 0 ? "#ef6c00"
+                                                                                                    : "#1565c0";
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", X(m->t),
                 top - 6, X(m->t), axis_y, colour);
         if (ly < height - 6) {
