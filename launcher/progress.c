@@ -42,6 +42,7 @@ struct ddp_progress {
     struct ddp_progress_hooks hooks;
     struct ddp_suspect sus;
     long long suspected_ms; /* when the current suspicion began, 0: none */
+    long long quiet_since;  /* the last progress before it */
     long long round_ms;     /* when the last sample round was taken */
     long long warned_ms;
     bool acted;
@@ -184,7 +185,7 @@ static void evaluate(struct ddp_progress *w, long long now)
     long long quiet = ddp_suspect_stalled(&w->sus, now);
     if (!quiet) {
         if (w->suspected_ms) {
-            long long lasted = now - w->suspected_ms + ddp_suspect_limit(&w->sus);
+            long long lasted = now - w->quiet_since;
             ddp_info("attempt %d: progress again: the suspected hang ended after about %llds", w->attempt,
                      lasted / 1000);
             ddp_record_event(w->rec, "suspect_end",
@@ -194,8 +195,10 @@ static void evaluate(struct ddp_progress *w, long long now)
         return;
     }
     bool due = !w->suspected_ms || now - w->warned_ms >= REPEAT_MS;
-    if (!w->suspected_ms)
+    if (!w->suspected_ms) {
         w->suspected_ms = now;
+        w->quiet_since = now - quiet;
+    }
     bool act_due = w->spec->on_suspect != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms;
     if (due || act_due)
         suspect_warn(w, quiet, now);
