@@ -6,7 +6,7 @@
 # the process-group timeout at 15 s, 3 ranks and 2, for the verdict when torch gives up; then, with NCCL and one
 # GPU, torch's flight recorder dumped on demand through its pipe. Uses the static executable (make static)
 # from $DDPLAUNCH or .devrt/ddplaunch; results (console, records, report SVGs) in $OUT (or ./hang-watch-out).
-# Usage: bash bench/gpu/hang-watch.sh [gloo|nccl] [NPROC]
+# Usage: bash bench/gpu/hang-watch.sh [gloo|nccl] [NPROC]     (env: WATCH_CKPT_S, PG_TIMEOUT_S)
 #   gloo 3 (default): CPU ranks (gpus.select = none), 1 GPU is enough;  nccl 2: one GPU per rank (issue 26).
 set -u
 ddp=${DDPLAUNCH:-$(pwd)/.devrt/ddplaunch}
@@ -78,11 +78,12 @@ for k in stuck other slow ckpt; do
     "$ddp" report --svg "$out/$k.svg" "$run" >"$out/$k.report" 2>&1
 done
 
-# torch's own timeout (15 s): the verdict on the mismatch, with 3 ranks (the minority) and 2 (mismatch)
-for m in 3 2; do
-    env WATCH_BACKEND=$backend WATCH_KIND=other WATCH_RANK=1 WATCH_PG_TIMEOUT_S=15 timeout 200 "$ddp" \
+# torch's own timeout ($PG_TIMEOUT_S, 15 s): the verdict on the mismatch, with 3 ranks (the minority) and 2
+pgt=${PG_TIMEOUT_S:-15}
+for m in $( [ "$n" -ge 3 ] && echo 3) 2; do
+    env WATCH_BACKEND=$backend WATCH_KIND=other WATCH_RANK=1 WATCH_PG_TIMEOUT_S=$pgt timeout 300 "$ddp" \
         --nproc-per-node "$m" "${sel[@]}" --log-dir "$out/timeout$m" "$w" >"$out/timeout$m.out" 2>"$out/timeout$m.err"
-    echo "mismatch at torch's timeout, $m ranks: exit $?"
+    echo "mismatch at torch's ${pgt}s timeout, $m ranks: exit $?"
     grep -A1 "^Hang verdict" "$out/timeout$m.err" | cut -c1-400
 done
 
