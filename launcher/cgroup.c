@@ -1,6 +1,7 @@
 /* cgroup: see cgroup.h. */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -91,9 +92,46 @@ int ddp_cgroup_base(char **dir_out)
     return 0;
 }
 
+/* Whether pid is a live ddplaunch (its comm). */
+static bool live_launcher(long long pid)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%lld/comm", pid);
+    char *comm = read_text(p);
+    bool yes = comm && strncmp(comm, "ddplaunch\n", 10) == 0;
+    free(comm);
+    return yes;
+}
+
+int ddp_cgroup_sweep(const char *base)
+{
+    DIR *d = opendir(base);
+    struct dirent *e;
+    int removed = 0;
+    while (d && (e = readdir(d)) != NULL) {
+        long long pid, attempt;
+        char rest[8];
+        if (sscanf(e->d_name, "ddplaunch-%lld-attempt-%lld%7s", &pid, &attempt, rest) != 2 || pid <= 0 ||
+            pid == (long long)getpid() || live_launcher(pid))
+            continue;
+        char *path = ddp_xasprintf("%s/%s", base, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            ddp_cgroup_kill_remove(path);
+            removed += access(path, F_OK) != 0;
+        }
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    return removed;
+}
+
 int ddp_cgroup_create(const char *base, const char *name, char **path_out)
 {
     char *path = ddp_xasprintf("%s/%s", base, name);
+    if (strstr(name, "-attempt-0")) /* once per launch: what SIGKILLed launchers left here */
+        ddp_cgroup_sweep(base);
     rmdir(path); /* a stale one of a killed launcher whose pid came back: removable only when empty */
     if (mkdir(path, 0755) < 0) {
         int e = -errno;

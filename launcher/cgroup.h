@@ -2,7 +2,7 @@
  * to the user: a systemd user slice, a Slurm step with cgroup v2): the attempt's processes join it (the exec
  * shim does), it gives the attempt's CPU time and peak memory, and cgroup.kill ends whatever is still in it.
  * Optional: without a writable cgroup v2 nothing changes (the shim's subreaper still ends every descendant).
- * It does not limit resources and never touches cgroups it did not make. */
+ * It does not limit resources and never touches cgroups that no ddplaunch made. */
 #ifndef DDP_CGROUP_H
 #define DDP_CGROUP_H
 
@@ -18,7 +18,12 @@ int ddp_cgroup_parse_self(const char *proc_cgroup, const char *mountinfo, char *
  * (no cgroup v2, not delegated). */
 int ddp_cgroup_base(char **dir_out);
 
-/* Make base/name (removing a stale empty one). 0 with *path_out (caller frees), or a negative errno. */
+/* End and remove the attempt cgroups in base ("ddplaunch-PID-attempt-N") whose launcher PID is gone (no live
+ * process of that pid named ddplaunch): what a SIGKILLed launcher left. Returns how many were removed. */
+int ddp_cgroup_sweep(const char *base);
+
+/* Make base/name (removing a stale empty one; for attempt 0, first ddp_cgroup_sweep(base)). 0 with *path_out
+ * (caller frees), or a negative errno. */
 int ddp_cgroup_create(const char *base, const char *name, char **path_out);
 
 /* Move the calling process into the cgroup path (for the exec shim, before it starts the program). */

@@ -37,6 +37,17 @@ static void write_state(struct ddp_jobs *j)
     free(text);
 }
 
+/* "job-PID.json" -> "job-PID" */
+static int job_file_lock(const char *file, char *what, size_t cap)
+{
+    long pid;
+    char tail[16];
+    if (sscanf(file, "job-%ld%15s", &pid, tail) != 2 || strcmp(tail, ".json") != 0 || pid <= 0)
+        return 0;
+    snprintf(what, cap, "job-%ld", pid);
+    return 1;
+}
+
 int ddp_jobs_publish(const char *lock_dir, const json_t *state, struct ddp_jobs **out, struct ddp_err *err)
 {
     char lname[DDP_KLOCK_NAME_MAX + 1];
@@ -51,6 +62,10 @@ int ddp_jobs_publish(const char *lock_dir, const json_t *state, struct ddp_jobs 
         close(dirfd);
         return ddp_errf(err, rc < 0 ? rc : -EBUSY, "ps lock %s: %s", lname, rc < 0 ? strerror(-rc) : "held");
     }
+    /* what SIGKILLed launchers of this user left (their locks are gone with them) */
+    int swept = ddp_rundir_sweep_stale(dirfd, lock_dir, job_file_lock);
+    if (swept > 0)
+        ddp_debug("removed %d ps file(s) of jobs that are gone", swept);
     struct ddp_jobs *j = ddp_xcalloc(1, sizeof(*j));
     j->lock_dir = ddp_xstrdup(lock_dir);
     j->dirfd = dirfd;

@@ -290,6 +290,20 @@ static void write_info(struct ddp_lease *l, const char *job_name)
     free(text);
 }
 
+/* "gpu-BUSID.UID.info" -> "gpu-BUSID" */
+static int info_file_lock(const char *file, char *what, size_t cap)
+{
+    size_t n = strlen(file);
+    const char *dot;
+    if (strncmp(file, "gpu-", 4) != 0 || n < 10 || strcmp(file + n - 5, ".info") != 0)
+        return 0;
+    dot = memrchr(file, '.', n - 5);
+    if (!dot || dot == file + 4 || (size_t)(dot - file) >= cap)
+        return 0;
+    snprintf(what, cap, "%.*s", (int)(dot - file), file);
+    return 1;
+}
+
 int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, const char *job_name,
                    struct ddp_lease **out, struct ddp_err *err)
 {
@@ -305,6 +319,8 @@ int ddp_lease_take(const char *lock_dir, const char *const *busids, size_t n, co
     if (ddp_rundir_open_shared(lock_dir, &dirfd, &derr) < 0) {
         ddp_debug("%s: jobs will not see this job's name", derr.msg);
         dirfd = -1;
+    } else if (ddp_rundir_sweep_stale(dirfd, lock_dir, info_file_lock) > 0) {
+        ddp_debug("removed GPU lease info files of jobs that are gone");
     }
     /* the same order in every job: two jobs wanting overlapping sets collide on the first common GPU */
     qsort(canon, n, 32, cmp_canon);

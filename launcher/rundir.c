@@ -1,6 +1,8 @@
 /* rundir: see rundir.h. */
 #include "rundir.h"
 
+#include "klock.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -384,5 +386,40 @@ int ddp_rundir_sweep(char *const *envp, uid_t uid, long long min_age_s)
         closedir(d);
     free(parent);
     free(prefix);
+    return removed;
+}
+
+int ddp_rundir_sweep_stale(int dirfd, const char *ns, int (*map)(const char *file, char *what, size_t cap))
+{
+    char prefix[DDP_KLOCK_NAME_MAX + 1];
+    struct ddp_strv held = {0};
+    ddp_klock_name(ns, "", prefix);
+    int rc = ddp_klock_list(prefix, &held);
+    if (rc < 0)
+        return rc;
+    int dfd = dup(dirfd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    struct dirent *e;
+    int removed = 0;
+    uid_t me = geteuid();
+    while (d && (e = readdir(d)) != NULL) {
+        char what[64], lname[DDP_KLOCK_NAME_MAX + 1];
+        struct stat st;
+        if (map(e->d_name, what, sizeof what) != 1)
+            continue;
+        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || (me != 0 && st.st_uid != me))
+            continue;
+        ddp_klock_name(ns, what, lname);
+        bool live = false;
+        for (size_t i = 0; i < held.n && !live; i++)
+            live = strcmp(held.v[i], lname) == 0;
+        if (!live && unlinkat(dirfd, e->d_name, 0) == 0)
+            removed++;
+    }
+    if (d)
+        closedir(d);
+    else if (dfd >= 0)
+        close(dfd);
+    ddp_strv_clear(&held);
     return removed;
 }

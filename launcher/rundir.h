@@ -36,6 +36,13 @@ int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct
  * most max bytes. Returns 0 with *text_out (caller frees), or a negative errno (no message). */
 int ddp_rundir_read_small(int dirfd, const char *name, size_t max, char **text_out);
 
+/* Remove what SIGKILLed jobs left in the shared lock directory dirfd (a killed launcher cannot remove its own
+ * files): each file that map() names a lock for (map fills what, e.g. "job-123", and returns 1; 0: not such a
+ * file) whose lock (ddp_klock_name(ns, what)) nobody holds now, read from /proc/net/unix (nothing is probed:
+ * no live job sees its name taken even for a moment). Only this user's files (root: anyone's), regular or
+ * not. Returns how many were removed, or a negative errno (/proc/net/unix unreadable: nothing removed). */
+int ddp_rundir_sweep_stale(int dirfd, const char *ns, int (*map)(const char *file, char *what, size_t cap));
+
 /* Whether the absolute directory path can be changed by nobody but root and this user: every component, from
  * "/", a directory (no symlink) owned by root or this user and not writable by group or others unless sticky.
  * False when any is missing or not so. */
