@@ -15,7 +15,7 @@ posix_spawn and a wait4.
   torchrun N  torchrun --nproc_per_node N --no_python /bin/true (--monitor_interval 0.1; Debian's torch 1.13 through
               bench/torchrun.py, which fixes its Std.from_str on Python 3.11)
 """
-import argparse, os, random, shutil, statistics, subprocess, sys, time
+import argparse, os, random, shlex, shutil, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -60,6 +60,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--torchrun-rounds", type=int, default=5)
     ap.add_argument("--n", default="1,8", help="worker counts (comma-separated)")
+    ap.add_argument("--ddplaunch-args", default="", help="more arguments for every ddplaunch row, e.g. "
+                    "'--set gpus.select=none' (CPU workers on a machine with fewer GPUs than workers)")
     ap.add_argument("--extra", action="append", default=[], metavar="LABEL:N:COMMAND",
                     help="one more command to time beside the others (split as a shell splits words; compared with "
                          "sh of N workers), e.g. 'no cache:1:env DDPLAUNCH_TOPOLOGY_CACHE=off build/ddplaunch ...'")
@@ -74,11 +76,11 @@ def main():
     cmds = []  # (label, n, argv, rounds)
     for n in ns:
         cmds.append(("sh", n, ["sh", "-c", "/bin/true & " * n + "wait"], a.rounds))
-        cmds.append(("ddplaunch", n, [ddp, "--nproc-per-node", str(n), "--no-python", "/bin/true"], a.rounds))
+        cmds.append(("ddplaunch", n, [ddp, "--nproc-per-node", str(n), *a.ddplaunch_args.split(), "--no-python",
+                                      "/bin/true"], a.rounds))
         if tr and a.torchrun_rounds > 0:
             cmds.append(("torchrun", n, tr + ["--nproc_per_node", str(n), "--monitor_interval", "0.1", "--master_port",
                                               str(free_port()), "--no_python", "/bin/true"], a.torchrun_rounds))
-    import shlex
     labels = ["sh", "ddplaunch", "torchrun"]
     for e in a.extra:
         label, n, cmd = e.split(":", 2)
@@ -95,7 +97,8 @@ def main():
                 times[(label, n)][1].append(cpu)
     uname = os.uname()
     ver = subprocess.run([ddp, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"{ver}; torchrun {trver or 'not found'}; {os.cpu_count()} CPUs, {uname.sysname} {uname.release}; "
+    extra = f"ddplaunch rows with {a.ddplaunch_args}; " if a.ddplaunch_args else ""
+    print(f"{ver}; {extra}torchrun {trver or 'not found'}; {os.cpu_count()} CPUs, {uname.sysname} {uname.release}; "
           f"{a.rounds} rounds ({a.torchrun_rounds} for torchrun), interleaved, {time.strftime('%Y-%m-%d')}")
     print()
     print("| starting and reaping | workers | median wall | x sh | median CPU | runs |")
