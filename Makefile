@@ -31,7 +31,7 @@ DEP_LIBS    = $(eval DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/nul
 CRIT_LIBS   = $(eval CRIT_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null))$(CRIT_LIBS)
 
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
-DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
+DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -g $(WARN) -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
               -DDDP_VERSION='"$(VERSION)"' -DDDP_SYSCONFDIR='"$(SYSCONFDIR)"' \
               -DDDP_DATADIR='"$(DATADIR)"'
 DDP_LDFLAGS := $(SANFLAGS)
@@ -48,7 +48,7 @@ HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%)
 # Debian packages for building, testing and the demo.
 DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
 DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps \
-              groff-base mandoc valgrind clang libclang-rt-14-dev jq \
+              groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq \
               slurmctld slurmd slurm-client munge chromium
 DEPS_DEMO  := python3 python3-torch
 # make deb, make wheel and their check (tests/packaging/run.sh)
@@ -57,7 +57,7 @@ DEPS_PACKAGE := debhelper dpkg-dev fakeroot lintian python3-build python3-setupt
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
 .PHONY: all test unit integration check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
-        clean lint-man static deps-build-check deb wheel
+        clean lint-man static deps-build-check deb wheel format format-check
 
 all: $(BUILD)/ddplaunch
 
@@ -79,7 +79,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libddp.a
 
 $(BUILD)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
 
 # `make static`: build/static/ddplaunch, one executable with libuv, hwloc, inih, jansson, libsodium and libnuma linked
 # in; glibc stays dynamic (NVML is loaded with dlopen). hwloc's five libudev calls (block devices' attributes only) are
@@ -213,9 +213,26 @@ demo-run: $(BUILD)/ddplaunch
 lint-man:
 	groff -ww -man -z man/ddplaunch.1 man/ddplaunch.ini.5
 
+# `make fuzz`: every libFuzzer harness of tests/fuzz for FUZZ_TIME seconds each (CI: 20).
 FUZZ_TIME ?= 60
 fuzz:
 	@bash tests/fuzz/run.sh $(FUZZ_TIME)
+
+# One formatting, by a tool: clang-format 14 with .clang-format over the C sources. `make format` rewrites them,
+# `make format-check` (run by CI) fails on any file that `make format` would change and names it.
+CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
+FORMAT_DIRS  := launcher tests/unit tests/helpers tests/fuzz packaging/static
+FORMAT_FILES  = $(sort $(wildcard $(addsuffix /*.c,$(FORMAT_DIRS)) $(addsuffix /*.h,$(FORMAT_DIRS))))
+
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_FILES)
+
+format-check:
+	@[ -n "$(CLANG_FORMAT)" ] || { echo "format-check: clang-format not found (apt-get install clang-format)" >&2; \
+	    exit 1; }
+	@$(CLANG_FORMAT) --version | grep -q 'version 14\.' || \
+	    { echo "format-check: $(CLANG_FORMAT) is not clang-format 14: $$($(CLANG_FORMAT) --version)" >&2; exit 1; }
+	@$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files clean"
 
 bench: $(BUILD)/ddplaunch $(HELP_BINS)
 	@bash bench/run.sh $(BUILD)/ddplaunch

@@ -109,7 +109,7 @@ Test(classify, nccl_watchdog_in_both_wordings)
 /* issue 23 item 12: the backend named in the message, not in the class */
 static const char *be(const char *line)
 {
-    return ddp_classify_backend(line, strlen(line));
+    return ddp_classify_backend(line, line ? strlen(line) : 0);
 }
 
 Test(classify, backend_of_a_line)

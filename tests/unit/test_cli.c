@@ -488,8 +488,9 @@ Test(cli_errors, parse_errors)
     } cases[] = {
         {"--nproc-per-nodes", "4", "unknown option '--nproc-per-nodes' (did you mean '--nproc-per-node'?)"},
         {"--nproc_pre_node", "4", "unknown option '--nproc-pre-node' (did you mean '--nproc-per-node'?)"},
-        {"--n", "4", "ambiguous option '--n' (could be --nnodes, --nproc-per-node, --node-rank, --no-python, "
-                     "--numa-binding)"},
+        {"--n", "4",
+         "ambiguous option '--n' (could be --nnodes, --nproc-per-node, --node-rank, --no-python, "
+         "--numa-binding)"},
         {"--ma", "x", "ambiguous option '--ma' (could be --master-addr, --master-port, --max-restarts)"},
         {"--master_", "x", "ambiguous option '--master-' (could be --master-addr, --master-port)"},
         {"--svg", "x", "'--svg' is not an option of a launch (only of: report)"},
@@ -526,8 +527,8 @@ Test(cli_flags, unambiguous_prefixes)
 {
     struct ddp_cli cli;
     struct ddp_spec spec;
-    parse_apply(&cli, &spec, no_env, "--nproc", "3", "--nnode=2", "--node_r", "1", "--master-p", "29511",
-                "--max-r", "4", "--stand", "t.py", "--nproc", "9", NULL);
+    parse_apply(&cli, &spec, no_env, "--nproc", "3", "--nnode=2", "--node_r", "1", "--master-p", "29511", "--max-r",
+                "4", "--stand", "t.py", "--nproc", "9", NULL);
     expect_fmt(&spec, "job", "nproc_per_node", "3", "--nproc");
     expect_fmt(&spec, "job", "nnodes", "2", "--nnode");
     expect_fmt(&spec, "job", "node_rank", "1", "--node_r");
@@ -564,8 +565,9 @@ Test(cli_pos, report_and_ps)
     } bad[] = {
         {"report", NULL, NULL, "report: a LOG_DIR or RUN_DIR is needed"},
         {"report", "a", "b", "report: one LOG_DIR or RUN_DIR expected, got 'b' too"},
-        {"report", "--json", "a", "report: '--json' is not an option of report (only of: run, plan, topo, doctor, "
-                                  "ps)"},
+        {"report", "--json", "a",
+         "report: '--json' is not an option of report (only of: run, plan, topo, doctor, "
+         "ps)"},
         {"ps", "x", NULL, "ps: unexpected argument 'x' (see 'ddplaunch ps --help')"},
         {"ps", "--nnodes", "2", "ps: '--nnodes' is not an option of ps (only of: run, plan, topo, doctor)"},
         {"ps", "--frob", NULL, "ps: unknown option '--frob'"},
