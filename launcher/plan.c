@@ -27,6 +27,7 @@ void ddp_attempt_free(struct ddp_attempt *a)
         free(w->prefix[0]);
         free(w->prefix[1]);
         free(w->stacks_file);
+        free(w->fr_pipe);
     }
     free(a->workers);
     free(a->run_id);
@@ -436,6 +437,11 @@ static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx,
     w->stacks_file = ddp_xasprintf("%s/stacks.%d", a->dir, lr);
     env_set(env, "DDPLAUNCH_STACKS_FILE", w->stacks_file);
     env_setf(env, "DDPLAUNCH_STACKS_SIGNAL", "%d", ddp_sample_signal());
+    /* torch 2.x's on-demand flight-recorder dump (NCCL): progress.c writes to the FIFO when it suspects a hang */
+    char *stem = ddp_xasprintf("%s/fr_pipe_", a->dir);
+    env_default(env, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", stem);
+    w->fr_pipe = ddp_xasprintf("%s%d.pipe", env_lookup(env, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"), w->rank);
+    free(stem);
 }
 
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,

@@ -25,7 +25,9 @@ struct ddp_worker {
     enum ddp_membind mem_mode;
     bool bind_strict;   /* a binding that cannot be applied is an error, not a warning */
     char *log_dir;      /* <attempt dir>/LOCAL_RANK, or NULL */
-    char *stacks_file;  /* live stack samples (DDPLAUNCH_STACKS_FILE, watch.c), or NULL */
+    char *stacks_file;  /* live stack samples (DDPLAUNCH_STACKS_FILE, progress.c), or NULL */
+    char *fr_pipe;      /* torch's flight-recorder dump FIFO for this rank (TORCH_NCCL_DEBUG_INFO_PIPE_FILE + rank +
+                           ".pipe"; torch 2.x with NCCL creates it), or NULL */
     int std_redirect;   /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
     int std_tee;        /* torchrun Std for tee */
     bool console;       /* passes --local-ranks-filter */

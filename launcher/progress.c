@@ -2,10 +2,12 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "hang.h"
 #include "sample.h"
@@ -17,7 +19,7 @@
 
 struct wrank {
     struct ddp_progress_rank r;
-    pid_t pgid;
+    pid_t groups[2]; /* the shim's process group, the program's own */
     bool running;
     bool sampled; /* has a stacks file */
     struct ddp_sample_file file;
@@ -43,6 +45,7 @@ struct ddp_progress {
     struct ddp_suspect sus;
     long long suspected_ms; /* when the current suspicion began, 0: none */
     long long quiet_since;  /* the last progress before it */
+    bool fr_asked;          /* the flight recorders were asked to dump (once per suspicion) */
     long long round_ms;     /* when the last sample round was taken */
     long long warned_ms;
     bool acted;
@@ -130,6 +133,26 @@ static void count_round(struct ddp_progress *w)
 
 /* ---------------------------------------------------------------- suspicion */
 
+/* Ask torch's flight recorder of every running rank to dump (torch 2.x, NCCL: a line into the FIFO it made; it
+ * writes TORCH_FR_DUMP_TEMP_FILE + rank a few seconds later and runs on). The ranks asked, as a JSON array. */
+static json_t *dump_flight_recorders(struct ddp_progress *w)
+{
+    json_t *asked = json_array();
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *k = &w->rk[i];
+        struct stat st;
+        if (!k->running || !k->r.fr_pipe || lstat(k->r.fr_pipe, &st) != 0 || !S_ISFIFO(st.st_mode))
+            continue;
+        int fd = open(k->r.fr_pipe, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue; /* ENXIO: nobody reads it (its process group is gone) */
+        if (write(fd, "1\n", 2) == 2)
+            json_array_append_new(asked, json_integer(k->r.rank));
+        close(fd);
+    }
+    return asked;
+}
+
 static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
 {
     size_t n = w->n ? w->n : 1;
@@ -161,12 +184,17 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
              quiet / 1000, ddp_suspect_limit(&w->sus) / 1000, v.why,
              act == DDP_ONSUSPECT_WARN ? "the job runs on ([timeout] on_suspect = warn)"
                                        : "the job runs on until [timeout] on_suspect_after");
+    json_t *fr = w->fr_asked ? json_array() : dump_flight_recorders(w);
+    w->fr_asked = true;
+    if (json_array_size(fr))
+        ddp_info("attempt %d: asked torch's flight recorder of %zu rank%s to dump (TORCH_FR_DUMP_TEMP_FILE)",
+                 w->attempt, json_array_size(fr), json_array_size(fr) == 1 ? "" : "s");
     ddp_record_event(w->rec, "suspect",
-                     json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s}", "attempt", w->attempt, "quiet_ms",
+                     json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o}", "attempt", w->attempt, "quiet_ms",
                                (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus), "confidence",
                                ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
                                v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
-                               on_suspect_name(act)));
+                               on_suspect_name(act), "flight_recorder", fr));
     w->warned_ms = now;
     if (act != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms && w->hooks.act) {
         char *why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s", quiet / 1000,
@@ -192,6 +220,7 @@ static void evaluate(struct ddp_progress *w, long long now)
                              json_pack("{s:i, s:I}", "attempt", w->attempt, "quiet_ms", (json_int_t)lasted));
         }
         w->suspected_ms = 0;
+        w->fr_asked = false;
         return;
     }
     bool due = !w->suspected_ms || now - w->warned_ms >= REPEAT_MS;
@@ -250,7 +279,7 @@ static void on_tick(uv_timer_t *t)
             k->hb = st.st_mtim;
             progress(w, i, now);
         }
-        if (k->sampled && k->pgid > 0 && w->spec->timeout_sample && ddp_sample_poke(&k->file, k->pgid, now) == 0)
+        if (k->sampled && w->spec->timeout_sample && ddp_sample_poke(&k->file, k->groups, 2, now) == 0)
             poked = true;
     }
     if (poked)
@@ -260,8 +289,8 @@ static void on_tick(uv_timer_t *t)
 }
 
 struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, int attempt,
-                                  const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
-                                  json_t *stragglers, const struct ddp_progress_hooks *hooks)
+                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
+                                        json_t *stragglers, const struct ddp_progress_hooks *hooks)
 {
     if (!spec->timeout_sample || spec->sample_interval_ms <= 0 || n == 0)
         return NULL;
@@ -298,8 +327,14 @@ void ddp_progress_spawned(struct ddp_progress *w, size_t i, pid_t pgid, const ch
     if (!w || i >= w->n)
         return;
     w->rk[i].hb_path = hb_path;
-    w->rk[i].pgid = pgid;
+    w->rk[i].groups[0] = pgid;
     w->rk[i].running = true;
+}
+
+void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid)
+{
+    if (w && i < w->n)
+        w->rk[i].groups[1] = pid;
 }
 
 void ddp_progress_exited(struct ddp_progress *w, size_t i)

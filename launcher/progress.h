@@ -22,6 +22,7 @@ struct ddp_progress_rank {
     int rank, local_rank, gpu;
     const char *gpu_busid;   /* borrowed, or NULL */
     const char *stacks_path; /* borrowed: its DDPLAUNCH_STACKS_FILE, NULL when it is not sampled */
+    const char *fr_pipe;     /* borrowed: torch's flight-recorder dump FIFO (may not exist), or NULL */
 };
 
 struct ddp_progress_hooks {
@@ -35,11 +36,13 @@ struct ddp_progress_hooks {
  * JSON array, may be NULL) gets one object per straggler named (summary.json's stragglers); rec may be NULL.
  * Returns NULL when [timeout] sample is off and nothing else is to be watched. Caller owns; ddp_progress_stop(). */
 struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, int attempt,
-                                  const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
-                                  json_t *stragglers, const struct ddp_progress_hooks *hooks);
+                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
+                                        json_t *stragglers, const struct ddp_progress_hooks *hooks);
 
-/* Rank i started in process group pgid; hb_path (borrowed, may be NULL): its heartbeat file. NULL w: no-op. */
+/* Rank i started in process group pgid (the shim's); hb_path (borrowed, may be NULL): its heartbeat file. Then
+ * its program's pid, which leads a group of its own. NULL w: no-op. */
 void ddp_progress_spawned(struct ddp_progress *w, size_t i, pid_t pgid, const char *hb_path);
+void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid);
 void ddp_progress_exited(struct ddp_progress *w, size_t i);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
 

@@ -168,14 +168,18 @@ static int announce(struct ddp_sample_file *f)
     return 0;
 }
 
-int ddp_sample_poke(struct ddp_sample_file *f, pid_t pgid, long long now_ms)
+int ddp_sample_poke(struct ddp_sample_file *f, const pid_t *groups, size_t n, long long now_ms)
 {
+    bool ours = false;
     if (!f->pid) {
         int rc = announce(f);
         if (rc < 0)
             return rc;
     }
-    if (pgid > 0 && getpgid(f->pid) != pgid)
+    pid_t g = getpgid(f->pid);
+    for (size_t i = 0; i < n && g > 0; i++)
+        ours |= groups[i] > 0 && groups[i] == g;
+    if (!ours)
         return -ESRCH;
     if (ftruncate(f->fd, 0) != 0)
         return -errno;

@@ -44,10 +44,10 @@ void ddp_sample_file_init(struct ddp_sample_file *f, const char *path);
 void ddp_sample_file_free(struct ddp_sample_file *f);
 
 /* Signal the rank for one sample: opens the file and reads its header when not done yet, checks that the
- * announced pid is still in process group pgid (> 0), empties the file, then sends the signal. Returns 0, or
- * -EAGAIN (not registered yet: no sitecustomize ran, or -S/-I), -ESRCH (its pid is gone or left the group), or
- * another negative errno. */
-int ddp_sample_poke(struct ddp_sample_file *f, pid_t pgid, long long now_ms);
+ * announced pid is still in one of the worker's process groups (groups[0..n), those > 0: the program's own
+ * group, the shim's), empties the file, then sends the signal. Returns 0, or -EAGAIN (not registered yet: no
+ * sitecustomize ran, or -S/-I), -ESRCH (its pid is gone or in no such group), or another negative errno. */
+int ddp_sample_poke(struct ddp_sample_file *f, const pid_t *groups, size_t n, long long now_ms);
 
 /* Append what the rank wrote since the poke to out. Returns the number of bytes (0: nothing yet), or a negative
  * errno. Clears pending. */

@@ -409,6 +409,7 @@ static void handle_record(struct sup *s, struct wrk *k, const struct ddp_shim_re
     case DDP_SHIM_STARTED:
         if (rec->pid > 0)
             k->pid = rec->pid;
+        ddp_progress_program(k->run->progress, (size_t)(k - k->run->w), k->pid);
         break;
     case DDP_SHIM_EXEC_FAILED:
         k->exec_failed = true;
@@ -964,12 +965,13 @@ static void progress_start(struct sup *s, struct run *r)
     r->watched = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*r->watched));
     for (size_t i = 0; i < r->nw; i++) {
         const struct ddp_worker *w = &r->plan.workers[i];
-        r->watched[i] = (struct ddp_progress_rank){w->rank, w->local_rank, w->gpu, w->gpu_busid, w->stacks_file};
+        r->watched[i] =
+            (struct ddp_progress_rank){w->rank, w->local_rank, w->gpu, w->gpu_busid, w->stacks_file, w->fr_pipe};
     }
     if (!s->stragglers)
         s->stragglers = json_array();
     r->progress = ddp_progress_start(&s->loop, s->spec, s->ctx->hostname, r->plan.attempt, r->watched, r->nw, s->rec,
-                               s->stragglers, &hooks);
+                                     s->stragglers, &hooks);
 }
 
 /* Build and start attempt `attempt` with nproc workers. 0 or negative errno with s->err. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The live hang watch (issue 22) on CPU with gloo, 3 ranks, torch's default process-group timeout (30 min), every
 # [timeout] key at its default: a rank stuck in its data loading is named on the console with its frame within
-# 60 s of the hang while the job runs on (a `suspect` event, documented schema); a rank in broadcast while the
+# 60 s of the hang while the job runs on (a `suspect` event, documented schema; torch's flight-recorder FIFO, which
+# rank 0 fakes, written to); a rank in broadcast while the
 # others all_reduce is named the same way (the minority collective). Also: ddplaunch's sitecustomize runs the
 # program's own one, leaves sys.path and the environment as they were, and [timeout] sample = no turns it off.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
@@ -13,7 +14,7 @@ W=$DDP_SRCDIR/tests/integration/watch_worker.py
 # checks it names CULPRIT within 60 s while the job still runs, then stops the job.
 live() {
     local name=$1 kind=$2 culprit=$3 mark=$4 t0= t1= i
-    WATCH_KIND=$kind WATCH_RANK=$culprit PATH=/usr/bin:$PATH "$DDP" --nproc-per-node 3 --log-dir "$TMP/$name" "$W" \
+    WATCH_FAKE_FR=1 WATCH_KIND=$kind WATCH_RANK=$culprit PATH=/usr/bin:$PATH "$DDP" --nproc-per-node 3 --log-dir "$TMP/$name" "$W" \
         >"$TMP/$name.out" 2>"$TMP/$name.err" &
     local pid=$!
     for i in $(seq 1 1200); do
@@ -44,6 +45,9 @@ live stuck stuck 2 "rank 2 stuck from now"
 expect_grep "suspected hang: rank 2 \(local 2, host [^,]+, GPU none\) at watch_worker.py:[0-9]+ in load_batch; no progress for [0-9]+s \(limit [0-9]+s\): ranks 0 and 1 wait in backward" "$TMP/stuck.err"
 expect_eq "stuck: frame" "$(echo "$S" | jq -r '.culprits[0].frame')" "$(grep -n 'time.sleep(100000)' "$W" | cut -d: -f1 | sed 's/^/watch_worker.py:/; s/$/ in load_batch/')"
 expect_eq "stuck: nothing was a straggler" "$(jq -r '.stragglers | length' "$R/summary.json")" 0
+# the flight recorder's FIFO (torch 2.x, NCCL; here rank 0 makes one): written to once the hang is suspected
+expect_grep "rank 0 flight recorder dump requested" "$TMP/stuck.out"
+expect_eq "stuck: flight recorders asked" "$(echo "$S" | jq -c .flight_recorder)" "[0]"
 
 live other other 1 "rank 1 at the mismatch"
 expect_grep "suspected hang: rank 1 \(local 1, host [^,]+, GPU none\) at watch_worker.py:[0-9]+ in <module>; .*ranks 0 and 2 wait in all_reduce; rank 1 is in another collective: broadcast" "$TMP/other.err"

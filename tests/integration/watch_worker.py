@@ -5,6 +5,7 @@ WATCH_KIND: stuck - WATCH_RANK stops in its data loading (load_batch) at step 5,
             slow  - WATCH_RANK's data loading takes 40% longer every step (a straggler), the job ends normally;
             ckpt  - rank 0 writes a checkpoint for WATCH_CKPT_S seconds (40) at step 5 while the others wait in a
                     barrier; the job ends normally.
+WATCH_FAKE_FR=1 (gloo): rank 0 makes the flight-recorder FIFO torch 2.x makes for NCCL and says when it is read.
 WATCH_STEPS steps (default 40) of WATCH_STEP_S seconds (0.3) of data loading each; a line every 5 steps."""
 import datetime, os, time
 import torch
@@ -24,6 +25,18 @@ kw = {}
 if os.environ.get("WATCH_PG_TIMEOUT_S"):
     kw["timeout"] = datetime.timedelta(seconds=float(os.environ["WATCH_PG_TIMEOUT_S"]))
 dist.init_process_group(backend, **kw)
+if os.environ.get("WATCH_FAKE_FR") and rank == 0 and backend == "gloo":
+    # stands in for torch 2.x's NCCL flight recorder: the FIFO it makes, read by a thread of its own
+    import threading
+    fifo = os.environ["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] + f"{rank}.pipe"
+    os.mkfifo(fifo)
+
+    def serve_fifo():
+        with open(fifo) as f:
+            f.readline()
+        print(f"rank {rank} flight recorder dump requested", flush=True)
+
+    threading.Thread(target=serve_fifo, daemon=True).start()
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 64).to(device))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 

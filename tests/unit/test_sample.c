@@ -70,7 +70,8 @@ Test(sample, poke_and_take)
     struct ddp_buf b = {0};
     int pipefd[2];
     ddp_sample_file_init(&f, path);
-    cr_expect_eq(ddp_sample_poke(&f, 0, 0), -EAGAIN, "no file: not registered, never signalled");
+    pid_t none = 0;
+    cr_expect_eq(ddp_sample_poke(&f, &none, 1, 0), -EAGAIN, "no file: not registered, never signalled");
     cr_assert_eq(pipe(pipefd), 0);
     pid_t pid = fork();
     if (pid == 0) {
@@ -86,8 +87,11 @@ Test(sample, poke_and_take)
     }
     char c;
     cr_assert_eq(read(pipefd[0], &c, 1), 1);
-    cr_expect_eq(ddp_sample_poke(&f, getpgid(0), 0), -ESRCH, "not in the group it should be in");
-    cr_assert_eq(ddp_sample_poke(&f, pid, 5), 0);
+    pid_t groups[2] = {getpgid(0), 0};
+    cr_expect_eq(ddp_sample_poke(&f, groups, 2, 0), -ESRCH, "not in the group it should be in");
+    cr_expect_eq(ddp_sample_poke(&f, groups, 0, 0), -ESRCH, "no group given: never signalled");
+    groups[1] = pid; /* the program's own group, as the shim makes it */
+    cr_assert_eq(ddp_sample_poke(&f, groups, 2, 5), 0);
     cr_expect_eq(f.pid, pid);
     cr_expect(f.pending);
     long n = 0;
@@ -100,7 +104,7 @@ Test(sample, poke_and_take)
     cr_expect_not(f.pending);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    cr_expect_eq(ddp_sample_poke(&f, pid, 0), -ESRCH, "gone");
+    cr_expect_eq(ddp_sample_poke(&f, groups, 2, 0), -ESRCH, "gone");
     ddp_buf_free(&b);
     ddp_sample_file_free(&f);
     free(path);
