@@ -17,11 +17,11 @@
 #include "output.h"
 #include "plan.h"
 #include "policy.h"
+#include "progress.h"
 #include "record.h"
 #include "shim.h"
 #include "timer.h"
 #include "util.h"
-#include "progress.h"
 
 struct sup;
 struct run;
@@ -73,8 +73,8 @@ struct run {
     int open_handles;
     bool retired;
     long long start_ms;
-    char *cgroup;                   /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
-    struct ddp_progress *progress;       /* live stack sampling and hang suspicion (progress.h), or NULL */
+    char *cgroup;                      /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
+    struct ddp_progress *progress;     /* live stack sampling and hang suspicion (progress.h), or NULL */
     struct ddp_progress_rank *watched; /* what it watches, per worker */
 };
 
