@@ -37,22 +37,17 @@ void ddp_attempt_free(struct ddp_attempt *a)
     memset(a, 0, sizeof *a);
 }
 
-/* Set NAME=value in an envp vector, replacing an existing entry. */
-static void env_set(struct ddp_strv *env, const char *name, const char *value)
+/* A worker's environment while it is built: a hashed list (spec.h's kvlist: insertion order kept, a name set
+ * again keeps its place), so that [env] with 40,000 keys costs linear time; env_store() writes it out as the
+ * worker's "NAME=value" vector. */
+static void env_set(struct ddp_kvlist *env, const char *name, const char *value)
 {
-    int i = ddp_strv_env_find(env, name);
-    char *entry = ddp_xasprintf("%s=%s", name, value);
-    if (i >= 0) {
-        free(env->v[i]);
-        env->v[i] = entry;
-    } else {
-        ddp_strv_push_own(env, entry);
-    }
+    ddp_kvlist_set(env, name, value, DDP_ORIGIN_DEFAULT, NULL, 0);
 }
 
-static void env_setf(struct ddp_strv *env, const char *name, const char *fmt, ...)
+static void env_setf(struct ddp_kvlist *env, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void env_setf(struct ddp_strv *env, const char *name, const char *fmt, ...)
+static void env_setf(struct ddp_kvlist *env, const char *name, const char *fmt, ...)
 {
     va_list ap;
     char *v;
@@ -64,21 +59,41 @@ static void env_setf(struct ddp_strv *env, const char *name, const char *fmt, ..
     free(v);
 }
 
-static void env_default(struct ddp_strv *env, const char *name, const char *value)
+static const char *env_lookup(const struct ddp_kvlist *env, const char *name)
 {
-    if (ddp_strv_env_find(env, name) < 0)
+    const struct ddp_kv *kv = ddp_kvlist_get(env, name);
+    return kv ? kv->value : NULL;
+}
+
+static void env_default(struct ddp_kvlist *env, const char *name, const char *value)
+{
+    if (!env_lookup(env, name))
         env_set(env, name, value);
 }
 
-static const char *env_lookup(const struct ddp_strv *env, const char *name)
+/* The launcher's environment as the worker's starting point, except the agents' secret (never the workers').
+ * An entry without '=' names no variable and is left out. */
+static void env_load(struct ddp_kvlist *env, char *const *base)
 {
-    int i = ddp_strv_env_find(env, name);
-    return i >= 0 ? env->v[i] + strlen(name) + 1 : NULL;
+    for (char *const *e = base; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || strncmp(*e, "DDPLAUNCH_JOB_SECRET=", 21) == 0)
+            continue;
+        char *name = ddp_xstrndup(*e, (size_t)(eq - *e));
+        env_set(env, name, eq + 1);
+        free(name);
+    }
+}
+
+static void env_store(const struct ddp_kvlist *env, struct ddp_strv *out)
+{
+    for (size_t i = 0; i < env->n; i++)
+        ddp_strv_push_own(out, ddp_xasprintf("%s=%s", env->v[i].key, env->v[i].value));
 }
 
 /* Expand ${VAR} and ${VAR:-default} from the worker's environment as built so far (which includes the
  * launcher's). $$ is a literal $. An unset variable without default is an error. */
-static int expand(const char *value, const struct ddp_strv *env, const struct ddp_kv *kv, char **out,
+static int expand(const char *value, const struct ddp_kvlist *env, const struct ddp_kv *kv, char **out,
                   struct ddp_err *err)
 {
     struct ddp_buf b = {0};
@@ -302,7 +317,7 @@ static char *attempt_dir(const struct ddp_plan_ctx *ctx, int attempt)
 
 /* The variables torchrun gives every worker (rank, sizes, master, restart count, run id, error and timer files),
  * and the defaults it sets unless inherited. */
-static void set_torchrun_env(struct ddp_strv *env, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *out,
+static void set_torchrun_env(struct ddp_kvlist *env, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *out,
                              int rank, int lr, const char *signals, const char *log_dir)
 {
     env_setf(env, "RANK", "%d", rank);
@@ -331,10 +346,8 @@ static void set_torchrun_env(struct ddp_strv *env, const struct ddp_plan_ctx *ct
 }
 
 /* Where placement put the worker: its GPU, NUMA node and bindings, and the variables that name them. */
-static void apply_placement(struct ddp_worker *w, const struct ddp_place_rank *pr)
+static void apply_placement(struct ddp_worker *w, const struct ddp_place_rank *pr, struct ddp_kvlist *env)
 {
-    struct ddp_strv *env = &w->envp;
-
     w->gpu = pr->gpu;
     w->gpu_busid = pr->busid ? ddp_xstrdup(pr->busid) : NULL;
     w->numa_node = pr->numa_node;
@@ -380,7 +393,7 @@ static void init_worker(const struct ddp_plan_ctx *ctx, const struct ddp_attempt
 }
 
 /* [nccl] then [env]: explicit settings win over inherited values. */
-static int set_user_env(struct ddp_strv *env, const struct ddp_spec *s, struct ddp_err *err)
+static int set_user_env(struct ddp_kvlist *env, const struct ddp_spec *s, struct ddp_err *err)
 {
     const struct ddp_kvlist *lists[] = {&s->nccl, &s->env};
     for (size_t l = 0; l < 2; l++)
@@ -399,18 +412,16 @@ static int set_user_env(struct ddp_strv *env, const struct ddp_spec *s, struct d
 /* Hang forensics ([timeout] stacks): Python's fault handler prints every thread's stack when the
  * supervisor sends SIGABRT to a hung rank; torch (2.x, NCCL) dumps its flight recorder on a collective
  * timeout into the rank's log directory. Values the user set win. */
-static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s)
+static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s, struct ddp_kvlist *env)
 {
-    struct ddp_strv *env = &w->envp;
-
     w->python = uses_python(s) || argv0_is_python(&w->argv);
     if (s->timeout_stacks && w->python) {
         env_default(env, "PYTHONFAULTHANDLER", "1");
         /* torch 2.11 names (TORCH_NCCL_TRACE_BUFFER_SIZE draws a deprecation warning there) */
-        if (ddp_strv_env_find(env, "TORCH_NCCL_TRACE_BUFFER_SIZE") < 0)
+        if (!env_lookup(env, "TORCH_NCCL_TRACE_BUFFER_SIZE"))
             env_default(env, "TORCH_FR_BUFFER_SIZE", "2000");
         env_default(env, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
-        if (w->log_dir && ddp_strv_env_find(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE") < 0) {
+        if (w->log_dir && !env_lookup(env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
             char *fr = ddp_xasprintf("%s/flight_recorder_rank_", w->log_dir);
             env_default(env, "TORCH_FR_DUMP_TEMP_FILE", fr);
             free(fr);
@@ -422,9 +433,9 @@ static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s)
  * (sample.c writes it into the run directory) goes first on PYTHONPATH, and the rank's stacks file in the attempt's
  * directory and the signal go in DDPLAUNCH_STACKS_FILE/SIGNAL, which the sitecustomize takes out of the
  * environment. Not in `plan` (no run directory). */
-static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, int lr)
+static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, int lr,
+                           struct ddp_kvlist *env)
 {
-    struct ddp_strv *env = &w->envp;
     if (!ctx->spec->timeout_sample || !ctx->run_dir || !a->dir)
         return;
     const char *old = env_lookup(env, "PYTHONPATH");
@@ -484,17 +495,15 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 
     for (int lr = 0; lr < nproc; lr++) {
         struct ddp_worker *w = &out->workers[lr];
-        struct ddp_strv *env = &w->envp;
+        struct ddp_kvlist envl = {0}, *env = &envl;
         int rank = (ctx->world_size > 0 ? ctx->rank_base : ctx->node_rank * nproc) + lr;
         init_worker(ctx, out, w, lr, rank);
 
-        for (char *const *e = ctx->base_env; e && *e; e++)
-            if (strncmp(*e, "DDPLAUNCH_JOB_SECRET=", 21) != 0) /* the agents' secret, never the workers' */
-                ddp_strv_push(env, *e);
+        env_load(env, ctx->base_env);
         set_torchrun_env(env, ctx, out, rank, lr, signals, w->log_dir);
 
         if (ctx->topo)
-            apply_placement(w, &place.ranks[lr]);
+            apply_placement(w, &place.ranks[lr], env);
         env_setf(env, "DDPLAUNCH_ATTEMPT", "%d", attempt);
         env_setf(env, "DDPLAUNCH_ORIG_WORLD_SIZE", "%d", out->orig_world_size);
         if (out->dir)
@@ -504,12 +513,15 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 
         rc = set_user_env(env, s, err);
         if (rc < 0) {
+            ddp_kvlist_free(env);
             ddp_place_free(&place);
             ddp_attempt_free(out);
             return rc;
         }
-        set_stacks_env(w, s);
-        set_sample_env(w, ctx, out, lr);
+        set_stacks_env(w, s, env);
+        set_sample_env(w, ctx, out, lr, env);
+        env_store(env, &w->envp);
+        ddp_kvlist_free(env);
     }
     if (ctx->topo)
         ddp_place_free(&place);

@@ -155,13 +155,15 @@ Test(check, no_topology_warns)
 
 Test(check, leases_of_other_jobs)
 {
-    struct ddp_lease_info l[2] = {{.busid = "0000:18:00.0", .pid = 4242, .job = "train-a", .user = "bob"},
-                                  {.busid = "0000:19:00.0", .pid = 77, .job = "me", .user = "root"}};
+    struct ddp_lease_info l[2] = {
+        {.busid = "0000:18:00.0", .pid = 4242, .job = "train-a", .user = "bob", .comm = "python3", .ddplaunch = true},
+        {.busid = "0000:19:00.0", .pid = 77, .job = "me", .user = "root", .comm = "ddplaunch", .ddplaunch = true}};
     struct ddp_check_report r = {0};
 
     ddp_check_leases(&r, l, 2, 77, 0);
-    expect_result(&r.v[0], DDP_CHECK_OK,
-                  "1 GPU leased, left out of the pick: 0000:18:00.0 by job 'train-a' (pid 4242, user bob)");
+    expect_result(
+        &r.v[0], DDP_CHECK_OK,
+        "1 GPU leased, left out of the pick: 0000:18:00.0 by job 'train-a' (pid 4242, user bob, command python3)");
     ddp_check_leases(&r, NULL, 0, 77, 0);
     expect_result(&r.v[1], DDP_CHECK_OK, "no GPU leased");
     ddp_check_leases(&r, NULL, 0, 77, -EACCES);
