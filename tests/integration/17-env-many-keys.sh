@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Issue 24 item 9: a job spec whose [env] holds 40,000 keys (one ${VAR} among them) loads, plans and starts in
 # linear time: each of 2 workers sees every key with its value, the expanded one too, and the whole launch takes
-# less than 2 s even on a loaded machine (it took 5.7-8.8 s when the worker environment was searched linearly for
-# each key: quadratic).
+# less than 2 s of CPU (it took 5.7-8.8 s when the worker environment was searched linearly for each key).
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 N=40000
 {
@@ -12,11 +11,16 @@ N=40000
 } >"$TMP/many.ini"
 expect_eq "keys in the spec" "$(grep -c '^DDPT_K' "$TMP/many.ini")" $N
 
-start=$(date +%s%N)
-DDPT_FROM_LAUNCHER=outside "$DDP" "$TMP/many.ini" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the job failed"; }
-ms=$((($(date +%s%N) - start) / 1000000))
-echo "40,000 [env] keys, 2 workers: ${ms} ms"
-[ "$ms" -lt 2000 ] || fail "40,000 [env] keys took $ms ms (want < 2000)"
+# CPU time (user + system, the launcher and its workers) is the measure: wall time on a machine shared with
+# other test suites says more about them. The quadratic build took 4-6 s of CPU; the linear one about 0.2 s.
+TIMEFORMAT='%3U %3S %3R'
+{ time DDPT_FROM_LAUNCHER=outside "$DDP" "$TMP/many.ini" >"$TMP/out" 2>&1; } 2>"$TMP/time" ||
+    { cat "$TMP/out"; fail "the job failed"; }
+read -r user sys real <"$TMP/time"
+cpu_ms=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d", (u + s) * 1000 }')
+echo "40,000 [env] keys, 2 workers: ${cpu_ms} ms of CPU, ${real} s wall"
+[ "$cpu_ms" -lt 2000 ] || fail "40,000 [env] keys took $cpu_ms ms of CPU (want < 2000)"
+awk -v r="$real" 'BEGIN { exit !(r < 30) }' || fail "40,000 [env] keys took $real s (want < 30 s even under load)"
 
 for r in 0 1; do
     [ -f "$TMP/env.$r" ] || fail "rank $r wrote no environment"
