@@ -342,6 +342,7 @@ static void on_connection(uv_stream_t *server, int status)
     peer_name(k);
     ddp_coord_join_make_room(c, k->source);
     uv_tcp_nodelay(&k->tcp, 1);
+    ddp_coord_live_socket(k);
     k->state = DDP_COORD_JOIN_WAIT;
     uint8_t raw[DDP_FRAME_NONCE_HEX / 2];
     ddp_crypto_random(raw, sizeof raw);
@@ -364,6 +365,7 @@ static void on_connect(uv_connect_t *req, int status)
     k->connected = true;
     peer_name(k);
     uv_tcp_nodelay(&k->tcp, 1);
+    ddp_coord_live_socket(k);
     k->state = DDP_COORD_HELLO_WAIT;
     k->last_seen_ms = ddp_now_ms();
     uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);

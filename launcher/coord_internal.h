@@ -78,7 +78,9 @@ void ddp_coord_client_connect(struct ddp_coord *c);
 void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_msg *m);
 void ddp_coord_join_make_room(struct ddp_coord *c, const char *source);
 
-/* coord_live.c: a frame arrived from k's peer (it is alive; a PING is answered at once); the timer's tick */
+/* coord_live.c: a frame arrived from k's peer (it is alive; a PING is answered at once); a connected socket's
+ * kernel-side liveness (TCP_USER_TIMEOUT); the timer's tick */
+void ddp_coord_live_socket(struct ddp_coord_conn *k);
 void ddp_coord_live_heard(struct ddp_coord_conn *k, const struct ddp_frame_msg *m);
 void ddp_coord_live_tick(uv_timer_t *t);
 

@@ -1,13 +1,33 @@
-/* coord_live: whether the peers of the control channel are alive. Any frame from a peer shows it is; after
- * heartbeat_ms without one a side sends PING, which the peer answers with PONG as soon as it reads it (before
- * anything else in that frame batch, and on every role: node 0 answers its nodes too). A peer is lost when it has
- * had lost_after_ms to answer and did not: time counts only from our PING, and only as far as our own loop ran
- * (each tick adds at most two periods), so a stall of this agent is never charged to its peer. A peer whose
- * process ends is noticed at once (EOF, coord.c); silence is for hosts and networks that vanish.
+/* coord_live: whether the peers of the control channel are alive, told apart from busy. Any frame from a peer
+ * shows it is alive; after heartbeat_ms without one a side sends PING (again every heartbeat_ms while unanswered),
+ * which the peer answers with PONG as soon as it reads it, on every role.
+ * - A peer whose process ends is noticed at once (EOF or reset, coord.c).
+ * - A peer whose host or network vanished stops acknowledging our PINGs: the kernel gives up on the connection
+ *   after lost_after_ms of unacknowledged data (TCP_USER_TIMEOUT), which coord.c sees as a read error.
+ * - A peer whose host acknowledges but whose agent does not answer is busy (a serving agent starved of CPU
+ *   during a join storm) or hung: it is lost after BUSY_FACTOR x lost_after_ms of the time it had to answer,
+ *   counted from our first PING and only as far as our own loop ran (each tick adds at most two periods), so a
+ *   stall of this agent is never charged to its peer.
  * Connections in their handshake get handshake_ms, counted the same way. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include "coord_internal.h"
+
+#define BUSY_FACTOR 4
+
+void ddp_coord_live_socket(struct ddp_coord_conn *k)
+{
+    uv_os_fd_t fd;
+    unsigned ms = (unsigned)k->c->cfg.lost_after_ms;
+    if (uv_fileno((uv_handle_t *)&k->tcp, &fd) == 0 &&
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) < 0)
+        ddp_debug("coord: TCP_USER_TIMEOUT on %s: %s", k->peer, strerror(errno));
+}
 
 void ddp_coord_live_heard(struct ddp_coord_conn *k, const struct ddp_frame_msg *m)
 {
@@ -35,14 +55,19 @@ static void lost(struct ddp_coord_conn *k, long long now)
     ddp_coord_conn_lost(k, why); /* may run the callback, which may close c */
 }
 
-/* An authenticated connection: PING after heartbeat_ms of silence; lost after lost_after_ms without an answer. */
+/* An authenticated connection: PING after heartbeat_ms of silence and every heartbeat_ms after it while unanswered
+ * (data the peer's kernel must acknowledge: see TCP_USER_TIMEOUT); lost after BUSY_FACTOR x lost_after_ms of its
+ * time without an answer. */
 static void keep_alive(struct ddp_coord_conn *k, long long now, long long dt)
 {
     struct ddp_coord *c = k->c;
     if (k->ping_out) {
+        long long before = k->owed_ms;
         k->owed_ms += dt;
-        if (k->owed_ms > c->cfg.lost_after_ms)
+        if (k->owed_ms > BUSY_FACTOR * c->cfg.lost_after_ms)
             lost(k, now);
+        else if (k->owed_ms / c->cfg.heartbeat_ms > before / c->cfg.heartbeat_ms)
+            ddp_coord_conn_send(k, "PING");
     } else if (now - k->last_seen_ms >= c->cfg.heartbeat_ms) {
         ddp_coord_conn_send(k, "PING");
         k->ping_out = true;
