@@ -156,18 +156,23 @@ Test(check, no_topology_warns)
 Test(check, leases_of_other_jobs)
 {
     struct ddp_lease_info l[2] = {
-        {.busid = "0000:18:00.0", .pid = 4242, .job = "train-a", .user = "bob", .comm = "python3", .ddplaunch = true},
+        {.busid = "0000:18:00.0", .pid = 4242, .job = "train-a", .user = "bob", .comm = "ddplaunch", .ddplaunch = true},
         {.busid = "0000:19:00.0", .pid = 77, .job = "me", .user = "root", .comm = "ddplaunch", .ddplaunch = true}};
     struct ddp_check_report r = {0};
 
     ddp_check_leases(&r, l, 2, 77, 0);
-    expect_result(
-        &r.v[0], DDP_CHECK_OK,
-        "1 GPU leased, left out of the pick: 0000:18:00.0 by job 'train-a' (pid 4242, user bob, command python3)");
+    expect_result(&r.v[0], DDP_CHECK_OK,
+                  "1 GPU leased, left out of the pick: 0000:18:00.0 by job 'train-a' (pid 4242, user bob, command "
+                  "ddplaunch)");
     ddp_check_leases(&r, NULL, 0, 77, 0);
     expect_result(&r.v[1], DDP_CHECK_OK, "no GPU leased");
     ddp_check_leases(&r, NULL, 0, 77, -EACCES);
     expect_result(&r.v[2], DDP_CHECK_WARN, "Permission denied");
+    /* a lock held by something that is no ddplaunch job (a bare bind by another user): a warning naming it */
+    struct ddp_lease_info sq = {.busid = "0000:18:00.0", .pid = 99, .user = "mallory", .comm = "python3"};
+    ddp_check_leases(&r, &sq, 1, 77, 0);
+    expect_result(&r.v[3], DDP_CHECK_WARN,
+                  "a process that is no ddplaunch job, job '?' (pid 99, user mallory, command python3)");
     ddp_check_report_free(&r);
 }
 

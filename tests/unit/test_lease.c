@@ -71,7 +71,8 @@ Test(lease, take_is_all_or_nothing_and_names_holders)
     /* overlapping set {1, 2}: refused, and 2 must not stay leased */
     cr_expect_eq(ddp_lease_take(lockdir, gpus8 + 1, 2, "job-b", &b, &err), -EBUSY);
     char want[160];
-    snprintf(want, sizeof want, "gpu 0000:19:00.0: job 'job-a' (pid %d, user %s, since ", (int)getpid(), me());
+    snprintf(want, sizeof want, "gpu 0000:19:00.0: job 'job-a' (pid %d, user %s, command test_lease, since ",
+             (int)getpid(), me());
     cr_expect(strstr(err.msg, want), "got: %s\nwant: %s", err.msg, want);
     cr_expect_null(strstr(err.msg, "0000:18:00.0"), "only the GPUs asked for are listed: %s", err.msg);
     cr_assert_eq(ddp_lease_probe(lockdir, gpus8, 8, held, &err), 0);
