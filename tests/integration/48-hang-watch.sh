@@ -4,7 +4,8 @@
 # 60 s of the hang while the job runs on (a `suspect` event, documented schema; torch's flight-recorder FIFO, which
 # rank 0 fakes, written to); a rank in broadcast while the
 # others all_reduce is named the same way (the minority collective). Also: ddplaunch's sitecustomize runs the
-# program's own one, leaves sys.path and the environment as they were, and [timeout] sample = no turns it off.
+# program's own one, leaves sys.path and the environment as they were, and [timeout] sample = no turns it off;
+# [timeout] on_suspect = restart stops the attempt as a hang.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "no torch"
 CHECK="$PY $DDP_SRCDIR/tests/integration/records_check.py $DDP_SRCDIR/man/ddplaunch.1"
@@ -68,4 +69,17 @@ expect_grep "user 1 stacks None sampler True blocked True path $TMP/user\$" "$TM
 PATH=/usr/bin:$PATH PYTHONPATH=$TMP/user "$DDP" --nproc-per-node 1 --set timeout.sample=no "$TMP/env.py" \
     >"$TMP/off.out" 2>&1 || { cat "$TMP/off.out"; fail "env.py failed (sample = no)"; }
 expect_grep "user 1 stacks None sampler False blocked False path $TMP/user\$" "$TMP/off.out"
+
+# [timeout] on_suspect = restart: the suspicion stops the attempt as a hang of the stuck rank (a short setup
+# allowance and floor here; no restart left: exit 124, the stuck rank the root cause, class hang)
+WATCH_KIND=stuck WATCH_RANK=2 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 3 --log-dir "$TMP/act" \
+    --set timeout.on_suspect=restart --set timeout.on_suspect_after=1s --set timeout.suspect_setup=15s \
+    --set timeout.suspect_floor=5s "$W" >"$TMP/act.out" 2>"$TMP/act.err"
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/act.err"; fail "act: exit $rc, want 124"; }
+R=$(echo "$TMP/act"/*/)
+expect_grep "suspected hang for [0-9]+s \(\[timeout\] on_suspect = restart\)" "$TMP/act.err"
+expect_eq "act: root cause" "$(jq -r .root_cause.rank "$R/summary.json")" 2
+expect_eq "act: class" "$(jq -r .root_cause.class "$R/summary.json")" hang
+$CHECK "$R" >/dev/null || fail "act: records do not match the documented schema"
 echo ok
