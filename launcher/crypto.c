@@ -1,6 +1,9 @@
 /* crypto: thin wrappers over libsodium. See crypto.h. */
 #include "crypto.h"
 
+#include <errno.h>
+#include <string.h>
+
 #include <sodium.h>
 #include <stdlib.h>
 
@@ -62,4 +65,14 @@ void ddp_crypto_digest_hex(const void *const *parts, const size_t *lens, size_t 
 void ddp_crypto_wipe(void *p, size_t n)
 {
     sodium_memzero(p, n);
+}
+
+int ddp_crypto_pwhash(const char *password, const uint8_t salt[DDP_CRYPTO_SALT_LEN], uint8_t out[32])
+{
+    init();
+    _Static_assert(DDP_CRYPTO_SALT_LEN == crypto_pwhash_SALTBYTES, "salt length");
+    return crypto_pwhash(out, 32, password, strlen(password), salt, crypto_pwhash_OPSLIMIT_INTERACTIVE,
+                         crypto_pwhash_MEMLIMIT_INTERACTIVE, crypto_pwhash_ALG_ARGON2ID13) == 0
+               ? 0
+               : -ENOMEM;
 }

@@ -23,6 +23,11 @@ bool ddp_crypto_equal(const void *a, const void *b, size_t n);
 void ddp_crypto_hex(const void *bytes, size_t n, char *out);
 /* BLAKE2b-256 of the n pieces, as 64 hex digits and a NUL in out (a digest to bind, not a MAC). */
 void ddp_crypto_digest_hex(const void *const *parts, const size_t *lens, size_t n, char out[65]);
+/* Argon2id (libsodium's crypto_pwhash, OPSLIMIT/MEMLIMIT_INTERACTIVE: 64 MiB, about 0.1-0.5 s) of the password
+ * with a 16-byte salt into out (32 bytes): what turns a human-chosen secret into a key, so that each guess
+ * costs an attacker as much. 0, or -ENOMEM when the memory cannot be had. */
+#define DDP_CRYPTO_SALT_LEN 16
+int ddp_crypto_pwhash(const char *password, const uint8_t salt[DDP_CRYPTO_SALT_LEN], uint8_t out[32]);
 /* Overwrite n bytes with zeros in a way the compiler keeps. */
 void ddp_crypto_wipe(void *p, size_t n);
 

@@ -168,7 +168,7 @@ int ddp_jobs_command(const char *lock_dir, bool json, FILE *out)
     size_t i;
     json_t *o;
     if (json) {
-        char *text = json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *text = json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII); /* \u202e, not RLO */
         fprintf(out, "%s\n", text ? text : "[]");
         free(text);
         json_decref(a);

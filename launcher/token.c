@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,80 @@ int ddp_token_secret(const char *job_secret, const char *token_path, const char 
     return 0;
 }
 
+static int char_class(unsigned char c)
+{
+    return c >= 'a' && c <= 'z' ? 1 : c >= 'A' && c <= 'Z' ? 2 : c >= '0' && c <= '9' ? 4 : 8;
+}
+
+static bool is_letter(unsigned char c)
+{
+    return char_class(c) <= 2;
+}
+
+double ddp_token_strength_bits(const char *secret)
+{
+    const unsigned char *s = (const unsigned char *)secret;
+    int classes = 0;
+    bool hex = true;
+    for (const unsigned char *p = s; *p; p++) {
+        classes |= char_class(*p);
+        hex = hex && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F'));
+    }
+    double alphabet = (classes & 1 ? 26 : 0) + (classes & 2 ? 26 : 0) + (classes & 4 ? 10 : 0) + (classes & 8 ? 33 : 0);
+    if (hex && strlen(secret) >= 32)
+        alphabet = 16; /* a hex dump: its own alphabet, no words */
+    double per = alphabet > 1 ? log2(alphabet) : 0, bits = 0;
+    for (size_t i = 0; s[i]; i++) {
+        size_t a = i, b = i;
+        while (!hex && a > 0 && is_letter(s[a - 1]))
+            a--;
+        while (!hex && s[b] && is_letter(s[b]))
+            b++;
+        if (i > 0 && s[i] == s[i - 1])
+            continue;
+        if (i > 0 && (s[i] == s[i - 1] + 1 || s[i] + 1 == s[i - 1]) && char_class(s[i]) == char_class(s[i - 1]))
+            bits += 1;
+        else if (!hex && is_letter(s[i]) && b - a >= 4)
+            bits += 2.5 < per ? 2.5 : per;
+        else
+            bits += per;
+    }
+    return bits;
+}
+
+/* A secret the user chose: refused when weak, warned about when fair, then stretched (token.h). */
+static int stretch_chosen(char **secret, const char *where, const char *job_id, struct ddp_err *err)
+{
+    double bits = ddp_token_strength_bits(*secret);
+    static const char gen[] = "make one with: openssl rand -hex 32 >FILE; chmod 600 FILE; and set [job] "
+                              "secret_file = FILE (the same file on every node)";
+    if (bits < DDP_TOKEN_WEAK_BITS) {
+        ddp_crypto_wipe(*secret, strlen(*secret));
+        free(*secret);
+        *secret = NULL;
+        return ddp_errf(err, -EINVAL,
+                        "%s is too easy to guess (about %.0f bits: words, repeats or runs; at least %d wanted): %s",
+                        where, bits, DDP_TOKEN_WEAK_BITS, gen);
+    }
+    if (bits < DDP_TOKEN_FAIR_BITS)
+        ddp_warn("%s is weak (about %.0f bits; %d or more wanted): %s", where, bits, DDP_TOKEN_FAIR_BITS, gen);
+    uint8_t salt[DDP_CRYPTO_SALT_LEN], full[65], key[32];
+    const void *parts[2] = {"ddplaunch secret salt\n", job_id ? job_id : ""};
+    size_t lens[2] = {strlen(parts[0]), strlen(parts[1])};
+    ddp_crypto_digest_hex(parts, lens, 2, (char *)full);
+    memcpy(salt, full, sizeof salt);
+    int rc = ddp_crypto_pwhash(*secret, salt, key);
+    ddp_crypto_wipe(*secret, strlen(*secret));
+    free(*secret);
+    *secret = NULL;
+    if (rc < 0)
+        return ddp_errf(err, rc, "%s: cannot stretch it (Argon2id needs 64 MiB): %s", where, strerror(-rc));
+    *secret = ddp_xmalloc(65);
+    ddp_crypto_hex(key, sizeof key, *secret);
+    ddp_crypto_wipe(key, sizeof key);
+    return 0;
+}
+
 int ddp_token_job_secret(const struct ddp_spec *spec, char *const *envp, const char *job_id, char **out,
                          struct ddp_err *err)
 {
@@ -132,7 +208,8 @@ int ddp_token_job_secret(const struct ddp_spec *spec, char *const *envp, const c
             ddp_warn("%s:%d: [job] secret is in a file other users can read (mode %03o): move it to a private "
                      "secret_file (chmod 600), or pass it as DDPLAUNCH_JOB_SECRET",
                      file, spec->set_line[si], (unsigned)(st.st_mode & 0777));
-        return ddp_token_secret(spec->secret, NULL, job_id, out, err);
+        int rc = ddp_token_secret(spec->secret, NULL, job_id, out, err);
+        return rc < 0 ? rc : stretch_chosen(out, "[job] secret", job_id, err);
     }
     if (spec->secret_file && *spec->secret_file) {
         char *s = NULL;
@@ -141,7 +218,7 @@ int ddp_token_job_secret(const struct ddp_spec *spec, char *const *envp, const c
         if (rc < 0)
             return ddp_errf(err, rc, "secret_file %s", e2.msg);
         *out = s;
-        return 0;
+        return stretch_chosen(out, "the secret in secret_file", job_id, err);
     }
     const char *tf = ddp_env_get(envp, "DDPLAUNCH_TOKEN_FILE");
     const char *home = ddp_env_get(envp, "HOME");

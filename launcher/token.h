@@ -23,11 +23,22 @@ int ddp_token_read(const char *path, char **out, struct ddp_err *err);
 int ddp_token_secret(const char *job_secret, const char *token_path, const char *job_id, char **out,
                      struct ddp_err *err);
 
+/* A rough estimate of how many bits of guessing a human-chosen secret is worth: each character counts
+ * log2 of the alphabet its classes span (lower, upper, digits, other), except that a repeat of the previous
+ * character counts nothing, a step in a run (abc, 123) 1 bit, and a letter inside a run of 4 or more letters
+ * (a word) 2.5 bits. "correcthorsebatt" is about 40, 64 random hex digits about 250. Pure. */
+double ddp_token_strength_bits(const char *secret);
+#define DDP_TOKEN_WEAK_BITS 48 /* below: refused */
+#define DDP_TOKEN_FAIR_BITS 96 /* below: a warning */
+
 /* The secret of a job on several nodes, from the first of: [job] secret (the environment's
  * DDPLAUNCH_JOB_SECRET, a spec file, or --set), [job] secret_file (ddp_token_read), else derived from the
  * per-user token file ($DDPLAUNCH_TOKEN_FILE, else ~/.config/ddplaunch/token, created when missing) and job_id.
- * Warns when the spec file that holds [job] secret can be read by other users. 0 and *out (caller wipes and
- * frees), or a negative errno with err. */
+ * Warns when the spec file that holds [job] secret can be read by other users. A secret the user chose
+ * ([job] secret or secret_file) is refused when ddp_token_strength_bits() is below DDP_TOKEN_WEAK_BITS, warned
+ * about below DDP_TOKEN_FAIR_BITS, and stretched: *out is then the hex of Argon2id(secret, salt from job_id)
+ * (ddp_crypto_pwhash), so that whoever receives a handshake (a squatter on the c10d endpoint) pays one Argon2id
+ * per guess. 0 and *out (caller wipes and frees), or a negative errno with err. */
 int ddp_token_job_secret(const struct ddp_spec *spec, char *const *envp, const char *job_id, char **out,
                          struct ddp_err *err);
 

@@ -81,13 +81,26 @@ Test(token, job_secret_sources)
     snprintf(tokenv, sizeof tokenv, "DDPLAUNCH_TOKEN_FILE=%s", tok);
     char *envp[] = {tokenv, NULL};
 
-    /* secret_file: private, read as is */
+    /* secret_file: private, stretched (Argon2id, salt from the job id): the same on every node of one job */
     write_file(sf, "file-secret-0123456789\n", 0600);
     ddp_spec_init(&spec);
     cr_assert_eq(ddp_spec_set(&spec, "job", "secret_file", sf, DDP_ORIGIN_CLI, "--set", &err), 0);
     cr_assert_eq(ddp_token_job_secret(&spec, envp, "none", &s, &err), 0, "%s", err.msg);
-    cr_expect_str_eq(s, "file-secret-0123456789");
+    cr_expect_eq(strlen(s), 64);
+    cr_expect_null(strstr(s, "file-secret"));
+    char *s2 = NULL;
+    cr_assert_eq(ddp_token_job_secret(&spec, envp, "none", &s2, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(s, s2, "the same secret and job id give the same key");
+    free(s2);
+    cr_assert_eq(ddp_token_job_secret(&spec, envp, "other-job", &s2, &err), 0, "%s", err.msg);
+    cr_expect_str_neq(s, s2, "another job id gives another key");
+    free(s2);
     free(s);
+    /* a weak one (16 dictionary letters) is refused, with a generator offered */
+    write_file(sf, "correcthorsebatt\n", 0600);
+    cr_expect_eq(ddp_token_job_secret(&spec, envp, "none", &s, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "too easy to guess") && strstr(err.msg, "openssl rand -hex 32"), "%s", err.msg);
+    write_file(sf, "file-secret-0123456789\n", 0600);
     chmod(sf, 0640);
     cr_expect_eq(ddp_token_job_secret(&spec, envp, "none", &s, &err), -EPERM);
     cr_expect(strstr(err.msg, "secret_file") && strstr(err.msg, "mode 640"), "%s", err.msg);
@@ -105,11 +118,25 @@ Test(token, job_secret_sources)
     ddp_spec_init(&spec);
     cr_assert_eq(ddp_spec_load_file(&spec, spec_path, DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
     cr_assert_eq(ddp_token_job_secret(&spec, envp, "none", &s, &err), 0, "%s", err.msg);
-    cr_expect_str_eq(s, "spec-secret-0123456789");
+    cr_expect_eq(strlen(s), 64);
+    cr_expect_null(strstr(s, "spec-secret"));
     free(s);
     ddp_spec_free(&spec);
     unlink(sf);
     unlink(spec_path);
     unlink(tok);
     rmdir(dir);
+}
+
+Test(token, strength_of_chosen_secrets)
+{
+    cr_expect_lt(ddp_token_strength_bits("correcthorsebatt"), DDP_TOKEN_WEAK_BITS);
+    cr_expect_lt(ddp_token_strength_bits("passwordpassword"), DDP_TOKEN_WEAK_BITS);
+    cr_expect_lt(ddp_token_strength_bits("Password1234!!!!"), DDP_TOKEN_WEAK_BITS);
+    cr_expect_lt(ddp_token_strength_bits("0123456789abcdef"), DDP_TOKEN_WEAK_BITS);
+    cr_expect_lt(ddp_token_strength_bits("aaaaaaaaaaaaaaaa"), DDP_TOKEN_WEAK_BITS);
+    double fair = ddp_token_strength_bits("spec-file-secret-0123456789");
+    cr_expect(fair >= DDP_TOKEN_WEAK_BITS && fair < DDP_TOKEN_FAIR_BITS, "%f", fair);
+    cr_expect_geq(ddp_token_strength_bits("aZ3$kL9!mQ2@xV7#"), DDP_TOKEN_FAIR_BITS);
+    cr_expect_geq(ddp_token_strength_bits("ead41e64e665f46c11d715da585c3d9e57768c1d28bf0ff77e6f971b0d730a94"), 200);
 }
