@@ -999,7 +999,7 @@ static void fmt_lim(char *buf, size_t len, unsigned long long v)
 
 void ddp_check_nofile(struct ddp_check_report *r, unsigned long long soft, unsigned long long hard, int nproc)
 {
-    unsigned long long need = 32 + 6ULL * (unsigned long long)(nproc > 0 ? nproc : 1);
+    unsigned long long need = ddp_nofile_need(nproc);
     char s[32], h[32], todo[256];
 
     fmt_lim(s, sizeof s, soft);

@@ -164,6 +164,11 @@ static int run_command(const struct ddp_cli *cli, const char *argv0)
     struct ddp_err err = {0};
     struct ddp_attempt attempt = {0};
     int status = resolve(&l, cli, &err);
+    /* before anything starts: the open files this job needs (the soft limit raised toward the hard one) */
+    if (status == 0 && ddp_nofile_ensure(l.ctx.nproc, &err) < 0) {
+        fprintf(stderr, "ddplaunch: %s\n", err.msg);
+        status = DDP_EXIT_USAGE;
+    }
     if (status == 0)
         status = acquire_and_plan(&l, &attempt, &err);
     ddp_attempt_free(&attempt);

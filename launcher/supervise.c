@@ -1796,7 +1796,9 @@ static int add_signal(struct sup *s, int signo)
     if (s->nsigs >= (int)(sizeof(s->sigs) / sizeof(s->sigs[0])))
         return 0;
     uv_signal_t *h = &s->sigs[s->nsigs];
-    uv_signal_init(&s->loop, h);
+    int rc = uv_signal_init(&s->loop, h);
+    if (rc < 0)
+        return rc; /* not initialised: never started nor closed */
     h->data = s;
     s->nsigs++;
     return uv_signal_start(h, on_signal, signo);
@@ -1822,7 +1824,13 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     rc = ddp_shim_adopt_orphans();
     if (rc < 0)
         ddp_debug("not a child subreaper: %s", strerror(-rc));
-    uv_loop_init(&s->loop);
+    rc = uv_loop_init(&s->loop);
+    if (rc < 0) { /* EMFILE at a low open-files limit: nothing was started, nothing to close */
+        ddp_errf(err, rc, "cannot start the event loop: %s", uv_strerror(rc));
+        free(s->cgroup_base);
+        free(s);
+        return DDP_EXIT_LAUNCHER;
+    }
     ddp_output_init(&s->out, STDOUT_FILENO, STDERR_FILENO);
     uv_timer_t *timers[] = {&s->grace,   &s->backoff, &s->watch,   &s->wall,   &s->force,
                             &s->unblock, &s->join,    &s->capture, &s->joinlog};
@@ -1832,7 +1840,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     }
     /* Signals first, so that one arriving while the workers start is not lost. */
     for (size_t i = 0; i < sizeof(base_sigs) / sizeof(base_sigs[0]); i++)
-        add_signal(s, base_sigs[i]);
+        if ((rc = add_signal(s, base_sigs[i])) < 0)
+            ddp_warn("cannot handle signal %d: %s", base_sigs[i], uv_strerror(rc));
     for (size_t i = 0; i < s->spec->signals_to_handle.n; i++) {
         int n = ddp_report_signum(s->spec->signals_to_handle.v[i]);
         if (n <= 0 || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGILL || n == SIGFPE ||

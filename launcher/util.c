@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -487,6 +488,29 @@ int ddp_read_regular(const char *path, size_t max, struct ddp_buf *b)
     int e = n < 0 ? -errno : 0;
     close(fd);
     return e;
+}
+
+unsigned long long ddp_nofile_need(int nproc)
+{
+    return 32 + 6ULL * (unsigned long long)(nproc > 0 ? nproc : 1);
+}
+
+int ddp_nofile_ensure(int nproc, struct ddp_err *err)
+{
+    unsigned long long need = ddp_nofile_need(nproc);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) {
+        struct rlimit up = {.rlim_cur = need, .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            return 0;
+    }
+    return ddp_errf(err, -EMFILE,
+                    "open files limit %llu (hard %llu) is below the %llu the launcher needs for %d workers: raise "
+                    "the hard limit (limits.conf, systemd LimitNOFILE=, docker --ulimit nofile=4096:4096), then "
+                    "ulimit -n %llu",
+                    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, need, nproc, need);
 }
 
 char *ddp_path_normalize(const char *path)

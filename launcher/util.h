@@ -81,6 +81,14 @@ const char *ddp_line_next(const char *text, char *buf, size_t size);
  * not obeyed. The length never changes. Returns s. */
 char *ddp_printable(char *s);
 
+/* Open files the launcher needs for nproc workers: about 6 per worker (2 output pipes, the shim's report pipe,
+ * 2 log files, the heartbeat file) plus 32. Pure. */
+unsigned long long ddp_nofile_need(int nproc);
+/* Make sure this process may open ddp_nofile_need(nproc) files: the soft RLIMIT_NOFILE is raised to that,
+ * toward the hard limit, when it is lower (workers inherit it). 0, or -EMFILE with err (one line naming the
+ * limits, the need and how to raise it) when the hard limit is lower too: nothing should start then. */
+int ddp_nofile_ensure(int nproc, struct ddp_err *err);
+
 /* The lexical normal form of a path: repeated slashes folded, "." components dropped, ".." removing the
  * component before it (never above "/"), no trailing slash ("/" stays "/"). A relative path stays relative
  * ("" and "." give "."). Pure; caller owns the result (free()). */
