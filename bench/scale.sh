@@ -6,6 +6,9 @@
 #   finish  time from starting the agents until every agent has exited 0 (workers sleep 1 s)
 #   stop    time from SIGKILL of one joined agent until every other agent has exited (workers sleep 600 s)
 #   cpu/rss the serving agent's CPU time (user+sys) and peak memory in the finish run
+# Each agent runs in a session of its own (setsid), as an agent on a node of its own would: with the kernel's
+# autogroup scheduling, agents sharing this script's session would share one group's CPU time between a thousand
+# of them (the serving agent included), while every worker's shim has a session, and so a group, of its own.
 # usage: bash bench/scale.sh path/to/ddplaunch [N...]      (default N: 4 16 64 128 256 512)
 set -u
 DDP=${1:?usage: bench/scale.sh path/to/ddplaunch [N...]}
@@ -28,7 +31,7 @@ launch() {
     pids=()
     t0=$(now)
     for i in $(seq 1 "$n"); do
-        "$DDP" --nnodes "$n" --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:$port \
+        setsid "$DDP" --nnodes "$n" --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:$port \
             --rdzv-id scale --max-restarts 0 --no-python /bin/sh -c "echo x >>'$TMP/started'; exec sleep $s" \
             >"$TMP/a$i.out" 2>"$TMP/a$i.err" &
         pids+=($!)
