@@ -12,7 +12,8 @@
 
 /* argv of the shim, built by the supervisor:
  *   SELF --exec-shim --rank N --ppid PID --report-fd FD [--grace-ms MS] [--cgroup DIR] [--cpus LIST] [--mems LIST]
- *        [--mem-mode local|interleave|none] [--strict] -- PROGRAM ARGS...
+ *        [--mem-mode local|interleave|none] [--strict] [--exec-path FILE] -- PROGRAM ARGS...
+ * With --exec-path the shim executes FILE (ddp_shim_reach) with PROGRAM ARGS as argv, else PROGRAM by PATH.
  * The environment and working directory are the worker's (set by the spawner). With --cgroup the shim first
  * moves itself into that cgroup v2 directory (the attempt's, cgroup.h), so PROGRAM's whole tree is counted there.
  * The shim stays the parent of PROGRAM and is a child subreaper (PR_SET_CHILD_SUBREAPER), so every process of
@@ -52,6 +53,14 @@ int ddp_shim_main(int argc, char **argv);
  * program did, normally killed by SIGKILL). Not SIGKILL to the group: that would kill the shim first and leave
  * the processes outside the group to init. 0 or -errno of kill(2). */
 int ddp_shim_kill(int shim_pid);
+
+/* For the launcher, at each worker's start: keep program (argv[0], resolved with path_env as execvp would)
+ * reachable for restarts. The first call for a program opens what it resolves to now (O_PATH, close-on-exec,
+ * held for the launcher's life) and returns NULL (start it by name); a later call returns NULL while the path
+ * still names that file, else (deleted, or replaced by another file) warns once and returns
+ * "/proc/PID/fd/N", the program the job started with, to pass to the shim as --exec-path (argv[0] unchanged).
+ * Static storage, overwritten by the next call; up to 8 programs per job. */
+const char *ddp_shim_reach(const char *program, const char *path_env);
 
 /* For the launcher, once before it starts shims: make it a child subreaper (PR_SET_CHILD_SUBREAPER), so that
  * when a worker kills its shim (`kill -9 $PPID`) what the shim contained comes back to the launcher, not to
