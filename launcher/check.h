@@ -1,8 +1,8 @@
-/* doctor: `ddplaunch doctor`: preflight checks for the usual causes of NCCL timeouts and failed starts (GPUs picked
- * across NUMA nodes, busy GPUs, a taken master port, an unreachable master address, wrong NCCL variables, driver and
- * library mismatch, CPU/memory limits, the open-files limit, unusable state directories), one line per check.
- * It starts no worker and changes nothing, except creating the runtime directories a job would create anyway.
- * Each check is a pure function of the facts passed in (tests feed faults); ddp_doctor_run() gathers live facts. */
+/* check: doctor's checks (`ddplaunch doctor`): the report they fill (one line per check, the worst status is the
+ * exit status), and the checks of GPUs picked (NUMA span, busy GPUs), other jobs' leases, CPUs and memory nodes
+ * and the open-files limit. The network checks are in check_net.h, the GPU software's in check_host.h.
+ * Each check is a pure function of the facts passed in (tests feed faults); doctor.c gathers live facts. It starts
+ * nothing and changes nothing. */
 #ifndef DDP_CHECK_H
 #define DDP_CHECK_H
 
@@ -36,6 +36,8 @@ struct ddp_check_report {
 void ddp_check_add(struct ddp_check_report *r, enum ddp_check_status st, const char *check, const char *todo,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void ddp_check_report_free(struct ddp_check_report *r);
+/* "a, b, c": the n strings joined for a message. Caller frees. */
+char *ddp_check_join(const char *const *v, size_t n);
 /* 0 when every result is ok or skip, 1 when some warn and none fail, 2 when some fail. */
 int ddp_check_exit_status(const struct ddp_check_report *r);
 /* Text: one line per check, "STATUS CHECK       FOUND; TODO". JSON: one document
@@ -81,75 +83,6 @@ void ddp_check_gpu_busy(struct ddp_check_report *r, const struct ddp_check_gpus 
 /* ---- GPU leases of other ddplaunch jobs (check "leases") ---- */
 void ddp_check_leases(struct ddp_check_report *r, const struct ddp_lease_info *leases, size_t n, pid_t self,
                       int lease_rc);
-
-/* ---- master port (check "master-port") ---- */
-struct ddp_check_port {
-    struct ddp_port_spec spec; /* master_port as resolved */
-    int node_rank;
-    const char *master_addr;
-    const char *tcp, *tcp6;               /* text of /proc/net/tcp and /proc/net/tcp6, NULL when unreadable */
-    const struct ddp_port_holder *holder; /* who listens on the explicit port, NULL when unknown */
-    const char *lock_holder;              /* another ddplaunch job reserved the explicit port (who), or NULL */
-    int probe_rc;                         /* ddp_port_probe() of the explicit port: 0, -EADDRINUSE, ... */
-    const char *ephemeral;                /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
-};
-void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p);
-
-/* ---- master address, route, socket interfaces (checks "master-addr", "nccl-ifname", "gloo-ifname") ---- */
-struct ddp_check_addr {
-    const char *addr; /* master_addr */
-    int nnodes;
-    int gai_rc;            /* getaddrinfo() result, 0 = resolved */
-    const char *gai_error; /* gai_strerror() text when gai_rc != 0 */
-    const char *resolved;  /* first address, numeric */
-    bool loopback;         /* it is a loopback address */
-    int route_errno;       /* connect() errno of the UDP route probe, 0 = routed */
-    const char *src_ip;    /* our address on that route */
-    const char *ifname;    /* interface holding src_ip, or NULL */
-};
-void ddp_check_addr(struct ddp_check_report *r, const struct ddp_check_addr *a);
-
-/* Whether NCCL would use interface ifname under NCCL_SOCKET_IFNAME = spec: a comma list of prefixes; a leading
- * '^' excludes the listed ones instead; a leading '=' (after any '^') makes the names exact. Pure. */
-bool ddp_check_ifname_match(const char *spec, const char *ifname);
-/* NCCL_SOCKET_IFNAME (value, or NULL when unset) against the interfaces up here; route_if is the interface that
- * reaches master_addr (or NULL). gloo = the GLOO_SOCKET_IFNAME check (comma list of exact names). */
-void ddp_check_ifname(struct ddp_check_report *r, const char *var, const char *value, bool gloo,
-                      const char *const *ifnames, size_t nifs, const char *route_if);
-
-/* ---- NCCL/torch variables (check "nccl-env"): ddp_nccl_validate() on [nccl] and envp ---- */
-void ddp_check_nccl_env(struct ddp_check_report *r, const struct ddp_kvlist *nccl, char *const *envp);
-
-/* ---- driver, CUDA, device nodes (checks "driver", "devices") ---- */
-struct ddp_check_driver {
-    bool xml;        /* the topology is an XML file describing another machine: nothing to check here */
-    size_t n_nvidia; /* NVIDIA GPUs in the topology */
-    bool nvml_found;
-    const char *nvml_status;
-    const char *driver;      /* NVIDIA driver version from NVML, or NULL */
-    int cuda_version;        /* cuDriverGetVersion(): 12040 = 12.4, -1 = libcuda.so.1 not loaded */
-    const char *cuda_error;  /* why not, when cuda_version < 0 */
-    const char *const *devs; /* /dev/nvidia* names present ("nvidiactl", "nvidia0", "nvidia-uvm", ...) */
-    size_t ndevs;
-};
-void ddp_check_driver(struct ddp_check_report *r, const struct ddp_check_driver *d);
-void ddp_check_devices(struct ddp_check_report *r, const struct ddp_check_driver *d);
-
-/* ---- libnccl (check "nccl-lib") ---- */
-struct ddp_check_nccl_lib {
-    bool xml;                  /* as for ddp_check_driver */
-    size_t n_nvidia;           /* NVIDIA GPUs in the topology */
-    const char *const *system; /* libnccl.so* paths from ld.so.cache and LD_LIBRARY_PATH */
-    size_t nsystem;
-    const char *const *bundled; /* .../site-packages/nvidia/nccl/lib/libnccl.so* (torch's pip dependency) */
-    size_t nbundled;
-    const char *torch_dir; /* a torch package directory found, or NULL */
-    int torch_cuda;        /* 1: torch/lib has libtorch_cuda.so, 0: CPU build, -1 unknown */
-};
-void ddp_check_nccl_lib(struct ddp_check_report *r, const struct ddp_check_nccl_lib *l);
-/* Library paths in the text of /etc/ld.so.cache (bytes data[0..len)) whose file name starts with name_prefix
- * ("libnccl.so"), appended to out (no duplicates). Returns how many were appended. Pure. */
-size_t ddp_check_ldcache_find(const char *data, size_t len, const char *name_prefix, struct ddp_strv *out);
 
 /* ---- CPUs and memory nodes (check "cpus") ---- */
 struct ddp_check_cpus {

@@ -10,6 +10,8 @@
 #include <sys/types.h>
 
 #include "check.h"
+#include "check_host.h"
+#include "check_net.h"
 #include "plan.h"
 
 /* ---- state directories (check "state-dir") ----

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "check_host.h"
+#include "check_net.h"
 #include "check_expect.h"
 
 /* ---- helpers ---- */
