@@ -3,6 +3,9 @@
 # `ddplaunch --help-keys`, the key table of the binary being completed), values of a few flags, and file
 # names. Needs only bash's own compgen/complete; the lists are read once per shell and binary.
 
+# The subcommands (cli.c's table: plan, topo, doctor, report, ps).
+_ddplaunch_commands="plan topo doctor report ps"
+
 # _ddplaunch_lists BINARY: fill _ddplaunch_flags, _ddplaunch_argflags, _ddplaunch_keys, _ddplaunch_choices.
 _ddplaunch_lists() {
     [ "${_ddplaunch_for-}" = "$1" ] && return 0
@@ -71,7 +74,7 @@ _ddplaunch_answer() {
             [[ $w != *=* && " ${_ddplaunch_argflags[*]} -r -t " == *" $w "* ]] && ((i++))
             continue
         fi
-        ((i == 1)) && [[ $w == plan || $w == topo || $w == doctor ]] && continue
+        ((i == 1)) && [[ " $_ddplaunch_commands " == *" $w "* ]] && continue
         [[ $w == *.ini ]] && continue
         seen_target=1
         break
@@ -106,6 +109,13 @@ _ddplaunch_answer() {
     --numa-binding | --numa_binding)
         COMPREPLY=($(compgen -W "node socket exclusive core-complex none" -- "$cur"))
         return 0 ;;
+    --console)
+        COMPREPLY=($(compgen -W "auto raw lines" -- "$cur"))
+        return 0 ;;
+    --svg)
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur"))
+        return 0 ;;
     -r | -t | --redirects | --tee)
         COMPREPLY=($(compgen -W "0 1 2 3" -- "$cur"))
         return 0 ;;
@@ -131,7 +141,7 @@ _ddplaunch_answer() {
     fi
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -- "$cur"))
-    ((cword == 1)) && COMPREPLY+=($(compgen -W "plan topo doctor" -- "$cur"))
+    ((cword == 1)) && COMPREPLY+=($(compgen -W "$_ddplaunch_commands" -- "$cur"))
     return 0
 }
 complete -F _ddplaunch ddplaunch

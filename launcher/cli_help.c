@@ -1,5 +1,6 @@
 /* cli_help: see cli.h (ddp_cli_help_cmd, ddp_cli_help, ddp_cli_help_keys): the usage texts, printed from the flag
  * and subcommand tables of cli.c and the spec's key table. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -122,15 +123,31 @@ void ddp_cli_help(FILE *f)
     ddp_cli_help_cmd(f, DDP_CMD_RUN);
 }
 
+/* The keys a section takes besides the table's, under its header: [nccl] any NCCL/torch variable, [env] any. */
+static void put_open_keys(FILE *f, const char *section, bool *nccl, bool *env)
+{
+    if (strcmp(section, "nccl") == 0 && !*nccl) {
+        fputs("  NCCL_*, TORCH_*     any NCCL or torch variable, validated before launch\n", f);
+        *nccl = true;
+    } else if (strcmp(section, "env") == 0 && !*env) {
+        fputs("  NAME                any variable for the workers; ${VAR} expands from the\n"
+              "                      launcher's environment\n",
+              f);
+        *env = true;
+    }
+}
+
 void ddp_cli_help_keys(FILE *f)
 {
     static const char *const type_names[] = {"string",      "integer", "yes|no", "choice",         "duration",
                                              "N|MIN:MAX",   "list",    "argv",   "N|gpu|cpu|auto", "port|auto",
                                              "0-3|R:V,...", "size|N%", "half|N", "auto|yes|no"};
     const char *section = "";
+    bool nccl = false, env = false; /* their open keys listed */
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
         const struct ddp_key *k = &ddp_spec_keys[i];
         if (strcmp(section, k->section) != 0) {
+            put_open_keys(f, section, &nccl, &env);
             section = k->section;
             fprintf(f, "%s[%s]\n", i ? "\n" : "", section);
         }
@@ -150,8 +167,9 @@ void ddp_cli_help_keys(FILE *f)
         fprintf(f, "  %-20s %-*s [%s]\n      ", k->name, tw, type, def);
         put_wrapped(f, 6, k->doc, 6);
     }
-    fputs("\n[nccl]\n  NCCL_*, TORCH_*     any NCCL or torch variable, validated before launch\n"
-          "\n[env]\n  NAME                any variable for the workers; ${VAR} expands from the\n"
-          "                      launcher's environment\n",
-          f);
+    put_open_keys(f, section, &nccl, &env);
+    if (!nccl)
+        fputs("\n[nccl]\n", f), put_open_keys(f, "nccl", &nccl, &env);
+    if (!env)
+        fputs("\n[env]\n", f), put_open_keys(f, "env", &nccl, &env);
 }

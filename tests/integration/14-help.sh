@@ -25,6 +25,11 @@ check_help doctor "Usage: ddplaunch doctor [options] [JOB.ini | SCRIPT.py ...]" 
 check_help ps "Usage: ddplaunch ps [--json]" ps --help
 check_help report "Usage: ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR" report --help
 check_help keys "[job]" --help-keys
+# each section once: [nccl]'s own keys and its NCCL_*/TORCH_* line under one header, [env] once
+for s in job gpus numa restart timeout nccl env slurm; do
+    expect_eq "--help-keys: [$s] headers" "$(grep -cx "\[$s\]" "$TMP/help.keys")" 1
+done
+expect_grep "^  NCCL_\*, TORCH_\* +any NCCL or torch variable" "$TMP/help.keys"
 expect_grep "^  -h, --help" "$TMP/help.plan"
 expect_grep "^      --json" "$TMP/help.doctor"
 expect_grep "^Exit status: 0 all ok; 1 a warning; 2 a failure" "$TMP/help.doctor"
@@ -32,6 +37,12 @@ expect_grep "^Exit status: 0 all ok; 1 a warning; 2 a failure" "$TMP/help.doctor
 expect_grep "^      --nproc-per-node" "$TMP/help.main"
 grep -q -- "--nproc-per-node" "$TMP/help.topo" || fail "topo --help lacks --nproc-per-node"
 grep -q -- "--max-restarts" "$TMP/help.plan" && fail "plan --help lists launch-only options"
+
+# README's job spec is examples/job.ini (its lines without comments and blank lines)
+readme_ini=$(awk '/^A job spec \(`examples\/job.ini`/ { s = 1; next } s && /^```ini/ { b = 1; next }
+                  b && /^```/ { exit } b && NF' "$DDP_SRCDIR/README.md")
+[ -n "$readme_ini" ] || fail "README.md: no job spec block after 'A job spec (\`examples/job.ini\`'"
+expect_eq "README's job.ini" "$readme_ini" "$(grep -vE '^[[:space:]]*(#|;|$)' "$DDP_SRCDIR/examples/job.ini")"
 
 # `ddplaunch help` in a directory without a file called help
 rc=0

@@ -10,6 +10,12 @@ COMP_WORDBREAKS=$' \t\n"\'><=;|&(:'
 comp() { COMP_LINE=$1; COMP_POINT=${#COMP_LINE}; COMPREPLY=(); _ddplaunch; echo "${COMPREPLY[*]}"; }
 expect_eq "subcommand" "$(comp "$DDP pl")" "plan"
 expect_eq "subcommands" "$(comp "$DDP do" | tr ' ' '\n' | grep -x doctor)" "doctor"
+expect_eq "report and ps" "$(comp "$DDP re" | tr ' ' '\n' | grep -x report)$(comp "$DDP p" | tr ' ' '\n' | grep -x ps)" \
+    "reportps"
+expect_eq "every subcommand" "$(comp "$DDP " | tr ' ' '\n' | grep -xE 'plan|topo|doctor|report|ps' | sort | xargs)" \
+    "doctor plan ps report topo"
+expect_eq "--console values" "$(comp "$DDP --console ")" "auto raw lines"
+expect_eq "after report: its directory" "$(comp "$DDP report tests/fixtures/to")" "tests/fixtures/topo"
 expect_eq "flag" "$(comp "$DDP --nproc")" "--nproc-per-node"
 expect_eq "flag after a command" "$(comp "$DDP plan --topo")" "--topology"
 expect_eq "--set key" "$(comp "$DDP --set job.nproc_p")" "job.nproc_per_node="
