@@ -1,36 +1,59 @@
-/* nodes: the node agent of a job on several nodes (ctx->nnodes > 1), the supervisor's multi-node part: node 0
- * (the leader) runs the policy for the whole job. It waits until every node joined, then for each attempt lays
- * the ranks out over the nodes that are up (layout.h), sends START and starts its own workers. A failure or
- * timeout anywhere (its own workers, a node's REPORT, a lost node) is fed to its policy as one event and STOP
- * goes to every node; once every node reported the attempt's end, the policy's decision (restart, downsize,
- * exit) is carried out everywhere: START with the next attempt number, or EXIT. The other nodes decide
- * nothing: they start workers on START, stop them on STOP, report how each attempt ended, exit on EXIT, and
- * stop everything and exit 1 when node 0 is lost. What to do on which event is agent.h's table; this file turns
- * the control channel's events (coord.h), the end of this node's workers and signals into its events and
- * carries out its actions through the loop (supervise.c, supervise_internal.h). */
+/* nodes: what a job on several nodes (ctx->nnodes > 1) knows about its nodes, and its control channel (coord.h):
+ * node 0's table of the nodes (joined, worker count, host), its round of the current attempt (layout.h), the
+ * layout of an attempt over the nodes that are up and its START; the translation of the channel's events into
+ * the node agent's events (agent.h). It decides nothing and feeds no table: the driver (supervise.c) receives
+ * the channel's events, asks this module what they mean, steps agent.h's table and the policy, and calls back
+ * here only to send (START, STOP, REPORT, EXIT). */
 #ifndef DDP_NODES_H
 #define DDP_NODES_H
 
-struct sup;
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
 
-/* Start listening (node 0) or joining (others); node 0 starts attempt 0 once every node joined (or enough of
- * them at join_timeout). 0, or negative errno (said on stderr). */
-int ddp_nodes_begin(struct sup *s);
+#include "agent.h"
+#include "coord.h"
+#include "plan.h"
+#include "records.h"
 
-/* This node's workers of the current attempt all ended (LOCAL_DONE). */
-void ddp_nodes_all_finished(struct sup *s);
+struct ddp_nodes;
 
-/* The launcher got signal signo (SIGNAL): exits while no attempt is under way, else goes to the policy. */
-void ddp_nodes_signal(struct sup *s, int signo);
+/* What the driver knows that the translation needs. */
+struct ddp_nodes_view {
+    enum ddp_astate agent; /* the agent's state */
+    int attempt;           /* the attempt whose workers are under way on this node, -1 none */
+    bool stopping;         /* this node's attempt is being stopped already */
+};
 
-/* Node 0: the policy starts its next attempt (s->pol's attempt and size) on every node that is up. 0, or
- * negative errno with s->err set (the agent is then DONE: the caller exits 1). */
-int ddp_nodes_start(struct sup *s);
+/* Start listening (node 0) or joining (others) on loop; the channel's events go to cb(c, ev, arg). 0 with *out
+ * (caller owns; ddp_nodes_free after the loop), or a negative errno (said on stderr, err set). */
+int ddp_nodes_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_records *rec, ddp_coord_cb cb, void *arg,
+                  struct ddp_nodes **out, struct ddp_err *err);
+void ddp_nodes_free(struct ddp_nodes *n);
 
-/* Node 0: the policy exits with status (the caller carries it out; EXIT goes to every node on close). */
-void ddp_nodes_exit(struct sup *s, int status);
+/* The channel's event ev as the agent's event *ae (why: its line for NODE_FAILED), with what node 0 keeps
+ * updated and the line the user sees said. False: nothing for the agent. */
+bool ddp_nodes_translate(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
+                         struct ddp_aevent_data *ae, char *why, size_t why_size);
 
-/* Free what node 0 keeps of the nodes and rounds. */
-void ddp_nodes_free(struct sup *s);
+/* Node 0, join_timeout: *ae is JOIN_TIMEOUT (all: enough nodes joined to start); when not, err says why. */
+void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_aevent_data *ae, struct ddp_err *err);
+/* Node 0 waiting for the others: who is missing, elapsed, deadline. False once every node joined. */
+bool ddp_nodes_join_progress(struct ddp_nodes *n, long long waited_ms);
+
+/* Node 0: lay attempt `attempt` with nproc workers here out over the nodes that are up, begin its round and
+ * send START; *actx gets this node's group rank, node count, rank base and world size. 0, or -ENODEV with err
+ * when too few nodes are up. */
+int ddp_nodes_start(struct ddp_nodes *n, int attempt, int nproc, struct ddp_plan_ctx *actx, struct ddp_err *err);
+/* Node 0: this node's workers of the round ended with status; true when every node of the round has ended. */
+bool ddp_nodes_local_end(struct ddp_nodes *n, int status);
+/* Node 0: STOP the round's attempt on every node. */
+void ddp_nodes_stop(struct ddp_nodes *n, const char *why);
+/* Node 0: the round's attempt number. */
+int ddp_nodes_round_attempt(const struct ddp_nodes *n);
+/* Other nodes: tell node 0 how this node's part of attempt `attempt` ended. */
+void ddp_nodes_report(struct ddp_nodes *n, int attempt, int status, const char *why);
+/* Close the channel; node 0 first sends EXIT with status. */
+void ddp_nodes_close(struct ddp_nodes *n, int status);
 
 #endif

@@ -81,16 +81,16 @@ static struct ddp_paction run_remote_stop(struct ddp_policy *p, const struct ddp
 static struct ddp_paction run_node_failed(struct ddp_policy *p, const struct ddp_pevent_data *ev)
 {
     if (ev->status == DDP_EXIT_TIMEOUT)
-        return stop_with(p, DDP_STOP_TIMEOUT, DDP_ACT_TERM_ALL);
+        return stop_with(p, DDP_STOP_TIMEOUT, ev->capture ? DDP_ACT_CAPTURE : DDP_ACT_TERM_ALL);
     p->stop_status = ev->status;
     p->stop_fatal = false;
     return stop_with(p, DDP_STOP_FAILURE, DDP_ACT_TERM_ALL);
 }
 
+/* A timeout stops the attempt; with a capture, the workers' stacks first (TERM_ALL comes at CAPTURE_DONE). */
 static struct ddp_paction run_timeout(struct ddp_policy *p, const struct ddp_pevent_data *ev)
 {
-    (void)ev;
-    return stop_with(p, DDP_STOP_TIMEOUT, DDP_ACT_TERM_ALL);
+    return stop_with(p, DDP_STOP_TIMEOUT, ev->capture ? DDP_ACT_CAPTURE : DDP_ACT_TERM_ALL);
 }
 
 static struct ddp_paction run_signal(struct ddp_policy *p, const struct ddp_pevent_data *ev)
@@ -161,6 +161,16 @@ static struct ddp_paction stop_signal(struct ddp_policy *p, const struct ddp_pev
     }
     a.flags = DDP_ACT_FORWARD;
     a.signo = ev->signo;
+    return a;
+}
+
+/* The stacks are in: stop the workers (whatever stops the attempt now: the timeout, or a signal since). */
+static struct ddp_paction stop_capture_done(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+{
+    struct ddp_paction a = {0};
+    (void)p;
+    (void)ev;
+    a.flags = DDP_ACT_TERM_ALL;
     return a;
 }
 
@@ -291,13 +301,14 @@ static struct ddp_paction backoff_signal(struct ddp_policy *p, const struct ddp_
 }
 
 /* The table. Rows: states; columns: WORKER_OK, WORKER_FAILED, TIMEOUT, SIGNAL, ALL_FINISHED, GRACE_EXPIRED,
- * BACKOFF_DONE, REMOTE_STOP, NODE_FAILED. */
+ * BACKOFF_DONE, REMOTE_STOP, NODE_FAILED, CAPTURE_DONE. */
 static handler_fn *const table[DDP_PS__COUNT][DDP_PE__COUNT] = {
     [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none, run_remote_stop,
-                        run_node_failed},
-    [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none, none, none},
-    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none, none},
-    [DDP_PS_DONE] = {none, none, none, none, none, none, none, none, none},
+                        run_node_failed, none},
+    [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none, none, none,
+                         stop_capture_done},
+    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none, none, none},
+    [DDP_PS_DONE] = {none, none, none, none, none, none, none, none, none, none},
 };
 
 struct ddp_paction ddp_policy_step(struct ddp_policy *p, const struct ddp_pevent_data *ev)
@@ -315,7 +326,7 @@ const char *ddp_pstate_name(enum ddp_pstate s)
 
 const char *ddp_pevent_name(enum ddp_pevent e)
 {
-    static const char *const names[] = {"worker-ok",     "worker-failed", "timeout",     "signal",     "all-finished",
-                                        "grace-expired", "backoff-done",  "remote-stop", "node-failed"};
+    static const char *const names[] = {"worker-ok",     "worker-failed", "timeout",     "signal",      "all-finished",
+                                        "grace-expired", "backoff-done",  "remote-stop", "node-failed", "capture-done"};
     return (unsigned)e < DDP_PE__COUNT ? names[e] : "unknown";
 }

@@ -19,7 +19,8 @@ enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, 
  *   WORKER_OK      a worker exited 0
  *   WORKER_FAILED  a worker exited non-zero or by a signal (status = exit code or 128+N; fatal = cannot start,
  *                  retrying is pointless: exec failure or strict binding failure)
- *   TIMEOUT        hang detected (heartbeat/output stall, init, wall, collective timeout in the output)
+ *   TIMEOUT        hang detected (heartbeat/output stall, init, wall, collective timeout in the output);
+ *                  capture = the ranks' stacks can be captured first (capture.h)
  *   SIGNAL         the launcher got signal `signo` (SIGINT/TERM/HUP/QUIT stop the job; others are forwarded)
  *   ALL_FINISHED   every worker of the attempt exited and its pipes reached EOF
  *   GRACE_EXPIRED  shutdown_timeout passed since the workers were told to stop (or, in RUNNING, since every
@@ -30,7 +31,8 @@ enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, 
  *                  node 0's decision, not this table's (only node 0 feeds ALL_FINISHED on several nodes: nodes.c)
  *   NODE_FAILED    several nodes, on node 0: another node's part of the attempt failed (status, its REPORT) or
  *                  the node was lost (status 1); the attempt stops on every node as after a failure here, or
- *                  as after a timeout when status is 124 (agent.h decides when it is fed) */
+ *                  as after a timeout when status is 124 (agent.h decides when it is fed; capture as for TIMEOUT)
+ *   CAPTURE_DONE   the hang capture that CAPTURE began made its verdict: the workers may be stopped now */
 enum ddp_pevent {
     DDP_PE_WORKER_OK,
     DDP_PE_WORKER_FAILED,
@@ -41,6 +43,7 @@ enum ddp_pevent {
     DDP_PE_BACKOFF_DONE,
     DDP_PE_REMOTE_STOP,
     DDP_PE_NODE_FAILED,
+    DDP_PE_CAPTURE_DONE,
     DDP_PE__COUNT
 };
 
@@ -49,9 +52,10 @@ enum ddp_pstop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_STOP_SIG
 
 struct ddp_pevent_data {
     enum ddp_pevent kind;
-    int status; /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
-    bool fatal; /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
-    int signo;  /* SIGNAL */
+    int status;   /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
+    bool fatal;   /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
+    int signo;    /* SIGNAL */
+    bool capture; /* TIMEOUT, NODE_FAILED with status 124: a stack capture is possible (capture.h) */
 };
 
 /* Actions, a bit set: what the supervisor must do now, in this order. */
@@ -63,6 +67,8 @@ enum {
     DDP_ACT_ARM_BACKOFF = 1 << 4, /* start the backoff timer (act.delay_ms, BACKOFF_DONE) */
     DDP_ACT_START = 1 << 5,       /* start attempt act.attempt with act.nproc workers */
     DDP_ACT_EXIT = 1 << 6,        /* exit with act.exit_status */
+    DDP_ACT_CAPTURE = 1 << 7,     /* begin the hang capture (capture.h), whose end is CAPTURE_DONE (instead of
+                                     TERM_ALL: the workers are stopped once their stacks are in) */
 };
 
 struct ddp_paction {

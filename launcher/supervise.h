@@ -1,7 +1,8 @@
-/* supervise: runs one job on this node: starts the workers of each attempt through the exec shim on one libuv
- * loop, forwards their output and the launcher's signals, applies the restart/timeout policy, prints the summary.
- * It does not decide what to run (plan.c) nor what a decision should be (policy.c; on several nodes agent.c,
- * carried out by nodes.c): it carries them out. */
+/* supervise: the driver that runs one job on this node, alone or as one of several: one libuv loop that turns
+ * what happens (workers ending, output lines, timeouts, signals, the other nodes) into events for the policy
+ * (policy.h) and the node agent (agent.h) and carries out the actions their tables return, through the runner
+ * (runner.h: the workers), records.h, capture.h and nodes.h. It does not decide what to run (plan.c) nor what a
+ * decision should be (the tables): it carries them out. */
 #ifndef DDP_SUPERVISE_H
 #define DDP_SUPERVISE_H
 

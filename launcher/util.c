@@ -607,3 +607,21 @@ int ddp_write_full(int fd, const void *buf, size_t len)
     }
     return 0;
 }
+
+int ddp_mkdir_p(const char *path, unsigned mode)
+{
+    char *p = ddp_xstrdup(path);
+    int rc = 0;
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/')
+            continue;
+        *q = '\0';
+        if (mkdir(p, (mode_t)mode) != 0 && errno != EEXIST)
+            rc = -errno;
+        *q = '/';
+    }
+    if (rc == 0 && mkdir(p, (mode_t)mode) != 0 && errno != EEXIST)
+        rc = -errno;
+    free(p);
+    return rc;
+}

@@ -125,6 +125,8 @@ ssize_t ddp_read_full(int fd, void *buf, size_t len);
 int ddp_write_full(int fd, const void *buf, size_t len);
 
 long long ddp_now_ms(void);
+/* mkdir -p path (each missing directory with mode). 0, or the first negative errno. */
+int ddp_mkdir_p(const char *path, unsigned mode);
 long long ddp_now_ns(void);
 /* A wall-clock time as ISO 8601 UTC with milliseconds ("2026-12-01T01:08:54.123Z", 24 chars + NUL): strings in
  * this format sort as the times do. Pure; returns buf. ts NULL = now. */

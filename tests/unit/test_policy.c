@@ -59,6 +59,7 @@ static const struct cell cells[] = {
     {DDP_PS_RUNNING, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, 0},
     {DDP_PS_RUNNING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
     {DDP_PS_RUNNING, DDP_PE_NODE_FAILED, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
+    {DDP_PS_RUNNING, DDP_PE_CAPTURE_DONE, DDP_PS_RUNNING, 0},
     {DDP_PS_STOPPING, DDP_PE_WORKER_OK, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_WORKER_FAILED, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_TIMEOUT, DDP_PS_STOPPING, 0},
@@ -68,6 +69,7 @@ static const struct cell cells[] = {
     {DDP_PS_STOPPING, DDP_PE_BACKOFF_DONE, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_NODE_FAILED, DDP_PS_STOPPING, 0},
+    {DDP_PS_STOPPING, DDP_PE_CAPTURE_DONE, DDP_PS_STOPPING, DDP_ACT_TERM_ALL},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_OK, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_FAILED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_TIMEOUT, DDP_PS_BACKOFF, 0},
@@ -77,7 +79,36 @@ static const struct cell cells[] = {
     {DDP_PS_BACKOFF, DDP_PE_BACKOFF_DONE, DDP_PS_RUNNING, DDP_ACT_START},
     {DDP_PS_BACKOFF, DDP_PE_REMOTE_STOP, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_NODE_FAILED, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_CAPTURE_DONE, DDP_PS_BACKOFF, 0},
 };
+
+/* A timeout with a stack capture possible: the capture replaces TERM_ALL (the table never asks for both, and
+ * nothing overrides it); the workers are stopped at CAPTURE_DONE, also when a signal took over the stop since. */
+Test(policy, timeout_with_capture_stops_at_capture_done)
+{
+    struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT, .capture = true};
+    struct ddp_paction a = ddp_policy_step(&p, &t);
+    cr_expect_eq(a.flags, DDP_ACT_CAPTURE | DDP_ACT_ARM_GRACE);
+    cr_expect_eq(p.state, DDP_PS_STOPPING);
+    cr_expect_eq(p.stop, DDP_STOP_TIMEOUT);
+    struct ddp_pevent_data sig = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    a = ddp_policy_step(&p, &sig);
+    cr_expect_eq(a.flags, DDP_ACT_FORWARD);
+    cr_expect_eq(p.stop, DDP_STOP_SIGNAL);
+    struct ddp_pevent_data done = {.kind = DDP_PE_CAPTURE_DONE};
+    a = ddp_policy_step(&p, &done);
+    cr_expect_eq(a.flags, DDP_ACT_TERM_ALL);
+    cr_expect_eq(p.state, DDP_PS_STOPPING);
+    /* another node's timeout (124) on node 0 captures the same way */
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data nf = {.kind = DDP_PE_NODE_FAILED, .status = 124, .capture = true};
+    a = ddp_policy_step(&p, &nf);
+    cr_expect_eq(a.flags, DDP_ACT_CAPTURE | DDP_ACT_ARM_GRACE);
+    cr_expect_eq(p.stop, DDP_STOP_TIMEOUT);
+}
 
 Test(policy, every_state_and_event)
 {
