@@ -21,8 +21,6 @@ enum ddp_capture_part { DDP_CAP_OUT, DDP_CAP_IN, DDP_CAP_DUMPED };
 
 struct ddp_observed {
     /* progress (watch.c) */
-    char *hb_path; /* its heartbeat file ([timeout] heartbeat = file), or NULL */
-    struct timespec hb_mtime;
     long long last_progress_ms; /* monotonic time of the last sign of progress */
     bool alive;                 /* showed life (heartbeat touched or a line of output) */
     /* what its output said */
@@ -44,7 +42,6 @@ static inline struct ddp_observed *ddp_observed(const struct ddp_rworker *k)
 /* Free what o holds (not o). */
 static inline void ddp_observed_clear(struct ddp_observed *o)
 {
-    free(o->hb_path);
     free(o->cls_line);
     ddp_buf_free(&o->dump);
 }

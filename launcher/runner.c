@@ -665,8 +665,6 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_er
     rc = open_streams(rn, k, err);
     if (rc < 0)
         return rc;
-    if (OPS(rn)->spawning)
-        OPS(rn)->spawning(rn->cfg.arg, k);
     rc = open_pipes(w, rp, op, ep, err);
     if (rc < 0)
         return rc;

@@ -100,11 +100,11 @@ struct ddp_rrun {
     bool retired;
 };
 
-/* What happens, told to the caller (each may be NULL). Called from the loop; the caller may signal, retire or
- * start attempts from inside them. A retired attempt's workers still report (line, output, exited, done). */
+/* What happens, told to the caller (each may be NULL). Called from the loop's callbacks only (and from
+ * ddp_runner_program_ended and ddp_runner_give_up, which read a worker's last output or end it), never while
+ * starting or signalling; the caller may signal, retire or start attempts from inside them. A retired attempt's
+ * workers still report (line, output, exited, done). */
 struct ddp_runner_ops {
-    /* k is about to be spawned (its streams are open, its pid not known yet) */
-    void (*spawning)(void *arg, struct ddp_rworker *k);
     /* a whole line of k's stdout (which 0) or stderr (1), without '\n' */
     void (*line)(void *arg, struct ddp_rworker *k, int which, const char *line, size_t len);
     /* bytes of k's output arrived at now (monotonic ms) */

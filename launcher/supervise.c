@@ -197,6 +197,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     ddp_filetimer_clear(s->timer);
     if (attempt > 0 && plan.gpu_reason)
         ddp_info("attempt %d: %s", attempt, plan.gpu_reason);
+    ddp_watch_prepare(s->watch, &plan);
     if (ddp_runner_start(s->rn, &plan, &r, s->err) < 0) {
         /* the workers started so far are stopped like after a failure; then we exit 1 */
         ddp_error("%s", s->err->msg);
@@ -563,12 +564,6 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
 
 /* ---------------------------------------------------------------- what the runner reports */
 
-static void on_spawning(void *arg, struct ddp_rworker *k)
-{
-    struct sup *s = arg;
-    ddp_watch_spawning(s->watch, k);
-}
-
 static void on_output(void *arg, struct ddp_rworker *k, long long now)
 {
     struct sup *s = arg;
@@ -719,8 +714,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
         .logdir = ctx->logdir,
         .cgroup_base = s->cgroup_base,
         .ext_size = sizeof(struct ddp_observed),
-        .ops = {.spawning = on_spawning,
-                .line = on_line,
+        .ops = {.line = on_line,
                 .output = on_output,
                 .resumed = on_resumed,
                 .program_ended = on_program_ended,

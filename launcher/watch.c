@@ -11,7 +11,15 @@
 #include "hang.h"
 #include "observe.h"
 
+/* A worker's heartbeat file, by its index in the attempt. */
+struct heartbeat {
+    char *path; /* NULL: none */
+    struct timespec mtime;
+};
+
 struct ddp_watch {
+    struct heartbeat *hb; /* the current attempt's, nhb of them */
+    size_t nhb;
     const struct ddp_spec *spec;
     struct ddp_runner *rn;
     struct ddp_timeout_sink sink;
@@ -38,35 +46,56 @@ void ddp_watch_close(struct ddp_watch *w)
         uv_close((uv_handle_t *)&w->timer, NULL);
 }
 
+static void heartbeats_free(struct ddp_watch *w)
+{
+    for (size_t i = 0; i < w->nhb; i++)
+        free(w->hb[i].path);
+    free(w->hb);
+    w->hb = NULL;
+    w->nhb = 0;
+}
+
 void ddp_watch_free(struct ddp_watch *w)
 {
+    if (w)
+        heartbeats_free(w);
     free(w);
 }
 
 /* Create (or reset) the heartbeat file with mtime = now. */
-void ddp_watch_spawning(struct ddp_watch *w, struct ddp_rworker *k)
+static void heartbeat_reset(struct heartbeat *h, int rank)
 {
-    struct ddp_observed *o = ddp_observed(k);
-    const char *hb = ddp_rworker_env(k, "DDPLAUNCH_HEARTBEAT_FILE");
     struct stat st;
-    if (!hb || w->spec->heartbeat != DDP_HEARTBEAT_FILE)
-        return;
-    o->hb_path = ddp_xstrdup(hb);
-    char *dir = ddp_xstrdup(hb);
+    char *dir = ddp_xstrdup(h->path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
         ddp_mkdir_p(dir, 0700);
     }
     free(dir);
-    int fd = open(hb, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(h->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
         futimens(fd, NULL);
         if (fstat(fd, &st) == 0)
-            o->hb_mtime = st.st_mtim;
+            h->mtime = st.st_mtim;
         close(fd);
     } else {
-        ddp_warn("rank %d: heartbeat file %s: %s", k->w->rank, hb, strerror(errno));
+        ddp_warn("rank %d: heartbeat file %s: %s", rank, h->path, strerror(errno));
+    }
+}
+
+void ddp_watch_prepare(struct ddp_watch *w, const struct ddp_attempt *plan)
+{
+    heartbeats_free(w);
+    w->nhb = plan->nworkers;
+    w->hb = ddp_xcalloc(w->nhb ? w->nhb : 1, sizeof(*w->hb));
+    for (size_t i = 0; i < w->nhb && w->spec->heartbeat == DDP_HEARTBEAT_FILE; i++) {
+        const struct ddp_worker *wk = &plan->workers[i];
+        int e = ddp_strv_env_find(&wk->envp, "DDPLAUNCH_HEARTBEAT_FILE");
+        if (e < 0)
+            continue;
+        w->hb[i].path = ddp_xstrdup(wk->envp.v[e] + strlen("DDPLAUNCH_HEARTBEAT_FILE="));
+        heartbeat_reset(&w->hb[i], wk->rank);
     }
 }
 
@@ -116,16 +145,16 @@ static void on_watch(uv_timer_t *t)
     for (size_t i = 0; i < r->nw; i++) {
         struct ddp_rworker *k = &r->w[i];
         struct ddp_observed *o = ddp_observed(k);
+        struct heartbeat *h = i < w->nhb ? &w->hb[i] : NULL;
         struct stat st;
         bool running = ddp_rworker_running(k);
-        if (running && o->hb_path && stat(o->hb_path, &st) == 0 &&
-            (st.st_mtim.tv_sec != o->hb_mtime.tv_sec || st.st_mtim.tv_nsec != o->hb_mtime.tv_nsec)) {
-            o->hb_mtime = st.st_mtim;
+        if (running && h && h->path && stat(h->path, &st) == 0 &&
+            (st.st_mtim.tv_sec != h->mtime.tv_sec || st.st_mtim.tv_nsec != h->mtime.tv_nsec)) {
+            h->mtime = st.st_mtim;
             o->last_progress_ms = now;
             o->alive = true;
         }
-        hr[i] =
-            (struct ddp_hang_rank){k->w->rank, running, o->alive, o->hb_path != NULL, k->start_ms, o->last_progress_ms};
+        hr[i] = (struct ddp_hang_rank){k->w->rank, running, o->alive, h && h->path, k->start_ms, o->last_progress_ms};
     }
     ddp_hang_check(&lim, hr, r->nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
     if (hc.kind != DDP_HANG_NONE) {

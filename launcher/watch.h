@@ -19,8 +19,9 @@ struct ddp_watch *ddp_watch_new(uv_loop_t *loop, const struct ddp_spec *spec, st
 void ddp_watch_close(struct ddp_watch *w);
 void ddp_watch_free(struct ddp_watch *w);
 
-/* k is about to start: its heartbeat file (DDPLAUNCH_HEARTBEAT_FILE) made or reset with mtime = now. */
-void ddp_watch_spawning(struct ddp_watch *w, struct ddp_rworker *k);
+/* The workers of plan are about to start: each one's heartbeat file (DDPLAUNCH_HEARTBEAT_FILE, with [timeout]
+ * heartbeat = file) made or reset with mtime = now. */
+void ddp_watch_prepare(struct ddp_watch *w, const struct ddp_attempt *plan);
 /* An attempt's workers started (their start is their last progress): watch it, when [timeout] asks to. */
 void ddp_watch_start(struct ddp_watch *w, struct ddp_rrun *r);
 /* Stop watching (the attempt is being stopped, or every worker is gone). */
