@@ -37,8 +37,9 @@ struct ddp_records {
     struct ended root; /* root cause of the attempt being stopped / last failed attempt */
     struct ended *others;
     size_t nothers;
-    json_t *hang;    /* the last verdict (summary.json "hang"), or NULL */
-    char *hang_text; /* the same for the console summary, or NULL */
+    json_t *hang;       /* the last verdict (summary.json "hang"), or NULL */
+    json_t *stragglers; /* every straggler named live (progress.h), for summary.json */
+    char *hang_text;    /* the same for the console summary, or NULL */
 };
 
 static void ended_clear(struct ended *e)
@@ -123,6 +124,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx)
     r->ctx = ctx;
     r->spec = ctx->spec;
     r->job_start_ms = ddp_now_ms();
+    r->stragglers = json_array();
     ddp_time_iso(NULL, r->job_start_iso);
     if (ctx->logdir) {
         struct ddp_err rerr = {0};
@@ -150,6 +152,7 @@ void ddp_records_close(struct ddp_records *r)
     ended_clear(&r->root);
     clear_others(r);
     json_decref(r->hang);
+    json_decref(r->stragglers);
     free(r->hang_text);
     free(r);
 }
@@ -349,9 +352,30 @@ void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size)
              e->class_name ? ", " : "", e->class_name ? e->class_name : "");
 }
 
-int ddp_records_root_rank(const struct ddp_records *r)
+struct ddp_record *ddp_records_record(struct ddp_records *r)
 {
-    return r->root.set ? r->root.rank : -1;
+    return r->rec;
+}
+
+json_t *ddp_records_stragglers(struct ddp_records *r)
+{
+    return r->stragglers;
+}
+
+void ddp_records_decision(struct ddp_records *r, int attempt, const char *action, int next_attempt, int next_nproc,
+                          long long delay_ms, int status, const char *why)
+{
+    bool exiting = strcmp(action, "exit") == 0;
+    json_t *root = r->root.set && (!exiting || status != 0) ? json_integer(r->root.rank) : json_null();
+    if (exiting)
+        ddp_record_event(r->rec, "decision",
+                         json_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", action, "exit_status",
+                                   status, "why", why, "root_rank", root));
+    else
+        ddp_record_event(r->rec, "decision",
+                         json_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action", action,
+                                   "next_attempt", next_attempt, "next_nproc", next_nproc, "delay_ms",
+                                   (json_int_t)delay_ms, "why", why, "root_rank", root));
 }
 
 void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text)
@@ -444,5 +468,6 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         "root_cause", r->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
         "log_dir", ddp_record_dir(r->rec));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
+    json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
     ddp_record_summary(r->rec, sum);
 }

@@ -21,6 +21,11 @@ struct ddp_records;
 struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx);
 void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
 
+/* The record files, for a module that writes its own events (progress.h), or NULL; the JSON array of the
+ * stragglers named live (summary.json's "stragglers"), to append to. Both borrowed. */
+struct ddp_record *ddp_records_record(struct ddp_records *r);
+json_t *ddp_records_stragglers(struct ddp_records *r);
+
 /* One event line (fields: taken; NULL = none). */
 void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
 
@@ -48,8 +53,11 @@ void ddp_records_forget(struct ddp_records *r);
 /* The root cause in one line for node 0 ("rank 3 (local 1) exited with code 2, exit-2"), "" when none. */
 void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size);
 
-/* The root cause's rank, -1 when none is known. */
-int ddp_records_root_rank(const struct ddp_records *r);
+/* The driver's decision after attempt `attempt` (decision): action "restart" or "downsize" (next attempt, its
+ * size, the delay before it) or "exit" (status), why, and the root cause's rank when one is known (and the
+ * exit is a failure). */
+void ddp_records_decision(struct ddp_records *r, int attempt, const char *action, int next_attempt, int next_nproc,
+                          long long delay_ms, int status, const char *why);
 
 /* The hang verdict (summary.json "hang", taken) and its console text (taken), with a "hang" event. */
 void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text);

@@ -369,6 +369,8 @@ static void handle_record(struct ddp_rworker *k, const struct ddp_shim_record *r
     case DDP_SHIM_STARTED:
         if (rec->pid > 0)
             k->pid = rec->pid;
+        if (OPS(rn)->started)
+            OPS(rn)->started(rn->cfg.arg, k);
         break;
     case DDP_SHIM_EXEC_FAILED:
         k->fail = DDP_WF_EXEC;

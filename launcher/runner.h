@@ -107,6 +107,8 @@ struct ddp_rrun {
 struct ddp_runner_ops {
     /* a whole line of k's stdout (which 0) or stderr (1), without '\n' */
     void (*line)(void *arg, struct ddp_rworker *k, int which, const char *line, size_t len);
+    /* k's program runs: the shim started it (k->pid is the program's now) */
+    void (*started)(void *arg, struct ddp_rworker *k);
     /* bytes of k's output arrived at now (monotonic ms) */
     void (*output)(void *arg, struct ddp_rworker *k, long long now);
     /* the console drained after back-pressure at now: the time it was blocked is not the workers' silence */

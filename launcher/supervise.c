@@ -21,6 +21,7 @@
 #include "classify.h"
 #include "exit.h"
 #include "filetimer.h"
+#include "live.h"
 #include "logdir.h"
 #include "nodes.h"
 #include "observe.h"
@@ -51,6 +52,7 @@ struct sup {
     struct ddp_capture *cap;
     struct ddp_watch *watch;
     struct ddp_wall *wall;
+    struct ddp_live *live;        /* the live hang watch ([timeout] sample, on_suspect) */
     struct ddp_filetimer *timer;  /* torch FileTimerServer, when [timeout] timer_file */
     struct ddp_nodes *nodes;      /* several nodes */
     struct ddp_timeout_sink sink; /* where the timeout sources report: on_timeout */
@@ -85,6 +87,13 @@ static enum ddp_class timeout_cls(const struct sup *s)
     return s->timeout_reason ? s->timeout_class : DDP_CLASS_NONE;
 }
 
+/* Forget the current attempt (its memory goes once its handles are closed). */
+static void retire(struct sup *s)
+{
+    ddp_live_stop(s->live);
+    ddp_runner_retire(s->rn);
+}
+
 /* ---------------------------------------------------------------- the tables */
 
 /* Feed one event to the policy and carry out its actions. */
@@ -96,6 +105,8 @@ static void feed(struct sup *s, const struct ddp_pevent_data *ev)
         ddp_watch_stop(s->watch); /* a timeout is news only while the attempt runs */
         ddp_wall_stop(s->wall);
     }
+    if (a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL))
+        ddp_live_stop(s->live); /* no suspicion while it is stopped */
     if (s->role == ROLE_LEADER && ddp_agent_round_live(&s->agent) && before == DDP_PS_RUNNING &&
         s->pol.state == DDP_PS_STOPPING) {
         const char *why = s->stop_why                       ? s->stop_why
@@ -158,7 +169,7 @@ static void write_records(struct sup *s, int status)
 static void finish(struct sup *s, int status)
 {
     write_records(s, status);
-    ddp_runner_retire(s->rn);
+    retire(s);
     s->exit_status = status;
     close_all(s);
 }
@@ -172,6 +183,12 @@ static void launcher_failed(struct sup *s)
 }
 
 /* ---------------------------------------------------------------- starting an attempt */
+
+static const char *heartbeat_of(void *arg, size_t i)
+{
+    struct sup *s = arg;
+    return ddp_watch_heartbeat(s->watch, i);
+}
 
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
  * started is a failure of the attempt, said on stderr), or a negative errno with s->err set and nothing
@@ -198,6 +215,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     if (attempt > 0 && plan.gpu_reason)
         ddp_info("attempt %d: %s", attempt, plan.gpu_reason);
     ddp_watch_prepare(s->watch, &plan);
+    ddp_live_prepare(s->live, &plan);
     if (ddp_runner_start(s->rn, &plan, &r, s->err) < 0) {
         /* the workers started so far are stopped like after a failure; then we exit 1 */
         ddp_error("%s", s->err->msg);
@@ -212,6 +230,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     ddp_records_attempt_start(s->rec, r);
     ddp_watch_start(s->watch, r);
     ddp_wall_start(s->wall);
+    ddp_live_start(s->live, r, heartbeat_of, s);
     return 0;
 }
 
@@ -278,7 +297,7 @@ static void follower_report(struct sup *s)
             ddp_records_print_summary(s->rec, st, ddp_runner_output(s->rn));
     }
     ddp_nodes_report(s->nodes, cur_attempt(s), st, why);
-    ddp_runner_retire(s->rn);
+    retire(s);
 }
 
 /* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
@@ -451,13 +470,6 @@ static void capture_decided(void *arg)
     feed_kind(arg, DDP_PE_CAPTURE_DONE);
 }
 
-/* The root cause's rank for a decision event (when known and wanted), else null. */
-static json_t *root_rank(const struct sup *s, bool wanted)
-{
-    int rank = ddp_records_root_rank(s->rec);
-    return wanted && rank >= 0 ? json_integer(rank) : json_null();
-}
-
 static void apply(struct sup *s, const struct ddp_paction *a)
 {
     int attempt = cur_attempt(s);
@@ -476,16 +488,13 @@ static void apply(struct sup *s, const struct ddp_paction *a)
     if (a->flags & DDP_ACT_ARM_GRACE)
         uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
     if (a->flags & DDP_ACT_ARM_BACKOFF) {
-        ddp_records_event(s->rec, "decision",
-                          json_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action",
-                                    a->downsized ? "downsize" : "restart", "next_attempt", a->attempt, "next_nproc",
-                                    a->nproc, "delay_ms", (json_int_t)a->delay_ms, "why", a->why, "root_rank",
-                                    root_rank(s, true)));
+        ddp_records_decision(s->rec, attempt, a->downsized ? "downsize" : "restart", a->attempt, a->nproc, a->delay_ms,
+                             -1, a->why);
         if (s->timeout_reason)
             ddp_warn("attempt %d: %s; %s", attempt, s->timeout_reason, a->why);
         else
             ddp_warn("attempt %d: %s", attempt, a->why);
-        ddp_runner_retire(s->rn);
+        retire(s);
         s->pending = *a;
         uv_timer_start(&s->backoff, on_backoff, (uint64_t)(a->delay_ms > 0 ? a->delay_ms : 0), 0);
     }
@@ -517,9 +526,7 @@ static void apply(struct sup *s, const struct ddp_paction *a)
             ddp_records_print_summary(s->rec, status, ddp_runner_output(s->rn));
         else
             ddp_records_print_success(s->rec);
-        ddp_records_event(s->rec, "decision",
-                          json_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", "exit", "exit_status",
-                                    status, "why", a->why, "root_rank", root_rank(s, status != 0)));
+        ddp_records_decision(s->rec, attempt, "exit", -1, -1, -1, status, a->why);
         if (s->role == ROLE_LEADER) {
             struct ddp_aevent_data ex = {.kind = DDP_AE_EXIT, .status = status};
             ddp_agent_step(&s->agent, &ex); /* EXIT goes to every node when the channel closes */
@@ -564,10 +571,17 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
 
 /* ---------------------------------------------------------------- what the runner reports */
 
+static void on_started(void *arg, struct ddp_rworker *k)
+{
+    struct sup *s = arg;
+    ddp_live_program(s->live, k);
+}
+
 static void on_output(void *arg, struct ddp_rworker *k, long long now)
 {
     struct sup *s = arg;
     ddp_watch_output(s->watch, k, now);
+    ddp_live_output(s->live, k, now);
 }
 
 static void on_resumed(void *arg, long long now)
@@ -621,6 +635,7 @@ static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
 {
     struct sup *s = arg;
     struct ddp_rrun *r = k->run;
+    ddp_live_exited(s->live, k);
     ddp_records_worker_exit(s->rec, k);
     if (!ddp_runner_is_current(k))
         return;
@@ -714,7 +729,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
         .logdir = ctx->logdir,
         .cgroup_base = s->cgroup_base,
         .ext_size = sizeof(struct ddp_observed),
-        .ops = {.line = on_line,
+        .ops = {.started = on_started,
+                .line = on_line,
                 .output = on_output,
                 .resumed = on_resumed,
                 .program_ended = on_program_ended,
@@ -743,6 +759,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     s->cap = ddp_capture_new(&s->loop, ctx, s->rn, s->rec, capture_decided, s);
     s->watch = ddp_watch_new(&s->loop, s->spec, s->rn, s->sink);
     s->wall = ddp_wall_new(&s->loop, s->spec->timeout_wall_ms, s->sink);
+    s->live = ddp_live_new(&s->loop, s->spec, ctx->hostname, ddp_records_record(s->rec), ddp_records_stragglers(s->rec),
+                           s->sink);
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
     rc = s->launcher_failed ? -1 : multi ? nodes_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
@@ -752,7 +770,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     }
     uv_run(&s->loop, UV_RUN_DEFAULT);
     /* Anything still open (should be nothing): close and run once more so that memory is returned. */
-    ddp_runner_retire(s->rn);
+    retire(s);
     status = s->launcher_failed ? DDP_EXIT_LAUNCHER : s->exit_status;
     if (s->launcher_failed)
         err->msg[0] = '\0'; /* said on stderr where it happened: the caller must not say it again */
@@ -763,6 +781,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     ddp_capture_free(s->cap);
     ddp_watch_free(s->watch);
     ddp_wall_free(s->wall);
+    ddp_live_free(s->live);
     ddp_nodes_free(s->nodes);
     ddp_filetimer_free(s->timer);
     free(s->sigs);

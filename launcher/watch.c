@@ -99,6 +99,11 @@ void ddp_watch_prepare(struct ddp_watch *w, const struct ddp_attempt *plan)
     }
 }
 
+const char *ddp_watch_heartbeat(const struct ddp_watch *w, size_t i)
+{
+    return i < w->nhb ? w->hb[i].path : NULL;
+}
+
 static long long period(const struct ddp_spec *sp)
 {
     long long p = 1000;

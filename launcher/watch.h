@@ -22,6 +22,8 @@ void ddp_watch_free(struct ddp_watch *w);
 /* The workers of plan are about to start: each one's heartbeat file (DDPLAUNCH_HEARTBEAT_FILE, with [timeout]
  * heartbeat = file) made or reset with mtime = now. */
 void ddp_watch_prepare(struct ddp_watch *w, const struct ddp_attempt *plan);
+/* Worker i's heartbeat file of the current attempt (borrowed until the next ddp_watch_prepare), or NULL. */
+const char *ddp_watch_heartbeat(const struct ddp_watch *w, size_t i);
 /* An attempt's workers started (their start is their last progress): watch it, when [timeout] asks to. */
 void ddp_watch_start(struct ddp_watch *w, struct ddp_rrun *r);
 /* Stop watching (the attempt is being stopped, or every worker is gone). */

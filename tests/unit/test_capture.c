@@ -11,7 +11,10 @@ struct cell {
     unsigned actions;
 };
 
-#define EV(k, ...) {.kind = DDP_CE_##k, __VA_ARGS__}
+#define EV(k, ...)                                                                                                     \
+    {                                                                                                                  \
+        .kind = DDP_CE_##k, __VA_ARGS__                                                                                \
+    }
 
 static const struct cell cells[] = {
     /* IDLE: only BEGIN starts a capture; nothing else means anything */
