@@ -318,6 +318,25 @@ struct ddp_paction ddp_policy_step(struct ddp_policy *p, const struct ddp_pevent
     return table[p->state][ev->kind](p, ev);
 }
 
+int ddp_policy_local_status(const struct ddp_policy *p, int exit_status)
+{
+    if (p->state == DDP_PS_RUNNING || p->state == DDP_PS_DONE)
+        return p->state == DDP_PS_DONE ? exit_status : 0;
+    switch (p->stop) {
+    case DDP_STOP_SIGNAL:
+        return ddp_exit_signal(p->stop_signo);
+    case DDP_STOP_TIMEOUT:
+        return DDP_EXIT_TIMEOUT;
+    case DDP_STOP_FAILURE:
+        return p->stop_status ? p->stop_status : DDP_EXIT_LAUNCHER;
+    case DDP_STOP_REMOTE: /* node 0 stopped it: not this node's failure, but not a success either */
+        return DDP_EXIT_LAUNCHER;
+    case DDP_STOP_NONE:
+        break;
+    }
+    return 0;
+}
+
 const char *ddp_pstate_name(enum ddp_pstate s)
 {
     static const char *const names[] = {"running", "stopping", "backoff", "done"};

@@ -116,6 +116,11 @@ int ddp_policy_next_size(const struct ddp_downsize *to, int nproc, int min_nproc
 /* True for the signals that stop the job (SIGINT, SIGTERM, SIGHUP, SIGQUIT); others are only forwarded. */
 bool ddp_policy_signal_stops(int signo);
 
+/* Several nodes: how this node's part of the attempt ended, as a status for node 0 (REPORT): 0 while it runs or
+ * when every worker succeeded, exit_status once DONE, else by why it stops: 128+N (signal N), 124 (timeout), the
+ * root cause's status (failure; 1 when unknown), 1 (node 0 stopped it). Pure. */
+int ddp_policy_local_status(const struct ddp_policy *p, int exit_status);
+
 const char *ddp_pstate_name(enum ddp_pstate s);
 const char *ddp_pevent_name(enum ddp_pevent e);
 

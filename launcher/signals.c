@@ -26,8 +26,13 @@ static void add(struct ddp_signals *g, uv_loop_t *loop, int signo)
             return;
     if (g->n >= (int)(sizeof(g->sigs) / sizeof(g->sigs[0])))
         return;
-    uv_signal_t *h = &g->sigs[g->n++];
-    uv_signal_init(loop, h);
+    uv_signal_t *h = &g->sigs[g->n];
+    int rc = uv_signal_init(loop, h);
+    if (rc < 0) { /* not initialised: never started nor closed */
+        ddp_warn("cannot handle signal %d: %s", signo, uv_strerror(rc));
+        return;
+    }
+    g->n++;
     h->data = g;
     uv_signal_start(h, on_signal, signo);
 }

@@ -236,26 +236,6 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
 
 /* ---------------------------------------------------------------- several nodes */
 
-/* How this node's part of the attempt ended, as a status for REPORT (0 = every worker succeeded). */
-static int local_status(const struct sup *s)
-{
-    if (s->pol.state == DDP_PS_RUNNING || s->pol.state == DDP_PS_DONE)
-        return s->pol.state == DDP_PS_DONE ? s->exit_status : 0;
-    switch (s->pol.stop) {
-    case DDP_STOP_SIGNAL:
-        return ddp_exit_signal(s->pol.stop_signo);
-    case DDP_STOP_TIMEOUT:
-        return DDP_EXIT_TIMEOUT;
-    case DDP_STOP_FAILURE:
-        return s->pol.stop_status ? s->pol.stop_status : DDP_EXIT_LAUNCHER;
-    case DDP_STOP_REMOTE: /* node 0 stopped it: not this node's failure, but not a success either */
-        return DDP_EXIT_LAUNCHER;
-    case DDP_STOP_NONE:
-        break;
-    }
-    return 0;
-}
-
 /* Node 0: lay the attempt out over the nodes, send START, start its own workers. */
 static int leader_start(struct sup *s, int attempt, int nproc)
 {
@@ -285,7 +265,7 @@ static void leader_node_failed(struct sup *s, int status, const char *why, bool 
 /* Other nodes: tell node 0 how this node's part of the attempt ended (the workers all ended: LOCAL_DONE). */
 static void follower_report(struct sup *s)
 {
-    int st = local_status(s);
+    int st = ddp_policy_local_status(&s->pol, s->exit_status);
     char why[600] = "", root[512];
     if (st != 0 && s->pol.stop != DDP_STOP_REMOTE) {
         ddp_records_root_line(s->rec, root, sizeof(root));
@@ -439,7 +419,7 @@ static void all_done(struct sup *s)
     }
     if (s->role == ROLE_LEADER) {
         if (ddp_agent_round_live(&s->agent))
-            ae.round_done = ddp_nodes_local_end(s->nodes, local_status(s));
+            ae.round_done = ddp_nodes_local_end(s->nodes, ddp_policy_local_status(&s->pol, s->exit_status));
     } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL) {
         ae.signo = s->pol.stop_signo;
     }
@@ -721,7 +701,13 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     rc = ddp_shim_adopt_orphans();
     if (rc < 0)
         ddp_debug("not a child subreaper: %s", strerror(-rc));
-    uv_loop_init(&s->loop);
+    rc = uv_loop_init(&s->loop);
+    if (rc < 0) { /* EMFILE at a low open-files limit: nothing was started, nothing to close */
+        ddp_errf(err, rc, "cannot start the event loop: %s", uv_strerror(rc));
+        free(s->cgroup_base);
+        free(s);
+        return DDP_EXIT_LAUNCHER;
+    }
     struct ddp_runner_config rcfg = {
         .loop = &s->loop,
         .self_exe = self_exe,

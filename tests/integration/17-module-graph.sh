@@ -34,8 +34,8 @@ for m in sorted(mods):
         visit(m)
 print("%d modules, %d include edges, no cycle" % (len(mods), sum(len(v) for v in mods.values())))
 PYEOF
-for f in supervise.c runner.c records.c capture.c nodes.c agent.c policy.c timer.c watch.c wall.c watchdog.c \
-    timeouts.c filetimer.c signals.c; do
+for f in supervise.c runner.c lifecycle.c records.c capture.c nodes.c agent.c policy.c timer.c watch.c wall.c \
+    watchdog.c timeouts.c filetimer.c signals.c live.c; do
     [ -e "$f" ] || fail "launcher/$f is missing"
     n=$(wc -l <"$f")
     [ "$n" -le 800 ] || fail "launcher/$f has $n lines (over 800: split it by concern)"

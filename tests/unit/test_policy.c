@@ -434,3 +434,31 @@ Test(policy, backoff_signal_exits_without_workers)
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 128 + SIGHUP);
 }
+
+/* Several nodes: what this node reports to node 0 for its part of an attempt, by why it stopped. */
+Test(policy, local_status_by_why_it_stopped)
+{
+    struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    cr_expect_eq(ddp_policy_local_status(&p, 7), 0, "running: nothing went wrong");
+    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 3};
+    ddp_policy_step(&p, &f);
+    cr_expect_eq(ddp_policy_local_status(&p, 7), 3, "a failure: the root cause's status");
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT};
+    ddp_policy_step(&p, &t);
+    cr_expect_eq(ddp_policy_local_status(&p, 7), 124);
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data g = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    ddp_policy_step(&p, &g);
+    cr_expect_eq(ddp_policy_local_status(&p, 7), 128 + SIGTERM);
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data r = {.kind = DDP_PE_REMOTE_STOP};
+    ddp_policy_step(&p, &r);
+    cr_expect_eq(ddp_policy_local_status(&p, 7), 1, "node 0 stopped it: not a success");
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_pevent_data a = {.kind = DDP_PE_ALL_FINISHED};
+    ddp_policy_step(&p, &a);
+    cr_expect_eq(ddp_policy_local_status(&p, 7), 7, "done: the exit status");
+}

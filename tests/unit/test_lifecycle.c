@@ -1,9 +1,9 @@
-/* runner.c's worker lifecycle: ddp_wstate_step, the only way runner.c moves a worker. A worker is DONE when its
+/* lifecycle.c: a worker's lifecycle, ddp_wstate_step, the only way runner.c moves a worker. A worker is DONE when its
  * shim exited AND every stream (stdout, stderr, the shim's report pipe) reached EOF, in whatever order they
  * come; DONE is said once. Pure: no loop, no processes. */
 #include <criterion/criterion.h>
 
-#include "runner.h"
+#include "lifecycle.h"
 
 struct worker {
     enum ddp_wstate state;
@@ -26,7 +26,7 @@ static struct worker spawned(void)
 }
 
 /* Streams close first (the usual end), then the shim exits: DONE at the exit. */
-Test(runner, streams_then_exit)
+Test(lifecycle, streams_then_exit)
 {
     struct worker w = spawned();
     ev(&w, DDP_WE_EOF, DDP_RS_OUT);
@@ -40,7 +40,7 @@ Test(runner, streams_then_exit)
 }
 
 /* The shim exits while a grandchild still holds stderr: EXITED until the last stream ends. */
-Test(runner, exit_then_last_stream)
+Test(lifecycle, exit_then_last_stream)
 {
     struct worker w = spawned();
     ev(&w, DDP_WE_EOF, DDP_RS_REP);
@@ -56,7 +56,7 @@ Test(runner, exit_then_last_stream)
 }
 
 /* The shim says the program failed (ENDING) while it ends the program's leftovers; the exit comes later. */
-Test(runner, program_ended_then_exit)
+Test(lifecycle, program_ended_then_exit)
 {
     struct worker w = spawned();
     ev(&w, DDP_WE_PROGRAM_ENDED, 0);
@@ -74,7 +74,7 @@ Test(runner, program_ended_then_exit)
 
 /* After SIGKILL a process outside the group holds a pipe: giving up makes the exited worker DONE; a running one
  * is not given up on. */
-Test(runner, give_up_only_after_exit)
+Test(lifecycle, give_up_only_after_exit)
 {
     struct worker w = spawned();
     ev(&w, DDP_WE_GIVE_UP, 0);
@@ -88,7 +88,7 @@ Test(runner, give_up_only_after_exit)
 }
 
 /* DONE absorbs everything and is said once; a worker never started is DONE at once and never runs. */
-Test(runner, done_is_final_and_said_once)
+Test(lifecycle, done_is_final_and_said_once)
 {
     struct worker w = spawned();
     ev(&w, DDP_WE_EOF, DDP_RS_ALL);
@@ -112,7 +112,7 @@ Test(runner, done_is_final_and_said_once)
 }
 
 /* Every order of the three EOFs and the exit ends in DONE exactly once, at the last of the four. */
-Test(runner, every_order_of_exit_and_eofs)
+Test(lifecycle, every_order_of_exit_and_eofs)
 {
     const unsigned bits[3] = {DDP_RS_OUT, DDP_RS_ERR, DDP_RS_REP};
     int orders = 0;
