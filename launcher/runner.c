@@ -590,6 +590,10 @@ static void shim_argv(const struct ddp_runner *rn, const struct ddp_rworker *k, 
     }
     if (w->bind_strict)
         ddp_strv_push(args, "--strict");
+    /* the program the job started with, should it have been deleted or replaced since */
+    const char *via = w->argv.n ? ddp_shim_reach(w->argv.v[0], ddp_rworker_env(k, "PATH")) : NULL;
+    if (via)
+        ddp_strv_pushf(args, "--exec-path=%s", via);
     ddp_strv_push(args, "--");
     for (size_t i = 0; i < w->argv.n; i++)
         ddp_strv_push(args, w->argv.v[i]);
