@@ -254,6 +254,54 @@ static char *env_python_probe(void)
     return py;
 }
 
+/* name's absolute path on envp's PATH (an executable regular file), or NULL. Caller frees. */
+static char *find_on_path(const char *name, char *const *envp)
+{
+    const char *path = ddp_env_get(envp, "PATH");
+    struct stat st;
+    if (strchr(name, '/'))
+        return access(name, X_OK) == 0 ? ddp_xstrdup(name) : NULL;
+    for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        char *cand = ddp_xasprintf("%.*s/%s", (int)n, n ? p : ".", name);
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+            if (cand[0] != '/') {
+                char abs[PATH_MAX];
+                if (realpath(cand, abs)) {
+                    free(cand);
+                    cand = ddp_xstrdup(abs);
+                }
+            }
+            return cand;
+        }
+        free(cand);
+        p += n + (p[n] == ':');
+    }
+    return NULL;
+}
+
+/* facts.torchrun_python: the #! line of the torchrun on PATH, when it names a python (found on PATH when it is
+ * a bare name, as /usr/bin/env would). */
+static char *torchrun_python_probe(char *const *envp)
+{
+    char *torchrun = find_on_path("torchrun", envp), line[4096] = "";
+    if (!torchrun)
+        return NULL;
+    FILE *f = fopen(torchrun, "re");
+    free(torchrun);
+    if (!f)
+        return NULL;
+    bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    char *py = got ? ddp_plan_shebang_python(line) : NULL;
+    if (py && !strchr(py, '/')) {
+        char *abs = find_on_path(py, envp);
+        free(py);
+        py = abs;
+    }
+    return py;
+}
+
 void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
 {
     memset(f, 0, sizeof *f);
@@ -278,6 +326,8 @@ void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
     }
     f->leases = info;
     f->env_python = env_python_probe();
+    f->torchrun_python = torchrun_python_probe(envp);
+    f->path_python = find_on_path("python3", envp);
     f->self = getpid();
     f->console_tty = isatty(STDOUT_FILENO) == 1;
 }
@@ -286,6 +336,8 @@ void ddp_launch_facts_free(struct ddp_launch_facts *f)
 {
     free((void *)f->leases);
     free(f->env_python);
+    free(f->torchrun_python);
+    free(f->path_python);
     memset(f, 0, sizeof *f);
 }
 
@@ -416,7 +468,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     l->run_id = run_id_of(spec, f);
     snprintf(l->hostname, sizeof l->hostname, "%s", f->hostname);
     const char *python_why = NULL;
-    l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, &python_why));
+    l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, f->torchrun_python, f->path_python, &python_why));
     *ctx = (struct ddp_plan_ctx){
         .spec = spec,
         .base_env = f->envp,

@@ -31,10 +31,13 @@ enum ddp_launch_port {
 struct ddp_launch_facts {
     char *const *envp; /* the launcher's environment (CUDA_VISIBLE_DEVICES, PYTHON_EXEC, ...) */
     char hostname[256];
-    long online_cpus;                    /* for nproc_per_node = cpu|auto without a topology */
-    char random_id[13];                  /* 12 hex digits: the run id when neither the spec nor Slurm names one */
-    char *env_python;                    /* BINDIR/python3 when ddplaunch's BINDIR is a Python environment's bin/
-                                            (BINDIR/../pyvenv.cfg or BINDIR/../conda-meta/), else NULL */
+    long online_cpus;      /* for nproc_per_node = cpu|auto without a topology */
+    char random_id[13];    /* 12 hex digits: the run id when neither the spec nor Slurm names one */
+    char *torchrun_python; /* the interpreter of the torchrun found on PATH (its #! line, a bare name looked up on
+                              PATH), or NULL */
+    char *path_python;     /* python3 found on PATH, absolute, or NULL */
+    char *env_python;      /* BINDIR/python3 when ddplaunch's BINDIR is a Python environment's bin/
+                              (BINDIR/../pyvenv.cfg or BINDIR/../conda-meta/), else NULL */
     const struct ddp_lease_info *leases; /* GPUs leased now by ddplaunch jobs on this host (lease.h) */
     size_t nleases;
     pid_t self;       /* this launcher: its own leases are not "another job" */

@@ -178,7 +178,8 @@ static char *prefix_for(const char *tmpl, int rank, int local_rank, const char *
     return b.data ? b.data : ddp_xstrdup("");
 }
 
-const char *ddp_plan_python(char *const *envp, const char *env_python, const char **why_out)
+const char *ddp_plan_python(char *const *envp, const char *env_python, const char *torchrun_python,
+                            const char *path_python, const char **why_out)
 {
     const char *py = ddp_env_get(envp, "PYTHON_EXEC");
     const char *why, *choice;
@@ -188,6 +189,12 @@ const char *ddp_plan_python(char *const *envp, const char *env_python, const cha
     } else if (env_python && *env_python) {
         choice = env_python;
         why = "the Python environment ddplaunch is installed in";
+    } else if (torchrun_python && *torchrun_python) {
+        choice = torchrun_python;
+        why = "the interpreter of torchrun on PATH, its #! line";
+    } else if (path_python && *path_python) {
+        choice = path_python;
+        why = "python3 from PATH";
     } else {
         choice = "python3";
         why = "python3 from PATH";
@@ -195,6 +202,40 @@ const char *ddp_plan_python(char *const *envp, const char *env_python, const cha
     if (why_out)
         *why_out = why;
     return choice;
+}
+
+char *ddp_plan_shebang_python(const char *line)
+{
+    if (!line || line[0] != '#' || line[1] != '!')
+        return NULL;
+    const char *p = line + 2;
+    char word[2][4096];
+    int n = 0;
+    while (n < 2) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t len = strcspn(p, " \t\r\n");
+        if (len == 0 || len >= sizeof word[0])
+            break;
+        memcpy(word[n], p, len);
+        word[n][len] = '\0';
+        p += len;
+        /* "#!/usr/bin/env -S python3 -u": env's options are not the interpreter */
+        if (n == 1 && word[1][0] == '-')
+            continue;
+        n++;
+    }
+    if (n == 0)
+        return NULL;
+    const char *slash = strrchr(word[0], '/');
+    const char *interp = word[0];
+    if (strcmp(slash ? slash + 1 : word[0], "env") == 0) {
+        if (n < 2)
+            return NULL;
+        interp = word[1];
+    }
+    slash = strrchr(interp, '/');
+    return strncmp(slash ? slash + 1 : interp, "python", 6) == 0 ? ddp_xstrdup(interp) : NULL;
 }
 
 static bool uses_python(const struct ddp_spec *s)

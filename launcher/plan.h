@@ -110,12 +110,19 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 struct ddp_place_req;
 void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req);
 
-/* The interpreter of script and module jobs, as torchrun picks its own: $PYTHON_EXEC from envp when set and not
- * empty; else env_python, the python3 of the Python environment (venv, conda) ddplaunch is installed in, so that
- * workers find that environment's torch whether it is activated or not; else "python3" from PATH. Pure.
- * *why_out (may be NULL) gets a static phrase naming the rule. Returns envp's or env_python's string or a
- * static one. */
-const char *ddp_plan_python(char *const *envp, const char *env_python, const char **why_out);
+/* The interpreter of script and module jobs: $PYTHON_EXEC from envp when set and not empty; else env_python, the
+ * python3 of the Python environment (venv, conda) ddplaunch is installed in, so that workers find that
+ * environment's torch whether it is activated or not; else torchrun_python, the interpreter of the torchrun on
+ * PATH (its #! line: "the Python that torchrun runs with" is what a user replacing torchrun means); else
+ * path_python (python3 found on PATH, absolute), else "python3". Pure. *why_out (may be NULL) gets a static
+ * phrase naming the rule. Returns one of the strings passed in or a static one. */
+const char *ddp_plan_python(char *const *envp, const char *env_python, const char *torchrun_python,
+                            const char *path_python, const char **why_out);
+/* The Python interpreter a script's first line names: "#!/usr/bin/python3.11" -> "/usr/bin/python3.11",
+ * "#! /opt/py/bin/python3 -u" -> "/opt/py/bin/python3", "#!/usr/bin/env python3" -> "python3" (a name to look up
+ * on PATH). NULL when line is no #! line or names no python (pip's "#!/bin/sh" wrapper of long paths). Pure;
+ * caller frees. */
+char *ddp_plan_shebang_python(const char *line);
 /* Print the resolved spec (value and origin per key) and the attempt, as text or one JSON document. */
 void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json);
 

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "check_expect.h"
 #include "check_host.h"
 #include "check_net.h"
-#include "check_expect.h"
 
 /* ---- helpers ---- */
 

@@ -715,11 +715,43 @@ Test(plan_console, interpreter_choice)
     char *empty[] = {"PYTHON_EXEC=", NULL};
     char *none[] = {NULL};
     const char *why = NULL;
-    cr_expect_str_eq(ddp_plan_python(with, "/venv/bin/python3", &why), "/opt/py/bin/python3");
+    cr_expect_str_eq(ddp_plan_python(with, "/venv/bin/python3", "/t/python3", "/usr/bin/python3", &why),
+                     "/opt/py/bin/python3");
     cr_expect_str_eq(why, "PYTHON_EXEC");
-    cr_expect_str_eq(ddp_plan_python(empty, "/venv/bin/python3", &why), "/venv/bin/python3");
+    cr_expect_str_eq(ddp_plan_python(empty, "/venv/bin/python3", "/t/python3", NULL, &why), "/venv/bin/python3");
     cr_expect_str_eq(why, "the Python environment ddplaunch is installed in");
-    cr_expect_str_eq(ddp_plan_python(none, NULL, &why), "python3");
+    /* issue 23 item 7: the Python that torchrun runs with, before python3 from PATH */
+    cr_expect_str_eq(ddp_plan_python(none, NULL, "/opt/conda/bin/python3.11", "/usr/bin/python3", &why),
+                     "/opt/conda/bin/python3.11");
+    cr_expect_str_eq(why, "the interpreter of torchrun on PATH, its #! line");
+    cr_expect_str_eq(ddp_plan_python(none, NULL, NULL, "/usr/bin/python3", &why), "/usr/bin/python3");
     cr_expect_str_eq(why, "python3 from PATH");
-    cr_expect_str_eq(ddp_plan_python(none, "", NULL), "python3");
+    cr_expect_str_eq(ddp_plan_python(none, NULL, NULL, NULL, &why), "python3");
+    cr_expect_str_eq(why, "python3 from PATH");
+    cr_expect_str_eq(ddp_plan_python(none, "", "", "", NULL), "python3");
+}
+
+Test(plan_console, shebang_python)
+{
+    static const struct {
+        const char *line, *want;
+    } cases[] = {
+        {"#!/usr/bin/python3.11\n", "/usr/bin/python3.11"},
+        {"#! /opt/py/bin/python3 -u\n", "/opt/py/bin/python3"},
+        {"#!/usr/bin/env python3\n", "python3"},
+        {"#!/usr/bin/env -S python3 -u\n", "python3"},
+        {"#!/bin/sh\n", NULL},
+        {"#!/usr/bin/env\n", NULL},
+        {"#!\n", NULL},
+        {"import sys\n", NULL},
+        {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = ddp_plan_shebang_python(cases[i].line);
+        if (cases[i].want)
+            cr_expect_str_eq(got, cases[i].want, "'%s'", cases[i].line);
+        else
+            cr_expect_null(got, "'%s': %s", cases[i].line, got);
+        free(got);
+    }
 }
