@@ -147,3 +147,24 @@ void ddp_check_nccl_lib(struct ddp_check_report *r, const struct ddp_check_nccl_
                       "(torch may carry it linked in)%s%s",
                       torch[0] ? "; " : "", torch);
 }
+
+/* ---- the workers' Python ---- */
+
+void ddp_check_python(struct ddp_check_report *r, const struct ddp_check_python *p)
+{
+    if (!p->runs_python) {
+        ddp_check_add(r, DDP_CHECK_SKIP, "python", NULL, "no Python script or module to run");
+        return;
+    }
+    if (p->torch) {
+        ddp_check_add(r, DDP_CHECK_OK, "python", NULL, "%s (%s) imports torch %s", p->python, p->why, p->torch);
+        return;
+    }
+    char *todo = p->other ? ddp_xasprintf("run with PYTHON_EXEC=%s, which imports torch %s", p->other,
+                                          p->other_torch ? p->other_torch : "")
+                          : ddp_xstrdup("install torch for that python, or set PYTHON_EXEC to a python that has it "
+                                        "(no python on PATH imports torch)");
+    ddp_check_add(r, DDP_CHECK_FAIL, "python", todo, "%s (%s) cannot import torch: %s; every worker would fail",
+                  p->python, p->why, p->error ? p->error : "it failed");
+    free(todo);
+}

@@ -41,4 +41,18 @@ void ddp_check_nccl_lib(struct ddp_check_report *r, const struct ddp_check_nccl_
  * ("libnccl.so"), appended to out (no duplicates). Returns how many were appended. Pure. */
 size_t ddp_check_ldcache_find(const char *data, size_t len, const char *name_prefix, struct ddp_strv *out);
 
+/* ---- the workers' Python (check "python") ----
+ * Rule: a job that runs a Python script or module needs its interpreter to import torch: fail when it cannot,
+ * naming another python that can (other) as PYTHON_EXEC. */
+struct ddp_check_python {
+    bool runs_python;   /* false: a --no-python program (nothing to check) */
+    const char *python; /* the workers' interpreter (plan's choice) */
+    const char *why;    /* why that one (ddp_plan_python's phrase) */
+    const char *torch;  /* torch's version as that interpreter imported it, or NULL when it could not */
+    const char *error;  /* the import's last line of error when it could not ("ModuleNotFoundError: ..."), or NULL */
+    const char *other;  /* another interpreter that imports torch, or NULL when none was found */
+    const char *other_torch; /* its torch version */
+};
+void ddp_check_python(struct ddp_check_report *r, const struct ddp_check_python *p);
+
 #endif

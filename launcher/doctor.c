@@ -11,12 +11,15 @@
 #include <limits.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "exit.h"
@@ -624,6 +627,96 @@ static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section 
     free(status);
 }
 
+/* Whether python imports torch, run as the workers would (envp): 1 with its version in out, 0 with the last
+ * line it printed in out, within 60 s (an import on a loaded machine takes seconds). */
+static int import_torch(const char *python, char *const *envp, char *out, size_t len)
+{
+    char *argv[] = {(char *)python, "-c", "import torch; print('torch', torch.__version__)", NULL};
+    char buf[65536];
+    size_t n = 0;
+    int fds[2];
+    snprintf(out, len, "it could not be started");
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        execvpe(python, argv, envp);
+        _exit(127);
+    }
+    close(fds[1]);
+    long long deadline = ddp_now_ns() + 60LL * 1000000000LL;
+    while (pid > 0 && n < sizeof buf - 1) {
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        long long left_ms = (deadline - ddp_now_ns()) / 1000000;
+        if (left_ms <= 0 || poll(&pfd, 1, (int)left_ms) <= 0)
+            break;
+        ssize_t k = read(fds[0], buf + n, sizeof buf - 1 - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+    }
+    close(fds[0]);
+    buf[n] = '\0';
+    int ws = 0;
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &ws, 0);
+    }
+    char *line = strstr(buf, "torch ");
+    while (line && line != buf && line[-1] != '\n')
+        line = strstr(line + 1, "torch ");
+    if (line && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+        snprintf(out, len, "%.*s", (int)strcspn(line + 6, "\n"), line + 6);
+        return 1;
+    }
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    const char *last = strrchr(buf, '\n');
+    if (n > 0)
+        snprintf(out, len, "%s", last ? last + 1 : buf);
+    return 0;
+}
+
+/* Check "python" (a script or module job): the workers' interpreter imports torch; when it does not, the first
+ * python3 or python on PATH (then /usr/bin/python3) that does. Seconds: torch's import. */
+static void check_python(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_check_report *r)
+{
+    const struct ddp_spec *s = ctx->spec;
+    /* a script or module job: without one (doctor alone) or with a program there is no python to ask */
+    struct ddp_check_python p = {.runs_python = !s->command.n && (s->script || s->module),
+                                 .python = ctx->python ? ctx->python : "python3",
+                                 .why = ctx->python_why ? ctx->python_why : "python3 from PATH"};
+    char got[512], other_got[512], *other = NULL, mine[PATH_MAX] = "";
+    if (p.runs_python) {
+        if (import_torch(p.python, envp, got, sizeof got))
+            p.torch = got;
+        else
+            p.error = got;
+    }
+    if (p.runs_python && !p.torch) {
+        if (!realpath(p.python, mine))
+            snprintf(mine, sizeof mine, "%s", p.python);
+        const char *path = ddp_env_get(envp, "PATH");
+        char *dirs = ddp_xasprintf("%s:/usr/bin", path ? path : "/usr/local/bin:/usr/bin");
+        for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !other; d = strtok_r(NULL, ":", &save))
+            for (int k = 0; k < 2 && !other; k++) {
+                char *cand = ddp_xasprintf("%s/%s", d, k ? "python" : "python3"), real[PATH_MAX];
+                if (d[0] == '/' && access(cand, X_OK) == 0 && (!realpath(cand, real) || strcmp(real, mine) != 0) &&
+                    import_torch(cand, envp, other_got, sizeof other_got))
+                    other = cand;
+                else
+                    free(cand);
+            }
+        free(dirs);
+        p.other = other;
+        p.other_torch = other ? other_got : NULL;
+    }
+    ddp_check_python(r, &p);
+    free(other);
+}
+
 void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report *r)
 {
     extern char **environ;
@@ -638,6 +731,7 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report 
     check_gpus(ctx, &gs, r);
     ddp_check_leases(r, leases, nleases, getpid(), lease_rc);
     check_libraries(ctx, envp, &gs.facts, r);
+    check_python(ctx, envp, r);
     ddp_check_nccl_env(r, &ctx->spec->nccl, envp);
     check_port(ctx, lock_dir, r);
     check_network(ctx, envp, r);

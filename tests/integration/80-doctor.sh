@@ -105,4 +105,14 @@ done | sort -n >"$TMP/times"
 median=$(sed -n 10p "$TMP/times")
 echo "doctor: median ${median} ms over 20 runs (min $(head -1 "$TMP/times"), max $(tail -1 "$TMP/times"))"
 [ "$median" -lt 500 ] || fail "doctor is slow: median ${median} ms"
+# issue 23 item 7: the workers' python must import torch: a python without it fails, naming one that has it
+printf 'import torch\n' >"$TMP/t.py"
+printf '#!/bin/sh\necho "ModuleNotFoundError: No module named torch" >&2\nexit 1\n' >"$TMP/notorch"
+chmod +x "$TMP/notorch"
+rc=0
+PYTHON_EXEC=$TMP/notorch "$DDP" doctor "$TMP/t.py" >"$TMP/py.out" 2>&1 || rc=$?
+expect_eq "doctor, a python without torch: exit status" "$rc" 2
+expect_grep "^fail +python +$TMP/notorch \(PYTHON_EXEC\) cannot import torch: ModuleNotFoundError: No module named torch; .*run with PYTHON_EXEC=/[^ ]*python3?, which imports torch [0-9]" "$TMP/py.out"
+PYTHON_EXEC=$PY "$DDP" doctor "$TMP/t.py" >"$TMP/py2.out" 2>&1 || true
+expect_grep "^ok +python +$PY \(PYTHON_EXEC\) imports torch [0-9]" "$TMP/py2.out"
 echo "80-doctor: ok"

@@ -13,6 +13,7 @@
 #include "check_expect.h"
 #include "check_host.h"
 #include "check_net.h"
+#include "exit.h"
 
 /* ---- helpers ---- */
 
@@ -550,5 +551,31 @@ Test(check, nvlinked_gpus_across_sockets_are_fine)
     g.nvlink = false;
     ddp_check_numa(&r, &g);
     expect_result(&r.v[1], DDP_CHECK_WARN, "crosses the socket link");
+    ddp_check_report_free(&r);
+}
+
+/* issue 23 item 7: the workers' python must import torch; when it cannot, name one that can */
+Test(check, python_imports_torch)
+{
+    struct ddp_check_report r = {0};
+    struct ddp_check_python p = {
+        .runs_python = true, .python = "/usr/bin/python3", .why = "python3 from PATH", .torch = "1.13.0"};
+    ddp_check_python(&r, &p);
+    expect_result(&r.v[0], DDP_CHECK_OK, "/usr/bin/python3 (python3 from PATH) imports torch 1.13.0");
+    p.torch = NULL;
+    p.error = "ModuleNotFoundError: No module named 'torch'";
+    p.other = "/opt/conda/bin/python3";
+    p.other_torch = "2.1.0";
+    ddp_check_python(&r, &p);
+    expect_result(&r.v[1], DDP_CHECK_FAIL, "cannot import torch: ModuleNotFoundError: No module named 'torch'");
+    cr_expect_str_eq(r.v[1].todo, "run with PYTHON_EXEC=/opt/conda/bin/python3, which imports torch 2.1.0");
+    p.other = NULL;
+    ddp_check_python(&r, &p);
+    cr_expect_eq(r.v[2].status, DDP_CHECK_FAIL);
+    cr_expect(strstr(r.v[2].todo, "no python on PATH imports torch"), "%s", r.v[2].todo);
+    p.runs_python = false;
+    ddp_check_python(&r, &p);
+    cr_expect_eq(r.v[3].status, DDP_CHECK_SKIP);
+    cr_expect_eq(ddp_check_exit_status(&r), DDP_EXIT_DOCTOR_FAIL);
     ddp_check_report_free(&r);
 }
