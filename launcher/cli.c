@@ -32,7 +32,7 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "rdzv-endpoint", 0, F_KEY, "job", "rdzv_endpoint", NULL, "PET_RDZV_ENDPOINT", "HOST[:PORT]",
       "c10d: the agent on HOST serves [29400]; static: master address", LAUNCHING },
     { "rdzv-id", 0, F_KEY, "job", "run_id", NULL, "PET_RDZV_ID", "ID", "run id (TORCHELASTIC_RUN_ID)", LAUNCHING },
-    { "rdzv-conf", 0, F_KEY, "job", "rdzv_conf", NULL, "PET_RDZV_CONF", "K=V,...", "torchrun's; join_timeout=SECONDS is used", LAUNCHING },
+    { "rdzv-conf", 0, F_KEY, "job", "rdzv_conf", NULL, "PET_RDZV_CONF", "K=V,...", "torchrun's; join_timeout, last_call_timeout (seconds) are used", LAUNCHING },
     { "role", 0, F_KEY, "job", "role", NULL, "PET_ROLE", "NAME", "role name [default]", LAUNCHING },
     { "module", 'm', F_MODULE, NULL, NULL, NULL, "PET_MODULE", NULL, "run the target as a Python module", LAUNCHING },
     { "no-python", 0, F_NO_PYTHON, NULL, NULL, NULL, "PET_NO_PYTHON", NULL,

@@ -329,7 +329,8 @@ void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
     f->torchrun_python = torchrun_python_probe(envp);
     f->path_python = find_on_path("python3", envp);
     f->self = getpid();
-    f->console_tty = isatty(STDOUT_FILENO) == 1;
+    f->console_tty[0] = isatty(STDOUT_FILENO) == 1;
+    f->console_tty[1] = isatty(STDERR_FILENO) == 1;
 }
 
 void ddp_launch_facts_free(struct ddp_launch_facts *f)
@@ -428,6 +429,7 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
     ctx->coord_node = ctx->node_rank;
     ctx->coord_listen_fd = -1;
     ctx->join_timeout_ms = rdzv.join_timeout_ms;
+    ctx->last_call_ms = rdzv.last_call_ms;
     ctx->lost_after_ms = rdzv.lost_after_ms;
     if (rdzv.dynamic) {
         /* The endpoint's port is the rendezvous; MASTER_PORT is node 0's to choose. Whether this agent serves
@@ -476,7 +478,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
         .run_id = l->run_id,
         .python = l->python,
         .python_why = python_why,
-        .console_tty = f->console_tty,
+        .console_tty = {f->console_tty[0], f->console_tty[1]},
         .topo = l->topo,
         .inherited_cvd = l->slurm.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
         .slurm_gpus = l->slurm.active ? l->slurm.gpus : NULL,

@@ -40,8 +40,8 @@ struct ddp_launch_facts {
                               (BINDIR/../pyvenv.cfg or BINDIR/../conda-meta/), else NULL */
     const struct ddp_lease_info *leases; /* GPUs leased now by ddplaunch jobs on this host (lease.h) */
     size_t nleases;
-    pid_t self;       /* this launcher: its own leases are not "another job" */
-    bool console_tty; /* stdout is a terminal (isatty(1)) */
+    pid_t self;          /* this launcher: its own leases are not "another job" */
+    bool console_tty[2]; /* stdout [0] / stderr [1] is a terminal (isatty) */
 };
 
 /* One launch. Zero-initialise with ddp_launch_init(); everything in it is owned; free with ddp_launch_free(). */

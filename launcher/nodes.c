@@ -191,12 +191,25 @@ bool ddp_nodes_translate(struct ddp_nodes *n, const struct ddp_coord_event *ev, 
     return n->leader ? leader_event(n, ev, v, ae, why, why_size) : follower_event(n, ev, v, ae);
 }
 
+int ddp_nodes_last_call(const struct ddp_nodes *n)
+{
+    const struct ddp_plan_ctx *ctx = n->ctx;
+    int nup = 1 + ddp_coord_joined(n->coord);
+    return n->leader && ctx->coord_dynamic && ctx->min_nnodes < ctx->nnodes && nup >= ctx->min_nnodes &&
+                   nup < ctx->nnodes
+               ? nup
+               : 0;
+}
+
 void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_aevent_data *ae, struct ddp_err *err)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     int nup = 1 + ddp_coord_joined(n->coord);
     *ae = (struct ddp_aevent_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->min_nnodes};
-    if (ae->all)
+    if (ae->all && ddp_nodes_last_call(n))
+        ddp_info("%d of %d nodes joined (at least %d wanted); last call (%llds) over: starting with them", nup,
+                 ctx->nnodes, ctx->min_nnodes, (ctx->last_call_ms + 500) / 1000);
+    else if (ae->all)
         ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, ctx->nnodes,
                  ctx->join_timeout_ms / 1000);
     else

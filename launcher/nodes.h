@@ -38,6 +38,9 @@ bool ddp_nodes_translate(struct ddp_nodes *n, const struct ddp_coord_event *ev, 
 
 /* Node 0, join_timeout: *ae is JOIN_TIMEOUT (all: enough nodes joined to start); when not, err says why. */
 void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_aevent_data *ae, struct ddp_err *err);
+/* Node 0 of a c10d job with nnodes MIN < MAX, as torchrun: the nodes up now (node 0 and those joined) once
+ * MIN or more are in and fewer than MAX, i.e. how long to wait before starting is the last call; else 0. */
+int ddp_nodes_last_call(const struct ddp_nodes *n);
 /* Node 0 waiting for the others: who is missing, elapsed, deadline. False once every node joined. */
 bool ddp_nodes_join_progress(struct ddp_nodes *n, long long waited_ms);
 

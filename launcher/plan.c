@@ -281,7 +281,9 @@ static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
  * on any console, as torchrun. lines: the others with log_line_prefix. auto: the others raw when at most one
  * worker's output reaches the console and no log_line_prefix was asked for (`> out.json` gets the worker's
  * bytes, a progress bar draws as without a launcher); else prefixed lines on a terminal (a person reads
- * them), and on a file or pipe whole lines without prefix: the workers' bytes, never two ranks in one line. */
+ * them), and on a file or pipe whole lines without prefix: the workers' bytes, never two ranks in one line.
+ * A stream whose console is a terminal comes from a pseudo-terminal, so the worker sees one too (torchrun's
+ * workers write to the terminal itself). */
 static void decide_console(const struct ddp_plan_ctx *ctx, struct ddp_attempt *a)
 {
     const struct ddp_spec *s = ctx->spec;
@@ -301,9 +303,10 @@ static void decide_console(const struct ddp_plan_ctx *ctx, struct ddp_attempt *a
                 w->raw[k] = true;
             else if (!tee && s->console_mode == DDP_CONSOLE_AUTO && !prefix_asked)
                 w->raw[k] = reaching <= 1;
-            if (!tee && s->console_mode == DDP_CONSOLE_AUTO && !prefix_asked && !ctx->console_tty)
+            if (!tee && s->console_mode == DDP_CONSOLE_AUTO && !prefix_asked && !ctx->console_tty[k])
                 t = "";
             w->prefix[k] = prefix_for(t, w->rank, w->local_rank, s->role, ctx->hostname);
+            w->tty[k] = w->to_console[k] && ctx->console_tty[k];
         }
     }
 }

@@ -35,6 +35,8 @@ struct ddp_worker {
                            unless tee names it too (torchrun's precedence: tee wins) */
     bool raw[2];        /* stdout [0] / stderr [1] reach the console as raw bytes (job.console), else as
                            framed whole lines with prefix[i] */
+    bool tty[2];        /* stdout [0] / stderr [1] is a pseudo-terminal (the console it reaches is a terminal:
+                           the worker sees one of its size, pty.h), else a pipe */
     char *prefix[2];    /* console line prefix of stdout [0] / stderr [1], e.g. "[rank3]: ", "[default3]:"
                            (a --tee copy, as torchrun's), "" for none */
 };
@@ -71,7 +73,8 @@ struct ddp_plan_ctx {
     int nproc;                      /* resolved local worker count */
     const char *python;             /* interpreter for script/module jobs (ddp_plan_python) */
     const char *python_why;         /* why that one (ddp_plan_python's phrase), or NULL */
-    bool console_tty;               /* the launcher's stdout is a terminal (job.console = auto prefixes lines) */
+    bool console_tty[2];            /* the launcher's stdout [0] / stderr [1] is a terminal: job.console = auto
+                                       prefixes lines there, and workers get a pseudo-terminal for it */
     struct ddp_topo *topo;          /* may be NULL (no topology: no GPUs, no binding) */
     const char *inherited_cvd;      /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
     const char *run_dir;            /* private runtime dir of this launch (0700): heartbeat files, error files
@@ -96,6 +99,7 @@ struct ddp_plan_ctx {
     int min_nnodes;            /* nnodes MIN: the job goes on while at least this many nodes are up */
     long long join_timeout_ms; /* how long node 0 waits for nnodes MAX (then starts with >= MIN), and others
                                   try to reach node 0 */
+    long long last_call_ms;    /* c10d, MIN < MAX: once MIN nodes joined, node 0 waits this long for more */
     long long lost_after_ms;   /* a silent agent is lost after this long */
 };
 

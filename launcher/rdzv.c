@@ -8,7 +8,7 @@
 
 #include "crypto.h"
 
-int ddp_rdzv_conf_join_timeout(const char *conf, long long *ms, struct ddp_err *err)
+int ddp_rdzv_conf_seconds(const char *conf, const char *key, long long *ms, struct ddp_err *err)
 {
     if (!conf || !*conf)
         return 0;
@@ -21,12 +21,12 @@ int ddp_rdzv_conf_join_timeout(const char *conf, long long *ms, struct ddp_err *
             break;
         }
         *eq = '\0';
-        if (strcmp(kv, "join_timeout") != 0)
+        if (strcmp(kv, key) != 0)
             continue;
         char *end = NULL;
         double secs = strtod(eq + 1, &end);
         if (!eq[1] || *end || secs < 0 || secs > 1e9)
-            rc = ddp_errf(err, -EINVAL, "rdzv_conf: join_timeout=%s: expected seconds (e.g. 900)", eq + 1);
+            rc = ddp_errf(err, -EINVAL, "rdzv_conf: %s=%s: expected seconds (e.g. 900)", key, eq + 1);
         else
             *ms = (long long)(secs * 1000);
     }
@@ -45,7 +45,10 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struc
     if (!c10d && strcmp(backend, "static") != 0)
         return ddp_errf(err, -EINVAL, "rdzv_backend '%s': expected static or c10d", backend);
     long long conf_ms = 0;
-    int rc = ddp_rdzv_conf_join_timeout(spec->rdzv_conf, &conf_ms, err);
+    out->last_call_ms = DDP_RDZV_LAST_CALL_MS;
+    int rc = ddp_rdzv_conf_seconds(spec->rdzv_conf, "join_timeout", &conf_ms, err);
+    if (rc == 0)
+        rc = ddp_rdzv_conf_seconds(spec->rdzv_conf, "last_call_timeout", &out->last_call_ms, err);
     if (rc < 0)
         return rc;
     if (!out->several)

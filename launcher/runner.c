@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "exit.h"
 #include "logdir.h"
+#include "pty.h"
 
 /* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
 #define PIPE_SIZE (256 * 1024)
@@ -21,7 +22,8 @@ struct ddp_runner {
     struct ddp_output out;
     struct ddp_rrun *cur;
     uv_timer_t unblock;
-    bool paused; /* the console is full: worker pipes are not read until it drains (back-pressure) */
+    uv_signal_t winch; /* SIGWINCH, when fd 1 or 2 is a terminal: workers' pseudo-terminals follow its size */
+    bool paused;       /* the console is full: worker pipes are not read until it drains (back-pressure) */
     char readbuf[64 * 1024];
 };
 
@@ -544,19 +546,33 @@ static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp
     return 0;
 }
 
+/* stdout (which 0) or stderr (1): a pseudo-terminal of the console's size when the plan says so (the console
+ * is a terminal: pty.h), else a real pipe. [0] is read here, [1] becomes the worker's fd. 0 or -errno. */
+static int open_out(const struct ddp_worker *w, int which, int p[2], struct ddp_err *err)
+{
+    if (w->tty[which]) {
+        int rc = ddp_pty_open(which ? STDERR_FILENO : STDOUT_FILENO, &p[0], &p[1], err);
+        if (rc < 0)
+            errno = -rc;
+        return rc;
+    }
+    return pipe2(p, O_CLOEXEC) != 0 ? -errno : 0;
+}
+
 /* Real pipes (libuv's UV_CREATE_PIPE makes socketpairs, whose per-write skbs cost both sides dearly when
- * a worker prints many short lines). Close-on-exec here; libuv dup2s them onto 1, 2 and 3 in the child. */
+ * a worker prints many short lines), or pseudo-terminals for a terminal console. Close-on-exec here; libuv
+ * dup2s them onto 1, 2 and 3 in the child. */
 static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
 {
     if (pipe2(rp, O_CLOEXEC) != 0)
         return ddp_errf(err, -errno, "rank %d: pipe: %s", w->rank, strerror(errno));
-    if (pipe2(op, O_CLOEXEC) != 0) {
+    if (open_out(w, 0, op, err) != 0) {
         int e = errno;
         close(rp[0]);
         close(rp[1]);
         return ddp_errf(err, -e, "rank %d: pipe: %s", w->rank, strerror(e));
     }
-    if (pipe2(ep, O_CLOEXEC) != 0) {
+    if (open_out(w, 1, ep, err) != 0) {
         int e = errno;
         close(rp[0]);
         close(rp[1]);
@@ -714,6 +730,24 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
 
 /* ---------------------------------------------------------------- the runner */
 
+/* The launcher's terminal changed size: every pseudo-terminal of the current attempt's workers follows. */
+static void on_winch(uv_signal_t *h, int signo)
+{
+    struct ddp_runner *rn = h->data;
+    struct ddp_rrun *r = rn->cur;
+    (void)signo;
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        for (int j = 0; j < 2; j++) {
+            uv_handle_t *st = j ? (uv_handle_t *)&k->err : (uv_handle_t *)&k->out;
+            uv_os_fd_t fd;
+            if (k->w->tty[j] && k->state != DDP_WS_NEW && (k->open & (j ? DDP_RS_ERR : DDP_RS_OUT)) &&
+                !uv_is_closing(st) && uv_fileno(st, &fd) == 0)
+                (void)ddp_pty_resize(fd, j ? STDERR_FILENO : STDOUT_FILENO);
+        }
+    }
+}
+
 struct ddp_runner *ddp_runner_new(const struct ddp_runner_config *cfg)
 {
     struct ddp_runner *rn = ddp_xcalloc(1, sizeof(*rn));
@@ -721,6 +755,10 @@ struct ddp_runner *ddp_runner_new(const struct ddp_runner_config *cfg)
     ddp_output_init(&rn->out, STDOUT_FILENO, STDERR_FILENO);
     uv_timer_init(cfg->loop, &rn->unblock);
     rn->unblock.data = rn;
+    uv_signal_init(cfg->loop, &rn->winch);
+    rn->winch.data = rn;
+    if (isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1)
+        uv_signal_start(&rn->winch, on_winch, SIGWINCH);
     return rn;
 }
 
@@ -728,6 +766,8 @@ void ddp_runner_close(struct ddp_runner *rn)
 {
     if (!uv_is_closing((uv_handle_t *)&rn->unblock))
         uv_close((uv_handle_t *)&rn->unblock, NULL);
+    if (!uv_is_closing((uv_handle_t *)&rn->winch))
+        uv_close((uv_handle_t *)&rn->winch, NULL);
 }
 
 void ddp_runner_free(struct ddp_runner *rn)

@@ -78,7 +78,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "job", "rdzv_endpoint", DDP_T_STR, OFF(rdzv_endpoint), NULL, NULL, 0, 0,
       "HOST[:PORT]: sets master_addr (and master_port) as torchrun's c10d endpoint would" },
     { "job", "rdzv_conf", DDP_T_STR, OFF(rdzv_conf), NULL, NULL, 0, 0,
-      "key=value,... as torchrun's; join_timeout (seconds) is used" },
+      "key=value,... as torchrun's; join_timeout and last_call_timeout (seconds) are used" },
     { "job", "join_timeout", DDP_T_DURATION, OFF(join_timeout_ms), "0", NULL, 0, 0,
       "wait this long for every node to join; 0 = 600s (c10d), 900s (static)" },
     { "job", "lost_after", DDP_T_DURATION, OFF(lost_after_ms), "15s", NULL, 0, 0,

@@ -378,6 +378,20 @@ static void on_join_timeout(uv_timer_t *t)
     agent_feed(s, &ev, NULL, NULL); /* exits 75: a refusal a scheduler should retry, not a launcher failure */
 }
 
+/* Node 0, c10d with MIN < MAX (torchrun's rendezvous timing): once MIN nodes are in, and again at each join
+ * after that, wait last_call more for others (never past the join timeout), then start with those in. */
+static void arm_last_call(struct sup *s)
+{
+    int nup = ddp_nodes_last_call(s->nodes);
+    long long left = s->join_start_ms + s->ctx->join_timeout_ms - ddp_now_ms();
+    if (!nup || s->agent.state != DDP_AS_JOINING || left <= 0)
+        return;
+    long long wait = s->ctx->last_call_ms < left ? s->ctx->last_call_ms : left;
+    uv_timer_start(&s->join, on_join_timeout, (uint64_t)wait, 0);
+    ddp_info("node 0: %d of %d nodes in (at least %d wanted): last call, %.1fs for more to join", nup, s->ctx->nnodes,
+             s->ctx->min_nnodes, (double)wait / 1000.0);
+}
+
 static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
 {
     struct sup *s = data;
@@ -390,10 +404,13 @@ static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void
     struct ddp_nodes_view v = {s->agent.state, r ? r->plan.attempt : -1, s->pol.state != DDP_PS_RUNNING};
     if (!ddp_nodes_translate(s->nodes, ev, &v, &ae, why, sizeof(why)))
         return;
-    if (s->role == ROLE_LEADER && ae.kind == DDP_AE_JOINED && s->agent.state == DDP_AS_JOINING && ae.all)
+    if (s->role == ROLE_LEADER && ae.kind == DDP_AE_JOINED && s->agent.state == DDP_AS_JOINING && ae.all) {
         leader_begin(s, &ae);
-    else
+    } else {
         agent_feed(s, &ae, why, ev);
+        if (s->role == ROLE_LEADER && ae.kind == DDP_AE_JOINED)
+            arm_last_call(s);
+    }
 }
 
 /* Start listening (node 0) or joining (others); node 0 starts attempt 0 once every node joined. */
@@ -406,6 +423,7 @@ static int nodes_begin(struct sup *s)
     uv_timer_start(&s->join, on_join_timeout, (uint64_t)s->ctx->join_timeout_ms, 0);
     s->join_start_ms = ddp_now_ms();
     uv_timer_start(&s->joinlog, on_join_progress, 5000, 5000);
+    arm_last_call(s); /* MIN may be 1: node 0 alone */
     return 0;
 }
 

@@ -3,6 +3,8 @@
 # (issue 23):
 #   item 2: `--nnodes 1:2 --master_port P` without a node rank runs as node 0 (torchrun's --node-rank default);
 #           a second agent with --node-rank 1 joins it; a second agent that is node 0 too is refused in one line.
+#   item 1: `--nnodes=1:2` with c10d and one launcher: the minimum (1) is in at once, so both wait the last call
+#           (--rdzv-conf last_call_timeout=3; torchrun's default is 30 s) and start, not the join_timeout (600 s).
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || fail "python3-torch is needed to compare with torchrun"
 
@@ -52,4 +54,32 @@ kill -0 $first 2>/dev/null || { cat "$TMP/a.err"; fail "the first node 0 did not
 kill -TERM $first
 wait $first
 echo "item 2: --nnodes 1:2 without a node rank: node 0 as torchrun; same ranks; a second node 0 refused"
+
+# item 1: --nnodes=1:2, c10d, one launcher: starts after the last call, as torchrun
+# last_call NAME LAUNCHER...: $TMP/NAME.s gets the seconds from the launch to the worker's start
+last_call() {
+    local name=$1 port t0
+    shift
+    port=$(free_port)
+    t0=$(date +%s.%N)
+    "$@" --nnodes=1:2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint 127.0.0.1:$port \
+        --rdzv_conf last_call_timeout=3 "$TMP/start.py" >"$TMP/$name.out" 2>"$TMP/$name.err" ||
+        { cat "$TMP/$name.err"; fail "$name: --nnodes=1:2 alone did not run"; }
+    expect_grep '^started rank 0 world 1 ' "$TMP/$name.out"
+    $PY -c 'import sys; print("%.1f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$t0" \
+        "$(cut -d' ' -f7 "$TMP/$name.out")" >"$TMP/$name.s"
+}
+cat >"$TMP/start.py" <<'EOS'
+import os, time
+os.write(1, ("started rank %s world %s at %.3f\n" % (os.environ["RANK"], os.environ["WORLD_SIZE"], time.time())).encode())
+EOS
+last_call tr timeout 300 "${TORCHRUN[@]}"
+last_call dd timeout 300 "$DDP"
+tr_s=$(cat "$TMP/tr.s")
+dd_s=$(cat "$TMP/dd.s")
+echo "item 1: --nnodes=1:2 alone, last_call_timeout=3: worker started after torchrun ${tr_s} s, ddplaunch ${dd_s} s"
+$PY -c 'import sys; s = float(sys.argv[1]); sys.exit(0 if 3 <= s < 30 else 1)' "$dd_s" ||
+    fail "ddplaunch started after ${dd_s} s: not the 3 s last call (at least 3 s, well below join_timeout)"
+$PY -c 'import sys; s = float(sys.argv[1]); sys.exit(0 if s < 60 else 1)' "$tr_s" || fail "torchrun took ${tr_s} s"
+grep -q 'last call' "$TMP/dd.err" || { cat "$TMP/dd.err"; fail "ddplaunch did not say it waits the last call"; }
 echo ok

@@ -36,7 +36,7 @@ static void setup_spec(struct fixture *f, const char *ini)
     f->ctx.node_rank = 0;
     f->ctx.nproc = 1;
     f->ctx.python = "/usr/bin/python3";
-    f->ctx.console_tty = true;
+    f->ctx.console_tty[0] = f->ctx.console_tty[1] = true;
 }
 
 static void build(struct fixture *f, int attempt, int nproc)
@@ -661,7 +661,7 @@ Test(plan_console, tee_prefix_as_torchrun_and_plain_lines_off_a_terminal)
     struct fixture f;
     /* torchtitan's line: --local-ranks-filter 0 --role rank --tee 3 */
     setup_spec(&f, "[job]\nscript = t.py\nlocal_ranks_filter = 0\nrole = rank\ntee = 3\n");
-    f.ctx.console_tty = false;
+    f.ctx.console_tty[0] = f.ctx.console_tty[1] = false;
     build(&f, 0, 4);
     cr_expect(f.a.workers[0].to_console[0] && !f.a.workers[1].to_console[0]);
     cr_expect(!f.a.workers[0].raw[0] && !f.a.workers[0].raw[1]);
@@ -671,7 +671,7 @@ Test(plan_console, tee_prefix_as_torchrun_and_plain_lines_off_a_terminal)
 
     /* > out.json with two workers: whole lines, no prefix */
     setup_spec(&f, "[job]\nscript = t.py\n");
-    f.ctx.console_tty = false;
+    f.ctx.console_tty[0] = f.ctx.console_tty[1] = false;
     build(&f, 0, 2);
     cr_expect(!f.a.workers[0].raw[0] && !f.a.workers[1].raw[1], "two workers: whole lines");
     cr_expect_str_eq(f.a.workers[0].prefix[0], "");
@@ -680,14 +680,27 @@ Test(plan_console, tee_prefix_as_torchrun_and_plain_lines_off_a_terminal)
 
     /* --console lines: prefixes anywhere; a prefix asked for is shown anywhere */
     setup_spec(&f, "[job]\nscript = t.py\nconsole = lines\n");
-    f.ctx.console_tty = false;
+    f.ctx.console_tty[0] = f.ctx.console_tty[1] = false;
     build(&f, 0, 2);
     cr_expect_str_eq(f.a.workers[1].prefix[0], "[rank1]: ");
     teardown_fixture(&f);
     setup_spec(&f, "[job]\nscript = t.py\nlog_line_prefix = r${rank}|\n");
-    f.ctx.console_tty = false;
+    f.ctx.console_tty[0] = f.ctx.console_tty[1] = false;
     build(&f, 0, 2);
     cr_expect_str_eq(f.a.workers[1].prefix[0], "r1|");
+    teardown_fixture(&f);
+
+    /* issue 23 item 5: a pseudo-terminal for a stream whose console is a terminal, a pipe otherwise */
+    setup_spec(&f, "[job]\nscript = t.py\nredirects = 1:1\n");
+    f.ctx.console_tty[1] = false;
+    build(&f, 0, 2);
+    cr_expect(f.a.workers[0].tty[0] && !f.a.workers[0].tty[1], "stdout on a terminal, stderr on a file");
+    cr_expect(!f.a.workers[1].tty[0], "rank 1's stdout goes only to its log file");
+    teardown_fixture(&f);
+    setup_spec(&f, "[job]\nscript = t.py\n");
+    f.ctx.console_tty[0] = f.ctx.console_tty[1] = false;
+    build(&f, 0, 1);
+    cr_expect(!f.a.workers[0].tty[0] && !f.a.workers[0].tty[1], "no terminal: pipes");
     teardown_fixture(&f);
 
     /* --console raw: even a --tee copy is raw */

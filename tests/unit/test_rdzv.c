@@ -57,10 +57,12 @@ Test(rdzv, decide)
     cr_expect(r.dynamic);
     cr_expect_str_eq(r.source, "c10d");
     cr_expect_eq(r.join_timeout_ms, 600000);
+    cr_expect_eq(r.last_call_ms, 30000, "torchrun's last_call_timeout");
     cr_expect_eq(r.lost_after_ms, 15000);
-    set("job.rdzv_conf", "read_timeout=60,join_timeout=75");
+    set("job.rdzv_conf", "read_timeout=60,join_timeout=75,last_call_timeout=2.5");
     cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
     cr_expect_eq(r.join_timeout_ms, 75000);
+    cr_expect_eq(r.last_call_ms, 2500);
     set("job.join_timeout", "2m");
     set("job.lost_after", "20s");
     cr_assert_eq(ddp_rdzv_decide(&spec, NULL, &r, &err), 0);
