@@ -160,6 +160,15 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
             return fail(l, DDP_EXIT_USAGE, rc);
         }
         free(check);
+        /* the job spec's script (relative to the spec's directory, spec_file.c): file:line, before anything */
+        int si = ddp_spec_key_find("job", "script");
+        if (!cli->target && spec->script && spec->origin[si] == DDP_ORIGIN_SPEC && spec->set_file[si] &&
+            stat(spec->script, &st) < 0 && errno == ENOENT)
+            return fail(l, DDP_EXIT_USAGE,
+                        ddp_errf(err, -ENOENT,
+                                 "%s:%d: script: no such file: '%s' (relative paths are taken from the "
+                                 "job spec's directory)",
+                                 spec->set_file[si], spec->set_line[si], spec->script));
     }
     if (doctor && !has_program(spec))
         ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */

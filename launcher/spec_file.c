@@ -255,6 +255,27 @@ int ddp_spec_load_string(struct ddp_spec *spec, const char *name, const char *te
     return 0;
 }
 
+/* A job spec's script, log_dir and a program given as a path (with a '/') are relative to the spec file's own
+ * directory, wherever ddplaunch runs (ddplaunch.ini(5)); a bare program name is looked up on PATH. Only values this
+ * file set are changed. */
+static void relative_to_file(struct ddp_spec *spec, const char *path)
+{
+    static const char *const keys[] = {"script", "log_dir", "program", NULL};
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return; /* the spec is in the current directory: relative paths are right as they are */
+    for (const char *const *k = keys; *k; k++) {
+        int i = ddp_spec_key_find("job", *k);
+        char **v = (char **)((char *)spec + ddp_spec_keys[i].offset);
+        if (!*v || !**v || **v == '/' || spec->origin[i] != DDP_ORIGIN_SPEC || !spec->set_file[i] ||
+            strcmp(spec->set_file[i], path) != 0 || (strcmp(*k, "program") == 0 && !strchr(*v, '/')))
+            continue;
+        char *abs = ddp_xasprintf("%.*s/%s", (int)(slash - path), slash == path ? "/" : path, *v);
+        free(*v);
+        *v = abs;
+    }
+}
+
 int ddp_spec_load_file(struct ddp_spec *spec, const char *path, enum ddp_origin origin, struct ddp_err *err)
 {
     FILE *f = fopen(path, "re");
@@ -287,6 +308,7 @@ int ddp_spec_load_file(struct ddp_spec *spec, const char *path, enum ddp_origin 
     if (rc == 0 && origin == DDP_ORIGIN_SPEC) {
         free(spec->spec_path);
         spec->spec_path = ddp_xstrdup(path);
+        relative_to_file(spec, path);
     }
     return rc;
 }

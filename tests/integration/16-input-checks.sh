@@ -65,13 +65,13 @@ expect_eq "SIGTERM during a timeout stop: status" "$rc" 143
 expect_grep '^ddplaunch: (error: )?stopped by SIGTERM$' "$TMP/err"
 grep -q 'restarting' "$TMP/err" && fail "restarted after SIGTERM"
 
-# Out of file descriptors while starting workers: exit 1, the reason said once.
+# Too few file descriptors for the workers (issue 24 item 6): checked before anything starts, one line, exit 2.
 (
     ulimit -n 48
     "$DDP" --no-python --nproc-per-node 24 /bin/true >"$TMP/out" 2>"$TMP/err"
     echo $? >"$TMP/rc"
 )
 cat "$TMP/err"
-expect_eq "fd exhaustion: status" "$(cat "$TMP/rc")" 1
-expect_eq "fd exhaustion: 'too many open files' lines" "$(grep -ci 'too many open files' "$TMP/err")" 1
+expect_eq "fd exhaustion: status" "$(cat "$TMP/rc")" 2
+expect_eq "fd exhaustion: 'open files limit' lines" "$(grep -c '^ddplaunch: open files limit 48 ' "$TMP/err")" 1
 echo ok

@@ -714,7 +714,7 @@ Test(spec_good, load_file_records_path)
     ddp_spec_init(&s);
     cr_expect_eq(ddp_spec_load_file(&s, path, DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
     cr_expect_str_eq(s.spec_path, path);
-    cr_expect_str_eq(s.script, "a.py"); /* CRLF line ends */
+    cr_expect_str_eq(s.script, "/tmp/a.py"); /* CRLF line ends; relative to the spec's directory */
     cr_expect_eq(s.nproc_per_node.n, 2);
     cr_expect_str_eq(s.set_file[key("job", "script")], path);
     ddp_spec_free(&s);
@@ -825,4 +825,42 @@ Test(spec_kv, set_get_replace)
     cr_expect_null(ddp_kvlist_get(&l, "K20"));
     ddp_kvlist_free(&l);
     cr_expect_eq(l.n, 0u);
+}
+
+/* issue 23 item 11: a job spec's relative script, log_dir and program path are the spec directory's; a bare
+ * program name (PATH) and absolute paths stay; values from elsewhere (the command line) are not touched */
+Test(spec_good, relative_paths_from_the_spec_directory)
+{
+    char dir[] = "/tmp/ddptest-rel.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char *path = ddp_xasprintf("%s/job.ini", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("[job]\nscript = sub/train.py\nlog_dir = logs\nprogram = ./run.sh\n", f);
+    fclose(f);
+    struct ddp_spec s;
+    struct ddp_err err = {0};
+    ddp_spec_init(&s);
+    cr_assert_eq(ddp_spec_load_file(&s, path, DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
+    char *want = ddp_xasprintf("%s/sub/train.py", dir);
+    cr_expect_str_eq(s.script, want);
+    free(want);
+    want = ddp_xasprintf("%s/logs", dir);
+    cr_expect_str_eq(s.log_dir, want);
+    free(want);
+    want = ddp_xasprintf("%s/./run.sh", dir);
+    cr_expect_str_eq(s.program, want);
+    free(want);
+    ddp_spec_free(&s);
+    f = fopen(path, "w");
+    fputs("[job]\nprogram = true\nlog_dir = /var/log/x\n", f);
+    fclose(f);
+    ddp_spec_init(&s);
+    cr_assert_eq(ddp_spec_load_file(&s, path, DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(s.program, "true");
+    cr_expect_str_eq(s.log_dir, "/var/log/x");
+    ddp_spec_free(&s);
+    unlink(path);
+    rmdir(dir);
+    free(path);
 }
