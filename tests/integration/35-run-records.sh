@@ -25,6 +25,12 @@ expect_eq "decisions" "$(jq -r 'select(.event=="decision") | .action' "$R1/event
 expect_eq "rank 1 exits" "$(jq -r 'select(.event=="worker_exit" and .rank==1) | .class' "$R1/events.jsonl" |
     tr '\n' ' ')" "exit-3 exit-3 "
 expect_eq "log_dir in the summary" "$(jq -r .log_dir "$S")/" "$R1"
+# Issue 23 item 13: each worker has one pid, its program's, in attempt_start and in worker_exit
+started=$(jq -r 'select(.event=="attempt_start") | .attempt as $a | .workers[] | "\($a) \(.rank) \(.pid)"' \
+    "$R1/events.jsonl" | sort)
+exited=$(jq -r 'select(.event=="worker_exit") | "\(.attempt) \(.rank) \(.pid)"' "$R1/events.jsonl" | sort)
+[ "$(echo "$started" | wc -l)" = 4 ] || fail "attempt_start workers: $started"
+expect_eq "pids in attempt_start and worker_exit" "$started" "$exited"
 # Each rank's timed.log: both streams, each line after its arrival time.
 expect_grep '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z err boom on rank 1$' "$R1/attempt_0/1/timed.log"
 # The console said the same root cause.
