@@ -270,9 +270,13 @@ static void gather(struct ddp_rrun *r, struct gathered *g)
                 ddp_buf_add(&g->texts[i], tail.data, tail.len);
         }
         ddp_buf_free(&tail);
-        g->in[i] = (struct ddp_hang_input){k->w->rank,          g->views[i].nframes ? &g->views[i] : NULL,
-                                           o->reported_timeout, ddp_rworker_running(k),
-                                           o->last_progress_ms, o->tmo.waiting ? &o->tmo : NULL};
+        g->in[i] = (struct ddp_hang_input){k->w->rank,
+                                           g->views[i].nframes ? &g->views[i] : NULL,
+                                           o->reported_timeout,
+                                           ddp_rworker_running(k),
+                                           o->last_progress_ms,
+                                           o->tmo.waiting ? &o->tmo : NULL,
+                                           ddp_rworker_running(k) ? ddp_proc_state(k->pid) : 0};
         json_t *f = flight_recorder_files(k);
         json_array_extend(g->fr, f);
         json_decref(f);

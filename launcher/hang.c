@@ -7,6 +7,31 @@
 
 /* ---------------------------------------------------------------- stalls */
 
+bool ddp_hang_state_stuck(char state)
+{
+    return state == 'T' || state == 't' || state == 'Z';
+}
+
+/* A stall was found: when some but not all running ranks are stopped or zombies, blame those. */
+static void blame_stuck(const struct ddp_hang_rank *r, size_t n, bool *stalled, struct ddp_hang_check *out)
+{
+    size_t nrunning = 0, nstuck = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        nrunning += r[i].running;
+        if (r[i].running && ddp_hang_state_stuck(r[i].state) && nstuck++ == 0)
+            first = i;
+    }
+    if (nstuck == 0 || nstuck == nrunning)
+        return;
+    for (size_t i = 0; i < n; i++)
+        stalled[i] = r[i].running && ddp_hang_state_stuck(r[i].state);
+    out->kind = DDP_HANG_STALL;
+    out->first = first;
+    out->nstalled = nstuck;
+    out->blame_gpus = true;
+    out->stuck = true;
+}
+
 void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_rank *r, size_t n, long long now,
                     bool any_output, long long last_output_ms, bool paused, bool *stalled, struct ddp_hang_check *out)
 {
@@ -50,6 +75,8 @@ void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_ran
         if (now - last_output_ms >= lim->stall_ms)
             out->kind = DDP_HANG_SILENT;
     }
+    if (out->kind != DDP_HANG_NONE)
+        blame_stuck(r, n, stalled, out);
 }
 
 /* ---------------------------------------------------------------- stacks */
@@ -657,12 +684,40 @@ static void blame_no_progress(struct decide *d)
     }
 }
 
+/* Rule 0: ranks stopped (SIGSTOP, a debugger) or zombies while others run cannot be waited out. */
+static bool blame_stopped(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
+{
+    size_t nrunning = 0, nstuck = 0, len = 0;
+    for (size_t i = 0; i < n; i++) {
+        nrunning += in[i].running;
+        nstuck += in[i].running && ddp_hang_state_stuck(in[i].state);
+    }
+    if (nstuck == 0 || nstuck == nrunning)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!in[i].running || !ddp_hang_state_stuck(in[i].state))
+            continue;
+        culprit[i] = true;
+        int m = snprintf(v->why + len, sizeof(v->why) - len, "%srank %d is %s", v->nculprits ? ", " : "", in[i].rank,
+                         in[i].state == 'Z' ? "a zombie" : "stopped (SIGSTOP or a debugger)");
+        if (m > 0 && (size_t)m < sizeof(v->why) - len)
+            len += (size_t)m;
+        v->nculprits++;
+    }
+    if (len < sizeof(v->why))
+        snprintf(v->why + len, sizeof(v->why) - len, " while the others wait");
+    v->confidence = DDP_HANG_HIGH;
+    return true;
+}
+
 void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
 {
     struct decide d = {.in = in, .n = n, .culprit = culprit, .v = v};
     size_t nunknown = 0;
     memset(v, 0, sizeof(*v));
     memset(culprit, 0, n * sizeof(*culprit));
+    if (blame_stopped(in, n, culprit, v))
+        return;
     d.in_op = calloc(n ? n : 1, sizeof(*d.in_op));
     if (!d.in_op)
         abort();

@@ -164,7 +164,7 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
     for (size_t i = 0; i < w->n; i++) {
         const struct wrank *k = &w->rk[i];
         in[i] = (struct ddp_hang_input){
-            k->r.rank, k->running && k->has_view ? &k->view : NULL, false, k->running, k->last_ms, NULL};
+            k->r.rank, k->running && k->has_view ? &k->view : NULL, false, k->running, k->last_ms, NULL, 0};
     }
     ddp_hang_decide(in, w->n, culprit, &v);
     for (size_t i = 0; i < w->n; i++) {

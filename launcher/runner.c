@@ -123,6 +123,9 @@ int ddp_runner_signal_all(struct ddp_runner *rn, int sig)
             continue;
         if (sig == SIGKILL && !exited(k) ? ddp_shim_kill(k->pgid) == 0 : kill(-k->pgid, sig) == 0)
             n++;
+        /* a stopped process acts on TERM/INT only once continued (as a shell's kill does for stopped jobs) */
+        if (sig == SIGTERM || sig == SIGINT)
+            kill(-k->pgid, SIGCONT);
     }
     return n;
 }

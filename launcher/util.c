@@ -625,3 +625,21 @@ int ddp_mkdir_p(const char *path, unsigned mode)
     free(p);
     return rc;
 }
+
+char ddp_proc_state(int pid)
+{
+    char path[64], buf[512], st;
+    if (pid <= 0)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return rp && sscanf(rp + 1, " %c", &st) == 1 ? st : 0;
+}

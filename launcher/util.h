@@ -125,6 +125,9 @@ ssize_t ddp_read_full(int fd, void *buf, size_t len);
 int ddp_write_full(int fd, const void *buf, size_t len);
 
 long long ddp_now_ms(void);
+
+/* The state letter of process pid from /proc/pid/stat ('R', 'S', 'T', 'Z', ...); 0 when unknown. */
+char ddp_proc_state(int pid);
 /* mkdir -p path (each missing directory with mode). 0, or the first negative errno. */
 int ddp_mkdir_p(const char *path, unsigned mode);
 long long ddp_now_ns(void);

@@ -118,7 +118,12 @@ static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc
 {
     char *d = ddp_timeout_duration(hc->kind == DDP_HANG_INIT ? sp->timeout_init_ms : sp->timeout_stall_ms);
     char *why;
-    if (hc->kind == DDP_HANG_INIT)
+    if (hc->stuck)
+        why = ddp_xasprintf("rank %d%s %s while the others wait: no progress for %s (%s)", first->w->rank,
+                            hc->nstalled > 1 ? " and others" : "",
+                            hc->nstalled > 1 ? "are stopped or zombies" : "is stopped or a zombie", d,
+                            sp->heartbeat == DDP_HEARTBEAT_FILE ? "heartbeat" : "output");
+    else if (hc->kind == DDP_HANG_INIT)
         why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,
                             hc->nstalled > 1 ? " and others" : "", d);
     else if (hc->kind == DDP_HANG_SILENT)
@@ -159,11 +164,17 @@ static void on_watch(uv_timer_t *t)
             o->last_progress_ms = now;
             o->alive = true;
         }
-        hr[i] = (struct ddp_hang_rank){k->w->rank, running, o->alive, h && h->path, k->start_ms, o->last_progress_ms};
+        hr[i] = (struct ddp_hang_rank){k->w->rank,
+                                       running,
+                                       o->alive,
+                                       h && h->path,
+                                       k->start_ms,
+                                       o->last_progress_ms,
+                                       running ? ddp_proc_state(k->pid) : 0};
     }
     ddp_hang_check(&lim, hr, r->nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
     if (hc.kind != DDP_HANG_NONE) {
-        struct ddp_rworker *first = hc.kind == DDP_HANG_SILENT ? NULL : &r->w[hc.first];
+        struct ddp_rworker *first = hc.kind == DDP_HANG_SILENT && !hc.stuck ? NULL : &r->w[hc.first];
         for (size_t i = 0; i < r->nw && hc.blame_gpus; i++)
             if (stalled[i] && r->w[i].w->gpu >= 0)
                 gpus[ngpus++] = r->w[i].w->gpu;
