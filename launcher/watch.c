@@ -26,6 +26,8 @@ struct ddp_watch {
     uv_timer_t timer;
     long long last_output_ms; /* any rank, for heartbeat = output */
     bool any_output;
+    long long last_tick_ms; /* when on_watch last ran (0: not yet) */
+    long long lost_ms;      /* time this attempt's launcher did not run (stopped, suspended): not silence */
 };
 
 struct ddp_watch *ddp_watch_new(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_runner *rn,
@@ -137,6 +139,26 @@ static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc
     return why;
 }
 
+/* The timer fired much later than due: the launcher itself did not run (SIGSTOP and SIGCONT, a debugger, a VM
+ * pause). Output written meanwhile waits unread in the pipes (timers run before I/O is polled), so that time is
+ * no silence of the workers: move every silence clock forward by it; the next check sees what the pipes held. */
+static void rebase_after_pause(struct ddp_watch *w, struct ddp_rrun *r, long long now)
+{
+    long long p = period(w->spec), late = w->last_tick_ms ? now - w->last_tick_ms - p : 0;
+    w->last_tick_ms = now;
+    if (late <= (p > 250 ? p : 250))
+        return;
+    w->lost_ms += late;
+    w->last_output_ms += late;
+    for (size_t i = 0; i < r->nw; i++)
+        ddp_observed(&r->w[i])->last_progress_ms += late;
+    char *d = ddp_timeout_duration(late);
+    ddp_info("attempt %d: the launcher did not run for %s (stopped or suspended): not counted as silence of the "
+             "workers",
+             r->plan.attempt, d);
+    free(d);
+}
+
 static void on_watch(uv_timer_t *t)
 {
     struct ddp_watch *w = t->data;
@@ -147,6 +169,7 @@ static void on_watch(uv_timer_t *t)
     struct ddp_hang_check hc;
     if (!r)
         return;
+    rebase_after_pause(w, r, now);
     size_t n = r->nw ? r->nw : 1;
     struct ddp_hang_rank *hr = ddp_xcalloc(n, sizeof(*hr));
     bool *stalled = ddp_xcalloc(n, sizeof(*stalled));
@@ -195,6 +218,8 @@ void ddp_watch_start(struct ddp_watch *w, struct ddp_rrun *r)
     const struct ddp_spec *sp = w->spec;
     w->any_output = false;
     w->last_output_ms = r->start_ms;
+    w->last_tick_ms = ddp_now_ms();
+    w->lost_ms = 0;
     for (size_t i = 0; i < r->nw; i++)
         if (ddp_observed(&r->w[i])->last_progress_ms == 0)
             ddp_observed(&r->w[i])->last_progress_ms = r->w[i].start_ms;
