@@ -175,9 +175,15 @@ static void file_flush(struct ddp_stream *s)
     }
     if (s->filebuf.len == 0)
         return;
-    if (s->file_fd >= 0 && write_all(s->file_fd, s->filebuf.data, s->filebuf.len) != 0) {
+    int rc = s->file_fd >= 0 ? write_all(s->file_fd, s->filebuf.data, s->filebuf.len) : 0;
+    if (s->file_fd >= 0 && rc == 0)
+        s->file_bytes += s->filebuf.len;
+    else if (s->file_fd >= 0) {
         close(s->file_fd); /* disk full or similar: stop logging to it rather than fail the job */
         s->file_fd = -1;
+        s->keep_tail = true; /* its last lines stay in memory for the summary */
+        ddp_warn("%s: log stopped at %llu bytes: %s; its last lines are kept for the summary",
+                 s->file_label ? s->file_label : "a worker", (unsigned long long)s->file_bytes, strerror(-rc));
     }
     s->filebuf.len = 0;
     if (s->filebuf.cap > 4 * DDP_OUTPUT_FLUSH) {
@@ -356,4 +362,6 @@ void ddp_stream_free(struct ddp_stream *s)
     s->ntail = 0;
     free(s->prefix);
     s->prefix = NULL;
+    free(s->file_label);
+    s->file_label = NULL;
 }

@@ -44,6 +44,8 @@ struct ddp_stream {
     bool raw;               /* console gets the bytes as they come (no prefix, no framing) */
     bool cr_pending;        /* the last terminator seen was '\r': partial holds that update */
     int file_fd;            /* -1 when not logging to a file */
+    char *file_label;       /* owned, NULL: how the console names the log file ("rank 1 stderr.log") */
+    uint64_t file_bytes;    /* bytes written to the log file */
     struct ddp_buf partial; /* bytes of the line not yet ended (or the last '\r' update) */
     struct ddp_buf filebuf;
     uint64_t nlines;

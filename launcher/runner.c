@@ -540,6 +540,9 @@ static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp
     }
     ddp_stream_init(&k->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], fds[0]);
     ddp_stream_init(&k->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], fds[1]);
+    for (int i = 0; ld && i < 2; i++)
+        (i ? &k->s_err : &k->s_out)->file_label = ddp_xasprintf(
+            "rank %d attempt_%d/%d/%s", w->rank, k->run->plan.attempt, w->local_rank, i ? "stderr.log" : "stdout.log");
     k->time_fd = fds[2];
     k->s_out.time_fd = k->s_err.time_fd = fds[2];
     k->s_out.on_line = on_line;
