@@ -37,9 +37,10 @@ struct ddp_records {
     struct ended root; /* root cause of the attempt being stopped / last failed attempt */
     struct ended *others;
     size_t nothers;
-    json_t *hang;       /* the last verdict (summary.json "hang"), or NULL */
-    json_t *stragglers; /* every straggler named live (progress.h), for summary.json */
-    char *hang_text;    /* the same for the console summary, or NULL */
+    json_t *hang;                      /* the last verdict (summary.json "hang"), or NULL */
+    json_t *stragglers;                /* every straggler named live (progress.h), for summary.json */
+    char *hang_text;                   /* the same for the console summary, or NULL */
+    const struct ddp_rrun *unrecorded; /* its attempt_start waits for its programs' pids */
 };
 
 static void ended_clear(struct ended *e)
@@ -164,7 +165,30 @@ static void ps_update(struct ddp_records *r, json_t *changes)
     json_decref(changes);
 }
 
-void ddp_records_attempt_start(struct ddp_records *r, const struct ddp_rrun *run)
+static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run);
+
+/* attempt_start names each worker by its program's pid, as worker_exit does (issue 23 item 13): it is written
+ * once every program started (the shim said its pid) or, at the latest, before the first worker's end. */
+void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_rrun *run)
+{
+    r->unrecorded = run;
+    ddp_records_attempt_flush(r, run, false);
+}
+
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_rrun *run, bool now)
+{
+    if (r->unrecorded != run)
+        return;
+    for (size_t i = 0; i < run->nw && !now; i++) {
+        const struct ddp_rworker *k = &run->w[i];
+        if (k->pgid > 0 && k->pid == k->pgid && k->state == DDP_WS_RUNNING)
+            return;
+    }
+    r->unrecorded = NULL;
+    attempt_start(r, run);
+}
+
+static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run)
 {
     json_t *workers = json_array(), *argv = json_array(), *gpus = json_array();
     const struct ddp_attempt *a = &run->plan;

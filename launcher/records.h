@@ -29,8 +29,11 @@ json_t *ddp_records_stragglers(struct ddp_records *r);
 /* One event line (fields: taken; NULL = none). */
 void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
 
-/* An attempt's workers started (attempt_start; ps: attempt, world size, GPUs, ranks alive). */
-void ddp_records_attempt_start(struct ddp_records *r, const struct ddp_rrun *run);
+/* An attempt's workers are being started: its attempt_start (ps: attempt, world size, GPUs, ranks alive) is
+ * written once every program has started, so that it names the programs' pids; ddp_records_attempt_flush()
+ * checks again (now: write it whatever the programs' state, before the first worker's end). */
+void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_rrun *run);
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_rrun *run, bool now);
 /* A worker's shim exited (worker_exit; ps: ranks alive). */
 void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_rworker *k);
 /* A timeout stops attempt `attempt` (timeout): cls, the rank to blame first (k, or NULL), why. */

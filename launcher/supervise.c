@@ -60,10 +60,9 @@ struct sup {
     uv_timer_t grace, backoff, force, join, joinlog;
     struct ddp_paction pending; /* START waiting for the backoff timer */
     int exit_status;
-    bool closed;                       /* exit decided: handles closed, the loop ends */
-    bool launcher_failed;              /* exit 1 whatever the policy says */
-    const struct ddp_rrun *unrecorded; /* its attempt_start waits for its programs' pids (record_attempt) */
-    int *exclude;                      /* GPUs of stalled ranks, left out of the next attempt */
+    bool closed;          /* exit decided: handles closed, the loop ends */
+    bool launcher_failed; /* exit 1 whatever the policy says */
+    int *exclude;         /* GPUs of stalled ranks, left out of the next attempt */
     size_t nexclude;
     char *timeout_reason; /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
@@ -194,8 +193,6 @@ static const char *heartbeat_of(void *arg, size_t i)
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
  * started is a failure of the attempt, said on stderr), or a negative errno with s->err set and nothing
  * started. */
-static void record_attempt(struct sup *s, const struct ddp_rrun *r, bool now);
-
 static int start_attempt(struct sup *s, int attempt, int nproc)
 {
     struct ddp_attempt plan = {0};
@@ -230,8 +227,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
             all_done(s);
         return 0;
     }
-    s->unrecorded = r;
-    record_attempt(s, r, false);
+    ddp_records_attempt_begin(s->rec, r);
     ddp_watch_start(s->watch, r);
     ddp_wall_start(s->wall);
     ddp_live_start(s->live, r, heartbeat_of, s);
@@ -573,25 +569,10 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
 
 /* ---------------------------------------------------------------- what the runner reports */
 
-/* attempt_start names each worker by its program's pid, as worker_exit does (issue 23 item 13): it is written
- * once every program started (the shim said its pid) or, at the latest, before the first worker's end. */
-static void record_attempt(struct sup *s, const struct ddp_rrun *r, bool now)
-{
-    if (s->unrecorded != r)
-        return;
-    for (size_t i = 0; i < r->nw && !now; i++) {
-        const struct ddp_rworker *k = &r->w[i];
-        if (k->pgid > 0 && k->pid == k->pgid && k->state == DDP_WS_RUNNING)
-            return;
-    }
-    ddp_records_attempt_start(s->rec, r);
-    s->unrecorded = NULL;
-}
-
 static void on_started(void *arg, struct ddp_rworker *k)
 {
     struct sup *s = arg;
-    record_attempt(s, k->run, false);
+    ddp_records_attempt_flush(s->rec, k->run, false);
     ddp_live_program(s->live, k);
 }
 
@@ -641,7 +622,7 @@ static void worker_failed(struct sup *s, const struct ddp_rworker *k)
 static void on_program_ended(void *arg, struct ddp_rworker *k, int status, int signo)
 {
     struct sup *s = arg;
-    record_attempt(s, k->run, true);
+    ddp_records_attempt_flush(s->rec, k->run, true);
     if (!ddp_runner_is_current(k) || s->pol.state != DDP_PS_RUNNING)
         return;
     ddp_runner_program_ended(k, status, signo);
@@ -654,7 +635,7 @@ static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
 {
     struct sup *s = arg;
     struct ddp_rrun *r = k->run;
-    record_attempt(s, r, true);
+    ddp_records_attempt_flush(s->rec, r, true);
     ddp_live_exited(s->live, k);
     ddp_records_worker_exit(s->rec, k);
     if (!ddp_runner_is_current(k))

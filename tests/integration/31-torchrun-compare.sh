@@ -36,7 +36,9 @@ VARIES = {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"}
 #  - TORCHELASTIC_SIGNALS_TO_HANDLE is set by torchrun 2.x (not 1.13);
 #  - TORCHELASTIC_ENABLE_FILE_TIMER / TIMER_FILE only when the file timer is on;
 #  - hang forensics (ddplaunch(1), DIFFERENCES FROM TORCHRUN): the fault handler and torch's flight recorder.
-FORENSICS = {"PYTHONFAULTHANDLER", "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DUMP_ON_TIMEOUT"}
+#    and the live hang watch's on-demand flight-recorder dump (LIVE HANG WATCH);
+FORENSICS = {"PYTHONFAULTHANDLER", "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
+             "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"}
 OURS_ONLY = lambda k: k.startswith("DDPLAUNCH_") or k in {"CUDA_DEVICE_ORDER", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
                                                              "TORCHELASTIC_SIGNALS_TO_HANDLE"} | FORENSICS
 TR_ONLY = {"NCCL_ASYNC_ERROR_HANDLING"}

@@ -15,7 +15,7 @@ os.write(1, b"no newline at the end")
 EOS
 layout() { # the files under $1, run directory shown as RUN (after checking its name); ddplaunch's own run
     # records (events.jsonl, summary.json, attempt_N/RANK/timed.log: issue 18) are listed apart, in records()
-    (cd "$1" && find . -type f ! -name events.jsonl ! -name summary.json ! -name timed.log | sort | while read -r f; do
+    (cd "$1" && find . -type f ! -name events.jsonl ! -name summary.json ! -name timed.log ! -name 'stacks.[0-9]*' | sort | while read -r f; do
         run=${f#./}; run=${run%%/*}
         [[ $run =~ ^myjob_[a-z0-9_]{8}$ ]] || echo "BAD RUN DIR $run"
         echo "RUN/${f#./$run/} $(md5sum <"$f" | cut -c1-8)"
@@ -39,10 +39,10 @@ done
 [ -s "$TMP/dd.out" ] && { cat "$TMP/dd.out"; fail "--redirects 3 printed worker output"; }
 layout "$TMP/dd" >"$TMP/dd.layout"
 expect_eq "ddplaunch's log files (2 runs x 2 ranks x 2 streams)" "$(awk '{s += $1} END {print s}' "$TMP/dd.layout")" 8
-expect_eq "ddplaunch's run records (2 runs x (events, summary, 2 timed logs))" \
-    "$(cd "$TMP/dd" && find . -name events.jsonl -o -name summary.json -o -name timed.log | sed 's#^\./[^/]*/##' |
+expect_eq "ddplaunch's run records (2 runs x (events, summary, 2 timed logs, 2 stacks files))" \
+    "$(cd "$TMP/dd" && find . -name events.jsonl -o -name summary.json -o -name timed.log -o -name 'stacks.[0-9]*' | sed 's#^\./[^/]*/##' |
         sort | uniq -c | awk '{print $1, $2}' | tr '\n' ' ')" \
-    "2 attempt_0/0/timed.log 2 attempt_0/1/timed.log 2 events.jsonl 2 summary.json "
+    "2 attempt_0/0/timed.log 2 attempt_0/1/timed.log 2 attempt_0/stacks.0 2 attempt_0/stacks.1 2 events.jsonl 2 summary.json "
 expect_eq "rank 0 stdout.log" "$(cat "$TMP"/dd/myjob_*/attempt_0/0/stdout.log | head -c 200 | tr '\n' '|')" \
     "out 0|no newline at the endout 0|no newline at the end"
 if have_torch; then

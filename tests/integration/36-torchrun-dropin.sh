@@ -124,9 +124,14 @@ PYTHON_EXEC=/usr/bin/python3 PATH=$clean_path "$TMP/venv/bin/python3" "$DDP_SRCD
 PYTHON_EXEC=/usr/bin/python3 PATH=$clean_path "$TMP/venv/bin/ddplaunch" "$TMP/who.py" >"$TMP/dd.py" 2>"$TMP/dd.err"
 expect_eq "interpreter (PYTHON_EXEC)" "$(cat "$TMP/dd.py")" "$(cat "$TMP/tr.py")"
 expect_eq "PYTHON_EXEC's interpreter" "$(cut -d' ' -f1 "$TMP/dd.py")" /usr/bin/python3
-# not installed in an environment: python3 from PATH
+# not installed in an environment: the interpreter of torchrun on PATH (its #! line), else python3 from PATH
 env -u PYTHON_EXEC PATH=$clean_path "$DDP" plan "$TMP/who.py" >"$TMP/plan" 2>&1
-expect_grep "^Python: python3 \(python3 from PATH\)$" "$TMP/plan"
+if [ -x /usr/bin/torchrun ]; then
+    tr_py=$(sed -n '1s/^#! *//p' /usr/bin/torchrun | cut -d' ' -f1)
+    expect_grep "^Python: $tr_py \(the interpreter of torchrun on PATH, its #! line\)$" "$TMP/plan"
+else
+    expect_grep "^Python: python3 \(python3 from PATH\)$" "$TMP/plan"
+fi
 echo "3: interpreter as torchrun's: $(cut -d' ' -f1 "$TMP/dd.py"), venv $TMP/venv/bin/python3"
 
 # ---- 5: --tee 0:3 --redirects 3 (Megatron-LM's CI line)
