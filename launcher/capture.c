@@ -270,13 +270,11 @@ static void gather(struct ddp_rrun *r, struct gathered *g)
                 ddp_buf_add(&g->texts[i], tail.data, tail.len);
         }
         ddp_buf_free(&tail);
-        g->in[i] = (struct ddp_hang_input){k->w->rank,
-                                           g->views[i].nframes ? &g->views[i] : NULL,
-                                           o->reported_timeout,
-                                           ddp_rworker_running(k),
-                                           o->last_progress_ms,
-                                           o->tmo.waiting ? &o->tmo : NULL,
-                                           ddp_rworker_running(k) ? ddp_proc_state(k->pid) : 0};
+        /* a zombie now is a rank this capture's SIGABRT just ended: only a stopped rank is a suspect here */
+        char st = ddp_rworker_running(k) ? ddp_proc_state(k->pid) : 0;
+        g->in[i] = (struct ddp_hang_input){
+            k->w->rank,          g->views[i].nframes ? &g->views[i] : NULL, o->reported_timeout, ddp_rworker_running(k),
+            o->last_progress_ms, o->tmo.waiting ? &o->tmo : NULL,           st == 'Z' ? 0 : st};
         json_t *f = flight_recorder_files(k);
         json_array_extend(g->fr, f);
         json_decref(f);
