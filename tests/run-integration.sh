@@ -6,6 +6,12 @@ set -u
 export DDP_BUILD DDP_SRCDIR
 pass=0 fail=0 skip=0 failed=()
 only=${DDP_TESTS:-}
+# A test's number is its name in conversation ("43 failed"): two tests never share one.
+dups=$(cd "$DDP_SRCDIR/tests/integration" && ls [0-9]*.sh | cut -d- -f1 | sort | uniq -d)
+if [ -n "$dups" ]; then
+    echo "FAIL numbering: tests/integration numbers used twice: $dups"
+    exit 1
+fi
 for t in "$DDP_SRCDIR"/tests/integration/[0-9]*.sh; do
     name=$(basename "$t" .sh)
     if [ -n "$only" ] && [[ $name != *$only* ]]; then continue; fi
