@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 21: the modules of launcher/ include each other without a cycle (two modules that include each other's
-# headers are one module in two files; X_internal.h counts as module X), and the files of the part that runs a
-# job stay under 800 lines; README's layout names every module. Reads the sources only.
+# headers are one module in two files; X_internal.h counts as module X), and no file of launcher/ has more than 800
+# lines; README's layout names every module. Reads the sources only.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 cd "$DDP_SRCDIR/launcher" || fail "no launcher/"
 ls ./*.c >/dev/null 2>&1 || fail "no sources in launcher/"
@@ -34,11 +34,14 @@ for m in sorted(mods):
         visit(m)
 print("%d modules, %d include edges, no cycle" % (len(mods), sum(len(v) for v in mods.values())))
 PYEOF
+# no file of launcher/ over 800 lines, and the part that runs a job is all there
 for f in supervise.c runner.c lifecycle.c records.c capture.c nodes.c agent.c policy.c timer.c watch.c wall.c \
     watchdog.c timeouts.c filetimer.c signals.c live.c; do
     [ -e "$f" ] || fail "launcher/$f is missing"
+done
+for f in ./*.c ./*.h; do
     n=$(wc -l <"$f")
-    [ "$n" -le 800 ] || fail "launcher/$f has $n lines (over 800: split it by concern)"
+    [ "$n" -le 800 ] || fail "launcher/${f#./} has $n lines (over 800: split it by concern)"
 done
 # README's layout names every module (one line each) and says where a new timeout source goes
 layout=$(sed -n '/^## Layout/,/^## Install/p' "$DDP_SRCDIR/README.md")
