@@ -47,7 +47,7 @@ HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%)
 
 # Debian packages for building, testing and the demo.
 DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
-DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps \
+DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps stress-ng \
               groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq \
               slurmctld slurmd slurm-client munge chromium
 DEPS_DEMO  := python3 python3-torch
@@ -56,7 +56,7 @@ DEPS_PACKAGE := debhelper dpkg-dev fakeroot lintian python3-build python3-setupt
               python3-venv python3-pip man-db binutils
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
-.PHONY: all test unit integration check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
+.PHONY: all test unit integration test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
         clean lint-man static deps-build-check deb wheel format format-check
 
 all: $(BUILD)/ddplaunch
@@ -156,6 +156,14 @@ unit: $(BUILD)/ddplaunch $(UNIT_BINS)
 
 integration: $(BUILD)/ddplaunch $(HELP_BINS)
 	@DDP_BUILD=$(CURDIR)/$(BUILD) DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh
+
+# The integration tests while every CPU is kept busy by stress-ng (as on a shared build host): a test that
+# passes only on an idle machine is a flake. LOAD_CPUS=N busy workers (default: one per CPU).
+test-load: $(BUILD)/ddplaunch $(HELP_BINS)
+	@command -v stress-ng >/dev/null || { echo "test-load: needs stress-ng (make deps)" >&2; exit 1; }
+	@stress-ng --cpu $(if $(LOAD_CPUS),$(LOAD_CPUS),$$(nproc)) --timeout 3h >/dev/null 2>&1 & hog=$$!; \
+	    DDP_BUILD=$(CURDIR)/$(BUILD) DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh; rc=$$?; \
+	    kill $$hog; wait $$hog 2>/dev/null; exit $$rc
 
 # The tests again, built with sanitizers (default ASan + UBSan) in their own build directory.
 check:

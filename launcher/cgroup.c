@@ -92,15 +92,32 @@ int ddp_cgroup_base(char **dir_out)
     return 0;
 }
 
-/* Whether pid is a live ddplaunch (its comm). */
-static bool live_launcher(long long pid)
+/* Seconds since the epoch at which pid started (its /proc stat start time and the boot time), -1 when it does not
+ * exist. */
+static double started_at(long long pid)
 {
     char p[64];
-    snprintf(p, sizeof p, "/proc/%lld/comm", pid);
-    char *comm = read_text(p);
-    bool yes = comm && strncmp(comm, "ddplaunch\n", 10) == 0;
-    free(comm);
-    return yes;
+    snprintf(p, sizeof p, "/proc/%lld/stat", pid);
+    char *st = read_text(p), *bt = read_text("/proc/stat");
+    const char *rp = st ? strrchr(st, ')') : NULL, *b = bt ? strstr(bt, "\nbtime ") : NULL;
+    unsigned long long ticks = 0;
+    double at = -1;
+    /* after the comm: state is field 3, starttime field 22 */
+    if (rp && b &&
+        sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &ticks) == 1)
+        at = atof(b + 7) + (double)ticks / (double)sysconf(_SC_CLK_TCK);
+    free(st);
+    free(bt);
+    return at;
+}
+
+/* Whether the launcher that made the attempt cgroup at path (named for pid) may still be alive: pid exists and
+ * started before the cgroup was made (1 s for the boot time's rounding). Not its name: a launcher run under
+ * valgrind, or installed under another name, is alive too; a pid taken again by a later process is not. */
+static bool maybe_live_launcher(long long pid, const struct stat *cg)
+{
+    double at = started_at(pid);
+    return at >= 0 && at <= (double)cg->st_ctime + 1.0;
 }
 
 int ddp_cgroup_sweep(const char *base)
@@ -112,11 +129,11 @@ int ddp_cgroup_sweep(const char *base)
         long long pid, attempt;
         char rest[8];
         if (sscanf(e->d_name, "ddplaunch-%lld-attempt-%lld%7s", &pid, &attempt, rest) != 2 || pid <= 0 ||
-            pid == (long long)getpid() || live_launcher(pid))
+            pid == (long long)getpid())
             continue;
         char *path = ddp_xasprintf("%s/%s", base, e->d_name);
         struct stat st;
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && !maybe_live_launcher(pid, &st)) {
             ddp_cgroup_kill_remove(path);
             removed += access(path, F_OK) != 0;
         }
