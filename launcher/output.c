@@ -53,9 +53,12 @@ static ssize_t write_ready(int fd, const char *p, size_t n)
     return (ssize_t)done;
 }
 
-/* Write all of buf to fd; waits (poll) when fd is non-blocking and full. 0 or negative errno. */
-static int write_all(int fd, const char *p, size_t n)
+/* Write all of buf to fd; waits (poll) when fd is non-blocking and full. 0 or negative errno; *done (when not
+ * NULL) gets the bytes written, also those before a failure. */
+static int write_all(int fd, const char *p, size_t n, size_t *done)
 {
+    if (done)
+        *done = 0;
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0) {
@@ -70,6 +73,8 @@ static int write_all(int fd, const char *p, size_t n)
         }
         p += w;
         n -= (size_t)w;
+        if (done)
+            *done += (size_t)w;
     }
     return 0;
 }
@@ -93,7 +98,7 @@ size_t ddp_output_flush(struct ddp_output *o)
         if (o->fd[i] < 0 || o->broken[i]) {
             b->len = 0;
         } else if (!o->may_block[i]) {
-            if (write_all(o->fd[i], b->data, b->len) != 0)
+            if (write_all(o->fd[i], b->data, b->len, NULL) != 0)
                 o->broken[i] = true;
             b->len = 0;
         } else {
@@ -120,7 +125,8 @@ void ddp_output_flush_wait(struct ddp_output *o)
     for (int i = 0; i < 2; i++) {
         struct ddp_buf *b = &o->buf[i];
         int idle_ms = 0;
-        if (b->len && o->fd[i] >= 0 && !o->broken[i] && !o->may_block[i] && write_all(o->fd[i], b->data, b->len) != 0)
+        if (b->len && o->fd[i] >= 0 && !o->broken[i] && !o->may_block[i] &&
+            write_all(o->fd[i], b->data, b->len, NULL) != 0)
             o->broken[i] = true;
         /* a pipe or terminal: wait while it makes progress; give up after 10 s without any */
         while (b->len && o->fd[i] >= 0 && !o->broken[i] && idle_ms < 10000) {
@@ -149,6 +155,51 @@ void ddp_output_free(struct ddp_output *o)
     ddp_output_flush_wait(o);
     ddp_buf_free(&o->buf[0]);
     ddp_buf_free(&o->buf[1]);
+    for (size_t i = 0; i < o->nstopped; i++)
+        free(o->stopped[i].name);
+    free(o->stopped);
+    o->stopped = NULL;
+    o->nstopped = 0;
+}
+
+void ddp_logfile_init(struct ddp_logfile *f, int fd, int rank, const char *name)
+{
+    memset(f, 0, sizeof(*f));
+    f->fd = fd;
+    f->rank = rank;
+    f->name = name ? ddp_xstrdup(name) : NULL;
+}
+
+void ddp_logfile_close(struct ddp_logfile *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    free(f->name);
+    f->name = NULL;
+}
+
+/* Append n bytes to f. Its first failed write stops it (rather than the job): one warning, and o->stopped
+ * (o may be NULL) lists it. more: the end of the warning. */
+static void log_append(struct ddp_output *o, struct ddp_logfile *f, const char *p, size_t n, const char *more)
+{
+    size_t done;
+    if (f->fd < 0 || n == 0)
+        return;
+    int rc = write_all(f->fd, p, n, &done);
+    f->len += done;
+    if (rc == 0)
+        return;
+    close(f->fd);
+    f->fd = -1;
+    f->err = -rc;
+    ddp_warn("rank %d %s: log stopped at %llu bytes: %s%s", f->rank, f->name ? f->name : "log",
+             (unsigned long long)f->len, strerror(f->err), more);
+    if (o) {
+        o->stopped = ddp_xrealloc(o->stopped, (o->nstopped + 1) * sizeof(*o->stopped));
+        o->stopped[o->nstopped] = *f;
+        o->stopped[o->nstopped++].name = f->name ? ddp_xstrdup(f->name) : NULL;
+    }
 }
 
 void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool to_console, bool raw, int file_fd)
@@ -159,32 +210,21 @@ void ddp_stream_init(struct ddp_stream *s, int which, const char *prefix, bool t
     s->id = ++next_id ? next_id : ++next_id;
     s->prefix = ddp_xstrdup(prefix ? prefix : "");
     s->prefix_time = strstr(s->prefix, "${time}") != NULL;
-    s->time_fd = -1;
     s->to_console = to_console;
     s->raw = raw;
-    s->file_fd = file_fd;
+    ddp_logfile_init(&s->file, file_fd, -1, NULL);
     s->keep_tail = which == 1;
 }
 
-static void file_flush(struct ddp_stream *s)
+static void file_flush(struct ddp_output *o, struct ddp_stream *s)
 {
-    if (s->timebuf.len) {
-        if (s->time_fd >= 0 && write_all(s->time_fd, s->timebuf.data, s->timebuf.len) != 0)
-            s->time_fd = -1; /* not ours to close */
-        s->timebuf.len = 0;
-    }
-    if (s->filebuf.len == 0)
-        return;
-    int rc = s->file_fd >= 0 ? write_all(s->file_fd, s->filebuf.data, s->filebuf.len) : 0;
-    if (s->file_fd >= 0 && rc == 0)
-        s->file_bytes += s->filebuf.len;
-    else if (s->file_fd >= 0) {
-        close(s->file_fd); /* disk full or similar: stop logging to it rather than fail the job */
-        s->file_fd = -1;
-        s->keep_tail = true; /* its last lines stay in memory for the summary */
-        ddp_warn("%s: log stopped at %llu bytes: %s; its last lines are kept for the summary",
-                 s->file_label ? s->file_label : "a worker", (unsigned long long)s->file_bytes, strerror(-rc));
-    }
+    char more[64] = "";
+    if (s->timebuf.len && s->timed)
+        log_append(o, s->timed, s->timebuf.data, s->timebuf.len, "");
+    s->timebuf.len = 0;
+    if (s->keep_tail)
+        snprintf(more, sizeof(more), "; its last %d lines are kept for the summary", DDP_OUTPUT_TAIL);
+    log_append(o, &s->file, s->filebuf.data, s->filebuf.len, more);
     s->filebuf.len = 0;
     if (s->filebuf.cap > 4 * DDP_OUTPUT_FLUSH) {
         free(s->filebuf.data);
@@ -207,7 +247,7 @@ static void keep_tail(struct ddp_stream *s, const char *line, size_t len)
 static void line_done(struct ddp_output *o, struct ddp_stream *s, const char *line, size_t len)
 {
     s->nlines++;
-    if (s->time_fd >= 0) {
+    if (s->timed && s->timed->fd >= 0) {
         ddp_buf_puts(&s->timebuf, o->stamp);
         ddp_buf_puts(&s->timebuf, s->which ? " err " : " out ");
         ddp_buf_add(&s->timebuf, line, len);
@@ -270,7 +310,7 @@ static void console_end_cr(struct ddp_output *o, struct ddp_stream *s)
 void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *data, size_t len)
 {
     ddp_time_iso(NULL, o->stamp);
-    if (s->file_fd >= 0) /* the log file gets the bytes as they are, as torchrun's redirect does */
+    if (s->file.fd >= 0) /* the log file gets the bytes as they are, as torchrun's redirect does */
         ddp_buf_add(&s->filebuf, data, len);
     if (s->to_console && s->raw && len) {
         ddp_buf_add(&o->buf[s->which], data, len);
@@ -319,7 +359,7 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
         s->partial.data = NULL;
         s->partial.cap = 0;
     }
-    file_flush(s);
+    file_flush(o, s);
 }
 
 void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s)
@@ -335,7 +375,7 @@ void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s)
         line_done(o, s, s->partial.data, s->partial.len);
     }
     s->partial.len = 0;
-    file_flush(s);
+    file_flush(o, s);
 }
 
 void ddp_stream_tail(const struct ddp_stream *s, void (*fn)(void *arg, const char *line), void *arg)
@@ -347,14 +387,12 @@ void ddp_stream_tail(const struct ddp_stream *s, void (*fn)(void *arg, const cha
 
 void ddp_stream_free(struct ddp_stream *s)
 {
-    file_flush(s);
-    if (s->file_fd >= 0)
-        close(s->file_fd);
-    s->file_fd = -1;
+    file_flush(NULL, s);
+    ddp_logfile_close(&s->file);
     ddp_buf_free(&s->partial);
     ddp_buf_free(&s->filebuf);
     ddp_buf_free(&s->timebuf);
-    s->time_fd = -1;
+    s->timed = NULL;
     for (size_t i = 0; i < DDP_OUTPUT_TAIL; i++) {
         free(s->tail[i]);
         s->tail[i] = NULL;
@@ -362,6 +400,4 @@ void ddp_stream_free(struct ddp_stream *s)
     s->ntail = 0;
     free(s->prefix);
     s->prefix = NULL;
-    free(s->file_label);
-    s->file_label = NULL;
 }

@@ -6,22 +6,29 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "util.h"
 
 #define DDP_RECORD_VERSION 1
+#define DDP_RECORD_RESERVE (64u << 10) /* disk taken at open for summary.json (a summary is a few KiB) */
 
 struct ddp_record;
 
 /* Create events.jsonl in the run directory dirfd (borrowed: it must stay open until ddp_record_close; path is
- * its name for messages) with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0644. Returns 0 with *out (caller owns;
- * ddp_record_close()), or a negative errno with err. */
+ * its name for messages) with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0644, and summary.json's temporary file
+ * .summary.json.PID holding DDP_RECORD_RESERVE bytes (fallocate), so that the summary is written when the disk
+ * filled up during the run. Returns 0 with *out (caller owns; ddp_record_close()), or a negative errno with
+ * err. */
 int ddp_record_open(int dirfd, const char *path, struct ddp_record **out, struct ddp_err *err);
 
 /* Append one event: {"v":1,"ts":"...","event":name, ...fields}. Takes fields (a JSON object, or NULL);
- * r == NULL is a no-op that still frees fields. A write error is reported once as a warning, never fatal. */
+ * r == NULL is a no-op that still frees fields. A write that fails (a full disk) stops events.jsonl at its last
+ * whole line (the part written is cut off): one warning, never fatal; later events are left out. */
 void ddp_record_event(struct ddp_record *r, const char *name, json_t *fields);
+/* events.jsonl stopped: the errno of the failed write and *len its bytes; 0 while it is written (or r NULL). */
+int ddp_record_stopped(const struct ddp_record *r, uint64_t *len);
 
 /* Write summary.json in the run directory ({"v":1,"ts":...} added to summary) through a temporary file and rename.
  * Takes summary. 0 or a negative errno (warned, not fatal). */

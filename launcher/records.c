@@ -27,6 +27,7 @@ struct ended {
 
 struct ddp_records {
     const struct ddp_plan_ctx *ctx;
+    const struct ddp_output *out; /* borrowed: its logs that stopped */
     const struct ddp_spec *spec;
     struct ddp_record *rec; /* events.jsonl and summary.json, or NULL */
     struct ddp_jobs *ps;    /* this job in `ddplaunch ps`, or NULL */
@@ -119,10 +120,11 @@ static void job_start(struct ddp_records *r)
                                "master_port", ctx->master_port, "log_dir", ddp_record_dir(r->rec), "plan", plan));
 }
 
-struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx)
+struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, const struct ddp_output *out)
 {
     struct ddp_records *r = ddp_xcalloc(1, sizeof(*r));
     r->ctx = ctx;
+    r->out = out;
     r->spec = ctx->spec;
     r->job_start_ms = ddp_now_ms();
     r->stragglers = json_array();
@@ -442,6 +444,30 @@ static struct ddp_report_entry entry_of(const struct ddp_records *r, const struc
                                      .running = !e->exited};
 }
 
+/* Each log that stopped (a full disk): summary.json's logs_stopped, or (text) the console's lines. */
+static json_t *stopped_logs(const struct ddp_records *r, struct ddp_buf *text)
+{
+    json_t *a = json_array();
+    uint64_t len;
+    int err = ddp_record_stopped(r->rec, &len);
+    for (size_t i = 0; i <= r->out->nstopped; i++) {
+        const struct ddp_logfile *f = i < r->out->nstopped ? &r->out->stopped[i] : NULL;
+        if (!f && !err)
+            break;
+        const char *name = f ? (f->name ? f->name : "?") : "events.jsonl";
+        uint64_t bytes = f ? f->len : len;
+        const char *why = strerror(f ? f->err : err);
+        json_array_append_new(a, json_pack("{s:o, s:s, s:I, s:s}", "rank", f ? json_integer(f->rank) : json_null(),
+                                           "file", name, "bytes", (json_int_t)bytes, "error", why));
+        if (f)
+            ddp_buf_printf(text, "  rank %d ", f->rank);
+        else
+            ddp_buf_puts(text, "  ");
+        ddp_buf_printf(text, "%s: stopped at %llu bytes: %s\n", name, (unsigned long long)bytes, why);
+    }
+    return a;
+}
+
 void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_output *out)
 {
     if (!r->root.set)
@@ -457,6 +483,11 @@ void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_out
     ddp_report_print(stderr, title, &root, others, r->nothers);
     if (r->hang_text)
         fprintf(stderr, "%s%s%s", ddp_colour(DDP_COLOUR_YELLOW), r->hang_text, ddp_colour(DDP_COLOUR_RESET));
+    struct ddp_buf stops = {0};
+    json_decref(stopped_logs(r, &stops));
+    if (stops.len) /* the stderr lines above came from memory; the logs lack what follows these bytes */
+        fprintf(stderr, "Logs that stopped (a write failed; what came after is not in them):\n%s", stops.data);
+    ddp_buf_free(&stops);
     free(others);
     free(title);
 }
@@ -493,5 +524,8 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         "log_dir", ddp_record_dir(r->rec));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
+    struct ddp_buf text = {0};
+    json_object_set_new(sum, "logs_stopped", stopped_logs(r, &text));
+    ddp_buf_free(&text);
     ddp_record_summary(r->rec, sum);
 }

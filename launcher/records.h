@@ -16,9 +16,10 @@
 struct ddp_records;
 
 /* Open the records of a job (ctx->logdir: events.jsonl with job_start; ctx->base_env: the ps entry); a record
- * that cannot be written is said (warning or debug line) and left out. Never fails. Caller owns;
- * ddp_records_close(). ctx must outlive it. */
-struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx);
+ * that cannot be written is said (warning or debug line) and left out. out: the workers' console, whose logs
+ * that stopped (a full disk) the summaries list. Never fails. Caller owns; ddp_records_close(). ctx and out
+ * must outlive it. */
+struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, const struct ddp_output *out);
 void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
 
 /* The record files, for a module that writes its own events (progress.h), or NULL; the JSON array of the

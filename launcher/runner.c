@@ -168,8 +168,7 @@ static void run_free(struct ddp_rrun *r)
         free(k->ext);
         ddp_stream_free(&k->s_out);
         ddp_stream_free(&k->s_err);
-        if (k->time_fd >= 0)
-            close(k->time_fd);
+        ddp_logfile_close(&k->timed);
         free(k->bind_msg);
     }
     if (r->cgroup) { /* normally already ended in attempt_cgroup_end() */
@@ -511,6 +510,8 @@ static const char *mem_mode_name(enum ddp_membind m)
     return m == DDP_MEM_LOCAL ? "local" : m == DDP_MEM_INTERLEAVE ? "interleave" : "none";
 }
 
+static const char *const log_names[3] = {"stdout.log", "stderr.log", "timed.log"};
+
 /* The worker's output streams: its log directory, and with a logdir its stdout, stderr and timed log files. */
 static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_err *err)
 {
@@ -525,10 +526,7 @@ static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp
             return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir, strerror(-rc));
     }
     for (int i = 0; ld && i < 3; i++) {
-        char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank,
-                                  i == 2 ? "timed.log"
-                                  : i    ? "stderr.log"
-                                         : "stdout.log");
+        char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank, log_names[i]);
         fds[i] = ddp_logdir_create_file(ld, rel, err);
         free(rel);
         if (fds[i] < 0) {
@@ -538,13 +536,16 @@ static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp
             return rc;
         }
     }
-    ddp_stream_init(&k->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], fds[0]);
-    ddp_stream_init(&k->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], fds[1]);
-    for (int i = 0; ld && i < 2; i++)
-        (i ? &k->s_err : &k->s_out)->file_label = ddp_xasprintf(
-            "rank %d attempt_%d/%d/%s", w->rank, k->run->plan.attempt, w->local_rank, i ? "stderr.log" : "stdout.log");
-    k->time_fd = fds[2];
-    k->s_out.time_fd = k->s_err.time_fd = fds[2];
+    ddp_stream_init(&k->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], -1);
+    ddp_stream_init(&k->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], -1);
+    struct ddp_logfile *files[3] = {&k->s_out.file, &k->s_err.file, &k->timed};
+    for (int i = 0; i < 3; i++) {
+        char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank, log_names[i]);
+        ddp_logfile_init(files[i], fds[i], w->rank, rel);
+        free(rel);
+    }
+    if (ld)
+        k->s_out.timed = k->s_err.timed = &k->timed;
     k->s_out.on_line = on_line;
     k->s_out.arg = k;
     k->s_err.on_line = on_line;
@@ -712,8 +713,7 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
         k->index = i;
         k->w = &r->plan.workers[i];
         k->ext = ddp_xcalloc(1, rn->cfg.ext_size ? rn->cfg.ext_size : 1);
-        k->s_out.file_fd = k->s_err.file_fd = -1;
-        k->s_out.time_fd = k->s_err.time_fd = k->time_fd = -1;
+        k->s_out.file.fd = k->s_err.file.fd = k->timed.fd = -1;
     }
     rn->cur = r;
     *out = r;

@@ -46,7 +46,7 @@ struct ddp_rworker {
     uv_pipe_t out, err, rep;
     char rep_buf[sizeof(struct ddp_shim_record)];
     size_t rep_len;
-    int time_fd;
+    struct ddp_logfile timed; /* timed.log (fd -1 without log_dir) */
 };
 
 /* One attempt's workers. Freed once retired (ddp_runner_retire) and every libuv handle of it closed. */

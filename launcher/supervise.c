@@ -762,7 +762,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
             s->launcher_failed = true;
         }
     }
-    s->rec = ddp_records_open(ctx);
+    s->rec = ddp_records_open(ctx, ddp_runner_output(s->rn));
     s->cap = ddp_capture_new(&s->loop, ctx, s->rn, s->rec, capture_decided, s);
     s->watch = ddp_watch_new(&s->loop, s->spec, s->rn, s->sink);
     s->wall = ddp_wall_new(&s->loop, s->spec->timeout_wall_ms, s->sink);

@@ -61,6 +61,8 @@ s = json.load(open(logdir + "/summary.json", encoding="utf-8"))
 check(s, "summary", {}, "summary.json")
 for f in ([s["root_cause"]] if s["root_cause"] else []) + s["failures"]:
     check(f, "failure", {}, "summary.json failure")
+for f in s["logs_stopped"]:
+    check(f, "log_stopped", {}, "summary.json log_stopped")
 if s.get("hang"):
     check(s["hang"], "hang", {}, "summary.json hang")
     for c in s["hang"]["culprits"]:

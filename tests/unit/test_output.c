@@ -298,7 +298,9 @@ Test(output, time_field_in_the_console_prefix_and_the_timed_log)
     fx_init(&f);
     ddp_stream_init(&so, 0, "${time} [r1]: ", true, false, -1);
     ddp_stream_init(&se, 1, "[r1]: ", true, false, -1);
-    so.time_fd = se.time_fd = tfd; /* one timed log for both streams of a worker */
+    struct ddp_logfile timed;
+    ddp_logfile_init(&timed, tfd, 1, "attempt_0/1/timed.log");
+    so.timed = se.timed = &timed; /* one timed log for both streams of a worker */
     ddp_time_iso(NULL, before);
     ddp_stream_feed(&f.o, &so, "hello\n", 6);
     ddp_stream_feed(&f.o, &se, "oops\npart", 9);
@@ -330,6 +332,55 @@ Test(output, time_field_in_the_console_prefix_and_the_timed_log)
     ddp_stream_free(&so);
     ddp_stream_free(&se);
     cr_expect_eq(fcntl(tfd, F_GETFD), 0, "the timed log is the caller's: not closed by the streams");
-    close(tfd);
+    cr_expect_eq(timed.len, 3 * 30 + 5 + 4 + 4, "its bytes are counted");
+    ddp_logfile_close(&timed);
+    cr_expect_eq(fcntl(tfd, F_GETFD), -1, "closed by ddp_logfile_close");
+    fx_free(&f);
+}
+
+/* Issue 24 item 5: a log on a full disk (/dev/full: every write is ENOSPC) stops at its first failed write,
+ * once: listed for the summary with its bytes and errno; the console and the stderr tail keep every line. */
+Test(output, a_log_on_a_full_disk_stops_once_and_is_listed)
+{
+    struct fx f;
+    struct ddp_stream so, se;
+    struct ddp_logfile timed;
+    int full[3];
+    for (int i = 0; i < 3; i++) {
+        full[i] = open("/dev/full", O_WRONLY | O_CLOEXEC);
+        cr_assert(full[i] >= 0, "/dev/full: %s", strerror(errno));
+    }
+    fx_init(&f);
+    ddp_stream_init(&so, 0, "", true, false, full[0]);
+    ddp_stream_init(&se, 1, "", true, false, full[1]);
+    ddp_logfile_init(&so.file, full[0], 2, "attempt_0/2/stdout.log");
+    ddp_logfile_init(&se.file, full[1], 2, "attempt_0/2/stderr.log");
+    ddp_logfile_init(&timed, full[2], 2, "attempt_0/2/timed.log");
+    so.timed = se.timed = &timed;
+    for (int i = 0; i < 3; i++) {
+        ddp_stream_feed(&f.o, &so, "out\n", 4);
+        ddp_stream_feed(&f.o, &se, "FATAL: last words\n", 18);
+    }
+    cr_assert_eq(f.o.nstopped, 3, "each log once (the timed log is shared by both streams)");
+    const char *want[3] = {"attempt_0/2/timed.log", "attempt_0/2/stdout.log", "attempt_0/2/stderr.log"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_str_eq(f.o.stopped[i].name, want[i]);
+        cr_expect_eq(f.o.stopped[i].rank, 2);
+        cr_expect_eq(f.o.stopped[i].len, 0);
+        cr_expect_eq(f.o.stopped[i].err, ENOSPC);
+        cr_expect_eq(f.o.stopped[i].fd, -1);
+    }
+    cr_expect_eq(so.file.fd, -1, "closed");
+    cr_expect_eq(fcntl(full[0], F_GETFD), -1, "closed");
+    ddp_output_flush(&f.o);
+    size_t len;
+    char *got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, "FATAL: last words\nFATAL: last words\nFATAL: last words\n", "the console has every line");
+    free(got);
+    cr_expect_eq(se.ntail, 3, "the stderr tail is in memory");
+    cr_expect_str_eq(se.tail[0], "FATAL: last words");
+    ddp_stream_free(&so);
+    ddp_stream_free(&se);
+    ddp_logfile_close(&timed);
     fx_free(&f);
 }

@@ -97,3 +97,33 @@ Test(record, refuses_a_symlinked_events_file)
     rmdir(dir);
     free(p);
 }
+
+/* Issue 24 item 5: summary.json's room is taken at open (a disk that fills during the run still takes the
+ * summary); a record closed without a summary leaves no temporary file. */
+Test(record, the_summary_has_its_room_reserved)
+{
+    char dir[] = "/tmp/ddp_test_record_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    struct ddp_record *r;
+    struct ddp_err err = {0};
+    char tmp[64];
+    struct stat st;
+    snprintf(tmp, sizeof(tmp), ".summary.json.%d", (int)getpid());
+    for (int with_summary = 0; with_summary < 2; with_summary++) {
+        cr_assert_eq(ddp_record_open(dfd, dir, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(fstatat(dfd, tmp, &st, 0), 0, "the reserve is there while the job runs");
+        cr_expect_geq((long long)st.st_blocks * 512, (long long)DDP_RECORD_RESERVE, "its blocks are allocated");
+        if (with_summary) {
+            cr_assert_eq(ddp_record_summary(r, json_pack("{s:i}", "exit_status", 0)), 0);
+            cr_assert_eq(fstatat(dfd, "summary.json", &st, 0), 0);
+            cr_expect_lt(st.st_size, 200, "cut to its text");
+        }
+        ddp_record_close(r);
+        cr_expect_neq(fstatat(dfd, tmp, &st, 0), 0, "no reserve left");
+        unlinkat(dfd, "events.jsonl", 0);
+        unlinkat(dfd, "summary.json", 0);
+    }
+    close(dfd);
+    cr_expect_eq(rmdir(dir), 0);
+}
