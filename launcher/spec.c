@@ -137,7 +137,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "timeout", "heartbeat", DDP_T_ENUM, OFF(heartbeat), "file", heartbeat_names, 0, 0,
       "progress signal for stall: file (DDPLAUNCH_HEARTBEAT_FILE), output or none" },
     { "timeout", "wall", DDP_T_DURATION, OFF(timeout_wall_ms), "off", NULL, 0, 0,
-      "limit for one attempt" },
+      "wall-clock limit for one attempt: time the launcher was stopped or the machine suspended counts" },
     { "timeout", "timer_file", DDP_T_BOOL, OFF(timer_file), "no", NULL, 0, 0,
       "serve torch's file-based watchdog (TORCHELASTIC_TIMER_FILE)" },
     { "timeout", "stacks", DDP_T_BOOL, OFF(timeout_stacks), "yes", NULL, 0, 0,
