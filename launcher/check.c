@@ -239,9 +239,13 @@ void ddp_check_gpus(struct ddp_check_report *r, const struct ddp_check_gpus *g)
         return;
     }
     if (!g->picked || g->error) {
-        char *todo = g->nusable > 0 ? ddp_xasprintf("use nproc_per_node = %d, or free or add GPUs", g->nusable)
-                                    : ddp_xstrdup("check [gpus] select/exclude, CUDA_VISIBLE_DEVICES and "
-                                                  "Slurm's GPUs ('ddplaunch topo' lists them)");
+        char *todo = g->nusable > 0 && !g->share
+                         ? ddp_xasprintf("use nproc_per_node = %d, or --share-gpus ([gpus] share = yes), or free "
+                                         "or add GPUs",
+                                         g->nusable)
+                     : g->nusable > 0 ? ddp_xstrdup("free or add GPUs")
+                                      : ddp_xstrdup("check [gpus] select/exclude, CUDA_VISIBLE_DEVICES and "
+                                                    "Slurm's GPUs ('ddplaunch topo' lists them)");
 
         ddp_check_add(r, DDP_CHECK_FAIL, "gpus", todo, "%zu GPU%s visible, %d usable, %d wanted: %s", g->nall,
                       g->nall == 1 ? "" : "s", g->nusable, g->nproc, g->error ? g->error : "no GPU picked");

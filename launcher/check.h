@@ -63,6 +63,7 @@ struct ddp_check_gpus {
     size_t nall;
     bool want_gpus;    /* false: CPU workers */
     int nproc;         /* local workers */
+    bool share;        /* [gpus] share: workers may share GPUs when fewer are usable */
     int nusable;       /* GPUs the request may use (select/exclude/CVD/Slurm/memory/leases applied) */
     const int *picked; /* topology indices the plan would use, or NULL when placement failed */
     size_t npicked;

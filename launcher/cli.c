@@ -63,6 +63,8 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "duplicate-stderr-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported", LAUNCHING },
     { "console", 0, F_KEY, "job", "console", NULL, NULL, "auto|raw|lines",
       "worker output: raw bytes, or prefixed lines [auto]", LAUNCHING },
+    { "share-gpus", 0, F_KEY_YES, "gpus", "share", NULL, NULL, NULL,
+      "more workers than GPUs: they share them, round-robin", LAUNCHING },
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },
     { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor, ps)",
       LAUNCHING | CMD(DDP_CMD_PS) },

@@ -440,6 +440,22 @@ struct gpu_section {
     struct ddp_err perr;
 };
 
+/* The GPUs of a placement, each once (ranks share GPUs with [gpus] share), in rank order. Returns how many. */
+static size_t distinct_gpus(const struct ddp_placement *pl, int *out)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < pl->nranks; i++) {
+        bool seen = false;
+
+        for (size_t j = 0; j < n; j++)
+            seen |= out[j] == pl->ranks[i].gpu;
+        if (!seen)
+            out[n++] = pl->ranks[i].gpu;
+    }
+    return n;
+}
+
 /* GPUs: the placement this job would make (GPUs other jobs hold left out, ctx->gpu_holders), the same-numa
  * alternative, and NVML's view of the picked ones. */
 static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, struct ddp_check_report *r)
@@ -455,6 +471,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
         g.all = s->facts.gpus;
         g.nall = s->facts.ngpus;
         g.want_gpus = req.want_gpus;
+        g.share = req.share;
         g.nusable = req.want_gpus ? ddp_place_count_usable(ctx->topo, &req) : 0;
         if (ctx->nproc > 0 && ddp_place_ranks(ctx->topo, &req, &s->pl, &s->perr) == 0) {
             s->placed = true;
@@ -466,15 +483,13 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
                 struct ddp_err e2 = {0};
 
                 s->picked = ddp_xcalloc(s->pl.nranks + 1, sizeof *s->picked);
-                for (size_t i = 0; i < s->pl.nranks; i++)
-                    s->picked[g.npicked++] = s->pl.ranks[i].gpu;
+                g.npicked = distinct_gpus(&s->pl, s->picked);
                 g.picked = s->picked;
                 alt.select = &none;
                 alt.policy = DDP_POLICY_SAME_NUMA;
                 if (ddp_place_ranks(ctx->topo, &alt, &s->better, &e2) == 0) {
                     s->bidx = ddp_xcalloc(s->better.nranks + 1, sizeof *s->bidx);
-                    for (size_t i = 0; i < s->better.nranks; i++)
-                        s->bidx[g.nbetter++] = s->better.ranks[i].gpu;
+                    g.nbetter = distinct_gpus(&s->better, s->bidx);
                     g.better = s->bidx;
                 }
             }

@@ -582,7 +582,7 @@ static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct 
     struct ddp_placement pl = {0};
 
     ddp_plan_place_req(ctx, ctx->nproc, &req);
-    int usable_all = ddp_place_count_usable(ctx->topo, &req);
+    int usable_all = ddp_place_count_usable(ctx->topo, &req), needed = ddp_place_count_gpus(ctx->topo, &req);
     for (size_t i = 0; i < nheld; i++) {
         int g = ddp_topo_gpu_find(ctx->topo, held[i]);
         if (g >= 0)
@@ -592,7 +592,7 @@ static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct 
     int rc = ddp_place_ranks(ctx->topo, &req, &pl, err);
     free(holders);
     if (rc < 0)
-        return usable_all >= ctx->nproc && nheld > 0 ? -ENODEV : rc;
+        return usable_all >= needed && nheld > 0 ? -ENODEV : rc; /* -ENODEV: wait for the held ones */
     for (size_t r = 0; r < pl.nranks; r++) {
         const char *b = pl.ranks[r].busid;
         bool dup = false;

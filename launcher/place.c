@@ -136,6 +136,32 @@ int ddp_place_count_usable(const struct ddp_topo *topo, const struct ddp_place_r
     return ddp_select_usable(&st, &sr, NULL, NULL, NULL, NULL);
 }
 
+int ddp_place_count_gpus(const struct ddp_topo *topo, const struct ddp_place_req *req)
+{
+    struct ddp_place_req all = *req;
+
+    if (!req->share)
+        return req->nproc;
+    all.holders = NULL; /* GPUs other jobs hold are waited for, not shared */
+    int usable = ddp_place_count_usable(topo, &all);
+    return usable > 0 && usable < req->nproc ? usable : req->nproc;
+}
+
+/* After "only K of the N GPUs here are usable": the setting that would start the ranks on those K. */
+static void share_hint(const struct ddp_topo *topo, const struct ddp_place_req *req, struct ddp_err *err)
+{
+    struct ddp_place_req all = *req;
+    size_t len = strlen(err->msg);
+
+    all.holders = NULL;
+    all.share = true;
+    if (req->share || ddp_place_count_gpus(topo, &all) >= req->nproc)
+        return;
+    snprintf(err->msg + len, sizeof err->msg - len,
+             "; to start %d workers on fewer GPUs, sharing them as torchrun does: --share-gpus ([gpus] share = yes)",
+             req->nproc);
+}
+
 /* The reason line of a placement without GPUs: "4 CPU workers on NUMA nodes 0,1, no GPUs". Caller owns. */
 static char *cpu_reason(const struct ddp_topo *topo, const int *node, int n, const int *eligible, int K)
 {
@@ -161,7 +187,7 @@ static char *cpu_reason(const struct ddp_topo *topo, const int *node, int n, con
 int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req, struct ddp_placement *out,
                     struct ddp_err *err)
 {
-    int n = req->nproc, rc = 0, *gpu, *node, *eligible, K = 0, R_u = 0, j = 0;
+    int n = req->nproc, ngpus = n, rc = 0, *gpu, *node, *eligible, K = 0, R_u = 0, j = 0;
     char **cvdname = NULL, *reason = NULL;
     struct ddp_buf notes = {0};
 
@@ -179,10 +205,22 @@ int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req
 
         ddp_topo_sel(topo, &st);
         sel_req(req, n, &sr);
+        sr.n = ngpus = ddp_place_count_gpus(topo, req);
         cvdname = ddp_xcalloc(topo->ngpus + 1, sizeof *cvdname);
         rc = ddp_select_choose(&st, &sr, gpu, &reason, cvdname, err);
+        if (rc == -ENODEV && err)
+            share_hint(topo, req, err);
         if (rc < 0)
             goto out;
+        if (ngpus < n) { /* sharing: round-robin over the picked GPUs */
+            char *shared = ddp_xasprintf("%s; %d workers share %s, round-robin ([gpus] share)", reason, n,
+                                         ngpus > 1 ? "them" : "it");
+
+            for (int i = ngpus; i < n; i++)
+                gpu[i] = gpu[i % ngpus];
+            free(reason);
+            reason = shared;
+        }
         for (int i = 0; i < n; i++)
             node[i] = topo->gpus[gpu[i]].no_locality ? -1 : topo->gpus[gpu[i]].node;
     }
@@ -215,7 +253,7 @@ int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req
             } else {
                 struct ddp_buf b = {0};
 
-                for (int k = 0; k < n; k++)
+                for (int k = 0; k < ngpus; k++) /* each picked GPU once */
                     ddp_buf_printf(&b, "%s%s", k ? "," : "", cvdname[gpu[k]]);
                 r->cvd = b.data;
             }

@@ -21,6 +21,7 @@ struct ddp_place_req {
     size_t nexclude_idx;
     enum ddp_gpu_policy policy;
     enum ddp_visible visible;
+    bool share; /* [gpus] share: more ranks than usable GPUs share them, round-robin */
     enum ddp_bind bind;
     enum ddp_membind mem;
     struct ddp_mem_limit max_memory_used;
@@ -47,12 +48,19 @@ struct ddp_placement {
 };
 
 /* Choose GPUs and bindings for req->nproc ranks. nproc_per_node=gpu|auto is resolved by the caller with
- * ddp_place_count_usable(). 0, or -ENODEV/-EINVAL with err saying how many were asked, how many are
- * usable and why the others were left out. Caller owns out; free with ddp_place_free(). */
+ * ddp_place_count_usable(). One GPU per rank; with req->share and fewer GPUs usable than ranks (other jobs'
+ * leases not counted: those are waited for, not shared), the ranks go round-robin over the usable ones (rank i
+ * on the (i mod k)-th picked GPU), each bound to its GPU's NUMA node, and per-job CUDA_VISIBLE_DEVICES names
+ * each picked GPU once. 0, or -ENODEV/-EINVAL with err saying how many were asked, how many are usable and why
+ * the others were left out (and, when sharing would start the ranks, the setting that does). Caller owns out;
+ * free with ddp_place_free(). */
 int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req, struct ddp_placement *out,
                     struct ddp_err *err);
 void ddp_place_free(struct ddp_placement *p);
 /* How many GPUs req could use (select/exclude/CVD/Slurm/memory applied); req->nproc is ignored. */
 int ddp_place_count_usable(const struct ddp_topo *topo, const struct ddp_place_req *req);
+/* How many distinct GPUs ddp_place_ranks() picks for req: req->nproc, or with req->share the usable GPUs when
+ * they are fewer (at least one; other jobs' leases not counted). */
+int ddp_place_count_gpus(const struct ddp_topo *topo, const struct ddp_place_req *req);
 
 #endif

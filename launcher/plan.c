@@ -339,6 +339,7 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->exclude = &s->gpus_exclude;
     req->policy = s->gpus_policy;
     req->visible = s->gpus_visible;
+    req->share = s->gpus_share;
     req->bind = s->numa_bind;
     req->mem = s->numa_memory;
     req->max_memory_used = s->gpus_max_memory_used;

@@ -106,6 +106,8 @@ const struct ddp_key ddp_spec_keys[] = {
     { "gpus", "visible", DDP_T_ENUM, OFF(gpus_visible), "per-job", visible_names, 0, 0,
       "per-job: every worker sees the job's GPUs; per-rank: each sees only its own; virtual: per-rank and "
       "LOCAL_RANK=0 (torchrun --virtual-local-rank)" },
+    { "gpus", "share", DDP_T_BOOL, OFF(gpus_share), "no", NULL, 0, 0,
+      "more workers than usable GPUs: start them all on the GPUs there are, round-robin, as torchrun does" },
     { "gpus", "lease", DDP_T_TRISTATE, OFF(gpus_lease), "auto", tristate_names, 0, 0,
       "lease GPUs so concurrent jobs on this host get disjoint sets (auto: yes unless under Slurm)" },
     { "gpus", "lease_wait", DDP_T_DURATION, OFF(gpus_lease_wait_ms), "0", NULL, 0, 0,

@@ -109,6 +109,7 @@ struct ddp_spec {
     enum ddp_gpu_policy gpus_policy;
     struct ddp_mem_limit gpus_max_memory_used;
     enum ddp_visible gpus_visible;
+    bool gpus_share; /* more workers than usable GPUs: they share them, round-robin */
     enum ddp_tristate gpus_lease;
     long long gpus_lease_wait_ms;
     /* [numa] */

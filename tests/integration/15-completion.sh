@@ -23,6 +23,8 @@ expect_eq "--set keys" "$(comp "$DDP --set restart.on_")" "restart.on_failure= r
 expect_eq "--set choice" "$(comp "$DDP --set restart.on_timeout=d")" "downsize"
 expect_eq "--set= choice" "$(comp "$DDP --set=restart.on_timeout=")" "restart downsize fail"
 expect_eq "flag value" "$(comp "$DDP --nproc-per-node g")" "gpu"
+expect_eq "--share-gpus" "$(comp "$DDP --share")" "--share-gpus"
+expect_eq "gpus.share values" "$(comp "$DDP --set gpus.share=")" "yes no"
 expect_eq "numa binding" "$(comp "$DDP --numa-binding core")" "core-complex"
 expect_eq "topology files" "$(comp "$DDP --topology tests/fixtures/topo/2s-4gpu-n")" \
     "tests/fixtures/topo/2s-4gpu-nolocality.xml"

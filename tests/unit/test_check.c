@@ -579,3 +579,34 @@ Test(check, python_imports_torch)
     cr_expect_eq(ddp_check_exit_status(&r), DDP_EXIT_DOCTOR_FAIL);
     ddp_check_report_free(&r);
 }
+
+/* issue 23 item 9: more workers than usable GPUs: the todo names the setting that shares them */
+Test(check, more_workers_than_gpus_names_share)
+{
+    struct ddp_check_gpu all[1] = {fake_gpu("0000:3b:00.0", 0, 0, 81920, 0, "")};
+    int picked[1] = {0};
+    struct ddp_check_gpus g = {.have_topo = true,
+                               .all = all,
+                               .nall = 1,
+                               .want_gpus = true,
+                               .nproc = 3,
+                               .nusable = 1,
+                               .error = "asked for 3 GPUs, but only 1 of the 1 GPUs here is usable"};
+    struct ddp_check_report r = {0};
+
+    ddp_check_gpus(&r, &g);
+    expect_result(&r.v[0], DDP_CHECK_FAIL, "1 GPU visible, 1 usable, 3 wanted");
+    cr_expect(strstr(r.v[0].todo, "use nproc_per_node = 1, or --share-gpus ([gpus] share = yes)"), "%s", r.v[0].todo);
+    /* sharing already on (the one GPU is leased by another job): no point naming it */
+    g.share = true;
+    ddp_check_gpus(&r, &g);
+    cr_expect_null(strstr(r.v[1].todo, "share"), "%s", r.v[1].todo);
+    /* shared: one GPU picked for three workers is fine */
+    g.error = NULL;
+    g.picked = picked;
+    g.npicked = 1;
+    g.reason = "1 GPU on NUMA node 0; 3 workers share it, round-robin ([gpus] share)";
+    ddp_check_gpus(&r, &g);
+    expect_result(&r.v[2], DDP_CHECK_OK, "would pick 0000:3b:00.0 (1 GPU on NUMA node 0; 3 workers share it");
+    ddp_check_report_free(&r);
+}

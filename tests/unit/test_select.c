@@ -587,3 +587,115 @@ Test(select_pure, large_counts_use_greedy_and_stay_on_nodes)
     free(reason);
     free(link);
 }
+
+/* ---- more workers than GPUs: [gpus] share ---- */
+
+Test(select_share, refused_without_share_naming_the_setting)
+{
+    struct ddp_topo *t = load("own:1s-1gpu.xml");
+    struct ddp_place_req req = gpu_req(3);
+    struct ddp_placement p;
+    struct ddp_err err = {0};
+
+    cr_expect_eq(ddp_place_count_gpus(t, &req), 3);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
+    cr_expect(strstr(err.msg, "asked for 3 GPUs, but only 1 of the 1 GPUs here is usable"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "--share-gpus ([gpus] share = yes)"), "the refusal names the setting: %s", err.msg);
+    /* nothing usable: sharing cannot help, so it is not offered */
+    req.inherited_cvd = "";
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
+    cr_expect_null(strstr(err.msg, "share"), "%s", err.msg);
+    req.share = true;
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
+    cr_expect(strstr(err.msg, "only 0 of the 1 GPUs here"), "%s", err.msg);
+    ddp_topo_destroy(t);
+}
+
+Test(select_share, one_gpu_three_workers)
+{
+    struct ddp_topo *t = load("own:1s-1gpu.xml");
+    struct ddp_place_req req = gpu_req(3);
+    struct ddp_placement p;
+
+    req.share = true;
+    cr_expect_eq(ddp_place_count_gpus(t, &req), 1);
+    p = place_ok(t, &req, "0,0,0");
+    for (int i = 0; i < 3; i++) {
+        cr_expect_str_eq(p.ranks[i].cvd, "0", "rank %d sees the GPU once", i);
+        cr_expect_str_eq(p.ranks[i].busid, "0000:3b:00.0");
+        cr_expect_eq(p.ranks[i].numa_node, 0);
+        cr_expect_str_eq(p.ranks[i].cpus, "0-7");
+    }
+    cr_expect(strstr(p.reason, "1 GPU on NUMA node 0; 3 workers share it, round-robin ([gpus] share)"), "%s", p.reason);
+    ddp_place_free(&p);
+    /* exclusive binding: the three split the node's 4 cores, as three ranks of three GPUs would */
+    req.bind = DDP_BIND_EXCLUSIVE;
+    p = place_ok(t, &req, "0,0,0");
+    cr_expect_str_eq(p.ranks[0].cpus, "0,4");
+    cr_expect_str_eq(p.ranks[1].cpus, "1,5");
+    cr_expect_str_eq(p.ranks[2].cpus, "2-3,6-7");
+    ddp_place_free(&p);
+    ddp_topo_destroy(t);
+}
+
+Test(select_share, round_robin_follows_the_gpu_numa_node)
+{
+    struct ddp_topo *t = load("2s-8gpu-aws-g4dn-metal-t4.xml");
+    struct ddp_place_req req = gpu_req(5);
+    struct ddp_placement p;
+    struct ddp_strv sel = {0};
+
+    ddp_strv_push(&sel, "0"), ddp_strv_push(&sel, "4");
+    req.select = &sel;
+    req.share = true;
+    p = place_ok(t, &req, "0,4,0,4,0");
+    for (int i = 0; i < 5; i++) {
+        cr_expect_eq(p.ranks[i].numa_node, i % 2, "rank %d on its GPU's node", i);
+        cr_expect_str_eq(p.ranks[i].cpus, i % 2 ? "24-47,72-95" : "0-23,48-71", "rank %d", i);
+        cr_expect_str_eq(p.ranks[i].cvd, "0,4", "per-job: each picked GPU once");
+    }
+    ddp_place_free(&p);
+    req.visible = DDP_VISIBLE_PER_RANK;
+    p = place_ok(t, &req, "0,4,0,4,0");
+    cr_expect_str_eq(p.ranks[2].cvd, "0");
+    cr_expect_str_eq(p.ranks[3].cvd, "4");
+    cr_expect_str_eq(p.ranks[3].busid, "0000:e7:00.0");
+    ddp_place_free(&p);
+    /* enough GPUs: nothing is shared, the choice is the one without share */
+    req.select = NULL;
+    req.visible = DDP_VISIBLE_PER_JOB;
+    req.nproc = 4;
+    cr_expect_eq(ddp_place_count_gpus(t, &req), 4);
+    p = place_ok(t, &req, "0,1,2,3");
+    cr_expect_null(strstr(p.reason, "share"), "%s", p.reason);
+    ddp_place_free(&p);
+    /* 9 workers on 8 GPUs: all 8, rank 8 back on GPU 0 */
+    req.nproc = 9;
+    p = place_ok(t, &req, "0,1,2,3,4,5,6,7,0");
+    cr_expect_str_eq(p.ranks[8].cvd, "0,1,2,3,4,5,6,7");
+    ddp_place_free(&p);
+    ddp_strv_clear(&sel);
+    ddp_topo_destroy(t);
+}
+
+Test(select_share, leased_gpus_are_waited_for_not_shared)
+{
+    struct ddp_topo *t = load("vm-2gpu-h200-nonuma.xml");
+    struct ddp_place_req req = gpu_req(3);
+    struct ddp_placement p;
+    struct ddp_err err = {0};
+    const char *holders[] = {NULL, "another ddplaunch job"};
+
+    req.share = true;
+    req.holders = holders;
+    /* both GPUs count; the held one makes placement fail (-ENODEV: the lease code waits), not a 3-on-1 job */
+    cr_expect_eq(ddp_place_count_gpus(t, &req), 2);
+    cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
+    cr_expect(strstr(err.msg, "asked for 2 GPUs, but only 1 of the 2 GPUs here is usable"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "another ddplaunch job"), "%s", err.msg);
+    req.holders = NULL;
+    p = place_ok(t, &req, "0,1,0");
+    cr_expect_str_eq(p.ranks[2].cvd, "0,1");
+    ddp_place_free(&p);
+    ddp_topo_destroy(t);
+}
