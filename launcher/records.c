@@ -27,7 +27,7 @@ struct ended {
 
 struct ddp_records {
     const struct ddp_plan_ctx *ctx;
-    const struct ddp_output *out; /* borrowed: its logs that stopped */
+    struct ddp_output *out; /* borrowed: its logs that stopped; flushed before they are listed */
     const struct ddp_spec *spec;
     struct ddp_record *rec; /* events.jsonl and summary.json, or NULL */
     struct ddp_jobs *ps;    /* this job in `ddplaunch ps`, or NULL */
@@ -120,7 +120,7 @@ static void job_start(struct ddp_records *r)
                                "master_port", ctx->master_port, "log_dir", ddp_record_dir(r->rec), "plan", plan));
 }
 
-struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, const struct ddp_output *out)
+struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out)
 {
     struct ddp_records *r = ddp_xcalloc(1, sizeof(*r));
     r->ctx = ctx;
@@ -468,6 +468,19 @@ static json_t *stopped_logs(const struct ddp_records *r, struct ddp_buf *text)
     return a;
 }
 
+/* After the summary: the logs that stopped, which lack what followed (the stderr tails came from memory). */
+static void print_stopped(const struct ddp_records *r)
+{
+    struct ddp_buf stops = {0};
+    json_decref(stopped_logs(r, &stops));
+    if (stops.len) {
+        ddp_output_flush_wait(r->out);
+        fflush(stdout);
+        fprintf(stderr, "Logs that stopped (a write failed; what came after is not in them):\n%s", stops.data);
+    }
+    ddp_buf_free(&stops);
+}
+
 void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_output *out)
 {
     if (!r->root.set)
@@ -483,11 +496,7 @@ void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_out
     ddp_report_print(stderr, title, &root, others, r->nothers);
     if (r->hang_text)
         fprintf(stderr, "%s%s%s", ddp_colour(DDP_COLOUR_YELLOW), r->hang_text, ddp_colour(DDP_COLOUR_RESET));
-    struct ddp_buf stops = {0};
-    json_decref(stopped_logs(r, &stops));
-    if (stops.len) /* the stderr lines above came from memory; the logs lack what follows these bytes */
-        fprintf(stderr, "Logs that stopped (a write failed; what came after is not in them):\n%s", stops.data);
-    ddp_buf_free(&stops);
+    print_stopped(r);
     free(others);
     free(title);
 }
@@ -498,6 +507,7 @@ void ddp_records_print_success(const struct ddp_records *r)
         ddp_info("%s%s succeeded%s after %d attempts (%d restart%s) in %.1f s", ddp_colour(DDP_COLOUR_GREEN),
                  prog_name(r->spec), ddp_colour(DDP_COLOUR_RESET), r->nattempts, r->nattempts - 1,
                  r->nattempts == 2 ? "" : "s", (double)(ddp_now_ms() - r->job_start_ms) / 1000.0);
+    print_stopped(r);
 }
 
 void ddp_records_job_end(struct ddp_records *r, int status, const char *result, const char *timeout)

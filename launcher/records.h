@@ -19,7 +19,7 @@ struct ddp_records;
  * that cannot be written is said (warning or debug line) and left out. out: the workers' console, whose logs
  * that stopped (a full disk) the summaries list. Never fails. Caller owns; ddp_records_close(). ctx and out
  * must outlive it. */
-struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, const struct ddp_output *out);
+struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out);
 void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
 
 /* The record files, for a module that writes its own events (progress.h), or NULL; the JSON array of the
@@ -71,7 +71,7 @@ void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text);
 void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_output *out);
 
 /* A job that succeeded after restarts says so in one line ("X succeeded after 2 attempts (1 restart) in 0.3 s");
- * nothing after one attempt. */
+ * nothing after one attempt. Both summaries end with the logs that stopped (a full disk), if any. */
 void ddp_records_print_success(const struct ddp_records *r);
 
 /* job_end in events.jsonl and summary.json, once: result ("succeeded", "failed", "timeout", ...), timeout:

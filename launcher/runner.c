@@ -517,7 +517,6 @@ static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp
 {
     const struct ddp_worker *w = k->w;
     struct ddp_logdir *ld = rn->cfg.logdir;
-    int fds[3] = {-1, -1, -1};
     int rc;
 
     if (w->log_dir && !ld) { /* error files in the private run directory */
@@ -525,24 +524,16 @@ static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp
         if (rc < 0)
             return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir, strerror(-rc));
     }
-    for (int i = 0; ld && i < 3; i++) {
-        char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank, log_names[i]);
-        fds[i] = ddp_logdir_create_file(ld, rel, err);
-        free(rel);
-        if (fds[i] < 0) {
-            rc = fds[i];
-            for (int j = 0; j < i; j++)
-                close(fds[j]);
-            return rc;
-        }
-    }
     ddp_stream_init(&k->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], -1);
     ddp_stream_init(&k->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], -1);
     struct ddp_logfile *files[3] = {&k->s_out.file, &k->s_err.file, &k->timed};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; ld && i < 3; i++) { /* run_free() closes them, also after a failure here */
         char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank, log_names[i]);
-        ddp_logfile_init(files[i], fds[i], w->rank, rel);
+        rc = ddp_logdir_create_file(ld, rel, err);
+        ddp_logfile_init(files[i], rc, w->rank, rel);
         free(rel);
+        if (rc < 0)
+            return rc;
     }
     if (ld)
         k->s_out.timed = k->s_err.timed = &k->timed;

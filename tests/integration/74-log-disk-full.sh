@@ -68,4 +68,18 @@ expect_eq "stderr tail in summary.json" "$(jq -r '.root_cause.stderr_tail[-1]' "
 ls -A "$D" | grep -q '^\.summary' && fail "the summary's temporary file was left"
 $PY "$DDP_SRCDIR/tests/integration/records_check.py" "$DDP_SRCDIR/man/ddplaunch.1" "$D" >/dev/null ||
     fail "the records do not follow ddplaunch(1), RUN RECORDS"
+
+# a job that succeeds on the full disk also ends with the list (its logs lack their ends too)
+rm -rf "$TMP/full/logs"
+printf '#!/bin/sh\nhead -c 3000000 /dev/zero | tr "\\0" x | fold -w 100\n' >"$TMP/ok.sh"
+chmod +x "$TMP/ok.sh"
+"$DDP" --no-python --nproc-per-node 1 --log-dir "$TMP/full/logs" "$TMP/ok.sh" >"$TMP/out" 2>"$TMP/err"
+expect_eq "status of the job that succeeded" "$?" 0
+D=$(sed -n 's/^ddplaunch: logs in //p' "$TMP/err")
+tail -3 "$TMP/err" >"$TMP/last"
+expect_grep '^Logs that stopped \(a write failed; what came after is not in them\):$' "$TMP/last"
+expect_grep "^  rank 0 attempt_0/0/stdout.log: stopped at $(stat -c %s "$D/attempt_0/0/stdout.log") bytes" "$TMP/last"
+expect_eq "result" "$(jq -r .result "$D/summary.json")" succeeded
+expect_eq "logs_stopped of the job that succeeded" "$(jq -r '[.logs_stopped[].file] | sort | join(" ")' "$D/summary.json")" \
+    "attempt_0/0/stdout.log attempt_0/0/timed.log"
 exit 0
