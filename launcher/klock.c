@@ -246,14 +246,26 @@ void ddp_klock_parse_list(const char *text, const char *prefix, struct ddp_strv 
         p += strspn(p, " ");
         if (p[0] != '@' || strncmp(p + 1, prefix, plen) != 0)
             continue;
-        bool dup = false;
-        for (size_t i = first; i < out->n && !dup; i++)
-            dup = strcmp(out->v[i], p + 1) == 0;
-        if (!dup)
-            ddp_strv_push(out, p + 1);
+        ddp_strv_push(out, p + 1);
     }
-    if (out->n > first)
-        qsort(out->v + first, out->n - first, sizeof *out->v, cmp_str);
+    /* sorted, then each name once (a socket listed twice): n log n, not n^2, with a thousand agents' locks */
+    if (out->n <= first)
+        return;
+    qsort(out->v + first, out->n - first, sizeof *out->v, cmp_str);
+    size_t kept = first + 1;
+    for (size_t i = first + 1; i < out->n; i++) {
+        if (strcmp(out->v[i], out->v[kept - 1]) == 0)
+            free(out->v[i]);
+        else
+            out->v[kept++] = out->v[i];
+    }
+    out->n = kept;
+    out->v[kept] = NULL;
+}
+
+bool ddp_klock_listed(const struct ddp_strv *list, const char *name)
+{
+    return list->n && bsearch(&name, list->v, list->n, sizeof *list->v, cmp_str) != NULL;
 }
 
 int ddp_klock_list(const char *prefix, struct ddp_strv *out)

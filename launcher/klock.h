@@ -48,5 +48,8 @@ int ddp_klock_holder(const char *name, struct ddp_klock_holder *h);
 void ddp_klock_parse_list(const char *proc_net_unix, const char *prefix, struct ddp_strv *out);
 /* The same on the live /proc/net/unix. 0 or a negative errno. */
 int ddp_klock_list(const char *prefix, struct ddp_strv *out);
+/* Whether name is in list, a list that ddp_klock_list (or _parse_list) filled from empty: sorted, so a binary
+ * search. */
+bool ddp_klock_listed(const struct ddp_strv *list, const char *name);
 
 #endif

@@ -368,8 +368,13 @@ int ddp_rundir_sweep(char *const *envp, uid_t uid, long long min_age_s)
     while (d && (de = readdir(d)) != NULL) {
         if (strncmp(de->d_name, prefix, plen) != 0 || strlen(de->d_name) != plen + 6)
             continue;
-        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* the live launches' directories (a thousand agents on one host) are young or not ours: one fstatat
+         * each, not an open, fstat and close */
         struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+            (long long)(now - st.st_mtime) < min_age_s)
+            continue;
+        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             continue;
         /* ours, private, not just made (a launch locks its directory right after mkdtemp), and not locked */
@@ -407,13 +412,12 @@ int ddp_rundir_sweep_stale(int dirfd, const char *ns, int (*map)(const char *fil
         struct stat st;
         if (map(e->d_name, what, sizeof what) != 1)
             continue;
+        ddp_klock_name(ns, what, lname);
+        if (ddp_klock_listed(&held, lname)) /* live: a thousand agents' files cost n log n */
+            continue;
         if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || (me != 0 && st.st_uid != me))
             continue;
-        ddp_klock_name(ns, what, lname);
-        bool live = false;
-        for (size_t i = 0; i < held.n && !live; i++)
-            live = strcmp(held.v[i], lname) == 0;
-        if (!live && unlinkat(dirfd, e->d_name, 0) == 0)
+        if (unlinkat(dirfd, e->d_name, 0) == 0)
             removed++;
     }
     if (d)

@@ -89,6 +89,27 @@ Test(klock, list)
     cr_assert_eq(v.n, 2);
     cr_expect_str_eq(v.v[0], "ddplaunch/x/gpu-0000:17:00.0");
     cr_expect_str_eq(v.v[1], "ddplaunch/x/gpu-0000:18:00.0");
+    cr_expect_null(v.v[2]);
+    cr_expect(ddp_klock_listed(&v, "ddplaunch/x/gpu-0000:17:00.0"));
+    cr_expect(ddp_klock_listed(&v, "ddplaunch/x/gpu-0000:18:00.0"));
+    cr_expect(!ddp_klock_listed(&v, "ddplaunch/y/gpu-0000:17:00.0"));
+    ddp_strv_clear(&v);
+    cr_expect(!ddp_klock_listed(&v, "ddplaunch/x/gpu-0000:17:00.0"), "an empty list holds nothing");
+
+    /* a thousand agents' locks, each listed up to three times, in reverse order: sorted, each once */
+    struct ddp_buf many = {0};
+    ddp_buf_printf(&many, "Num       RefCount Protocol Flags    Type St Inode Path\n");
+    for (int i = 999; i >= 0; i--)
+        for (int k = 0; k <= i % 3; k++)
+            ddp_buf_printf(&many, "0000000000000000: 00000002 00000000 00010000 0001 01 %d @ddplaunch/x/job-%04d\n", i,
+                           i);
+    ddp_klock_parse_list(many.data, "ddplaunch/x/job-", &v);
+    ddp_buf_free(&many);
+    cr_assert_eq(v.n, 1000);
+    for (size_t i = 0; i + 1 < v.n; i++)
+        cr_assert(strcmp(v.v[i], v.v[i + 1]) < 0, "%s before %s", v.v[i], v.v[i + 1]);
+    cr_expect(ddp_klock_listed(&v, "ddplaunch/x/job-0517"));
+    cr_expect(!ddp_klock_listed(&v, "ddplaunch/x/job-1000"));
     ddp_strv_clear(&v);
 
     char name[DDP_KLOCK_NAME_MAX + 1], prefix[DDP_KLOCK_NAME_MAX + 1];
