@@ -38,7 +38,7 @@ def main():
     p.add_argument("--global-batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--backend", default=None, help="gloo or nccl (default: nccl when GPUs are visible)")
-    p.add_argument("--pg-timeout", type=float, default=None, help="process group timeout in seconds")
+    p.add_argument("--pg-timeout", type=float, default=None, help="timeout of the training's collectives in seconds (once every rank joined)")
     p.add_argument("--hang-rank", type=int, default=-1, help="this rank stops before an all_reduce ...")
     p.add_argument("--hang-step", type=int, default=2, help="... at this step ...")
     p.add_argument("--hang-attempts", type=int, default=1, help="... in the first N attempts")
@@ -63,16 +63,19 @@ def main():
     else:
         device = torch.device("cpu")
 
-    kw = {}
-    if args.pg_timeout:
-        kw["timeout"] = datetime.timedelta(seconds=args.pg_timeout)
     t0 = time.time()
-    dist.init_process_group(backend, **kw)
+    dist.init_process_group(backend)
+    # --pg-timeout bounds the training's collectives, not the wait for every rank to join (ranks that import
+    # torch seconds apart on a busy machine are not a hang): the default group joins with torch's default
+    # timeout, the training runs in a group of all ranks made with the short one once everyone is there.
+    group = None
+    if args.pg_timeout:
+        group = dist.new_group(timeout=datetime.timedelta(seconds=args.pg_timeout))
     heartbeat()
 
     # A collective whose answer we know: sum of (rank + 1) over all ranks.
     t = torch.tensor([float(rank + 1)], device=device)
-    dist.all_reduce(t)
+    dist.all_reduce(t, group=group)
     expected = world * (world + 1) / 2
     if rank == 0:
         say(f"allreduce sum={t.item():g} expected={expected:g} world_size={world} orig_world_size={orig_world} "
@@ -84,7 +87,7 @@ def main():
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 1)).to(device)
-    ddp = DDP(model, device_ids=[device.index] if backend == "nccl" else None)
+    ddp = DDP(model, device_ids=[device.index] if backend == "nccl" else None, process_group=group)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr)
     w_true = torch.linspace(-1, 1, 16).unsqueeze(1)
 
@@ -113,7 +116,7 @@ def main():
             total += loss.item()
         opt.step()
         lt = torch.tensor([total], device=device)
-        dist.all_reduce(lt)
+        dist.all_reduce(lt, group=group)
         heartbeat()
         if rank == 0:
             say(f"step {step} loss {lt.item() / world:.6f}")
@@ -130,7 +133,7 @@ def main():
     # destroyed (holding the GIL) while a gloo worker thread still frees the last all_reduce's tensor (and
     # waits for the GIL); seen once in `make demo` on a loaded 2-core machine, rank 1 spinning forever.
     # The barrier lets every earlier collective retire first; the reducer then goes before the group.
-    dist.barrier()
+    dist.barrier(group=group)
     del ddp, opt
     dist.destroy_process_group()
 

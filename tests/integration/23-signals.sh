@@ -33,7 +33,8 @@ wait $L
 rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
 expect_eq "status after two SIGINTs" "$rc" 130
-[ "$ms" -lt 1000 ] || fail "second SIGINT did not kill at once (${ms} ms)"
+# at once: well before the 60 s grace (a bound a loaded machine cannot break, and the grace cannot meet)
+[ "$ms" -lt 15000 ] || fail "second SIGINT did not kill at once (${ms} ms; the grace is 60 s)"
 
 # SIGUSR1 forwarded with --signals-to-handle; the workers die of it -> 128+10.
 mkdir -p "$TMP/c"
@@ -47,9 +48,9 @@ expect_eq "status after SIGUSR1 forwarded" "$?" 138
 expect_grep 'got SIGUSR1: forwarding it to 2 workers' "$TMP/err"
 
 # A signal during the start: 48 workers, SIGTERM as soon as the first one runs (most are still starting, some
-# not yet exec'd by their shim): every worker ends at once (not after the 30 s grace), status 143.
+# not yet exec'd by their shim): every worker ends at once (not after the 90 s grace), status 143.
 mkdir -p "$TMP/d"
-"$DDP" --no-python --nproc-per-node 48 "$HELPERS/hang" 3600 "$TMP/d" >"$TMP/out" 2>"$TMP/err" &
+"$DDP" --no-python --nproc-per-node 48 --shutdown-timeout 90 "$HELPERS/hang" 3600 "$TMP/d" >"$TMP/out" 2>"$TMP/err" &
 L=$!
 for _ in $(seq 400); do ls "$TMP"/d/pid.* >/dev/null 2>&1 && break; sleep 0.005; done
 start=$(date +%s%N)
@@ -58,7 +59,7 @@ wait $L
 rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
 expect_eq "status after a SIGTERM during the start" "$rc" 143
-[ "$ms" -lt 5000 ] || fail "workers were not stopped at once after a SIGTERM during the start (${ms} ms)"
+[ "$ms" -lt 45000 ] || fail "workers were not stopped at once after a SIGTERM during the start (${ms} ms; grace 90 s)"
 sleep 0.2
 left=$(pgrep -f "$HELPERS/hang 3600 $TMP/d" | wc -l)
 expect_eq "workers left after an early SIGTERM" "$left" 0
