@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "topo_cache.h"
 
@@ -381,6 +382,10 @@ static const char *const unused_plugins[] = {"pci", "opencl", "gl", "cuda", "nvm
  * not every older file. */
 static int init_hwloc(hwloc_topology_t *t, bool xml_file)
 {
+/* How long a launch that missed the cache waits for another that discovers now (ddp_topo_cache_lock) before it
+ * discovers too: discovery takes tens of milliseconds, seconds when a thousand launches share two CPUs. */
+#define DISCOVERY_WAIT_MS 5000
+
 #define GPU_PLUGINS "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
     bool set = !getenv("HWLOC_PLUGINS_BLACKLIST") &&
                setenv("HWLOC_PLUGINS_BLACKLIST", xml_file ? GPU_PLUGINS : GPU_PLUGINS ",hwloc_xml_libxml", 1) == 0;
@@ -470,7 +475,7 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
     struct ddp_topo *topo;
     unsigned api = hwloc_get_api_version();
     char *key = NULL;
-    int rc;
+    int rc, cache_lock = -1;
 
     *out = NULL;
     if ((api >> 16) != (HWLOC_API_VERSION >> 16))
@@ -491,6 +496,11 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
         }
     } else if (o->envp && (key = ddp_topo_cache_key(o->envp)) != NULL && !o->refresh) {
         rc = from_cache(topo, key, o->envp);
+        if (rc == -ENOENT || rc == -ESTALE) { /* a miss: the first to lock discovers, the others read its file */
+            cache_lock = ddp_topo_cache_lock(o->envp, DISCOVERY_WAIT_MS);
+            if (cache_lock >= 0)
+                rc = from_cache(topo, key, o->envp);
+        }
         topo->cached = rc == 0;
         if (rc == -ENOEXEC) { /* a topology that failed to load from XML cannot be loaded again: start anew */
             hwloc_topology_destroy(topo->t);
@@ -498,14 +508,22 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
                 free(topo->source);
                 free(topo);
                 free(key);
+                if (cache_lock >= 0)
+                    close(cache_lock);
                 return ddp_errf(err, rc, "hwloc_topology_init: %s", strerror(-rc));
             }
         }
+    }
+    if (topo->cached && cache_lock >= 0) {
+        close(cache_lock);
+        cache_lock = -1;
     }
     if (!topo->cached && hwloc_topology_load(topo->t) < 0) {
         rc = errno ? -errno : -EINVAL;
         free_partial(topo);
         free(key);
+        if (cache_lock >= 0)
+            close(cache_lock);
         return ddp_errf(err, rc, "%s: hwloc could not load the topology: %s", xml_path ? xml_path : "live machine",
                         strerror(-rc));
     }
@@ -535,6 +553,8 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
     build_sel(topo);
     if (key && !topo->cached)
         to_cache(topo, key, o->envp);
+    if (cache_lock >= 0)
+        close(cache_lock);
     free(key);
     *out = topo;
     return 0;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -209,4 +210,20 @@ int ddp_topo_cache_write(char *const *envp, const char *key, const char *nvml, c
         unlinkat(dfd, tmp, 0);
     close(dfd);
     return rc;
+}
+
+int ddp_topo_cache_lock(char *const *envp, int wait_ms)
+{
+    int dfd;
+    if (cache_dir(envp, &dfd) < 0)
+        return -1;
+    for (int waited = 0;; waited += 10) {
+        if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
+            return dfd;
+        if (errno != EWOULDBLOCK || waited >= wait_ms)
+            break;
+        usleep(10000);
+    }
+    close(dfd);
+    return -1;
 }

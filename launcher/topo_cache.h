@@ -31,5 +31,10 @@ int ddp_topo_cache_read(char *const *envp, const char *key, char **buf, const ch
 /* Replace the cache file (a new file renamed over the old one, mode 0600). 0 or a negative errno; a failure
  * only means the next launch discovers again. */
 int ddp_topo_cache_write(char *const *envp, const char *key, const char *nvml, const char *xml, size_t xml_len);
+/* After a miss: the discovery lock of this user's cache directory (flock on it), so that of many launches that
+ * miss at once (a thousand agents starting on one host after a boot) one discovers and the others read what it
+ * wrote. Waits up to wait_ms for a launch that discovers now. Returns the fd to close when the cache is written,
+ * or -1 when there is no lock (no directory, or the wait ran out: discover anyway). */
+int ddp_topo_cache_lock(char *const *envp, int wait_ms);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nvml.h"
@@ -158,6 +159,57 @@ Test(topo_cache, live_machine_from_the_cache_is_the_live_machine)
     rmdir(dir);
     free(sub);
     free(target);
+    free(path);
+    free(xdg);
+}
+
+/* Launches that miss at once (a thousand agents after a boot): one discovers under the cache directory's lock,
+ * the others wait for it and read what it wrote; the wait is bounded. */
+Test(topo_cache, a_miss_waits_for_the_launch_that_discovers)
+{
+    char dir[] = "/tmp/ddp-topo-lock-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char *xdg = ddp_xasprintf("XDG_RUNTIME_DIR=%s", dir);
+    char *envp[] = {xdg, NULL};
+    char *path = ddp_xasprintf("%s/ddplaunch/topology", dir);
+
+    int held = ddp_topo_cache_lock(envp, 0);
+    cr_assert_geq(held, 0, "no discovery lock");
+    cr_expect_eq(ddp_topo_cache_lock(envp, 50), -1, "a second discovery lock while one is held");
+
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) { /* a launch that missed: it must wait, then find the cache written */
+        close(p[0]);
+        close(held); /* the same open file: its lock is the parent's, as another launch's would be */
+        struct ddp_topo *t = load(envp, false);
+        char c = ddp_topo_cached(t) ? 'y' : 'n';
+        (void)!write(p[1], &c, 1);
+        _exit(0);
+    }
+    close(p[1]);
+    usleep(200000);                           /* the child is waiting now */
+    struct ddp_topo *live = load(envp, true); /* the launch that holds the lock discovers and writes */
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "no cache file %s", path);
+    close(held);
+    char c = 0;
+    cr_expect_eq(read(p[0], &c, 1), 1);
+    cr_expect_eq(c, 'y', "the launch that waited discovered again instead of reading the cache");
+    close(p[0]);
+    waitpid(child, NULL, 0);
+    int again = ddp_topo_cache_lock(envp, 0);
+    cr_expect_geq(again, 0, "the lock was not released");
+    close(again);
+
+    ddp_topo_destroy(live);
+    unlink(path);
+    char *sub = ddp_xasprintf("%s/ddplaunch", dir);
+    rmdir(sub);
+    rmdir(dir);
+    free(sub);
     free(path);
     free(xdg);
 }
