@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hang.h"
@@ -320,8 +321,16 @@ static char *write_stacks(const struct ddp_capture *c, struct ddp_rrun *r, struc
         char *rel = ddp_xasprintf("attempt_%d/stacks.txt", r->plan.attempt);
         int fd = ddp_logdir_create_file(c->ctx->logdir, rel, &e);
         if (fd >= 0) {
-            if (write(fd, all.data ? all.data : "", all.len) == (ssize_t)all.len)
+            int rc = ddp_write_full(fd, all.data ? all.data : "", all.len);
+            struct stat st;
+            if (rc == 0) {
                 stacks = ddp_xasprintf("%s/%s", ddp_logdir_path(c->ctx->logdir), rel);
+            } else { /* a full disk: the verdict still reaches the console and summary.json */
+                uint64_t kept = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+                ddp_warn("%s/%s: log stopped at %llu bytes: %s; the verdict is in the summary",
+                         ddp_logdir_path(c->ctx->logdir), rel, (unsigned long long)kept, strerror(-rc));
+                ddp_records_stopped(c->rec, rel, kept, -rc);
+            }
             close(fd);
         } else {
             ddp_warn("%s", e.msg);
@@ -361,7 +370,9 @@ static struct ddp_rworker *report(const struct ddp_capture *c, struct ddp_rrun *
     if (!first)
         ddp_buf_puts(&txt, v->mismatch ? "collective mismatch, no culprit named" : "no culprit named");
     ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v->why,
-                   stacks ? stacks : "printed on each rank's stderr above (no log_dir)");
+                   stacks           ? stacks
+                   : c->ctx->logdir ? "printed on each rank's stderr above (stacks.txt could not be written)"
+                                    : "printed on each rank's stderr above (no log_dir)");
     ddp_info("attempt %d: %.*s", r->plan.attempt, (int)txt.len - 1, txt.data);
     json_t *hang = json_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt,
                              "confidence", ddp_hang_confidence_name(v->confidence), "culprits", culprits, "collective",

@@ -42,6 +42,8 @@ struct ddp_records {
     json_t *stragglers;                /* every straggler named live (progress.h), for summary.json */
     char *hang_text;                   /* the same for the console summary, or NULL */
     const struct ddp_rrun *unrecorded; /* its attempt_start waits for its programs' pids */
+    struct ddp_logfile *stopped;       /* record files that stopped (ddp_records_stopped), name owned */
+    size_t nstopped;
 };
 
 static void ended_clear(struct ended *e)
@@ -154,6 +156,9 @@ void ddp_records_close(struct ddp_records *r)
     ddp_jobs_close(r->ps);
     ended_clear(&r->root);
     clear_others(r);
+    for (size_t i = 0; i < r->nstopped; i++)
+        free(r->stopped[i].name);
+    free(r->stopped);
     json_decref(r->hang);
     json_decref(r->stragglers);
     free(r->hang_text);
@@ -444,27 +449,39 @@ static struct ddp_report_entry entry_of(const struct ddp_records *r, const struc
                                      .running = !e->exited};
 }
 
-/* Each log that stopped (a full disk): summary.json's logs_stopped, or (text) the console's lines. */
+void ddp_records_stopped(struct ddp_records *r, const char *file, uint64_t bytes, int err)
+{
+    r->stopped = ddp_xrealloc(r->stopped, (r->nstopped + 1) * sizeof(*r->stopped));
+    r->stopped[r->nstopped++] =
+        (struct ddp_logfile){.fd = -1, .rank = -1, .name = ddp_xstrdup(file), .len = bytes, .err = err};
+}
+
+/* One log that stopped (rank < 0: a record file of the run), into a (JSON) and text (console lines). */
+static void stopped_log(json_t *a, struct ddp_buf *text, const struct ddp_logfile *f)
+{
+    const char *name = f->name ? f->name : "?", *why = strerror(f->err);
+    json_array_append_new(a,
+                          json_pack("{s:o, s:s, s:I, s:s}", "rank", f->rank >= 0 ? json_integer(f->rank) : json_null(),
+                                    "file", name, "bytes", (json_int_t)f->len, "error", why));
+    if (f->rank >= 0)
+        ddp_buf_printf(text, "  rank %d ", f->rank);
+    else
+        ddp_buf_puts(text, "  ");
+    ddp_buf_printf(text, "%s: stopped at %llu bytes: %s\n", name, (unsigned long long)f->len, why);
+}
+
+/* Each log that stopped (a full disk): summary.json's logs_stopped, and (text) the console's lines. */
 static json_t *stopped_logs(const struct ddp_records *r, struct ddp_buf *text)
 {
     json_t *a = json_array();
-    uint64_t len;
-    int err = ddp_record_stopped(r->rec, &len);
-    for (size_t i = 0; i <= r->out->nstopped; i++) {
-        const struct ddp_logfile *f = i < r->out->nstopped ? &r->out->stopped[i] : NULL;
-        if (!f && !err)
-            break;
-        const char *name = f ? (f->name ? f->name : "?") : "events.jsonl";
-        uint64_t bytes = f ? f->len : len;
-        const char *why = strerror(f ? f->err : err);
-        json_array_append_new(a, json_pack("{s:o, s:s, s:I, s:s}", "rank", f ? json_integer(f->rank) : json_null(),
-                                           "file", name, "bytes", (json_int_t)bytes, "error", why));
-        if (f)
-            ddp_buf_printf(text, "  rank %d ", f->rank);
-        else
-            ddp_buf_puts(text, "  ");
-        ddp_buf_printf(text, "%s: stopped at %llu bytes: %s\n", name, (unsigned long long)bytes, why);
-    }
+    struct ddp_logfile ev = {.fd = -1, .rank = -1, .name = "events.jsonl"};
+    for (size_t i = 0; i < r->out->nstopped; i++)
+        stopped_log(a, text, &r->out->stopped[i]);
+    for (size_t i = 0; i < r->nstopped; i++)
+        stopped_log(a, text, &r->stopped[i]);
+    ev.err = ddp_record_stopped(r->rec, &ev.len);
+    if (ev.err)
+        stopped_log(a, text, &ev);
     return a;
 }
 
@@ -483,8 +500,10 @@ static void print_stopped(const struct ddp_records *r)
 
 void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_output *out)
 {
-    if (!r->root.set)
+    if (!r->root.set) {
+        print_stopped(r);
         return;
+    }
     char *title = ddp_xasprintf("%s%s FAILED (exit status %d)%s", ddp_colour(DDP_COLOUR_RED), prog_name(r->spec),
                                 status, ddp_colour(DDP_COLOUR_RESET));
     struct ddp_report_entry root = entry_of(r, &r->root);

@@ -63,11 +63,15 @@ void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size);
 void ddp_records_decision(struct ddp_records *r, int attempt, const char *action, int next_attempt, int next_nproc,
                           long long delay_ms, int status, const char *why);
 
+/* A record file of the run (file: its path under the run directory) stopped at bytes by errno err (a full
+ * disk): listed with the logs that stopped (the workers' logs are listed by output.h itself). */
+void ddp_records_stopped(struct ddp_records *r, const char *file, uint64_t bytes, int err);
+
 /* The hang verdict (summary.json "hang", taken) and its console text (taken), with a "hang" event. */
 void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text);
 
 /* The failure summary on stderr ("PROG FAILED (exit status N)", root cause, others, hang verdict), after what
- * the console holds (out). Nothing when no root cause is known. */
+ * the console holds (out). When no root cause is known, only the logs that stopped (if any). */
 void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_output *out);
 
 /* A job that succeeded after restarts says so in one line ("X succeeded after 2 attempts (1 restart) in 0.3 s");

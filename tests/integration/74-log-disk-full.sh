@@ -82,4 +82,26 @@ expect_grep "^  rank 0 attempt_0/0/stdout.log: stopped at $(stat -c %s "$D/attem
 expect_eq "result" "$(jq -r .result "$D/summary.json")" succeeded
 expect_eq "logs_stopped of the job that succeeded" "$(jq -r '[.logs_stopped[].file] | sort | join(" ")' "$D/summary.json")" \
     "attempt_0/0/stdout.log attempt_0/0/timed.log"
+
+# a hang's attempt_0/stacks.txt on the full disk: said once, listed (rank null), the verdict still on the console
+rm -rf "$TMP/full/logs"
+cat >"$TMP/hang.py" <<'EOS'
+import sys, time
+sys.stdout.write(("x" * 99 + "\n") * 30000)
+sys.stdout.flush()
+time.sleep(60)
+EOS
+"$DDP" --nproc-per-node 2 --log-dir "$TMP/full/logs" --set timeout.stall=3s --set timeout.heartbeat=output \
+    --set restart.on_timeout=fail "$TMP/hang.py" >"$TMP/out" 2>"$TMP/err"
+expect_eq "status of the hung job" "$?" 124
+D=$(sed -n 's/^ddplaunch: logs in //p' "$TMP/err")
+grep -q 'capturing the stacks of 2 ranks' "$TMP/err" || fail "precondition: no stack capture"
+expect_eq "stacks.txt said once" "$(grep -c 'attempt_0/stacks.txt: log stopped at' "$TMP/err")" 1
+sb=$(sed -nE 's|^ddplaunch: warning: .*/attempt_0/stacks.txt: log stopped at ([0-9]+) bytes: No space left on device; the verdict is in the summary$|\1|p' "$TMP/err")
+expect_eq "stacks.txt: bytes said = its size" "$sb" "$(stat -c %s "$D/attempt_0/stacks.txt")"
+expect_grep '^  stacks: printed on each rank.s stderr above \(stacks.txt could not be written\)$' "$TMP/err"
+expect_grep "^  attempt_0/stacks.txt: stopped at $sb bytes: No space left on device$" "$TMP/err"
+expect_eq "stacks.txt in summary.json" \
+    "$(jq -r '.logs_stopped[] | select(.file == "attempt_0/stacks.txt") | "\(.rank) \(.bytes) \(.error)"' "$D/summary.json")" \
+    "null $sb No space left on device"
 exit 0
