@@ -77,11 +77,11 @@ os.write(1, ("RANKINFO " + " ".join(f"{k}={os.environ.get(k, '-')}" for k in key
 PYEOF
 
 # on_node I CMD...: CMD in node I's network namespace, with its host name and /etc/hosts, in the background,
-# stopped after 150 s at the latest
+# stopped after 300 s at the latest (torchrun on a busy machine takes minutes)
 on_node() {
     local i=$1
     shift
-    timeout -k 5 150 ip netns exec "$(ns "$i")" unshare --uts --mount \
+    timeout -k 5 300 ip netns exec "$(ns "$i")" unshare --uts --mount \
         sh -c 'hostname "$0" && mount --bind "$1" /etc/hosts && shift && exec "$@"' "${HOSTS[$i]}" "$TMP/hosts" \
         env GLOO_SOCKET_IFNAME=ddptr0 PYTHONUNBUFFERED=1 "$@" >"$TMP/n$i.out" 2>"$TMP/n$i.err" &
     pids[$i]=$!

@@ -2,7 +2,7 @@
 # ddplaunch doctor on this machine: one line per check with its status, exit status 0/1/2, a port held by a
 # python listener fails naming the holder, --json parses and agrees with the exit status, injected faults
 # (cross-socket GPU selection on the g4dn fixture, bad NCCL variables, a missing interface, a tiny open-files
-# limit, an unresolvable master address), and the run time (median of 20 runs, well under a second).
+# limit, an unresolvable master address).
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 
 if "$DDP" doctor >"$TMP/probe" 2>&1 </dev/null; then :; fi
@@ -97,14 +97,6 @@ expect_eq "exit status with ulimit -n 64" "$rc" 2
 "$DDP" doctor --master-addr nosuchhost.invalid >"$TMP/addr" 2>&1 || true
 expect_grep "^fail +master-addr +nosuchhost.invalid does not resolve" "$TMP/addr"
 
-# 5. time: median of 20 runs
-for _ in $(seq 20); do
-    s=$(date +%s%N); "$DDP" doctor >/dev/null 2>&1 || true; e=$(date +%s%N)
-    echo $(((e - s) / 1000000))
-done | sort -n >"$TMP/times"
-median=$(sed -n 10p "$TMP/times")
-echo "doctor: median ${median} ms over 20 runs (min $(head -1 "$TMP/times"), max $(tail -1 "$TMP/times"))"
-[ "$median" -lt 500 ] || fail "doctor is slow: median ${median} ms"
 # issue 23 item 7: the workers' python must import torch: a python without it fails, naming one that has it
 printf 'import torch\n' >"$TMP/t.py"
 printf '#!/bin/sh\necho "ModuleNotFoundError: No module named torch" >&2\nexit 1\n' >"$TMP/notorch"
