@@ -39,8 +39,8 @@ def free_port():
         return so.getsockname()[1]
 
 
-def run_once(argv, env):
-    """Wall and CPU seconds of argv and everything it waited for."""
+def run_once(argv, env, check=True):
+    """Wall and CPU seconds of argv and everything it waited for (exiting non-zero is an error when check)."""
     devnull = os.open(os.devnull, os.O_RDWR)
     fa = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
     t0 = time.perf_counter()
@@ -48,7 +48,7 @@ def run_once(argv, env):
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
     os.close(devnull)
-    if os.waitstatus_to_exitcode(status) != 0:
+    if check and os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"startup.py: {' '.join(argv)} exited with {os.waitstatus_to_exitcode(status)}")
     return wall, ru.ru_utime + ru.ru_stime
 
@@ -64,7 +64,8 @@ def main():
                     "'--set gpus.select=none' (CPU workers on a machine with fewer GPUs than workers)")
     ap.add_argument("--extra", action="append", default=[], metavar="LABEL:N:COMMAND",
                     help="one more command to time beside the others (split as a shell splits words; compared with "
-                         "sh of N workers), e.g. 'no cache:1:env DDPLAUNCH_TOPOLOGY_CACHE=off build/ddplaunch ...'")
+                         "sh of N workers; its exit status is not checked), e.g. "
+                         "'no cache:1:env DDPLAUNCH_TOPOLOGY_CACHE=off build/ddplaunch ...' or 'doctor:1:build/ddplaunch doctor'")
     a = ap.parse_args()
     ddp = os.path.abspath(a.ddplaunch)
     if a.torchrun:
@@ -91,7 +92,7 @@ def main():
         order = [c for c in cmds if r < c[3]]
         random.shuffle(order)
         for label, n, argv, _ in order:
-            wall, cpu = run_once(argv, env)
+            wall, cpu = run_once(argv, env, check=label in ("sh", "ddplaunch", "torchrun"))
             if r >= 0:
                 times[(label, n)][0].append(wall)
                 times[(label, n)][1].append(cpu)
