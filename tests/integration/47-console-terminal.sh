@@ -62,10 +62,11 @@ def size(fd):
     except OSError:
         return "none"
 os.write(1, ("tty out=%d err=%d size=%s,%s\n" % (os.isatty(1), os.isatty(2), size(1), size(2))).encode())
-if len(sys.argv) > 1 and sys.argv[1] == "winch":  # wait for the terminal to change size, then say so
+if len(sys.argv) > 1 and sys.argv[1] == "winch":  # wait for the terminal to reach 77x20, then say what it is
     open(os.path.join(os.environ["TTYDIR"], "ready.%s" % os.environ["RANK"]), "w").close()
-    first, t0 = size(1), time.time()
-    while size(1) == first and time.time() - t0 < 15:
+    t0 = time.time()
+    # stty resizes in two steps (cols, then rows): 77x45 on the way is not the end
+    while size(1) != "77x20" and time.time() - t0 < 60:
         time.sleep(0.05)
     os.write(1, ("resized out=%s err=%s\n" % (size(1), size(2))).encode())
 EOS
