@@ -17,20 +17,21 @@ grep -q 'world 4' "$TMP/out" && fail "a rank finished at world 4 although rank 1
 [ "$ms" -lt 10000 ] || fail "took ${ms} ms"
 
 # on_timeout = fail: 124, with the reason, the summary naming rank 1 and class hang.
-"$DDP" --no-python --nproc-per-node 2 --set timeout.stall=500ms --set restart.on_timeout=fail \
-    "$HELPERS/heartbeat" 100 50 1 >"$TMP/out" 2>"$TMP/err"
+# (the healthy rank touches every 50 ms for 10 s; 2 s of silence is a stall even on a busy machine, 500 ms not)
+"$DDP" --no-python --nproc-per-node 2 --set timeout.stall=2s --set restart.on_timeout=fail \
+    "$HELPERS/heartbeat" 200 50 1 >"$TMP/out" 2>"$TMP/err"
 expect_eq "status on_timeout=fail" "$?" 124
-expect_grep 'rank 1 made no progress for 500ms \(heartbeat\); on_timeout = fail: exiting' "$TMP/err"
+expect_grep 'rank 1 made no progress for 2s \(heartbeat\); on_timeout = fail: exiting' "$TMP/err"
 sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
 expect_grep 'rank +: 1 ' "$TMP/root"
 expect_grep 'class +: hang' "$TMP/root"
 
 # on_timeout = restart with max_restarts 1: two attempts, then 124.
-"$DDP" --no-python --nproc-per-node 2 --max-restarts 1 --set timeout.stall=500ms "$HELPERS/heartbeat" 100 50 0 \
+"$DDP" --no-python --nproc-per-node 2 --max-restarts 1 --set timeout.stall=2s "$HELPERS/heartbeat" 200 50 0 \
     >"$TMP/out" 2>"$TMP/err"
 expect_eq "status on_timeout=restart" "$?" 124
-expect_grep 'attempt 0: rank 0 made no progress for 500ms \(heartbeat\); restarting with 2 workers \(restart 1 of 1\)' "$TMP/err"
-expect_grep 'attempt 1: rank 0 made no progress for 500ms \(heartbeat\); no restarts left: exiting' "$TMP/err"
+expect_grep 'attempt 0: rank 0 made no progress for 2s \(heartbeat\); restarting with 2 workers \(restart 1 of 1\)' "$TMP/err"
+expect_grep 'attempt 1: rank 0 made no progress for 2s \(heartbeat\); no restarts left: exiting' "$TMP/err"
 
 # wall limit.
 start=$(date +%s%N)
