@@ -94,22 +94,34 @@ int ddp_cgroup_base(char **dir_out)
     return 0;
 }
 
+/* The boot time in seconds since the epoch (/proc/stat's btime), read once: it does not change. -1 unknown. */
+static double boot_time(void)
+{
+    static double btime = -2;
+    if (btime == -2) {
+        char *bt = read_text("/proc/stat");
+        const char *b = bt ? strstr(bt, "\nbtime ") : NULL;
+        btime = b ? atof(b + 7) : -1;
+        free(bt);
+    }
+    return btime;
+}
+
 /* Seconds since the epoch at which pid started (its /proc stat start time and the boot time), -1 when it does not
  * exist. */
 static double started_at(long long pid)
 {
     char p[64];
     snprintf(p, sizeof p, "/proc/%lld/stat", pid);
-    char *st = read_text(p), *bt = read_text("/proc/stat");
-    const char *rp = st ? strrchr(st, ')') : NULL, *b = bt ? strstr(bt, "\nbtime ") : NULL;
+    char *st = read_text(p);
+    const char *rp = st ? strrchr(st, ')') : NULL;
     unsigned long long ticks = 0;
-    double at = -1;
+    double at = -1, boot = boot_time();
     /* after the comm: state is field 3, starttime field 22 */
-    if (rp && b &&
+    if (rp && boot >= 0 &&
         sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &ticks) == 1)
-        at = atof(b + 7) + (double)ticks / (double)sysconf(_SC_CLK_TCK);
+        at = boot + (double)ticks / (double)sysconf(_SC_CLK_TCK);
     free(st);
-    free(bt);
     return at;
 }
 
