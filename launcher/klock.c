@@ -206,6 +206,9 @@ int ddp_klock_holder(const char *name, struct ddp_klock_holder *h)
         close(fd);
         return 0;
     }
+    /* a full backlog (EAGAIN) is a listening holder all the same: nobody accepts, so after 64 questions about
+     * one lock every later one lands here */
+    bool listening = fd >= 0 && errno == EAGAIN;
     if (fd >= 0)
         close(fd);
     /* refused (bound but not listening, or free) or a full backlog: held or not, bind says; who, the kernel's
@@ -217,6 +220,7 @@ int ddp_klock_holder(const char *name, struct ddp_klock_holder *h)
     unsigned ino = 0;
     if (diag_owner(abs_name, &h->uid, &ino) == 0) {
         h->known = true;
+        h->answers = listening;
         h->pid = pid_of_socket(ino);
         read_comm(h->pid, h->comm, sizeof h->comm);
     }

@@ -31,8 +31,9 @@ int ddp_klock_probe(const char *name);
 /* Who holds a lock, as the kernel says. */
 struct ddp_klock_holder {
     bool known;    /* false: the kernel would not say (no sock_diag here); pid and uid are then unknown */
-    bool answers;  /* it listens and accepted our connection (SO_PEERCRED): a ddplaunch job's lock does;
-                    * a bare bind() or a filled backlog does not, and the kernel's socket table is asked */
+    bool answers;  /* it listens, as a ddplaunch job's lock does: it took our connection (SO_PEERCRED), or its
+                    * backlog is full (nobody accepts: 64 questions fill it); a bare bind() does not listen.
+                    * Without SO_PEERCRED the kernel's socket table is asked for the pid */
     pid_t pid;     /* the process that holds it; 0 when this user cannot see it (another user's process seen
                     * by a non-root user, or another pid namespace) */
     uid_t uid;     /* the socket's owner */

@@ -670,10 +670,10 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
 }
 
 /* Reserve port explicitly against other ddplaunch jobs on this host (its lock, and a bind test). */
-static int reserve_exact(struct ddp_launch *l, char *const *envp, int port, struct ddp_port_resv **resv,
+static int reserve_exact(struct ddp_launch *l, char *const *envp, int port, bool quiet, struct ddp_port_resv **resv,
                          struct ddp_err *err)
 {
-    struct ddp_port_req preq = {.lock_dir = ddp_rundir_lock_dir(envp), .addr = l->ctx.master_addr};
+    struct ddp_port_req preq = {.lock_dir = ddp_rundir_lock_dir(envp), .addr = l->ctx.master_addr, .quiet = quiet};
     int got = 0;
     preq.spec.port = port;
     return ddp_port_reserve(&preq, resv, &got, err);
@@ -689,11 +689,12 @@ static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err
     int rc = ddp_coord_listen(ctx->master_addr, 0, &fd, err); /* is the address one of this host's? */
     if (rc == 0) {
         close(fd);
-        rc = reserve_exact(l, envp, ctx->coord_port, &l->coord_port, err);
+        rc = reserve_exact(l, envp, ctx->coord_port, true, &l->coord_port, err);
         if (rc == 0)
             rc = ddp_coord_listen(ctx->master_addr, ctx->coord_port, &l->listen_fd, err);
     }
     if (rc == -EADDRNOTAVAIL || rc == -EADDRINUSE) { /* not this host, or another agent here serves: join it */
+        memset(err, 0, sizeof *err);                     /* not an error: nothing to report at exit */
         ctx->coord_node = DDP_COORD_ANY_RANK;
         ctx->master_port = 0;
         l->port_source = DDP_LAUNCH_PORT_SENT;
@@ -739,7 +740,7 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
      * or on master_port + 1 (static), reserved like master_port on node 0. */
     if (!ctx->coord_dynamic) {
         ctx->coord_port = ctx->master_port + 1;
-        int rc = ctx->node_rank == 0 ? reserve_exact(l, envp, ctx->coord_port, &l->coord_port, err) : 0;
+        int rc = ctx->node_rank == 0 ? reserve_exact(l, envp, ctx->coord_port, false, &l->coord_port, err) : 0;
         if (rc < 0) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);

@@ -56,8 +56,8 @@ struct ddp_lease_info {
     char user[64];        /* user name of uid; "" when unknown */
     long long start_unix; /* from the holder's info file, seconds since the epoch, 0 when unknown */
     char comm[32];        /* holder's command (/proc/PID/comm, control characters replaced), "" when not seen */
-    bool ddplaunch;       /* the holder answers as a ddplaunch job's lock does; false: some other process
-                           * (bound without listening, or a ddplaunch job whose lock's backlog is full) */
+    bool ddplaunch;       /* the holder listens as a ddplaunch job's lock does and is named ddplaunch; false:
+                           * some other process (bound without listening, or another command) */
 };
 /* Every GPU leased now under lock_dir, sorted by bus id. Returns 0 with *out (caller frees with free()) and
  * *n, or a negative errno (/proc/net/unix unreadable). */

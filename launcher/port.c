@@ -463,6 +463,9 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
                     if (!seen && who[0])
                         ddp_strv_push(&holders, who);
                 }
+                if (!req->spec.is_auto && req->quiet)
+                    return ddp_errf(err, -EADDRINUSE, "master_port %d on %s is reserved by another process", port,
+                                    addr);
                 if (!req->spec.is_auto) {
                     char who[160] = "";
                     ddp_port_lock_holder(req->lock_dir, port, who, sizeof who);

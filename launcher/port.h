@@ -83,6 +83,9 @@ struct ddp_port_req {
                                   * multi-node Slurm job whose nodes cannot tell each other the port sets 1:
                                   * every node then computes the same candidate 0. */
     const char *ephemeral_range; /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
+    bool quiet;                  /* an explicit port that is held: -EADDRINUSE without naming its holder (the
+                                  * caller joins the agent that holds it: asking who it is would cost each of a
+                                  * thousand joining agents a walk of every process's open files) */
 };
 
 /* A held reservation: the port and the lock. */
