@@ -429,7 +429,7 @@ int ddp_coord_listen(const char *addr, int port, int *fd, struct ddp_err *err)
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (ss.ss_family == AF_INET6)
         setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(s, (struct sockaddr *)&ss, len) < 0 || listen(s, 128) < 0) {
+    if (bind(s, (struct sockaddr *)&ss, len) < 0 || listen(s, SOMAXCONN) < 0) {
         int e = errno;
         close(s);
         return ddp_errf(err, -e, "coord: cannot listen on %s:%d: %s", addr && *addr ? addr : "*", port, strerror(e));
@@ -517,7 +517,9 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
         c->handles++;
         rc = uv_tcp_open(&c->listener, lfd);
         if (rc == 0)
-            rc = uv_listen((uv_stream_t *)&c->listener, 128, on_connection);
+            /* a thousand agents may connect within a second: a short backlog drops their SYNs, and each dropped one
+             * waits out TCP's retransmission timeout (1 s, then 3 s); the kernel caps this at net.core.somaxconn */
+            rc = uv_listen((uv_stream_t *)&c->listener, SOMAXCONN, on_connection);
         if (rc < 0) {
             ddp_errf(err, rc, "coord: cannot listen on %s:%d: %s", *c->addr ? c->addr : "*", cfg->port,
                      uv_strerror(rc));

@@ -82,6 +82,9 @@ void ddp_coord_join_make_room(struct ddp_coord *c, const char *source);
  * kernel-side liveness (TCP_USER_TIMEOUT); the timer's tick */
 void ddp_coord_live_socket(struct ddp_coord_conn *k);
 void ddp_coord_live_heard(struct ddp_coord_conn *k, const struct ddp_frame_msg *m);
+/* A node that joined: tick at most once a second from now on (heartbeat_ms / 5), not ten times, so that a
+ * thousand idle agents on one host do not keep its CPUs awake. */
+void ddp_coord_live_joined(struct ddp_coord *c);
 void ddp_coord_live_tick(uv_timer_t *t);
 
 #endif

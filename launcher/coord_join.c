@@ -70,6 +70,7 @@ void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_m
         ddp_frame_session_key(c->secret, c->job, k->snonce, k->cnonce, k->key);
         k->state = DDP_COORD_AUTHED;
         k->node = 0;
+        ddp_coord_live_joined(c);
         struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = m->node};
         ddp_coord_emit(c, &ev);
         return;

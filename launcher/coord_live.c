@@ -123,6 +123,17 @@ static void client_tick(struct ddp_coord *c, long long now, long long dt)
         ddp_coord_client_connect(c);
 }
 
+void ddp_coord_live_joined(struct ddp_coord *c)
+{
+    long long t = c->cfg.heartbeat_ms / 5;
+    if (t > 1000)
+        t = 1000;
+    if (t <= c->tick_ms || c->closing)
+        return;
+    c->tick_ms = t;
+    uv_timer_start(&c->timer, ddp_coord_live_tick, (uint64_t)t, (uint64_t)t);
+}
+
 void ddp_coord_live_tick(uv_timer_t *t)
 {
     struct ddp_coord *c = t->data;
