@@ -87,39 +87,101 @@ static void procs_add(struct procs *p, pid_t pid, pid_t ppid, char state)
     p->n++;
 }
 
-/* Every process of the machine with its parent, from /proc/PID/stat ("pid (comm) S ppid ..."; comm may hold
- * spaces and parentheses, so parse after the last ')'). */
-static void procs_scan(struct procs *p)
+/* pid's state and parent from /proc/PID/stat ("pid (comm) S ppid ..."; comm may hold spaces and parentheses,
+ * so parse after the last ')'). 0, or -1 when it is gone. */
+static int proc_stat(pid_t pid, char *state, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    int pp;
+    if (!rp || sscanf(rp + 1, " %c %d", state, &pp) != 2)
+        return -1;
+    *ppid = (pid_t)pp;
+    return 0;
+}
+
+/* Every process of the machine with its parent. */
+static void procs_scan_all(struct procs *p)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
-    p->n = 0;
     if (!d)
         return;
     while ((e = readdir(d)) != NULL) {
-        char path[64], buf[512];
         long long pid;
-        int fd;
-        ssize_t n;
-        if (ddp_parse_int(e->d_name, 1, 1LL << 31, &pid) != 0)
-            continue;
-        snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = '\0';
-        char *rp = strrchr(buf, ')');
         char st;
-        int ppid;
-        if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2)
-            continue;
-        procs_add(p, (pid_t)pid, (pid_t)ppid, st);
+        pid_t ppid;
+        if (ddp_parse_int(e->d_name, 1, 1LL << 31, &pid) == 0 && proc_stat((pid_t)pid, &st, &ppid) == 0)
+            procs_add(p, (pid_t)pid, ppid, st);
     }
     closedir(d);
+}
+
+/* The children of pid that each of its threads started (/proc/PID/task/TID/children, zombies included) into p.
+ * -1 when the kernel has no such files (CONFIG_PROC_CHILDREN off). */
+static int procs_add_children(struct procs *p, pid_t pid)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0; /* gone */
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%.20s/children", (int)pid, e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            rc = errno == ENOENT && pid == getpid() ? -1 : 0; /* our own task: the file is missing, not gone */
+            continue;
+        }
+        struct ddp_buf b = {0};
+        char chunk[4096];
+        ssize_t n;
+        while ((n = read(fd, chunk, sizeof chunk)) > 0)
+            ddp_buf_add(&b, chunk, (size_t)n);
+        close(fd);
+        for (const char *q = b.data; q && *q;) {
+            char *end;
+            long c = strtol(q, &end, 10);
+            if (end == q)
+                break;
+            q = end;
+            char st;
+            pid_t ppid;
+            if (c > 0 && proc_stat((pid_t)c, &st, &ppid) == 0 && ppid == pid)
+                procs_add(p, (pid_t)c, pid, st);
+        }
+        ddp_buf_free(&b);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* This process's descendants with their parents: walked down from here, so that a thousand shims ending at
+ * once read their own trees, not every process of the machine each. Every process of the machine when the
+ * kernel lists no children. */
+static void procs_scan(struct procs *p)
+{
+    p->n = 0;
+    if (procs_add_children(p, getpid()) < 0) {
+        p->n = 0;
+        procs_scan_all(p);
+        return;
+    }
+    for (size_t i = 0; i < p->n && p->n < (1u << 20); i++) /* bounded, should pids be reused mid-walk */
+        procs_add_children(p, p->pid[i]);
 }
 
 static bool in_list(const pid_t *v, size_t n, pid_t x)
