@@ -6,6 +6,8 @@
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 free_port() { $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 N=6
+all=() # every agent started: none outlives a failed check
+trap 'kill "${all[@]}" 2>/dev/null; rm -rf "$TMP"' EXIT
 
 # 1. A job that forms: N agents, the same command line each.
 port=$(free_port)
@@ -13,7 +15,7 @@ pids=()
 for i in $(seq 1 $N); do
     "$DDP" --nnodes $N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$port" --rdzv-id one \
         --max-restarts 0 --no-python /bin/sh -c 'echo "rank $RANK of $WORLD_SIZE"' >"$TMP/a$i.out" 2>"$TMP/a$i.err" &
-    pids+=($!)
+    pids+=($!) all+=($!)
 done
 for i in $(seq 1 $N); do wait "${pids[$((i - 1))]}" || { cat "$TMP/a$i.err"; fail "agent $i failed"; }; done
 cat "$TMP"/a*.out | sort >"$TMP/ranks"
@@ -27,9 +29,11 @@ port=$(free_port)
 "$DDP" --nnodes 10 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" --rdzv-conf join_timeout=7 \
     --no-python --nproc-per-node 1 /bin/true >"$TMP/n0" 2>&1 &
 n0=$!
+all+=($n0)
 for r in 1 5 6; do
     "$DDP" --nnodes 10 --node-rank $r --master-addr 127.0.0.1 --master-port "$port" --rdzv-conf join_timeout=7 \
         --no-python --nproc-per-node 1 /bin/true >"$TMP/n$r" 2>&1 &
+    all+=($!)
 done
 wait $n0
 expect_eq "node 0's status when nodes are missing" "$?" 75
@@ -43,7 +47,7 @@ for i in $(seq 1 $N); do
     "$DDP" --nnodes $N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$port" --rdzv-id kill \
         --max-restarts 0 --no-python /bin/sh -c "echo \$\$ >\"$TMP/w.\$RANK\"; exec sleep 600" \
         >"$TMP/k$i.out" 2>"$TMP/k$i.err" &
-    pids+=($!)
+    pids+=($!) all+=($!)
 done
 for _ in $(seq 600); do [ "$(ls "$TMP" | grep -c '^w\.')" = $N ] && break; sleep 0.05; done
 expect_eq "workers running" "$(ls "$TMP" | grep -c '^w\.')" $N
