@@ -694,7 +694,7 @@ static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err
             rc = ddp_coord_listen(ctx->master_addr, ctx->coord_port, &l->listen_fd, err);
     }
     if (rc == -EADDRNOTAVAIL || rc == -EADDRINUSE) { /* not this host, or another agent here serves: join it */
-        memset(err, 0, sizeof *err);                     /* not an error: nothing to report at exit */
+        memset(err, 0, sizeof *err);                 /* not an error: nothing to report at exit */
         ctx->coord_node = DDP_COORD_ANY_RANK;
         ctx->master_port = 0;
         l->port_source = DDP_LAUNCH_PORT_SENT;
