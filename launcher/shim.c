@@ -18,6 +18,7 @@
 #include "bind.h"
 #include "cgroup.h"
 #include "exit.h"
+#include "rundir.h"
 #include "util.h"
 
 /* The signal the kernel sends the shim when the launcher dies. A real-time one, so that it can never be
@@ -141,18 +142,13 @@ static int procs_add_children(struct procs *p, pid_t pid)
         if (e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof(path), "/proc/%d/task/%.20s/children", (int)pid, e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            rc = errno == ENOENT && pid == getpid() ? -1 : 0; /* our own task: the file is missing, not gone */
+        char *text = NULL;
+        int r = ddp_rundir_read_small(AT_FDCWD, path, 1 << 16, &text); /* a cut-off pid fails the check below */
+        if (r < 0) {
+            rc = r == -ENOENT && pid == getpid() ? -1 : 0; /* our own task: the file is missing, not gone */
             continue;
         }
-        struct ddp_buf b = {0};
-        char chunk[4096];
-        ssize_t n;
-        while ((n = read(fd, chunk, sizeof chunk)) > 0)
-            ddp_buf_add(&b, chunk, (size_t)n);
-        close(fd);
-        for (const char *q = b.data; q && *q;) {
+        for (const char *q = text; *q;) {
             char *end;
             long c = strtol(q, &end, 10);
             if (end == q)
@@ -163,7 +159,7 @@ static int procs_add_children(struct procs *p, pid_t pid)
             if (c > 0 && proc_stat((pid_t)c, &st, &ppid) == 0 && ppid == pid)
                 procs_add(p, (pid_t)c, pid, st);
         }
-        ddp_buf_free(&b);
+        free(text);
     }
     closedir(d);
     return rc;
