@@ -97,7 +97,7 @@ for n in "${Ns[@]}"; do
     [ $bad = 0 ] || { echo "N=$n: $bad agents failed; first error:"; cat "$TMP"/a*.err | grep -m3 error; }
     t_start_run=$t_start
     start_s=$(secs "$t_start")
-    finish_s=$(awk -v u="$t_finish" 'BEGIN { printf "%.2f", u / 1e6 }')
+    finish_s=$(secs "$t_finish")
     cpu_s=$(awk -v t="$cpu" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }')
     rss_mb=$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')
 
