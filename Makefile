@@ -31,13 +31,15 @@ DEP_LIBS    = $(eval DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/nul
 CRIT_LIBS   = $(eval CRIT_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null))$(CRIT_LIBS)
 
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
-DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -g $(WARN) -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
+DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -g $(WARN) -Ilauncher -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
               -DDDP_VERSION='"$(VERSION)"' -DDDP_SYSCONFDIR='"$(SYSCONFDIR)"' \
               -DDDP_DATADIR='"$(DATADIR)"'
 DDP_LDFLAGS := $(SANFLAGS)
 
-SRCS       := $(sort $(wildcard launcher/*.c))
-LIB_SRCS   := $(filter-out launcher/main.c,$(SRCS))
+# launcher/FOLDER/MODULE.c: one folder per subsystem (README, Layout; launcher/deps.rules says which folder may
+# include which). Headers are included as "folder/module.h" from launcher/.
+SRCS       := $(sort $(wildcard launcher/*/*.c))
+LIB_SRCS   := $(filter-out launcher/driver/main.c,$(SRCS))
 OBJS       := $(SRCS:launcher/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS   := $(LIB_SRCS:launcher/%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
@@ -74,7 +76,7 @@ $(BUILD)/obj/%.o: launcher/%.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libddp.a
 	@mkdir -p $(@D)
-	$(CC) $(DDP_CFLAGS) -Ilauncher -Wno-missing-prototypes $(CPPFLAGS) $(CFLAGS) -o $@ $< \
+	$(CC) $(DDP_CFLAGS) -Wno-missing-prototypes $(CPPFLAGS) $(CFLAGS) -o $@ $< \
 	    $(BUILD)/libddp.a $(CRIT_LIBS) $(DEP_LIBS) $(DDP_LDFLAGS) $(LDFLAGS)
 
 $(BUILD)/helpers/%: tests/helpers/%.c
@@ -229,8 +231,8 @@ fuzz:
 # One formatting, by a tool: clang-format 14 with .clang-format over the C sources. `make format` rewrites them,
 # `make format-check` (run by CI) fails on any file that `make format` would change and names it.
 CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
-FORMAT_DIRS  := launcher tests/unit tests/helpers tests/fuzz packaging/static
-FORMAT_FILES  = $(sort $(wildcard $(addsuffix /*.c,$(FORMAT_DIRS)) $(addsuffix /*.h,$(FORMAT_DIRS))))
+FORMAT_DIRS  := launcher $(wildcard launcher/*/) tests/unit tests/helpers tests/fuzz packaging/static
+FORMAT_FILES  = $(sort $(wildcard $(addsuffix /*.c,$(FORMAT_DIRS:/=)) $(addsuffix /*.h,$(FORMAT_DIRS:/=))))
 
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_FILES)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame.h"
+#include "nodes/frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostlist.h"
+#include "nodes/hostlist.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

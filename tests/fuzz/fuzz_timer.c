@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timer.h"
+#include "watch/timer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -33,8 +33,8 @@ for name in "${names[@]}"; do
     if [ -f "tests/fuzz/fuzz_$name.srcs" ]; then
         srcs=$(sed -e 's/#.*//' "tests/fuzz/fuzz_$name.srcs" | xargs)
     else
-        srcs="launcher/util.c"
-        [ -f "launcher/$name.c" ] && srcs="launcher/$name.c $srcs"
+        srcs="launcher/base/util.c"
+        for m in launcher/*/"$name.c"; do [ -f "$m" ] && srcs="$m $srcs"; done
     fi
     bin=build/fuzz/fuzz_$name
     echo "== fuzz $name: $src $srcs"

@@ -1,54 +1,36 @@
 #!/usr/bin/env bash
-# Issue 21: the modules of launcher/ include each other without a cycle (two modules that include each other's
-# headers are one module in two files; X_internal.h counts as module X), and no file of launcher/ has more than 800
-# lines; README's layout names every module. Reads the sources only.
+# Issue 33: launcher/ is one folder per subsystem, and launcher/deps.rules (data) says which folder may include
+# which. tests/deps-check.py holds the code to it: no include upward or sideways, none of another folder's
+# X_internal.h, every include names its folder, no cycle between modules. The check is shown to fail on each
+# kind of planted violation, in a copy. README's layout has one line per folder. Reads the sources only.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-cd "$DDP_SRCDIR/launcher" || fail "no launcher/"
-ls ./*.c >/dev/null 2>&1 || fail "no sources in launcher/"
-$PY - <<'PYEOF' || fail "the include graph of launcher/ has a cycle (above)"
-import glob, os, re, sys
-mods = {}
-for f in sorted(glob.glob("*.c") + glob.glob("*.h")):
-    m = re.sub(r"_internal$", "", os.path.splitext(f)[0])  # a module's private header is the module
-    deps = mods.setdefault(m, set())
-    for line in open(f, errors="replace"):
-        g = re.match(r'\s*#\s*include\s+"([^"]+)\.h"', line)
-        d = g and re.sub(r"_internal$", "", g.group(1))
-        if d and d != m:
-            deps.add(d)
-assert len(mods) > 20, "only %d modules found" % len(mods)
-state, stack = {}, []
-def visit(m):
-    state[m] = 1
-    stack.append(m)
-    for d in sorted(mods.get(m, ())):
-        if state.get(d) == 1:
-            print("cycle: " + " -> ".join(stack[stack.index(d):] + [d]))
-            sys.exit(1)
-        if d in mods and not state.get(d):
-            visit(d)
-    stack.pop()
-    state[m] = 2
-for m in sorted(mods):
-    if not state.get(m):
-        visit(m)
-print("%d modules, %d include edges, no cycle" % (len(mods), sum(len(v) for v in mods.values())))
-PYEOF
-# no file of launcher/ over 800 lines, and the part that runs a job is all there
-for f in supervise.c runner.c lifecycle.c records.c capture.c nodes.c agent.c policy.c timer.c watch.c wall.c \
-    watchdog.c timeouts.c filetimer.c signals.c live.c; do
-    [ -e "$f" ] || fail "launcher/$f is missing"
-done
-for f in ./*.c ./*.h; do
-    n=$(wc -l <"$f")
-    [ "$n" -le 800 ] || fail "launcher/${f#./} has $n lines (over 800: split it by concern)"
-done
-# README's layout names every module (one line each) and says where a new timeout source goes
-layout=$(sed -n '/^## Layout/,/^## Install/p' "$DDP_SRCDIR/README.md")
+check=$DDP_SRCDIR/tests/deps-check.py
+out=$($PY "$check" "$DDP_SRCDIR/launcher") || fail "the include rule does not hold:"$'\n'"$out"
+echo "$out"
+
+copy=$TMP/launcher
+plant() { # plant FILE LINE: the check must fail on the copy with LINE added to FILE, naming FILE
+    rm -rf "$copy" && cp -r "$DDP_SRCDIR/launcher" "$copy"
+    printf '%s\n' "$2" >>"$copy/$1"
+    local o
+    o=$($PY "$check" "$copy") && fail "planted in $1 ($2): the check passed"
+    grep -qF "launcher/$1" <<<"$o" || grep -q "^cycle:" <<<"$o" || fail "planted in $1 ($2): not named: $o"
+    echo "planted $1: $2 -> $(head -n 1 <<<"$o")"
+}
+plant base/util.c '#include "run/runner.h"'           # upward
+plant nodes/coord.c '#include "run/plan.h"'           # sideways (nodes may not see run)
+plant driver/launch.c '#include "nodes/coord_internal.h"' # another folder's internal header
+plant spec/spec.c '#include "util.h"'                 # an include that does not name its folder
+plant run/pty.c '#include "run/runner.h"'             # a cycle inside a folder (runner.h -> pty.h)
+rm -rf "$copy" && cp -r "$DDP_SRCDIR/launcher" "$copy" && mkdir "$copy/extra"
+$PY "$check" "$copy" >/dev/null && fail "a folder missing from deps.rules passed"
+
+# README's layout: one line per folder of launcher/, and where a timeout source goes
+layout=$(sed -n '/^## Layout/,/^## Contributing/p' "$DDP_SRCDIR/README.md")
 [ -n "$layout" ] || fail "README.md has no Layout section"
-for f in ./*.c; do
-    f=${f#./}
-    grep -qE "(^| )${f//./\\.}( |,|;|$)" <<<"$layout" || fail "README's layout does not name launcher/$f"
+for d in "$DDP_SRCDIR"/launcher/*/; do
+    d=$(basename "$d")
+    grep -qE "^  $d/ " <<<"$layout" || fail "README's layout has no line for launcher/$d/"
 done
 grep -q "a timeout source" <<<"$layout" || fail "README's layout does not say where a timeout source goes"
 echo "ok"

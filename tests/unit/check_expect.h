@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "check.h"
+#include "doctor/check.h"
 
 /* How many results check has in r. */
 static inline size_t count(const struct ddp_check_report *r, const char *check)

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <signal.h>
 
-#include "agent.h"
+#include "driver/agent.h"
 
 /* The event as the pairwise test feeds it: status 3, SIGTERM for SIGNAL, not every node joined, a node's first
  * end of the round, the round not over yet, no signal behind a LOCAL_DONE. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bind.h"
+#include "topo/bind.h"
 
 /* The value of a "Key:\tvalue" line of /proc/self/status. Caller frees. */
 static char *status_field(const char *key)

@@ -2,7 +2,7 @@
  * loop, no processes, no clock. */
 #include <criterion/criterion.h>
 
-#include "capture.h"
+#include "watch/capture.h"
 
 struct cell {
     enum ddp_cstate from;

@@ -9,11 +9,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "base/exit.h"
 #include "check_expect.h"
-#include "check_host.h"
-#include "check_net.h"
-#include "exit.h"
+#include "doctor/check.h"
+#include "doctor/check_host.h"
+#include "doctor/check_net.h"
 
 /* ---- helpers ---- */
 

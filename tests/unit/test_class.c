@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "class.h"
+#include "records/class.h"
 
 Test(class, timeouts_and_names)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "classify.h"
+#include "records/classify.h"
 
 static enum ddp_class cl(const char *s)
 {

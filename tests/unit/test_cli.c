@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "spec.h"
+#include "spec/cli.h"
+#include "spec/spec.h"
 
 static char *no_env[] = {NULL};
 

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "coord.h"
+#include "nodes/coord.h"
 
 #define SECRET "0123456789abcdef-test-secret"
 

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "crypto.h"
+#include "base/crypto.h"
 
 static void hmac1(const void *key, size_t keylen, const char *msg, size_t len, char out[65])
 {

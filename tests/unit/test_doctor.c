@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "check_expect.h"
-#include "doctor.h"
+#include "doctor/doctor.h"
 #include "scratch.h"
-#include "topo.h"
+#include "topo/topo.h"
 
 /* ---- helpers ---- */
 

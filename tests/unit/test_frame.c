@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frame.h"
+#include "nodes/frame.h"
 
 Test(frame, split_waits_for_whole_frames_and_refuses_oversized)
 {

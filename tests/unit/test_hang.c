@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang.h"
+#include "watch/hang.h"
 
 /* the tables below leave trailing fields (a rank's /proc state) zero unless a test is about them */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "hostlist.h"
+#include "nodes/hostlist.h"
 
 /* Expand expr and return the hosts joined by spaces (caller frees), asserting success. */
 static char *expand_joined(const char *expr)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jobs.h"
+#include "host/jobs.h"
 
 Test(jobs, publish_update_list_close)
 {

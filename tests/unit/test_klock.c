@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "klock.h"
+#include "host/klock.h"
 
 static void unique(char *out, const char *what)
 {

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launch.h"
-#include "topo.h"
+#include "driver/launch.h"
+#include "topo/topo.h"
 
 static char *fixture_path(const char *name)
 {

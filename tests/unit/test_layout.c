@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
-#include "layout.h"
+#include "nodes/layout.h"
 
 Test(layout, over_the_nodes_that_are_up)
 {

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lease.h"
+#include "host/lease.h"
 #include "scratch.h"
 
 SCRATCH_SUITE(lease);

@@ -3,7 +3,7 @@
  * come; DONE is said once. Pure: no loop, no processes. */
 #include <criterion/criterion.h>
 
-#include "lifecycle.h"
+#include "run/lifecycle.h"
 
 struct worker {
     enum ddp_wstate state;

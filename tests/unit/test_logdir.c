@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "logdir.h"
+#include "host/logdir.h"
 
 static char base[64];
 

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "nccl.h"
+#include "spec/nccl.h"
 
 struct fx {
     struct ddp_kvlist nccl;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "output.h"
+#include "run/output.h"
 
 /* Read everything written so far to a file made by fx_init (consumes it). Caller frees. */
 static char *slurp(int fd, size_t *len)

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
-#include "topo.h"
+#include "run/plan.h"
+#include "topo/topo.h"
 
 static char *base_env[] = {"PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "DATA=/data", NULL};
 

@@ -3,7 +3,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "policy.h"
+#include "driver/policy.h"
 
 static struct ddp_spec spec_with(int max_restarts, enum ddp_on_timeout ot, int nproc_min)
 {

@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "port.h"
-#include "rundir.h"
+#include "host/port.h"
+#include "host/rundir.h"
 #include "scratch.h"
 
 SCRATCH_SUITE(port);

@@ -5,7 +5,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "pty.h"
+#include "run/pty.h"
 
 Test(pty, size_copied_bytes_unchanged_eio_at_end)
 {

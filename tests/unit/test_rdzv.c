@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rdzv.h"
+#include "nodes/rdzv.h"
 
 static struct ddp_spec spec;
 static struct ddp_err err;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "record.h"
+#include "records/record.h"
 
 Test(record, time_format_sorts)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report.h"
+#include "records/report.h"
 
 static char *write_tmp(const char *text)
 {

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rundir.h"
+#include "host/rundir.h"
 #include "scratch.h"
 
 static char *in_base(const char *name)

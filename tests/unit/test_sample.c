@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sample.h"
 #include "scratch.h"
+#include "watch/sample.h"
 
 SCRATCH_SUITE(sample);
 

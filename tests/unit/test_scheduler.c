@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "scheduler.h"
+#include "nodes/scheduler.h"
 
 static struct ddp_scheduler s;
 static struct ddp_err err;

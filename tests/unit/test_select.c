@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "place.h"
-#include "select.h"
-#include "topo.h"
+#include "topo/place.h"
+#include "topo/select.h"
+#include "topo/topo.h"
 
 static char *fixture(const char *name)
 {

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "port.h"
-#include "slurm.h"
+#include "host/port.h"
+#include "nodes/slurm.h"
 
 /* sbatch -N2 --ntasks-per-node=2 --gres=gpu:2: the batch shell on n1. */
 static char *batch_env[] = {"CUDA_VISIBLE_DEVICES=0,1",

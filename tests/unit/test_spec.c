@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "spec.h"
+#include "spec/cli.h"
+#include "spec/spec.h"
 
 static int load(struct ddp_spec *s, const char *text, struct ddp_err *err)
 {

@@ -2,7 +2,7 @@
  * stragglers from sample rounds. */
 #include <criterion/criterion.h>
 
-#include "suspect.h"
+#include "watch/suspect.h"
 
 static const struct ddp_suspect_cfg cfg = {.floor_ms = 30000, .setup_ms = 60000, .factor = 3};
 

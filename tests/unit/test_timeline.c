@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeline.h"
+#include "records/timeline.h"
 
 static const char *events_text =
     "[{\"v\":1,\"ts\":\"2026-12-01T01:00:00.000Z\",\"event\":\"job_start\",\"job\":\"train\",\"host\":\"gpu7\"},"

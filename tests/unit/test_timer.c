@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "timer.h"
+#include "watch/timer.h"
 
 #define LINE_BIG 10000
 

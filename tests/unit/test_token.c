@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "token.h"
+#include "nodes/token.h"
 
 static char dir[64];
 

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvml.h"
-#include "place.h"
-#include "topo.h"
-#include "topo_print.h"
+#include "topo/nvml.h"
+#include "topo/place.h"
+#include "topo/topo.h"
+#include "topo/topo_print.h"
 
 static char *fixture(const char *name)
 {

@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nvml.h"
-#include "topo.h"
-#include "topo_cache.h"
-#include "topo_print.h"
+#include "topo/nvml.h"
+#include "topo/topo.h"
+#include "topo/topo_cache.h"
+#include "topo/topo_print.h"
 
 static const char xml[] = "<?xml version=\"1.0\"?>\n<topology/>\n";
 

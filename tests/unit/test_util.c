@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 Test(util, ratelimit_burst_then_count_of_dropped)
 {

@@ -1,7 +1,7 @@
 /* Unit tests for wall.c: when the wall limit's timer looks again. */
 #include <criterion/criterion.h>
 
-#include "wall.h"
+#include "watch/wall.h"
 
 Test(wall, the_timer_looks_again_at_least_every_minute_until_the_limit)
 {

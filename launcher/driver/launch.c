@@ -1,0 +1,778 @@
+/* launch: load, resolve and acquire for one launch (launch.h). */
+#include "driver/launch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/crypto.h"
+#include "base/exit.h"
+#include "driver/policy.h"
+#include "host/logdir.h"
+#include "host/port.h"
+#include "host/rundir.h"
+#include "nodes/coord.h"
+#include "nodes/rdzv.h"
+#include "nodes/token.h"
+#include "spec/nccl.h"
+#include "topo/place.h"
+#include "topo/topo.h"
+#include "watch/sample.h"
+
+static int fail(struct ddp_launch *l, int status, int rc)
+{
+    l->fail_status = status;
+    return rc;
+}
+
+void ddp_launch_init(struct ddp_launch *l, enum ddp_cmd cmd)
+{
+    memset(l, 0, sizeof *l);
+    l->cmd = cmd;
+    l->fail_status = DDP_EXIT_LAUNCHER;
+    l->listen_fd = -1;
+    ddp_spec_init(&l->spec);
+}
+
+void ddp_launch_free(struct ddp_launch *l)
+{
+    ddp_lease_release(l->gpus);
+    ddp_port_release(l->port);
+    ddp_port_release(l->coord_port);
+    if (l->listen_fd >= 0)
+        close(l->listen_fd);
+    ddp_slurm_free(&l->slurm);
+    ddp_scheduler_free(&l->sched);
+    ddp_logdir_close(l->logdir);
+    /* The run dir holds only what ddplaunch made; removed without following symlinks. */
+    if (l->run_dir)
+        ddp_rundir_run_remove(l->run_dir, l->run_dir_lock);
+    if (l->topo)
+        ddp_topo_destroy(l->topo);
+    ddp_launch_holders_free(l->holders, l->nholders);
+    free(l->run_id);
+    free(l->python);
+    free(l->run_dir);
+    free(l->timer_path);
+    free(l->sample_pydir);
+    if (l->secret)
+        ddp_crypto_wipe(l->secret, strlen(l->secret));
+    free(l->secret);
+    ddp_spec_free(&l->spec);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- load ---- */
+
+static int load_site(struct ddp_spec *spec, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
+{
+    const char *path = cli->config ? cli->config : ddp_env_get(envp, "DDPLAUNCH_CONFIG");
+    if (path && *path)
+        return ddp_spec_load_file(spec, path, DDP_ORIGIN_SITE, err);
+    const char *def = DDP_SYSCONFDIR "/ddplaunch/ddplaunch.ini";
+    if (access(def, F_OK) != 0)
+        return 0;
+    return ddp_spec_load_file(spec, def, DDP_ORIGIN_SITE, err);
+}
+
+/* rdzv_endpoint HOST[:PORT] sets master_addr/master_port unless those were given with higher precedence. */
+static int apply_endpoint(struct ddp_spec *spec, struct ddp_err *err)
+{
+    if (!spec->rdzv_endpoint || !*spec->rdzv_endpoint)
+        return 0;
+    enum ddp_origin o = spec->origin[ddp_spec_key_find("job", "rdzv_endpoint")];
+    char *host = ddp_xstrdup(spec->rdzv_endpoint);
+    char *colon = strrchr(host, ':');
+    int rc = 0;
+    if (colon && !strchr(colon, ']')) {
+        *colon = '\0';
+        if (spec->origin[ddp_spec_key_find("job", "master_port")] <= o)
+            rc = ddp_spec_set(spec, "job", "master_port", colon + 1, o, "rdzv_endpoint", err);
+    }
+    if (rc == 0 && *host && spec->origin[ddp_spec_key_find("job", "master_addr")] <= o) {
+        char *h = host;
+        if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+            h[strlen(h) - 1] = '\0';
+            h++;
+        }
+        rc = ddp_spec_set(spec, "job", "master_addr", h, o, "rdzv_endpoint", err);
+    }
+    free(host);
+    return rc;
+}
+
+/* TORCHELASTIC_ENABLE_FILE_TIMER=1, how torchrun users turn on the file timer (torchrun's agent then serves
+ * TORCHELASTIC_TIMER_FILE): [timeout] timer_file = yes at the PET_* layer, so DDPLAUNCH_* and the command line
+ * still win. Any other value leaves it off, as torchrun's "== '1'" does. */
+static int apply_torchelastic_env(struct ddp_spec *spec, char *const *envp, struct ddp_err *err)
+{
+    const char *v = ddp_env_get(envp, "TORCHELASTIC_ENABLE_FILE_TIMER");
+    if (!v || strcmp(v, "1") != 0)
+        return 0;
+    return ddp_spec_set(spec, "timeout", "timer_file", "yes", DDP_ORIGIN_ENV, "TORCHELASTIC_ENABLE_FILE_TIMER", err);
+}
+
+int ddp_launch_load_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_spec *spec = &l->spec;
+    int rc;
+
+    if ((rc = load_site(spec, cli, envp, err)) < 0 ||
+        (cli->spec_path && (rc = ddp_spec_load_file(spec, cli->spec_path, DDP_ORIGIN_SPEC, err)) < 0) ||
+        (rc = ddp_cli_apply_pet(spec, envp, err)) < 0 || (rc = apply_torchelastic_env(spec, envp, err)) < 0 ||
+        (rc = ddp_spec_apply_env(spec, envp, err)) < 0 || (rc = ddp_cli_apply(cli, spec, envp, err)) < 0 ||
+        (rc = apply_endpoint(spec, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, rc);
+    /* [gpus] select = auto is the same as no list: every module reads an empty list as "choose for me". */
+    if (spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "auto") == 0)
+        ddp_strv_clear(&spec->gpus_select);
+    return 0;
+}
+
+static bool has_program(const struct ddp_spec *s)
+{
+    return s->command.n || s->script || s->module || s->program;
+}
+
+int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_spec *spec = &l->spec;
+    bool doctor = l->cmd == DDP_CMD_DOCTOR;
+    int rc;
+
+    if (!cli->spec_path && !cli->target && l->cmd == DDP_CMD_RUN && !has_program(spec)) {
+        l->fail_usage = true;
+        return fail(l, DDP_EXIT_USAGE, ddp_errf(err, -EINVAL, "expected a job spec (JOB.ini) or a training script"));
+    }
+    if (l->cmd == DDP_CMD_RUN) {
+        /* A training script that is not there: one line before anything starts, not a failed worker per rank
+         * ("ddplaunch help" names a script called help). */
+        char *check = ddp_cli_script_to_check(cli, spec->workdir, envp);
+        struct stat st;
+        if (check && stat(check, &st) < 0 && errno == ENOENT) {
+            l->fail_usage = true;
+            rc = ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are %s)", check,
+                          ddp_cli_command_names());
+            free(check);
+            return fail(l, DDP_EXIT_USAGE, rc);
+        }
+        free(check);
+        /* the job spec's script (relative to the spec's directory, spec_file.c): file:line, before anything */
+        int si = ddp_spec_key_find("job", "script");
+        if (!cli->target && spec->script && spec->origin[si] == DDP_ORIGIN_SPEC && spec->set_file[si] &&
+            stat(spec->script, &st) < 0 && errno == ENOENT)
+            return fail(l, DDP_EXIT_USAGE,
+                        ddp_errf(err, -ENOENT,
+                                 "%s:%d: script: no such file: '%s' (relative paths are taken from the "
+                                 "job spec's directory)",
+                                 spec->set_file[si], spec->set_line[si], spec->script));
+    }
+    if (doctor && !has_program(spec))
+        ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
+    if ((rc = ddp_spec_validate(spec, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, rc);
+
+    /* NCCL: the preset's variables (below explicit ones), then every NCCL/torch variable checked. */
+    if (spec->nccl_preset && *spec->nccl_preset &&
+        (rc = ddp_nccl_preset_apply(spec->nccl_preset, spec->log_dir, &spec->nccl, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, rc);
+    struct ddp_strv warnings = {0};
+    rc = ddp_nccl_validate(&spec->nccl, envp, &warnings, err);
+    for (size_t i = 0; i < warnings.n && !doctor; i++)
+        ddp_warn("%s", warnings.v[i]); /* doctor prints them as its nccl-env check */
+    ddp_strv_clear(&warnings);
+    if (rc < 0 && !doctor) /* doctor reports it as a failed check */
+        return fail(l, DDP_EXIT_USAGE, rc);
+
+    /* SLURM: inside an srun step, nodes, ranks, rank 0's address and the GPU set come from Slurm, unless the
+     * command line says otherwise. */
+    if ((rc = ddp_slurm_detect(envp, spec->slurm_enabled, &l->slurm, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, rc);
+    if (l->slurm.warning)
+        ddp_warn("%s", l->slurm.warning);
+    if ((rc = ddp_slurm_apply(&l->slurm, spec, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, rc);
+    /* Other schedulers and launchers that know the node ranks (scheduler.h), for a static rendezvous outside Slurm. */
+    bool c10d = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0;
+    if (!l->slurm.active && !c10d &&
+        ((rc = ddp_scheduler_detect(envp, &l->sched, err)) < 0 || (rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0))
+        return fail(l, DDP_EXIT_USAGE, rc);
+    return 0;
+}
+
+const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *envp)
+{
+    const char *path = cli->topology ? cli->topology : ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY");
+    return path && *path ? path : NULL;
+}
+
+int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
+                             struct ddp_err *err)
+{
+    /* run and plan use the topology cache and NVML's live state only when [gpus] max_memory_used asks for it;
+     * topo and doctor report the machine as it is now (and refresh the cache) */
+    const struct ddp_mem_limit *lim = &l->spec.gpus_max_memory_used;
+    bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
+    struct ddp_topo_opts o = {
+        .xml_path = path,
+        .envp = envp,
+        .refresh = report,
+        .gpu_usage = report || lim->percent > 0 || lim->bytes > 0,
+    };
+    int rc = ddp_topo_load_opts(&o, &l->topo, err);
+    if (rc < 0) {
+        l->topo = NULL;
+        if (required || path)
+            return fail(l, path ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER, rc);
+        /* Needed for GPUs and binding; without it the job still runs, unbound. */
+        ddp_warn("topology unavailable, workers will not be bound: %s", err->msg);
+    }
+    return 0;
+}
+
+/* ---- facts ---- */
+
+/* facts.env_python: BINDIR = the running binary's directory (/proc/self/exe); "BINDIR/python3" when it is
+ * executable and BINDIR/../pyvenv.cfg is a file or BINDIR/../conda-meta a directory (not resolved: a venv's
+ * python3 is a symlink whose own path selects the venv). Caller frees; NULL otherwise. */
+static char *env_python_probe(void)
+{
+    char exe[PATH_MAX];
+    struct stat st;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash || slash == exe)
+        return NULL;
+    *slash = '\0'; /* exe = BINDIR */
+    char *py = ddp_xasprintf("%s/python3", exe);
+    char *cfg = ddp_xasprintf("%s/../pyvenv.cfg", exe);
+    char *conda = ddp_xasprintf("%s/../conda-meta", exe);
+    bool env = (stat(cfg, &st) == 0 && S_ISREG(st.st_mode)) || (stat(conda, &st) == 0 && S_ISDIR(st.st_mode));
+    free(cfg);
+    free(conda);
+    if (!env || access(py, X_OK) != 0) {
+        free(py);
+        return NULL;
+    }
+    return py;
+}
+
+/* name's absolute path on envp's PATH (an executable regular file), or NULL. Caller frees. */
+static char *find_on_path(const char *name, char *const *envp)
+{
+    const char *path = ddp_env_get(envp, "PATH");
+    struct stat st;
+    if (strchr(name, '/'))
+        return access(name, X_OK) == 0 ? ddp_xstrdup(name) : NULL;
+    for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        char *cand = ddp_xasprintf("%.*s/%s", (int)n, n ? p : ".", name);
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+            if (cand[0] != '/') {
+                char abs[PATH_MAX];
+                if (realpath(cand, abs)) {
+                    free(cand);
+                    cand = ddp_xstrdup(abs);
+                }
+            }
+            return cand;
+        }
+        free(cand);
+        p += n + (p[n] == ':');
+    }
+    return NULL;
+}
+
+/* facts.torchrun_python: the #! line of the torchrun on PATH, when it names a python (found on PATH when it is
+ * a bare name, as /usr/bin/env would). */
+static char *torchrun_python_probe(char *const *envp)
+{
+    char *torchrun = find_on_path("torchrun", envp), line[4096] = "";
+    if (!torchrun)
+        return NULL;
+    FILE *f = fopen(torchrun, "re");
+    free(torchrun);
+    if (!f)
+        return NULL;
+    bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    char *py = got ? ddp_plan_shebang_python(line) : NULL;
+    if (py && !strchr(py, '/')) {
+        char *abs = find_on_path(py, envp);
+        free(py);
+        py = abs;
+    }
+    return py;
+}
+
+void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
+{
+    memset(f, 0, sizeof *f);
+    f->envp = envp;
+    snprintf(f->hostname, sizeof f->hostname, "localhost");
+    gethostname(f->hostname, sizeof f->hostname - 1);
+    f->online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned char raw[6] = {0};
+    FILE *u = fopen("/dev/urandom", "re");
+    if (!u || fread(raw, 1, sizeof raw, u) != sizeof raw) {
+        long long t = ddp_now_ns() ^ getpid();
+        memcpy(raw, &t, sizeof raw);
+    }
+    if (u)
+        fclose(u);
+    snprintf(f->random_id, sizeof f->random_id, "%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3], raw[4],
+             raw[5]);
+    struct ddp_lease_info *info = NULL;
+    if (ddp_lease_list(ddp_rundir_lock_dir(envp), &info, &f->nleases) < 0) {
+        info = NULL;
+        f->nleases = 0;
+    }
+    f->leases = info;
+    f->env_python = env_python_probe();
+    f->torchrun_python = torchrun_python_probe(envp);
+    f->path_python = find_on_path("python3", envp);
+    f->self = getpid();
+    f->console_tty[0] = isatty(STDOUT_FILENO) == 1;
+    f->console_tty[1] = isatty(STDERR_FILENO) == 1;
+}
+
+void ddp_launch_facts_free(struct ddp_launch_facts *f)
+{
+    free((void *)f->leases);
+    free(f->env_python);
+    free(f->torchrun_python);
+    free(f->path_python);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- resolve (pure) ---- */
+
+char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_info *leases, size_t nleases, pid_t self)
+{
+    if (!topo)
+        return NULL;
+    size_t ngpus = ddp_topo_ngpus(topo);
+    char **holders = ddp_xcalloc(ngpus + 1, sizeof *holders);
+    for (size_t i = 0; i < nleases; i++) {
+        int g = ddp_topo_gpu_find(topo, leases[i].busid);
+        if (g < 0 || leases[i].pid == self)
+            continue;
+        free(holders[g]);
+        holders[g] = ddp_xasprintf("%s '%s' (pid %d, user %s, command %s)",
+                                   leases[i].ddplaunch ? "job" : "a process that is no ddplaunch job, job",
+                                   leases[i].job[0] ? leases[i].job : "?", (int)leases[i].pid,
+                                   leases[i].user[0] ? leases[i].user : "?", leases[i].comm[0] ? leases[i].comm : "?");
+    }
+    return holders;
+}
+
+void ddp_launch_holders_free(char **holders, size_t n)
+{
+    for (size_t i = 0; holders && i < n; i++)
+        free(holders[i]);
+    free(holders);
+}
+
+static char *run_id_of(const struct ddp_spec *spec, const struct ddp_launch_facts *f)
+{
+    if (spec->run_id && *spec->run_id && strcmp(spec->run_id, "none") != 0)
+        return ddp_xstrdup(spec->run_id);
+    const char *slurm = ddp_env_get(f->envp, "SLURM_JOB_ID");
+    if (slurm && *slurm && spec->slurm_enabled != DDP_NO)
+        return ddp_xasprintf("slurm-%s", slurm);
+    if (spec->nnodes.max > 1)
+        return ddp_xstrdup("none"); /* as torchrun: the same on every node without anything to agree on */
+    return ddp_xstrdup(f->random_id);
+}
+
+/* Workers on this node: nproc_per_node as a number, one per usable GPU (gpu, auto), one per CPU (cpu, auto
+ * without GPUs). */
+static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f, struct ddp_err *err)
+{
+    const struct ddp_spec *spec = &l->spec;
+    switch (spec->nproc_per_node.kind) {
+    case DDP_NPROC_INT:
+        return spec->nproc_per_node.n;
+    case DDP_NPROC_GPU:
+    case DDP_NPROC_AUTO: {
+        struct ddp_place_req req;
+        ddp_plan_place_req(&l->ctx, 1, &req);
+        int usable = l->topo && req.want_gpus ? ddp_place_count_usable(l->topo, &req) : 0;
+        if (usable > 0)
+            return usable;
+        if (spec->nproc_per_node.kind == DDP_NPROC_GPU && l->cmd == DDP_CMD_DOCTOR)
+            return 1; /* the gpus check explains what is missing */
+        if (spec->nproc_per_node.kind == DDP_NPROC_GPU)
+            return ddp_errf(err, -ENODEV, "nproc_per_node = gpu, but no usable GPU was found%s",
+                            l->topo ? "" : " (no topology)");
+    } /* fall through: auto without GPUs = one per CPU */
+    /* FALLTHROUGH */
+    case DDP_NPROC_CPU: {
+        long n = l->topo ? ddp_topo_ncpus(l->topo) : f->online_cpus;
+        return n > 0 ? (int)n : 1;
+    }
+    }
+    return 1;
+}
+
+/* Several nodes: how the agents meet (rdzv.h), and master_port: reserved on node 0, derived from Slurm's job id
+ * on the others (auto), as given, or (c10d) reserved by the agent that serves the rendezvous and sent to the
+ * others. */
+static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
+{
+    struct ddp_spec *spec = &l->spec;
+    struct ddp_plan_ctx *ctx = &l->ctx;
+    struct ddp_rdzv rdzv;
+    const char *sched = l->slurm.active ? "slurm" : l->sched.name;
+    int rc = ddp_rdzv_decide(spec, ctx->nnodes > 1 ? sched : NULL, &rdzv, err);
+    if (rc < 0)
+        return rc;
+    ctx->rdzv_source = rdzv.source;
+    ctx->coord_dynamic = rdzv.dynamic;
+    ctx->coord_node = ctx->node_rank;
+    ctx->coord_listen_fd = -1;
+    ctx->join_timeout_ms = rdzv.join_timeout_ms;
+    ctx->last_call_ms = rdzv.last_call_ms;
+    ctx->lost_after_ms = rdzv.lost_after_ms;
+    if (rdzv.dynamic) {
+        /* The endpoint's port is the rendezvous; MASTER_PORT is node 0's to choose. Whether this agent serves
+         * is decided by acquire (it must try the address and the port). */
+        ctx->coord_port = spec->master_port.is_auto ? DDP_RDZV_C10D_PORT : spec->master_port.port;
+        ctx->node_rank = 0;
+        ddp_port_spec_parse("auto", &spec->master_port, NULL);
+        l->port_source = DDP_LAUNCH_PORT_RESERVE;
+        return 0;
+    }
+    if (rdzv.several && spec->master_port.is_auto && !l->slurm.active)
+        ddp_port_spec_parse("29500", &spec->master_port, NULL); /* torchrun's default for several nodes */
+    if (ctx->node_rank != 0 && spec->master_port.is_auto) {
+        /* Node 0 reserves the port; the others compute the same one from the job id. */
+        ctx->master_port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
+        if (ctx->master_port <= 0)
+            return ddp_errf(err, -EINVAL,
+                            "master_port = auto on node %d needs Slurm (to derive node 0's port); "
+                            "give every node the same --master-port",
+                            ctx->node_rank);
+        l->port_source = DDP_LAUNCH_PORT_DERIVED;
+    } else if (ctx->node_rank == 0) {
+        l->port_source = DDP_LAUNCH_PORT_RESERVE;
+    } else {
+        ctx->master_port = spec->master_port.port;
+        l->port_source = DDP_LAUNCH_PORT_GIVEN;
+    }
+    return 0;
+}
+
+int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, struct ddp_err *err)
+{
+    struct ddp_spec *spec = &l->spec;
+    struct ddp_plan_ctx *ctx = &l->ctx;
+
+    free(l->run_id);
+    free(l->python);
+    l->run_id = run_id_of(spec, f);
+    snprintf(l->hostname, sizeof l->hostname, "%s", f->hostname);
+    const char *python_why = NULL;
+    l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, f->torchrun_python, f->path_python, &python_why));
+    *ctx = (struct ddp_plan_ctx){
+        .spec = spec,
+        .base_env = f->envp,
+        .hostname = l->hostname,
+        .run_id = l->run_id,
+        .python = l->python,
+        .python_why = python_why,
+        .console_tty = {f->console_tty[0], f->console_tty[1]},
+        .topo = l->topo,
+        .inherited_cvd = l->slurm.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
+        .slurm_gpus = l->slurm.active ? l->slurm.gpus : NULL,
+        .nnodes = spec->nnodes.max,
+        .node_rank = spec->node_rank,
+        .master_addr = spec->standalone ? "127.0.0.1" : spec->master_addr,
+    };
+    int n = resolve_nproc(l, f, err);
+    if (n < 0)
+        return fail(l, DDP_EXIT_USAGE, n);
+    ctx->nproc = n;
+
+    /* Derived defaults the spec leaves open. */
+    spec->min_nproc_per_node = ddp_policy_min_nproc(spec, ctx->nproc);
+    if (!spec->name || !*spec->name) {
+        const char *prog = spec->command.n ? spec->command.v[0]
+                           : spec->script  ? spec->script
+                           : spec->module  ? spec->module
+                                           : spec->program;
+        const char *slash = strrchr(prog, '/');
+        free(spec->name);
+        spec->name = ddp_xstrdup(slash ? slash + 1 : prog);
+    }
+
+    /* GPU leases: concurrent jobs on this host without a scheduler get disjoint GPUs. */
+    struct ddp_place_req req;
+    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    l->lease = l->cmd == DDP_CMD_RUN && l->topo && req.want_gpus && ddp_topo_ngpus(l->topo) > 0 &&
+               (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->slurm.active));
+    ddp_launch_holders_free(l->holders, l->nholders);
+    l->holders = NULL;
+    l->nholders = 0;
+    if (!l->lease && l->topo) {
+        l->holders = ddp_launch_holders(l->topo, f->leases, f->nleases, f->self);
+        l->nholders = ddp_topo_ngpus(l->topo);
+    }
+    ctx->gpu_holders = (const char *const *)l->holders;
+
+    if (l->cmd == DDP_CMD_DOCTOR) {
+        ctx->master_port = spec->master_port.is_auto ? 0 : spec->master_port.port;
+        l->port_source = DDP_LAUNCH_PORT_NONE;
+        return 0;
+    }
+    int rc = resolve_port(l, err);
+    return rc < 0 ? fail(l, DDP_EXIT_USAGE, rc) : 0;
+}
+
+/* ---- acquire ---- */
+
+static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    const struct ddp_spec *spec = &l->spec;
+    char *ephemeral = ddp_port_ephemeral_range();
+    struct ddp_port_req preq = {
+        .lock_dir = ddp_rundir_lock_dir(envp),
+        .addr = l->ctx.master_addr,
+        .spec = spec->master_port,
+        .ephemeral_range = ephemeral,
+    };
+    if (l->slurm.active && l->slurm.job_id) {
+        preq.slurm_job_id = l->slurm.job_id_num;
+        preq.slurm_step_id = l->slurm.step_id_num;
+        preq.max_candidates = l->ctx.nnodes > 1 ? 1 : 0;
+    }
+    int rc = ddp_port_reserve(&preq, &l->port, &l->ctx.master_port, err);
+    free(ephemeral);
+    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic && !l->slurm.active &&
+        !l->sched.name) {
+        /* a second agent of a static job as node 0 (often without --node-rank: torchrun's default is 0) */
+        char *why = ddp_xstrdup(err->msg), *cut = strstr(why, "; use master_port");
+        if (cut)
+            *cut = '\0';
+        char ranks[32] = "1";
+        if (l->ctx.nnodes > 2)
+            snprintf(ranks, sizeof ranks, "1 to %d", l->ctx.nnodes - 1);
+        rc = ddp_errf(err, rc, "node rank 0 is taken (%s): start this node with --node-rank %s", why, ranks);
+        free(why);
+    }
+    if (rc < 0)
+        return fail(l, rc == -EADDRINUSE && !spec->master_port.is_auto ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER, rc);
+    return 0;
+}
+
+/* ddp_lease_acquire's chooser: the placement this job would make with the GPUs other jobs hold (held[]) left
+ * out (placement then says "in use by another job", not "left out"). */
+static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct ddp_strv *chosen, struct ddp_err *err)
+{
+    const struct ddp_plan_ctx *ctx = arg;
+    size_t ngpus = ddp_topo_ngpus(ctx->topo);
+    const char **holders = ddp_xcalloc(ngpus + 1, sizeof *holders);
+    struct ddp_place_req req;
+    struct ddp_placement pl = {0};
+
+    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    int usable_all = ddp_place_count_usable(ctx->topo, &req), needed = ddp_place_count_gpus(ctx->topo, &req);
+    for (size_t i = 0; i < nheld; i++) {
+        int g = ddp_topo_gpu_find(ctx->topo, held[i]);
+        if (g >= 0)
+            holders[g] = "another ddplaunch job";
+    }
+    req.holders = holders;
+    int rc = ddp_place_ranks(ctx->topo, &req, &pl, err);
+    free(holders);
+    if (rc < 0)
+        return usable_all >= needed && nheld > 0 ? -ENODEV : rc; /* -ENODEV: wait for the held ones */
+    for (size_t r = 0; r < pl.nranks; r++) {
+        const char *b = pl.ranks[r].busid;
+        bool dup = false;
+        for (size_t j = 0; b && j < chosen->n; j++)
+            dup |= strcmp(chosen->v[j], b) == 0;
+        if (b && !dup)
+            ddp_strv_push(chosen, b);
+    }
+    ddp_place_free(&pl);
+    return 0;
+}
+
+static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    size_t ngpus = ddp_topo_ngpus(l->topo);
+    const char **all = ddp_xcalloc(ngpus + 1, sizeof *all);
+    for (size_t g = 0; g < ngpus; g++)
+        all[g] = ddp_topo_gpu_busid(l->topo, g);
+    struct ddp_strv chosen = {0};
+    int rc = ddp_lease_acquire(ddp_rundir_lock_dir(envp), all, ngpus, choose_gpus, &l->ctx, l->spec.name,
+                               l->spec.gpus_lease_wait_ms, &l->gpus, &chosen, err);
+    free(all);
+    if (rc < 0) {
+        ddp_strv_clear(&chosen);
+        return fail(l, rc == -EBUSY ? DDP_EXIT_TEMPFAIL : DDP_EXIT_USAGE, rc); /* -EBUSY: leased by other jobs */
+    }
+    /* Later attempts (downsizing) choose only among the GPUs this job leased. */
+    ddp_launch_holders_free(l->holders, l->nholders);
+    l->holders = ddp_xcalloc(ngpus + 1, sizeof *l->holders);
+    l->nholders = ngpus;
+    for (size_t g = 0; g < ngpus; g++) {
+        bool mine = false;
+        for (size_t j = 0; j < chosen.n; j++)
+            mine |= ddp_topo_gpu_find(l->topo, chosen.v[j]) == (int)g;
+        if (!mine)
+            l->holders[g] = ddp_xstrdup("not leased by this job");
+    }
+    l->ctx.gpu_holders = (const char *const *)l->holders;
+    ddp_strv_clear(&chosen);
+    return 0;
+}
+
+/* A fresh private directory for this launch (heartbeat files, error files, the timer FIFO): rundir.c makes it
+ * with mkdtemp, owner checked, no symlinks, and sweeps what SIGKILLed launches of this user left. Without one,
+ * a job that asks for heartbeat files or the timer FIFO is refused (exit 2): hang detection must not be off
+ * silently; other jobs go on with a warning. */
+static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_err e = {0};
+    ddp_rundir_sweep(envp, getuid(), 60);
+    if (ddp_rundir_run_create(envp, getuid(), &l->run_dir, &l->run_dir_lock, &e) < 0) {
+        l->run_dir = NULL;
+        bool hb = l->spec.heartbeat == DDP_HEARTBEAT_FILE && l->spec.timeout_stall_ms > 0;
+        if (hb || l->spec.timer_file) {
+            l->fail_status = DDP_EXIT_USAGE;
+            return ddp_errf(err, e.code, "%s; needed for %s: set XDG_RUNTIME_DIR to a private directory", e.msg,
+                            hb ? "[timeout] heartbeat = file" : "[timeout] timer_file");
+        }
+        ddp_warn("no runtime directory, so no heartbeat files: %s", e.msg);
+    }
+    l->ctx.run_dir = l->run_dir;
+    if (l->spec.timeout_sample && l->run_dir) { /* live stack sampling: the sitecustomize the workers load */
+        if (ddp_sample_install(l->run_dir, &l->sample_pydir, &e) < 0) {
+            ddp_warn("no live stack sampling: %s", e.msg);
+            l->spec.timeout_sample = false;
+        }
+        l->ctx.sample_pydir = l->sample_pydir;
+        l->ctx.sample_signal = ddp_sample_signal();
+    }
+    if (l->spec.timer_file && l->run_dir) {
+        l->timer_path = ddp_xasprintf("%s/timer", l->run_dir); /* the FIFO torch's FileTimerClient writes to */
+        l->ctx.timer_file = l->timer_path;
+    }
+    return 0;
+}
+
+/* Reserve port explicitly against other ddplaunch jobs on this host (its lock, and a bind test). */
+static int reserve_exact(struct ddp_launch *l, char *const *envp, int port, bool quiet, struct ddp_port_resv **resv,
+                         struct ddp_err *err)
+{
+    struct ddp_port_req preq = {.lock_dir = ddp_rundir_lock_dir(envp), .addr = l->ctx.master_addr, .quiet = quiet};
+    int got = 0;
+    preq.spec.port = port;
+    return ddp_port_reserve(&preq, resv, &got, err);
+}
+
+/* c10d-style rendezvous: serve the endpoint when its address is this host's and its port is free (reserved
+ * against other ddplaunch jobs, then listened on): node 0; else join, and get a node rank and MASTER_PORT from
+ * the serving agent. */
+static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_plan_ctx *ctx = &l->ctx;
+    int fd = -1;
+    int rc = ddp_coord_listen(ctx->master_addr, 0, &fd, err); /* is the address one of this host's? */
+    if (rc == 0) {
+        close(fd);
+        rc = reserve_exact(l, envp, ctx->coord_port, true, &l->coord_port, err);
+        if (rc == 0)
+            rc = ddp_coord_listen(ctx->master_addr, ctx->coord_port, &l->listen_fd, err);
+    }
+    if (rc == -EADDRNOTAVAIL || rc == -EADDRINUSE) { /* not this host, or another agent here serves: join it */
+        memset(err, 0, sizeof *err);                 /* not an error: nothing to report at exit */
+        ctx->coord_node = DDP_COORD_ANY_RANK;
+        ctx->master_port = 0;
+        l->port_source = DDP_LAUNCH_PORT_SENT;
+        return 0;
+    }
+    if (rc < 0)
+        return fail(l, DDP_EXIT_LAUNCHER, rc);
+    ctx->coord_node = 0;
+    ctx->coord_listen_fd = l->listen_fd;
+    return 0;
+}
+
+int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    int rc;
+    if (l->ctx.coord_dynamic && l->cmd == DDP_CMD_RUN && (rc = serve_or_join(l, envp, err)) < 0)
+        return rc;
+    if (l->port_source == DDP_LAUNCH_PORT_RESERVE && (rc = reserve_port(l, envp, err)) < 0)
+        return rc;
+    if (l->lease && (rc = lease_gpus(l, envp, err)) < 0)
+        return rc;
+    if (l->cmd != DDP_CMD_PLAN && (rc = make_run_dir(l, envp, err)) < 0)
+        return rc;
+    /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
+    if (l->cmd == DDP_CMD_RUN && l->spec.log_dir) {
+        if ((rc = ddp_logdir_create(l->spec.log_dir, l->run_id, &l->logdir, err)) < 0) {
+            l->fail_status = DDP_EXIT_USAGE;
+            return rc;
+        }
+        ddp_info("logs in %s", ddp_logdir_path(l->logdir));
+        l->ctx.logdir = l->logdir;
+    }
+    return 0;
+}
+
+int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    struct ddp_plan_ctx *ctx = &l->ctx;
+    const struct ddp_spec *spec = &l->spec;
+    if (ctx->nnodes <= 1)
+        return 0;
+    /* Several nodes: the agents coordinate over an authenticated control channel: on the c10d endpoint's port,
+     * or on master_port + 1 (static), reserved like master_port on node 0. */
+    if (!ctx->coord_dynamic) {
+        ctx->coord_port = ctx->master_port + 1;
+        int rc = ctx->node_rank == 0 ? reserve_exact(l, envp, ctx->coord_port, false, &l->coord_port, err) : 0;
+        if (rc < 0) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return fail(l, rc == -EADDRINUSE ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER,
+                        ddp_errf(err, rc, "control port (master_port + 1): %s", msg));
+        }
+    }
+    int rc = ddp_token_job_secret(spec, envp, l->slurm.active && l->slurm.job_id ? l->slurm.job_id : l->run_id,
+                                  &l->secret, err);
+    if (rc < 0) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return fail(l, DDP_EXIT_USAGE, ddp_errf(err, rc, "job secret: %s", msg));
+    }
+    struct ddp_strv job_argv = {0}; /* what runs: the same on every node of one job */
+    if (spec->command.n)
+        ddp_strv_copy(&job_argv, &spec->command);
+    else
+        ddp_strv_pushf(&job_argv, "%s %s",
+                       spec->script   ? "script"
+                       : spec->module ? "module"
+                                      : "program",
+                       spec->script   ? spec->script
+                       : spec->module ? spec->module
+                                      : spec->program);
+    for (size_t i = 0; i < spec->args.n; i++)
+        ddp_strv_push(&job_argv, spec->args.v[i]);
+    ddp_rdzv_identity(l->run_id, (const char *const *)job_argv.v, l->job);
+    ddp_strv_clear(&job_argv);
+    ctx->coord_secret = l->secret;
+    ctx->coord_job = l->job;
+    ctx->min_nnodes = spec->nnodes.min > 0 ? spec->nnodes.min : ctx->nnodes;
+    return 0;
+}

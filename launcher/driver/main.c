@@ -1,0 +1,257 @@
+/* main: wires the modules together: cli (which command, which options) -> that command's module: run is
+ * launch (spec layers, topology, resolve, acquire) -> plan -> supervise -> exit status; plan, doctor, topo,
+ * report and ps print. It decides nothing itself. Only main.c and the exec shim call exit(). */
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/exit.h"
+#include "base/util.h"
+#include "doctor/doctor.h"
+#include "driver/launch.h"
+#include "driver/supervise.h"
+#include "host/jobs.h"
+#include "host/rundir.h"
+#include "records/timeline.h"
+#include "run/plan.h"
+#include "run/shim.h"
+#include "spec/cli.h"
+#include "topo/topo.h"
+#include "topo/topo_print.h"
+
+extern char **environ;
+
+static int usage_error(const char *msg)
+{
+    fprintf(stderr, "ddplaunch: %s\nTry 'ddplaunch --help'.\n", msg);
+    return DDP_EXIT_USAGE;
+}
+
+/* A failed launch step: its message, and the exit status it set. */
+static int launch_error(const struct ddp_launch *l, const struct ddp_err *err)
+{
+    if (l->fail_usage)
+        return usage_error(err->msg);
+    fprintf(stderr, "ddplaunch: %s\n", err->msg);
+    return l->fail_status;
+}
+
+static char *self_exe(const char *argv0)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        return ddp_xstrdup(buf);
+    }
+    return ddp_xstrdup(argv0);
+}
+
+/* Started with 0, 1 or 2 closed (cron, `<&-`, `>&-`): hold them on /dev/null before anything opens a file, so
+ * that no pipe, log file or libuv's epoll fd lands there (libuv asserts when closing one, and workers would
+ * read the epoll fd as their stdin). Output to a closed stdout is then discarded, as the caller asked. */
+static void hold_std_fds(void)
+{
+    for (;;) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd < 0)
+            return;
+        if (fd > STDERR_FILENO) {
+            close(fd);
+            return;
+        }
+    }
+}
+
+static void ignore_signal(int signo)
+{
+    (void)signo;
+}
+
+/* The spec's layers for a launching command; 0, or the exit status of the failed step (its message printed). */
+static int load_spec(struct ddp_launch *l, const struct ddp_cli *cli, struct ddp_err *err)
+{
+    ddp_launch_init(l, cli->cmd);
+    return ddp_launch_load_spec(l, cli, environ, err) < 0 ? launch_error(l, err) : 0;
+}
+
+/* `ddplaunch topo`: the topology with the GPUs other jobs lease now. */
+static int topo_command(const struct ddp_cli *cli, const char *argv0)
+{
+    struct ddp_launch l;
+    struct ddp_err err = {0};
+    struct ddp_launch_facts facts;
+    int status;
+    (void)argv0;
+    if ((status = load_spec(&l, cli, &err)) != 0)
+        goto out;
+    if (ddp_launch_load_topology(&l, ddp_launch_topology_path(cli, environ), true, environ, &err) < 0) {
+        status = launch_error(&l, &err);
+        goto out;
+    }
+    ddp_launch_facts_gather(&facts, environ);
+    char **holders = ddp_launch_holders(l.topo, facts.leases, facts.nleases, facts.self);
+    status = ddp_topo_print(l.topo, &l.spec, environ, (const char *const *)holders, cli->json, stdout);
+    ddp_launch_holders_free(holders, ddp_topo_ngpus(l.topo));
+    ddp_launch_facts_free(&facts);
+out:
+    ddp_launch_free(&l);
+    return status;
+}
+
+/* run, plan, doctor: the spec, its checks, the topology, resolve; 0 or the failed step's exit status. */
+static int resolve(struct ddp_launch *l, const struct ddp_cli *cli, struct ddp_err *err)
+{
+    struct ddp_launch_facts facts;
+    int status;
+    if ((status = load_spec(l, cli, err)) != 0)
+        return status;
+    if (ddp_launch_check_spec(l, cli, environ, err) < 0 ||
+        ddp_launch_load_topology(l, ddp_launch_topology_path(cli, environ), false, environ, err) < 0)
+        return launch_error(l, err);
+    ddp_launch_facts_gather(&facts, environ);
+    int rc = ddp_launch_resolve(l, &facts, err);
+    ddp_launch_facts_free(&facts);
+    return rc < 0 ? launch_error(l, err) : 0;
+}
+
+/* After resolve: acquire, then attempt 0 as `plan` shows it (also before a run: what it rejects, [env] ${VAR} not
+ * set, too few GPUs, is a usage error before anything starts). 0 or the failed step's exit status. */
+static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, struct ddp_err *err)
+{
+    if (ddp_launch_acquire(l, environ, err) < 0)
+        return launch_error(l, err);
+    if (ddp_plan_build(&l->ctx, 0, l->ctx.nproc, NULL, 0, attempt, err) < 0) {
+        fprintf(stderr, "ddplaunch: %s\n", err->msg);
+        return DDP_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int doctor_command(const struct ddp_cli *cli, const char *argv0)
+{
+    struct ddp_launch l;
+    struct ddp_err err = {0};
+    (void)argv0;
+    int status = resolve(&l, cli, &err);
+    if (status == 0)
+        status = ddp_doctor_run(&l.ctx, cli->json, stdout);
+    ddp_launch_free(&l);
+    return status;
+}
+
+static int plan_command(const struct ddp_cli *cli, const char *argv0)
+{
+    struct ddp_launch l;
+    struct ddp_err err = {0};
+    struct ddp_attempt attempt = {0};
+    (void)argv0;
+    int status = resolve(&l, cli, &err);
+    if (status == 0 && (status = acquire_and_plan(&l, &attempt, &err)) == 0)
+        ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
+    ddp_attempt_free(&attempt);
+    ddp_launch_free(&l);
+    return status;
+}
+
+static int run_command(const struct ddp_cli *cli, const char *argv0)
+{
+    struct ddp_launch l;
+    struct ddp_err err = {0};
+    struct ddp_attempt attempt = {0};
+    int status = resolve(&l, cli, &err);
+    /* before anything starts: the open files this job needs (the soft limit raised toward the hard one) */
+    if (status == 0 && ddp_nofile_ensure(l.ctx.nproc, &err) < 0) {
+        fprintf(stderr, "ddplaunch: %s\n", err.msg);
+        status = DDP_EXIT_USAGE;
+    }
+    if (status == 0)
+        status = acquire_and_plan(&l, &attempt, &err);
+    ddp_attempt_free(&attempt);
+    if (status == 0 && ddp_launch_acquire_secret(&l, environ, &err) < 0)
+        status = launch_error(&l, &err);
+    if (status == 0) {
+        char *exe = self_exe(argv0);
+        status = ddp_supervise_run(&l.ctx, exe, &err);
+        if (status == DDP_EXIT_LAUNCHER && err.msg[0])
+            fprintf(stderr, "ddplaunch: %s\n", err.msg);
+        free(exe);
+    }
+    ddp_launch_free(&l);
+    return status;
+}
+
+/* ddplaunch ps [--json] (jobs.h). */
+static int ps_command(const struct ddp_cli *cli, const char *argv0)
+{
+    (void)argv0;
+    return ddp_jobs_command(ddp_rundir_lock_dir(environ), cli->json, stdout);
+}
+
+/* ddplaunch report [--svg FILE] LOG_DIR|RUN_DIR (timeline.h). */
+static int report_command(const struct ddp_cli *cli, const char *argv0)
+{
+    (void)argv0;
+    return ddp_timeline_command(cli->dir, cli->svg, stdout);
+}
+
+static int help_command(const struct ddp_cli *cli, const char *argv0)
+{
+    (void)argv0;
+    ddp_cli_help_cmd(stdout, cli->sub);
+    return DDP_EXIT_OK;
+}
+
+static int version_command(const struct ddp_cli *cli, const char *argv0)
+{
+    (void)cli, (void)argv0;
+    printf("ddplaunch %s\n", DDP_VERSION);
+    return DDP_EXIT_OK;
+}
+
+static int keys_command(const struct ddp_cli *cli, const char *argv0)
+{
+    (void)cli, (void)argv0;
+    ddp_cli_help_keys(stdout);
+    return DDP_EXIT_OK;
+}
+
+/* Each command of cli.h's table, wired to the module that carries it out. */
+typedef int command_fn(const struct ddp_cli *cli, const char *argv0);
+static command_fn *const commands[DDP_CMD_COUNT] = {
+    [DDP_CMD_RUN] = run_command,       [DDP_CMD_PLAN] = plan_command,       [DDP_CMD_TOPO] = topo_command,
+    [DDP_CMD_DOCTOR] = doctor_command, [DDP_CMD_REPORT] = report_command,   [DDP_CMD_PS] = ps_command,
+    [DDP_CMD_HELP] = help_command,     [DDP_CMD_VERSION] = version_command, [DDP_CMD_KEYS] = keys_command,
+};
+
+int main(int argc, char **argv)
+{
+    hold_std_fds();
+    if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
+        return ddp_shim_main(argc, argv);
+
+    /* SIGUSR1/SIGUSR2 must not kill the launcher: Slurm sends them to every process of a step as a preemption
+     * warning (--signal=USR1@T), and workers get them directly. A handler (not SIG_IGN) so that exec'd workers
+     * start with the default disposition; with signals_to_handle listing them, the supervisor forwards them. */
+    struct sigaction sa = {.sa_handler = ignore_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
+
+    struct ddp_cli cli;
+    struct ddp_err err = {0};
+    int status;
+    if (ddp_cli_parse(argc, argv, &cli, &err) < 0) {
+        status = usage_error(err.msg);
+    } else {
+        ddp_log_verbosity = DDP_LOG_INFO + cli.verbosity;
+        ddp_log_colour = ddp_log_colour_wanted(isatty(STDERR_FILENO) == 1, environ);
+        status = commands[cli.cmd](&cli, argv[0]);
+    }
+    ddp_cli_free(&cli);
+    return status;
+}

@@ -1,0 +1,311 @@
+/* nodes: see nodes.h. The decisions are agent.h's table and the driver's; this file keeps node 0's view of the
+ * nodes and speaks the channel. */
+#include "driver/nodes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/exit.h"
+#include "nodes/layout.h"
+
+struct ddp_nodes {
+    const struct ddp_plan_ctx *ctx;
+    struct ddp_records *rec;
+    struct ddp_coord *coord;
+    bool leader;
+    struct ddp_layout_node *nodes; /* node 0: every node by node rank: joined, its own worker count, host */
+    char **hosts;                  /* node 0: the host names nodes[].host points to */
+    struct ddp_layout_round round; /* node 0: how the current attempt ends across the nodes */
+};
+
+static bool round_live(enum ddp_astate agent)
+{
+    struct ddp_agent a = {.role = DDP_AR_LEADER, .state = agent};
+    return ddp_agent_round_live(&a);
+}
+
+int ddp_nodes_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_records *rec, ddp_coord_cb cb, void *arg,
+                  struct ddp_nodes **out, struct ddp_err *err)
+{
+    struct ddp_coord_config cfg = {
+        .node_rank = ctx->coord_node,
+        .nnodes = ctx->nnodes,
+        .addr = ctx->master_addr,
+        .port = ctx->coord_port,
+        .listen_fd = ctx->coord_listen_fd,
+        .secret = ctx->coord_secret,
+        .job = ctx->coord_job,
+        .nproc = ctx->nproc,
+        .host = ctx->hostname,
+        .lost_after_ms = ctx->lost_after_ms,
+        .join_timeout_ms = ctx->join_timeout_ms,
+    };
+    struct ddp_nodes *n = ddp_xcalloc(1, sizeof(*n));
+    n->ctx = ctx;
+    n->rec = rec;
+    n->leader = ctx->coord_node == 0;
+    if (n->leader) {
+        n->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->nodes));
+        n->hosts = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->hosts));
+        n->nodes[0] = (struct ddp_layout_node){true, ctx->nproc, ctx->hostname};
+    }
+    *out = n;
+    int rc = ddp_coord_start(loop, &cfg, cb, arg, &n->coord, err);
+    if (rc < 0) {
+        ddp_error("%s", err->msg);
+        return rc;
+    }
+    if (n->leader)
+        ddp_info("node 0: waiting up to %llds for %d other node%s to join on control port %s:%d",
+                 ctx->join_timeout_ms / 1000, ctx->nnodes - 1, ctx->nnodes == 2 ? "" : "s", ctx->master_addr,
+                 ddp_coord_port(n->coord));
+    else if (ctx->coord_node > 0)
+        ddp_info("node %d: joining node 0 at %s:%d", ctx->coord_node, ctx->master_addr, ctx->coord_port);
+    else
+        ddp_info("joining the rendezvous at %s:%d", ctx->master_addr, ctx->coord_port);
+    return 0;
+}
+
+void ddp_nodes_free(struct ddp_nodes *n)
+{
+    if (!n)
+        return;
+    free(n->nodes);
+    for (int i = 0; n->hosts && i < n->ctx->nnodes; i++)
+        free(n->hosts[i]);
+    free(n->hosts);
+    if (n->round.state)
+        ddp_layout_round_free(&n->round);
+    free(n);
+}
+
+void ddp_nodes_close(struct ddp_nodes *n, int status)
+{
+    if (!n || !n->coord)
+        return;
+    if (n->leader)
+        ddp_coord_send_exit(n->coord, status);
+    ddp_coord_close(n->coord, NULL, NULL);
+    n->coord = NULL;
+}
+
+/* ---------------------------------------------------------------- the channel's events */
+
+static bool leader_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
+                         struct ddp_aevent_data *ae, char *why, size_t why_size)
+{
+    int nn = n->ctx->nnodes;
+    bool live = round_live(v->agent);
+    switch (ev->kind) {
+    case DDP_COORD_JOINED:
+        if (ev->node <= 0 || ev->node >= nn)
+            return false;
+        free(n->hosts[ev->node]);
+        n->hosts[ev->node] = ddp_xstrdup(ev->host);
+        n->nodes[ev->node] = (struct ddp_layout_node){true, ev->nproc, n->hosts[ev->node]};
+        ddp_records_event(n->rec, "node_join", json_pack("{s:i}", "node", ev->node));
+        ddp_info("node %d joined from %s with %d worker%s (%d of %d nodes up)%s", ev->node, ev->host, ev->nproc,
+                 ev->nproc == 1 ? "" : "s", 1 + ddp_coord_joined(n->coord), nn,
+                 v->agent == DDP_AS_JOINING ? "" : "; it takes part from the next restart");
+        ae->kind = DDP_AE_JOINED;
+        ae->all = ddp_coord_joined(n->coord) == nn - 1;
+        return true;
+    case DDP_COORD_LOST:
+        if (ev->node <= 0 || ev->node >= nn)
+            return false;
+        n->nodes[ev->node].up = false;
+        snprintf(why, why_size, "node %d lost: %s", ev->node, ev->reason);
+        ddp_records_event(n->rec, "node_lost", json_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
+        ddp_error("%s", why);
+        ae->kind = DDP_AE_NODE_LOST;
+        ae->status = DDP_EXIT_LAUNCHER;
+        ae->fresh = live && ddp_layout_round_end(&n->round, n->round.attempt, ev->node, 1, why);
+        ae->round_done = live && ddp_layout_round_done(&n->round);
+        return true;
+    case DDP_COORD_REPORT:
+        if (!live)
+            return false;
+        if (ev->reason[0])
+            snprintf(why, why_size, "node %d failed (status %d): %s", ev->node, ev->status, ev->reason);
+        else
+            snprintf(why, why_size, "node %d failed (status %d)", ev->node, ev->status);
+        ae->kind = DDP_AE_NODE_REPORT;
+        ae->status = ev->status;
+        ae->fresh = ddp_layout_round_end(&n->round, ev->attempt, ev->node, ev->status, ev->reason);
+        ae->round_done = ddp_layout_round_done(&n->round);
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool follower_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
+                           struct ddp_aevent_data *ae)
+{
+    const struct ddp_plan_ctx *ctx = n->ctx;
+    switch (ev->kind) {
+    case DDP_COORD_JOINED:
+        ddp_info("node %d: joined node 0 (%s:%d)", ev->node, ctx->master_addr, ctx->coord_port);
+        ae->kind = DDP_AE_JOINED;
+        return true;
+    case DDP_COORD_START:
+        if (v->attempt >= 0) {
+            ddp_warn("attempt %d: node 0 says start while attempt %d still runs here; ignored", ev->attempt,
+                     v->attempt);
+            return false;
+        }
+        ae->kind = DDP_AE_START;
+        return true;
+    case DDP_COORD_STOP:
+        if (v->attempt < 0 || v->attempt != ev->attempt)
+            return false; /* an earlier attempt's: this one was not stopped */
+        if (!v->stopping)
+            ddp_warn("attempt %d: node 0 says stop (%s); stopping the workers", ev->attempt, ev->reason);
+        ae->kind = DDP_AE_STOP;
+        return true;
+    case DDP_COORD_EXIT:
+        ae->kind = DDP_AE_EXIT;
+        ae->status = ev->status;
+        return true;
+    case DDP_COORD_LOST:
+        if (v->agent != DDP_AS_JOINING)
+            ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
+        else if (ctx->coord_node > 0)
+            ddp_error("node %d cannot join node 0: %s", ctx->coord_node, ev->reason);
+        else
+            ddp_error("%s cannot join node 0: %s", ctx->hostname, ev->reason);
+        ae->kind = DDP_AE_COORD_LOST;
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool ddp_nodes_translate(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
+                         struct ddp_aevent_data *ae, char *why, size_t why_size)
+{
+    memset(ae, 0, sizeof(*ae));
+    why[0] = '\0';
+    return n->leader ? leader_event(n, ev, v, ae, why, why_size) : follower_event(n, ev, v, ae);
+}
+
+int ddp_nodes_last_call(const struct ddp_nodes *n)
+{
+    const struct ddp_plan_ctx *ctx = n->ctx;
+    int nup = 1 + ddp_coord_joined(n->coord);
+    return n->leader && ctx->coord_dynamic && ctx->min_nnodes < ctx->nnodes && nup >= ctx->min_nnodes &&
+                   nup < ctx->nnodes
+               ? nup
+               : 0;
+}
+
+void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_aevent_data *ae, struct ddp_err *err)
+{
+    const struct ddp_plan_ctx *ctx = n->ctx;
+    int nup = 1 + ddp_coord_joined(n->coord);
+    *ae = (struct ddp_aevent_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->min_nnodes};
+    if (ae->all && ddp_nodes_last_call(n))
+        ddp_info("%d of %d nodes joined (at least %d wanted); last call (%llds) over: starting with them", nup,
+                 ctx->nnodes, ctx->min_nnodes, (ctx->last_call_ms + 500) / 1000);
+    else if (ae->all)
+        ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, ctx->nnodes,
+                 ctx->join_timeout_ms / 1000);
+    else
+        ddp_errf(err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, ctx->nnodes,
+                 ctx->join_timeout_ms / 1000);
+}
+
+bool ddp_nodes_join_progress(struct ddp_nodes *n, long long waited_ms)
+{
+    const struct ddp_plan_ctx *ctx = n->ctx;
+    struct ddp_buf missing = {0};
+    int nup = 1 + ddp_coord_joined(n->coord);
+    if (nup >= ctx->nnodes)
+        return false;
+    /* as ranges, the first 16 of them: 1,000 nodes starting in order leave one range, not 4 KB of numbers */
+    int runs = 0, unlisted = 0;
+    for (int i = 1; n->nodes && i < ctx->nnodes; i++) {
+        if (n->nodes[i].up || (i > 1 && !n->nodes[i - 1].up))
+            continue; /* not the first of a run of missing nodes */
+        int j = i;
+        while (j + 1 < ctx->nnodes && !n->nodes[j + 1].up)
+            j++;
+        if (runs++ >= 16)
+            unlisted += j - i + 1;
+        else if (j == i)
+            ddp_buf_printf(&missing, "%s%d", missing.len ? ", " : "", i);
+        else
+            ddp_buf_printf(&missing, "%s%d-%d", missing.len ? ", " : "", i, j);
+    }
+    if (unlisted)
+        ddp_buf_printf(&missing, " and %d more", unlisted);
+    ddp_info("node 0: waiting for %d more node%s to join (%d of %d up%s%s; %llds of %llds)", ctx->nnodes - nup,
+             ctx->nnodes - nup == 1 ? "" : "s", nup, ctx->nnodes, missing.len ? "; missing " : "",
+             missing.len ? missing.data : "", (waited_ms + 500) / 1000, ctx->join_timeout_ms / 1000);
+    ddp_buf_free(&missing);
+    return true;
+}
+
+/* ---------------------------------------------------------------- rounds */
+
+int ddp_nodes_start(struct ddp_nodes *n, int attempt, int nproc, struct ddp_plan_ctx *actx, struct ddp_err *err)
+{
+    const struct ddp_plan_ctx *ctx = n->ctx;
+    int nn = ctx->nnodes, world = 0, k, nup = 0;
+    struct ddp_layout_assign *as = ddp_xcalloc((size_t)nn, sizeof(*as));
+    struct ddp_layout_node *now = ddp_xcalloc((size_t)nn, sizeof(*now));
+    for (int i = 0; i < nn; i++) {
+        now[i] = n->nodes[i];
+        now[i].nproc = i == 0 ? nproc : ddp_layout_scale(n->nodes[i].nproc, ctx->nproc, nproc);
+        nup += now[i].up;
+    }
+    k = ddp_layout_nodes(nn, now, ctx->coord_dynamic, ctx->min_nnodes, as, &world);
+    if (k < 0) {
+        free(as);
+        free(now);
+        return ddp_errf(err, -ENODEV, "only %d node%s up, the job needs at least %d (nnodes): giving up", nup,
+                        nup == 1 ? "" : "s", ctx->min_nnodes);
+    }
+    for (int g = 0; g < k; g++)
+        for (int i = 0; i < nn; i++)
+            if (as[i].nproc > 0 && as[i].group_rank == g)
+                ddp_info("attempt %d: group rank %d = node %d (%s): %d worker%s, ranks %d-%d of %d", attempt, g, i,
+                         now[i].host && *now[i].host ? now[i].host : "?", as[i].nproc, as[i].nproc == 1 ? "" : "s",
+                         as[i].rank_base, as[i].rank_base + as[i].nproc - 1, world);
+    actx->node_rank = as[0].group_rank;
+    actx->nnodes = k;
+    actx->rank_base = as[0].rank_base;
+    actx->world_size = world;
+    ddp_layout_round_begin(&n->round, nn, attempt, as);
+    ddp_coord_send_start(n->coord, attempt, world, k, actx->master_port, as);
+    free(as);
+    free(now);
+    if (k < nn)
+        ddp_warn("attempt %d: on %d of %d nodes, world size %d", attempt, k, nn, world);
+    return 0;
+}
+
+bool ddp_nodes_local_end(struct ddp_nodes *n, int status)
+{
+    ddp_layout_round_end(&n->round, n->round.attempt, 0, status, status ? "node 0's workers failed" : "");
+    return ddp_layout_round_done(&n->round);
+}
+
+void ddp_nodes_stop(struct ddp_nodes *n, const char *why)
+{
+    if (n->coord)
+        ddp_coord_send_stop(n->coord, n->round.attempt, why);
+}
+
+int ddp_nodes_round_attempt(const struct ddp_nodes *n)
+{
+    return n->round.attempt;
+}
+
+void ddp_nodes_report(struct ddp_nodes *n, int attempt, int status, const char *why)
+{
+    if (n->coord)
+        ddp_coord_report(n->coord, attempt, status, why);
+}

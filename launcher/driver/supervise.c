@@ -1,0 +1,796 @@
+/* supervise: the driver, see supervise.h. One libuv loop, one driver for one node and for several: it owns the
+ * policy (policy.h) and, on several nodes, the node agent's table (agent.h); everything that happens reaches it
+ * as an event (the runner's workers, the timeout sources, signals, the control channel through nodes.h), goes
+ * through the tables, and the actions they return are carried out here: the runner (runner.h) starts and signals
+ * workers, records.h writes what happened, capture.h captures a hang's stacks, nodes.h sends to the other nodes.
+ *
+ * Who calls whom (no module is passed twice on one event's way):
+ *   runner / timeout source / signal / coord -> supervise -> [nodes: translate] -> agent table -> policy table
+ *   -> supervise carries the actions out -> runner, records, capture, nodes (send). */
+#include "driver/supervise.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/exit.h"
+#include "driver/agent.h"
+#include "driver/nodes.h"
+#include "driver/policy.h"
+#include "driver/signals.h"
+#include "host/cgroup.h"
+#include "host/logdir.h"
+#include "records/classify.h"
+#include "records/records.h"
+#include "records/report.h"
+#include "run/runner.h"
+#include "run/shim.h"
+#include "watch/capture.h"
+#include "watch/filetimer.h"
+#include "watch/live.h"
+#include "watch/observe.h"
+#include "watch/timeouts.h"
+#include "watch/wall.h"
+#include "watch/watch.h"
+#include "watch/watchdog.h"
+
+/* Which driver this node runs: alone, node 0 of several, or another node. */
+enum role { ROLE_SINGLE, ROLE_LEADER, ROLE_FOLLOWER };
+
+struct sup {
+    uv_loop_t loop;
+    const struct ddp_plan_ctx *ctx;
+    const struct ddp_spec *spec;
+    struct ddp_plan_ctx actx; /* ctx with this attempt's group rank, node count and port */
+    enum role role;
+    struct ddp_policy pol;
+    struct ddp_agent agent; /* several nodes: the node agent's state (agent.h) */
+    struct ddp_runner *rn;
+    struct ddp_records *rec;
+    struct ddp_capture *cap;
+    struct ddp_watch *watch;
+    struct ddp_wall *wall;
+    struct ddp_live *live;        /* the live hang watch ([timeout] sample, on_suspect) */
+    struct ddp_filetimer *timer;  /* torch FileTimerServer, when [timeout] timer_file */
+    struct ddp_nodes *nodes;      /* several nodes */
+    struct ddp_timeout_sink sink; /* where the timeout sources report: on_timeout */
+    struct ddp_signals *sigs;
+    uv_timer_t grace, backoff, force, join, joinlog;
+    struct ddp_paction pending; /* START waiting for the backoff timer */
+    int exit_status;
+    bool closed;          /* exit decided: handles closed, the loop ends */
+    bool launcher_failed; /* exit 1 whatever the policy says */
+    int *exclude;         /* GPUs of stalled ranks, left out of the next attempt */
+    size_t nexclude;
+    char *timeout_reason; /* why the current attempt is being stopped for a timeout */
+    enum ddp_class timeout_class;
+    const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
+    long long join_start_ms;
+    char *cgroup_base; /* where attempt cgroups go (cgroup.h), or NULL */
+    struct ddp_err *err;
+};
+
+static void apply(struct sup *s, const struct ddp_paction *a);
+static void all_done(struct sup *s);
+
+static int cur_attempt(const struct sup *s)
+{
+    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    return r ? r->plan.attempt : s->pol.attempt;
+}
+
+/* The class a failure recorded with a reason gets while a timeout stops the attempt. */
+static enum ddp_class timeout_cls(const struct sup *s)
+{
+    return s->timeout_reason ? s->timeout_class : DDP_CLASS_NONE;
+}
+
+/* Forget the current attempt (its memory goes once its handles are closed). */
+static void retire(struct sup *s)
+{
+    ddp_live_stop(s->live);
+    ddp_runner_retire(s->rn);
+}
+
+/* ---------------------------------------------------------------- the tables */
+
+/* Feed one event to the policy and carry out its actions. */
+static void feed(struct sup *s, const struct ddp_pevent_data *ev)
+{
+    enum ddp_pstate before = s->pol.state;
+    struct ddp_paction a = ddp_policy_step(&s->pol, ev);
+    if (before == DDP_PS_RUNNING && s->pol.state != DDP_PS_RUNNING) {
+        ddp_watch_stop(s->watch); /* a timeout is news only while the attempt runs */
+        ddp_wall_stop(s->wall);
+    }
+    if (a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL))
+        ddp_live_stop(s->live); /* no suspicion while it is stopped */
+    if (s->role == ROLE_LEADER && ddp_agent_round_live(&s->agent) && before == DDP_PS_RUNNING &&
+        s->pol.state == DDP_PS_STOPPING) {
+        const char *why = s->stop_why                       ? s->stop_why
+                          : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
+                          : s->pol.stop == DDP_STOP_TIMEOUT ? "a timeout on node 0"
+                                                            : "a worker on node 0 failed";
+        ddp_nodes_stop(s->nodes, why);
+    }
+    if (ev->kind == DDP_PE_SIGNAL && a.flags) {
+        int alive = ddp_runner_alive(s->rn);
+        if (a.flags & DDP_ACT_KILL_ALL)
+            ddp_error("got %s again: killing %d worker%s now", ddp_report_signame(ev->signo), alive,
+                      alive == 1 ? "" : "s");
+        else if (ddp_policy_signal_stops(ev->signo))
+            ddp_info("got %s: forwarding it to %d worker%s%s", ddp_report_signame(ev->signo), alive,
+                     alive == 1 ? "" : "s", ev->signo == SIGINT ? " (again to kill them now)" : "");
+        else
+            ddp_info("got %s: forwarding it to %d worker%s", ddp_report_signame(ev->signo), alive,
+                     alive == 1 ? "" : "s");
+    }
+    apply(s, &a);
+}
+
+static void feed_kind(struct sup *s, enum ddp_pevent kind)
+{
+    struct ddp_pevent_data ev = {.kind = kind};
+    feed(s, &ev);
+}
+
+/* Close the control channel (node 0: EXIT with s->exit_status first), the timers and the signal handlers. */
+static void close_all(struct sup *s)
+{
+    if (s->closed)
+        return;
+    s->closed = true;
+    ddp_nodes_close(s->nodes, s->exit_status);
+    uv_timer_t *timers[] = {&s->join, &s->grace, &s->backoff, &s->force, &s->joinlog};
+    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
+        uv_close((uv_handle_t *)timers[i], NULL);
+    ddp_runner_close(s->rn);
+    ddp_capture_close(s->cap);
+    ddp_watch_close(s->watch);
+    ddp_wall_close(s->wall);
+    ddp_signals_close(s->sigs);
+    ddp_filetimer_close(s->timer);
+}
+
+/* job_end and summary.json. */
+static void write_records(struct sup *s, int status)
+{
+    const char *result = status == 0                                            ? "succeeded"
+                         : s->launcher_failed                                   ? "launcher-failed"
+                         : s->pol.stop == DDP_STOP_SIGNAL                       ? "stopped-by-signal"
+                         : s->pol.stop == DDP_STOP_TIMEOUT || s->timeout_reason ? "timeout"
+                                                                                : "failed";
+    ddp_records_job_end(s->rec, status, result, s->timeout_reason);
+}
+
+/* The launcher exits with status. */
+static void finish(struct sup *s, int status)
+{
+    write_records(s, status);
+    retire(s);
+    s->exit_status = status;
+    close_all(s);
+}
+
+/* The launcher itself failed: exit 1 (said on stderr already). */
+static void launcher_failed(struct sup *s)
+{
+    s->launcher_failed = true;
+    s->exit_status = DDP_EXIT_LAUNCHER;
+    close_all(s);
+}
+
+/* ---------------------------------------------------------------- starting an attempt */
+
+static const char *heartbeat_of(void *arg, size_t i)
+{
+    struct sup *s = arg;
+    return ddp_watch_heartbeat(s->watch, i);
+}
+
+/* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
+ * started is a failure of the attempt, said on stderr), or a negative errno with s->err set and nothing
+ * started. */
+static int start_attempt(struct sup *s, int attempt, int nproc)
+{
+    struct ddp_attempt plan = {0};
+    struct ddp_rrun *r;
+    int rc = ddp_plan_build(&s->actx, attempt, nproc, s->exclude, s->nexclude, &plan, s->err);
+    if (rc < 0 && s->nexclude > 0) {
+        ddp_warn("attempt %d: %s; trying again without leaving out the GPUs of the stalled ranks", attempt,
+                 s->err->msg);
+        rc = ddp_plan_build(&s->actx, attempt, nproc, NULL, 0, &plan, s->err);
+    }
+    if (rc == 0 && s->ctx->logdir)
+        rc = ddp_logdir_attempt(s->ctx->logdir, attempt, nproc, s->err);
+    if (rc < 0) {
+        ddp_attempt_free(&plan);
+        return rc;
+    }
+    free(s->timeout_reason);
+    s->timeout_reason = NULL;
+    ddp_filetimer_clear(s->timer);
+    if (attempt > 0 && plan.gpu_reason)
+        ddp_info("attempt %d: %s", attempt, plan.gpu_reason);
+    ddp_watch_prepare(s->watch, &plan);
+    ddp_live_prepare(s->live, &plan);
+    if (ddp_runner_start(s->rn, &plan, &r, s->err) < 0) {
+        /* the workers started so far are stopped like after a failure; then we exit 1 */
+        ddp_error("%s", s->err->msg);
+        s->launcher_failed = true;
+        struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = DDP_EXIT_LAUNCHER, .fatal = true};
+        if (s->pol.state == DDP_PS_RUNNING)
+            feed(s, &ev);
+        if (r->ndone == r->nw && ddp_runner_current(s->rn) == r)
+            all_done(s);
+        return 0;
+    }
+    ddp_records_attempt_begin(s->rec, r);
+    ddp_watch_start(s->watch, r);
+    ddp_wall_start(s->wall);
+    ddp_live_start(s->live, r, heartbeat_of, s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- several nodes */
+
+/* Node 0: lay the attempt out over the nodes, send START, start its own workers. */
+static int leader_start(struct sup *s, int attempt, int nproc)
+{
+    int rc = ddp_nodes_start(s->nodes, attempt, nproc, &s->actx, s->err);
+    return rc < 0 ? rc : start_attempt(s, attempt, nproc);
+}
+
+/* Node 0: another node failed (or was lost) in the current attempt: the whole job stops. */
+static void leader_node_failed(struct sup *s, int status, const char *why, bool disarm_grace)
+{
+    struct ddp_pevent_data ev = {.kind = DDP_PE_NODE_FAILED, .status = status};
+    if (s->pol.state != DDP_PS_RUNNING)
+        return;
+    ddp_error("attempt %d: %s; stopping the workers on every node", ddp_nodes_round_attempt(s->nodes), why);
+    if (status == DDP_EXIT_TIMEOUT) {
+        free(s->timeout_reason);
+        s->timeout_reason = ddp_xstrdup(why);
+        ev.capture = ddp_capture_possible(s->cap) > 0;
+    }
+    s->stop_why = why;
+    feed(s, &ev);
+    s->stop_why = NULL;
+    if (disarm_grace)
+        uv_timer_stop(&s->grace); /* our own workers are already gone: nothing to wait for or kill here */
+}
+
+/* Other nodes: tell node 0 how this node's part of the attempt ended (the workers all ended: LOCAL_DONE). */
+static void follower_report(struct sup *s)
+{
+    int st = ddp_policy_local_status(&s->pol, s->exit_status);
+    char why[600] = "", root[512];
+    if (st != 0 && s->pol.stop != DDP_STOP_REMOTE) {
+        ddp_records_root_line(s->rec, root, sizeof(root));
+        if (s->timeout_reason)
+            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, s->timeout_reason);
+        else if (root[0])
+            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, root);
+        if (s->pol.stop != DDP_STOP_SIGNAL)
+            ddp_records_print_summary(s->rec, st, ddp_runner_output(s->rn));
+    }
+    ddp_nodes_report(s->nodes, cur_attempt(s), st, why);
+    retire(s);
+}
+
+/* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
+static void follower_start(struct sup *s, const struct ddp_coord_event *cev)
+{
+    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
+    if (cev->attempt > 0)
+        ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
+                 cev->attempt - 1, cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size);
+    s->actx.node_rank = cev->group_rank;
+    s->actx.nnodes = cev->group_world_size;
+    s->actx.master_port = cev->master_port;
+    s->actx.rank_base = cev->rank_base;
+    s->actx.world_size = cev->world_size;
+    ddp_policy_init(&s->pol, s->spec, cev->nproc);
+    s->pol.attempt = cev->attempt;
+    ddp_records_forget(s->rec);
+    ddp_info("attempt %d: starting %d worker%s (ranks %d-%d of %d)", cev->attempt, cev->nproc,
+             cev->nproc == 1 ? "" : "s", cev->rank_base, cev->rank_base + cev->nproc - 1, cev->world_size);
+    if (start_attempt(s, cev->attempt, cev->nproc) < 0) {
+        ddp_error("attempt %d: %s", cev->attempt, s->err->msg);
+        if (ddp_agent_step(&s->agent, &failed).flags & DDP_AA_REPORT)
+            ddp_nodes_report(s->nodes, cev->attempt, DDP_EXIT_LAUNCHER, s->err->msg);
+    }
+}
+
+/* Feed one event to the node agent's table (agent.h) and carry out its actions. why: for NODE_FAILED, the line
+ * saying which node failed; cev: the control channel's event behind it (a follower's START), or NULL. Returns
+ * the result of starting an attempt on node 0 (START), else 0. */
+static int agent_feed(struct sup *s, const struct ddp_aevent_data *ev, const char *why,
+                      const struct ddp_coord_event *cev)
+{
+    enum ddp_astate before = s->agent.state;
+    struct ddp_aaction a = ddp_agent_step(&s->agent, ev);
+    int rc = 0;
+    if (a.flags & DDP_AA_POLICY) {
+        struct ddp_pevent_data pe = {.kind = DDP_PE_SIGNAL, .signo = ev->signo};
+        feed(s, &pe);
+    }
+    if ((a.flags & DDP_AA_STOP_WORKERS) && ddp_runner_current(s->rn))
+        feed_kind(s, DDP_PE_REMOTE_STOP); /* the policy stops only a RUNNING attempt: a stop under way goes on */
+    if (a.flags & DDP_AA_NODE_FAILED)
+        leader_node_failed(s, a.status, why ? why : "", a.flags & DDP_AA_DISARM_GRACE);
+    if (a.flags & DDP_AA_REPORT)
+        follower_report(s);
+    if (a.flags & DDP_AA_DECIDE)
+        feed_kind(s, DDP_PE_ALL_FINISHED);
+    if (a.flags & DDP_AA_START) {
+        if (s->role == ROLE_LEADER)
+            rc = leader_start(s, s->pol.attempt, s->pol.nproc);
+        else if (cev)
+            follower_start(s, cev);
+    }
+    if (a.flags & DDP_AA_EXIT) {
+        /* a signal ends the agent (not node 0's EXIT nor its loss, which win over a signal here) */
+        if (ev->kind == DDP_AE_SIGNAL ||
+            (ev->kind == DDP_AE_LOCAL_DONE && ev->signo > 0 && before != DDP_AS_EXITING && before != DDP_AS_LOST))
+            ddp_error("stopped by %s", ddp_report_signame(ev->signo));
+        finish(s, a.exit_status);
+    }
+    return rc;
+}
+
+/* Node 0: attempt 0 once the nodes joined (or enough of them at the join timeout). */
+static void leader_begin(struct sup *s, const struct ddp_aevent_data *ev)
+{
+    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
+    uv_timer_stop(&s->join);
+    if (agent_feed(s, ev, NULL, NULL) < 0) {
+        ddp_error("attempt 0: %s", s->err->msg);
+        s->launcher_failed = true;
+        ddp_agent_step(&s->agent, &failed);
+        finish(s, DDP_EXIT_LAUNCHER);
+    }
+}
+
+static void on_join_progress(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    if (s->agent.state != DDP_AS_JOINING || s->closed || ddp_runner_current(s->rn) ||
+        !ddp_nodes_join_progress(s->nodes, ddp_now_ms() - s->join_start_ms))
+        uv_timer_stop(&s->joinlog);
+}
+
+static void on_join_timeout(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    struct ddp_aevent_data ev;
+    if (s->agent.state != DDP_AS_JOINING || s->closed)
+        return;
+    ddp_nodes_join_timeout(s->nodes, &ev, s->err);
+    if (ev.all) {
+        leader_begin(s, &ev);
+        return;
+    }
+    ddp_error("%s; exit status 75 (EX_TEMPFAIL: retry)", s->err->msg);
+    uv_timer_stop(&s->joinlog);
+    agent_feed(s, &ev, NULL, NULL); /* exits 75: a refusal a scheduler should retry, not a launcher failure */
+}
+
+/* Node 0, c10d with MIN < MAX (torchrun's rendezvous timing): once MIN nodes are in, and again at each join
+ * after that, wait last_call more for others (never past the join timeout), then start with those in. */
+static void arm_last_call(struct sup *s)
+{
+    int nup = ddp_nodes_last_call(s->nodes);
+    long long left = s->join_start_ms + s->ctx->join_timeout_ms - ddp_now_ms();
+    if (!nup || s->agent.state != DDP_AS_JOINING || left <= 0)
+        return;
+    long long wait = s->ctx->last_call_ms < left ? s->ctx->last_call_ms : left;
+    uv_timer_start(&s->join, on_join_timeout, (uint64_t)wait, 0);
+    ddp_info("node 0: %d of %d nodes in (at least %d wanted): last call, %.1fs for more to join", nup, s->ctx->nnodes,
+             s->ctx->min_nnodes, (double)wait / 1000.0);
+}
+
+static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
+{
+    struct sup *s = data;
+    struct ddp_aevent_data ae;
+    char why[700];
+    (void)c;
+    if (s->closed)
+        return;
+    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    struct ddp_nodes_view v = {s->agent.state, r ? r->plan.attempt : -1, s->pol.state != DDP_PS_RUNNING};
+    if (!ddp_nodes_translate(s->nodes, ev, &v, &ae, why, sizeof(why)))
+        return;
+    if (s->role == ROLE_LEADER && ae.kind == DDP_AE_JOINED && s->agent.state == DDP_AS_JOINING && ae.all) {
+        leader_begin(s, &ae);
+    } else {
+        agent_feed(s, &ae, why, ev);
+        if (s->role == ROLE_LEADER && ae.kind == DDP_AE_JOINED)
+            arm_last_call(s);
+    }
+}
+
+/* Start listening (node 0) or joining (others); node 0 starts attempt 0 once every node joined. */
+static int nodes_begin(struct sup *s)
+{
+    ddp_agent_init(&s->agent, s->role == ROLE_LEADER ? DDP_AR_LEADER : DDP_AR_FOLLOWER);
+    int rc = ddp_nodes_new(&s->loop, s->ctx, s->rec, on_coord, s, &s->nodes, s->err);
+    if (rc < 0 || s->role != ROLE_LEADER)
+        return rc;
+    uv_timer_start(&s->join, on_join_timeout, (uint64_t)s->ctx->join_timeout_ms, 0);
+    s->join_start_ms = ddp_now_ms();
+    uv_timer_start(&s->joinlog, on_join_progress, 5000, 5000);
+    arm_last_call(s); /* MIN may be 1: node 0 alone */
+    return 0;
+}
+
+/* This node's workers of the current attempt all ended. */
+static void all_done(struct sup *s)
+{
+    struct ddp_aevent_data ae = {.kind = DDP_AE_LOCAL_DONE};
+    if (s->role == ROLE_SINGLE) {
+        feed_kind(s, DDP_PE_ALL_FINISHED);
+        return;
+    }
+    if (s->role == ROLE_LEADER) {
+        if (ddp_agent_round_live(&s->agent))
+            ae.round_done = ddp_nodes_local_end(s->nodes, ddp_policy_local_status(&s->pol, s->exit_status));
+    } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL) {
+        ae.signo = s->pol.stop_signo;
+    }
+    agent_feed(s, &ae, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- carrying out the policy's actions */
+
+static void on_grace(uv_timer_t *t)
+{
+    feed_kind(t->data, DDP_PE_GRACE_EXPIRED);
+}
+
+static void on_backoff(uv_timer_t *t)
+{
+    feed_kind(t->data, DDP_PE_BACKOFF_DONE);
+}
+
+/* After SIGKILL, a process outside the groups may still hold a pipe: give up on those pipes. */
+static void on_force(uv_timer_t *t)
+{
+    struct sup *s = t->data;
+    ddp_runner_give_up(s->rn);
+}
+
+static void capture_decided(void *arg)
+{
+    feed_kind(arg, DDP_PE_CAPTURE_DONE);
+}
+
+static void apply(struct sup *s, const struct ddp_paction *a)
+{
+    int attempt = cur_attempt(s);
+    if (a->flags & DDP_ACT_TERM_ALL)
+        ddp_runner_signal_all(s->rn, SIGTERM);
+    if (a->flags & DDP_ACT_CAPTURE)
+        ddp_capture_begin(s->cap, s->timeout_class);
+    if (a->flags & DDP_ACT_FORWARD)
+        ddp_runner_signal_all(s->rn, a->signo);
+    if (a->flags & DDP_ACT_KILL_ALL) {
+        if (a->why[0] && !(s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL))
+            ddp_warn("attempt %d: %s", attempt, a->why);
+        ddp_runner_signal_all(s->rn, SIGKILL);
+        uv_timer_start(&s->force, on_force, 1000, 0);
+    }
+    if (a->flags & DDP_ACT_ARM_GRACE)
+        uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
+    if (a->flags & DDP_ACT_ARM_BACKOFF) {
+        ddp_records_decision(s->rec, attempt, a->downsized ? "downsize" : "restart", a->attempt, a->nproc, a->delay_ms,
+                             -1, a->why);
+        if (s->timeout_reason)
+            ddp_warn("attempt %d: %s; %s", attempt, s->timeout_reason, a->why);
+        else
+            ddp_warn("attempt %d: %s", attempt, a->why);
+        retire(s);
+        s->pending = *a;
+        uv_timer_start(&s->backoff, on_backoff, (uint64_t)(a->delay_ms > 0 ? a->delay_ms : 0), 0);
+    }
+    if (a->flags & DDP_ACT_START) {
+        ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
+        int rc;
+        if (s->role == ROLE_LEADER) { /* the agent lays the attempt out over the nodes (the policy's size) */
+            struct ddp_aevent_data st = {.kind = DDP_AE_START}, failed = {.kind = DDP_AE_START_FAILED};
+            rc = agent_feed(s, &st, NULL, NULL);
+            if (rc < 0)
+                ddp_agent_step(&s->agent, &failed); /* DONE: exit 1 */
+        } else {
+            rc = start_attempt(s, a->attempt, a->nproc);
+        }
+        if (rc < 0) {
+            ddp_error("attempt %d: %s", a->attempt, s->err->msg);
+            launcher_failed(s);
+        }
+    }
+    if (a->flags & DDP_ACT_EXIT) {
+        int status = s->launcher_failed ? DDP_EXIT_LAUNCHER : a->exit_status;
+        if (s->pol.stop == DDP_STOP_TIMEOUT && s->timeout_reason)
+            ddp_error("attempt %d: %s; %s", attempt, s->timeout_reason, a->why[0] ? a->why : "exiting");
+        else if (a->why[0] && status != 0)
+            ddp_info("%s", a->why);
+        if (s->pol.stop == DDP_STOP_SIGNAL)
+            ddp_error("stopped by %s", ddp_report_signame(s->pol.stop_signo));
+        else if (status != 0)
+            ddp_records_print_summary(s->rec, status, ddp_runner_output(s->rn));
+        else
+            ddp_records_print_success(s->rec);
+        ddp_records_decision(s->rec, attempt, "exit", -1, -1, -1, status, a->why);
+        if (s->role == ROLE_LEADER) {
+            struct ddp_aevent_data ex = {.kind = DDP_AE_EXIT, .status = status};
+            ddp_agent_step(&s->agent, &ex); /* EXIT goes to every node when the channel closes */
+        }
+        finish(s, status);
+    }
+}
+
+/* ---------------------------------------------------------------- what the timeout sources report */
+
+static void exclude_gpu(struct sup *s, int gpu)
+{
+    if (gpu < 0)
+        return;
+    for (size_t i = 0; i < s->nexclude; i++)
+        if (s->exclude[i] == gpu)
+            return;
+    s->exclude = ddp_xrealloc(s->exclude, (s->nexclude + 1) * sizeof(int));
+    s->exclude[s->nexclude++] = gpu;
+}
+
+/* The one entry point of every timeout source (timeouts.h): a timeout stops the attempt while it runs. */
+static void on_timeout(void *arg, struct ddp_timeout *t)
+{
+    struct sup *s = arg;
+    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    if (!r || s->pol.state != DDP_PS_RUNNING || (t->k && !ddp_runner_is_current(t->k))) {
+        free(t->why);
+        return;
+    }
+    for (size_t i = 0; i < t->ngpus; i++)
+        exclude_gpu(s, t->gpus[i]);
+    free(s->timeout_reason);
+    s->timeout_reason = t->why;
+    s->timeout_class = t->cls;
+    ddp_records_root(s->rec, t->k, t->why, t->cls);
+    ddp_records_timeout(s->rec, r->plan.attempt, t->cls, t->k, t->why);
+    ddp_error("attempt %d: %s; stopping the workers", r->plan.attempt, t->why);
+    struct ddp_pevent_data ev = {.kind = DDP_PE_TIMEOUT, .capture = ddp_capture_possible(s->cap) > 0};
+    feed(s, &ev);
+}
+
+/* ---------------------------------------------------------------- what the runner reports */
+
+static void on_started(void *arg, struct ddp_rworker *k)
+{
+    struct sup *s = arg;
+    ddp_records_attempt_flush(s->rec, k->run, false);
+    ddp_live_program(s->live, k);
+}
+
+static void on_output(void *arg, struct ddp_rworker *k, long long now)
+{
+    struct sup *s = arg;
+    ddp_watch_output(s->watch, k, now);
+    ddp_live_output(s->live, k, now);
+}
+
+static void on_resumed(void *arg, long long now)
+{
+    struct sup *s = arg;
+    ddp_watch_resumed(s->watch, now);
+}
+
+static void on_line(void *arg, struct ddp_rworker *k, int which, const char *line, size_t len)
+{
+    struct sup *s = arg;
+    if (ddp_capture_line(s->cap, k, which, line, len))
+        return;
+    enum ddp_class c = ddp_classify_line(line, len);
+    if (c == DDP_CLASS_NONE)
+        return;
+    ddp_records_recognised(s->rec, k, c, line, len);
+    ddp_watchdog_line(&s->sink, k, c, line, len);
+}
+
+/* k failed first: it is the root cause, the others are stopped. */
+static void worker_failed(struct sup *s, const struct ddp_rworker *k)
+{
+    ddp_records_root(s->rec, k, NULL, DDP_CLASS_NONE);
+    if (k->signo)
+        ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers", k->run->plan.attempt,
+                  k->w->rank, k->w->local_rank, k->pid, ddp_report_signame(k->signo));
+    else
+        ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other workers",
+                  k->run->plan.attempt, k->w->rank, k->w->local_rank, k->pid, k->status);
+}
+
+/* The shim says the program failed while it still ends what the program left behind (which may take up to
+ * shutdown_timeout): stop the other workers now. */
+static void on_program_ended(void *arg, struct ddp_rworker *k, int status, int signo)
+{
+    struct sup *s = arg;
+    ddp_records_attempt_flush(s->rec, k->run, true);
+    if (!ddp_runner_is_current(k) || s->pol.state != DDP_PS_RUNNING)
+        return;
+    ddp_runner_program_ended(k, status, signo);
+    worker_failed(s, k);
+    struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = status};
+    feed(s, &ev);
+}
+
+static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
+{
+    struct sup *s = arg;
+    struct ddp_rrun *r = k->run;
+    ddp_records_attempt_flush(s->rec, r, true);
+    ddp_live_exited(s->live, k);
+    ddp_records_worker_exit(s->rec, k);
+    if (!ddp_runner_is_current(k))
+        return;
+    ddp_records_exited(s->rec, k, timeout_cls(s));
+    if (from != DDP_WS_ENDING) { /* else its failure was fed when the shim said the program ended */
+        struct ddp_pevent_data ev = {.kind = k->status == 0 ? DDP_PE_WORKER_OK : DDP_PE_WORKER_FAILED};
+        if (k->status != 0) {
+            ev.status = k->status;
+            ev.fatal = k->fail != DDP_WF_NONE;
+            if (s->pol.state == DDP_PS_RUNNING)
+                worker_failed(s, k);
+            else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && k->fail != DDP_WF_EXEC &&
+                     ddp_observed(k)->cap == DDP_CAP_OUT && k->signo != SIGTERM && k->signo != SIGKILL &&
+                     k->status != ddp_exit_signal(SIGTERM))
+                ddp_records_other(s->rec, k); /* a failure of its own while we were stopping */
+        }
+        feed(s, &ev);
+    }
+    /* every worker exited but processes they left behind hold their output pipes: wait, then kill them */
+    if (r->nexited == r->nw && r->ndone < r->nw && !uv_is_active((uv_handle_t *)&s->grace) &&
+        s->pol.state == DDP_PS_RUNNING)
+        uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
+}
+
+static void on_done(void *arg, struct ddp_rworker *k, bool all)
+{
+    struct sup *s = arg;
+    if (!all || !ddp_runner_is_current(k))
+        return;
+    ddp_capture_all_gone(s->cap); /* every rank is gone: decide before the policy ends the attempt */
+    uv_timer_stop(&s->grace);
+    uv_timer_stop(&s->force);
+    ddp_watch_stop(s->watch);
+    ddp_wall_stop(s->wall);
+    all_done(s);
+}
+
+static void on_changed(void *arg, struct ddp_rworker *k)
+{
+    struct sup *s = arg;
+    (void)k;
+    ddp_capture_changed(s->cap);
+}
+
+static void on_release(void *arg, struct ddp_rworker *k)
+{
+    (void)arg;
+    ddp_observed_clear(ddp_observed(k));
+}
+
+/* ---------------------------------------------------------------- signals */
+
+static void on_signal(void *arg, int signo)
+{
+    struct sup *s = arg;
+    if (s->role != ROLE_SINGLE) {
+        struct ddp_aevent_data ae = {.kind = DDP_AE_SIGNAL, .signo = signo};
+        agent_feed(s, &ae, NULL, NULL); /* to the policy while an attempt is under way or decided */
+        return;
+    }
+    struct ddp_pevent_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
+    feed(s, &ev);
+}
+
+/* ---------------------------------------------------------------- entry */
+
+int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, struct ddp_err *err)
+{
+    struct sup *s = ddp_xcalloc(1, sizeof(*s));
+    int rc, status;
+    bool multi = ctx->nnodes > 1 && ctx->coord_secret;
+
+    s->ctx = ctx;
+    s->actx = *ctx;
+    s->spec = ctx->spec;
+    s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
+    s->err = err;
+    s->sink = (struct ddp_timeout_sink){on_timeout, s};
+    if (ddp_cgroup_base(&s->cgroup_base) < 0)
+        s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
+    signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
+    /* what a worker's killed shim contained comes back to us, not to init */
+    rc = ddp_shim_adopt_orphans();
+    if (rc < 0)
+        ddp_debug("not a child subreaper: %s", strerror(-rc));
+    rc = uv_loop_init(&s->loop);
+    if (rc < 0) { /* EMFILE at a low open-files limit: nothing was started, nothing to close */
+        ddp_errf(err, rc, "cannot start the event loop: %s", uv_strerror(rc));
+        free(s->cgroup_base);
+        free(s);
+        return DDP_EXIT_LAUNCHER;
+    }
+    struct ddp_runner_config rcfg = {
+        .loop = &s->loop,
+        .self_exe = self_exe,
+        .grace_ms = s->spec->shutdown_timeout_ms,
+        .logdir = ctx->logdir,
+        .cgroup_base = s->cgroup_base,
+        .ext_size = sizeof(struct ddp_observed),
+        .ops = {.started = on_started,
+                .line = on_line,
+                .output = on_output,
+                .resumed = on_resumed,
+                .program_ended = on_program_ended,
+                .exited = on_exited,
+                .done = on_done,
+                .changed = on_changed,
+                .release = on_release},
+        .arg = s,
+    };
+    s->rn = ddp_runner_new(&rcfg);
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->force, &s->join, &s->joinlog};
+    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+        uv_timer_init(&s->loop, timers[i]);
+        timers[i]->data = s;
+    }
+    /* Signals first, so that one arriving while the workers start is not lost. */
+    s->sigs = ddp_signals_start(&s->loop, s->spec, on_signal, s);
+    if (ctx->timer_file && s->spec->timer_file) {
+        rc = ddp_filetimer_start(&s->loop, ctx->timer_file, s->rn, s->sink, &s->timer, err);
+        if (rc < 0) {
+            ddp_error("%s", err->msg);
+            s->launcher_failed = true;
+        }
+    }
+    s->rec = ddp_records_open(ctx, ddp_runner_output(s->rn));
+    s->cap = ddp_capture_new(&s->loop, ctx, s->rn, s->rec, capture_decided, s);
+    s->watch = ddp_watch_new(&s->loop, s->spec, s->rn, s->sink);
+    s->wall = ddp_wall_new(&s->loop, s->spec->timeout_wall_ms, s->sink);
+    s->live = ddp_live_new(&s->loop, s->spec, ctx->hostname, ddp_records_record(s->rec), ddp_records_stragglers(s->rec),
+                           s->sink);
+    ddp_policy_init(&s->pol, s->spec, ctx->nproc);
+    rc = s->launcher_failed ? -1 : multi ? nodes_begin(s) : start_attempt(s, 0, ctx->nproc);
+    if (rc < 0) {
+        if (!s->launcher_failed && !multi)
+            ddp_error("%s", err->msg); /* nodes_begin said it already */
+        launcher_failed(s);
+    }
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    /* Anything still open (should be nothing): close and run once more so that memory is returned. */
+    retire(s);
+    status = s->launcher_failed ? DDP_EXIT_LAUNCHER : s->exit_status;
+    if (s->launcher_failed)
+        err->msg[0] = '\0'; /* said on stderr where it happened: the caller must not say it again */
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&s->loop);
+    ddp_runner_free(s->rn);
+    ddp_records_close(s->rec);
+    ddp_capture_free(s->cap);
+    ddp_watch_free(s->watch);
+    ddp_wall_free(s->wall);
+    ddp_live_free(s->live);
+    ddp_nodes_free(s->nodes);
+    ddp_filetimer_free(s->timer);
+    free(s->sigs);
+    free(s->exclude);
+    free(s->cgroup_base);
+    free(s->timeout_reason);
+    free(s);
+    return status;
+}

@@ -1,0 +1,179 @@
+/* record: see record.h. */
+#include "records/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ddp_record {
+    char *dir;
+    int dirfd; /* borrowed */
+    int fd;    /* events.jsonl, -1 once it stopped */
+    uint64_t len;
+    int err;        /* errno of the write that stopped events.jsonl, or 0 */
+    char *tmp;      /* summary.json's temporary file */
+    int reserve_fd; /* it, holding DDP_RECORD_RESERVE bytes of the disk for the summary, or -1 */
+};
+
+int ddp_record_open(int dirfd, const char *path, struct ddp_record **out, struct ddp_err *err)
+{
+    int fd = openat(dirfd, "events.jsonl", O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    *out = NULL;
+    if (fd < 0)
+        return ddp_errf(err, -errno, "%s/events.jsonl: %s", path, strerror(errno));
+    struct ddp_record *r = ddp_xcalloc(1, sizeof(*r));
+    r->dir = ddp_xstrdup(path);
+    r->dirfd = dirfd;
+    r->fd = fd;
+    r->tmp = ddp_xasprintf(".summary.json.%d", (int)getpid());
+    /* a disk that fills during the run still takes the summary: its room is taken now */
+    r->reserve_fd = openat(dirfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (r->reserve_fd >= 0 && fallocate(r->reserve_fd, 0, 0, DDP_RECORD_RESERVE) != 0) {
+        close(r->reserve_fd);
+        unlinkat(dirfd, r->tmp, 0);
+        r->reserve_fd = -1;
+    }
+    *out = r;
+    return 0;
+}
+
+/* Write all n bytes at offset off. 0 or a negative errno. */
+static int pwrite_all(int fd, const char *p, size_t n, off_t off)
+{
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -EIO;
+        p += w;
+        n -= (size_t)w;
+        off += w;
+    }
+    return 0;
+}
+
+static json_t *stamped(const char *name, json_t *fields)
+{
+    struct timespec ts;
+    char buf[32];
+    json_t *o = json_object();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    json_object_set_new(o, "v", json_integer(DDP_RECORD_VERSION));
+    json_object_set_new(o, "ts", json_string(ddp_time_iso(&ts, buf)));
+    if (name)
+        json_object_set_new(o, "event", json_string(name));
+    if (fields)
+        json_object_update(o, fields);
+    json_decref(fields);
+    return o;
+}
+
+void ddp_record_event(struct ddp_record *r, const char *name, json_t *fields)
+{
+    if (!r) {
+        json_decref(fields);
+        return;
+    }
+    json_t *o = stamped(name, fields);
+    char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!line)
+        return;
+    size_t n = strlen(line);
+    line[n] = '\n'; /* json_dumps' NUL becomes the line's end: one write, one whole line (O_APPEND) */
+    size_t done = 0;
+    ssize_t w = 0;
+    while (r->fd >= 0 && done < n + 1) {
+        w = write(r->fd, line + done, n + 1 - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (w == 0 || errno != EINTR)
+            break;
+    }
+    if (done == n + 1) {
+        r->len += done;
+    } else if (r->fd >= 0) { /* a full disk: the events so far stay whole lines, the later ones are left out */
+        r->err = w < 0 ? errno : EIO;
+        if (ftruncate(r->fd, (off_t)r->len) != 0)
+            ddp_debug("%s/events.jsonl: ftruncate: %s", r->dir, strerror(errno));
+        close(r->fd);
+        r->fd = -1;
+        ddp_warn("%s/events.jsonl: record stopped at %llu bytes: %s; later events are left out", r->dir,
+                 (unsigned long long)r->len, strerror(r->err));
+    }
+    free(line);
+}
+
+int ddp_record_stopped(const struct ddp_record *r, uint64_t *len)
+{
+    *len = r ? r->len : 0;
+    return r ? r->err : 0;
+}
+
+int ddp_record_summary(struct ddp_record *r, json_t *summary)
+{
+    int rc = 0, fd;
+    char *tmp, *path;
+    json_t *o;
+    char *text;
+    if (!r) {
+        json_decref(summary);
+        return 0;
+    }
+    o = stamped(NULL, summary);
+    text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    tmp = r->tmp;
+    path = ddp_xasprintf("%s/summary.json", r->dir);
+    fd = r->reserve_fd >= 0 ? r->reserve_fd
+                            : openat(r->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    r->reserve_fd = -1;
+    size_t n = strlen(text);
+    text[n] = '\n'; /* the NUL becomes the file's last newline */
+    if (fd >= 0) {
+        rc = pwrite_all(fd, text, n + 1, 0);
+        if (rc == 0 && ftruncate(fd, (off_t)(n + 1)) != 0) /* the reserve's rest goes back to the disk */
+            rc = -errno;
+        if (close(fd) != 0 && rc == 0)
+            rc = -errno;
+        if (rc == 0 && renameat(r->dirfd, tmp, r->dirfd, "summary.json") != 0)
+            rc = -errno;
+        if (rc < 0)
+            unlinkat(r->dirfd, tmp, 0);
+    } else {
+        rc = -errno;
+    }
+    if (rc < 0)
+        ddp_warn("%s: %s", path, strerror(-rc));
+    free(text);
+    free(path);
+    return rc;
+}
+
+const char *ddp_record_dir(const struct ddp_record *r)
+{
+    return r ? r->dir : NULL;
+}
+
+void ddp_record_close(struct ddp_record *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    if (r->reserve_fd >= 0) { /* no summary was written */
+        close(r->reserve_fd);
+        unlinkat(r->dirfd, r->tmp, 0);
+    }
+    free(r->tmp);
+    free(r->dir);
+    free(r);
+}

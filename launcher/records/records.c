@@ -1,0 +1,599 @@
+/* records: see records.h. */
+#include "records/records.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/jobs.h"
+#include "host/logdir.h"
+#include "host/rundir.h"
+#include "records/classify.h"
+#include "records/record.h"
+#include "records/report.h"
+
+/* What the summary needs from a failed worker, kept after its attempt is freed. */
+struct ended {
+    int rank, local_rank, pid, status, signo, attempt;
+    time_t when;
+    char *error_file, *class_name, *class_line, *hint, *reason;
+    struct ddp_strv tail;
+    bool set;
+    bool exited; /* false: recorded while it still ran (a timeout); updated when it exits */
+};
+
+struct ddp_records {
+    const struct ddp_plan_ctx *ctx;
+    struct ddp_output *out; /* borrowed: its logs that stopped; flushed before they are listed */
+    const struct ddp_spec *spec;
+    struct ddp_record *rec; /* events.jsonl and summary.json, or NULL */
+    struct ddp_jobs *ps;    /* this job in `ddplaunch ps`, or NULL */
+    long long job_start_ms;
+    char job_start_iso[32];
+    int nattempts;
+    bool written;      /* job_end and summary.json are out */
+    struct ended root; /* root cause of the attempt being stopped / last failed attempt */
+    struct ended *others;
+    size_t nothers;
+    json_t *hang;                      /* the last verdict (summary.json "hang"), or NULL */
+    json_t *stragglers;                /* every straggler named live (progress.h), for summary.json */
+    char *hang_text;                   /* the same for the console summary, or NULL */
+    const struct ddp_rrun *unrecorded; /* its attempt_start waits for its programs' pids */
+    struct ddp_logfile *stopped;       /* record files that stopped (ddp_records_stopped), name owned */
+    size_t nstopped;
+    /* per worker of seen_run (by index): the first line of its output a failure class recognised */
+    const struct ddp_rrun *seen_run;
+    struct seen {
+        enum ddp_class cls;
+        char *line;
+    } * seen;
+};
+
+static void ended_clear(struct ended *e)
+{
+    free(e->error_file);
+    free(e->class_name);
+    free(e->class_line);
+    free(e->hint);
+    free(e->reason);
+    ddp_strv_clear(&e->tail);
+    memset(e, 0, sizeof(*e));
+}
+
+static void forget_seen(struct ddp_records *r)
+{
+    for (size_t i = 0; r->seen && i < r->seen_run->nw; i++)
+        free(r->seen[i].line);
+    free(r->seen);
+    r->seen = NULL;
+    r->seen_run = NULL;
+}
+
+/* What k's output was recognised as (DDP_CLASS_NONE: nothing), and the line (NULL: none). */
+static const struct seen *seen_of(const struct ddp_records *r, const struct ddp_rworker *k)
+{
+    static const struct seen none = {DDP_CLASS_NONE, NULL};
+    return r->seen && r->seen_run == k->run ? &r->seen[k->index] : &none;
+}
+
+void ddp_records_recognised(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class cls, const char *line,
+                            size_t len)
+{
+    if (r->seen_run != k->run) {
+        forget_seen(r);
+        r->seen_run = k->run;
+        r->seen = ddp_xcalloc(k->run->nw, sizeof(*r->seen));
+    }
+    struct seen *s = &r->seen[k->index];
+    if (s->cls != DDP_CLASS_NONE || cls == DDP_CLASS_NONE)
+        return;
+    s->cls = cls;
+    s->line = ddp_xstrndup(line, len < 1000 ? len : 1000);
+}
+
+static void clear_others(struct ddp_records *r)
+{
+    for (size_t i = 0; i < r->nothers; i++)
+        ended_clear(&r->others[i]);
+    free(r->others);
+    r->others = NULL;
+    r->nothers = 0;
+}
+
+static struct ended *push_other(struct ddp_records *r)
+{
+    r->others = ddp_xrealloc(r->others, (r->nothers + 1) * sizeof(*r->others));
+    memset(&r->others[r->nothers], 0, sizeof(*r->others));
+    return &r->others[r->nothers++];
+}
+
+static void push_tail(void *arg, const char *line)
+{
+    ddp_strv_push((struct ddp_strv *)arg, line);
+}
+
+static bool has_exited(const struct ddp_rworker *k)
+{
+    return k->state >= DDP_WS_EXITED;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static const char *on_timeout_name(enum ddp_on_timeout t)
+{
+    return t == DDP_ONTIMEOUT_DOWNSIZE ? "downsize" : t == DDP_ONTIMEOUT_FAIL ? "fail" : "restart";
+}
+
+static const char *heartbeat_name(enum ddp_heartbeat h)
+{
+    return h == DDP_HEARTBEAT_FILE ? "file" : h == DDP_HEARTBEAT_OUTPUT ? "output" : "none";
+}
+
+static json_t *ms_or_null(long long ms)
+{
+    return ms > 0 ? json_integer(ms) : json_null();
+}
+
+void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields)
+{
+    ddp_record_event(r->rec, name, fields);
+}
+
+static void job_start(struct ddp_records *r)
+{
+    const struct ddp_spec *sp = r->spec;
+    const struct ddp_plan_ctx *ctx = r->ctx;
+    json_t *plan =
+        json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:I}", "max_restarts", sp->max_restarts, "on_failure",
+                  sp->on_failure == DDP_ONFAIL_FAIL ? "fail" : "restart", "on_timeout", on_timeout_name(sp->on_timeout),
+                  "timeout_init_ms", ms_or_null(sp->timeout_init_ms), "timeout_stall_ms",
+                  ms_or_null(sp->timeout_stall_ms), "timeout_wall_ms", ms_or_null(sp->timeout_wall_ms), "heartbeat",
+                  heartbeat_name(sp->heartbeat), "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
+    ddp_record_event(r->rec, "job_start",
+                     json_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name, "host",
+                               ctx->hostname, "run_id", ctx->run_id, "pid", (int)getpid(), "nnodes", ctx->nnodes,
+                               "node_rank", ctx->node_rank, "nproc", ctx->nproc, "master_addr", ctx->master_addr,
+                               "master_port", ctx->master_port, "log_dir", ddp_record_dir(r->rec), "plan", plan));
+}
+
+struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out)
+{
+    struct ddp_records *r = ddp_xcalloc(1, sizeof(*r));
+    r->ctx = ctx;
+    r->out = out;
+    r->spec = ctx->spec;
+    r->job_start_ms = ddp_now_ms();
+    r->stragglers = json_array();
+    ddp_time_iso(NULL, r->job_start_iso);
+    if (ctx->logdir) {
+        struct ddp_err rerr = {0};
+        if (ddp_record_open(ddp_logdir_fd(ctx->logdir), ddp_logdir_path(ctx->logdir), &r->rec, &rerr) < 0)
+            ddp_warn("no run record: %s", rerr.msg);
+        job_start(r);
+    }
+    struct ddp_err perr = {0};
+    json_t *st = json_pack("{s:i, s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:i, s:s?, s:[]}", "v", 1, "job", r->spec->name,
+                           "host", ctx->hostname, "start", r->job_start_iso, "start_unix", (json_int_t)time(NULL),
+                           "master_port", ctx->master_port, "attempt", 0, "nproc", ctx->nproc, "ranks_alive", 0,
+                           "log_dir", ddp_record_dir(r->rec), "gpus");
+    if (ddp_jobs_publish(ddp_rundir_lock_dir(ctx->base_env), st, &r->ps, &perr) < 0)
+        ddp_debug("not listed in ddplaunch ps: %s", perr.msg);
+    json_decref(st);
+    return r;
+}
+
+void ddp_records_close(struct ddp_records *r)
+{
+    if (!r)
+        return;
+    ddp_record_close(r->rec);
+    ddp_jobs_close(r->ps);
+    ended_clear(&r->root);
+    clear_others(r);
+    for (size_t i = 0; i < r->nstopped; i++)
+        free(r->stopped[i].name);
+    free(r->stopped);
+    json_decref(r->hang);
+    json_decref(r->stragglers);
+    free(r->hang_text);
+    forget_seen(r);
+    free(r);
+}
+
+static void ps_update(struct ddp_records *r, json_t *changes)
+{
+    if (r->ps)
+        ddp_jobs_update(r->ps, changes);
+    json_decref(changes);
+}
+
+static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run);
+
+/* attempt_start names each worker by its program's pid, as worker_exit does (issue 23 item 13): it is written
+ * once every program started (the shim said its pid) or, at the latest, before the first worker's end. */
+void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_rrun *run)
+{
+    r->unrecorded = run;
+    ddp_records_attempt_flush(r, run, false);
+}
+
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_rrun *run, bool now)
+{
+    if (r->unrecorded != run)
+        return;
+    for (size_t i = 0; i < run->nw && !now; i++) {
+        const struct ddp_rworker *k = &run->w[i];
+        if (k->pgid > 0 && k->pid == k->pgid && k->state == DDP_WS_RUNNING)
+            return;
+    }
+    r->unrecorded = NULL;
+    attempt_start(r, run);
+}
+
+static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run)
+{
+    json_t *workers = json_array(), *argv = json_array(), *gpus = json_array();
+    const struct ddp_attempt *a = &run->plan;
+    r->nattempts++;
+    for (size_t i = 0; i < run->nw; i++) {
+        const struct ddp_rworker *k = &run->w[i];
+        json_array_append_new(workers,
+                              json_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b}", "rank", k->w->rank, "local_rank",
+                                        k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid,
+                                        "numa_node", k->w->numa_node, "cpus", k->w->cpus, "started", k->pgid > 0));
+        if (k->w->gpu_busid)
+            json_array_append_new(gpus, json_string(k->w->gpu_busid));
+    }
+    if (run->nw)
+        for (size_t i = 0; i < run->w[0].w->argv.n; i++)
+            json_array_append_new(argv, json_string(run->w[0].w->argv.v[i]));
+    ddp_record_event(r->rec, "attempt_start",
+                     json_pack("{s:i, s:i, s:i, s:i, s:s?, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
+                               "world_size", a->world_size, "master_port", a->master_port, "dir", a->dir, "gpu_reason",
+                               a->gpu_reason, "argv", argv, "workers", workers));
+    ps_update(r,
+              json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size, "nproc",
+                        (int)run->nw, "ranks_alive", (int)run->nw, "master_port", a->master_port, "gpus", gpus));
+}
+
+static const char *worker_class(const struct ddp_records *r, const struct ddp_rworker *k, char *buf, size_t n)
+{
+    const struct seen *o = seen_of(r, k);
+    if (k->fail == DDP_WF_EXEC)
+        return "exec-failed";
+    if (k->fail == DDP_WF_BIND)
+        return "bind-failed";
+    if (o->cls != DDP_CLASS_NONE)
+        return ddp_class_name(o->cls);
+    if (k->status == 0)
+        return "ok";
+    enum ddp_class c = ddp_classify_status(k->signo ? 0 : k->status, k->signo);
+    if (c == DDP_CLASS_EXIT || c == DDP_CLASS_NONE) {
+        snprintf(buf, n, "exit-%d", k->status);
+        return buf;
+    }
+    return ddp_class_name(c);
+}
+
+void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_rworker *k)
+{
+    char cbuf[32];
+    ddp_record_event(r->rec, "worker_exit",
+                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt, "rank",
+                               k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
+                               k->signo ? json_null() : json_integer(k->status), "signal",
+                               k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
+                               worker_class(r, k, cbuf, sizeof(cbuf)), "ran_ms",
+                               (json_int_t)(k->end_ms - k->start_ms)));
+    ps_update(r, json_pack("{s:i}", "ranks_alive", (int)(k->run->nw - k->run->nexited)));
+}
+
+void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_rworker *k,
+                         const char *why)
+{
+    ddp_record_event(r->rec, "timeout",
+                     json_pack("{s:i, s:s, s:o, s:s}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
+                               k ? json_integer(k->w->rank) : json_null(), "reason", why));
+}
+
+/* ---------------------------------------------------------------- the failure ledger */
+
+static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_rworker *k, const char *reason,
+                         enum ddp_class tcls)
+{
+    const struct seen *o = seen_of(r, k);
+    const char *ef = ddp_rworker_env(k, "TORCHELASTIC_ERROR_FILE");
+    enum ddp_class c;
+    ended_clear(e);
+    e->set = true;
+    e->rank = k->w->rank;
+    e->local_rank = k->w->local_rank;
+    e->pid = k->pid;
+    e->status = k->status;
+    e->signo = k->signo;
+    e->exited = has_exited(k);
+    e->attempt = k->run->plan.attempt;
+    e->when = e->exited ? k->end_wall : time(NULL);
+    e->error_file = ef ? ddp_xstrdup(ef) : NULL;
+    c = o->cls;
+    if (c == DDP_CLASS_NONE) {
+        if (k->fail == DDP_WF_EXEC)
+            c = DDP_CLASS_EXEC_FAILED;
+        else if (tcls != DDP_CLASS_NONE && reason)
+            c = tcls;
+        else if (e->exited)
+            c = ddp_classify_status(k->signo ? 0 : k->status, k->signo);
+    }
+    if (k->fail == DDP_WF_BIND) {
+        e->class_name = ddp_xstrdup("bind-failed");
+        e->hint = ddp_xstrdup("the worker could not be bound to its CPUs/memory nodes and [numa] strict = yes: "
+                              "check the cpuset this job may use, or set [numa] strict = no or bind = none");
+        c = DDP_CLASS_NONE;
+    } else if (c == DDP_CLASS_EXIT)
+        e->class_name = ddp_xasprintf("exit-%d", k->status);
+    else if (c != DDP_CLASS_NONE)
+        e->class_name = ddp_xstrdup(ddp_class_name(c));
+    if (c != DDP_CLASS_NONE) {
+        const char *h = ddp_class_hint(c);
+        if (h && *h)
+            e->hint = ddp_xstrdup(h);
+    }
+    e->class_line = o->line ? ddp_xstrdup(o->line) : NULL;
+    e->reason = reason ? ddp_xstrdup(reason) : NULL;
+    if (k->fail == DDP_WF_EXEC) {
+        free(e->reason);
+        e->reason =
+            ddp_xasprintf("cannot execute '%s': %s", k->w->argv.v ? k->w->argv.v[0] : "?", strerror(k->exec_err));
+    } else if (k->fail == DDP_WF_BIND && k->bind_msg) {
+        free(e->reason);
+        e->reason = ddp_xstrdup(k->bind_msg);
+    }
+    ddp_stream_tail(&k->s_err, push_tail, &e->tail);
+}
+
+void ddp_records_root(struct ddp_records *r, const struct ddp_rworker *k, const char *reason, enum ddp_class tcls)
+{
+    clear_others(r);
+    if (k)
+        record_ended(r, &r->root, k, reason, tcls);
+    else
+        ended_clear(&r->root);
+}
+
+void ddp_records_other(struct ddp_records *r, const struct ddp_rworker *k)
+{
+    record_ended(r, push_other(r), k, NULL, DDP_CLASS_NONE);
+}
+
+static bool root_is_hang(const struct ddp_records *r)
+{
+    return r->root.class_name && strcmp(r->root.class_name, ddp_class_name(DDP_CLASS_HANG)) == 0;
+}
+
+void ddp_records_exited(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class tcls)
+{
+    if (!r->root.set || r->root.exited || r->root.rank != k->w->rank || r->root.attempt != k->run->plan.attempt)
+        return;
+    /* the root cause was recorded at a timeout while it ran: now we know how it ended */
+    char *reason = r->root.reason ? ddp_xstrdup(r->root.reason) : NULL;
+    /* a hang culprit stays one (the capture may end on its whole stack, before it exits) */
+    bool culprit = root_is_hang(r);
+    char *hint = culprit && r->root.hint ? ddp_xstrdup(r->root.hint) : NULL;
+    record_ended(r, &r->root, k, reason, tcls);
+    if (culprit) {
+        free(r->root.class_name);
+        free(r->root.hint);
+        r->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
+        r->root.hint = hint;
+    }
+    free(reason);
+}
+
+void ddp_records_blame(struct ddp_records *r, const struct ddp_rworker *k, const char *why, const char *hint)
+{
+    if (r->root.set && r->root.rank != k->w->rank) {
+        *push_other(r) = r->root;
+        memset(&r->root, 0, sizeof(r->root));
+    }
+    record_ended(r, &r->root, k, why, DDP_CLASS_NONE);
+    free(r->root.class_name);
+    free(r->root.hint);
+    r->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
+    r->root.hint = ddp_xstrdup(hint);
+}
+
+void ddp_records_forget(struct ddp_records *r)
+{
+    clear_others(r);
+    ended_clear(&r->root);
+}
+
+void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size)
+{
+    const struct ended *e = &r->root;
+    if (!e->set) {
+        buf[0] = '\0';
+        return;
+    }
+    snprintf(buf, size, "rank %d (local %d) %s %d%s%s", e->rank, e->local_rank,
+             e->signo ? "died by signal" : "exited with code", e->signo ? e->signo : e->status,
+             e->class_name ? ", " : "", e->class_name ? e->class_name : "");
+}
+
+struct ddp_record *ddp_records_record(struct ddp_records *r)
+{
+    return r->rec;
+}
+
+json_t *ddp_records_stragglers(struct ddp_records *r)
+{
+    return r->stragglers;
+}
+
+void ddp_records_decision(struct ddp_records *r, int attempt, const char *action, int next_attempt, int next_nproc,
+                          long long delay_ms, int status, const char *why)
+{
+    bool exiting = strcmp(action, "exit") == 0;
+    json_t *root = r->root.set && (!exiting || status != 0) ? json_integer(r->root.rank) : json_null();
+    if (exiting)
+        ddp_record_event(r->rec, "decision",
+                         json_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", action, "exit_status",
+                                   status, "why", why, "root_rank", root));
+    else
+        ddp_record_event(r->rec, "decision",
+                         json_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action", action,
+                                   "next_attempt", next_attempt, "next_nproc", next_nproc, "delay_ms",
+                                   (json_int_t)delay_ms, "why", why, "root_rank", root));
+}
+
+void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text)
+{
+    json_decref(r->hang);
+    r->hang = hang;
+    ddp_record_event(r->rec, "hang", json_deep_copy(r->hang));
+    free(r->hang_text);
+    r->hang_text = text;
+}
+
+/* ---------------------------------------------------------------- the summary */
+
+static const char *prog_name(const struct ddp_spec *sp)
+{
+    return sp->script      ? sp->script
+           : sp->module    ? sp->module
+           : sp->program   ? sp->program
+           : sp->command.n ? sp->command.v[0]
+                           : "job";
+}
+
+static struct ddp_report_entry entry_of(const struct ddp_records *r, const struct ended *e)
+{
+    return (struct ddp_report_entry){.rank = e->rank,
+                                     .local_rank = e->local_rank,
+                                     .host = r->ctx->hostname,
+                                     .pid = e->pid,
+                                     .exit_code = e->status,
+                                     .signo = e->signo,
+                                     .when = e->when,
+                                     .error_file = e->error_file,
+                                     .error_file_kept = r->ctx->logdir != NULL,
+                                     .class_name = e->class_name,
+                                     .class_line = e->class_line,
+                                     .hint = e->hint,
+                                     .reason = e->reason,
+                                     .tail = (const char *const *)e->tail.v,
+                                     .ntail = e->tail.n,
+                                     .running = !e->exited};
+}
+
+void ddp_records_stopped(struct ddp_records *r, const char *file, uint64_t bytes, int err)
+{
+    r->stopped = ddp_xrealloc(r->stopped, (r->nstopped + 1) * sizeof(*r->stopped));
+    r->stopped[r->nstopped++] =
+        (struct ddp_logfile){.fd = -1, .rank = -1, .name = ddp_xstrdup(file), .len = bytes, .err = err};
+}
+
+/* One log that stopped (rank < 0: a record file of the run), into a (JSON) and text (console lines). */
+static void stopped_log(json_t *a, struct ddp_buf *text, const struct ddp_logfile *f)
+{
+    const char *name = f->name ? f->name : "?", *why = strerror(f->err);
+    json_array_append_new(a,
+                          json_pack("{s:o, s:s, s:I, s:s}", "rank", f->rank >= 0 ? json_integer(f->rank) : json_null(),
+                                    "file", name, "bytes", (json_int_t)f->len, "error", why));
+    if (f->rank >= 0)
+        ddp_buf_printf(text, "  rank %d ", f->rank);
+    else
+        ddp_buf_puts(text, "  ");
+    ddp_buf_printf(text, "%s: stopped at %llu bytes: %s\n", name, (unsigned long long)f->len, why);
+}
+
+/* Each log that stopped (a full disk): summary.json's logs_stopped, and (text) the console's lines. */
+static json_t *stopped_logs(const struct ddp_records *r, struct ddp_buf *text)
+{
+    json_t *a = json_array();
+    struct ddp_logfile ev = {.fd = -1, .rank = -1, .name = "events.jsonl"};
+    for (size_t i = 0; i < r->out->nstopped; i++)
+        stopped_log(a, text, &r->out->stopped[i]);
+    for (size_t i = 0; i < r->nstopped; i++)
+        stopped_log(a, text, &r->stopped[i]);
+    ev.err = ddp_record_stopped(r->rec, &ev.len);
+    if (ev.err)
+        stopped_log(a, text, &ev);
+    return a;
+}
+
+/* After the summary: the logs that stopped, which lack what followed (the stderr tails came from memory). */
+static void print_stopped(const struct ddp_records *r)
+{
+    struct ddp_buf stops = {0};
+    json_decref(stopped_logs(r, &stops));
+    if (stops.len) {
+        ddp_output_flush_wait(r->out);
+        fflush(stdout);
+        fprintf(stderr, "Logs that stopped (a write failed; what came after is not in them):\n%s", stops.data);
+    }
+    ddp_buf_free(&stops);
+}
+
+void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_output *out)
+{
+    if (!r->root.set) {
+        print_stopped(r);
+        return;
+    }
+    char *title = ddp_xasprintf("%s%s FAILED (exit status %d)%s", ddp_colour(DDP_COLOUR_RED), prog_name(r->spec),
+                                status, ddp_colour(DDP_COLOUR_RESET));
+    struct ddp_report_entry root = entry_of(r, &r->root);
+    struct ddp_report_entry *others = ddp_xcalloc(r->nothers + 1, sizeof(*others));
+    for (size_t i = 0; i < r->nothers; i++)
+        others[i] = entry_of(r, &r->others[i]);
+    ddp_output_flush_wait(out);
+    fflush(stdout);
+    ddp_report_print(stderr, title, &root, others, r->nothers);
+    if (r->hang_text)
+        fprintf(stderr, "%s%s%s", ddp_colour(DDP_COLOUR_YELLOW), r->hang_text, ddp_colour(DDP_COLOUR_RESET));
+    print_stopped(r);
+    free(others);
+    free(title);
+}
+
+void ddp_records_print_success(const struct ddp_records *r)
+{
+    if (r->nattempts > 1) /* a success that needed restarts says so, in one line */
+        ddp_info("%s%s succeeded%s after %d attempts (%d restart%s) in %.1f s", ddp_colour(DDP_COLOUR_GREEN),
+                 prog_name(r->spec), ddp_colour(DDP_COLOUR_RESET), r->nattempts, r->nattempts - 1,
+                 r->nattempts == 2 ? "" : "s", (double)(ddp_now_ms() - r->job_start_ms) / 1000.0);
+    print_stopped(r);
+}
+
+void ddp_records_job_end(struct ddp_records *r, int status, const char *result, const char *timeout)
+{
+    char now[32];
+    if (!r->rec || r->written)
+        return;
+    r->written = true;
+    ddp_record_event(r->rec, "job_end",
+                     json_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
+                               r->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms)));
+    json_t *others = json_array();
+    for (size_t i = 0; i < r->nothers && status != 0; i++) {
+        struct ddp_report_entry e = entry_of(r, &r->others[i]);
+        json_array_append_new(others, ddp_report_entry_json(&e));
+    }
+    struct ddp_report_entry root = entry_of(r, &r->root);
+    json_t *sum = json_pack(
+        "{s:s, s:s?, s:s?, s:s?, s:i, s:s, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:s?}", "program", prog_name(r->spec),
+        "job", r->spec->name, "host", r->ctx->hostname, "run_id", r->ctx->run_id, "exit_status", status, "result",
+        result, "attempts", r->nattempts, "started", r->job_start_iso, "ended", ddp_time_iso(NULL, now), "duration_ms",
+        (json_int_t)(ddp_now_ms() - r->job_start_ms), "timeout", timeout ? json_string(timeout) : json_null(),
+        "root_cause", r->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
+        "log_dir", ddp_record_dir(r->rec));
+    json_object_set(sum, "hang", r->hang ? r->hang : json_null());
+    json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
+    struct ddp_buf text = {0};
+    json_object_set_new(sum, "logs_stopped", stopped_logs(r, &text));
+    ddp_buf_free(&text);
+    ddp_record_summary(r->rec, sum);
+}

@@ -1,0 +1,89 @@
+/* records: what a job leaves for people and tools: events.jsonl and summary.json in the log directory
+ * (record.h writes them), this job's entry in `ddplaunch ps` (jobs.h), the failure ledger (the root cause and
+ * the other failures) and the console summary made from it. It is fed events and facts by the driver and
+ * never reaches back: it decides no action, signals nothing, reads no pipe. */
+#ifndef DDP_RECORDS_H
+#define DDP_RECORDS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "records/class.h"
+#include "run/output.h"
+#include "run/plan.h"
+#include "run/runner.h"
+
+struct ddp_records;
+
+/* Open the records of a job (ctx->logdir: events.jsonl with job_start; ctx->base_env: the ps entry); a record
+ * that cannot be written is said (warning or debug line) and left out. out: the workers' console, whose logs
+ * that stopped (a full disk) the summaries list. Never fails. Caller owns; ddp_records_close(). ctx and out
+ * must outlive it. */
+struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out);
+void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
+
+/* The record files, for a module that writes its own events (progress.h), or NULL; the JSON array of the
+ * stragglers named live (summary.json's "stragglers"), to append to. Both borrowed. */
+struct ddp_record *ddp_records_record(struct ddp_records *r);
+json_t *ddp_records_stragglers(struct ddp_records *r);
+
+/* One event line (fields: taken; NULL = none). */
+void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
+
+/* An attempt's workers are being started: its attempt_start (ps: attempt, world size, GPUs, ranks alive) is
+ * written once every program has started, so that it names the programs' pids; ddp_records_attempt_flush()
+ * checks again (now: write it whatever the programs' state, before the first worker's end). */
+void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_rrun *run);
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_rrun *run, bool now);
+/* A worker's shim exited (worker_exit; ps: ranks alive). */
+void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_rworker *k);
+/* The first line of k's output that a failure class (cls) recognised, this attempt (len bytes of line; later
+ * ones are ignored): the class its worker_exit and the ledger give it. */
+void ddp_records_recognised(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class cls, const char *line,
+                            size_t len);
+/* A timeout stops attempt `attempt` (timeout): cls, the rank to blame first (k, or NULL), why. */
+void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_rworker *k,
+                         const char *why);
+
+/* The failure ledger. tcls: the class of the timeout that stops the attempt when reason is a timeout's, else
+ * DDP_CLASS_NONE. */
+/* k is the root cause now (k NULL: none, a timeout of no one rank); the other failures are forgotten. */
+void ddp_records_root(struct ddp_records *r, const struct ddp_rworker *k, const char *reason, enum ddp_class tcls);
+/* k failed on its own while the attempt was being stopped: listed after the root cause. */
+void ddp_records_other(struct ddp_records *r, const struct ddp_rworker *k);
+/* k exited: when the root cause was recorded while k still ran (a timeout), it now says how k ended. */
+void ddp_records_exited(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class tcls);
+/* The hang verdict named k: it becomes the root cause (the earlier root cause, another rank, one of the
+ * others) with class hang, why and hint. */
+void ddp_records_blame(struct ddp_records *r, const struct ddp_rworker *k, const char *why, const char *hint);
+/* Forget the root cause and the other failures (a follower's next attempt). */
+void ddp_records_forget(struct ddp_records *r);
+/* The root cause in one line for node 0 ("rank 3 (local 1) exited with code 2, exit-2"), "" when none. */
+void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size);
+
+/* The driver's decision after attempt `attempt` (decision): action "restart" or "downsize" (next attempt, its
+ * size, the delay before it) or "exit" (status), why, and the root cause's rank when one is known (and the
+ * exit is a failure). */
+void ddp_records_decision(struct ddp_records *r, int attempt, const char *action, int next_attempt, int next_nproc,
+                          long long delay_ms, int status, const char *why);
+
+/* A record file of the run (file: its path under the run directory) stopped at bytes by errno err (a full
+ * disk): listed with the logs that stopped (the workers' logs are listed by output.h itself). */
+void ddp_records_stopped(struct ddp_records *r, const char *file, uint64_t bytes, int err);
+
+/* The hang verdict (summary.json "hang", taken) and its console text (taken), with a "hang" event. */
+void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text);
+
+/* The failure summary on stderr ("PROG FAILED (exit status N)", root cause, others, hang verdict), after what
+ * the console holds (out). When no root cause is known, only the logs that stopped (if any). */
+void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_output *out);
+
+/* A job that succeeded after restarts says so in one line ("X succeeded after 2 attempts (1 restart) in 0.3 s");
+ * nothing after one attempt. Both summaries end with the logs that stopped (a full disk), if any. */
+void ddp_records_print_success(const struct ddp_records *r);
+
+/* job_end in events.jsonl and summary.json, once: result ("succeeded", "failed", "timeout", ...), timeout:
+ * why the last attempt timed out, or NULL. */
+void ddp_records_job_end(struct ddp_records *r, int status, const char *result, const char *timeout);
+
+#endif

@@ -1,0 +1,136 @@
+/* plan: turns a resolved spec (plus topology, GPU choice, port) into the concrete workers of one attempt,
+ * and prints that plan (`ddplaunch plan`, text or JSON). Pure apart from printing: it starts nothing. */
+#ifndef DDP_PLAN_H
+#define DDP_PLAN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "base/util.h"
+#include "spec/spec.h"
+
+/* One worker to start. All strings owned by the attempt. */
+struct ddp_worker {
+    int local_rank;
+    int rank;
+    struct ddp_strv argv; /* argv[0] is looked up in PATH by execvp */
+    struct ddp_strv envp; /* the complete environment the worker gets */
+    bool python;          /* runs Python (script, module, or a python command): its stack can be captured */
+    char *cwd;            /* NULL = the launcher's */
+    int gpu;              /* index into the topology's GPU list, or -1 */
+    char *gpu_busid;      /* "0000:17:00.0" or NULL */
+    int numa_node;        /* OS index of the node it is bound to, or -1 */
+    char *cpus;           /* CPU list to bind to ("0-3,8"), NULL = no CPU binding */
+    char *mems;           /* memory node list, NULL = no memory policy */
+    enum ddp_membind mem_mode;
+    bool bind_strict;   /* a binding that cannot be applied is an error, not a warning */
+    char *log_dir;      /* <attempt dir>/LOCAL_RANK, or NULL */
+    char *stacks_file;  /* live stack samples (DDPLAUNCH_STACKS_FILE, progress.c), or NULL */
+    char *fr_pipe;      /* torch's flight-recorder dump FIFO for this rank (TORCH_NCCL_DEBUG_INFO_PIPE_FILE + rank +
+                           ".pipe"; torch 2.x with NCCL creates it), or NULL */
+    int std_redirect;   /* torchrun Std for redirects: 0 none, 1 out, 2 err, 3 both */
+    int std_tee;        /* torchrun Std for tee */
+    bool console;       /* passes --local-ranks-filter */
+    bool to_console[2]; /* its stdout [0] / stderr [1] reach the console: console, and not in redirects
+                           unless tee names it too (torchrun's precedence: tee wins) */
+    bool raw[2];        /* stdout [0] / stderr [1] reach the console as raw bytes (job.console), else as
+                           framed whole lines with prefix[i] */
+    bool tty[2];        /* stdout [0] / stderr [1] is a pseudo-terminal (the console it reaches is a terminal:
+                           the worker sees one of its size, pty.h), else a pipe */
+    char *prefix[2];    /* console line prefix of stdout [0] / stderr [1], e.g. "[rank3]: ", "[default3]:"
+                           (a --tee copy, as torchrun's), "" for none */
+};
+
+/* One attempt of the job on this node. */
+struct ddp_attempt {
+    int attempt;    /* 0, 1, ... = TORCHELASTIC_RESTART_COUNT */
+    int nproc;      /* local workers */
+    int world_size; /* all nodes */
+    int orig_world_size;
+    char *run_id;
+    char *master_addr;
+    int master_port;
+    char *dir; /* LOG_DIR/<run_id>_XXXXXXXX/attempt_N (the run dir's attempt_N when there is no log_dir) */
+    struct ddp_worker *workers;
+    size_t nworkers;
+    char *gpu_reason; /* one line: why these GPUs ("2 GPUs on NUMA node 0, NVLink") or NULL */
+};
+
+void ddp_attempt_free(struct ddp_attempt *a);
+
+struct ddp_logdir;
+
+/* What a builder needs that is not in the spec: decided once per launch. */
+struct ddp_plan_ctx {
+    const struct ddp_spec *spec;
+    char *const *base_env; /* the launcher's environment, inherited by workers */
+    const char *hostname;
+    const char *run_id;
+    const char *master_addr;
+    int master_port;
+    int nnodes;
+    int node_rank;
+    int nproc;                      /* resolved local worker count */
+    const char *python;             /* interpreter for script/module jobs (ddp_plan_python) */
+    const char *python_why;         /* why that one (ddp_plan_python's phrase), or NULL */
+    bool console_tty[2];            /* the launcher's stdout [0] / stderr [1] is a terminal: job.console = auto
+                                       prefixes lines there, and workers get a pseudo-terminal for it */
+    struct ddp_topo *topo;          /* may be NULL (no topology: no GPUs, no binding) */
+    const char *inherited_cvd;      /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
+    const char *run_dir;            /* private runtime dir of this launch (0700): heartbeat files, error files
+                                       when there is no log_dir, the timer FIFO; NULL in `plan` */
+    const char *timer_file;         /* TORCHELASTIC_TIMER_FILE path, or NULL */
+    const char *sample_pydir;       /* live stack sampling: the sitecustomize's directory (prepended to PYTHONPATH),
+                                       or NULL (no sampling; always in `plan`) */
+    int sample_signal;              /* the signal the sitecustomize takes (DDPLAUNCH_STACKS_SIGNAL) */
+    struct ddp_logdir *logdir;      /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
+                                       and without log_dir */
+    const char *slurm_gpus;         /* Slurm's GPU list (global indices), or NULL */
+    const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
+    /* An attempt laid out over nodes with their own worker counts (layout.h): this node's first global rank
+     * and the world size. world_size 0 = every node runs nproc: ranks node_rank * nproc + local rank. */
+    int rank_base;
+    int world_size;
+    /* nnodes > 1: the control channel between the agents (coord.h); unused on one node */
+    const char *coord_secret;  /* the job secret (token.h); never exported to workers */
+    const char *coord_job;     /* the job's identity bound into the handshake (rendezvous id and command) */
+    int coord_port;            /* node 0's control port */
+    int coord_node;            /* 0 = this agent serves; > 0 = joins as that node rank; -1 = gets one at join */
+    int coord_listen_fd;       /* serving a c10d-style rendezvous: the endpoint's listening socket, else -1 */
+    const char *rdzv_source;   /* what gave the node rank ("static", "c10d", "slurm"...; rdzv.h), for plan */
+    bool coord_dynamic;        /* c10d-style: node ranks given at join, group ranks in host-name order */
+    int min_nnodes;            /* nnodes MIN: the job goes on while at least this many nodes are up */
+    long long join_timeout_ms; /* how long node 0 waits for nnodes MAX (then starts with >= MIN), and others
+                                  try to reach node 0 */
+    long long last_call_ms;    /* c10d, MIN < MAX: once MIN nodes joined, node 0 waits this long for more */
+    long long lost_after_ms;   /* a silent agent is lost after this long */
+};
+
+/* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology
+ * indices). 0, or a negative errno with err (e.g. not enough usable GPUs). Caller owns *out; free with
+ * ddp_attempt_free(). */
+int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,
+                   struct ddp_attempt *out, struct ddp_err *err);
+
+/* The placement request (topo.h) this spec makes for nproc workers, without exclusions. Used by launch.c to
+ * count usable GPUs (nproc_per_node = gpu|auto) and choose the GPUs to lease. */
+struct ddp_place_req;
+void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req);
+
+/* The interpreter of script and module jobs: $PYTHON_EXEC from envp when set and not empty; else env_python, the
+ * python3 of the Python environment (venv, conda) ddplaunch is installed in, so that workers find that
+ * environment's torch whether it is activated or not; else torchrun_python, the interpreter of the torchrun on
+ * PATH (its #! line: "the Python that torchrun runs with" is what a user replacing torchrun means); else
+ * path_python (python3 found on PATH, absolute), else "python3". Pure. *why_out (may be NULL) gets a static
+ * phrase naming the rule. Returns one of the strings passed in or a static one. */
+const char *ddp_plan_python(char *const *envp, const char *env_python, const char *torchrun_python,
+                            const char *path_python, const char **why_out);
+/* The Python interpreter a script's first line names: "#!/usr/bin/python3.11" -> "/usr/bin/python3.11",
+ * "#! /opt/py/bin/python3 -u" -> "/opt/py/bin/python3", "#!/usr/bin/env python3" -> "python3" (a name to look up
+ * on PATH). NULL when line is no #! line or names no python (pip's "#!/bin/sh" wrapper of long paths). Pure;
+ * caller frees. */
+char *ddp_plan_shebang_python(const char *line);
+/* Print the resolved spec (value and origin per key) and the attempt, as text or one JSON document. */
+void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json);
+
+#endif

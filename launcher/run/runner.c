@@ -1,0 +1,776 @@
+/* runner: see runner.h. libuv reaps each shim; the shim reports on a close-on-exec pipe (shim.h). */
+#include "run/runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/exit.h"
+#include "host/cgroup.h"
+#include "host/logdir.h"
+#include "run/pty.h"
+
+/* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
+#define PIPE_SIZE (256 * 1024)
+
+struct ddp_runner {
+    struct ddp_runner_config cfg;
+    struct ddp_output out;
+    struct ddp_rrun *cur;
+    uv_timer_t unblock;
+    uv_signal_t winch; /* SIGWINCH, when fd 1 or 2 is a terminal: workers' pseudo-terminals follow its size */
+    bool paused;       /* the console is full: worker pipes are not read until it drains (back-pressure) */
+    char readbuf[64 * 1024];
+};
+
+#define OPS(rn) (&(rn)->cfg.ops)
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool exited(const struct ddp_rworker *k)
+{
+    return k->state >= DDP_WS_EXITED;
+}
+
+bool ddp_rworker_running(const struct ddp_rworker *k)
+{
+    return k->state == DDP_WS_RUNNING || k->state == DDP_WS_ENDING;
+}
+
+const char *ddp_rworker_env(const struct ddp_rworker *k, const char *name)
+{
+    int i = ddp_strv_env_find(&k->w->envp, name);
+    return i >= 0 ? k->w->envp.v[i] + strlen(name) + 1 : NULL;
+}
+
+/* ---------------------------------------------------------------- back-pressure */
+
+static void read_streams(struct ddp_rworker *k)
+{
+    if (k->open & DDP_RS_OUT && !uv_is_closing((uv_handle_t *)&k->out))
+        uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
+    if (k->open & DDP_RS_ERR && !uv_is_closing((uv_handle_t *)&k->err))
+        uv_read_start((uv_stream_t *)&k->err, on_alloc, on_read);
+}
+
+/* Read or stop reading every output pipe of the current attempt that is still open. */
+static void set_reading(struct ddp_runner *rn, bool on)
+{
+    struct ddp_rrun *r = rn->cur;
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        if (k->pgid <= 0 || (!on && exited(k)))
+            continue; /* an exited worker's pipes hold a bounded rest: read it, so that it can finish */
+        if (on) {
+            read_streams(k);
+            continue;
+        }
+        if (k->open & DDP_RS_OUT && !uv_is_closing((uv_handle_t *)&k->out))
+            uv_read_stop((uv_stream_t *)&k->out);
+        if (k->open & DDP_RS_ERR && !uv_is_closing((uv_handle_t *)&k->err))
+            uv_read_stop((uv_stream_t *)&k->err);
+    }
+}
+
+static void on_unblock(uv_timer_t *t)
+{
+    struct ddp_runner *rn = t->data;
+    if (ddp_output_flush(&rn->out) > 0)
+        return;
+    rn->paused = false;
+    uv_timer_stop(&rn->unblock);
+    if (OPS(rn)->resumed)
+        OPS(rn)->resumed(rn->cfg.arg, ddp_now_ms());
+    set_reading(rn, true);
+}
+
+/* Write what the console takes; when it is full, stop reading the workers until it drains. */
+static void console_flush(struct ddp_runner *rn)
+{
+    if (ddp_output_flush(&rn->out) == 0 || rn->paused)
+        return;
+    rn->paused = true;
+    set_reading(rn, false);
+    uv_timer_start(&rn->unblock, on_unblock, 5, 5);
+}
+
+bool ddp_runner_paused(const struct ddp_runner *rn)
+{
+    return rn->paused;
+}
+
+struct ddp_output *ddp_runner_output(struct ddp_runner *rn)
+{
+    return &rn->out;
+}
+
+/* ---------------------------------------------------------------- signals */
+
+int ddp_runner_signal_all(struct ddp_runner *rn, int sig)
+{
+    int n = 0;
+    struct ddp_rrun *r = rn->cur;
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        if (k->pgid <= 0 || k->state == DDP_WS_DONE)
+            continue;
+        if (sig == SIGKILL && !exited(k) ? ddp_shim_kill(k->pgid) == 0 : kill(-k->pgid, sig) == 0)
+            n++;
+        /* a stopped process acts on TERM/INT only once continued (as a shell's kill does for stopped jobs) */
+        if (sig == SIGTERM || sig == SIGINT)
+            kill(-k->pgid, SIGCONT);
+    }
+    return n;
+}
+
+void ddp_runner_signal_program(struct ddp_rworker *k, int sig)
+{
+    if (ddp_rworker_running(k) && k->pid > 0)
+        kill(k->pid, sig);
+}
+
+int ddp_runner_alive(const struct ddp_runner *rn)
+{
+    int alive = 0;
+    for (size_t i = 0; rn->cur && i < rn->cur->nw; i++)
+        alive += rn->cur->w[i].pgid > 0 && !exited(&rn->cur->w[i]);
+    return alive;
+}
+
+struct ddp_rworker *ddp_runner_find_pid(struct ddp_runner *rn, int pid)
+{
+    struct ddp_rrun *r = rn->cur;
+    pid_t g = getpgid(pid);
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        if (k->pgid > 0 && !exited(k) && (k->pid == pid || (g > 0 && (k->pgid == g || k->pid == g))))
+            return k;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- handle lifetime */
+
+static void run_free(struct ddp_rrun *r)
+{
+    struct ddp_runner *rn = r->runner;
+    for (size_t i = 0; i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        if (OPS(rn)->release)
+            OPS(rn)->release(rn->cfg.arg, k);
+        free(k->ext);
+        ddp_stream_free(&k->s_out);
+        ddp_stream_free(&k->s_err);
+        ddp_logfile_close(&k->timed);
+        free(k->bind_msg);
+    }
+    if (r->cgroup) { /* normally already ended in attempt_cgroup_end() */
+        ddp_cgroup_kill_remove(r->cgroup);
+        free(r->cgroup);
+    }
+    free(r->w);
+    ddp_attempt_free(&r->plan);
+    free(r);
+}
+
+/* Every worker of r finished: what the attempt used, from its cgroup, and the cgroup ended (SIGKILL to
+ * anything that is still in it, which the shims' subreaping should have left empty). */
+static void attempt_cgroup_end(struct ddp_rrun *r)
+{
+    long long cpu, mem;
+    if (!r->cgroup)
+        return;
+    bool failed = false;
+    for (size_t i = 0; i < r->nw; i++)
+        failed |= r->w[i].status != 0;
+    /* said before a failed attempt's summary; with -v always */
+    enum ddp_log_level level = failed ? DDP_LOG_INFO : DDP_LOG_DEBUG;
+    if (ddp_cgroup_stats(r->cgroup, &cpu, &mem) == 0) {
+        if (mem >= 0)
+            ddp_log(level, "attempt %d: CPU time %.1f s, peak memory %.0f MiB (its cgroup)", r->plan.attempt,
+                    (double)cpu / 1e6, (double)mem / (1024.0 * 1024.0));
+        else
+            ddp_log(level, "attempt %d: CPU time %.1f s (its cgroup)", r->plan.attempt, (double)cpu / 1e6);
+    }
+    int left = ddp_cgroup_kill_remove(r->cgroup);
+    if (left > 0)
+        ddp_warn("attempt %d: %d process%s still in the attempt's cgroup: killed", r->plan.attempt, left,
+                 left == 1 ? "" : "es");
+    free(r->cgroup);
+    r->cgroup = NULL;
+}
+
+static void on_close(uv_handle_t *h)
+{
+    struct ddp_rworker *k = h->data;
+    struct ddp_rrun *r = k->run;
+    if (--r->open_handles == 0 && r->retired)
+        run_free(r);
+}
+
+static void close_handle(uv_handle_t *h)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, on_close);
+}
+
+void ddp_runner_retire(struct ddp_runner *rn)
+{
+    struct ddp_rrun *r = rn->cur;
+    if (!r)
+        return;
+    rn->cur = NULL;
+    r->retired = true;
+    if (r->open_handles == 0)
+        run_free(r);
+}
+
+struct ddp_rrun *ddp_runner_current(const struct ddp_runner *rn)
+{
+    return rn->cur;
+}
+
+bool ddp_runner_is_current(const struct ddp_rworker *k)
+{
+    return k->run == k->run->runner->cur;
+}
+
+/* ---------------------------------------------------------------- ending of workers */
+
+/* Move k by ev; tell the caller when it became DONE. */
+static void step(struct ddp_rworker *k, enum ddp_wevent ev, unsigned stream);
+
+/* k just became DONE (ddp_wstate_step said so). */
+static void became_done(struct ddp_rworker *k)
+{
+    struct ddp_rrun *r = k->run;
+    struct ddp_runner *rn = r->runner;
+    r->ndone++;
+    if (r->ndone == r->nw)
+        attempt_cgroup_end(r);
+    if (OPS(rn)->done)
+        OPS(rn)->done(rn->cfg.arg, k, r->ndone == r->nw);
+}
+
+static void step(struct ddp_rworker *k, enum ddp_wevent ev, unsigned stream)
+{
+    if (ddp_wstate_step(&k->state, &k->open, ev, stream))
+        became_done(k);
+}
+
+static void changed(struct ddp_rworker *k)
+{
+    struct ddp_runner *rn = k->run->runner;
+    if (OPS(rn)->changed)
+        OPS(rn)->changed(rn->cfg.arg, k);
+}
+
+/* Read what is already waiting in a worker's stdout/stderr pipes, so that its last lines (a traceback, a
+ * recognised error message) are forwarded, classified and in the summary's tail before its ending is judged. */
+static void drain_output(struct ddp_rworker *k)
+{
+    struct ddp_runner *rn = k->run->runner;
+    uv_pipe_t *pipes[2] = {&k->out, &k->err};
+    struct ddp_stream *streams[2] = {&k->s_out, &k->s_err};
+    unsigned bit[2] = {DDP_RS_OUT, DDP_RS_ERR};
+    for (int i = 0; i < 2; i++) {
+        uv_os_fd_t fd;
+        if (!(k->open & bit[i]) || uv_is_closing((uv_handle_t *)pipes[i]) ||
+            uv_fileno((uv_handle_t *)pipes[i], &fd) != 0)
+            continue;
+        for (int rounds = 0; rounds < 64; rounds++) { /* bounded: a flooding grandchild cannot keep us here */
+            ssize_t n = read(fd, rn->readbuf, sizeof(rn->readbuf));
+            if (n <= 0)
+                break; /* EAGAIN, or EOF: the loop's own read will see it */
+            ddp_stream_feed(&rn->out, streams[i], rn->readbuf, (size_t)n);
+        }
+    }
+    console_flush(rn);
+}
+
+void ddp_runner_program_ended(struct ddp_rworker *k, int status, int signo)
+{
+    if (k->state != DDP_WS_RUNNING)
+        return;
+    step(k, DDP_WE_PROGRAM_ENDED, 0);
+    k->status = status;
+    k->signo = signo;
+    k->end_ms = ddp_now_ms();
+    k->end_wall = time(NULL);
+    drain_output(k);
+}
+
+static void handle_record(struct ddp_rworker *k, const struct ddp_shim_record *rec)
+{
+    struct ddp_runner *rn = k->run->runner;
+    switch (rec->kind) {
+    case DDP_SHIM_STARTED:
+        if (rec->pid > 0)
+            k->pid = rec->pid;
+        if (OPS(rn)->started)
+            OPS(rn)->started(rn->cfg.arg, k);
+        break;
+    case DDP_SHIM_EXEC_FAILED:
+        k->fail = DDP_WF_EXEC;
+        k->exec_err = rec->err;
+        ddp_error("rank %d: cannot execute '%s': %s", k->w->rank, k->w->argv.v ? k->w->argv.v[0] : "?",
+                  strerror(rec->err));
+        break;
+    case DDP_SHIM_BIND_WARN:
+        ddp_warn("%s", rec->msg);
+        break;
+    case DDP_SHIM_EXITED:
+        /* the program failed while the shim still ends what it left behind (up to shutdown_timeout) */
+        if (k->state == DDP_WS_RUNNING && rec->status != 0 && OPS(rn)->program_ended)
+            OPS(rn)->program_ended(rn->cfg.arg, k, rec->status, rec->err);
+        break;
+    case DDP_SHIM_BIND_FAILED:
+        k->fail = DDP_WF_BIND;
+        free(k->bind_msg);
+        k->bind_msg = ddp_xstrndup(rec->msg, sizeof(rec->msg));
+        ddp_error("%s (numa strict = yes)", k->bind_msg);
+        break;
+    default:
+        break;
+    }
+}
+
+static void rep_bytes(struct ddp_rworker *k, const char *p, size_t n)
+{
+    while (n > 0) {
+        size_t take = sizeof(k->rep_buf) - k->rep_len;
+        if (take > n)
+            take = n;
+        memcpy(k->rep_buf + k->rep_len, p, take);
+        k->rep_len += take;
+        p += take;
+        n -= take;
+        if (k->rep_len == sizeof(k->rep_buf)) {
+            struct ddp_shim_record rec;
+            memcpy(&rec, k->rep_buf, sizeof(rec));
+            rec.msg[sizeof(rec.msg) - 1] = '\0';
+            handle_record(k, &rec);
+            k->rep_len = 0;
+        }
+    }
+}
+
+/* Read what the shim wrote before it exited (the record may not have been read by the loop yet). */
+static void drain_report(struct ddp_rworker *k)
+{
+    uv_os_fd_t fd;
+    char buf[sizeof(struct ddp_shim_record) * 4];
+    if (!(k->open & DDP_RS_REP) || uv_fileno((uv_handle_t *)&k->rep, &fd) != 0)
+        return;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n <= 0)
+            break;
+        rep_bytes(k, buf, (size_t)n);
+    }
+}
+
+static void add_shim_pid(uv_handle_t *h, void *arg)
+{
+    struct ddp_buf *pids = arg;
+    if (h->type == UV_PROCESS && ((uv_process_t *)h)->pid > 0)
+        ddp_buf_add(pids, (const char *)&((uv_process_t *)h)->pid, sizeof(pid_t));
+}
+
+/* A shim ended: if its worker killed it, what it contained came back to us (ddp_shim_adopt_orphans); end it. */
+static void sweep_orphans(struct ddp_runner *rn)
+{
+    struct ddp_buf pids = {0};
+    uv_walk(rn->cfg.loop, add_shim_pid, &pids);
+    int n = ddp_shim_sweep_orphans((const pid_t *)(void *)pids.data, pids.len / sizeof(pid_t));
+    if (n > 0)
+        ddp_debug("ended %d process(es) a killed shim left behind", n);
+    ddp_buf_free(&pids);
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
+{
+    struct ddp_rworker *k = p->data;
+    struct ddp_rrun *r = k->run;
+    struct ddp_runner *rn = r->runner;
+    enum ddp_wstate from = k->state;
+    bool done = ddp_wstate_step(&k->state, &k->open, DDP_WE_EXITED, 0);
+    k->end_ms = ddp_now_ms();
+    k->end_wall = time(NULL);
+    k->signo = term_signal;
+    k->status = term_signal ? ddp_exit_signal(term_signal) : (int)exit_status;
+    r->nexited++;
+    sweep_orphans(rn);
+    drain_report(k);
+    drain_output(k);
+    if (rn->paused)
+        read_streams(k); /* its bounded rest, so that it can finish */
+    close_handle((uv_handle_t *)p);
+    /* Processes the worker left in its group: ask them to go. */
+    if (k->pgid > 0 && kill(-k->pgid, 0) == 0)
+        kill(-k->pgid, SIGTERM);
+    if (OPS(rn)->exited)
+        OPS(rn)->exited(rn->cfg.arg, k, from);
+    if (done)
+        became_done(k); /* after the caller heard of the exit */
+    changed(k);
+}
+
+/* Stream bit of k is over: its rest forwarded, its handle closed (the lifecycle moves with DDP_WE_EOF). */
+static void stream_eof(struct ddp_rworker *k, unsigned bit)
+{
+    struct ddp_runner *rn = k->run->runner;
+    uv_handle_t *h = bit == DDP_RS_OUT   ? (uv_handle_t *)&k->out
+                     : bit == DDP_RS_ERR ? (uv_handle_t *)&k->err
+                                         : (uv_handle_t *)&k->rep;
+    if (bit != DDP_RS_REP)
+        ddp_stream_finish(&rn->out, bit == DDP_RS_OUT ? &k->s_out : &k->s_err);
+    close_handle(h);
+}
+
+void ddp_runner_give_up(struct ddp_runner *rn)
+{
+    struct ddp_rrun *r = rn->cur;
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        if (!exited(k))
+            continue;
+        for (unsigned bit = DDP_RS_OUT; bit <= DDP_RS_REP; bit <<= 1)
+            if (k->open & bit)
+                stream_eof(k, bit);
+        if (k->state != DDP_WS_DONE) {
+            ddp_warn("rank %d: a process outside its group still holds its output; no longer reading it", k->w->rank);
+            step(k, DDP_WE_GIVE_UP, 0);
+        }
+    }
+    console_flush(rn);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct ddp_rworker *k = h->data;
+    struct ddp_runner *rn = k->run->runner;
+    (void)suggested;
+    buf->base = rn->readbuf;
+    buf->len = sizeof(rn->readbuf);
+}
+
+static void on_line(void *arg, int which, const char *line, size_t len)
+{
+    struct ddp_rworker *k = arg;
+    struct ddp_runner *rn = k->run->runner;
+    if (OPS(rn)->line)
+        OPS(rn)->line(rn->cfg.arg, k, which, line, len);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    struct ddp_rworker *k = st->data;
+    struct ddp_runner *rn = k->run->runner;
+    if (st == (uv_stream_t *)&k->rep) {
+        if (n > 0) {
+            rep_bytes(k, buf->base, (size_t)n);
+            return;
+        }
+        if (n < 0) {
+            stream_eof(k, DDP_RS_REP);
+            step(k, DDP_WE_EOF, DDP_RS_REP);
+        }
+        return;
+    }
+    bool is_out = st == (uv_stream_t *)&k->out;
+    if (n > 0) {
+        ddp_stream_feed(&rn->out, is_out ? &k->s_out : &k->s_err, buf->base, (size_t)n);
+        if (OPS(rn)->output)
+            OPS(rn)->output(rn->cfg.arg, k, ddp_now_ms());
+        console_flush(rn);
+        return;
+    }
+    if (n < 0) {
+        stream_eof(k, is_out ? DDP_RS_OUT : DDP_RS_ERR);
+        console_flush(rn);
+        step(k, DDP_WE_EOF, is_out ? DDP_RS_OUT : DDP_RS_ERR);
+        changed(k);
+    }
+}
+
+/* ---------------------------------------------------------------- starting */
+
+static const char *mem_mode_name(enum ddp_membind m)
+{
+    return m == DDP_MEM_LOCAL ? "local" : m == DDP_MEM_INTERLEAVE ? "interleave" : "none";
+}
+
+static const char *const log_names[3] = {"stdout.log", "stderr.log", "timed.log"};
+
+/* The worker's output streams: its log directory, and with a logdir its stdout, stderr and timed log files. */
+static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_err *err)
+{
+    const struct ddp_worker *w = k->w;
+    struct ddp_logdir *ld = rn->cfg.logdir;
+    int rc;
+
+    if (w->log_dir && !ld) { /* error files in the private run directory */
+        rc = ddp_mkdir_p(w->log_dir, 0755);
+        if (rc < 0)
+            return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir, strerror(-rc));
+    }
+    ddp_stream_init(&k->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], -1);
+    ddp_stream_init(&k->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], -1);
+    struct ddp_logfile *files[3] = {&k->s_out.file, &k->s_err.file, &k->timed};
+    for (int i = 0; ld && i < 3; i++) { /* run_free() closes them, also after a failure here */
+        char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank, log_names[i]);
+        rc = ddp_logdir_create_file(ld, rel, err);
+        ddp_logfile_init(files[i], rc, w->rank, rel);
+        free(rel);
+        if (rc < 0)
+            return rc;
+    }
+    if (ld)
+        k->s_out.timed = k->s_err.timed = &k->timed;
+    k->s_out.on_line = on_line;
+    k->s_out.arg = k;
+    k->s_err.on_line = on_line;
+    k->s_err.arg = k;
+    return 0;
+}
+
+/* stdout (which 0) or stderr (1): a pseudo-terminal of the console's size when the plan says so (the console
+ * is a terminal: pty.h), else a real pipe. [0] is read here, [1] becomes the worker's fd. 0 or -errno. */
+static int open_out(const struct ddp_worker *w, int which, int p[2], struct ddp_err *err)
+{
+    if (w->tty[which]) {
+        int rc = ddp_pty_open(which ? STDERR_FILENO : STDOUT_FILENO, &p[0], &p[1], err);
+        if (rc < 0)
+            errno = -rc;
+        return rc;
+    }
+    return pipe2(p, O_CLOEXEC) != 0 ? -errno : 0;
+}
+
+/* Real pipes (libuv's UV_CREATE_PIPE makes socketpairs, whose per-write skbs cost both sides dearly when
+ * a worker prints many short lines), or pseudo-terminals for a terminal console. Close-on-exec here; libuv
+ * dup2s them onto 1, 2 and 3 in the child. */
+static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
+{
+    if (pipe2(rp, O_CLOEXEC) != 0)
+        return ddp_errf(err, -errno, "rank %d: pipe: %s", w->rank, strerror(errno));
+    if (open_out(w, 0, op, err) != 0) {
+        int e = errno;
+        close(rp[0]);
+        close(rp[1]);
+        return ddp_errf(err, -e, "rank %d: pipe: %s", w->rank, strerror(e));
+    }
+    if (open_out(w, 1, ep, err) != 0) {
+        int e = errno;
+        close(rp[0]);
+        close(rp[1]);
+        close(op[0]);
+        close(op[1]);
+        return ddp_errf(err, -e, "rank %d: pipe: %s", w->rank, strerror(e));
+    }
+    fcntl(op[0], F_SETPIPE_SZ, PIPE_SIZE);
+    fcntl(ep[0], F_SETPIPE_SZ, PIPE_SIZE);
+    return 0;
+}
+
+/* The exec shim's command line: what it needs to know (see shim.h), then "--" and the worker's argv. */
+static void shim_argv(const struct ddp_runner *rn, const struct ddp_rworker *k, struct ddp_strv *args)
+{
+    const struct ddp_worker *w = k->w;
+
+    ddp_strv_push(args, rn->cfg.self_exe);
+    ddp_strv_push(args, "--exec-shim");
+    ddp_strv_pushf(args, "--rank=%d", w->rank);
+    ddp_strv_pushf(args, "--ppid=%d", (int)getpid());
+    ddp_strv_pushf(args, "--report-fd=3");
+    ddp_strv_pushf(args, "--grace-ms=%lld", rn->cfg.grace_ms);
+    if (k->run->cgroup)
+        ddp_strv_pushf(args, "--cgroup=%s", k->run->cgroup);
+    if (w->cpus && *w->cpus)
+        ddp_strv_pushf(args, "--cpus=%s", w->cpus);
+    if (w->mems && *w->mems) {
+        ddp_strv_pushf(args, "--mems=%s", w->mems);
+        ddp_strv_pushf(args, "--mem-mode=%s", mem_mode_name(w->mem_mode));
+    }
+    if (w->bind_strict)
+        ddp_strv_push(args, "--strict");
+    /* the program the job started with, should it have been deleted or replaced since */
+    const char *via = w->argv.n ? ddp_shim_reach(w->argv.v[0], ddp_rworker_env(k, "PATH")) : NULL;
+    if (via)
+        ddp_strv_pushf(args, "--exec-path=%s", via);
+    ddp_strv_push(args, "--");
+    for (size_t i = 0; i < w->argv.n; i++)
+        ddp_strv_push(args, w->argv.v[i]);
+}
+
+static int spawn_one(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_err *err)
+{
+    const struct ddp_worker *w = k->w;
+    uv_loop_t *loop = rn->cfg.loop;
+    struct ddp_strv args = {0};
+    uv_process_options_t o;
+    uv_stdio_container_t io[4];
+    int rp[2], op[2], ep[2];
+    int rc;
+
+    rc = open_streams(rn, k, err);
+    if (rc < 0)
+        return rc;
+    rc = open_pipes(w, rp, op, ep, err);
+    if (rc < 0)
+        return rc;
+    shim_argv(rn, k, &args);
+
+    uv_pipe_init(loop, &k->out, 0);
+    uv_pipe_init(loop, &k->err, 0);
+    uv_pipe_init(loop, &k->rep, 0);
+    k->out.data = k->err.data = k->rep.data = k->proc.data = k;
+    k->run->open_handles += 3;
+
+    memset(&o, 0, sizeof(o));
+    memset(io, 0, sizeof(io));
+    io[0].flags = UV_INHERIT_FD;
+    io[0].data.fd = 0;
+    io[1].flags = UV_INHERIT_FD;
+    io[1].data.fd = op[1];
+    io[2].flags = UV_INHERIT_FD;
+    io[2].data.fd = ep[1];
+    io[3].flags = UV_INHERIT_FD;
+    io[3].data.fd = rp[1];
+    o.exit_cb = on_exit_cb;
+    o.file = rn->cfg.self_exe;
+    o.args = args.v;
+    o.env = w->envp.v;
+    o.cwd = w->cwd;
+    o.flags = UV_PROCESS_DETACHED;
+    o.stdio_count = 4;
+    o.stdio = io;
+    k->start_ms = ddp_now_ms();
+    rc = uv_spawn(loop, &k->proc, &o);
+    close(rp[1]);
+    close(op[1]);
+    close(ep[1]);
+    ddp_strv_clear(&args);
+    if (rc != 0) {
+        close(rp[0]);
+        close(op[0]);
+        close(ep[0]);
+        close_handle((uv_handle_t *)&k->out);
+        close_handle((uv_handle_t *)&k->err);
+        close_handle((uv_handle_t *)&k->rep);
+        return ddp_errf(err, rc, "rank %d: cannot start %s: %s", w->rank, rn->cfg.self_exe, uv_strerror(rc));
+    }
+    k->run->open_handles++;
+    step(k, DDP_WE_SPAWNED, 0);
+    k->pid = k->proc.pid;
+    k->pgid = k->proc.pid;
+    uv_pipe_open(&k->out, op[0]);
+    uv_pipe_open(&k->err, ep[0]);
+    uv_pipe_open(&k->rep, rp[0]);
+    if (!rn->paused)
+        read_streams(k);
+    uv_read_start((uv_stream_t *)&k->rep, on_alloc, on_read);
+    return 0;
+}
+
+int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_rrun **out, struct ddp_err *err)
+{
+    struct ddp_rrun *r = ddp_xcalloc(1, sizeof(*r));
+    r->runner = rn;
+    r->plan = *plan;
+    memset(plan, 0, sizeof(*plan));
+    r->nw = r->plan.nworkers;
+    if (rn->cfg.cgroup_base) {
+        char name[64];
+        snprintf(name, sizeof name, "ddplaunch-%d-attempt-%d", (int)getpid(), r->plan.attempt);
+        if (ddp_cgroup_create(rn->cfg.cgroup_base, name, &r->cgroup) < 0)
+            r->cgroup = NULL;
+    }
+    r->w = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*r->w));
+    r->start_ms = ddp_now_ms();
+    for (size_t i = 0; i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        k->run = r;
+        k->index = i;
+        k->w = &r->plan.workers[i];
+        k->ext = ddp_xcalloc(1, rn->cfg.ext_size ? rn->cfg.ext_size : 1);
+        k->s_out.file.fd = k->s_err.file.fd = k->timed.fd = -1;
+    }
+    rn->cur = r;
+    *out = r;
+    for (size_t i = 0; i < r->nw; i++) {
+        int rc = spawn_one(rn, &r->w[i], err);
+        if (rc < 0) {
+            /* the workers started so far run on; the rest never will */
+            for (size_t j = i; j < r->nw; j++) {
+                struct ddp_rworker *q = &r->w[j];
+                ddp_wstate_step(&q->state, &q->open, DDP_WE_NOT_STARTED, 0); /* never reported: start failed */
+                q->status = DDP_EXIT_LAUNCHER;
+                r->nexited++;
+                r->ndone++;
+            }
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the runner */
+
+/* The launcher's terminal changed size: every pseudo-terminal of the current attempt's workers follows. */
+static void on_winch(uv_signal_t *h, int signo)
+{
+    struct ddp_runner *rn = h->data;
+    struct ddp_rrun *r = rn->cur;
+    (void)signo;
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        for (int j = 0; j < 2; j++) {
+            uv_handle_t *st = j ? (uv_handle_t *)&k->err : (uv_handle_t *)&k->out;
+            uv_os_fd_t fd;
+            if (k->w->tty[j] && k->state != DDP_WS_NEW && (k->open & (j ? DDP_RS_ERR : DDP_RS_OUT)) &&
+                !uv_is_closing(st) && uv_fileno(st, &fd) == 0)
+                (void)ddp_pty_resize(fd, j ? STDERR_FILENO : STDOUT_FILENO);
+        }
+    }
+}
+
+struct ddp_runner *ddp_runner_new(const struct ddp_runner_config *cfg)
+{
+    struct ddp_runner *rn = ddp_xcalloc(1, sizeof(*rn));
+    rn->cfg = *cfg;
+    ddp_output_init(&rn->out, STDOUT_FILENO, STDERR_FILENO);
+    uv_timer_init(cfg->loop, &rn->unblock);
+    rn->unblock.data = rn;
+    uv_signal_init(cfg->loop, &rn->winch);
+    rn->winch.data = rn;
+    if (isatty(STDOUT_FILENO) == 1 || isatty(STDERR_FILENO) == 1)
+        uv_signal_start(&rn->winch, on_winch, SIGWINCH);
+    return rn;
+}
+
+void ddp_runner_close(struct ddp_runner *rn)
+{
+    if (!uv_is_closing((uv_handle_t *)&rn->unblock))
+        uv_close((uv_handle_t *)&rn->unblock, NULL);
+    if (!uv_is_closing((uv_handle_t *)&rn->winch))
+        uv_close((uv_handle_t *)&rn->winch, NULL);
+}
+
+void ddp_runner_free(struct ddp_runner *rn)
+{
+    if (!rn)
+        return;
+    ddp_output_free(&rn->out);
+    free(rn);
+}

@@ -1,0 +1,66 @@
+/* topo: the node's topology from hwloc (live machine or an XML export): NUMA nodes with their CPUs, PCI
+ * GPUs sorted by bus id with NUMA locality and pairwise links, optional NVML facts (dlopen at run time).
+ * It does not choose GPUs (select.h), place ranks (place.h), print it (topo_print.h) or bind processes (bind.h). */
+#ifndef DDP_TOPO_H
+#define DDP_TOPO_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "base/util.h"
+#include "spec/spec.h"
+#include "topo/nvml.h"
+
+struct ddp_topo;
+
+/* How to load the topology (ddp_topo_load_opts). */
+struct ddp_topo_opts {
+    const char *xml_path; /* an hwloc XML export; NULL = the live machine */
+    char *const *envp;    /* live machine: use the topology cache (topo_cache.h) from this environment; NULL = no
+                             cache */
+    bool refresh;         /* discover now even when the cache matches (and rewrite it); read NVML in full */
+    bool gpu_usage;       /* NVML's live state (memory in use, utilisation, processes) is needed */
+};
+
+/* Load the topology: xml_path or, when NULL, the live machine, restricted to the CPUs this process may use.
+ * The live machine comes from the cache when its key matches (and refresh is off), else from hwloc's discovery,
+ * which then rewrites the cache. NVML is read (dlopen) only for a discovery that finds NVIDIA GPUs, with refresh,
+ * or with gpu_usage; from the cache only its facts that do not change are known (memory in use is -1).
+ * 0 or negative errno with err. Caller owns; free with ddp_topo_destroy(). */
+int ddp_topo_load_opts(const struct ddp_topo_opts *opts, struct ddp_topo **out, struct ddp_err *err);
+/* ddp_topo_load_opts() without the cache, NVML read in full. */
+int ddp_topo_load(const char *xml_path, struct ddp_topo **out, struct ddp_err *err);
+void ddp_topo_destroy(struct ddp_topo *topo);
+
+size_t ddp_topo_ngpus(const struct ddp_topo *topo);
+/* The CPUs this process may use, as a list string ("0-7"). Caller owns; free(). */
+char *ddp_topo_allowed_cpus(const struct ddp_topo *topo);
+
+/* Number of CPUs this process may use (for nproc_per_node=cpu|auto without GPUs). */
+int ddp_topo_ncpus(const struct ddp_topo *topo);
+
+/* Index of the topology GPU with PCI bus id busid (any case), or -1. */
+int ddp_topo_gpu_find(const struct ddp_topo *topo, const char *busid);
+
+/* PCI bus id ("0000:18:00.0") of topology GPU i (bus order), or NULL when out of range. Owned by topo. */
+const char *ddp_topo_gpu_busid(const struct ddp_topo *topo, size_t i);
+
+/* What topo knows of GPU i (PCI bus order), for `doctor`. Pointers are owned by topo. */
+struct ddp_topo_gpu_facts {
+    const char *busid;
+    unsigned vendor;                 /* PCI vendor: 0x10de NVIDIA, 0x1002 AMD */
+    int numa_node;                   /* OS index of its NUMA node, -1 unknown */
+    int package;                     /* OS index of that node's package (socket), -1 unknown */
+    long long mem_used, mem_total;   /* bytes, -1 unknown */
+    const struct ddp_nvml_gpu *nvml; /* NVML's view of it (utilisation, processes), or NULL */
+};
+/* 0 with out filled, or -EINVAL when there is no GPU i. */
+int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gpu_facts *out);
+/* NVML as the topology read it (found, status, driver); never read for an XML topology. Owned by topo. */
+const struct ddp_nvml *ddp_topo_nvml(const struct ddp_topo *topo);
+/* Whether the live machine's topology came from the cache (topo_cache.h). */
+bool ddp_topo_cached(const struct ddp_topo *topo);
+/* Whether the topology came from an XML file (it may describe another machine). */
+bool ddp_topo_from_xml(const struct ddp_topo *topo);
+
+#endif

@@ -1,0 +1,449 @@
+/* capture: see capture.h. The table first, then the effects that carry its actions out. */
+#include "watch/capture.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host/logdir.h"
+#include "watch/hang.h"
+#include "watch/observe.h"
+
+/* ---------------------------------------------------------------- the table */
+
+unsigned ddp_capture_step(enum ddp_cstate *state, const struct ddp_cevent_data *ev)
+{
+    switch (*state) {
+    case DDP_CS_IDLE:
+        if (ev->kind != DDP_CE_BEGIN)
+            return 0;
+        if (ev->settle) {
+            *state = DDP_CS_SETTLING;
+            return DDP_CA_ARM_SETTLE;
+        }
+        *state = DDP_CS_WAITING;
+        return DDP_CA_ABORT | DDP_CA_ARM_WINDOW | DDP_CA_CHECK;
+    case DDP_CS_SETTLING:
+        if (ev->kind == DDP_CE_SETTLED) {
+            *state = DDP_CS_WAITING;
+            return DDP_CA_ABORT | DDP_CA_ARM_WINDOW | DDP_CA_CHECK;
+        }
+        if (ev->kind == DDP_CE_ALL_GONE) {
+            *state = DDP_CS_IDLE;
+            return DDP_CA_DECIDE;
+        }
+        return 0;
+    case DDP_CS_WAITING:
+        if (ev->kind == DDP_CE_WINDOW || ev->kind == DDP_CE_ALL_GONE || (ev->kind == DDP_CE_PROGRESS && ev->complete)) {
+            *state = DDP_CS_IDLE;
+            return DDP_CA_DECIDE;
+        }
+        return 0;
+    case DDP_CS__COUNT:
+        break;
+    }
+    return 0;
+}
+
+const char *ddp_cstate_name(enum ddp_cstate s)
+{
+    static const char *const names[] = {"idle", "settling", "waiting"};
+    return (unsigned)s < DDP_CS__COUNT ? names[s] : "unknown";
+}
+
+const char *ddp_cevent_name(enum ddp_cevent e)
+{
+    static const char *const names[] = {"begin", "settled", "progress", "window", "all-gone"};
+    return (unsigned)e < DDP_CE__COUNT ? names[e] : "unknown";
+}
+
+/* ---------------------------------------------------------------- effects */
+
+struct ddp_capture {
+    const struct ddp_plan_ctx *ctx;
+    struct ddp_runner *rn;
+    struct ddp_records *rec;
+    void (*decided)(void *arg);
+    void *arg;
+    uv_timer_t timer; /* SETTLED or WINDOW, per state */
+    enum ddp_cstate state;
+    long long start_ms;
+};
+
+static void feed(struct ddp_capture *c, const struct ddp_cevent_data *ev);
+
+static void on_timer(uv_timer_t *t)
+{
+    struct ddp_capture *c = t->data;
+    struct ddp_cevent_data ev = {.kind = c->state == DDP_CS_SETTLING ? DDP_CE_SETTLED : DDP_CE_WINDOW};
+    feed(c, &ev);
+}
+
+struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_runner *rn,
+                                    struct ddp_records *rec, void (*decided)(void *arg), void *arg)
+{
+    struct ddp_capture *c = ddp_xcalloc(1, sizeof(*c));
+    c->ctx = ctx;
+    c->rn = rn;
+    c->rec = rec;
+    c->decided = decided;
+    c->arg = arg;
+    uv_timer_init(loop, &c->timer);
+    c->timer.data = c;
+    return c;
+}
+
+void ddp_capture_close(struct ddp_capture *c)
+{
+    if (!uv_is_closing((uv_handle_t *)&c->timer))
+        uv_close((uv_handle_t *)&c->timer, NULL);
+}
+
+void ddp_capture_free(struct ddp_capture *c)
+{
+    free(c);
+}
+
+bool ddp_capture_active(const struct ddp_capture *c)
+{
+    return c->state != DDP_CS_IDLE;
+}
+
+static bool can_capture(const struct ddp_rworker *k)
+{
+    const char *fh = ddp_rworker_env(k, "PYTHONFAULTHANDLER");
+    return ddp_rworker_running(k) && k->w->python && fh && *fh && k->pid > 0 && k->pid != k->pgid;
+}
+
+int ddp_capture_possible(const struct ddp_capture *c)
+{
+    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    int n = 0;
+    if (!r || !c->ctx->spec->timeout_stacks || c->state != DDP_CS_IDLE)
+        return 0;
+    for (size_t i = 0; i < r->nw; i++)
+        n += can_capture(&r->w[i]);
+    return n;
+}
+
+void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls)
+{
+    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    int n = 0;
+    if (!r || c->state != DDP_CS_IDLE)
+        return;
+    for (size_t i = 0; i < r->nw; i++)
+        if (can_capture(&r->w[i])) {
+            ddp_observed(&r->w[i])->cap = DDP_CAP_IN;
+            n++;
+        }
+    c->start_ms = ddp_now_ms();
+    ddp_info("attempt %d: capturing the stacks of %d rank%s (SIGABRT, Python faulthandler)", r->plan.attempt, n,
+             n == 1 ? "" : "s");
+    /* after a collective timeout report, the other waiting ranks report theirs within milliseconds */
+    struct ddp_cevent_data ev = {.kind = DDP_CE_BEGIN,
+                                 .settle = ddp_class_is_timeout(tcls) && tcls != DDP_CLASS_HANG &&
+                                           tcls != DDP_CLASS_INIT_TIMEOUT && tcls != DDP_CLASS_WALL_TIMEOUT};
+    feed(c, &ev);
+}
+
+/* SIGABRT to the ranks in the capture. A rank that reported waiting in a collective is already ending (torch
+ * raises, or its NCCL watchdog aborts) and its timeout line says where it is: waited for, not interrupted, so
+ * its traceback stays whole. A rank that only got torch's flight-recorder dump signal may be the hung one. */
+static void abort_ranks(struct ddp_capture *c)
+{
+    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    for (size_t i = 0; r && i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        const struct ddp_observed *o = ddp_observed(k);
+        if (o->cap != DDP_CAP_OUT && !o->tmo.waiting)
+            ddp_runner_signal_program(k, SIGABRT);
+    }
+}
+
+/* Complete once every rank in it has exited and its stderr was read to the end, or printed the fault handler's
+ * last line, or (not interrupted) named its collective in its timeout line: measured on H200s, torch 2.11's
+ * NCCL watchdog leaves such a rank running for seconds, and its place is known already. */
+static bool complete(const struct ddp_capture *c)
+{
+    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    for (size_t i = 0; r && i < r->nw; i++) {
+        const struct ddp_rworker *k = &r->w[i];
+        const struct ddp_observed *o = ddp_observed(k);
+        if (o->cap == DDP_CAP_IN && !o->tmo.op[0] && (k->state < DDP_WS_EXITED || (k->open & DDP_RS_ERR)))
+            return false;
+    }
+    return true;
+}
+
+void ddp_capture_changed(struct ddp_capture *c)
+{
+    if (c->state != DDP_CS_WAITING)
+        return;
+    struct ddp_cevent_data ev = {.kind = DDP_CE_PROGRESS, .complete = complete(c)};
+    feed(c, &ev);
+}
+
+void ddp_capture_all_gone(struct ddp_capture *c)
+{
+    struct ddp_cevent_data ev = {.kind = DDP_CE_ALL_GONE};
+    feed(c, &ev);
+}
+
+bool ddp_capture_line(struct ddp_capture *c, struct ddp_rworker *k, int which, const char *line, size_t len)
+{
+    struct ddp_observed *o = ddp_observed(k);
+    if (o->cap == DDP_CAP_OUT || which != 1 || o->dump.len >= (256u << 10))
+        return false;
+    ddp_buf_add(&o->dump, line, len);
+    ddp_buf_add(&o->dump, "\n", 1);
+    /* the fault handler's last line (Python >= 3.10): the stack is whole, no need to wait for the exit
+     * (measured on H200s: a CUDA process takes seconds to die after SIGABRT) */
+    if (c->state == DDP_CS_WAITING && len >= 19 && memcmp(line, "Extension modules: ", 19) == 0) {
+        o->cap = DDP_CAP_DUMPED;
+        ddp_capture_changed(c);
+        return true;
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------- the verdict */
+
+static void push_line_nl(void *arg, const char *line)
+{
+    struct ddp_buf *b = arg;
+    ddp_buf_puts(b, line);
+    ddp_buf_add(b, "\n", 1);
+}
+
+/* The flight recorder dumps torch left in a rank's log directory, as a JSON array of paths. */
+static json_t *flight_recorder_files(const struct ddp_rworker *k)
+{
+    json_t *a = json_array();
+    if (!k->w->log_dir)
+        return a;
+    DIR *d = opendir(k->w->log_dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strncmp(e->d_name, "flight_recorder_rank_", 21) == 0) {
+            char *path = ddp_xasprintf("%s/%s", k->w->log_dir, e->d_name);
+            json_array_append_new(a, json_string(path));
+            free(path);
+        }
+    if (d)
+        closedir(d);
+    return a;
+}
+
+/* What a hung attempt's capture holds while the verdict is made, one entry per worker. */
+struct gathered {
+    size_t n;
+    struct ddp_hang_view *views;
+    struct ddp_hang_input *in;
+    struct ddp_buf *texts; /* each rank's stack text, for stacks.txt */
+    bool *culprit;
+    struct ddp_hang_verdict v;
+    json_t *ranks, *fr; /* summary.json's hang.ranks and hang.flight_recorder */
+};
+
+/* Each rank's stack (the fault handler's dump, or the traceback of a rank that reported its timeout). */
+static void gather(struct ddp_rrun *r, struct gathered *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        struct ddp_observed *o = ddp_observed(k);
+        struct ddp_hang_view tv = {0};
+        struct ddp_buf tail = {0};
+        ddp_stream_tail(&k->s_err, push_line_nl, &tail);
+        if (tail.len)
+            ddp_hang_parse_stack(tail.data, tail.len, &tv);
+        if (o->dump.len) {
+            ddp_hang_parse_stack(o->dump.data, o->dump.len, &g->views[i]);
+            ddp_buf_add(&g->texts[i], o->dump.data, o->dump.len);
+        }
+        /* a rank that already reported its timeout may be unwinding: its traceback says where it waited */
+        if (tv.nframes && (!g->views[i].nframes || (!g->views[i].op[0] && tv.op[0]))) {
+            g->views[i] = tv;
+            if (!o->dump.len && tail.len)
+                ddp_buf_add(&g->texts[i], tail.data, tail.len);
+        }
+        ddp_buf_free(&tail);
+        /* a zombie now is a rank this capture's SIGABRT just ended: only a stopped rank is a suspect here */
+        char st = ddp_rworker_running(k) ? ddp_proc_state(k->pid) : 0;
+        g->in[i] = (struct ddp_hang_input){
+            k->w->rank,          g->views[i].nframes ? &g->views[i] : NULL, o->reported_timeout, ddp_rworker_running(k),
+            o->last_progress_ms, o->tmo.waiting ? &o->tmo : NULL,           st == 'Z' ? 0 : st};
+        json_t *f = flight_recorder_files(k);
+        json_array_extend(g->fr, f);
+        json_decref(f);
+    }
+}
+
+/* The stacks, for people: attempt_N/stacks.txt in the run directory (its path, caller frees; NULL without
+ * log_dir), and each rank's place for summary.json. */
+static char *write_stacks(const struct ddp_capture *c, struct ddp_rrun *r, struct gathered *g)
+{
+    char *stacks = NULL;
+    struct ddp_buf all = {0};
+    for (size_t i = 0; i < g->n; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        const struct ddp_observed *o = ddp_observed(k);
+        const char *op = ddp_hang_input_op(&g->in[i]);
+        struct ddp_buf d = {0};
+        if (op[0] || o->tmo.waiting)
+            ddp_buf_printf(&d, "in %s", op[0] ? op : "a collective");
+        if (o->tmo.waiting && o->tmo.seq >= 0)
+            ddp_buf_printf(&d, " #%lld", o->tmo.seq);
+        if (o->tmo.waiting)
+            ddp_buf_puts(&d, " (it reported a timeout)");
+        if (g->views[i].nframes)
+            ddp_buf_printf(&d, "%sat %s", d.len ? ", " : "", g->views[i].frame);
+        else
+            ddp_buf_printf(&d, "%sno Python stack", d.len ? ", " : "");
+        ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank, k->w->local_rank,
+                       k->pid, c->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
+                       g->culprit[i] ? " CULPRIT" : "", (int)d.len, d.data ? d.data : "");
+        ddp_buf_free(&d);
+        if (g->texts[i].len)
+            ddp_buf_add(&all, g->texts[i].data, g->texts[i].len);
+        ddp_buf_add(&all, "\n", 1);
+        json_t *jr = json_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective", op[0] ? op : NULL,
+                               "frame", g->views[i].nframes ? g->views[i].frame : NULL, "stack",
+                               g->views[i].nframes > 0, "reported_timeout", o->reported_timeout);
+        json_object_set_new(jr, "seq", o->tmo.waiting && o->tmo.seq >= 0 ? json_integer(o->tmo.seq) : json_null());
+        json_array_append_new(g->ranks, jr);
+    }
+    if (c->ctx->logdir) {
+        struct ddp_err e = {0};
+        char *rel = ddp_xasprintf("attempt_%d/stacks.txt", r->plan.attempt);
+        int fd = ddp_logdir_create_file(c->ctx->logdir, rel, &e);
+        if (fd >= 0) {
+            int rc = ddp_write_full(fd, all.data ? all.data : "", all.len);
+            struct stat st;
+            if (rc == 0) {
+                stacks = ddp_xasprintf("%s/%s", ddp_logdir_path(c->ctx->logdir), rel);
+            } else { /* a full disk: the verdict still reaches the console and summary.json */
+                uint64_t kept = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+                ddp_warn("%s/%s: log stopped at %llu bytes: %s; the verdict is in the summary",
+                         ddp_logdir_path(c->ctx->logdir), rel, (unsigned long long)kept, strerror(-rc));
+                ddp_records_stopped(c->rec, rel, kept, -rc);
+            }
+            close(fd);
+        } else {
+            ddp_warn("%s", e.msg);
+        }
+        free(rel);
+    }
+    ddp_buf_free(&all);
+    return stacks;
+}
+
+/* The verdict, for the console, events.jsonl and summary.json. Returns the first culprit, NULL when none. */
+static struct ddp_rworker *report(const struct ddp_capture *c, struct ddp_rrun *r, struct gathered *g,
+                                  const char *stacks, long long capture_ms)
+{
+    const struct ddp_hang_verdict *v = &g->v;
+    const char *host = c->ctx->hostname;
+    json_t *culprits = json_array();
+    struct ddp_buf txt = {0};
+    struct ddp_rworker *first = NULL;
+    ddp_buf_printf(&txt, "Hang verdict (%s confidence): ", ddp_hang_confidence_name(v->confidence));
+    for (size_t i = 0; i < g->n; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        if (!g->culprit[i])
+            continue;
+        if (!first)
+            first = k;
+        const char *op = ddp_hang_input_op(&g->in[i]);
+        const char *frame = g->views[i].nframes ? g->views[i].frame : NULL;
+        ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s)%s%s%s%s", first == k ? "" : "; ", k->w->rank,
+                       k->w->local_rank, host, k->w->gpu_busid ? k->w->gpu_busid : "none", frame ? " at " : "",
+                       frame ? frame : "", op[0] ? " in " : "", op);
+        json_array_append_new(culprits,
+                              json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank, "local_rank",
+                                        k->w->local_rank, "host", host, "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid,
+                                        "pid", k->pid, "collective", op[0] ? op : NULL, "frame", frame));
+    }
+    if (!first)
+        ddp_buf_puts(&txt, v->mismatch ? "collective mismatch, no culprit named" : "no culprit named");
+    ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v->why,
+                   stacks           ? stacks
+                   : c->ctx->logdir ? "printed on each rank's stderr above (stacks.txt could not be written)"
+                                    : "printed on each rank's stderr above (no log_dir)");
+    ddp_info("attempt %d: %.*s", r->plan.attempt, (int)txt.len - 1, txt.data);
+    json_t *hang = json_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt,
+                             "confidence", ddp_hang_confidence_name(v->confidence), "culprits", culprits, "collective",
+                             v->op[0] ? v->op : NULL, "why", v->why, "stacks", stacks, "ranks", g->ranks,
+                             "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
+    g->ranks = g->fr = NULL; /* hang owns them now */
+    json_object_set_new(hang, "mismatch", json_boolean(v->mismatch));
+    ddp_records_hang(c->rec, hang, txt.data);
+    return first;
+}
+
+static void decide(struct ddp_capture *c)
+{
+    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    long long now = ddp_now_ms();
+    if (!r)
+        return;
+    size_t n = r->nw ? r->nw : 1;
+    struct gathered g = {.n = r->nw,
+                         .views = ddp_xcalloc(n, sizeof(*g.views)),
+                         .in = ddp_xcalloc(n, sizeof(*g.in)),
+                         .texts = ddp_xcalloc(n, sizeof(*g.texts)),
+                         .culprit = ddp_xcalloc(n, sizeof(*g.culprit)),
+                         .ranks = json_array(),
+                         .fr = json_array()};
+    gather(r, &g);
+    ddp_hang_decide(g.in, g.n, g.culprit, &g.v);
+    char *stacks = write_stacks(c, r, &g);
+    struct ddp_rworker *first = report(c, r, &g, stacks, now - c->start_ms);
+    if (first) {
+        /* the culprit is the root cause; the rank that reported the timeout becomes another failure */
+        char *why =
+            ddp_xasprintf("hang culprit (%s confidence): %s", ddp_hang_confidence_name(g.v.confidence), g.v.why);
+        ddp_records_blame(c->rec, first, why,
+                          "this rank was not where the others waited: its frame above (and its full stack in "
+                          "stacks) shows where it was stuck or slow");
+        free(why);
+    }
+    free(stacks);
+    for (size_t i = 0; i < g.n; i++)
+        ddp_buf_free(&g.texts[i]);
+    free(g.texts);
+    free(g.views);
+    free(g.in);
+    free(g.culprit);
+    json_decref(g.ranks);
+    json_decref(g.fr);
+}
+
+static void feed(struct ddp_capture *c, const struct ddp_cevent_data *ev)
+{
+    struct ddp_cevent_data next = *ev;
+    for (;;) {
+        unsigned a = ddp_capture_step(&c->state, &next);
+        if (a & DDP_CA_ARM_SETTLE)
+            uv_timer_start(&c->timer, on_timer, DDP_CAPTURE_SETTLE_MS, 0);
+        if (a & DDP_CA_ABORT)
+            abort_ranks(c);
+        if (a & DDP_CA_ARM_WINDOW) {
+            long long window = c->ctx->spec->shutdown_timeout_ms / 2;
+            if (window > DDP_CAPTURE_MS || window <= 0)
+                window = DDP_CAPTURE_MS;
+            uv_timer_start(&c->timer, on_timer, (uint64_t)window, 0);
+        }
+        if (a & DDP_CA_DECIDE) {
+            uv_timer_stop(&c->timer);
+            decide(c);
+            c->decided(c->arg);
+        }
+        if (!(a & DDP_CA_CHECK))
+            return;
+        next = (struct ddp_cevent_data){.kind = DDP_CE_PROGRESS, .complete = complete(c)};
+    }
+}

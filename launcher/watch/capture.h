@@ -1,0 +1,81 @@
+/* capture: the hang capture. Before a timed-out attempt is stopped, every running Python rank gets SIGABRT:
+ * Python's fault handler (PYTHONFAULTHANDLER, set by plan.c) prints every thread's stack to its stderr and the
+ * process ends. Once they are gone (or the window passed), hang.c decides which ranks caused the hang from those
+ * stacks (and the tracebacks of ranks that ended before); the verdict goes to records.h (console, events.jsonl,
+ * summary.json), the stacks to attempt_N/stacks.txt, the culprit becomes the root cause. Its steps are the pure
+ * table ddp_capture_step (state x event -> actions); the rest carries the actions out. It does not stop the
+ * workers: the policy does, on DDP_PE_CAPTURE_DONE, which the driver feeds when `decided` is called. */
+#ifndef DDP_CAPTURE_H
+#define DDP_CAPTURE_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "records/class.h"
+#include "records/records.h"
+#include "run/plan.h"
+#include "run/runner.h"
+
+#define DDP_CAPTURE_MS 3000 /* the longest wait for the stacks (at most half of shutdown_timeout) */
+#define DDP_CAPTURE_SETTLE_MS 300
+
+/* States.
+ *   IDLE      no capture
+ *   SETTLING  a rank reported a collective timeout: the others report theirs within milliseconds (their
+ *             timeouts were armed together); wait SETTLE_MS so that none is interrupted while it prints its own
+ *   WAITING   SIGABRT sent to the ranks in the capture that did not report waiting in a collective; waiting for
+ *             their stacks until the window ends */
+enum ddp_cstate { DDP_CS_IDLE, DDP_CS_SETTLING, DDP_CS_WAITING, DDP_CS__COUNT };
+
+/* Events.
+ *   BEGIN        a timeout stops the attempt and ranks can be captured (settle: after a collective timeout)
+ *   SETTLED      the settle time passed
+ *   PROGRESS     a rank in the capture changed (exited, stream closed, last dump line); complete: every rank in
+ *                it is done (exited with stderr read, dumped, or named its collective in its timeout line)
+ *   WINDOW       the window passed
+ *   ALL_GONE     every worker of the attempt is done */
+enum ddp_cevent { DDP_CE_BEGIN, DDP_CE_SETTLED, DDP_CE_PROGRESS, DDP_CE_WINDOW, DDP_CE_ALL_GONE, DDP_CE__COUNT };
+
+struct ddp_cevent_data {
+    enum ddp_cevent kind;
+    bool settle;   /* BEGIN */
+    bool complete; /* PROGRESS */
+};
+
+/* Actions, in this order. */
+enum {
+    DDP_CA_ARM_SETTLE = 1 << 0, /* start the timer: SETTLED after SETTLE_MS */
+    DDP_CA_ABORT = 1 << 1,      /* SIGABRT to the ranks in the capture that did not report waiting */
+    DDP_CA_ARM_WINDOW = 1 << 2, /* start the timer: WINDOW after the window */
+    DDP_CA_CHECK = 1 << 3,      /* see now whether the capture is complete (feed PROGRESS) */
+    DDP_CA_DECIDE = 1 << 4,     /* stop the timer, make the verdict, tell the driver (decided) */
+};
+
+/* Feed one event; returns the actions (0 = nothing) and moves *state. Pure. */
+unsigned ddp_capture_step(enum ddp_cstate *state, const struct ddp_cevent_data *ev);
+const char *ddp_cstate_name(enum ddp_cstate s);
+const char *ddp_cevent_name(enum ddp_cevent e);
+
+struct ddp_capture;
+
+/* decided: the verdict is out (or there was nothing to decide); the driver feeds DDP_PE_CAPTURE_DONE. */
+struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_runner *rn,
+                                    struct ddp_records *rec, void (*decided)(void *arg), void *arg);
+void ddp_capture_close(struct ddp_capture *c); /* closes its timer; free with ddp_capture_free after the loop */
+void ddp_capture_free(struct ddp_capture *c);
+
+/* Ranks of the current attempt whose stacks can be captured now ([timeout] stacks, Python with its fault
+ * handler, running); 0 = no capture. */
+int ddp_capture_possible(const struct ddp_capture *c);
+/* Begin: the timeout that stops the attempt is of class tcls. */
+void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls);
+/* k wrote a line: keeps its stack dump. True when the line was its fault handler's last (nothing else to do
+ * with it). */
+bool ddp_capture_line(struct ddp_capture *c, struct ddp_rworker *k, int which, const char *line, size_t len);
+/* A worker changed (exited, a stream closed). */
+void ddp_capture_changed(struct ddp_capture *c);
+/* Every worker of the attempt is done. */
+void ddp_capture_all_gone(struct ddp_capture *c);
+bool ddp_capture_active(const struct ddp_capture *c);
+
+#endif

@@ -1,0 +1,67 @@
+/* filetimer: see filetimer.h. */
+#include "watch/filetimer.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include "watch/timer.h"
+
+struct ddp_filetimer {
+    struct ddp_runner *rn;
+    struct ddp_timeout_sink sink;
+    struct ddp_timer_server *server;
+};
+
+/* torch's FileTimerServer semantics: the expired client gets its signal; for us it is also a hang of its rank. */
+static void on_expired(void *arg, int pid, int signo, const char *scope_id)
+{
+    struct ddp_filetimer *f = arg;
+    struct ddp_rworker *k = ddp_runner_find_pid(f->rn, pid);
+    if (!k)
+        return; /* not one of ours (any more) */
+    int gpu = k->w->gpu;
+    struct ddp_timeout to = {.cls = DDP_CLASS_HANG,
+                             .k = k,
+                             .why = ddp_xasprintf("rank %d's timer '%s' expired (TORCHELASTIC_TIMER_FILE)", k->w->rank,
+                                                  scope_id ? scope_id : ""),
+                             .gpus = &gpu,
+                             .ngpus = 1};
+    f->sink.fn(f->sink.arg, &to);
+    if (signo > 0 && pid > 0)
+        kill(pid, signo);
+}
+
+int ddp_filetimer_start(uv_loop_t *loop, const char *fifo_path, struct ddp_runner *rn, struct ddp_timeout_sink sink,
+                        struct ddp_filetimer **out, struct ddp_err *err)
+{
+    struct ddp_filetimer *f = ddp_xcalloc(1, sizeof(*f));
+    f->rn = rn;
+    f->sink = sink;
+    int rc = ddp_timer_server_start(loop, fifo_path, on_expired, f, &f->server, err);
+    if (rc < 0) {
+        free(f);
+        *out = NULL;
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+void ddp_filetimer_clear(struct ddp_filetimer *f)
+{
+    if (f)
+        ddp_timer_server_clear_all(f->server);
+}
+
+void ddp_filetimer_close(struct ddp_filetimer *f)
+{
+    if (f && f->server) {
+        ddp_timer_server_close(f->server);
+        f->server = NULL;
+    }
+}
+
+void ddp_filetimer_free(struct ddp_filetimer *f)
+{
+    free(f);
+}

@@ -1,0 +1,113 @@
+/* live: see live.h. */
+#include "watch/live.h"
+
+#include <stdlib.h>
+
+#include "watch/progress.h"
+
+struct ddp_live {
+    uv_loop_t *loop;
+    const struct ddp_spec *spec;
+    const char *host;
+    struct ddp_record *rec;
+    json_t *stragglers;
+    struct ddp_timeout_sink sink;
+    struct ddp_progress *progress;     /* the watched attempt's, or NULL */
+    const struct ddp_rrun *run;        /* the watched attempt */
+    struct ddp_progress_rank *watched; /* what it watches, per worker (kept until the next attempt) */
+};
+
+struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_record *rec,
+                              json_t *stragglers, struct ddp_timeout_sink sink)
+{
+    struct ddp_live *l = ddp_xcalloc(1, sizeof(*l));
+    l->loop = loop;
+    l->spec = spec;
+    l->host = host;
+    l->rec = rec;
+    l->stragglers = stragglers;
+    l->sink = sink;
+    return l;
+}
+
+void ddp_live_free(struct ddp_live *l)
+{
+    if (l)
+        free(l->watched);
+    free(l);
+}
+
+void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan)
+{
+    if (l->spec->timeout_sample && plan->dir)
+        ddp_mkdir_p(plan->dir, 0700);
+}
+
+/* A suspected hang lasted [timeout] on_suspect_after (progress.h): a hang of the culprits, as a stall would be. */
+static void on_act(void *arg, const bool *culprit, const char *why)
+{
+    struct ddp_live *l = arg;
+    const struct ddp_rrun *r = l->run;
+    struct ddp_rworker *first = NULL;
+    size_t named = 0, ngpus = 0;
+    if (!r)
+        return;
+    int *gpus = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*gpus));
+    for (size_t i = 0; i < r->nw; i++)
+        if (culprit[i]) {
+            named++;
+            first = first ? first : &r->w[i];
+        }
+    for (size_t i = 0; i < r->nw && named < r->nw; i++) /* every rank named: nobody's GPU is to blame */
+        if (culprit[i])
+            gpus[ngpus++] = r->w[i].w->gpu;
+    struct ddp_timeout to = {.cls = DDP_CLASS_HANG, .k = first, .why = ddp_xstrdup(why), .gpus = gpus, .ngpus = ngpus};
+    l->sink.fn(l->sink.arg, &to);
+    free(gpus);
+}
+
+void ddp_live_start(struct ddp_live *l, struct ddp_rrun *r, const char *(*hb)(void *arg, size_t i), void *arg)
+{
+    struct ddp_progress_hooks hooks = {l, on_act};
+    ddp_live_stop(l);
+    if (!l->spec->timeout_sample)
+        return;
+    free(l->watched);
+    l->watched = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*l->watched));
+    for (size_t i = 0; i < r->nw; i++) {
+        const struct ddp_worker *w = r->w[i].w;
+        l->watched[i] =
+            (struct ddp_progress_rank){w->rank, w->local_rank, w->gpu, w->gpu_busid, w->stacks_file, w->fr_pipe};
+    }
+    l->run = r;
+    l->progress = ddp_progress_start(l->loop, l->spec, l->host, r->plan.attempt, l->watched, r->nw, l->rec,
+                                     l->stragglers, &hooks);
+    for (size_t i = 0; i < r->nw; i++)
+        if (r->w[i].pgid > 0)
+            ddp_progress_spawned(l->progress, i, r->w[i].pgid, hb(arg, i));
+}
+
+void ddp_live_program(struct ddp_live *l, const struct ddp_rworker *k)
+{
+    if (l->progress && k->run == l->run)
+        ddp_progress_program(l->progress, k->index, k->pid);
+}
+
+void ddp_live_output(struct ddp_live *l, const struct ddp_rworker *k, long long now)
+{
+    if (l->progress && k->run == l->run)
+        ddp_progress_output(l->progress, k->index, now);
+}
+
+void ddp_live_exited(struct ddp_live *l, const struct ddp_rworker *k)
+{
+    if (l->progress && k->run == l->run)
+        ddp_progress_exited(l->progress, k->index);
+}
+
+void ddp_live_stop(struct ddp_live *l)
+{
+    ddp_progress_stop(l->progress);
+    l->progress = NULL;
+    l->run = NULL;
+}

@@ -1,0 +1,35 @@
+/* live: the live hang watch (progress.h: stack samples, signs of progress, suspicion, stragglers) of the current
+ * attempt, as a timeout source (timeouts.h): a suspected hang that lasted [timeout] on_suspect_after is reported
+ * to the sink as a hang of the ranks progress.c named. It decides nothing about what follows. */
+#ifndef DDP_LIVE_H
+#define DDP_LIVE_H
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "records/record.h"
+#include "run/plan.h"
+#include "run/runner.h"
+#include "watch/timeouts.h"
+
+struct ddp_live;
+
+/* [timeout] sample and on_suspect from spec; rec (may be NULL) gets its events, stragglers (borrowed JSON array)
+ * the stragglers it names. Caller owns; ddp_live_stop, then ddp_live_free after the loop. */
+struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_record *rec,
+                              json_t *stragglers, struct ddp_timeout_sink sink);
+void ddp_live_free(struct ddp_live *l);
+
+/* The workers of plan are about to start: the directory of their stack samples exists. */
+void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan);
+/* Watch attempt r (its started workers; hb(i): worker i's heartbeat file or NULL, borrowed). */
+void ddp_live_start(struct ddp_live *l, struct ddp_rrun *r, const char *(*hb)(void *arg, size_t i), void *arg);
+/* k's program runs (its pid is known now). */
+void ddp_live_program(struct ddp_live *l, const struct ddp_rworker *k);
+/* k (of the watched attempt) wrote output at now / exited. Others are ignored. */
+void ddp_live_output(struct ddp_live *l, const struct ddp_rworker *k, long long now);
+void ddp_live_exited(struct ddp_live *l, const struct ddp_rworker *k);
+/* Stop watching (the attempt is being stopped or is over). */
+void ddp_live_stop(struct ddp_live *l);
+
+#endif

@@ -1,0 +1,372 @@
+/* progress: see progress.h. */
+#include "watch/progress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "watch/hang.h"
+#include "watch/sample.h"
+#include "watch/suspect.h"
+
+#define COLLECT_MS 300  /* from the signals to reading what the ranks wrote (a dump takes ~1-15 ms) */
+#define REPEAT_MS 60000 /* a suspicion's line again while it lasts */
+
+struct wrank {
+    struct ddp_progress_rank r;
+    pid_t groups[2]; /* the shim's process group, the program's own */
+    bool running;
+    bool sampled; /* has a stacks file */
+    struct ddp_sample_file file;
+    struct ddp_hang_view view; /* the last sample's place */
+    bool has_view;
+    long long last_ms;   /* its last sign of progress */
+    const char *hb_path; /* its heartbeat file (borrowed), or NULL */
+    struct timespec hb;
+    json_t *straggler; /* its entry in stragglers once named (borrowed from the array) */
+};
+
+struct ddp_progress {
+    uv_timer_t tick, collect;
+    int open_timers;
+    const struct ddp_spec *spec;
+    const char *host;
+    int attempt;
+    struct wrank *rk;
+    size_t n;
+    struct ddp_record *rec;
+    json_t *stragglers;
+    struct ddp_progress_hooks hooks;
+    struct ddp_suspect sus;
+    long long suspected_ms; /* when the current suspicion began, 0: none */
+    long long quiet_since;  /* the last progress before it */
+    bool fr_asked;          /* the flight recorders were asked to dump (once per suspicion) */
+    long long round_ms;     /* when the last sample round was taken */
+    long long warned_ms;
+    bool acted;
+};
+
+static const char *on_suspect_name(enum ddp_on_suspect a)
+{
+    return a == DDP_ONSUSPECT_RESTART ? "restart" : a == DDP_ONSUSPECT_DOWNSIZE ? "downsize" : "warn";
+}
+
+static void progress(struct ddp_progress *w, size_t i, long long now)
+{
+    w->rk[i].last_ms = now;
+    ddp_suspect_progress(&w->sus, now);
+}
+
+/* "rank 2 (local 2, host h, GPU 0000:17:00.0)" */
+static void rank_desc(struct ddp_buf *b, const struct ddp_progress *w, const struct wrank *k)
+{
+    ddp_buf_printf(b, "rank %d (local %d, host %s, GPU %s)", k->r.rank, k->r.local_rank, w->host,
+                   k->r.gpu_busid ? k->r.gpu_busid : "none");
+}
+
+static json_t *rank_json(const struct ddp_progress *w, const struct wrank *k, bool with_place)
+{
+    json_t *j = json_pack("{s:i, s:i, s:s, s:i, s:s?}", "rank", k->r.rank, "local_rank", k->r.local_rank, "host",
+                          w->host, "gpu", k->r.gpu, "gpu_busid", k->r.gpu_busid);
+    if (with_place) {
+        json_object_set_new(j, "collective", k->has_view && k->view.op[0] ? json_string(k->view.op) : json_null());
+        json_object_set_new(j, "frame", k->has_view ? json_string(k->view.frame) : json_null());
+    }
+    return j;
+}
+
+/* ---------------------------------------------------------------- stragglers */
+
+static void straggler_update(struct ddp_progress *w, size_t i)
+{
+    json_t *j = w->rk[i].straggler;
+    json_object_set_new(j, "share", json_real(ddp_suspect_share(&w->sus, i)));
+    json_object_set_new(j, "waited", json_real(ddp_suspect_waited(&w->sus, i)));
+    json_object_set_new(j, "samples", json_integer(w->sus.rounds));
+}
+
+static void straggler_named(struct ddp_progress *w, size_t i)
+{
+    struct wrank *k = &w->rk[i];
+    struct ddp_buf b = {0};
+    json_t *j = rank_json(w, k, false);
+    json_object_set_new(j, "attempt", json_integer(w->attempt));
+    json_object_set_new(j, "frame", k->has_view ? json_string(k->view.frame) : json_null());
+    k->straggler = j;
+    straggler_update(w, i);
+    rank_desc(&b, w, k);
+    ddp_info("attempt %d: straggler: %s makes the others wait: it was outside any collective in %.0f%% of the %u "
+             "samples where others waited in one (the others waited on it in %.0f%% of %u samples)%s%s",
+             w->attempt, b.data, 100 * ddp_suspect_share(&w->sus, i), w->sus.waited,
+             100 * ddp_suspect_waited(&w->sus, i), w->sus.rounds, k->has_view ? "; last at " : "",
+             k->has_view ? k->view.frame : "");
+    ddp_buf_free(&b);
+    ddp_record_event(w->rec, "stragglers", json_deep_copy(j));
+    if (w->stragglers)
+        json_array_append(w->stragglers, j);
+    json_decref(j); /* the array (or nothing) keeps it; k->straggler stays valid while the array holds it */
+    if (!w->stragglers)
+        k->straggler = NULL;
+}
+
+static void count_round(struct ddp_progress *w)
+{
+    enum ddp_suspect_place *place = ddp_xcalloc(w->n ? w->n : 1, sizeof(*place));
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *k = &w->rk[i];
+        if (k->running && k->has_view && k->view.nframes > 0)
+            place[i] = k->view.op[0] ? DDP_SUSPECT_INSIDE : DDP_SUSPECT_OUTSIDE;
+    }
+    size_t named = ddp_suspect_round(&w->sus, place);
+    free(place);
+    for (size_t i = 0; i < w->n; i++)
+        if (w->rk[i].straggler)
+            straggler_update(w, i);
+    if (named != (size_t)-1)
+        straggler_named(w, named);
+}
+
+/* ---------------------------------------------------------------- suspicion */
+
+/* Ask torch's flight recorder of every running rank to dump (torch 2.x, NCCL: a line into the FIFO it made; it
+ * writes TORCH_FR_DUMP_TEMP_FILE + rank a few seconds later and runs on). The ranks asked, as a JSON array. */
+static json_t *dump_flight_recorders(struct ddp_progress *w)
+{
+    json_t *asked = json_array();
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *k = &w->rk[i];
+        struct stat st;
+        if (!k->running || !k->r.fr_pipe || lstat(k->r.fr_pipe, &st) != 0 || !S_ISFIFO(st.st_mode))
+            continue;
+        int fd = open(k->r.fr_pipe, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue; /* ENXIO: nobody reads it (its process group is gone) */
+        if (write(fd, "1\n", 2) == 2)
+            json_array_append_new(asked, json_integer(k->r.rank));
+        close(fd);
+    }
+    return asked;
+}
+
+static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
+{
+    size_t n = w->n ? w->n : 1;
+    struct ddp_hang_input *in = ddp_xcalloc(n, sizeof(*in));
+    bool *culprit = ddp_xcalloc(n, sizeof(*culprit));
+    struct ddp_hang_verdict v;
+    struct ddp_buf b = {0};
+    json_t *culprits = json_array();
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *k = &w->rk[i];
+        in[i] = (struct ddp_hang_input){
+            k->r.rank, k->running && k->has_view ? &k->view : NULL, false, k->running, k->last_ms, NULL, 0};
+    }
+    ddp_hang_decide(in, w->n, culprit, &v);
+    for (size_t i = 0; i < w->n; i++) {
+        if (!culprit[i])
+            continue;
+        const struct wrank *k = &w->rk[i];
+        ddp_buf_puts(&b, b.len ? "; " : "");
+        rank_desc(&b, w, k);
+        if (k->has_view)
+            ddp_buf_printf(&b, " at %s", k->view.frame);
+        json_array_append_new(culprits, rank_json(w, k, true));
+    }
+    if (!b.len)
+        ddp_buf_puts(&b, v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
+    enum ddp_on_suspect act = w->spec->on_suspect;
+    ddp_warn("attempt %d: suspected hang: %s; no progress for %llds (limit %llds): %s; %s", w->attempt, b.data,
+             quiet / 1000, ddp_suspect_limit(&w->sus) / 1000, v.why,
+             act == DDP_ONSUSPECT_WARN ? "the job runs on ([timeout] on_suspect = warn)"
+                                       : "the job runs on until [timeout] on_suspect_after");
+    json_t *fr = w->fr_asked ? json_array() : dump_flight_recorders(w);
+    w->fr_asked = true;
+    if (json_array_size(fr))
+        ddp_info("attempt %d: asked torch's flight recorder of %zu rank%s to dump (TORCH_FR_DUMP_TEMP_FILE)",
+                 w->attempt, json_array_size(fr), json_array_size(fr) == 1 ? "" : "s");
+    ddp_record_event(w->rec, "suspect",
+                     json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o}", "attempt", w->attempt, "quiet_ms",
+                               (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus), "confidence",
+                               ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
+                               v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
+                               on_suspect_name(act), "flight_recorder", fr));
+    w->warned_ms = now;
+    if (act != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms && w->hooks.act) {
+        char *why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s", quiet / 1000,
+                                  on_suspect_name(act), v.why);
+        w->acted = true;
+        w->hooks.act(w->hooks.arg, culprit, why);
+        free(why);
+    }
+    ddp_buf_free(&b);
+    free(in);
+    free(culprit);
+}
+
+static void evaluate(struct ddp_progress *w, long long now)
+{
+    long long quiet = ddp_suspect_stalled(&w->sus, now);
+    if (!quiet) {
+        if (w->suspected_ms) {
+            long long lasted = now - w->quiet_since;
+            ddp_info("attempt %d: progress again: the suspected hang ended after about %llds", w->attempt,
+                     lasted / 1000);
+            ddp_record_event(w->rec, "suspect_end",
+                             json_pack("{s:i, s:I}", "attempt", w->attempt, "quiet_ms", (json_int_t)lasted));
+        }
+        w->suspected_ms = 0;
+        w->fr_asked = false;
+        return;
+    }
+    bool due = !w->suspected_ms || now - w->warned_ms >= REPEAT_MS;
+    if (!w->suspected_ms) {
+        w->suspected_ms = now;
+        w->quiet_since = now - quiet;
+    }
+    bool act_due = w->spec->on_suspect != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms;
+    if (due || act_due)
+        suspect_warn(w, quiet, now);
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+static void on_collect(uv_timer_t *t)
+{
+    struct ddp_progress *w = t->data;
+    long long now = ddp_now_ms();
+    for (size_t i = 0; i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        struct ddp_buf text = {0};
+        if (!k->file.pending)
+            continue;
+        if (ddp_sample_take(&k->file, &text) > 0) {
+            struct ddp_hang_view v;
+            ddp_hang_parse_stack(text.data, text.len, &v);
+            if (v.nframes > 0) {
+                if (!k->has_view || v.where != k->view.where)
+                    progress(w, i, now);
+                k->view = v;
+                k->has_view = true;
+            }
+        }
+        ddp_buf_free(&text);
+    }
+    /* a round counts for stragglers only when the job moved since the last one: during a hang (not yet
+     * suspected) the stuck rank is outside while the others wait, but it is not slow, it is stuck */
+    if (!w->suspected_ms && w->sus.last_ms > w->round_ms)
+        count_round(w);
+    w->round_ms = now;
+    evaluate(w, now);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct ddp_progress *w = t->data;
+    long long now = ddp_now_ms();
+    bool poked = false;
+    for (size_t i = 0; i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        struct stat st;
+        if (!k->running)
+            continue;
+        if (k->hb_path && stat(k->hb_path, &st) == 0 &&
+            (st.st_mtim.tv_sec != k->hb.tv_sec || st.st_mtim.tv_nsec != k->hb.tv_nsec)) {
+            k->hb = st.st_mtim;
+            progress(w, i, now);
+        }
+        if (k->sampled && w->spec->timeout_sample && ddp_sample_poke(&k->file, k->groups, 2, now) == 0)
+            poked = true;
+    }
+    if (poked)
+        uv_timer_start(&w->collect, on_collect, COLLECT_MS, 0);
+    else
+        evaluate(w, now);
+}
+
+struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, int attempt,
+                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
+                                        json_t *stragglers, const struct ddp_progress_hooks *hooks)
+{
+    if (!spec->timeout_sample || spec->sample_interval_ms <= 0 || n == 0)
+        return NULL;
+    struct ddp_progress *w = ddp_xcalloc(1, sizeof(*w));
+    long long now = ddp_now_ms();
+    struct ddp_suspect_cfg cfg = {spec->suspect_floor_ms, spec->suspect_setup_ms, 3};
+    w->spec = spec;
+    w->host = host;
+    w->attempt = attempt;
+    w->n = n;
+    w->rec = rec;
+    w->stragglers = stragglers;
+    if (hooks)
+        w->hooks = *hooks;
+    w->rk = ddp_xcalloc(n, sizeof(*w->rk));
+    for (size_t i = 0; i < n; i++) {
+        struct wrank *k = &w->rk[i];
+        k->r = ranks[i];
+        k->sampled = ranks[i].stacks_path != NULL;
+        ddp_sample_file_init(&k->file, ranks[i].stacks_path ? ranks[i].stacks_path : "");
+        k->last_ms = now;
+    }
+    ddp_suspect_init(&w->sus, &cfg, n, now);
+    uv_timer_init(loop, &w->tick);
+    uv_timer_init(loop, &w->collect);
+    w->tick.data = w->collect.data = w;
+    w->open_timers = 2;
+    uv_timer_start(&w->tick, on_tick, (uint64_t)spec->sample_interval_ms, (uint64_t)spec->sample_interval_ms);
+    return w;
+}
+
+void ddp_progress_spawned(struct ddp_progress *w, size_t i, pid_t pgid, const char *hb_path)
+{
+    if (!w || i >= w->n)
+        return;
+    w->rk[i].hb_path = hb_path;
+    w->rk[i].groups[0] = pgid;
+    w->rk[i].running = true;
+}
+
+void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid)
+{
+    if (w && i < w->n)
+        w->rk[i].groups[1] = pid;
+}
+
+void ddp_progress_exited(struct ddp_progress *w, size_t i)
+{
+    if (w && i < w->n)
+        w->rk[i].running = false;
+}
+
+void ddp_progress_output(struct ddp_progress *w, size_t i, long long now)
+{
+    if (w && i < w->n)
+        progress(w, i, now);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct ddp_progress *w = h->data;
+    if (--w->open_timers > 0)
+        return;
+    for (size_t i = 0; i < w->n; i++)
+        ddp_sample_file_free(&w->rk[i].file);
+    ddp_suspect_free(&w->sus);
+    free(w->rk);
+    free(w);
+}
+
+void ddp_progress_stop(struct ddp_progress *w)
+{
+    if (!w)
+        return;
+    uv_timer_stop(&w->tick);
+    uv_timer_stop(&w->collect);
+    uv_close((uv_handle_t *)&w->tick, on_closed);
+    uv_close((uv_handle_t *)&w->collect, on_closed);
+}

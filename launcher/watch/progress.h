@@ -1,0 +1,52 @@
+/* progress: the live watcher of a running attempt (a progress source): samples every Python rank's stacks at
+ * [timeout] sample_interval (sample.h), counts signs of progress (output, heartbeat files, stacks that moved),
+ * and when the job has made no progress for longer than its own cadence allows (suspect.h) names the rank the
+ * others wait for (hang.h's rules) in one console line and a `suspect` event, repeated every minute while it
+ * lasts; names stragglers from the same samples. It stops nothing itself: with [timeout] on_suspect = restart or
+ * downsize it asks its owner (hooks.act) once the suspicion lasted on_suspect_after. */
+#ifndef DDP_PROGRESS_H
+#define DDP_PROGRESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "records/record.h"
+#include "spec/spec.h"
+
+struct ddp_progress;
+
+struct ddp_progress_rank {
+    int rank, local_rank, gpu;
+    const char *gpu_busid;   /* borrowed, or NULL */
+    const char *stacks_path; /* borrowed: its DDPLAUNCH_STACKS_FILE, NULL when it is not sampled */
+    const char *fr_pipe;     /* borrowed: torch's flight-recorder dump FIFO (may not exist), or NULL */
+};
+
+struct ddp_progress_hooks {
+    void *arg;
+    /* The suspected hang lasted [timeout] on_suspect_after: stop the attempt as a hang (culprit[i] for each of
+     * the n ranks; none set when no culprit was named; why is one line). Called once per attempt. */
+    void (*act)(void *arg, const bool *culprit, const char *why);
+};
+
+/* Start watching an attempt of n ranks (ranks[] and its strings must outlive the watcher). stragglers (borrowed
+ * JSON array, may be NULL) gets one object per straggler named (summary.json's stragglers); rec may be NULL.
+ * Returns NULL when [timeout] sample is off and nothing else is to be watched. Caller owns; ddp_progress_stop(). */
+struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, int attempt,
+                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
+                                        json_t *stragglers, const struct ddp_progress_hooks *hooks);
+
+/* Rank i started in process group pgid (the shim's); hb_path (borrowed, may be NULL): its heartbeat file. Then
+ * its program's pid, which leads a group of its own. NULL w: no-op. */
+void ddp_progress_spawned(struct ddp_progress *w, size_t i, pid_t pgid, const char *hb_path);
+void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid);
+void ddp_progress_exited(struct ddp_progress *w, size_t i);
+void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
+
+/* Stop the timers; the memory goes once libuv closed them. NULL is a no-op. */
+void ddp_progress_stop(struct ddp_progress *w);
+
+#endif

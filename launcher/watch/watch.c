@@ -1,0 +1,254 @@
+/* watch: see watch.h. */
+#include "watch/watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "watch/hang.h"
+#include "watch/observe.h"
+
+/* A worker's heartbeat file, by its index in the attempt. */
+struct heartbeat {
+    char *path; /* NULL: none */
+    struct timespec mtime;
+};
+
+struct ddp_watch {
+    struct heartbeat *hb; /* the current attempt's, nhb of them */
+    size_t nhb;
+    const struct ddp_spec *spec;
+    struct ddp_runner *rn;
+    struct ddp_timeout_sink sink;
+    uv_timer_t timer;
+    long long last_output_ms; /* any rank, for heartbeat = output */
+    bool any_output;
+    long long last_tick_ms; /* when on_watch last ran (0: not yet) */
+    long long lost_ms;      /* time this attempt's launcher did not run (stopped, suspended): not silence */
+};
+
+struct ddp_watch *ddp_watch_new(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_runner *rn,
+                                struct ddp_timeout_sink sink)
+{
+    struct ddp_watch *w = ddp_xcalloc(1, sizeof(*w));
+    w->spec = spec;
+    w->rn = rn;
+    w->sink = sink;
+    uv_timer_init(loop, &w->timer);
+    w->timer.data = w;
+    return w;
+}
+
+void ddp_watch_close(struct ddp_watch *w)
+{
+    if (!uv_is_closing((uv_handle_t *)&w->timer))
+        uv_close((uv_handle_t *)&w->timer, NULL);
+}
+
+static void heartbeats_free(struct ddp_watch *w)
+{
+    for (size_t i = 0; i < w->nhb; i++)
+        free(w->hb[i].path);
+    free(w->hb);
+    w->hb = NULL;
+    w->nhb = 0;
+}
+
+void ddp_watch_free(struct ddp_watch *w)
+{
+    if (w)
+        heartbeats_free(w);
+    free(w);
+}
+
+/* Create (or reset) the heartbeat file with mtime = now. */
+static void heartbeat_reset(struct heartbeat *h, int rank)
+{
+    struct stat st;
+    char *dir = ddp_xstrdup(h->path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        ddp_mkdir_p(dir, 0700);
+    }
+    free(dir);
+    int fd = open(h->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        futimens(fd, NULL);
+        if (fstat(fd, &st) == 0)
+            h->mtime = st.st_mtim;
+        close(fd);
+    } else {
+        ddp_warn("rank %d: heartbeat file %s: %s", rank, h->path, strerror(errno));
+    }
+}
+
+void ddp_watch_prepare(struct ddp_watch *w, const struct ddp_attempt *plan)
+{
+    heartbeats_free(w);
+    w->nhb = plan->nworkers;
+    w->hb = ddp_xcalloc(w->nhb ? w->nhb : 1, sizeof(*w->hb));
+    for (size_t i = 0; i < w->nhb && w->spec->heartbeat == DDP_HEARTBEAT_FILE; i++) {
+        const struct ddp_worker *wk = &plan->workers[i];
+        int e = ddp_strv_env_find(&wk->envp, "DDPLAUNCH_HEARTBEAT_FILE");
+        if (e < 0)
+            continue;
+        w->hb[i].path = ddp_xstrdup(wk->envp.v[e] + strlen("DDPLAUNCH_HEARTBEAT_FILE="));
+        heartbeat_reset(&w->hb[i], wk->rank);
+    }
+}
+
+const char *ddp_watch_heartbeat(const struct ddp_watch *w, size_t i)
+{
+    return i < w->nhb ? w->hb[i].path : NULL;
+}
+
+static long long period(const struct ddp_spec *sp)
+{
+    long long p = 1000;
+    if (sp->timeout_stall_ms > 0 && sp->timeout_stall_ms / 4 < p)
+        p = sp->timeout_stall_ms / 4;
+    if (sp->timeout_init_ms > 0 && sp->timeout_init_ms / 4 < p)
+        p = sp->timeout_init_ms / 4;
+    return p < 20 ? 20 : p;
+}
+
+static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc, const struct ddp_rworker *first)
+{
+    char *d = ddp_timeout_duration(hc->kind == DDP_HANG_INIT ? sp->timeout_init_ms : sp->timeout_stall_ms);
+    char *why;
+    if (hc->stuck)
+        why = ddp_xasprintf("rank %d%s %s while the others wait: no progress for %s (%s)", first->w->rank,
+                            hc->nstalled > 1 ? " and others" : "",
+                            hc->nstalled > 1 ? "are stopped or zombies" : "is stopped or a zombie", d,
+                            sp->heartbeat == DDP_HEARTBEAT_FILE ? "heartbeat" : "output");
+    else if (hc->kind == DDP_HANG_INIT)
+        why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,
+                            hc->nstalled > 1 ? " and others" : "", d);
+    else if (hc->kind == DDP_HANG_SILENT)
+        why = ddp_xasprintf("no rank wrote any output for %s (output)", d);
+    else if (hc->nstalled > 1)
+        why = ddp_xasprintf("rank %d and %zu other%s made no progress for %s (heartbeat)", first->w->rank,
+                            hc->nstalled - 1, hc->nstalled > 2 ? "s" : "", d);
+    else
+        why = ddp_xasprintf("rank %d made no progress for %s (heartbeat)", first->w->rank, d);
+    free(d);
+    return why;
+}
+
+/* The timer fired much later than due: the launcher itself did not run (SIGSTOP and SIGCONT, a debugger, a VM
+ * pause). Output written meanwhile waits unread in the pipes (timers run before I/O is polled), so that time is
+ * no silence of the workers: move every silence clock forward by it; the next check sees what the pipes held. */
+static void rebase_after_pause(struct ddp_watch *w, struct ddp_rrun *r, long long now)
+{
+    long long p = period(w->spec), late = w->last_tick_ms ? now - w->last_tick_ms - p : 0;
+    w->last_tick_ms = now;
+    if (late <= (p > 250 ? p : 250))
+        return;
+    w->lost_ms += late;
+    w->last_output_ms += late;
+    for (size_t i = 0; i < r->nw; i++)
+        ddp_observed(&r->w[i])->last_progress_ms += late;
+    char *d = ddp_timeout_duration(late);
+    ddp_info("attempt %d: the launcher did not run for %s (stopped or suspended): not counted as silence of the "
+             "workers",
+             r->plan.attempt, d);
+    free(d);
+}
+
+static void on_watch(uv_timer_t *t)
+{
+    struct ddp_watch *w = t->data;
+    struct ddp_rrun *r = ddp_runner_current(w->rn);
+    const struct ddp_spec *sp = w->spec;
+    long long now = ddp_now_ms();
+    struct ddp_hang_limits lim = {sp->timeout_init_ms, sp->timeout_stall_ms, sp->heartbeat};
+    struct ddp_hang_check hc;
+    if (!r)
+        return;
+    rebase_after_pause(w, r, now);
+    size_t n = r->nw ? r->nw : 1;
+    struct ddp_hang_rank *hr = ddp_xcalloc(n, sizeof(*hr));
+    bool *stalled = ddp_xcalloc(n, sizeof(*stalled));
+    int *gpus = ddp_xcalloc(n, sizeof(*gpus));
+    size_t ngpus = 0;
+    for (size_t i = 0; i < r->nw; i++) {
+        struct ddp_rworker *k = &r->w[i];
+        struct ddp_observed *o = ddp_observed(k);
+        struct heartbeat *h = i < w->nhb ? &w->hb[i] : NULL;
+        struct stat st;
+        bool running = ddp_rworker_running(k);
+        if (running && h && h->path && stat(h->path, &st) == 0 &&
+            (st.st_mtim.tv_sec != h->mtime.tv_sec || st.st_mtim.tv_nsec != h->mtime.tv_nsec)) {
+            h->mtime = st.st_mtim;
+            o->last_progress_ms = now;
+            o->alive = true;
+        }
+        hr[i] = (struct ddp_hang_rank){k->w->rank,
+                                       running,
+                                       o->alive,
+                                       h && h->path,
+                                       k->start_ms,
+                                       o->last_progress_ms,
+                                       running ? ddp_proc_state(k->pid) : 0};
+    }
+    ddp_hang_check(&lim, hr, r->nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
+    if (hc.kind != DDP_HANG_NONE) {
+        struct ddp_rworker *first = hc.kind == DDP_HANG_SILENT && !hc.stuck ? NULL : &r->w[hc.first];
+        for (size_t i = 0; i < r->nw && hc.blame_gpus; i++)
+            if (stalled[i] && r->w[i].w->gpu >= 0)
+                gpus[ngpus++] = r->w[i].w->gpu;
+        struct ddp_timeout to = {.cls = hc.kind == DDP_HANG_INIT ? DDP_CLASS_INIT_TIMEOUT : DDP_CLASS_HANG,
+                                 .k = first,
+                                 .why = hang_why(sp, &hc, first),
+                                 .gpus = gpus,
+                                 .ngpus = ngpus};
+        w->sink.fn(w->sink.arg, &to);
+    }
+    free(hr);
+    free(stalled);
+    free(gpus);
+}
+
+void ddp_watch_start(struct ddp_watch *w, struct ddp_rrun *r)
+{
+    const struct ddp_spec *sp = w->spec;
+    w->any_output = false;
+    w->last_output_ms = r->start_ms;
+    w->last_tick_ms = ddp_now_ms();
+    w->lost_ms = 0;
+    for (size_t i = 0; i < r->nw; i++)
+        if (ddp_observed(&r->w[i])->last_progress_ms == 0)
+            ddp_observed(&r->w[i])->last_progress_ms = r->w[i].start_ms;
+    if (sp->timeout_init_ms > 0 || (sp->timeout_stall_ms > 0 && sp->heartbeat != DDP_HEARTBEAT_NONE)) {
+        long long p = period(sp);
+        uv_timer_start(&w->timer, on_watch, (uint64_t)p, (uint64_t)p);
+    }
+}
+
+void ddp_watch_stop(struct ddp_watch *w)
+{
+    uv_timer_stop(&w->timer);
+}
+
+void ddp_watch_output(struct ddp_watch *w, struct ddp_rworker *k, long long now)
+{
+    struct ddp_observed *o = ddp_observed(k);
+    o->alive = true;
+    w->last_output_ms = now;
+    w->any_output = true;
+    if (w->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
+        o->last_progress_ms = now;
+}
+
+void ddp_watch_resumed(struct ddp_watch *w, long long now)
+{
+    struct ddp_rrun *r = ddp_runner_current(w->rn);
+    w->last_output_ms = now;
+    if (r && w->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
+        for (size_t i = 0; i < r->nw; i++)
+            ddp_observed(&r->w[i])->last_progress_ms = now;
+}
