@@ -57,6 +57,42 @@ static int dir_trusted(int fd, const char *path, const char *name, struct ddp_er
     return 0;
 }
 
+/* One step of walk(): comp, a symlink (st) in the directory fd, is followed when trusted: *rest becomes its
+ * target followed by what came after it (next; *rest is freed and replaced), and *fd becomes / when the target
+ * is absolute. 0, or a negative errno with err (*fd stays open). */
+static int follow(int *fd, const char *comp, const struct stat *st, const char *next, char **rest, int *hops,
+                  const char *path, struct ddp_err *err)
+{
+    char target[PATH_MAX];
+    ssize_t len;
+    if (!symlink_trusted(*fd, st))
+        return ddp_errf(err, -ELOOP,
+                        "log_dir %s: '%s' is a symlink (owner uid %u) in a directory others may change: "
+                        "not followed (expected a directory, or a symlink of root or uid %u in a "
+                        "directory only they can write)",
+                        path, comp, (unsigned)st->st_uid, (unsigned)geteuid());
+    len = readlinkat(*fd, comp, target, sizeof target - 1);
+    if (len <= 0 || ++*hops > MAX_SYMLINKS)
+        return ddp_errf(err, len < 0 ? -errno : -ELOOP, "log_dir %s: symlink '%s': %s", path, comp,
+                        len < 0 ? strerror(errno) : "too many levels of symbolic links");
+    target[len] = '\0';
+    char *joined = ddp_xasprintf("%s%s", target, next);
+    free(*rest);
+    *rest = joined;
+    if (target[0] == '/') {
+        int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+            return ddp_errf(err, -errno, "log_dir %s: cannot open /: %s", path, strerror(errno));
+        if (dir_trusted(root, path, "/", err) < 0) {
+            close(root);
+            return -EPERM;
+        }
+        close(*fd);
+        *fd = root;
+    }
+    return 0;
+}
+
 /* Open the directory path (creating missing components 0755), one component at a time, each one trusted
  * (dir_trusted). 0 with *fd_out, or a negative errno with err. */
 static int walk(const char *given, int *fd_out, struct ddp_err *err)
@@ -101,43 +137,11 @@ static int walk(const char *given, int *fd_out, struct ddp_err *err)
             }
         }
         if (S_ISLNK(st.st_mode)) {
-            char target[PATH_MAX];
-            ssize_t len;
-            if (!symlink_trusted(fd, &st)) {
-                rc = ddp_errf(err, -ELOOP,
-                              "log_dir %s: '%s' is a symlink (owner uid %u) in a directory others may change: "
-                              "not followed (expected a directory, or a symlink of root or uid %u in a "
-                              "directory only they can write)",
-                              path, comp, (unsigned)st.st_uid, (unsigned)geteuid());
-                free(comp);
-                break;
-            }
-            len = readlinkat(fd, comp, target, sizeof target - 1);
-            if (len <= 0 || ++hops > MAX_SYMLINKS) {
-                rc = ddp_errf(err, len < 0 ? -errno : -ELOOP, "log_dir %s: symlink '%s': %s", path, comp,
-                              len < 0 ? strerror(errno) : "too many levels of symbolic links");
-                free(comp);
-                break;
-            }
-            target[len] = '\0';
-            char *joined = ddp_xasprintf("%s%s", target, next);
+            rc = follow(&fd, comp, &st, next, &rest, &hops, path, err);
             free(comp);
-            free(rest);
-            rest = p = joined;
-            if (target[0] == '/') {
-                int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (root < 0 || dir_trusted(root, path, "/", err) < 0) {
-                    if (root >= 0) {
-                        rc = -EPERM;
-                        close(root);
-                        break;
-                    }
-                    rc = ddp_errf(err, -errno, "log_dir %s: cannot open /: %s", path, strerror(errno));
-                    break;
-                }
-                close(fd);
-                fd = root;
-            }
+            if (rc < 0)
+                break;
+            p = rest;
             continue;
         }
         if (!S_ISDIR(st.st_mode)) {

@@ -194,10 +194,10 @@ bad:
     return ddp_errf(err, -EINVAL, "expected a percentage like 10%% or a size like 2GiB or 512MiB, got '%s'", v);
 }
 
-/* Parse value for key i into spec. Messages say only what was expected; the caller adds where. */
-/* Parse v into key i's field. Over 100 lines on purpose: one short case per value type of the key table
- * (DDP_T_*), each parsing into the field's own C type; ddp_spec_format() writes them back case for case in the
- * same order, so a type's two directions are read side by side. */
+/* Parse v into key i's field of spec. Messages say only what was expected; the caller adds where. Over 100 lines on
+ * purpose: one short case per value type of the key table (DDP_T_*), each parsing into the field's own C type;
+ * ddp_spec_format() writes them back case for case in the same order, so a type's two directions are read side by side.
+ */
 int ddp_spec_parse_value(struct ddp_spec *spec, size_t i, const char *v, struct ddp_err *err)
 {
     const struct ddp_key *k = &ddp_spec_keys[i];
