@@ -43,8 +43,10 @@ struct ddp_records {
     const struct ddp_rrun *unrecorded; /* its attempt_start waits for its programs' pids */
     struct ddp_logfile *stopped;       /* record files that stopped (ddp_records_stopped), name owned */
     size_t nstopped;
-    /* per worker of seen_run (by index): the first line of its output a failure class recognised */
-    const struct ddp_rrun *seen_run;
+    /* per worker of attempt seen_attempt (by index, nseen of them): the first line of its output a failure
+     * class recognised. Not the attempt's pointer: a retired attempt is freed, and the next may reuse it. */
+    int seen_attempt;
+    size_t nseen;
     struct seen {
         enum ddp_class cls;
         char *line;
@@ -64,27 +66,29 @@ static void ended_clear(struct ended *e)
 
 static void forget_seen(struct ddp_records *r)
 {
-    for (size_t i = 0; r->seen && i < r->seen_run->nw; i++)
+    for (size_t i = 0; i < r->nseen; i++)
         free(r->seen[i].line);
     free(r->seen);
     r->seen = NULL;
-    r->seen_run = NULL;
+    r->nseen = 0;
 }
 
 /* What k's output was recognised as (DDP_CLASS_NONE: nothing), and the line (NULL: none). */
 static const struct seen *seen_of(const struct ddp_records *r, const struct ddp_rworker *k)
 {
     static const struct seen none = {DDP_CLASS_NONE, NULL};
-    return r->seen && r->seen_run == k->run ? &r->seen[k->index] : &none;
+    bool same = r->seen && r->seen_attempt == k->run->plan.attempt && k->index < r->nseen;
+    return same ? &r->seen[k->index] : &none;
 }
 
 void ddp_records_recognised(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class cls, const char *line,
                             size_t len)
 {
-    if (r->seen_run != k->run) {
+    if (!r->seen || r->seen_attempt != k->run->plan.attempt || r->nseen != k->run->nw) {
         forget_seen(r);
-        r->seen_run = k->run;
-        r->seen = ddp_xcalloc(k->run->nw, sizeof(*r->seen));
+        r->seen_attempt = k->run->plan.attempt;
+        r->nseen = k->run->nw;
+        r->seen = ddp_xcalloc(r->nseen, sizeof(*r->seen));
     }
     struct seen *s = &r->seen[k->index];
     if (s->cls != DDP_CLASS_NONE || cls == DDP_CLASS_NONE)
