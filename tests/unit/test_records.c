@@ -204,8 +204,8 @@ Test(records, failure_restart_failure, .init = cr_redirect_stderr)
 
     size_t n;
     json_t *evs = read_events(&n);
-    const char *want[] = {"job_start",   "attempt_start", "worker_exit", "worker_exit", "decision",
-                          "attempt_start", "worker_exit", "worker_exit", "decision",    "job_end"};
+    const char *want[] = {"job_start",     "attempt_start", "worker_exit", "worker_exit", "decision",
+                          "attempt_start", "worker_exit",   "worker_exit", "decision",    "job_end"};
     cr_assert_eq(n, sizeof want / sizeof *want, "%zu events", n);
     for (size_t i = 0; i < n; i++)
         cr_expect_str_eq(ev_name(evs, i), want[i], "event %zu", i);
