@@ -63,6 +63,7 @@ void ddp_launch_free(struct ddp_launch *l)
         ddp_crypto_wipe(l->secret, strlen(l->secret));
     free(l->secret);
     ddp_spec_free(&l->spec);
+    free(l->resolved_name); /* the rest of resolved is spec's memory */
     memset(l, 0, sizeof *l);
 }
 
@@ -396,7 +397,7 @@ static char *run_id_of(const struct ddp_spec *spec, const struct ddp_launch_fact
  * without GPUs). */
 static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f, struct ddp_err *err)
 {
-    const struct ddp_spec *spec = &l->spec;
+    const struct ddp_spec *spec = &l->resolved;
     switch (spec->nproc_per_node.kind) {
     case DDP_NPROC_INT:
         return spec->nproc_per_node.n;
@@ -425,9 +426,17 @@ static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f,
 /* Several nodes: how the agents meet (rdzv.h), and master_port: reserved on node 0, derived from Slurm's job id
  * on the others (auto), as given, or (c10d) reserved by the agent that serves the rendezvous and sent to the
  * others. */
+/* The master port and where it comes from: the one writer of ctx.master_port and port_source (port 0 while
+ * acquire has yet to reserve it, or while node 0 has yet to send it). */
+static void port_decided(struct ddp_launch *l, enum ddp_launch_port source, int port)
+{
+    l->port_source = source;
+    l->ctx.master_port = port;
+}
+
 static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
 {
-    struct ddp_spec *spec = &l->spec;
+    struct ddp_spec *spec = &l->resolved;
     struct ddp_plan_ctx *ctx = &l->ctx;
     struct ddp_rdzv rdzv;
     const char *sched = l->slurm.active ? "slurm" : l->sched.name;
@@ -447,33 +456,36 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
         ctx->coord_port = spec->master_port.is_auto ? DDP_RDZV_C10D_PORT : spec->master_port.port;
         ctx->node_rank = 0;
         ddp_port_spec_parse("auto", &spec->master_port, NULL);
-        l->port_source = DDP_LAUNCH_PORT_RESERVE;
+        port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);
         return 0;
     }
     if (rdzv.several && spec->master_port.is_auto && !l->slurm.active)
         ddp_port_spec_parse("29500", &spec->master_port, NULL); /* torchrun's default for several nodes */
     if (ctx->node_rank != 0 && spec->master_port.is_auto) {
         /* Node 0 reserves the port; the others compute the same one from the job id. */
-        ctx->master_port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
-        if (ctx->master_port <= 0)
+        int port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
+        if (port <= 0)
             return ddp_errf(err, -EINVAL,
                             "master_port = auto on node %d needs Slurm (to derive node 0's port); "
                             "give every node the same --master-port",
                             ctx->node_rank);
-        l->port_source = DDP_LAUNCH_PORT_DERIVED;
+        port_decided(l, DDP_LAUNCH_PORT_DERIVED, port);
     } else if (ctx->node_rank == 0) {
-        l->port_source = DDP_LAUNCH_PORT_RESERVE;
+        port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);
     } else {
-        ctx->master_port = spec->master_port.port;
-        l->port_source = DDP_LAUNCH_PORT_GIVEN;
+        port_decided(l, DDP_LAUNCH_PORT_GIVEN, spec->master_port.port);
     }
     return 0;
 }
 
 int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, struct ddp_err *err)
 {
-    struct ddp_spec *spec = &l->spec;
+    struct ddp_spec *spec = &l->resolved;
     struct ddp_plan_ctx *ctx = &l->ctx;
+
+    free(l->resolved_name);
+    l->resolved_name = NULL;
+    l->resolved = l->spec; /* shares its memory; only values of its own are changed below */
 
     free(l->run_id);
     free(l->python);
@@ -509,8 +521,8 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
                            : spec->module  ? spec->module
                                            : spec->program;
         const char *slash = strrchr(prog, '/');
-        free(spec->name);
-        spec->name = ddp_xstrdup(slash ? slash + 1 : prog);
+        l->resolved_name = ddp_xstrdup(slash ? slash + 1 : prog);
+        spec->name = l->resolved_name;
     }
 
     /* GPU leases: concurrent jobs on this host without a scheduler get disjoint GPUs. */
@@ -528,8 +540,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     ctx->gpu_holders = (const char *const *)l->holders;
 
     if (l->cmd == DDP_CMD_DOCTOR) {
-        ctx->master_port = spec->master_port.is_auto ? 0 : spec->master_port.port;
-        l->port_source = DDP_LAUNCH_PORT_NONE;
+        port_decided(l, DDP_LAUNCH_PORT_NONE, spec->master_port.is_auto ? 0 : spec->master_port.port);
         return 0;
     }
     int rc = resolve_port(l, err);
@@ -540,7 +551,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 
 static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
-    const struct ddp_spec *spec = &l->spec;
+    const struct ddp_spec *spec = &l->resolved;
     char *ephemeral = ddp_port_ephemeral_range();
     struct ddp_port_req preq = {
         .lock_dir = ddp_rundir_lock_dir(envp),
@@ -553,8 +564,10 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
         preq.slurm_step_id = l->slurm.step_id_num;
         preq.max_candidates = l->ctx.nnodes > 1 ? 1 : 0;
     }
-    int rc = ddp_port_reserve(&preq, &l->port, &l->ctx.master_port, err);
+    int got = 0;
+    int rc = ddp_port_reserve(&preq, &l->port, &got, err);
     free(ephemeral);
+    port_decided(l, DDP_LAUNCH_PORT_RESERVE, rc < 0 ? 0 : got);
     if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic && !l->slurm.active &&
         !l->sched.name) {
         /* a second agent of a static job as node 0 (often without --node-rank: torchrun's default is 0) */
@@ -613,8 +626,8 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
     for (size_t g = 0; g < ngpus; g++)
         all[g] = ddp_topo_gpu_busid(l->topo, g);
     struct ddp_strv chosen = {0};
-    int rc = ddp_lease_acquire(ddp_rundir_lock_dir(envp), all, ngpus, choose_gpus, &l->ctx, l->spec.name,
-                               l->spec.gpus_lease_wait_ms, &l->gpus, &chosen, err);
+    int rc = ddp_lease_acquire(ddp_rundir_lock_dir(envp), all, ngpus, choose_gpus, &l->ctx, l->resolved.name,
+                               l->resolved.gpus_lease_wait_ms, &l->gpus, &chosen, err);
     free(all);
     if (rc < 0) {
         ddp_strv_clear(&chosen);
@@ -646,8 +659,8 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
     ddp_rundir_sweep(envp, getuid(), 60);
     if (ddp_rundir_run_create(envp, getuid(), &l->run_dir, &l->run_dir_lock, &e) < 0) {
         l->run_dir = NULL;
-        bool hb = l->spec.heartbeat == DDP_HEARTBEAT_FILE && l->spec.timeout_stall_ms > 0;
-        if (hb || l->spec.timer_file) {
+        bool hb = l->resolved.heartbeat == DDP_HEARTBEAT_FILE && l->resolved.timeout_stall_ms > 0;
+        if (hb || l->resolved.timer_file) {
             l->fail_status = DDP_EXIT_USAGE;
             return ddp_errf(err, e.code, "%s; needed for %s: set XDG_RUNTIME_DIR to a private directory", e.msg,
                             hb ? "[timeout] heartbeat = file" : "[timeout] timer_file");
@@ -655,15 +668,15 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
         ddp_warn("no runtime directory, so no heartbeat files: %s", e.msg);
     }
     l->ctx.run_dir = l->run_dir;
-    if (l->spec.timeout_sample && l->run_dir) { /* live stack sampling: the sitecustomize the workers load */
+    if (l->resolved.timeout_sample && l->run_dir) { /* live stack sampling: the sitecustomize the workers load */
         if (ddp_sample_install(l->run_dir, &l->sample_pydir, &e) < 0) {
             ddp_warn("no live stack sampling: %s", e.msg);
-            l->spec.timeout_sample = false;
+            l->resolved.timeout_sample = false;
         }
         l->ctx.sample_pydir = l->sample_pydir;
         l->ctx.sample_signal = ddp_sample_signal();
     }
-    if (l->spec.timer_file && l->run_dir) {
+    if (l->resolved.timer_file && l->run_dir) {
         l->timer_path = ddp_xasprintf("%s/timer", l->run_dir); /* the FIFO torch's FileTimerClient writes to */
         l->ctx.timer_file = l->timer_path;
     }
@@ -697,8 +710,7 @@ static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err
     if (rc == -EADDRNOTAVAIL || rc == -EADDRINUSE) { /* not this host, or another agent here serves: join it */
         memset(err, 0, sizeof *err);                 /* not an error: nothing to report at exit */
         ctx->coord_node = DDP_COORD_ANY_RANK;
-        ctx->master_port = 0;
-        l->port_source = DDP_LAUNCH_PORT_SENT;
+        port_decided(l, DDP_LAUNCH_PORT_SENT, 0);
         return 0;
     }
     if (rc < 0)
@@ -720,8 +732,8 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
     if (l->cmd != DDP_CMD_PLAN && (rc = make_run_dir(l, envp, err)) < 0)
         return rc;
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
-    if (l->cmd == DDP_CMD_RUN && l->spec.log_dir) {
-        if ((rc = ddp_logdir_create(l->spec.log_dir, l->run_id, &l->logdir, err)) < 0) {
+    if (l->cmd == DDP_CMD_RUN && l->resolved.log_dir) {
+        if ((rc = ddp_logdir_create(l->resolved.log_dir, l->run_id, &l->logdir, err)) < 0) {
             l->fail_status = DDP_EXIT_USAGE;
             return rc;
         }
@@ -734,7 +746,7 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
 int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     struct ddp_plan_ctx *ctx = &l->ctx;
-    const struct ddp_spec *spec = &l->spec;
+    const struct ddp_spec *spec = &l->resolved;
     if (ctx->nnodes <= 1)
         return 0;
     /* Several nodes: the agents coordinate over an authenticated control channel: on the c10d endpoint's port,

@@ -51,7 +51,15 @@ struct ddp_launch {
     struct ddp_slurm slurm;
     struct ddp_scheduler sched; /* another scheduler's node rank (scheduler.h), not Slurm's; name NULL: none */
     struct ddp_topo *topo;      /* NULL: no topology (the job runs unbound) */
-    struct ddp_plan_ctx ctx;    /* what plan, doctor and supervise take; its strings point into this struct */
+    /* The spec as resolved (ddp_launch_resolve, then acquire), beside spec, which keeps what the user wrote:
+     * spec's values with what was decided from the facts: name (the program's when none is given),
+     * min_nproc_per_node, master_port (auto for c10d, torchrun's 29500 for several static nodes) and
+     * timeout_sample (off when the sampler cannot be installed). ctx.spec points here. It shares spec's memory
+     * except resolved_name; launch.c alone writes it. */
+    struct ddp_spec resolved;
+    char *resolved_name;
+    struct ddp_plan_ctx ctx; /* what plan, doctor and supervise take; its strings point into this struct */
+    /* where ctx.master_port comes from; both are written by launch.c's port_decided() alone */
     enum ddp_launch_port port_source;
     bool lease; /* acquire leases GPUs against other ddplaunch jobs (run, GPUs wanted) */
     char *run_id;

@@ -14,35 +14,9 @@
 # The workers of 2-4 idle after their first all_reduce: only the agents' coordination can stop them.
 # Root only (ip netns); skipped otherwise.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-[ "$(id -u)" = 0 ] || skip "needs root (ip netns)"
-command -v ip >/dev/null || skip "ip (iproute2) not installed"
+. "$DDP_SRCDIR/tests/integration/lib_netns.sh"
 have_torch || skip "no torch in $PY"
-
-id=$$
-HUB=ddpit-hub-$id
-NODES=3
-ns() { echo "ddpit-n$1-$id"; }
-cleanup() {
-    for i in $(seq 0 $((NODES - 1))); do
-        # Processes still in a node's namespace are ours (started below): end them before deleting it.
-        for pid in $(ip netns pids "$(ns "$i")" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-        ip netns del "$(ns "$i")" 2>/dev/null
-    done
-    ip netns del "$HUB" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$HUB" || skip "cannot create network namespaces here"
-ip -n "$HUB" link add br0 type bridge || skip "no bridge support in this kernel"
-ip -n "$HUB" link set br0 up
-for i in $(seq 0 $((NODES - 1))); do
-    ip netns add "$(ns "$i")"
-    ip -n "$HUB" link add "v$i" type veth peer name ddpit0 netns "$(ns "$i")"
-    ip -n "$HUB" link set "v$i" master br0 up
-    ip -n "$(ns "$i")" addr add "10.231.0.$((i + 1))/24" dev ddpit0
-    ip -n "$(ns "$i")" link set ddpit0 up
-    ip -n "$(ns "$i")" link set lo up
-done
+netns_setup ddpit 10.231.0 ddpit0 3
 
 cat >"$TMP/worker.py" <<'PYEOF'
 import os, sys, time

@@ -14,37 +14,13 @@
 # block is allowed to differ (torchrun sorts nodes by host name; ddplaunch puts the endpoint's host first, then
 # the others by name): it is printed as information. Root only (ip netns, unshare); skipped otherwise.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-[ "$(id -u)" = 0 ] || skip "needs root (ip netns)"
-command -v ip >/dev/null || skip "ip (iproute2) not installed"
+. "$DDP_SRCDIR/tests/integration/lib_netns.sh"
 command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
 have_torch || skip "no torch in $PY"
-
-id=$$
-HUB=ddptr-hub-$id
-NODES=3
 HOSTS=(node-c node-a node-b)
-ns() { echo "ddptr-n$1-$id"; }
-cleanup() {
-    [ -n "${DDP_TEST_VERBOSE:-}" ] && tail -n 20 "$TMP"/n*.err
-    for i in $(seq 0 $((NODES - 1))); do
-        for pid in $(ip netns pids "$(ns "$i")" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-        ip netns del "$(ns "$i")" 2>/dev/null
-    done
-    ip netns del "$HUB" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$HUB" || skip "cannot create network namespaces here"
-ip -n "$HUB" link add br0 type bridge || skip "no bridge support in this kernel"
-ip -n "$HUB" link set br0 up
+netns_setup ddptr 10.233.0 ddptr0 3
 printf '127.0.0.1 localhost\n' >"$TMP/hosts"
 for i in $(seq 0 $((NODES - 1))); do
-    ip netns add "$(ns "$i")"
-    ip -n "$HUB" link add "v$i" type veth peer name ddptr0 netns "$(ns "$i")"
-    ip -n "$HUB" link set "v$i" master br0 up
-    ip -n "$(ns "$i")" addr add "10.233.0.$((i + 1))/24" dev ddptr0
-    ip -n "$(ns "$i")" link set ddptr0 up
-    ip -n "$(ns "$i")" link set lo up
     printf '10.233.0.%d %s\n' $((i + 1)) "${HOSTS[$i]}" >>"$TMP/hosts"
 done
 export HOME=$TMP/home  # one token file for every "host", as a shared home directory would give

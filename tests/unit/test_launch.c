@@ -62,12 +62,14 @@ Test(launch, nproc_int_and_derived_defaults)
     setup(&l, DDP_CMD_RUN, NULL, "[job]\nscript = /home/u/train.py\nnproc_per_node = 3\n");
     resolve_ok(&l, &f);
     cr_expect_eq(l.ctx.nproc, 3);
-    cr_expect_eq(l.spec.min_nproc_per_node, 3); /* restart: the same size again */
-    cr_expect_str_eq(l.spec.name, "train.py");
+    cr_expect_eq(l.resolved.min_nproc_per_node, 3); /* restart: the same size again */
+    cr_expect_str_eq(l.resolved.name, "train.py");
+    cr_expect_eq(l.spec.min_nproc_per_node, 0, "the parsed spec keeps what the user wrote (nothing)");
+    cr_expect(!l.spec.name || !*l.spec.name, "no name was given");
     cr_expect_str_eq(l.ctx.run_id, "0123456789ab");
     cr_expect_str_eq(l.ctx.python, "python3");
     cr_expect_str_eq(l.ctx.hostname, "node7");
-    cr_expect_eq(l.ctx.spec, &l.spec);
+    cr_expect_eq(l.ctx.spec, &l.resolved);
     cr_expect_null(l.ctx.gpu_holders); /* no topology: nothing held */
     cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_RESERVE);
     cr_expect_not(l.lease);
@@ -77,8 +79,8 @@ Test(launch, nproc_int_and_derived_defaults)
           "[job]\nname = bert\nmodule = pkg.train\nnproc_per_node = 4\nrun_id = r1\n"
           "[restart]\non_timeout = downsize\n");
     resolve_ok(&l, &f);
-    cr_expect_eq(l.spec.min_nproc_per_node, 1); /* downsizing may go down to one */
-    cr_expect_str_eq(l.spec.name, "bert");
+    cr_expect_eq(l.resolved.min_nproc_per_node, 1); /* downsizing may go down to one */
+    cr_expect_str_eq(l.resolved.name, "bert");
     cr_expect_str_eq(l.ctx.run_id, "r1");
     ddp_launch_free(&l);
 }
@@ -186,8 +188,9 @@ Test(launch, several_nodes_need_a_source_of_node_ranks)
           "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nnode_rank = 0\nmaster_addr = n0\n");
     resolve_ok(&l, &f);
     cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_RESERVE);
-    cr_expect_not(l.spec.master_port.is_auto);
-    cr_expect_eq(l.spec.master_port.port, 29500);
+    cr_expect_not(l.resolved.master_port.is_auto);
+    cr_expect_eq(l.resolved.master_port.port, 29500);
+    cr_expect(l.spec.master_port.is_auto, "the parsed spec keeps auto (the default)");
     cr_expect_str_eq(l.ctx.rdzv_source, "static");
     cr_expect_eq(l.ctx.join_timeout_ms, 900000);
     ddp_launch_free(&l);
@@ -199,7 +202,7 @@ Test(launch, several_nodes_need_a_source_of_node_ranks)
     resolve_ok(&l, &f);
     cr_expect(l.ctx.coord_dynamic);
     cr_expect_eq(l.ctx.coord_port, 29400);
-    cr_expect(l.spec.master_port.is_auto);
+    cr_expect(l.resolved.master_port.is_auto);
     cr_expect_str_eq(l.ctx.master_addr, "n0");
     cr_expect_str_eq(l.ctx.rdzv_source, "c10d");
     cr_expect_eq(l.ctx.join_timeout_ms, 600000);
