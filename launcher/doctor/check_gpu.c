@@ -53,8 +53,7 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
                                             "CUDA_VISIBLE_DEVICES";
             ddp_buf_printf(&bad, "%s%s: MIG on", bad.len ? "; " : "", x->busid);
         }
-        if (h->clocks_event > 0 &&
-            (h->clocks_event & (long long)(DDP_NVML_CLOCKS_HW | DDP_NVML_CLOCKS_SW_THERMAL))) {
+        if (h->clocks_event > 0 && (h->clocks_event & (long long)(DDP_NVML_CLOCKS_HW | DDP_NVML_CLOCKS_SW_THERMAL))) {
             if (st < DDP_CHECK_WARN)
                 st = DDP_CHECK_WARN, todo = "check cooling and power (nvidia-smi -q -d PERFORMANCE)";
             ddp_buf_printf(&bad, "%s%s: clocks slowed down now (%s)", bad.len ? "; " : "", x->busid,
@@ -75,8 +74,7 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
                       n == 1 ? "" : "s", ecc,
                       remap_known ? "no row remapping failed or pending" : "row remapping not reported",
                       mig_known ? "MIG off" : "MIG not reported",
-                      pers_off ? ", persistence mode off (each job's first CUDA call is slower; nvidia-smi -pm 1)"
-                               : "",
+                      pers_off ? ", persistence mode off (each job's first CUDA call is slower; nvidia-smi -pm 1)" : "",
                       info.data);
     }
     ddp_buf_free(&bad);

@@ -66,7 +66,8 @@ bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *he
     const struct ddp_nvml_proc *p = ddp_nvml_foreign(g, DDP_GPU_BUSY_THRESHOLD, NULL, 0);
     if (p && !held_at_launch) {
         char who[160];
-        snprintf(buf, size, "now held by %s, which was not there at launch", ddp_nvml_proc_describe(p, who, sizeof who));
+        snprintf(buf, size, "now held by %s, which was not there at launch",
+                 ddp_nvml_proc_describe(p, who, sizeof who));
         return true;
     }
     return false;

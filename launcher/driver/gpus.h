@@ -27,7 +27,6 @@ void ddp_gpus_held_free(char **held, size_t n);
  * found: nothing known, no reason) and what the launch saw (held_at_launch[g], may be NULL): a hardware fault
  * (ddp_nvml_health_fault) or a process holding more than DDP_GPU_BUSY_THRESHOLD that was not there at launch.
  * Writes the reason into buf (size bytes) and returns true, or false when the GPU may be used. Pure. */
-bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *buf,
-                    size_t size);
+bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *buf, size_t size);
 
 #endif

@@ -56,12 +56,12 @@ struct sup {
     struct ddp_capture *cap;
     struct ddp_watch *watch;
     struct ddp_wall *wall;
-    struct ddp_live *live;        /* the live hang watch ([timeout] sample, on_suspect) */
-    struct ddp_filetimer *timer;  /* torch FileTimerServer, when [timeout] timer_file */
+    struct ddp_live *live;         /* the live hang watch ([timeout] sample, on_suspect) */
+    struct ddp_filetimer *timer;   /* torch FileTimerServer, when [timeout] timer_file */
     struct ddp_gpuwatch *gpuwatch; /* NVML's event set for the GPUs (gpuwatch.h), or NULL */
-    bool gpu_left_out;            /* a GPU fault or the restart check left a GPU out: the next attempt fits */
-    struct ddp_nodes *nodes;      /* several nodes */
-    struct ddp_timeout_sink sink; /* where the timeout sources report: on_timeout */
+    bool gpu_left_out;             /* a GPU fault or the restart check left a GPU out: the next attempt fits */
+    struct ddp_nodes *nodes;       /* several nodes */
+    struct ddp_timeout_sink sink;  /* where the timeout sources report: on_timeout */
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force, join, joinlog;
     struct ddp_paction pending; /* START waiting for the backoff timer */

@@ -321,7 +321,7 @@ static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct
     int g = k->w->gpu;
     if (g < 0 || (size_t)g >= r->ngpu)
         return;
-    const char *held = r->gpu_held[g]                     ? r->gpu_held[g]
+    const char *held = r->gpu_held[g]                            ? r->gpu_held[g]
                        : r->ctx->gpu_held && r->ctx->gpu_held[g] ? r->ctx->gpu_held[g]
                                                                  : NULL;
     if (r->gpu_fault[g]) {

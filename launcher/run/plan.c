@@ -645,7 +645,6 @@ static void gpu_state_json(struct ddp_buf *b, const struct ddp_plan_ctx *ctx, in
     ddp_buf_puts(b, "]");
 }
 
-
 static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
 {
     const struct ddp_spec *s = ctx->spec;

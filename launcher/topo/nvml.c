@@ -2,10 +2,10 @@
 #include "topo/nvml.h"
 
 #include <ctype.h>
-#include <pwd.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,8 +439,8 @@ const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, siz
 {
     double gib = p->mem_used >= 0 ? (double)p->mem_used / 1073741824.0 : 0;
     if (p->comm[0] || p->user[0])
-        snprintf(buf, size, "pid %u (%s, %s, %.1f GiB)", p->pid, p->user[0] ? p->user : "?",
-                 p->comm[0] ? p->comm : "?", gib);
+        snprintf(buf, size, "pid %u (%s, %s, %.1f GiB)", p->pid, p->user[0] ? p->user : "?", p->comm[0] ? p->comm : "?",
+                 gib);
     else
         snprintf(buf, size, "pid %u (not visible here: another pid namespace, %.1f GiB)", p->pid, gib);
     return buf;
@@ -534,8 +534,8 @@ struct ddp_nvml_events {
     struct nvml_fns f;
     nvml_event_set set;
     size_t n;
-    nvml_device *dev;        /* [n], NULL where the GPU was not found */
-    unsigned long long *hw;  /* [n] hardware clock-event reasons last seen */
+    nvml_device *dev;       /* [n], NULL where the GPU was not found */
+    unsigned long long *hw; /* [n] hardware clock-event reasons last seen */
 };
 
 int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)

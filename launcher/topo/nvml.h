@@ -21,17 +21,17 @@ struct ddp_nvml_proc {
 /* A GPU's health as NVML says it now; -1 wherever the call is missing (an older NVML) or answers NOT_SUPPORTED.
  * None of it is a failure by itself: doctor and the restart check judge it. */
 struct ddp_nvml_health {
-    int persistence;                /* 1 on, 0 off */
-    int mig;                        /* current MIG mode: 1 on */
-    int ecc, ecc_pending;           /* ECC mode now and after the next reset: 1 on */
-    long long ecc_corrected;        /* volatile (since the last driver load) counts */
-    long long ecc_uncorrected;      /* volatile double-bit (uncorrectable) errors */
-    long long ecc_uncorrected_aggr; /* the same over the GPU's life */
-    int remap_corr, remap_unc;      /* rows remapped for correctable / uncorrectable errors */
+    int persistence;                  /* 1 on, 0 off */
+    int mig;                          /* current MIG mode: 1 on */
+    int ecc, ecc_pending;             /* ECC mode now and after the next reset: 1 on */
+    long long ecc_corrected;          /* volatile (since the last driver load) counts */
+    long long ecc_uncorrected;        /* volatile double-bit (uncorrectable) errors */
+    long long ecc_uncorrected_aggr;   /* the same over the GPU's life */
+    int remap_corr, remap_unc;        /* rows remapped for correctable / uncorrectable errors */
     int remap_pending, remap_failure; /* a remapping waits for a reset / a remapping failed: retire the GPU */
-    int retired_pending;            /* page retirement waits for a reset (pre-Ampere GPUs) */
-    long long clocks_event;         /* clock-event (throttle) reason bits, DDP_NVML_CLOCKS_* */
-    int temp_c;                     /* GPU temperature, Celsius */
+    int retired_pending;              /* page retirement waits for a reset (pre-Ampere GPUs) */
+    long long clocks_event;           /* clock-event (throttle) reason bits, DDP_NVML_CLOCKS_* */
+    int temp_c;                       /* GPU temperature, Celsius */
 };
 
 /* Clock-event reason bits (nvmlClocksEventReasons): the ones that mean hardware trouble. */
@@ -100,10 +100,11 @@ const char *ddp_nvml_clocks_describe(long long bits, char *buf, size_t size);
 
 /* ---- events: NVML's event set, read from a thread (nvmlEventSetWait_v2 blocks) ---- */
 
-#define DDP_NVML_EV_ECC_DBE 0x2ULL  /* nvmlEventTypeDoubleBitEccError */
-#define DDP_NVML_EV_XID 0x8ULL      /* nvmlEventTypeXidCriticalError: data is the Xid */
-#define DDP_NVML_EV_CLOCK 0x10ULL   /* hardware clock-event reasons set (nvmlEventTypeClock, or seen by the poll
-                                       between waits): data the reason bits */
+#define DDP_NVML_EV_ECC_DBE 0x2ULL /* nvmlEventTypeDoubleBitEccError */
+#define DDP_NVML_EV_XID 0x8ULL     /* nvmlEventTypeXidCriticalError: data is the Xid */
+#define DDP_NVML_EV_CLOCK                                                                                              \
+    0x10ULL /* hardware clock-event reasons set (nvmlEventTypeClock, or seen by the poll                               \
+               between waits): data the reason bits */
 
 struct ddp_nvml_events;
 struct ddp_nvml_event {

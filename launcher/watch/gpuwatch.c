@@ -15,8 +15,8 @@
 
 struct shared {
     pthread_mutex_t mu;
-    int refs;     /* the thread and the loop side */
-    bool stop;    /* the loop side let go: no more uv_async_send */
+    int refs;  /* the thread and the loop side */
+    bool stop; /* the loop side let go: no more uv_async_send */
     uv_async_t *async;
     struct ddp_gpuwatch_event q[QUEUE];
     size_t nq;
@@ -37,8 +37,7 @@ struct ddp_gpuwatch {
     const struct ddp_topo *topo;
 };
 
-const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long data, bool *fault, char *buf,
-                                  size_t size)
+const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long data, bool *fault, char *buf, size_t size)
 {
     bool f = false;
     if (type == DDP_NVML_EV_XID) {

@@ -100,8 +100,7 @@ static void load(void)
             x->used = c[0] ? size_of(c) : 0;
             x->persistence = 1;
             x->ecc_mode = 1;
-        } else if (sscanf(line, "proc %d %63s %63s", &g, a, b) == 3 && g >= 0 && g < ngpus &&
-                   gpus[g].nprocs < MAXP) {
+        } else if (sscanf(line, "proc %d %63s %63s", &g, a, b) == 3 && g >= 0 && g < ngpus && gpus[g].nprocs < MAXP) {
             gpus[g].procs[gpus[g].nprocs++] = (struct proc){(unsigned)atoi(a), size_of(b)};
             gpus[g].used += size_of(b);
         } else if (sscanf(line, "ecc %d %63s %63s %63s", &g, a, b, c) >= 3 && g >= 0 && g < ngpus) {

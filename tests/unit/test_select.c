@@ -706,7 +706,7 @@ Test(select_pure, busy_skip_leaves_out_gpus_another_process_holds)
     memcpy(gpus, synth_gpus, sizeof gpus);
     for (int i = 0; i < 4; i++)
         gpus[i].held_other = -1;
-    gpus[2].held_other = 30LL << 30; /* a process holds 30 GiB of GPU 2 */
+    gpus[2].held_other = 30LL << 30;  /* a process holds 30 GiB of GPU 2 */
     gpus[1].held_other = 500LL << 20; /* a bare CUDA context: under the threshold */
     struct ddp_sel_topo t = synth();
     t.gpus = gpus;
