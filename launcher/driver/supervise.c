@@ -571,9 +571,7 @@ static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
     s->gpu_left_out = true;
     char *text = ddp_xasprintf("GPU %d (%s) is left out of a restart: %s", gpu, busid ? busid : "?", why);
     ddp_warn("%s", text);
-    ddp_records_event(s->rec, "gpu_left_out",
-                      json_pack("{s:i, s:i, s:s?, s:s, s:s}", "attempt", cur_attempt(s), "gpu", gpu, "busid", busid,
-                                "reason", why, "text", text));
+    ddp_records_gpu_left_out(s->rec, cur_attempt(s), gpu, busid, why, text);
     free(text);
 }
 

@@ -53,6 +53,7 @@ struct ddp_records {
     /* per topology GPU (ngpu): a fault NVML reported, a holder seen after the launch */
     char **gpu_fault, **gpu_held;
     size_t ngpu;
+    json_t *left_out; /* summary.json's gpus_left_out */
 };
 
 static void ended_clear(struct ended *e)
@@ -172,6 +173,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     r->job_start_ms = ddp_now_ms();
     r->stragglers = json_array();
     r->ngpu = ddp_topo_ngpus(ctx->topo);
+    r->left_out = json_array();
     r->gpu_fault = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_fault));
     r->gpu_held = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_held));
     ddp_time_iso(NULL, r->job_start_iso);
@@ -213,6 +215,7 @@ void ddp_records_close(struct ddp_records *r)
     }
     free(r->gpu_fault);
     free(r->gpu_held);
+    json_decref(r->left_out);
     free(r);
 }
 
@@ -355,6 +358,15 @@ void ddp_records_gpu_held(struct ddp_records *r, int gpu, const char *held)
         return;
     free(r->gpu_held[gpu]);
     r->gpu_held[gpu] = held ? ddp_xstrdup(held) : NULL;
+}
+
+void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const char *busid, const char *why,
+                              const char *text)
+{
+    json_t *o = json_pack("{s:i, s:i, s:s?, s:s, s:s}", "attempt", attempt, "gpu", gpu, "busid", busid, "reason", why,
+                          "text", text);
+    ddp_record_event(r->rec, "gpu_left_out", json_deep_copy(o));
+    json_array_append_new(r->left_out, o);
 }
 
 static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_rworker *k, const char *reason,
@@ -657,6 +669,7 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         "log_dir", ddp_record_dir(r->rec));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
+    json_object_set_new(sum, "gpus_left_out", json_deep_copy(r->left_out));
     struct ddp_buf text = {0};
     json_object_set_new(sum, "logs_stopped", stopped_logs(r, &text));
     ddp_buf_free(&text);

@@ -67,6 +67,10 @@ void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size);
  * out-of-memory failure there as the launch's holder does (ctx->gpu_held). The first fault is kept. */
 void ddp_records_gpu_fault(struct ddp_records *r, int gpu, const char *busid, const char *text);
 void ddp_records_gpu_held(struct ddp_records *r, int gpu, const char *held);
+/* GPU gpu (busid) is left out of the attempts after `attempt` (why; text: the console's line): a gpu_left_out
+ * event, and an entry of summary.json's "gpus_left_out". */
+void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const char *busid, const char *why,
+                              const char *text);
 
 /* The driver's decision after attempt `attempt` (decision): action "restart" or "downsize" (next attempt, its
  * size, the delay before it) or "exit" (status), why, and the root cause's rank when one is known (and the

@@ -64,6 +64,8 @@ grep -q "lower the per-GPU batch size" "$TMP/err" && fail "oom: the batch-size h
 run=$(ls -d "$TMP"/logs/*/ | head -1)
 $PY -c "import json,sys; r=json.load(open('$run/summary.json'))['root_cause']; assert r['class']=='cuda-oom' and r['cause'].startswith('GPU memory held by pid $holder'), r" ||
     fail "summary.json: cause"
+$PY "$DDP_SRCDIR/tests/integration/records_check.py" "$DDP_SRCDIR/man/ddplaunch.1" "$run" >/dev/null ||
+    fail "records of the OOM run do not match the documented schema"
 "$DDP" report "$run" >"$TMP/report"
 expect_grep "gpu: GPU memory held by pid $holder" "$TMP/report"
 
@@ -92,6 +94,10 @@ grep -q '"event":"gpu_event".*"kind":"xid","data":79,"fault":true' "$run/events.
 grep -q '"event":"gpu_left_out","attempt":0,"gpu":1' "$run/events.jsonl" || fail "events.jsonl: gpu_left_out"
 grep -q '"event":"decision","attempt":0,"action":"downsize","next_attempt":1,"next_nproc":1' "$run/events.jsonl" ||
     fail "events.jsonl: downsize decision"
+$PY -c "import json; l=json.load(open('$run/summary.json'))['gpus_left_out']; assert [(x['gpu'], x['busid']) for x in l]==[(1, '0000:00:07.0')] and 'Xid 79' in l[0]['reason'], l" ||
+    fail "summary.json: gpus_left_out"
+$PY "$DDP_SRCDIR/tests/integration/records_check.py" "$DDP_SRCDIR/man/ddplaunch.1" "$run" >/dev/null ||
+    fail "records of the Xid run do not match the documented schema"
 # without a restart the verdict names the GPU fault
 "$DDP" --topology "$topo" --nproc-per-node 2 --log-dir "$TMP/xid0" --no-python /bin/sh "$TMP/w.sh" >"$TMP/out" 2>"$TMP/err"
 expect_eq "xid: exit status" "$?" 3
