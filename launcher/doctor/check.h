@@ -14,6 +14,7 @@
 #include "host/lease.h"
 #include "host/port.h"
 #include "spec/spec.h"
+#include "topo/nvml.h"
 
 /* Worst first: the report's status is the highest one seen. skip = nothing to check here (counts as ok). */
 enum ddp_check_status { DDP_CHECK_OK, DDP_CHECK_SKIP, DDP_CHECK_WARN, DDP_CHECK_FAIL };
@@ -53,8 +54,10 @@ struct ddp_check_gpu {
     int package;        /* OS index of the socket of that node, -1 unknown */
     long long mem_used; /* bytes, -1 unknown (no NVML) */
     long long mem_total;
-    int util;        /* GPU utilisation percent, -1 unknown */
-    char users[256]; /* who uses it ("pid 1234 (python3, 30.0 GiB)"), "" none or unknown */
+    int util;                      /* GPU utilisation percent, -1 unknown */
+    char users[256];               /* who uses it ("pid 1234 (python3, 30.0 GiB)"), "" none or unknown */
+    bool have_health;              /* NVML answered for it: health is meaningful (check_gpu.h) */
+    struct ddp_nvml_health health; /* -1 where NVML does not say */
 };
 
 struct ddp_check_gpus {

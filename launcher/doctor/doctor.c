@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/exit.h"
+#include "doctor/check_gpu.h"
 #include "host/lease.h"
 #include "host/port.h"
 #include "host/rundir.h"
@@ -119,6 +120,8 @@ static void gpu_usage(const struct ddp_topo *topo, struct gpu_facts *gf, const i
         if (g->vendor != 0x10de || ddp_topo_gpu_facts(topo, (size_t)picked[i], &f) < 0 || !f.nvml)
             continue;
         g->util = f.nvml->util;
+        g->health = f.nvml->health;
+        g->have_health = true;
         for (int k = 0; k < f.nvml->nprocs; k++) {
             const struct ddp_nvml_proc *pr = &f.nvml->procs[k];
             char comm[64] = "";
@@ -496,7 +499,8 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
         } else if (req.want_gpus) {
             g.error = s->perr.msg[0] ? s->perr.msg : "placement failed";
         }
-        g.nvml = g.npicked && s->facts.n_nvidia && !s->facts.from_xml && s->facts.nvml->found;
+        /* an XML topology has NVML facts only when paired with NVML (DDPLAUNCH_TOPOLOGY_NVML, the tests) */
+        g.nvml = g.npicked && s->facts.n_nvidia && s->facts.nvml->found;
         if (g.nvml)
             gpu_usage(ctx->topo, &s->facts, s->picked, g.npicked);
         g.nvml_status = s->facts.nvml->status;
@@ -504,6 +508,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
     ddp_check_gpus(r, &g);
     ddp_check_numa(r, &g);
     ddp_check_gpu_busy(r, &g);
+    ddp_check_gpu_health(r, &g);
 }
 
 static void gpu_section_free(struct gpu_section *s)

@@ -214,15 +214,17 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err)
 {
-    /* run and plan use the topology cache and NVML's live state only when [gpus] max_memory_used asks for it;
-     * topo and doctor report the machine as it is now (and refresh the cache) */
-    const struct ddp_mem_limit *lim = &l->spec.gpus_max_memory_used;
+    /* run and plan use the topology cache and NVML's live state (who holds the GPUs: gpus.h); topo and doctor
+     * report the machine as it is now (and refresh the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads NVML for an XML
+     * topology too (the tests' fake NVML). */
     bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
+    const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
     struct ddp_topo_opts o = {
         .xml_path = path,
         .envp = envp,
         .refresh = report,
-        .gpu_usage = report || lim->percent > 0 || lim->bytes > 0,
+        .gpu_usage = true,
+        .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
     };
     int rc = ddp_topo_load_opts(&o, &l->topo, err);
     if (rc < 0) {

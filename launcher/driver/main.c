@@ -12,6 +12,7 @@
 #include "base/exit.h"
 #include "base/util.h"
 #include "doctor/doctor.h"
+#include "driver/gpus.h"
 #include "driver/launch.h"
 #include "driver/supervise.h"
 #include "host/jobs.h"
@@ -121,7 +122,7 @@ static int resolve(struct ddp_launch *l, const struct ddp_cli *cli, struct ddp_e
 
 /* After resolve: acquire, then attempt 0 as `plan` shows it (also before a run: what it rejects, [env] ${VAR} not
  * set, too few GPUs, is a usage error before anything starts). 0 or the failed step's exit status. */
-static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, struct ddp_err *err)
+static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, char ***held, struct ddp_err *err)
 {
     if (ddp_launch_acquire(l, environ, err) < 0)
         return launch_error(l, err);
@@ -129,6 +130,13 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, s
         fprintf(stderr, "ddplaunch: %s\n", err->msg);
         return DDP_EXIT_USAGE;
     }
+    /* the chosen GPUs as NVML sees them now: a warning per GPU another process holds, or ([gpus] busy = fail)
+     * a refusal before anything starts (75: the GPU may be free later) */
+    if (l->topo && ddp_gpus_launch_check(l->topo, &l->spec, attempt, stderr, held, err) < 0) {
+        fprintf(stderr, "ddplaunch: %s\n", err->msg);
+        return DDP_EXIT_TEMPFAIL;
+    }
+    l->ctx.gpu_held = held ? (const char *const *)*held : NULL;
     return 0;
 }
 
@@ -150,10 +158,12 @@ static int plan_command(const struct ddp_cli *cli, const char *argv0)
     struct ddp_err err = {0};
     struct ddp_attempt attempt = {0};
     (void)argv0;
+    char **held = NULL;
     int status = resolve(&l, cli, &err);
-    if (status == 0 && (status = acquire_and_plan(&l, &attempt, &err)) == 0)
+    if (status == 0 && (status = acquire_and_plan(&l, &attempt, &held, &err)) == 0)
         ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
     ddp_attempt_free(&attempt);
+    ddp_gpus_held_free(held, ddp_topo_ngpus(l.topo));
     ddp_launch_free(&l);
     return status;
 }
@@ -169,8 +179,9 @@ static int run_command(const struct ddp_cli *cli, const char *argv0)
         fprintf(stderr, "ddplaunch: %s\n", err.msg);
         status = DDP_EXIT_USAGE;
     }
+    char **held = NULL;
     if (status == 0)
-        status = acquire_and_plan(&l, &attempt, &err);
+        status = acquire_and_plan(&l, &attempt, &held, &err);
     ddp_attempt_free(&attempt);
     if (status == 0 && ddp_launch_acquire_secret(&l, environ, &err) < 0)
         status = launch_error(&l, &err);
@@ -181,6 +192,7 @@ static int run_command(const struct ddp_cli *cli, const char *argv0)
             fprintf(stderr, "ddplaunch: %s\n", err.msg);
         free(exe);
     }
+    ddp_gpus_held_free(held, ddp_topo_ngpus(l.topo));
     ddp_launch_free(&l);
     return status;
 }

@@ -17,6 +17,7 @@
 
 #include "base/exit.h"
 #include "driver/agent.h"
+#include "driver/gpus.h"
 #include "driver/nodes.h"
 #include "driver/policy.h"
 #include "driver/signals.h"
@@ -25,10 +26,13 @@
 #include "records/classify.h"
 #include "records/records.h"
 #include "records/report.h"
+#include "run/plan.h"
 #include "run/runner.h"
 #include "run/shim.h"
+#include "topo/place.h"
 #include "watch/capture.h"
 #include "watch/filetimer.h"
+#include "watch/gpuwatch.h"
 #include "watch/live.h"
 #include "watch/observe.h"
 #include "watch/timeouts.h"
@@ -52,10 +56,12 @@ struct sup {
     struct ddp_capture *cap;
     struct ddp_watch *watch;
     struct ddp_wall *wall;
-    struct ddp_live *live;        /* the live hang watch ([timeout] sample, on_suspect) */
-    struct ddp_filetimer *timer;  /* torch FileTimerServer, when [timeout] timer_file */
-    struct ddp_nodes *nodes;      /* several nodes */
-    struct ddp_timeout_sink sink; /* where the timeout sources report: on_timeout */
+    struct ddp_live *live;         /* the live hang watch ([timeout] sample, on_suspect) */
+    struct ddp_filetimer *timer;   /* torch FileTimerServer, when [timeout] timer_file */
+    struct ddp_gpuwatch *gpuwatch; /* NVML's event set for the GPUs (gpuwatch.h), or NULL */
+    bool gpu_left_out;             /* a GPU fault or the restart check left a GPU out: the next attempt fits */
+    struct ddp_nodes *nodes;       /* several nodes */
+    struct ddp_timeout_sink sink;  /* where the timeout sources report: on_timeout */
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force, join, joinlog;
     struct ddp_paction pending; /* START waiting for the backoff timer */
@@ -152,6 +158,7 @@ static void close_all(struct sup *s)
     ddp_wall_close(s->wall);
     ddp_signals_close(s->sigs);
     ddp_filetimer_close(s->timer);
+    ddp_gpuwatch_close(s->gpuwatch);
 }
 
 /* job_end and summary.json. */
@@ -468,9 +475,15 @@ static void capture_decided(void *arg)
     feed_kind(arg, DDP_PE_CAPTURE_DONE);
 }
 
-static void apply(struct sup *s, const struct ddp_paction *a)
+static void gpu_recheck(struct sup *s, struct ddp_paction *a);
+
+static void apply(struct sup *s, const struct ddp_paction *act)
 {
     int attempt = cur_attempt(s);
+    struct ddp_paction next = *act;
+    const struct ddp_paction *a = &next;
+    if (next.flags & DDP_ACT_ARM_BACKOFF)
+        gpu_recheck(s, &next); /* before the restart: leave out GPUs that became unfit, fit the size to them */
     if (a->flags & DDP_ACT_TERM_ALL)
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
@@ -530,6 +543,110 @@ static void apply(struct sup *s, const struct ddp_paction *a)
             ddp_agent_step(&s->agent, &ex); /* EXIT goes to every node when the channel closes */
         }
         finish(s, status);
+    }
+}
+
+/* ---------------------------------------------------------------- the GPUs' own state */
+
+static void exclude_gpu(struct sup *s, int gpu);
+
+/* The rank of the current attempt on topology GPU gpu, or -1. */
+static int rank_on_gpu(const struct sup *s, int gpu)
+{
+    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    for (size_t i = 0; r && i < r->nw; i++)
+        if (r->w[i].w->gpu == gpu)
+            return r->w[i].w->rank;
+    return -1;
+}
+
+static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
+{
+    bool known = false;
+    for (size_t i = 0; i < s->nexclude; i++)
+        known |= s->exclude[i] == gpu;
+    if (known)
+        return;
+    exclude_gpu(s, gpu);
+    s->gpu_left_out = true;
+    char *text = ddp_xasprintf("GPU %d (%s) is left out of a restart: %s", gpu, busid ? busid : "?", why);
+    ddp_warn("%s", text);
+    ddp_records_gpu_left_out(s->rec, cur_attempt(s), gpu, busid, why, text);
+    free(text);
+}
+
+/* An NVML event (gpuwatch.h), in the loop: a console line, an event, evidence for the verdict; a GPU fault also
+ * leaves the GPU out of the next attempt. Events for GPUs the attempt does not use are said at debug level. */
+static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
+{
+    struct sup *s = arg;
+    int rank = rank_on_gpu(s, ev->gpu);
+    if (rank < 0) {
+        ddp_debug("GPU %d (%s), not used by this attempt: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
+        return;
+    }
+    char *text = ddp_xasprintf("GPU %d (%s) of rank %d: %s", ev->gpu, ev->busid ? ev->busid : "?", rank, ev->text);
+    if (ev->fault || ev->type == DDP_NVML_EV_CLOCK)
+        ddp_warn("attempt %d: %s", cur_attempt(s), text);
+    else
+        ddp_info("attempt %d: %s", cur_attempt(s), text);
+    const char *kind = ev->type == DDP_NVML_EV_XID       ? "xid"
+                       : ev->type == DDP_NVML_EV_ECC_DBE ? "ecc-dbe"
+                       : ev->type == DDP_NVML_EV_CLOCK   ? "clocks"
+                                                         : "other";
+    ddp_records_event(s->rec, "gpu_event",
+                      json_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:s}", "attempt", cur_attempt(s), "gpu", ev->gpu,
+                                "busid", ev->busid, "rank", rank, "kind", kind, "data", (json_int_t)ev->data, "fault",
+                                ev->fault, "text", text));
+    if (ev->fault) {
+        ddp_records_gpu_fault(s->rec, ev->gpu, ev->busid, ev->text);
+        left_out(s, ev->gpu, ev->busid, ev->text);
+    }
+    free(text);
+}
+
+/* Before a restart: NVML's state now for the attempt's GPUs; one that became unfit (gpus.h) is left out. When
+ * GPUs were left out for their own faults (here or by an event), the next attempt is fitted to the GPUs left,
+ * downsizing as for a hung rank's GPU (one node only; not below one worker). */
+static void gpu_recheck(struct sup *s, struct ddp_paction *a)
+{
+    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    const struct ddp_topo *topo = s->ctx->topo;
+    if (!r || !topo || !ddp_topo_nvml(topo)->found)
+        return;
+    struct ddp_nvml nv;
+    ddp_nvml_read(&nv);
+    for (size_t i = 0; nv.found && i < r->plan.nworkers; i++) {
+        int g = r->plan.workers[i].gpu;
+        const char *busid = r->plan.workers[i].gpu_busid;
+        char why[512];
+        if (g < 0 || !busid)
+            continue;
+        const char *held = s->ctx->gpu_held ? s->ctx->gpu_held[g] : NULL;
+        if (ddp_gpus_unfit(&nv, busid, held, why, sizeof why))
+            left_out(s, g, busid, why);
+        const struct ddp_nvml_proc *p = ddp_nvml_foreign(ddp_nvml_find(&nv, busid), DDP_GPU_BUSY_THRESHOLD, NULL, 0);
+        if (p) {
+            char who[160];
+            ddp_records_gpu_held(s->rec, g, ddp_nvml_proc_describe(p, who, sizeof who));
+        }
+    }
+    ddp_nvml_free(&nv);
+    if (!s->gpu_left_out || s->role != ROLE_SINGLE || s->spec->gpus_share)
+        return;
+    s->gpu_left_out = false;
+    struct ddp_place_req req;
+    ddp_plan_place_req(s->ctx, a->nproc, &req);
+    req.exclude_idx = s->exclude;
+    req.nexclude_idx = s->nexclude;
+    int usable = req.want_gpus ? ddp_place_count_usable(topo, &req) : a->nproc;
+    if (usable >= 1 && usable < a->nproc) {
+        char why[sizeof a->why];
+        snprintf(why, sizeof why, "downsizing %d -> %d workers (GPUs left out for their faults)", a->nproc, usable);
+        snprintf(a->why, sizeof a->why, "%s", why);
+        a->nproc = usable;
+        a->downsized = true;
+        s->pol.nproc = usable; /* the policy's size from now on */
     }
 }
 
@@ -765,6 +882,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     s->live = ddp_live_new(&s->loop, s->spec, ctx->hostname, ddp_records_record(s->rec), ddp_records_stragglers(s->rec),
                            s->sink);
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
+    s->gpuwatch = ddp_gpuwatch_start(&s->loop, ctx->topo, on_gpu_event, s);
     rc = s->launcher_failed ? -1 : multi ? nodes_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
         if (!s->launcher_failed && !multi)
@@ -787,6 +905,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     ddp_live_free(s->live);
     ddp_nodes_free(s->nodes);
     ddp_filetimer_free(s->timer);
+    ddp_gpuwatch_free(s->gpuwatch);
     free(s->sigs);
     free(s->exclude);
     free(s->cgroup_base);

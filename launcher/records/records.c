@@ -13,12 +13,13 @@
 #include "records/classify.h"
 #include "records/record.h"
 #include "records/report.h"
+#include "topo/topo.h"
 
 /* What the summary needs from a failed worker, kept after its attempt is freed. */
 struct ended {
     int rank, local_rank, pid, status, signo, attempt;
     time_t when;
-    char *error_file, *class_name, *class_line, *hint, *reason;
+    char *error_file, *class_name, *class_line, *hint, *reason, *cause;
     struct ddp_strv tail;
     bool set;
     bool exited; /* false: recorded while it still ran (a timeout); updated when it exits */
@@ -51,6 +52,10 @@ struct ddp_records {
         enum ddp_class cls;
         char *line;
     } * seen;
+    /* per topology GPU (ngpu): a fault NVML reported, a holder seen after the launch */
+    char **gpu_fault, **gpu_held;
+    size_t ngpu;
+    json_t *left_out; /* summary.json's gpus_left_out */
 };
 
 static void ended_clear(struct ended *e)
@@ -60,6 +65,7 @@ static void ended_clear(struct ended *e)
     free(e->class_line);
     free(e->hint);
     free(e->reason);
+    free(e->cause);
     ddp_strv_clear(&e->tail);
     memset(e, 0, sizeof(*e));
 }
@@ -170,6 +176,10 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     r->spec = ctx->spec;
     r->job_start_ms = ddp_now_ms();
     r->stragglers = json_array();
+    r->ngpu = ddp_topo_ngpus(ctx->topo);
+    r->left_out = json_array();
+    r->gpu_fault = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_fault));
+    r->gpu_held = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_held));
     ddp_time_iso(NULL, r->job_start_iso);
     if (ctx->logdir) {
         struct ddp_err rerr = {0};
@@ -203,6 +213,13 @@ void ddp_records_close(struct ddp_records *r)
     json_decref(r->stragglers);
     free(r->hang_text);
     forget_seen(r);
+    for (size_t i = 0; i < r->ngpu; i++) {
+        free(r->gpu_fault[i]);
+        free(r->gpu_held[i]);
+    }
+    free(r->gpu_fault);
+    free(r->gpu_held);
+    json_decref(r->left_out);
     free(r);
 }
 
@@ -304,6 +321,58 @@ void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls,
 
 /* ---------------------------------------------------------------- the failure ledger */
 
+/* The cause outside the worker, from what NVML said about its GPU: a fault there (any class: the GPU failed
+ * under it), or memory another process held there when the worker ran out of it. */
+static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct ddp_rworker *k, enum ddp_class c)
+{
+    int g = k->w->gpu;
+    if (g < 0 || (size_t)g >= r->ngpu)
+        return;
+    const char *held = r->gpu_held[g]                            ? r->gpu_held[g]
+                       : r->ctx->gpu_held && r->ctx->gpu_held[g] ? r->ctx->gpu_held[g]
+                                                                 : NULL;
+    if (r->gpu_fault[g]) {
+        e->cause = ddp_xasprintf("GPU %d (%s) fault: %s", g, k->w->gpu_busid ? k->w->gpu_busid : "?", r->gpu_fault[g]);
+        free(e->class_name);
+        e->class_name = ddp_xstrdup("gpu-fault");
+        free(e->hint);
+        e->hint = ddp_xasprintf("the GPU failed under rank %d, not the program: a restart leaves GPU %d out; reset it "
+                                "(nvidia-smi -r) or have the node drained, and see NVIDIA's Xid catalog",
+                                e->rank, g);
+    } else if (c == DDP_CLASS_CUDA_OOM && held) {
+        e->cause = ddp_xasprintf("GPU memory held by %s", held);
+        free(e->hint);
+        const char *pid = strstr(held, "pid ");
+        e->hint = ddp_xasprintf("another process held GPU %d's memory, not this job's batch size: stop it (kill %d) or "
+                                "set [gpus] busy = skip to choose other GPUs",
+                                g, pid ? atoi(pid + 4) : 0);
+    }
+}
+
+void ddp_records_gpu_fault(struct ddp_records *r, int gpu, const char *busid, const char *text)
+{
+    (void)busid;
+    if (gpu >= 0 && (size_t)gpu < r->ngpu && !r->gpu_fault[gpu])
+        r->gpu_fault[gpu] = ddp_xstrdup(text);
+}
+
+void ddp_records_gpu_held(struct ddp_records *r, int gpu, const char *held)
+{
+    if (gpu < 0 || (size_t)gpu >= r->ngpu)
+        return;
+    free(r->gpu_held[gpu]);
+    r->gpu_held[gpu] = held ? ddp_xstrdup(held) : NULL;
+}
+
+void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const char *busid, const char *why,
+                              const char *text)
+{
+    json_t *o = json_pack("{s:i, s:i, s:s?, s:s, s:s}", "attempt", attempt, "gpu", gpu, "busid", busid, "reason", why,
+                          "text", text);
+    ddp_record_event(r->rec, "gpu_left_out", json_deep_copy(o));
+    json_array_append_new(r->left_out, o);
+}
+
 static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_rworker *k, const char *reason,
                          enum ddp_class tcls)
 {
@@ -354,6 +423,7 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
         free(e->reason);
         e->reason = ddp_xstrdup(k->bind_msg);
     }
+    gpu_cause(r, e, k, c);
     ddp_stream_tail(&k->s_err, push_tail, &e->tail);
 }
 
@@ -402,6 +472,8 @@ void ddp_records_blame(struct ddp_records *r, const struct ddp_rworker *k, const
         memset(&r->root, 0, sizeof(r->root));
     }
     record_ended(r, &r->root, k, why, DDP_CLASS_NONE);
+    if (r->root.cause && r->root.class_name && !strcmp(r->root.class_name, "gpu-fault"))
+        return; /* the GPU failed under the hung rank: that is the verdict */
     free(r->root.class_name);
     free(r->root.hint);
     r->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
@@ -487,6 +559,7 @@ static struct ddp_report_entry entry_of(const struct ddp_records *r, const struc
                                      .class_line = e->class_line,
                                      .hint = e->hint,
                                      .reason = e->reason,
+                                     .cause = e->cause,
                                      .tail = (const char *const *)e->tail.v,
                                      .ntail = e->tail.n,
                                      .running = !e->exited};
@@ -578,6 +651,10 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
     if (!r->rec || r->written)
         return;
     r->written = true;
+    if (r->root.set && r->root.cause && status != 0)
+        ddp_record_event(r->rec, "gpu_cause",
+                         json_pack("{s:i, s:i, s:s, s:s}", "attempt", r->root.attempt, "rank", r->root.rank, "text",
+                                   r->root.cause, "class", r->root.class_name ? r->root.class_name : ""));
     ddp_record_event(r->rec, "job_end",
                      json_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
                                r->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms)));
@@ -596,6 +673,7 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         "log_dir", ddp_record_dir(r->rec));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
+    json_object_set_new(sum, "gpus_left_out", json_deep_copy(r->left_out));
     struct ddp_buf text = {0};
     json_object_set_new(sum, "logs_stopped", stopped_logs(r, &text));
     ddp_buf_free(&text);

@@ -61,6 +61,17 @@ void ddp_records_forget(struct ddp_records *r);
 /* The root cause in one line for node 0 ("rank 3 (local 1) exited with code 2, exit-2"), "" when none. */
 void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size);
 
+/* What NVML said about topology GPU gpu (busid) during the run: a fault (a critical Xid, a double-bit ECC error,
+ * text its meaning), which then names the GPU as the root cause of a failure or hang of the rank on it; or a
+ * process holding its memory seen after the launch (held: "pid N (user, command, X GiB)"), which explains a CUDA
+ * out-of-memory failure there as the launch's holder does (ctx->gpu_held). The first fault is kept. */
+void ddp_records_gpu_fault(struct ddp_records *r, int gpu, const char *busid, const char *text);
+void ddp_records_gpu_held(struct ddp_records *r, int gpu, const char *held);
+/* GPU gpu (busid) is left out of the attempts after `attempt` (why; text: the console's line): a gpu_left_out
+ * event, and an entry of summary.json's "gpus_left_out". */
+void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const char *busid, const char *why,
+                              const char *text);
+
 /* The driver's decision after attempt `attempt` (decision): action "restart" or "downsize" (next attempt, its
  * size, the delay before it) or "exit" (status), why, and the root cause's rank when one is known (and the
  * exit is a failure). */

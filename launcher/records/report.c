@@ -144,6 +144,8 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
         fprintf(f, "  %-10s: -%d (pid: %d) %s\n", "exitcode", e->signo, e->pid, ddp_report_signame(e->signo));
     else
         fprintf(f, "  %-10s: %d (pid: %d)\n", "exitcode", e->exit_code, e->pid);
+    if (e->cause)
+        fprintf(f, "  %-10s: %s\n", "cause", e->cause);
     if (e->reason)
         fprintf(f, "  %-10s: %s\n", "reason", e->reason);
     if (e->class_name)
@@ -218,6 +220,8 @@ json_t *ddp_report_entry_json(const struct ddp_report_entry *e)
     json_object_set_new(o, "class", str_or_null(e->class_name));
     json_object_set_new(o, "seen", str_or_null(e->class_line));
     json_object_set_new(o, "reason", str_or_null(e->reason));
+    if (e->cause)
+        json_object_set_new(o, "cause", json_string(e->cause));
     json_object_set_new(o, "hint", e->hint && *e->hint ? json_string(e->hint) : json_null());
     /* named only where it stays and is: the run directory goes at exit, torch writes none for a crash */
     json_object_set_new(

@@ -26,6 +26,8 @@ struct ddp_report_entry {
     const char *class_line;  /* the output line that was recognised, or NULL */
     const char *hint;        /* one line, or NULL */
     const char *reason;      /* why it ended when the launcher ended it ("no progress for 10s (heartbeat)") */
+    const char *cause;       /* the cause outside the worker when one is known ("GPU memory held by pid N (user,
+                                command, X GiB)", a GPU fault), or NULL */
     const char *const *tail; /* last stderr lines, oldest first */
     size_t ntail;
 };

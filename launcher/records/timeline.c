@@ -247,6 +247,8 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             struct tl_mark *m = add_mark(t, attempt, at, ev[5] == 'j' ? "node" : "node-lost");
             snprintf(m->text, sizeof(m->text), "node %d %s %s", jint(e, "node", -1),
                      ev[5] == 'j' ? "joined" : "lost:", jstr(e, "reason"));
+        } else if (strncmp(ev, "gpu_", 4) == 0 && *jstr(e, "text")) { /* gpu_event, gpu_left_out, gpu_cause */
+            snprintf(add_mark(t, attempt, at, "gpu")->text, sizeof(t->m[0].text), "%s", jstr(e, "text"));
         } else if (strcmp(ev, "job_end") == 0) {
             t->exit_status = jint(e, "exit_status", -1);
             snprintf(t->result, sizeof(t->result), "%s", jstr(e, "result"));

@@ -342,6 +342,7 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->bind = s->numa_bind;
     req->mem = s->numa_memory;
     req->max_memory_used = s->gpus_max_memory_used;
+    req->skip_held_over = s->gpus_busy == DDP_BUSY_SKIP ? DDP_GPU_BUSY_THRESHOLD : 0;
     req->inherited_cvd = ctx->inherited_cvd;
     req->slurm_gpus = ctx->slurm_gpus;
     req->holders = ctx->gpu_holders;
@@ -590,6 +591,59 @@ static char *key_value(const struct ddp_spec *s, size_t i)
         return ddp_xstrdup("(redacted)");
     return ddp_spec_format(s, i);
 }
+/* NVML's view of topology GPU g now (memory in use, processes), or NULL. */
+static const struct ddp_nvml_gpu *gpu_now(const struct ddp_plan_ctx *ctx, int g)
+{
+    struct ddp_topo_gpu_facts facts;
+    if (!ctx->topo || g < 0 || ddp_topo_gpu_facts(ctx->topo, (size_t)g, &facts) < 0 || !facts.nvml ||
+        facts.nvml->mem_used < 0)
+        return NULL;
+    return facts.nvml;
+}
+
+/* plan: each GPU of the attempt with its memory in use and the processes holding it. */
+static void print_gpu_state(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
+{
+    bool header = false;
+    for (size_t i = 0; i < a->nworkers; i++) {
+        const struct ddp_worker *w = &a->workers[i];
+        const struct ddp_nvml_gpu *g = gpu_now(ctx, w->gpu);
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen |= a->workers[j].gpu == w->gpu;
+        if (!g || seen)
+            continue;
+        if (!header)
+            fprintf(f, "\nGPU memory now (NVML):\n");
+        header = true;
+        fprintf(f, "  GPU %d (%s): %.1f of %.1f GiB in use", w->gpu, w->gpu_busid ? w->gpu_busid : "?",
+                (double)g->mem_used / 1073741824.0, (double)g->mem_total / 1073741824.0);
+        for (int p = 0; p < g->nprocs; p++) {
+            char who[160];
+            fprintf(f, "%s%s", p ? ", " : "; held by ", ddp_nvml_proc_describe(&g->procs[p], who, sizeof who));
+        }
+        fprintf(f, "\n");
+    }
+}
+
+/* plan --json: a worker's GPU memory in use and its holders (additive keys). */
+static void gpu_state_json(struct ddp_buf *b, const struct ddp_plan_ctx *ctx, int gpu)
+{
+    const struct ddp_nvml_gpu *g = gpu_now(ctx, gpu);
+    if (!g)
+        return;
+    ddp_buf_printf(b, ", \"gpu_memory_used\": %lld, \"gpu_memory_total\": %lld, \"gpu_holders\": [", g->mem_used,
+                   g->mem_total);
+    for (int p = 0; p < g->nprocs; p++) {
+        ddp_buf_printf(b, "%s{\"pid\": %u, \"memory_used\": %lld, \"user\": ", p ? ", " : "", g->procs[p].pid,
+                       g->procs[p].mem_used);
+        ddp_buf_json_str(b, g->procs[p].user[0] ? g->procs[p].user : NULL);
+        ddp_buf_puts(b, ", \"command\": ");
+        ddp_buf_json_str(b, g->procs[p].comm[0] ? g->procs[p].comm : NULL);
+        ddp_buf_puts(b, "}");
+    }
+    ddp_buf_puts(b, "]");
+}
 
 static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
 {
@@ -634,6 +688,7 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
         ddp_buf_printf(&b, "%s\n    {\"local_rank\": %d, \"rank\": %d, \"gpu\": %d, \"gpu_busid\": ", i ? "," : "",
                        w->local_rank, w->rank, w->gpu);
         ddp_buf_json_str(&b, w->gpu_busid);
+        gpu_state_json(&b, ctx, w->gpu);
         ddp_buf_printf(&b, ", \"numa_node\": %d, \"cpus\": ", w->numa_node);
         ddp_buf_json_str(&b, w->cpus);
         ddp_buf_puts(&b, ", \"mems\": ");
@@ -732,6 +787,7 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
         fprintf(f, "%-6d %-6d %-14s %-5s %-16s %-8s\n", w->local_rank, w->rank, w->gpu_busid ? w->gpu_busid : "-", numa,
                 w->cpus ? w->cpus : "-", w->mems ? w->mems : "-");
     }
+    print_gpu_state(f, ctx, a);
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];
         fprintf(f, "\nlocal rank %d:\n  command:", w->local_rank);

@@ -15,6 +15,7 @@
 #define OFF(field) offsetof(struct ddp_spec, field)
 
 static const char *const policy_names[] = {"same-numa", "pack", "spread", "any", NULL};
+static const char *const busy_names[] = {"warn", "skip", "fail", NULL};
 static const char *const visible_names[] = {"per-job", "per-rank", "virtual", NULL};
 static const char *const console_names[] = {"auto", "raw", "lines", NULL};
 static const char *const bind_names[] = {"node", "socket", "exclusive", "core-complex", "none", NULL};
@@ -103,6 +104,9 @@ const struct ddp_key ddp_spec_keys[] = {
       "how to pick: same-numa, pack, spread or any" },
     { "gpus", "max_memory_used", DDP_T_MEM, OFF(gpus_max_memory_used), "none", NULL, 0, 0,
       "skip GPUs with more memory in use than this (e.g. 10%, 2GiB; needs NVML)" },
+    { "gpus", "busy", DDP_T_ENUM, OFF(gpus_busy), "warn", busy_names, 0, 0,
+      "a GPU where another process holds more than 1 GiB: warn (one line, the job starts), skip (choose other "
+      "GPUs) or fail (refuse, exit 75)" },
     { "gpus", "visible", DDP_T_ENUM, OFF(gpus_visible), "per-job", visible_names, 0, 0,
       "per-job: every worker sees the job's GPUs; per-rank: each sees only its own; virtual: per-rank and "
       "LOCAL_RANK=0 (torchrun --virtual-local-rank)" },
@@ -316,19 +320,13 @@ int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, co
 /* DDPLAUNCH_* variables that are not spec keys: read by ddplaunch (launch.c, rundir.c) or set for workers
  * (plan.c; a ddplaunch started inside a worker sees them). */
 static const char *const env_not_keys[] = {
-    "DDPLAUNCH_CONFIG",
-    "DDPLAUNCH_TOPOLOGY",
-    "DDPLAUNCH_LOCK_DIR",
-    "DDPLAUNCH_TOKEN_FILE",
-    "DDPLAUNCH_TOPOLOGY_CACHE",
-    "DDPLAUNCH_ATTEMPT",
-    "DDPLAUNCH_ATTEMPT_DIR",
-    "DDPLAUNCH_ORIG_WORLD_SIZE",
-    "DDPLAUNCH_HEARTBEAT_FILE",
-    "DDPLAUNCH_GPU_BUSID",
-    "DDPLAUNCH_GPU_UUID",
-    "DDPLAUNCH_NUMA_NODE",
-    NULL,
+    "DDPLAUNCH_CONFIG",          "DDPLAUNCH_TOPOLOGY",
+    "DDPLAUNCH_LOCK_DIR",        "DDPLAUNCH_TOKEN_FILE",
+    "DDPLAUNCH_TOPOLOGY_CACHE",  "DDPLAUNCH_TOPOLOGY_NVML",
+    "DDPLAUNCH_ATTEMPT",         "DDPLAUNCH_ATTEMPT_DIR",
+    "DDPLAUNCH_ORIG_WORLD_SIZE", "DDPLAUNCH_HEARTBEAT_FILE",
+    "DDPLAUNCH_GPU_BUSID",       "DDPLAUNCH_GPU_UUID",
+    "DDPLAUNCH_NUMA_NODE",       NULL,
 };
 
 static void env_key_name(size_t i, char name[128])

@@ -43,6 +43,10 @@ struct ddp_downsize {
 };
 
 enum ddp_gpu_policy { DDP_POLICY_SAME_NUMA, DDP_POLICY_PACK, DDP_POLICY_SPREAD, DDP_POLICY_ANY };
+/* [gpus] busy: a chosen GPU that another process holds memory on (gpus.h) */
+enum ddp_gpu_busy { DDP_BUSY_WARN, DDP_BUSY_SKIP, DDP_BUSY_FAIL };
+/* What "another process holds memory" means for [gpus] busy: more than this. */
+#define DDP_GPU_BUSY_THRESHOLD (1LL << 30)
 enum ddp_visible { DDP_VISIBLE_PER_JOB, DDP_VISIBLE_PER_RANK, DDP_VISIBLE_VIRTUAL /* per-rank + LOCAL_RANK=0 */ };
 enum ddp_console { DDP_CONSOLE_AUTO, DDP_CONSOLE_RAW, DDP_CONSOLE_LINES };
 enum ddp_bind { DDP_BIND_NODE, DDP_BIND_SOCKET, DDP_BIND_EXCLUSIVE, DDP_BIND_CORE_COMPLEX, DDP_BIND_NONE };
@@ -107,6 +111,7 @@ struct ddp_spec {
     struct ddp_strv gpus_select; /* empty = auto; "none" = no GPUs */
     struct ddp_strv gpus_exclude;
     enum ddp_gpu_policy gpus_policy;
+    enum ddp_gpu_busy gpus_busy;
     struct ddp_mem_limit gpus_max_memory_used;
     enum ddp_visible gpus_visible;
     bool gpus_share; /* more workers than usable GPUs: they share them, round-robin */

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,14 @@ struct nvml_process {
     unsigned gpu_instance, compute_instance;
 };
 
+/* nvmlEventData_t */
+struct nvml_event_data {
+    nvml_device device;
+    unsigned long long type, data;
+    unsigned gpu_instance, compute_instance;
+};
+typedef void *nvml_event_set;
+
 struct nvml_fns {
     nvml_return (*init)(void);
     nvml_return (*shutdown)(void);
@@ -49,6 +58,21 @@ struct nvml_fns {
     nvml_return (*link_state)(nvml_device, unsigned, int *);
     nvml_return (*link_remote_pci)(nvml_device, unsigned, struct nvml_pci *);
     nvml_return (*link_remote_type)(nvml_device, unsigned, int *); /* may be missing (old drivers) */
+    /* health: each may be missing in an older NVML (then that fact is unknown) */
+    nvml_return (*persistence)(nvml_device, int *);
+    nvml_return (*mig)(nvml_device, unsigned *, unsigned *);
+    nvml_return (*ecc_mode)(nvml_device, int *, int *);
+    nvml_return (*ecc_total)(nvml_device, int, int, unsigned long long *);
+    nvml_return (*remapped)(nvml_device, unsigned *, unsigned *, unsigned *, unsigned *);
+    nvml_return (*retired_pending)(nvml_device, int *);
+    nvml_return (*clocks_event)(nvml_device, unsigned long long *);
+    nvml_return (*temperature)(nvml_device, int, unsigned *);
+    /* events */
+    nvml_return (*set_create)(nvml_event_set *);
+    nvml_return (*set_free)(nvml_event_set);
+    nvml_return (*supported_events)(nvml_device, unsigned long long *);
+    nvml_return (*register_events)(nvml_device, unsigned long long, nvml_event_set);
+    nvml_return (*set_wait)(nvml_event_set, struct nvml_event_data *, unsigned);
 };
 
 void ddp_nvml_busid_norm(const char *in, char *out, size_t outsz)
@@ -73,6 +97,109 @@ static void *sym(void *lib, const char *name, const char *fallback)
     return p || !fallback ? p : dlsym(lib, fallback);
 }
 
+#define SYM(field, name, fallback) f->field = (__typeof__(f->field))sym(lib, name, fallback)
+/* Every entry point we use; a missing one stays NULL (that feature is off). */
+static void load_fns(void *lib, struct nvml_fns *f)
+{
+    memset(f, 0, sizeof *f);
+    SYM(init, "nvmlInit_v2", "nvmlInit");
+    SYM(shutdown, "nvmlShutdown", NULL);
+    SYM(error_string, "nvmlErrorString", NULL);
+    SYM(driver_version, "nvmlSystemGetDriverVersion", NULL);
+    SYM(count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+    SYM(handle, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+    SYM(pci, "nvmlDeviceGetPciInfo_v3", NULL);
+    SYM(uuid, "nvmlDeviceGetUUID", NULL);
+    SYM(name, "nvmlDeviceGetName", NULL);
+    SYM(memory, "nvmlDeviceGetMemoryInfo", NULL);
+    SYM(utilization, "nvmlDeviceGetUtilizationRates", NULL);
+    SYM(processes, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2");
+    SYM(link_state, "nvmlDeviceGetNvLinkState", NULL);
+    SYM(link_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2", NULL);
+    SYM(link_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType", NULL);
+    SYM(persistence, "nvmlDeviceGetPersistenceMode", NULL);
+    SYM(mig, "nvmlDeviceGetMigMode", NULL);
+    SYM(ecc_mode, "nvmlDeviceGetEccMode", NULL);
+    SYM(ecc_total, "nvmlDeviceGetTotalEccErrors", NULL);
+    SYM(remapped, "nvmlDeviceGetRemappedRows", NULL);
+    SYM(retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus", NULL);
+    SYM(clocks_event, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
+    SYM(temperature, "nvmlDeviceGetTemperature", NULL);
+    SYM(set_create, "nvmlEventSetCreate", NULL);
+    SYM(set_free, "nvmlEventSetFree", NULL);
+    SYM(supported_events, "nvmlDeviceGetSupportedEventTypes", NULL);
+    SYM(register_events, "nvmlDeviceRegisterEvents", NULL);
+    SYM(set_wait, "nvmlEventSetWait_v2", NULL);
+}
+#undef SYM
+
+/* The GPU's health; NOT_SUPPORTED (and a missing call) leaves a fact at -1. */
+static void read_health(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_health *h)
+{
+    int a = 0, b = 0;
+    unsigned ua = 0, ub = 0, uc = 0, ud = 0;
+    unsigned long long n = 0;
+
+    memset(h, 0xff, sizeof *h); /* every field -1 */
+    if (f->persistence && f->persistence(d, &a) == 0)
+        h->persistence = a != 0;
+    if (f->mig && f->mig(d, &ua, &ub) == 0)
+        h->mig = ua != 0;
+    if (f->ecc_mode && f->ecc_mode(d, &a, &b) == 0) {
+        h->ecc = a != 0;
+        h->ecc_pending = b != 0;
+    }
+    /* error type 0 corrected, 1 uncorrected; counter type 0 volatile, 1 aggregate */
+    if (f->ecc_total && f->ecc_total(d, 0, 0, &n) == 0)
+        h->ecc_corrected = (long long)n;
+    if (f->ecc_total && f->ecc_total(d, 1, 0, &n) == 0)
+        h->ecc_uncorrected = (long long)n;
+    if (f->ecc_total && f->ecc_total(d, 1, 1, &n) == 0)
+        h->ecc_uncorrected_aggr = (long long)n;
+    if (f->remapped && f->remapped(d, &ua, &ub, &uc, &ud) == 0) {
+        h->remap_corr = (int)ua;
+        h->remap_unc = (int)ub;
+        h->remap_pending = uc != 0;
+        h->remap_failure = ud != 0;
+    }
+    if (f->retired_pending && f->retired_pending(d, &a) == 0)
+        h->retired_pending = a != 0;
+    if (f->clocks_event && f->clocks_event(d, &n) == 0)
+        h->clocks_event = (long long)n;
+    if (f->temperature && f->temperature(d, 0, &ua) == 0)
+        h->temp_c = (int)ua;
+}
+
+/* user and command of pid from /proc, when this pid namespace shows it */
+static void proc_owner(struct ddp_nvml_proc *p)
+{
+    char path[64], line[256];
+    FILE *fp;
+
+    snprintf(path, sizeof path, "/proc/%u/comm", p->pid);
+    if ((fp = fopen(path, "re")) != NULL) {
+        if (fgets(p->comm, sizeof p->comm, fp))
+            p->comm[strcspn(p->comm, "\n")] = '\0';
+        fclose(fp);
+    }
+    snprintf(path, sizeof path, "/proc/%u/status", p->pid);
+    if ((fp = fopen(path, "re")) == NULL)
+        return;
+    while (fgets(line, sizeof line, fp)) {
+        unsigned uid;
+        if (sscanf(line, "Uid: %u", &uid) == 1) {
+            struct passwd pw, *res = NULL;
+            char buf[1024];
+            if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res)
+                snprintf(p->user, sizeof p->user, "%s", res->pw_name);
+            else
+                snprintf(p->user, sizeof p->user, "uid %u", uid);
+            break;
+        }
+    }
+    fclose(fp);
+}
+
 /* Utilisation and the compute processes of device d. */
 static void read_usage(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_gpu *g)
 {
@@ -83,11 +210,13 @@ static void read_usage(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_
     g->util = f->utilization && f->utilization(d, &u) == 0 ? (int)u.gpu : -1;
     if (!f->processes || f->processes(d, &n, pr) != 0)
         return;
-    for (unsigned k = 0; k < n && k < DDP_NVML_MAX_PROCS; k++)
-        g->procs[g->nprocs++] = (struct ddp_nvml_proc){
+    for (unsigned k = 0; k < n && k < DDP_NVML_MAX_PROCS; k++) {
+        g->procs[g->nprocs] = (struct ddp_nvml_proc){
             .pid = pr[k].pid,
             .mem_used = pr[k].used != ~0ULL ? (long long)pr[k].used : -1,
         };
+        proc_owner(&g->procs[g->nprocs++]);
+    }
 }
 
 void ddp_nvml_read(struct ddp_nvml *out)
@@ -103,27 +232,7 @@ void ddp_nvml_read(struct ddp_nvml *out)
         snprintf(out->status, sizeof out->status, "NVML: not found (%s)", dlerror());
         return;
     }
-    memset(&f, 0, sizeof f);
-    f.init = (nvml_return(*)(void))sym(lib, "nvmlInit_v2", "nvmlInit");
-    f.shutdown = (nvml_return(*)(void))sym(lib, "nvmlShutdown", NULL);
-    f.error_string = (const char *(*)(nvml_return))sym(lib, "nvmlErrorString", NULL);
-    f.driver_version = (nvml_return(*)(char *, unsigned))sym(lib, "nvmlSystemGetDriverVersion", NULL);
-    f.count = (nvml_return(*)(unsigned *))sym(lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-    f.handle = (nvml_return(*)(unsigned, nvml_device *))sym(lib, "nvmlDeviceGetHandleByIndex_v2",
-                                                            "nvmlDeviceGetHandleByIndex");
-    f.pci = (nvml_return(*)(nvml_device, struct nvml_pci *))sym(lib, "nvmlDeviceGetPciInfo_v3", NULL);
-    f.uuid = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetUUID", NULL);
-    f.name = (nvml_return(*)(nvml_device, char *, unsigned))sym(lib, "nvmlDeviceGetName", NULL);
-    f.memory = (nvml_return(*)(nvml_device, struct nvml_memory *))sym(lib, "nvmlDeviceGetMemoryInfo", NULL);
-    f.utilization =
-        (nvml_return(*)(nvml_device, struct nvml_utilization *))sym(lib, "nvmlDeviceGetUtilizationRates", NULL);
-    f.processes = (nvml_return(*)(nvml_device, unsigned *, struct nvml_process *))sym(
-        lib, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2");
-    f.link_state = (nvml_return(*)(nvml_device, unsigned, int *))sym(lib, "nvmlDeviceGetNvLinkState", NULL);
-    f.link_remote_pci =
-        (nvml_return(*)(nvml_device, unsigned, struct nvml_pci *))sym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", NULL);
-    f.link_remote_type =
-        (nvml_return(*)(nvml_device, unsigned, int *))sym(lib, "nvmlDeviceGetNvLinkRemoteDeviceType", NULL);
+    load_fns(lib, &f);
     if (!f.init || !f.shutdown || !f.count || !f.handle || !f.pci) {
         snprintf(out->status, sizeof out->status,
                  "NVML: unusable (libnvidia-ml.so.1 lacks nvmlInit_v2 or"
@@ -161,6 +270,7 @@ void ddp_nvml_read(struct ddp_nvml *out)
             g->mem_total = (long long)mem.total;
         }
         read_usage(&f, d, g);
+        read_health(&f, d, &g->health);
         for (unsigned l = 0; f.link_state && f.link_remote_pci && l < DDP_NVML_MAX_LINKS; l++) {
             int active = 0, type = -1;
             struct nvml_pci rp;
@@ -290,6 +400,7 @@ int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out)
         g->mem_total = total;
         g->mem_used = -1;
         g->util = -1;
+        memset(&g->health, 0xff, sizeof g->health); /* live state: unknown */
         for (size_t l = 0; l < json_array_size(links); l++) {
             const char *peer;
             int sw;
@@ -305,4 +416,247 @@ int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out)
     }
     json_decref(o);
     return 0;
+}
+
+/* ---- judging what was read (pure) ---- */
+
+const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long long threshold, const int *pids,
+                                             size_t npids)
+{
+    const struct ddp_nvml_proc *best = NULL;
+    for (int i = 0; g && i < g->nprocs; i++) {
+        const struct ddp_nvml_proc *p = &g->procs[i];
+        bool ours = false;
+        for (size_t k = 0; k < npids; k++)
+            ours |= pids[k] > 0 && (unsigned)pids[k] == p->pid;
+        if (!ours && p->mem_used > threshold && (!best || p->mem_used > best->mem_used))
+            best = p;
+    }
+    return best;
+}
+
+const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size)
+{
+    double gib = p->mem_used >= 0 ? (double)p->mem_used / 1073741824.0 : 0;
+    if (p->comm[0] || p->user[0])
+        snprintf(buf, size, "pid %u (%s, %s, %.1f GiB)", p->pid, p->user[0] ? p->user : "?", p->comm[0] ? p->comm : "?",
+                 gib);
+    else
+        snprintf(buf, size, "pid %u (not visible here: another pid namespace, %.1f GiB)", p->pid, gib);
+    return buf;
+}
+
+const char *ddp_nvml_health_fault(const struct ddp_nvml_health *h, char *buf, size_t size)
+{
+    struct ddp_buf b = {0};
+    ddp_buf_puts(&b, "");
+    if (h->remap_failure > 0)
+        ddp_buf_printf(&b, "%sa row remapping failed (retire the GPU)", b.len ? "; " : "");
+    if (h->remap_pending > 0)
+        ddp_buf_printf(&b, "%sa row remapping waits for a GPU reset", b.len ? "; " : "");
+    if (h->retired_pending > 0)
+        ddp_buf_printf(&b, "%sa page retirement waits for a GPU reset", b.len ? "; " : "");
+    if (h->ecc_uncorrected > 0)
+        ddp_buf_printf(&b, "%s%lld uncorrectable ECC error%s since the driver loaded", b.len ? "; " : "",
+                       h->ecc_uncorrected, h->ecc_uncorrected == 1 ? "" : "s");
+    snprintf(buf, size, "%s", b.data);
+    ddp_buf_free(&b);
+    return buf;
+}
+
+const char *ddp_nvml_clocks_describe(long long bits, char *buf, size_t size)
+{
+    static const struct {
+        unsigned long long bit;
+        const char *name;
+    } names[] = {
+        {DDP_NVML_CLOCKS_HW_SLOWDOWN, "HW slowdown"},
+        {DDP_NVML_CLOCKS_SW_THERMAL, "SW thermal slowdown"},
+        {DDP_NVML_CLOCKS_HW_THERMAL, "HW thermal slowdown"},
+        {DDP_NVML_CLOCKS_HW_POWER_BRAKE, "HW power brake"},
+    };
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; bits > 0 && i < sizeof names / sizeof names[0]; i++)
+        if ((unsigned long long)bits & names[i].bit) {
+            int w = snprintf(buf + at, size > at ? size - at : 0, "%s%s", at ? ", " : "", names[i].name);
+            at += w > 0 ? (size_t)w : 0;
+            if (at >= size)
+                break;
+        }
+    return buf;
+}
+
+/* From NVIDIA's Xid catalog ("Analyzing Xid Errors with the Xid Catalog",
+ * https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, and the Xid table of "Xid Errors" in the
+ * same deploy documentation): the description of the Xids a training job meets. gpu_fault: the catalog's
+ * resolution is a GPU reset, a node reboot or support (the hardware failed), not restarting the application. */
+static const struct {
+    unsigned xid;
+    bool gpu_fault;
+    const char *meaning;
+} xids[] = {
+    {13, false, "Graphics Engine Exception (usually the application's fault: restart it)"},
+    {31, false, "GPU memory page fault (usually an illegal address in the application: restart it)"},
+    {43, false, "GPU stopped processing (the application's fault: restart it)"},
+    {45, false, "Preemptive cleanup, due to previous errors"},
+    {48, true, "Double Bit ECC Error (uncorrectable GPU memory error: reset the GPU)"},
+    {61, true, "Internal micro-controller breakpoint/warning"},
+    {62, true, "Internal micro-controller halt"},
+    {63, true, "ECC page retirement or row remapping recording event (reset the GPU to apply it)"},
+    {64, true, "ECC page retirement or row remapper recording failure (the GPU needs service)"},
+    {74, true, "NVLink Error"},
+    {79, true, "GPU has fallen off the bus (the GPU is gone until it is reset or the node rebooted)"},
+    {92, true, "High single-bit ECC error rate"},
+    {94, true, "Contained ECC error (the affected application must restart; reset the GPU when possible)"},
+    {95, true, "Uncontained ECC error (every application on the GPU is affected: reset the GPU)"},
+    {119, true, "GSP RPC Timeout"},
+    {120, true, "GSP Error"},
+};
+
+const char *ddp_nvml_xid_meaning(unsigned long long xid, bool *gpu_fault)
+{
+    for (size_t i = 0; i < sizeof xids / sizeof xids[0]; i++)
+        if (xids[i].xid == xid) {
+            if (gpu_fault)
+                *gpu_fault = xids[i].gpu_fault;
+            return xids[i].meaning;
+        }
+    if (gpu_fault)
+        *gpu_fault = false;
+    return NULL;
+}
+
+/* ---- events ---- */
+
+struct ddp_nvml_events {
+    void *lib;
+    struct nvml_fns f;
+    nvml_event_set set;
+    size_t n;
+    nvml_device *dev;       /* [n], NULL where the GPU was not found */
+    unsigned long long *hw; /* [n] hardware clock-event reasons last seen */
+};
+
+int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
+{
+    struct ddp_nvml_events *e = ddp_xcalloc(1, sizeof *e);
+    unsigned count = 0;
+    int registered = 0, rc = -ENOTSUP;
+
+    *out = NULL;
+    snprintf(why, whysz, "?");
+    if (!(e->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL))) {
+        snprintf(why, whysz, "NVML not found (%s)", dlerror());
+        free(e);
+        return -ENOENT;
+    }
+    load_fns(e->lib, &e->f);
+    if (!e->f.init || !e->f.shutdown || !e->f.count || !e->f.handle || !e->f.pci || !e->f.set_create ||
+        !e->f.set_free || !e->f.register_events || !e->f.set_wait) {
+        snprintf(why, whysz, "this NVML has no event set (nvmlEventSetWait_v2 missing: driver too old)");
+        dlclose(e->lib);
+        free(e);
+        return -ENOTSUP;
+    }
+    if (e->f.init() != 0) {
+        snprintf(why, whysz, "nvmlInit failed");
+        dlclose(e->lib);
+        free(e);
+        return -ENOENT;
+    }
+    e->n = n;
+    e->dev = ddp_xcalloc(n ? n : 1, sizeof *e->dev);
+    e->hw = ddp_xcalloc(n ? n : 1, sizeof *e->hw);
+    if (e->f.set_create(&e->set) != 0) {
+        snprintf(why, whysz, "nvmlEventSetCreate failed");
+        goto fail;
+    }
+    if (e->f.count(&count) != 0)
+        count = 0;
+    for (unsigned i = 0; i < count; i++) {
+        nvml_device d;
+        struct nvml_pci pci;
+        char bus[32];
+        if (e->f.handle(i, &d) != 0 || e->f.pci(d, &pci) != 0)
+            continue;
+        ddp_nvml_busid_norm(pci.bus_id, bus, sizeof bus);
+        for (size_t k = 0; k < n; k++) {
+            unsigned long long supported = DDP_NVML_EV_XID | DDP_NVML_EV_ECC_DBE | DDP_NVML_EV_CLOCK;
+            if (strcasecmp(busids[k], bus) != 0)
+                continue;
+            e->dev[k] = d;
+            if (e->f.supported_events && e->f.supported_events(d, &supported) != 0)
+                supported = 0;
+            supported &= DDP_NVML_EV_XID | DDP_NVML_EV_ECC_DBE | DDP_NVML_EV_CLOCK;
+            if (supported && e->f.register_events(d, supported, e->set) == 0)
+                registered++;
+        }
+    }
+    if (!registered) {
+        snprintf(why, whysz, "none of the job's GPUs takes NVML events");
+        goto fail;
+    }
+    *out = e;
+    return 0;
+fail:
+    if (e->set)
+        e->f.set_free(e->set);
+    e->f.shutdown();
+    dlclose(e->lib);
+    free(e->dev);
+    free(e->hw);
+    free(e);
+    return rc;
+}
+
+/* Hardware clock-event reasons newly set on a GPU since the last look: 1 with *ev. */
+static int poll_clocks(struct ddp_nvml_events *e, struct ddp_nvml_event *ev)
+{
+    for (size_t k = 0; e->f.clocks_event && k < e->n; k++) {
+        unsigned long long bits = 0;
+        if (!e->dev[k] || e->f.clocks_event(e->dev[k], &bits) != 0)
+            continue;
+        bits &= DDP_NVML_CLOCKS_HW | DDP_NVML_CLOCKS_SW_THERMAL;
+        unsigned long long fresh = bits & ~e->hw[k];
+        e->hw[k] = bits;
+        if (fresh) {
+            *ev = (struct ddp_nvml_event){.gpu = (int)k, .type = DDP_NVML_EV_CLOCK, .data = bits};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ddp_nvml_events_wait(struct ddp_nvml_events *e, int timeout_ms, struct ddp_nvml_event *ev)
+{
+    struct nvml_event_data d;
+    memset(&d, 0, sizeof d);
+    int r = e->f.set_wait(e->set, &d, (unsigned)(timeout_ms > 0 ? timeout_ms : 0));
+    if (r == 10) /* NVML_ERROR_TIMEOUT: nothing happened; look at the clock-event reasons */
+        return poll_clocks(e, ev);
+    if (r != 0)
+        return -EIO;
+    for (size_t k = 0; k < e->n; k++)
+        if (e->dev[k] && e->dev[k] == d.device) {
+            *ev = (struct ddp_nvml_event){.gpu = (int)k, .type = d.type, .data = d.data};
+            if (d.type == DDP_NVML_EV_CLOCK) { /* a clock change: news only with a hardware reason */
+                ev->data = 0;
+                return poll_clocks(e, ev);
+            }
+            return 1;
+        }
+    return 0;
+}
+
+void ddp_nvml_events_close(struct ddp_nvml_events *e)
+{
+    if (!e)
+        return;
+    e->f.set_free(e->set);
+    e->f.shutdown();
+    dlclose(e->lib);
+    free(e->dev);
+    free(e->hw);
+    free(e);
 }

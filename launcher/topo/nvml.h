@@ -14,7 +14,33 @@
 struct ddp_nvml_proc {
     unsigned pid;       /* in NVML's pid namespace: may not be visible here */
     long long mem_used; /* bytes, -1 unknown */
+    char user[32];      /* its owner from /proc/PID, "" when the pid is not visible here */
+    char comm[64];      /* its command (/proc/PID/comm), "" when not visible */
 };
+
+/* A GPU's health as NVML says it now; -1 wherever the call is missing (an older NVML) or answers NOT_SUPPORTED.
+ * None of it is a failure by itself: doctor and the restart check judge it. */
+struct ddp_nvml_health {
+    int persistence;                  /* 1 on, 0 off */
+    int mig;                          /* current MIG mode: 1 on */
+    int ecc, ecc_pending;             /* ECC mode now and after the next reset: 1 on */
+    long long ecc_corrected;          /* volatile (since the last driver load) counts */
+    long long ecc_uncorrected;        /* volatile double-bit (uncorrectable) errors */
+    long long ecc_uncorrected_aggr;   /* the same over the GPU's life */
+    int remap_corr, remap_unc;        /* rows remapped for correctable / uncorrectable errors */
+    int remap_pending, remap_failure; /* a remapping waits for a reset / a remapping failed: retire the GPU */
+    int retired_pending;              /* page retirement waits for a reset (pre-Ampere GPUs) */
+    long long clocks_event;           /* clock-event (throttle) reason bits, DDP_NVML_CLOCKS_* */
+    int temp_c;                       /* GPU temperature, Celsius */
+};
+
+/* Clock-event reason bits (nvmlClocksEventReasons): the ones that mean hardware trouble. */
+#define DDP_NVML_CLOCKS_IDLE 0x1ULL
+#define DDP_NVML_CLOCKS_HW_SLOWDOWN 0x8ULL
+#define DDP_NVML_CLOCKS_SW_THERMAL 0x20ULL
+#define DDP_NVML_CLOCKS_HW_THERMAL 0x40ULL
+#define DDP_NVML_CLOCKS_HW_POWER_BRAKE 0x80ULL
+#define DDP_NVML_CLOCKS_HW (DDP_NVML_CLOCKS_HW_SLOWDOWN | DDP_NVML_CLOCKS_HW_THERMAL | DDP_NVML_CLOCKS_HW_POWER_BRAKE)
 
 struct ddp_nvml_gpu {
     char busid[32]; /* "0000:18:00.0" (lower case, 4-digit domain) */
@@ -27,6 +53,7 @@ struct ddp_nvml_gpu {
     int nlinks;                              /* active NVLinks */
     char link_peer[DDP_NVML_MAX_LINKS][32];  /* bus id at the other end of each active link */
     bool link_to_switch[DDP_NVML_MAX_LINKS]; /* the other end is an NVSwitch (or not a GPU NVML knows) */
+    struct ddp_nvml_health health;
 };
 
 struct ddp_nvml {
@@ -56,6 +83,47 @@ char *ddp_nvml_static_json(const struct ddp_nvml *n);
 /* The reverse: *out from such a line, with memory in use and utilisation unknown (-1) and no processes.
  * 0, or -EBADMSG (out zeroed) when text is not such a line. Caller owns *out; free with ddp_nvml_free(). */
 int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out);
+
+/* The largest process on g whose memory exceeds threshold bytes, or NULL. Processes in pids[0..npids) (this
+ * job's own workers) are not counted. Owned by g. */
+const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long long threshold, const int *pids,
+                                             size_t npids);
+/* "pid 11661 (alice, python3, 139.5 GiB)" for p; "pid 11661 (not visible here: another pid namespace, 139.5 GiB)"
+ * when /proc does not show it. Writes at most size bytes; returns buf. */
+const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size);
+/* One line of the hardware faults in h that make a GPU unfit for a new attempt (a row remapping failure, a
+ * remapping or page retirement waiting for a reset, uncorrectable ECC errors since the driver loaded), or ""
+ * when none. Returns buf. */
+const char *ddp_nvml_health_fault(const struct ddp_nvml_health *h, char *buf, size_t size);
+/* The clock-event reasons in bits as words ("HW slowdown, HW thermal"), "" for none. Returns buf. */
+const char *ddp_nvml_clocks_describe(long long bits, char *buf, size_t size);
+
+/* ---- events: NVML's event set, read from a thread (nvmlEventSetWait_v2 blocks) ---- */
+
+#define DDP_NVML_EV_ECC_DBE 0x2ULL /* nvmlEventTypeDoubleBitEccError */
+#define DDP_NVML_EV_XID 0x8ULL     /* nvmlEventTypeXidCriticalError: data is the Xid */
+#define DDP_NVML_EV_CLOCK                                                                                              \
+    0x10ULL /* hardware clock-event reasons set (nvmlEventTypeClock, or seen by the poll                               \
+               between waits): data the reason bits */
+
+struct ddp_nvml_events;
+struct ddp_nvml_event {
+    int gpu;                 /* index into the bus ids given to ddp_nvml_events_open() */
+    unsigned long long type; /* DDP_NVML_EV_* */
+    unsigned long long data; /* the Xid for DDP_NVML_EV_XID, the reasons for a clocks event */
+};
+/* Load NVML and register busids[0..n) for Xid critical errors, double-bit ECC errors and, where the driver
+ * offers them, clock events. 0 with *out; -ENOENT (no NVML), -ENOTSUP (this NVML lacks the event calls or none
+ * of the GPUs supports them: the feature is off) with why set. Thread-safe to wait on from one thread.
+ * Caller owns; ddp_nvml_events_close(). */
+int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz);
+/* Wait up to timeout_ms for one event: 1 with *ev, 0 on a timeout, negative on an error. Blocks. */
+int ddp_nvml_events_wait(struct ddp_nvml_events *e, int timeout_ms, struct ddp_nvml_event *ev);
+void ddp_nvml_events_close(struct ddp_nvml_events *e); /* NULL is a no-op */
+
+/* What Xid xid means, from NVIDIA's Xid catalog, or NULL when the table does not know it; *gpu_fault (may be NULL)
+ * is set when the Xid says the GPU itself failed (it is left out until reset), not the application. */
+const char *ddp_nvml_xid_meaning(unsigned long long xid, bool *gpu_fault);
 
 /* Normalise a PCI bus id to "dddd:bb:dd.f" lower case (NVML writes an 8-digit domain). */
 void ddp_nvml_busid_norm(const char *in, char *out, size_t outsz);

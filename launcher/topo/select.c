@@ -15,7 +15,7 @@ const char *ddp_link_name(enum ddp_link l)
 }
 
 /* Why a GPU is not usable; the first that applies wins. */
-enum leftout { OK, NOT_CVD, NOT_SLURM, NOT_SELECT, EXCLUDED, DOWNSIZED, LEASED, BUSY, NREASONS };
+enum leftout { OK, NOT_CVD, NOT_SLURM, NOT_SELECT, EXCLUDED, DOWNSIZED, LEASED, BUSY, HELD, NREASONS };
 
 static bool all_digits(const char *s)
 {
@@ -194,6 +194,7 @@ static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_se
         [DOWNSIZED] = "left out after failures (downsizing)",
         [LEASED] = "in use by another ddplaunch job",
         [BUSY] = "over [gpus] max_memory_used",
+        [HELD] = "held by another process ([gpus] busy = skip)",
     };
     struct ddp_buf b = {0};
 
@@ -212,12 +213,14 @@ static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_se
             ddp_buf_printf(&b, "='%s'", req->inherited_cvd);
         else if (r == NOT_SLURM)
             ddp_buf_printf(&b, " (%s)", req->slurm_gpus);
-        else if (r == LEASED || r == BUSY)
+        else if (r == LEASED || r == BUSY || r == HELD)
             for (size_t i = 0; i < n; i++) {
                 if (!in[i])
                     continue;
                 if (r == LEASED)
                     ddp_buf_printf(&b, " (GPU %zu: %s)", i, req->holders[i]);
+                else if (r == HELD)
+                    ddp_buf_printf(&b, " (GPU %zu: %.1f GiB)", i, t->gpus[i].held_other / 1073741824.0);
                 else
                     ddp_buf_printf(&b, " (GPU %zu: %.1f of %.1f GiB in use)", i, t->gpus[i].mem_used / 1073741824.0,
                                    t->gpus[i].mem_total / 1073741824.0);
@@ -300,6 +303,8 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
                  ((lim->percent > 0 && g->mem_used * 100 > (long long)lim->percent * g->mem_total) ||
                   (lim->bytes > 0 && (unsigned long long)g->mem_used > lim->bytes)))
             reason[i] = BUSY;
+        else if (req->skip_held_over > 0 && g->held_other > req->skip_held_over)
+            reason[i] = HELD;
     }
 
     for (size_t i = 0; i < n; i++) {

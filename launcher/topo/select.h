@@ -30,6 +30,7 @@ struct ddp_sel_gpu {
     int node;           /* position in the node list of ddp_sel_topo, or -1: locality unknown = local to all */
     long long mem_used; /* bytes, -1 = unknown */
     long long mem_total;
+    long long held_other; /* bytes held by the largest process on it (NVML; none is ours at launch), -1 unknown */
 };
 
 struct ddp_sel_topo {
@@ -51,6 +52,7 @@ struct ddp_sel_req {
     size_t nexclude_idx;
     enum ddp_gpu_policy policy;
     struct ddp_mem_limit max_memory_used;
+    long long skip_held_over;   /* [gpus] busy = skip: leave out a GPU a process holds more than this on; 0 off */
     const char *inherited_cvd;  /* the launcher's CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), or NULL */
     const char *slurm_gpus;     /* Slurm's GPU indices ("0,1" or "0-3"), or NULL */
     const char *const *holders; /* per GPU: leased by another job (who), or NULL; the array may be NULL */

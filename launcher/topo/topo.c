@@ -354,7 +354,12 @@ static void build_sel(struct ddp_topo *topo)
             .node = g->no_locality ? -1 : g->node,
             .mem_used = g->mem_used,
             .mem_total = g->mem_total,
+            .held_other = -1,
         };
+        const struct ddp_nvml_gpu *ng = ddp_nvml_find(&topo->nvml, g->busid);
+        const struct ddp_nvml_proc *p = ng ? ddp_nvml_foreign(ng, 0, NULL, 0) : NULL;
+        if (ng && ng->mem_used >= 0)
+            topo->sel[i].held_other = p ? p->mem_used : 0;
     }
 }
 
@@ -544,7 +549,7 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
     load_nodes(topo);
     load_distances(topo);
     load_gpus(topo);
-    if (!xml_path)
+    if (!xml_path || o->xml_nvml)
         load_nvml(topo, o);
     else
         snprintf(topo->nvml.status, sizeof topo->nvml.status, "NVML: not used (XML topology)");

@@ -20,6 +20,7 @@ struct ddp_topo_opts {
                              cache */
     bool refresh;         /* discover now even when the cache matches (and rewrite it); read NVML in full */
     bool gpu_usage;       /* NVML's live state (memory in use, utilisation, processes) is needed */
+    bool xml_nvml;        /* an XML topology: read NVML too (tests pair a fixture with a fake NVML) */
 };
 
 /* Load the topology: xml_path or, when NULL, the live machine, restricted to the CPUs this process may use.

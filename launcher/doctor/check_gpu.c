@@ -1,0 +1,82 @@
+/* check_gpu: see check_gpu.h. */
+#include "doctor/check_gpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpus *g)
+{
+    enum ddp_check_status st = DDP_CHECK_OK;
+    struct ddp_buf bad = {0}, info = {0};
+    size_t n = 0;
+    const char *todo = NULL;
+
+    if (!g->nvml || !g->picked) {
+        ddp_check_add(r, DDP_CHECK_SKIP, "gpu-health", NULL, "no NVML facts for the picked GPUs (%s)",
+                      g->nvml_status ? g->nvml_status : "no GPU picked");
+        return;
+    }
+    ddp_buf_puts(&bad, "");
+    ddp_buf_puts(&info, "");
+    int ecc_on = 0, ecc_known = 0, pers_off = 0, remap_known = 0, mig_known = 0;
+    for (size_t i = 0; i < g->npicked; i++) {
+        const struct ddp_check_gpu *x = &g->all[g->picked[i]];
+        const struct ddp_nvml_health *h = &x->health;
+        char fault[256], clocks[160];
+        if (!x->have_health)
+            continue;
+        n++;
+        ecc_known += h->ecc >= 0;
+        ecc_on += h->ecc == 1;
+        pers_off += h->persistence == 0;
+        mig_known += h->mig >= 0;
+        remap_known += h->remap_failure >= 0;
+        if (h->remap_failure > 0 || h->ecc_uncorrected > 0) {
+            st = DDP_CHECK_FAIL;
+            todo = "leave the GPU out ([gpus] exclude) and have it reset or serviced";
+        }
+        if (*ddp_nvml_health_fault(h, fault, sizeof fault)) {
+            if (st < DDP_CHECK_WARN)
+                st = DDP_CHECK_WARN, todo = "reset the GPU (nvidia-smi -r) when it is idle";
+            ddp_buf_printf(&bad, "%s%s: %s", bad.len ? "; " : "", x->busid, fault);
+        }
+        if (h->ecc >= 0 && h->ecc_pending >= 0 && h->ecc != h->ecc_pending) {
+            if (st < DDP_CHECK_WARN)
+                st = DDP_CHECK_WARN, todo = "reset the GPU (nvidia-smi -r) to apply the ECC mode";
+            ddp_buf_printf(&bad, "%s%s: ECC mode %s after the next reset", bad.len ? "; " : "", x->busid,
+                           h->ecc_pending ? "on" : "off");
+        }
+        if (h->mig == 1) {
+            if (st < DDP_CHECK_WARN)
+                st = DDP_CHECK_WARN, todo = "MIG splits the GPU into instances that ddplaunch does not pick: "
+                                            "disable it (nvidia-smi -mig 0) or give the instances' UUIDs in "
+                                            "CUDA_VISIBLE_DEVICES";
+            ddp_buf_printf(&bad, "%s%s: MIG on", bad.len ? "; " : "", x->busid);
+        }
+        if (h->clocks_event > 0 && (h->clocks_event & (long long)(DDP_NVML_CLOCKS_HW | DDP_NVML_CLOCKS_SW_THERMAL))) {
+            if (st < DDP_CHECK_WARN)
+                st = DDP_CHECK_WARN, todo = "check cooling and power (nvidia-smi -q -d PERFORMANCE)";
+            ddp_buf_printf(&bad, "%s%s: clocks slowed down now (%s)", bad.len ? "; " : "", x->busid,
+                           ddp_nvml_clocks_describe(h->clocks_event, clocks, sizeof clocks));
+        }
+        if (h->ecc_corrected > 0)
+            ddp_buf_printf(&info, "; %s: %lld corrected ECC errors", x->busid, h->ecc_corrected);
+    }
+    if (n == 0) {
+        ddp_check_add(r, DDP_CHECK_SKIP, "gpu-health", NULL, "NVML gave no health facts for the picked GPUs");
+    } else if (bad.len) {
+        ddp_check_add(r, st, "gpu-health", todo, "%s%s", bad.data, info.data);
+    } else {
+        char ecc[64] = "ECC not reported";
+        if (ecc_known)
+            snprintf(ecc, sizeof ecc, "ECC on %d of %d, no uncorrectable errors", ecc_on, ecc_known);
+        ddp_check_add(r, DDP_CHECK_OK, "gpu-health", NULL, "%zu GPU%s: %s, %s, %s, clocks not slowed%s%s", n,
+                      n == 1 ? "" : "s", ecc,
+                      remap_known ? "no row remapping failed or pending" : "row remapping not reported",
+                      mig_known ? "MIG off" : "MIG not reported",
+                      pers_off ? ", persistence mode off (each job's first CUDA call is slower; nvidia-smi -pm 1)" : "",
+                      info.data);
+    }
+    ddp_buf_free(&bad);
+    ddp_buf_free(&info);
+}

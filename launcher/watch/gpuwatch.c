@@ -1,0 +1,212 @@
+/* gpuwatch: see gpuwatch.h. The thread and the loop share one struct, freed by whichever lets go last (a
+ * reference count), so that closing never waits for a blocked nvmlEventSetWait_v2. */
+#include "watch/gpuwatch.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+#define WAIT_MS 250
+#define QUEUE 64
+
+struct shared {
+    pthread_mutex_t mu;
+    int refs;  /* the thread and the loop side */
+    bool stop; /* the loop side let go: no more uv_async_send */
+    uv_async_t *async;
+    struct ddp_gpuwatch_event q[QUEUE];
+    size_t nq;
+    size_t dropped;
+    char status[256]; /* the event set's state, for the debug line */
+    bool status_new;
+    char **busid; /* [n] owned copies */
+    int *gpu;     /* [n] topology indices */
+    size_t n;
+};
+
+struct ddp_gpuwatch {
+    uv_async_t async;
+    struct shared *sh;
+    ddp_gpuwatch_fn *fn;
+    void *arg;
+    pthread_t thread;
+    const struct ddp_topo *topo;
+};
+
+const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long data, bool *fault, char *buf, size_t size)
+{
+    bool f = false;
+    if (type == DDP_NVML_EV_XID) {
+        const char *m = ddp_nvml_xid_meaning(data, &f);
+        snprintf(buf, size, "Xid %llu: %s", data, m ? m : "not in ddplaunch's table; see NVIDIA's Xid catalog");
+    } else if (type == DDP_NVML_EV_ECC_DBE) {
+        f = true;
+        snprintf(buf, size, "double-bit (uncorrectable) ECC error");
+    } else if (type == DDP_NVML_EV_CLOCK) {
+        char why[160];
+        snprintf(buf, size, "clocks slowed down: %s", ddp_nvml_clocks_describe((long long)data, why, sizeof why));
+    } else {
+        snprintf(buf, size, "NVML event 0x%llx (data %llu)", type, data);
+    }
+    if (fault)
+        *fault = f;
+    return buf;
+}
+
+static void let_go(struct shared *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    bool last = --sh->refs == 0;
+    pthread_mutex_unlock(&sh->mu);
+    if (!last)
+        return;
+    for (size_t i = 0; i < sh->n; i++)
+        free(sh->busid[i]);
+    free(sh->busid);
+    free(sh->gpu);
+    pthread_mutex_destroy(&sh->mu);
+    free(sh);
+}
+
+/* thread side: hand ev (or a status) to the loop */
+static bool post(struct shared *sh, const struct ddp_gpuwatch_event *ev, const char *status)
+{
+    pthread_mutex_lock(&sh->mu);
+    bool stop = sh->stop;
+    if (!stop) {
+        if (ev && sh->nq < QUEUE)
+            sh->q[sh->nq++] = *ev;
+        else if (ev)
+            sh->dropped++;
+        if (status) {
+            snprintf(sh->status, sizeof sh->status, "%s", status);
+            sh->status_new = true;
+        }
+        uv_async_send(sh->async);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return !stop;
+}
+
+static bool stopped(struct shared *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    bool stop = sh->stop;
+    pthread_mutex_unlock(&sh->mu);
+    return stop;
+}
+
+static void *watch_thread(void *p)
+{
+    struct shared *sh = p;
+    struct ddp_nvml_events *e = NULL;
+    char why[256], status[320];
+    long long t = ddp_now_ns();
+    int rc = ddp_nvml_events_open((const char *const *)sh->busid, sh->n, &e, why, sizeof why);
+    double ms = (double)(ddp_now_ns() - t) / 1e6;
+    if (rc < 0)
+        snprintf(status, sizeof status, "GPU events off: %s", why);
+    else
+        snprintf(status, sizeof status, "GPU events: watching %zu GPU%s (NVML event set opened in %.1f ms)", sh->n,
+                 sh->n == 1 ? "" : "s", ms);
+    post(sh, NULL, status);
+    while (e && !stopped(sh)) {
+        struct ddp_nvml_event ev;
+        rc = ddp_nvml_events_wait(e, WAIT_MS, &ev);
+        if (rc < 0) {
+            post(sh, NULL, "GPU events off: nvmlEventSetWait_v2 failed");
+            break;
+        }
+        if (rc == 0 || ev.gpu < 0 || (size_t)ev.gpu >= sh->n)
+            continue;
+        struct ddp_gpuwatch_event out = {.gpu = sh->gpu[ev.gpu], .type = ev.type, .data = ev.data};
+        ddp_gpuwatch_describe(ev.type, ev.data, &out.fault, out.text, sizeof out.text);
+        if (!post(sh, &out, NULL))
+            break;
+    }
+    ddp_nvml_events_close(e);
+    let_go(sh);
+    return NULL;
+}
+
+static void on_async(uv_async_t *a)
+{
+    struct ddp_gpuwatch *w = a->data;
+    struct shared *sh = w->sh;
+    struct ddp_gpuwatch_event q[QUEUE];
+    char status[256] = "";
+    pthread_mutex_lock(&sh->mu);
+    size_t n = sh->nq, dropped = sh->dropped;
+    memcpy(q, sh->q, n * sizeof q[0]);
+    sh->nq = sh->dropped = 0;
+    if (sh->status_new)
+        snprintf(status, sizeof status, "%s", sh->status);
+    sh->status_new = false;
+    pthread_mutex_unlock(&sh->mu);
+    if (status[0])
+        ddp_debug("%s", status);
+    if (dropped)
+        ddp_warn("GPU events: %zu dropped (more than %d at once)", dropped, QUEUE);
+    for (size_t i = 0; i < n; i++) {
+        q[i].busid = ddp_topo_gpu_busid(w->topo, (size_t)q[i].gpu);
+        w->fn(w->arg, &q[i]);
+    }
+}
+
+struct ddp_gpuwatch *ddp_gpuwatch_start(uv_loop_t *loop, const struct ddp_topo *topo, ddp_gpuwatch_fn *fn, void *arg)
+{
+    const struct ddp_nvml *nv = topo ? ddp_topo_nvml(topo) : NULL;
+    size_t ngpus = ddp_topo_ngpus(topo);
+    if (!nv || !nv->found || ngpus == 0)
+        return NULL;
+    struct ddp_gpuwatch *w = ddp_xcalloc(1, sizeof *w);
+    struct shared *sh = ddp_xcalloc(1, sizeof *sh);
+    sh->busid = ddp_xcalloc(ngpus, sizeof *sh->busid);
+    sh->gpu = ddp_xcalloc(ngpus, sizeof *sh->gpu);
+    for (size_t i = 0; i < ngpus; i++)
+        if (ddp_nvml_find(nv, ddp_topo_gpu_busid(topo, i))) {
+            sh->busid[sh->n] = ddp_xstrdup(ddp_topo_gpu_busid(topo, i));
+            sh->gpu[sh->n++] = (int)i;
+        }
+    pthread_mutex_init(&sh->mu, NULL);
+    sh->refs = 2;
+    sh->async = &w->async;
+    w->sh = sh;
+    w->fn = fn;
+    w->arg = arg;
+    w->topo = topo;
+    uv_async_init(loop, &w->async, on_async);
+    w->async.data = w;
+    pthread_attr_t attr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits it: signals stay the loop's */
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (sh->n == 0 || pthread_create(&w->thread, &attr, watch_thread, sh) != 0)
+        sh->refs = 1; /* no thread: the loop side alone */
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return w;
+}
+
+void ddp_gpuwatch_close(struct ddp_gpuwatch *w)
+{
+    if (!w || !w->sh)
+        return;
+    pthread_mutex_lock(&w->sh->mu);
+    w->sh->stop = true;
+    pthread_mutex_unlock(&w->sh->mu);
+    let_go(w->sh);
+    w->sh = NULL;
+    uv_close((uv_handle_t *)&w->async, NULL);
+}
+
+void ddp_gpuwatch_free(struct ddp_gpuwatch *w)
+{
+    free(w);
+}

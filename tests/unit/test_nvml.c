@@ -1,0 +1,139 @@
+/* Unit tests for nvml's pure judgements and doctor's gpu-health check (check_gpu.h): who counts as a foreign
+ * holder, how one is described, which health facts are a fault, the Xid table, the clock-event words, and
+ * gpus.h's restart judgement. The NVML calls themselves are driven by the fake NVML in
+ * tests/integration/82-gpu-health.sh. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "check_expect.h"
+#include "doctor/check_gpu.h"
+#include "driver/gpus.h"
+#include "topo/nvml.h"
+
+static struct ddp_nvml_health healthy(void)
+{
+    struct ddp_nvml_health h;
+    memset(&h, 0xff, sizeof h);
+    h.persistence = 1, h.mig = 0, h.ecc = h.ecc_pending = 1;
+    h.ecc_corrected = h.ecc_uncorrected = h.ecc_uncorrected_aggr = 0;
+    h.remap_corr = h.remap_unc = h.remap_pending = h.remap_failure = 0;
+    h.clocks_event = DDP_NVML_CLOCKS_IDLE;
+    return h;
+}
+
+Test(nvml, foreign_is_the_largest_process_over_the_threshold_not_ours)
+{
+    struct ddp_nvml_gpu g = {.nprocs = 3};
+    g.procs[0] = (struct ddp_nvml_proc){.pid = 10, .mem_used = 500LL << 20};
+    g.procs[1] = (struct ddp_nvml_proc){.pid = 11, .mem_used = 30LL << 30};
+    g.procs[2] = (struct ddp_nvml_proc){.pid = 12, .mem_used = 2LL << 30};
+    cr_expect_eq(ddp_nvml_foreign(&g, 1LL << 30, NULL, 0)->pid, 11);
+    int ours[] = {11};
+    cr_expect_eq(ddp_nvml_foreign(&g, 1LL << 30, ours, 1)->pid, 12);
+    int all[] = {11, 12};
+    cr_expect_null(ddp_nvml_foreign(&g, 1LL << 30, all, 2), "a bare context (500 MiB) is not a holder");
+    cr_expect_null(ddp_nvml_foreign(NULL, 0, NULL, 0));
+}
+
+Test(nvml, holder_described_with_user_and_command_or_its_namespace)
+{
+    char buf[160];
+    struct ddp_nvml_proc p = {.pid = 11661, .mem_used = (long long)(139.5 * 1073741824.0)};
+    snprintf(p.user, sizeof p.user, "alice");
+    snprintf(p.comm, sizeof p.comm, "python3");
+    cr_expect_str_eq(ddp_nvml_proc_describe(&p, buf, sizeof buf), "pid 11661 (alice, python3, 139.5 GiB)");
+    p.user[0] = p.comm[0] = '\0';
+    cr_expect_str_eq(ddp_nvml_proc_describe(&p, buf, sizeof buf),
+                     "pid 11661 (not visible here: another pid namespace, 139.5 GiB)");
+}
+
+Test(nvml, health_faults_and_unknowns)
+{
+    char buf[256];
+    struct ddp_nvml_health h = healthy();
+    cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
+    memset(&h, 0xff, sizeof h); /* nothing known (an old NVML, NOT_SUPPORTED everywhere): no fault */
+    cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
+    h = healthy();
+    h.remap_failure = 1;
+    h.ecc_uncorrected = 3;
+    ddp_nvml_health_fault(&h, buf, sizeof buf);
+    cr_expect(strstr(buf, "a row remapping failed (retire the GPU)"), "%s", buf);
+    cr_expect(strstr(buf, "3 uncorrectable ECC errors since the driver loaded"), "%s", buf);
+    h = healthy();
+    h.remap_pending = 1;
+    cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "a row remapping waits for a GPU reset");
+}
+
+Test(nvml, xid_table)
+{
+    bool fault = false;
+    cr_expect(strstr(ddp_nvml_xid_meaning(79, &fault), "GPU has fallen off the bus"));
+    cr_expect(fault);
+    cr_expect(strstr(ddp_nvml_xid_meaning(48, &fault), "Double Bit ECC Error"));
+    cr_expect(fault);
+    cr_expect(strstr(ddp_nvml_xid_meaning(13, &fault), "Graphics Engine Exception"));
+    cr_expect_not(fault, "Xid 13 is the application's");
+    cr_expect_null(ddp_nvml_xid_meaning(100000, &fault));
+    cr_expect_not(fault);
+}
+
+Test(nvml, clock_reasons_in_words)
+{
+    char buf[160];
+    cr_expect_str_eq(ddp_nvml_clocks_describe(0x48, buf, sizeof buf), "HW slowdown, HW thermal slowdown");
+    cr_expect_str_eq(ddp_nvml_clocks_describe(0x1, buf, sizeof buf), "");
+    cr_expect_str_eq(ddp_nvml_clocks_describe(-1, buf, sizeof buf), "");
+}
+
+Test(gpus, unfit_before_a_restart)
+{
+    struct ddp_nvml_gpu g = {.busid = "0000:00:07.0", .health = healthy(), .mem_used = 0, .mem_total = 1LL << 37};
+    struct ddp_nvml nv = {.found = true, .gpus = &g, .ngpus = 1};
+    char why[512];
+    cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
+    cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:08.0", NULL, why, sizeof why), "not listed: nothing known");
+    g.nprocs = 1;
+    g.procs[0] = (struct ddp_nvml_proc){.pid = 7, .mem_used = 20LL << 30, .user = "bob", .comm = "python3"};
+    cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
+    cr_expect_str_eq(why, "now held by pid 7 (bob, python3, 20.0 GiB), which was not there at launch");
+    cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:07.0", "pid 7 (bob, python3, 20.0 GiB)", why, sizeof why),
+                  "a holder the launch saw (busy = warn) is no reason to leave the GPU out now");
+    g.health.remap_failure = 1;
+    cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", "x", why, sizeof why));
+    cr_expect(strstr(why, "row remapping failed"));
+}
+
+Test(check_gpu, healthy_h200_is_ok_and_unknowns_are_not_failures)
+{
+    struct ddp_check_gpu all[2] = {{.busid = "0000:00:06.0", .have_health = true, .health = healthy()},
+                                   {.busid = "0000:00:07.0", .have_health = true, .health = healthy()}};
+    int picked[] = {0, 1};
+    struct ddp_check_gpus g = {.have_topo = true, .all = all, .nall = 2, .picked = picked, .npicked = 2, .nvml = true};
+    struct ddp_check_report r = {0};
+    ddp_check_gpu_health(&r, &g);
+    expect_result(&r.v[0], DDP_CHECK_OK, "2 GPUs: ECC on 2 of 2, no uncorrectable errors");
+    ddp_check_report_free(&r);
+    /* as on the H200: retired pages NOT_SUPPORTED (-1), NVLink none; an older NVML without remapped rows */
+    all[0].health.retired_pending = -1;
+    all[1].health.remap_failure = all[1].health.remap_pending = -1;
+    ddp_check_gpu_health(&r, &g);
+    cr_expect_eq(r.v[0].status, DDP_CHECK_OK, "%s", r.v[0].found);
+    ddp_check_report_free(&r);
+    all[1].health = healthy();
+    all[1].health.clocks_event = DDP_NVML_CLOCKS_HW_POWER_BRAKE;
+    all[0].health.mig = 1;
+    ddp_check_gpu_health(&r, &g);
+    expect_result(&r.v[0], DDP_CHECK_WARN, "0000:00:07.0: clocks slowed down now (HW power brake)");
+    expect_result(&r.v[0], DDP_CHECK_WARN, "0000:00:06.0: MIG on");
+    ddp_check_report_free(&r);
+    all[1].health.ecc_uncorrected = 1;
+    ddp_check_gpu_health(&r, &g);
+    expect_result(&r.v[0], DDP_CHECK_FAIL, "1 uncorrectable ECC error since the driver loaded");
+    ddp_check_report_free(&r);
+    g.nvml = false;
+    g.nvml_status = "NVML: not found";
+    ddp_check_gpu_health(&r, &g);
+    cr_expect_eq(r.v[0].status, DDP_CHECK_SKIP);
+    ddp_check_report_free(&r);
+}
