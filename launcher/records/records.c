@@ -252,8 +252,7 @@ static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run)
     ddp_record_event(r->rec, "attempt_start",
                      json_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
                                "world_size", a->world_size, "master_port", a->master_port, "dir",
-                               ddp_record_text(a->dir), "gpu_reason",
-                               a->gpu_reason, "argv", argv, "workers", workers));
+                               ddp_record_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers", workers));
     ps_update(r,
               json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size, "nproc",
                         (int)run->nw, "ranks_alive", (int)run->nw, "master_port", a->master_port, "gpus", gpus));
