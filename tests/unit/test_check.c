@@ -549,7 +549,7 @@ Test(check, tiny_nofile_limit)
 
     ddp_check_nofile(&r, 64, 64, 8);
     expect_result(&r.v[0], DDP_CHECK_FAIL,
-                  "open files limit 64 (hard 64) is below the 80 the launcher needs for 8 workers");
+                  "open files limit 64 (hard 64) is below the 128 the launcher needs for 8 workers");
     cr_expect(strstr(r.v[0].todo, "hard limit is 64 too"), "%s", r.v[0].todo);
     ddp_check_nofile(&r, 1024, 524288, 8);
     expect_result(&r.v[1], DDP_CHECK_WARN, "open files limit 1024 (hard 524288)");
