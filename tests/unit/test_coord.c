@@ -1091,6 +1091,30 @@ Test(coord, a_join_read_late_from_a_closed_connection_is_not_a_node)
     world_run(&w);
 }
 
+/* A flood from the node's own address (every agent of one host shares it) while node 0's loop is busy: making
+ * room for the flood's connections evicts those that sent nothing, never the node whose JOIN waits to be read. */
+Test(coord, a_flood_does_not_evict_a_waiting_join)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    int port = start_server(&w, 2);
+    char text[400];
+    int b = raw_connect(port);
+    raw_read(&w, b, text, sizeof text); /* node 0 accepted b and greeted it */
+    int flood[12];
+    for (int i = 0; i < 12; i++) /* more than the 8 per source, queued before node 0's loop runs again */
+        flood[i] = raw_connect(port);
+    raw_join(b, text, 1); /* after the flood: node 0 sees the listener ready before b's JOIN */
+    raw_read(&w, b, text, sizeof text);
+    cr_expect(strncmp(text, "DDPC2 WELCOME 1 ", 16) == 0, "the node joins through the flood: %s", text);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 1);
+    for (int i = 0; i < 12; i++)
+        close(flood[i]);
+    close(b);
+    close_all(&w);
+    world_run(&w);
+}
+
 /* A node 0 too busy to read a JOIN within the node's handshake limit (a flood at its port): the node keeps
  * waiting for the answer to its JOIN instead of closing and leaving a JOIN behind, and joins on the first
  * connection. The fake node 0 answers correctly, 4 handshake limits late. */
