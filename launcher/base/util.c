@@ -492,7 +492,7 @@ int ddp_read_regular(const char *path, size_t max, struct ddp_buf *b)
 
 unsigned long long ddp_nofile_need(int nproc)
 {
-    return 32 + 6ULL * (unsigned long long)(nproc > 0 ? nproc : 1);
+    return 64 + 8ULL * (unsigned long long)(nproc > 0 ? nproc : 1);
 }
 
 int ddp_nofile_ensure(int nproc, struct ddp_err *err)

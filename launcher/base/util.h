@@ -81,8 +81,11 @@ const char *ddp_line_next(const char *text, char *buf, size_t size);
  * not obeyed. The length never changes. Returns s. */
 char *ddp_printable(char *s);
 
-/* Open files the launcher needs for nproc workers: about 6 per worker (2 output pipes, the shim's report pipe,
- * 2 log files, the heartbeat file) plus 32. Pure. */
+/* Open files the launcher needs for nproc workers, every descriptor it holds counted: 8 per worker (its stdout
+ * and stderr pipes or terminals and the shim's report pipe, stdout.log, stderr.log and timed.log under log_dir,
+ * its GPU's lease socket, one for what a hang capture or a /proc read opens for it) plus 64 (the event loop and
+ * its signal pipes, the run records, the job's locks, the binary held for restarts, the three ends a spawn
+ * holds for a moment). Measured: 21 + 6 per worker with log_dir on CPUs, 1 more per GPU. Pure. */
 unsigned long long ddp_nofile_need(int nproc);
 /* Make sure this process may open ddp_nofile_need(nproc) files: the soft RLIMIT_NOFILE is raised to that,
  * toward the hard limit, when it is lower (workers inherit it). 0, or -EMFILE with err (one line naming the

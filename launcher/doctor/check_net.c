@@ -72,26 +72,35 @@ void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p)
     tcp = p->tcp ? listen_lines(p->tcp) : NULL;
     tcp6 = p->tcp6 ? listen_lines(p->tcp6) : NULL;
     if (p->spec.is_auto) {
-        int lo = p->spec.lo, hi = p->spec.hi, nfree = 0, first = 0;
+        int lo = p->spec.lo, hi = p->spec.hi, nfree = 0, first = 0, nlocked = 0;
+        char locked[80] = "";
 
         if (lo == 0 && hi == 0)
             ddp_port_default_range(p->ephemeral, &lo, &hi);
-        for (int port = lo; port <= hi; port++)
+        for (int port = lo; port <= hi; port++) {
+            /* a port whose lock another process holds (a job, or a squatter: see port-locks) is skipped at start */
+            if (p->held_locks && ddp_port_lock_listed(p->held_locks, p->lock_dir, port)) {
+                nlocked++;
+                continue;
+            }
             if (listeners_on(tcp, tcp6, port, NULL) == 0 && nfree++ == 0)
                 first = port;
+        }
+        if (nlocked)
+            snprintf(locked, sizeof locked, "; %d reserved by other processes", nlocked);
         if (nfree == 0)
             ddp_check_add(r, DDP_CHECK_FAIL, "master-port", "widen it: master_port = auto:LO-HI",
-                          "auto: every port in %d-%d is in use", lo, hi);
+                          "auto: every port in %d-%d is in use or reserved%s", lo, hi, locked);
         else if (ddp_port_range_overlaps_ephemeral(p->ephemeral, lo, hi))
             ddp_check_add(r, DDP_CHECK_WARN, "master-port",
                           "use a range below the kernel's ephemeral ports (/proc/sys/net/ipv4/ip_local_port_range)",
-                          "auto: %d of %d ports in %d-%d free (first %d), but the range overlaps the ephemeral "
+                          "auto: %d of %d ports in %d-%d free (first %d%s), but the range overlaps the ephemeral "
                           "range %.*s: an outgoing connection can take the port before the workers bind it",
-                          nfree, hi - lo + 1, lo, hi, first, (int)strcspn(p->ephemeral, "\n"), p->ephemeral);
+                          nfree, hi - lo + 1, lo, hi, first, locked, (int)strcspn(p->ephemeral, "\n"), p->ephemeral);
         else
             ddp_check_add(r, DDP_CHECK_OK, "master-port", NULL,
-                          "auto: %d of %d ports in %d-%d free now (first %d); reserved host-wide at start", nfree,
-                          hi - lo + 1, lo, hi, first);
+                          "auto: %d of %d ports in %d-%d free now (first %d%s); reserved host-wide at start", nfree,
+                          hi - lo + 1, lo, hi, first, locked);
         goto out;
     }
 

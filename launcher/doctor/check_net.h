@@ -22,6 +22,8 @@ struct ddp_check_port {
     const char *lock_holder;              /* another ddplaunch job reserved the explicit port (who), or NULL */
     int probe_rc;                         /* ddp_port_probe() of the explicit port: 0, -EADDRINUSE, ... */
     const char *ephemeral;                /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
+    const struct ddp_strv *held_locks;    /* auto: port locks held now (ddp_port_locks_held), NULL = unknown */
+    const char *lock_dir;                 /* their namespace */
 };
 void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p);
 

@@ -583,7 +583,11 @@ static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, str
             p.lock_holder = lock_holder;
         p.probe_rc = ddp_port_probe(p.spec.port);
     }
+    struct ddp_strv held = {0};
+    if (p.spec.is_auto && ctx->node_rank == 0 && ddp_port_locks_held(lock_dir, &held) == 0)
+        p.held_locks = &held, p.lock_dir = lock_dir;
     ddp_check_port(r, &p);
+    ddp_strv_clear(&held);
     char foreign[512];
     int nforeign = ddp_port_foreign_holders(lock_dir, foreign, sizeof foreign);
     if (nforeign > 0)

@@ -41,6 +41,20 @@ static int launch_error(const struct ddp_launch *l, const struct ddp_err *err)
     return l->fail_status;
 }
 
+/* The running binary, opened at start (O_PATH): shims are started from /proc/self/fd/N, so that a package upgrade
+ * that removes or replaces the file mid-job does not break the next restart. -1 when /proc is missing. */
+static int self_fd = -1;
+
+static void open_self(void)
+{
+    int fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    /* above the fds a spawn puts in place (stdin, stdout, stderr, the shim's report pipe at 3) */
+    self_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    close(fd);
+}
+
 static char *self_exe(const char *argv0)
 {
     char buf[PATH_MAX];
@@ -186,8 +200,9 @@ static int run_command(const struct ddp_cli *cli, const char *argv0)
     if (status == 0 && ddp_launch_acquire_secret(&l, environ, &err) < 0)
         status = launch_error(&l, &err);
     if (status == 0) {
-        char *exe = self_exe(argv0);
-        status = ddp_supervise_run(&l.ctx, exe, &err);
+        char *exe = self_exe(argv0), fdpath[32];
+        snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", self_fd);
+        status = ddp_supervise_run(&l.ctx, exe, self_fd >= 0 ? fdpath : exe, &err);
         if (status == DDP_EXIT_LAUNCHER && err.msg[0])
             fprintf(stderr, "ddplaunch: %s\n", err.msg);
         free(exe);
@@ -245,6 +260,7 @@ int main(int argc, char **argv)
     hold_std_fds();
     if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
         return ddp_shim_main(argc, argv);
+    open_self();
 
     /* SIGUSR1/SIGUSR2 must not kill the launcher: Slurm sends them to every process of a step as a preemption
      * warning (--signal=USR1@T), and workers get them directly. A handler (not SIG_IGN) so that exec'd workers

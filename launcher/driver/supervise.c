@@ -816,7 +816,7 @@ static void on_signal(void *arg, int signo)
 
 /* ---------------------------------------------------------------- entry */
 
-int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, struct ddp_err *err)
+int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, const char *self_exec, struct ddp_err *err)
 {
     struct sup *s = ddp_xcalloc(1, sizeof(*s));
     int rc, status;
@@ -845,6 +845,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     struct ddp_runner_config rcfg = {
         .loop = &s->loop,
         .self_exe = self_exe,
+        .self_exec = self_exec,
         .grace_ms = s->spec->shutdown_timeout_ms,
         .logdir = ctx->logdir,
         .cgroup_base = s->cgroup_base,

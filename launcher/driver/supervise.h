@@ -14,6 +14,6 @@
  * print the summary. Returns the launcher's exit status: 0 all succeeded, the root cause's exit code,
  * 128+N after a signal N (to a worker or to the launcher), 124 on a timeout with on_timeout=fail, 1 when the
  * launcher itself failed (said on stderr when it happened; err->msg is then empty). */
-int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, struct ddp_err *err);
+int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, const char *self_exec, struct ddp_err *err);
 
 #endif

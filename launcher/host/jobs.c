@@ -97,9 +97,23 @@ void ddp_jobs_close(struct ddp_jobs *j)
     free(j);
 }
 
-json_t *ddp_jobs_list(const char *lock_dir)
+/* One more job file skipped: counted, the first named with why. */
+static void skip(char *skipped, size_t cap, int *nskipped, char first[160], const char *name, const char *why)
+{
+    if ((*nskipped)++ == 0)
+        snprintf(first, 160, "%.80s: %s", name, why);
+    if (skipped && cap)
+        snprintf(skipped, cap, "%d job file%s skipped (%s%s)", *nskipped, *nskipped == 1 ? "" : "s", first,
+                 *nskipped > 1 ? ", ..." : "");
+}
+
+json_t *ddp_jobs_list(const char *lock_dir, char *skipped, size_t cap)
 {
     json_t *a = json_array();
+    int nskipped = 0;
+    char first[160];
+    if (skipped && cap)
+        skipped[0] = '\0';
     int dirfd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = dirfd >= 0 ? fdopendir(dirfd) : NULL;
     struct dirent *e;
@@ -124,11 +138,15 @@ json_t *ddp_jobs_list(const char *lock_dir)
         if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_uid != h.uid)
             continue;
         char *text = NULL;
-        if (ddp_rundir_read_small(dirfd, e->d_name, 1 << 16, &text) < 0)
+        int rc = ddp_rundir_read_small(dirfd, e->d_name, 1 << 16, &text);
+        if (rc < 0) {
+            skip(skipped, cap, &nskipped, first, e->d_name, strerror(-rc));
             continue;
+        }
         json_t *o = json_loads(text, 0, NULL);
         free(text);
         if (!json_is_object(o)) {
+            skip(skipped, cap, &nskipped, first, e->d_name, "not a JSON object");
             json_decref(o);
             continue;
         }
@@ -164,7 +182,10 @@ static void cell(char *out, size_t cap, const json_t *o, const char *key)
 
 int ddp_jobs_command(const char *lock_dir, bool json, FILE *out)
 {
-    json_t *a = ddp_jobs_list(lock_dir);
+    char skipped[256];
+    json_t *a = ddp_jobs_list(lock_dir, skipped, sizeof skipped);
+    if (skipped[0]) /* once, on stderr: the other jobs are listed all the same */
+        fprintf(stderr, "ddplaunch: ps: %s in %s\n", skipped, lock_dir);
     size_t i;
     json_t *o;
     if (json) {

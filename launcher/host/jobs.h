@@ -22,8 +22,10 @@ void ddp_jobs_update(struct ddp_jobs *j, const json_t *changes);
 void ddp_jobs_close(struct ddp_jobs *j);
 
 /* The jobs listed in lock_dir now, as a JSON array (caller owns), each the job's state plus "user" (from the
- * kernel's uid) and "age_s". Never fails: an unreadable directory gives an empty array. */
-json_t *ddp_jobs_list(const char *lock_dir);
+ * kernel's uid) and "age_s". Never fails: an unreadable directory gives an empty array. A job file that a live
+ * job's lock backs but that cannot be read or is no JSON object (planted unreadable, or cut short) is skipped,
+ * never the others: skipped (cap bytes, may be NULL) then says how many and the first ("" when none). */
+json_t *ddp_jobs_list(const char *lock_dir, char *skipped, size_t cap);
 
 /* The ps command: text table (or --json) on out. Returns the exit status (0). */
 int ddp_jobs_command(const char *lock_dir, bool json, FILE *out);

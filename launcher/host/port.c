@@ -393,6 +393,20 @@ int ddp_port_foreign_holders(const char *lock_dir, char *buf, size_t len)
     return rc < 0 ? rc : count;
 }
 
+int ddp_port_locks_held(const char *lock_dir, struct ddp_strv *held)
+{
+    char prefix[DDP_KLOCK_NAME_MAX + 1];
+    ddp_klock_name(lock_dir, "port-", prefix);
+    return ddp_klock_list(prefix, held);
+}
+
+bool ddp_port_lock_listed(const struct ddp_strv *held, const char *lock_dir, int port)
+{
+    char name[DDP_KLOCK_NAME_MAX + 1];
+    port_lock_name(lock_dir, port, name);
+    return ddp_klock_listed(held, name);
+}
+
 static int busy_message(int port, const char *addr, int probe_rc, struct ddp_err *err)
 {
     struct ddp_port_holder h;

@@ -108,6 +108,11 @@ void ddp_port_release(struct ddp_port_resv *r);
  * job's lock does, or are not named ddplaunch): how many, and the first holders described in buf ("port
  * 29500: pid 12, user bob, command python3; ..."). 0 or more, or a negative errno (/proc/net/unix). */
 int ddp_port_foreign_holders(const char *lock_dir, char *buf, size_t len);
+/* The port locks under lock_dir held now, by jobs or anything else (*held: sorted lock names; caller clears it
+ * with ddp_strv_clear), and whether port's lock is among them. For doctor's count of usable auto ports. 0 or a
+ * negative errno (/proc/net/unix). */
+int ddp_port_locks_held(const char *lock_dir, struct ddp_strv *held);
+bool ddp_port_lock_listed(const struct ddp_strv *held, const char *lock_dir, int port);
 int ddp_port_lock_holder(const char *lock_dir, int port, char *buf, size_t len);
 
 #endif

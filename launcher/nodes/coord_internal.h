@@ -26,8 +26,9 @@ struct ddp_coord_conn {
     enum ddp_coord_conn_state state;
     bool closing, connected;
     int node;
-    char peer[64];   /* address:port */
-    char source[48]; /* address only: what the per-source limit counts */
+    char peer[64];                     /* address:port */
+    char source[48];                   /* address only: what the per-source limit counts */
+    char host[DDP_FRAME_HOST_MAX + 1]; /* server: the host name its JOIN gave */
     char snonce[DDP_FRAME_NONCE_HEX + 1], cnonce[DDP_FRAME_NONCE_HEX + 1];
     uint8_t key[32];
     uint64_t seq_in, seq_out;

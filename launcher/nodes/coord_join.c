@@ -1,7 +1,9 @@
 /* coord_join: the control channel's handshake (HELLO, JOIN, WELCOME or DENIED: frame.h) and who may join: node
  * ranks, and the bound on connections still in their handshake (coord.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "base/crypto.h"
 #include "nodes/coord_internal.h"
@@ -25,12 +27,51 @@ static void server_deny(struct ddp_coord_conn *k, const char *why)
     ddp_coord_conn_close(k, true);
 }
 
-/* A free node rank for a node joining without one: the lowest not joined now, or -1 when the job is full. */
-static int free_rank(const struct ddp_coord *c)
+/* The peer of k closed its end (EOF or a reset is waiting to be read): what a node whose handshake timed out on
+ * its side leaves behind, after node 0 read its JOIN late. */
+static bool peer_gone(struct ddp_coord_conn *k)
+{
+    uv_os_fd_t fd;
+    char b;
+    if (uv_fileno((uv_handle_t *)&k->tcp, &fd) != 0)
+        return true;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* node's joined connection when a new authenticated JOIN from host and source is that node trying again: the old
+ * connection's peer is gone and never sent a frame after its JOIN (seq_in 0: it never saw our WELCOME, so it
+ * never took part in anything). NULL when the rank is free or held by a live or a once-working connection. */
+static struct ddp_coord_conn *stale_join(struct ddp_coord *c, int node, const char *host, const char *source)
+{
+    struct ddp_coord_conn *old = ddp_coord_node_conn(c, node);
+    return old && old->seq_in == 0 && strcmp(old->host, host) == 0 && strcmp(old->source, source) == 0 && peer_gone(old)
+               ? old
+               : NULL;
+}
+
+/* Give node's rank to a retry of the same node: the stale connection goes without a "lost" (it never started). */
+static void retire_stale(struct ddp_coord_conn *old)
+{
+    ddp_debug("coord: node %d joins again from %s; its earlier connection (%s) was closed by that node", old->node,
+              old->source, old->peer);
+    ddp_coord_conn_close(old, false);
+}
+
+/* A free node rank for a node joining without one: the lowest not joined now, else the rank of this node's own
+ * earlier join whose connection it closed (stale_join), or -1 when the job is full. */
+static int free_rank(struct ddp_coord *c, const char *host, const char *source)
 {
     for (int n = 1; n < c->cfg.nnodes; n++)
         if (!ddp_coord_node_conn(c, n))
             return n;
+    for (int n = 1; n < c->cfg.nnodes; n++) {
+        struct ddp_coord_conn *old = stale_join(c, n, host, source);
+        if (old) {
+            retire_stale(old);
+            return n;
+        }
+    }
     return -1;
 }
 
@@ -84,10 +125,15 @@ void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_m
         if (!ddp_crypto_equal(want, m->mac, 64))
             return server_deny(k, "authentication failed (is the job secret the same on every node, and the "
                                   "rendezvous id and command?)");
+        /* Read late (a flood kept us busy) from a node that gave up on it and closed: registering it now would
+         * call that node lost a moment later, and its retry would find the rank taken. */
+        if (peer_gone(k))
+            return ddp_coord_conn_lost(k, "closed by the node before its JOIN was read");
         int node = m->node;
         char why[100];
+        struct ddp_coord_conn *old;
         if (node == DDP_COORD_ANY_RANK) {
-            node = free_rank(c);
+            node = free_rank(c, m->host, k->source);
             if (node < 0) {
                 snprintf(why, sizeof why, "the job is full (%d nodes)", c->cfg.nnodes);
                 return server_deny(k, why);
@@ -95,11 +141,14 @@ void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_m
         } else if (node < 1 || node >= c->cfg.nnodes) {
             snprintf(why, sizeof why, "node rank %d is not in 1..%d", node, c->cfg.nnodes - 1);
             return server_deny(k, why);
+        } else if ((old = stale_join(c, node, m->host, k->source))) {
+            retire_stale(old);
         } else if (ddp_coord_node_conn(c, node)) {
             snprintf(why, sizeof why, "node %d has already joined", node);
             return server_deny(k, why);
         }
         k->node = node;
+        snprintf(k->host, sizeof k->host, "%s", m->host);
         c->by_node[node] = k;
         snprintf(tail, sizeof tail, "%d", node);
         ddp_frame_handshake_mac(c->secret, "welcome", c->job, k->snonce, k->cnonce, tail, want);
@@ -116,9 +165,30 @@ void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_m
     }
 }
 
-/* Make room for one more connection in its handshake from source: past the per-source cap the source's oldest
- * goes; past the total cap the oldest of the source holding the most goes. A newcomer is never refused, so that
- * idle connections cannot keep a real node out; the real node's handshake takes one round trip. */
+/* Bytes of k's peer not read yet: its JOIN may be there, waiting for the loop to come round to it. */
+static bool has_waiting(struct ddp_coord_conn *k)
+{
+    uv_os_fd_t fd;
+    int n = 0;
+    return uv_fileno((uv_handle_t *)&k->tcp, &fd) == 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/* Which of a and b goes first to make room: one with nothing waiting to be read before one whose answer (a
+ * JOIN) is there, then the older. A flood of connections that say nothing then never evicts a node that
+ * answered our HELLO while the loop was busy accepting the flood. */
+static bool goes_before(struct ddp_coord_conn *a, bool a_waiting, struct ddp_coord_conn *b, bool b_waiting)
+{
+    if (!b)
+        return true;
+    if (a_waiting != b_waiting)
+        return !a_waiting;
+    return a->opened_ms <= b->opened_ms;
+}
+
+/* Make room for one more connection in its handshake from source: past the per-source cap one of the source's
+ * goes; past the total cap one of the source holding the most goes: the oldest of those with nothing waiting to
+ * be read (goes_before). A newcomer is never refused, so that idle connections cannot keep a real node out; the
+ * real node's handshake takes one round trip. */
 void ddp_coord_join_make_room(struct ddp_coord *c, const char *source)
 {
     /* a job of N nodes may see N of them join at once, all from one address when they share a host */
@@ -126,14 +196,16 @@ void ddp_coord_join_make_room(struct ddp_coord *c, const char *source)
     int in_all = c->cfg.nnodes > DDP_COORD_MAX_PENDING ? c->cfg.nnodes : DDP_COORD_MAX_PENDING;
     int total = 0, mine = 0;
     struct ddp_coord_conn *my_oldest = NULL;
+    bool my_oldest_waiting = false;
     for (struct ddp_coord_conn *k = c->conns; k; k = k->next) {
         if (k->closing || k->state == DDP_COORD_AUTHED)
             continue;
         total++;
         if (strcmp(k->source, source) == 0) {
             mine++;
-            if (!my_oldest || k->opened_ms <= my_oldest->opened_ms)
-                my_oldest = k;
+            bool w = has_waiting(k);
+            if (goes_before(k, w, my_oldest, my_oldest_waiting))
+                my_oldest = k, my_oldest_waiting = w;
         }
     }
     struct ddp_coord_conn *victim = NULL;
@@ -141,15 +213,18 @@ void ddp_coord_join_make_room(struct ddp_coord *c, const char *source)
         victim = my_oldest;
     } else if (total >= in_all) {
         int most = 0;
+        bool victim_waiting = false;
         for (struct ddp_coord_conn *k = c->conns; k; k = k->next) {
             if (k->closing || k->state == DDP_COORD_AUTHED)
                 continue;
             int n = 0;
             for (struct ddp_coord_conn *j = c->conns; j; j = j->next)
                 n += !j->closing && j->state != DDP_COORD_AUTHED && strcmp(j->source, k->source) == 0;
-            if (n > most || (n == most && victim && k->opened_ms < victim->opened_ms)) {
+            bool w = n >= most ? has_waiting(k) : false;
+            if (n > most || (n == most && goes_before(k, w, victim, victim_waiting))) {
                 most = n;
                 victim = k;
+                victim_waiting = w;
             }
         }
     }

@@ -104,7 +104,12 @@ static void client_tick(struct ddp_coord *c, long long now, long long dt)
     if (live && live->state == DDP_COORD_AUTHED)
         return keep_alive(live, now, dt);
     if (live && now < c->join_deadline_ms) {
-        live->owed_ms += dt; /* connecting or in the handshake: node 0 owes us an answer */
+        /* JOIN sent: node 0 answers or closes the connection (its own handshake limit); giving up here would leave
+         * a JOIN that a busy node 0 (a connection flood) still reads and registers, calls lost a moment later, and
+         * the retry finds the rank taken. A dead node 0 still ends it (TCP_USER_TIMEOUT, the join deadline). */
+        if (live->state == DDP_COORD_WELCOME_WAIT)
+            return;
+        live->owed_ms += dt; /* connecting or waiting for the greeting: node 0 owes us an answer */
         if (live->owed_ms > c->cfg.handshake_ms)
             lost(live, now);
         return;

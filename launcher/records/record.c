@@ -158,6 +158,61 @@ int ddp_record_summary(struct ddp_record *r, json_t *summary)
     return rc;
 }
 
+/* The length of the valid UTF-8 sequence at s (1-4), or 0 when the byte at s does not start one. */
+static size_t utf8_seq(const unsigned char *s, size_t left)
+{
+    unsigned c = s[0];
+    size_t n;
+    unsigned cp, min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, cp = c & 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, cp = c & 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+json_t *ddp_record_text(const char *s)
+{
+    if (!s)
+        return json_null();
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0, n;
+    while (i < len && (n = utf8_seq(u + i, len - i)) > 0)
+        i += n;
+    if (i == len)
+        return json_stringn(s, len);
+    struct ddp_buf b = {0};
+    ddp_buf_add(&b, s, i);
+    while (i < len) {
+        n = utf8_seq(u + i, len - i);
+        if (n == 0) {
+            ddp_buf_add(&b, "\xef\xbf\xbd", 3); /* U+FFFD */
+            i++;
+        } else {
+            ddp_buf_add(&b, s + i, n);
+            i += n;
+        }
+    }
+    json_t *j = json_stringn(b.data ? b.data : "", b.len);
+    ddp_buf_free(&b);
+    return j;
+}
+
 const char *ddp_record_dir(const struct ddp_record *r)
 {
     return r ? r->dir : NULL;

@@ -34,6 +34,11 @@ int ddp_record_stopped(const struct ddp_record *r, uint64_t *len);
  * Takes summary. 0 or a negative errno (warned, not fatal). */
 int ddp_record_summary(struct ddp_record *r, json_t *summary);
 
+/* A JSON string of s's bytes (json_null() for NULL) that jansson cannot refuse: each byte that is not part of
+ * valid UTF-8 (a stray continuation byte, an overlong form, a surrogate, a cut-off sequence) becomes U+FFFD.
+ * json_string() returns NULL for such text, and a NULL value silently drops its key from an object. */
+json_t *ddp_record_text(const char *s);
+
 /* The path given to ddp_record_open (borrowed), or NULL for r == NULL. */
 const char *ddp_record_dir(const struct ddp_record *r);
 

@@ -269,11 +269,11 @@ static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run)
     }
     if (run->nw)
         for (size_t i = 0; i < run->w[0].w->argv.n; i++)
-            json_array_append_new(argv, json_string(run->w[0].w->argv.v[i]));
+            json_array_append_new(argv, ddp_record_text(run->w[0].w->argv.v[i]));
     ddp_record_event(r->rec, "attempt_start",
-                     json_pack("{s:i, s:i, s:i, s:i, s:s?, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
-                               "world_size", a->world_size, "master_port", a->master_port, "dir", a->dir, "gpu_reason",
-                               a->gpu_reason, "argv", argv, "workers", workers));
+                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
+                               "world_size", a->world_size, "master_port", a->master_port, "dir",
+                               ddp_record_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers", workers));
     ps_update(r,
               json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size, "nproc",
                         (int)run->nw, "ranks_alive", (int)run->nw, "master_port", a->master_port, "gpus", gpus));
@@ -315,8 +315,8 @@ void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls,
                          const char *why)
 {
     ddp_record_event(r->rec, "timeout",
-                     json_pack("{s:i, s:s, s:o, s:s}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
-                               k ? json_integer(k->w->rank) : json_null(), "reason", why));
+                     json_pack("{s:i, s:s, s:o, s:o}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
+                               k ? json_integer(k->w->rank) : json_null(), "reason", ddp_record_text(why)));
 }
 
 /* ---------------------------------------------------------------- the failure ledger */

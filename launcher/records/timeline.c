@@ -550,13 +550,47 @@ static char *find_run(const char *path)
     return best;
 }
 
+/* The longest events.jsonl line report reads: an attempt_start line holds the argv and every worker, 101 KB for
+ * about 430 workers, so 16 MiB is far above any real line and still bounds the memory a planted file can take. */
+#define EVENT_LINE_MAX (16u << 20)
+
+/* One whole line of f into *buf (grown as needed, caller frees), without the newline. Returns its length, -1 at
+ * end of file, or -2 for a line longer than EVENT_LINE_MAX (read past and dropped; *buf holds nothing useful). */
+static long read_event_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t len = 0;
+    bool too_long = false;
+    int c;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (too_long)
+            continue;
+        if (len + 1 >= *cap) {
+            *cap = *cap ? *cap * 2 : 4096;
+            *buf = ddp_xrealloc(*buf, *cap);
+        }
+        (*buf)[len++] = (char)c;
+        if (len > EVENT_LINE_MAX)
+            too_long = true;
+    }
+    if (c == EOF && len == 0 && !too_long)
+        return -1;
+    if (too_long)
+        return -2;
+    if (!*buf)
+        *buf = ddp_xmalloc(*cap = 1);
+    (*buf)[len] = '\0';
+    return (long)len;
+}
+
 int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
 {
     struct ddp_err err = {0};
     struct run_files rf = {0};
     struct ddp_timeline *t = NULL;
     json_t *events = json_array();
-    char line[1 << 16];
+    char *line = NULL;
+    size_t line_cap = 0;
+    long line_len;
     int status = 0;
     rf.dir = find_run(path);
     if (!rf.dir) {
@@ -570,10 +604,15 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
     char *evp = ddp_xasprintf("%s/events.jsonl", rf.dir);
     FILE *f = ddp_fopen_regular(evp);
     int lineno = 0;
-    while (f && fgets(line, sizeof(line), f)) {
+    while (f && (line_len = read_event_line(f, &line, &line_cap)) != -1) {
         json_error_t je;
         lineno++;
-        json_t *o = json_loads(line, 0, &je);
+        if (line_len == -2) {
+            fprintf(stderr, "ddplaunch: report: %s:%d: line longer than %u MiB; skipped\n", evp, lineno,
+                    EVENT_LINE_MAX >> 20);
+            continue;
+        }
+        json_t *o = json_loadb(line, (size_t)line_len, 0, &je);
         if (!json_is_object(o)) {
             fprintf(stderr, "ddplaunch: report: %s:%d: not a JSON object (%s); skipped\n", evp, lineno, je.text);
             json_decref(o);
@@ -583,6 +622,7 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
     }
     if (f)
         fclose(f);
+    free(line);
     if (ddp_timeline_build(events, last_output, &rf, &t, &err) < 0) {
         fprintf(stderr, "ddplaunch: report: %s: %s\n", evp, err.msg);
         status = DDP_EXIT_USAGE;

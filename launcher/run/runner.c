@@ -648,7 +648,7 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_er
     io[3].flags = UV_INHERIT_FD;
     io[3].data.fd = rp[1];
     o.exit_cb = on_exit_cb;
-    o.file = rn->cfg.self_exe;
+    o.file = rn->cfg.self_exec ? rn->cfg.self_exec : rn->cfg.self_exe;
     o.args = args.v;
     o.env = w->envp.v;
     o.cwd = w->cwd;

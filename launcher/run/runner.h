@@ -91,7 +91,9 @@ struct ddp_runner_ops {
 
 struct ddp_runner_config {
     uv_loop_t *loop;
-    const char *self_exe;      /* re-executed with --exec-shim */
+    const char *self_exe;      /* re-executed with --exec-shim (its argv[0], and the name in messages) */
+    const char *self_exec;     /* the path exec'd for it: /proc/self/fd/N of the binary held open since start, so
+                                  that removing or replacing the file mid-job breaks no restart; NULL: self_exe */
     long long grace_ms;        /* the shim's --grace-ms ([restart] shutdown_timeout) */
     struct ddp_logdir *logdir; /* per-rank stdout/stderr/timed logs, or NULL */
     const char *cgroup_base;   /* where attempt cgroups go, or NULL */

@@ -34,7 +34,7 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "rdzv-id", 0, F_KEY, "job", "run_id", NULL, "PET_RDZV_ID", "ID", "run id (TORCHELASTIC_RUN_ID)", LAUNCHING },
     { "rdzv-conf", 0, F_KEY, "job", "rdzv_conf", NULL, "PET_RDZV_CONF", "K=V,...", "torchrun's; join_timeout, last_call_timeout (seconds) are used", LAUNCHING },
     { "role", 0, F_KEY, "job", "role", NULL, "PET_ROLE", "NAME", "role name [default]", LAUNCHING },
-    { "module", 'm', F_MODULE, NULL, NULL, NULL, "PET_MODULE", NULL, "run the target as a Python module", LAUNCHING },
+    { "module", 'm', F_MODULE, NULL, NULL, NULL, "PET_MODULE", NULL, "run the target as a Python module (also '-- -m MOD')", LAUNCHING },
     { "no-python", 0, F_NO_PYTHON, NULL, NULL, NULL, "PET_NO_PYTHON", NULL,
       "run the target directly, not with python3", LAUNCHING },
     { "run-path", 0, F_KEY_YES, "job", "run_path", NULL, "PET_RUN_PATH", NULL, "accepted for compatibility", LAUNCHING },
@@ -435,6 +435,13 @@ static int launch_positional(int argc, char **argv, int *i, bool options_done, s
         for (; *i < argc; ++*i)
             ddp_strv_push(&cli->target_args, argv[*i]);
         return 1;
+    }
+    if (options_done && !cli->no_python && a[0] == '-' && a[1] == 'm') {
+        /* torchrun's "-- -m pkg.mod": its script is "-m", so "python -u -m pkg.mod" runs the module; so here. */
+        if (!a[2] && *i + 1 >= argc)
+            return ddp_errf(err, -EINVAL, "'-m' after '--' needs a module name (expected '-- -m pkg.module ARGS')");
+        cli->module = true;
+        a = a[2] ? a + 2 : argv[++*i];
     }
     cli->target = ddp_xstrdup(a);
     for (++*i; *i < argc; ++*i)

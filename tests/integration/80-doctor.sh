@@ -90,7 +90,7 @@ expect_eq "exit status with NCCL_IB_TIMEOUT=600" "$rc" 2
 # a tiny open-files limit
 rc=0
 (ulimit -n 64 && exec "$DDP" doctor --nproc-per-node 8) >"$TMP/nofile" 2>&1 || rc=$?
-expect_grep "^fail +nofile +open files limit 64 .* below the 80 the launcher needs for 8 workers" "$TMP/nofile"
+expect_grep "^fail +nofile +open files limit 64 .* below the 128 the launcher needs for 8 workers" "$TMP/nofile"
 expect_eq "exit status with ulimit -n 64" "$rc" 2
 
 # an unresolvable master address

@@ -14,6 +14,7 @@
 #include "doctor/check.h"
 #include "doctor/check_host.h"
 #include "doctor/check_net.h"
+#include "host/klock.h"
 
 /* ---- helpers ---- */
 
@@ -244,6 +245,11 @@ Test(check, port_held_by_a_listener_fails_naming_it)
     ddp_check_report_free(&r);
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 Test(check, auto_port_counts_free_ports)
 {
     struct ddp_check_port p = {
@@ -263,6 +269,33 @@ Test(check, auto_port_counts_free_ports)
     ddp_check_port(&r, &p);
     expect_result(&r.v[3], DDP_CHECK_OK, "499 of 500 ports in 29500-29999");
     ddp_check_report_free(&r);
+}
+
+/* issue 34 item 14: ports whose lock another process holds (every one, squatted) are not counted free */
+Test(check, auto_port_skips_reserved_ports)
+{
+    struct ddp_strv held = {0};
+    for (int port = 29500; port <= 29509; port++) {
+        char what[32], name[DDP_KLOCK_NAME_MAX + 1];
+        snprintf(what, sizeof what, "port-%d", port);
+        ddp_klock_name("/tmp/ns", what, name);
+        ddp_strv_push(&held, name);
+    }
+    qsort(held.v, held.n, sizeof *held.v, cmp_names);
+    struct ddp_check_port p = {.spec = {.is_auto = true, .lo = 29500, .hi = 29509},
+                               .tcp = TCP_HEADER,
+                               .ephemeral = "32768\t60999\n",
+                               .held_locks = &held,
+                               .lock_dir = "/tmp/ns"};
+    struct ddp_check_report r = {0};
+    ddp_check_port(&r, &p);
+    expect_result(&r.v[0], DDP_CHECK_FAIL, "every port in 29500-29509 is in use or reserved; 10 reserved by other");
+    p.spec.hi = 29519;
+    ddp_check_port(&r, &p);
+    expect_result(&r.v[1], DDP_CHECK_OK,
+                  "auto: 10 of 20 ports in 29500-29519 free now (first 29510; 10 reserved by other processes)");
+    ddp_check_report_free(&r);
+    ddp_strv_clear(&held);
 }
 
 /* ---- master address, interfaces ---- */
@@ -516,7 +549,7 @@ Test(check, tiny_nofile_limit)
 
     ddp_check_nofile(&r, 64, 64, 8);
     expect_result(&r.v[0], DDP_CHECK_FAIL,
-                  "open files limit 64 (hard 64) is below the 80 the launcher needs for 8 workers");
+                  "open files limit 64 (hard 64) is below the 128 the launcher needs for 8 workers");
     cr_expect(strstr(r.v[0].todo, "hard limit is 64 too"), "%s", r.v[0].todo);
     ddp_check_nofile(&r, 1024, 524288, 8);
     expect_result(&r.v[1], DDP_CHECK_WARN, "open files limit 1024 (hard 524288)");

@@ -264,6 +264,29 @@ Test(cli_short, module)
     ddp_cli_free(&cli);
 }
 
+/* issue 34 item 16: torchrun takes "-m" after "--" as its script and so runs the module; ddplaunch does the same */
+Test(cli_short, module_after_double_dash)
+{
+    struct ddp_cli cli;
+    struct ddp_spec spec;
+    parse_apply(&cli, &spec, no_env, "--nproc_per_node=2", "--", "-m", "training.main", "--args", "-m", NULL);
+    cr_expect(cli.module);
+    cr_expect_str_eq(spec.module, "training.main");
+    cr_expect_null(spec.script);
+    const char *want[] = {"--args", "-m", NULL};
+    expect_argv(&spec.args, want, "-- -m args");
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+    parse_apply(&cli, &spec, no_env, "--", "-mtraining.main", NULL);
+    cr_expect_str_eq(spec.module, "training.main");
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+    struct ddp_err err = {0};
+    cr_expect_eq(parse(&cli, &err, "--", "-m", NULL), -EINVAL);
+    cr_expect(strstr(err.msg, "needs a module name") != NULL, "%s", err.msg);
+    ddp_cli_free(&cli);
+}
+
 Test(cli_short, no_python)
 {
     struct ddp_cli cli;

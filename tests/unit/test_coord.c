@@ -1001,3 +1001,219 @@ Test(coord, a_stalled_agent_does_not_take_its_peer_for_lost)
     cr_expect_eq(count(&w.node[0], DDP_COORD_LOST), 0, "node 1 took node 0 for lost: %s",
                  find(&w.node[0], DDP_COORD_LOST) ? find(&w.node[0], DDP_COORD_LOST)->reason : "");
 }
+
+/* ---- issue 34 item 8: a connection flood at node 0 delays a join, it never fails the job ---- */
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "nodes/frame.h"
+
+/* A plain blocking socket speaking the handshake by hand, beside the real node 0 in this loop. */
+static int raw_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* Run w's loop until fd has a whole frame to read, then read its text into out. */
+static void raw_read(struct world *w, int fd, char *out, size_t cap)
+{
+    uint8_t hdr[4];
+    for (int i = 0; i < 2000; i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 0) == 1)
+            break;
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    cr_assert_eq(recv(fd, hdr, 4, MSG_WAITALL), 4, "a frame from node 0");
+    size_t n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+    cr_assert_lt(n, cap);
+    cr_assert_eq(recv(fd, out, n, MSG_WAITALL), (ssize_t)n);
+    out[n] = '\0';
+}
+
+static void raw_write(int fd, const char *text)
+{
+    uint8_t frame[300];
+    size_t n = strlen(text);
+    frame[0] = frame[1] = frame[2] = 0;
+    frame[3] = (uint8_t)n;
+    memcpy(frame + 4, text, n);
+    cr_assert_eq(write(fd, frame, 4 + n), (ssize_t)(4 + n));
+}
+
+/* The JOIN of node `node` answering the HELLO in hello. */
+static void raw_join(int fd, const char *hello, int node)
+{
+    struct ddp_frame_msg m;
+    cr_assert_eq(ddp_frame_parse(hello, true, &m), 0, "%s", hello);
+    cr_assert_eq(m.kind, DDP_FRAME_HELLO);
+    const char *cnonce = "00112233445566778899aabbccddeeff";
+    char tail[100], mac[65], msg[200];
+    snprintf(tail, sizeof tail, "%d\n2\nhost-x", node);
+    ddp_frame_handshake_mac(SECRET, "join", "job-1", m.nonce, cnonce, tail, mac);
+    snprintf(msg, sizeof msg, "DDPC2 JOIN %d 2 host-x %s %s", node, cnonce, mac);
+    raw_write(fd, msg);
+}
+
+/* A node whose handshake timed out on its side closed its connection before node 0, busy with a flood, read the
+ * JOIN on it: node 0 does not register that JOIN (and then call the node lost), and the node's retry of the
+ * same rank is welcomed (not "node 1 has already joined"). */
+Test(coord, a_join_read_late_from_a_closed_connection_is_not_a_node)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    int port = start_server(&w, 2);
+    char text[400];
+    int a = raw_connect(port);
+    raw_read(&w, a, text, sizeof text);
+    raw_join(a, text, 1);
+    close(a); /* node 0's loop has not run since: it reads the JOIN with a's end closed */
+    int b = raw_connect(port);
+    raw_read(&w, b, text, sizeof text);
+    raw_join(b, text, 1);
+    raw_read(&w, b, text, sizeof text);
+    cr_expect(strncmp(text, "DDPC2 WELCOME 1 ", 16) == 0, "the retry is welcomed: %s", text);
+    for (int i = 0; i < 50; i++) {
+        uv_run(&w.loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 1, "node 1 joined once, on the retry");
+    cr_expect_eq(count(&w.server, DDP_COORD_LOST), 0, "the closed first connection is not a lost node");
+    close(b);
+    close_all(&w);
+    world_run(&w);
+}
+
+/* A flood from the node's own address (every agent of one host shares it) while node 0's loop is busy: making
+ * room for the flood's connections evicts those that sent nothing, never the node whose JOIN waits to be read. */
+Test(coord, a_flood_does_not_evict_a_waiting_join)
+{
+    struct world w;
+    world_init(&w, 2, 3000);
+    int port = start_server(&w, 2);
+    char text[400];
+    int b = raw_connect(port);
+    raw_read(&w, b, text, sizeof text); /* node 0 accepted b and greeted it */
+    int flood[12];
+    for (int i = 0; i < 12; i++) /* more than the 8 per source, queued before node 0's loop runs again */
+        flood[i] = raw_connect(port);
+    raw_join(b, text, 1); /* after the flood: node 0 sees the listener ready before b's JOIN */
+    raw_read(&w, b, text, sizeof text);
+    cr_expect(strncmp(text, "DDPC2 WELCOME 1 ", 16) == 0, "the node joins through the flood: %s", text);
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 1);
+    for (int i = 0; i < 12; i++)
+        close(flood[i]);
+    close(b);
+    close_all(&w);
+    world_run(&w);
+}
+
+/* A node 0 too busy to read a JOIN within the node's handshake limit (a flood at its port): the node keeps
+ * waiting for the answer to its JOIN instead of closing and leaving a JOIN behind, and joins on the first
+ * connection. The fake node 0 answers correctly, 4 handshake limits late. */
+struct slow {
+    uv_tcp_t server, conn[4];
+    int nconn;
+    uv_timer_t later;
+    char hello_nonce[DDP_FRAME_NONCE_HEX + 1], cnonce[DDP_FRAME_NONCE_HEX + 1];
+    uv_write_t wr[4];
+    uv_buf_t buf[4];
+    uint8_t frame[4][204];
+};
+
+static void slow_write(struct slow *s, int i, uv_tcp_t *t, const char *text)
+{
+    size_t n = strlen(text);
+    s->frame[i][0] = s->frame[i][1] = s->frame[i][2] = 0;
+    s->frame[i][3] = (uint8_t)n;
+    memcpy(s->frame[i] + 4, text, n);
+    s->buf[i] = uv_buf_init((char *)s->frame[i], (unsigned)(4 + n));
+    uv_write(&s->wr[i], (uv_stream_t *)t, &s->buf[i], 1, NULL);
+}
+
+static void slow_answer(uv_timer_t *t)
+{
+    struct slow *s = t->data;
+    char want[65], msg[200];
+    ddp_frame_handshake_mac(SECRET, "welcome", "job-1", s->hello_nonce, s->cnonce, "1", want);
+    snprintf(msg, sizeof msg, "DDPC2 WELCOME 1 %s", want);
+    slow_write(s, 1, &s->conn[0], msg);
+}
+
+static void slow_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+    struct slow *s = st->data;
+    struct ddp_frame_msg m;
+    if (n <= 4 || (uv_tcp_t *)st != &s->conn[0])
+        return;
+    char text[300];
+    size_t len = (size_t)n - 4 < sizeof text - 1 ? (size_t)n - 4 : sizeof text - 1;
+    memcpy(text, b->base + 4, len);
+    text[len] = '\0';
+    if (ddp_frame_parse(text, true, &m) == 0 && m.kind == DDP_FRAME_JOIN) {
+        memcpy(s->cnonce, m.nonce, sizeof s->cnonce);
+        uv_timer_start(&s->later, slow_answer, 1200, 0); /* the node's limit is 300 ms */
+    }
+}
+
+static void slow_accept(uv_stream_t *st, int status)
+{
+    struct slow *s = st->data;
+    if (status < 0 || s->nconn >= 4)
+        return;
+    uv_tcp_t *t = &s->conn[s->nconn++];
+    uv_tcp_init(st->loop, t);
+    t->data = s;
+    uv_accept(st, (uv_stream_t *)t);
+    if (t == &s->conn[0]) {
+        snprintf(s->hello_nonce, sizeof s->hello_nonce, "0123456789abcdef0123456789abcdef");
+        char msg[100];
+        snprintf(msg, sizeof msg, "DDPC2 HELLO %s", s->hello_nonce);
+        slow_write(s, 0, t, msg);
+    }
+    uv_read_start((uv_stream_t *)t, fake_alloc, slow_read);
+}
+
+static void slow_done(struct rec *r, const struct ddp_coord_event *ev)
+{
+    struct slow *s = r->w->extra;
+    if (ev->kind != DDP_COORD_JOINED && ev->kind != DDP_COORD_LOST)
+        return;
+    close_all(r->w);
+    uv_close((uv_handle_t *)&s->server, NULL);
+    uv_close((uv_handle_t *)&s->later, NULL);
+    for (int i = 0; i < s->nconn; i++)
+        uv_close((uv_handle_t *)&s->conn[i], NULL);
+}
+
+Test(coord, a_node_waits_for_the_answer_to_its_join)
+{
+    struct world w;
+    world_init(&w, 2, 4000);
+    static struct slow s;
+    memset(&s, 0, sizeof s);
+    w.extra = &s;
+    uv_tcp_init(&w.loop, &s.server);
+    uv_timer_init(&w.loop, &s.later);
+    s.server.data = s.later.data = &s;
+    struct sockaddr_in sa;
+    uv_ip4_addr("127.0.0.1", 0, &sa);
+    cr_assert_eq(uv_tcp_bind(&s.server, (struct sockaddr *)&sa, 0), 0);
+    cr_assert_eq(uv_listen((uv_stream_t *)&s.server, 8, slow_accept), 0);
+    int len = sizeof sa;
+    uv_tcp_getsockname(&s.server, (struct sockaddr *)&sa, &len);
+    struct ddp_coord_config cfg = config(1, 2, ntohs(sa.sin_port));
+    cfg.handshake_ms = 300;
+    w.node[0].on_event = slow_done;
+    start_node(&w, 0, cfg);
+    world_run(&w);
+    cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1, "joined on the late answer");
+    cr_expect_eq(s.nconn, 1, "one connection: the node did not give up on its JOIN and retry");
+}

@@ -1,6 +1,7 @@
 /* Unit tests for report.c: torch's @record error files, signal names, the summary block. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,4 +124,31 @@ Test(report, escapes_decoded_as_timer_does)
     cr_assert_eq(ddp_report_parse_error_json(t, strlen(t), &msg, &tb, &ts), 0);
     cr_expect_eq(ts, 1795992869LL);
     free(msg);
+}
+
+/* issue 34 item 10: invalid UTF-8 in worker output keeps every key of the root cause; the bad bytes become U+FFFD */
+Test(report, invalid_utf8_keeps_seen_and_tail)
+{
+    const char *tail[] = {"ok line", "bad \xff\xfe byte", "cut \xe2\x82"};
+    struct ddp_report_entry e = {.rank = 1,
+                                 .exit_code = 1,
+                                 .class_name = "oom",
+                                 .class_line = "torch.OutOfMemoryError: CUDA out of memory \xc0\xaf",
+                                 .reason = "r\xed\xa0\x80",
+                                 .tail = tail,
+                                 .ntail = 3};
+    json_t *o = ddp_report_entry_json(&e);
+    json_t *seen = json_object_get(o, "seen");
+    cr_assert(json_is_string(seen), "seen is kept");
+    cr_expect_str_eq(json_string_value(seen), "torch.OutOfMemoryError: CUDA out of memory \xef\xbf\xbd\xef\xbf\xbd");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "reason")), "r\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    json_t *t = json_object_get(o, "stderr_tail");
+    cr_assert_eq(json_array_size(t), 3, "every tail line is kept");
+    cr_expect_str_eq(json_string_value(json_array_get(t, 0)), "ok line");
+    cr_expect_str_eq(json_string_value(json_array_get(t, 1)), "bad \xef\xbf\xbd\xef\xbf\xbd byte");
+    cr_expect_str_eq(json_string_value(json_array_get(t, 2)), "cut \xef\xbf\xbd\xef\xbf\xbd");
+    char *dump = json_dumps(o, 0);
+    cr_assert_not_null(dump, "the entry is writable JSON");
+    free(dump);
+    json_decref(o);
 }

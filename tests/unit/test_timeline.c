@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "records/timeline.h"
+#include "scratch.h"
 
 static const char *events_text =
     "[{\"v\":1,\"ts\":\"2026-12-01T01:00:00.000Z\",\"event\":\"job_start\",\"job\":\"train\",\"host\":\"gpu7\"},"
@@ -127,4 +128,36 @@ Test(timeline, not_a_record)
     cr_expect_null(t);
     cr_expect(strstr(err.msg, "job_start") != NULL);
     json_decref(ev);
+}
+
+SCRATCH_SUITE(timeline_files);
+
+/* issue 34 item 11: a valid attempt_start line of 101 KB (about 430 workers) is read whole, not in 64 KiB pieces */
+Test(timeline_files, a_long_line_is_read_whole)
+{
+    char *path = NULL;
+    cr_assert(asprintf(&path, "%s/events.jsonl", base) > 0);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"v\":1,\"ts\":\"2026-12-01T01:00:00.000Z\",\"event\":\"job_start\",\"job\":\"t\","
+               "\"host\":\"h\"}\n");
+    fprintf(f, "{\"v\":1,\"ts\":\"2026-12-01T01:00:00.500Z\",\"event\":\"attempt_start\",\"attempt\":0,"
+               "\"argv\":[\"");
+    for (int i = 0; i < 101 * 1024; i++)
+        fputc('a' + i % 26, f);
+    fprintf(f, "\"],\"workers\":[{\"rank\":0,\"local_rank\":0,\"gpu\":0}]}\n");
+    fprintf(f, "{\"v\":1,\"ts\":\"2026-12-01T01:00:01.000Z\",\"event\":\"worker_exit\",\"attempt\":0,"
+               "\"rank\":0,\"pid\":9,\"exit_code\":0,\"signal\":null,\"class\":\"ok\"}\n");
+    fprintf(f, "{\"v\":1,\"ts\":\"2026-12-01T01:00:01.100Z\",\"event\":\"job_end\",\"exit_status\":0,"
+               "\"result\":\"ok\"}"); /* no newline at the end: the last line still counts */
+    fclose(f);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    cr_assert_eq(ddp_timeline_command(base, NULL, out), 0);
+    fclose(out);
+    cr_expect(strstr(buf, "1 attempt,") != NULL, "the attempt is seen: %s", buf);
+    cr_expect(strstr(buf, "0 attempts") == NULL, "%s", buf);
+    free(buf);
+    free(path);
 }
