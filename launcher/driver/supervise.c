@@ -764,6 +764,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, stru
     s->wall = ddp_wall_new(&s->loop, s->spec->timeout_wall_ms, s->sink);
     s->live = ddp_live_new(&s->loop, s->spec, ctx->hostname, ddp_records_record(s->rec), ddp_records_stragglers(s->rec),
                            s->sink);
+    ddp_live_recorder(s->live, ddp_records_recorder(s->rec));
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
     rc = s->launcher_failed ? -1 : multi ? nodes_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {

@@ -11,6 +11,7 @@ struct ddp_live {
     const char *host;
     struct ddp_record *rec;
     json_t *stragglers;
+    json_t *recorder; /* summary.json's flight_recorder, or NULL */
     struct ddp_timeout_sink sink;
     struct ddp_progress *progress;     /* the watched attempt's, or NULL */
     const struct ddp_rrun *run;        /* the watched attempt */
@@ -28,6 +29,11 @@ struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, cons
     l->stragglers = stragglers;
     l->sink = sink;
     return l;
+}
+
+void ddp_live_recorder(struct ddp_live *l, json_t *recorder)
+{
+    l->recorder = recorder;
 }
 
 void ddp_live_free(struct ddp_live *l)
@@ -82,6 +88,7 @@ void ddp_live_start(struct ddp_live *l, struct ddp_rrun *r, const char *(*hb)(vo
     l->run = r;
     l->progress = ddp_progress_start(l->loop, l->spec, l->host, r->plan.attempt, l->watched, r->nw, l->rec,
                                      l->stragglers, &hooks);
+    ddp_progress_recorder(l->progress, l->recorder);
     for (size_t i = 0; i < r->nw; i++)
         if (r->w[i].pgid > 0)
             ddp_progress_spawned(l->progress, i, r->w[i].pgid, hb(arg, i));

@@ -19,6 +19,8 @@ struct ddp_live;
 struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_record *rec,
                               json_t *stragglers, struct ddp_timeout_sink sink);
 void ddp_live_free(struct ddp_live *l);
+/* summary.json's flight_recorder object (borrowed; ddp_progress_recorder) for the attempts started after. */
+void ddp_live_recorder(struct ddp_live *l, json_t *recorder);
 
 /* The workers of plan are about to start: the directory of their stack samples exists. */
 void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan);

@@ -44,6 +44,10 @@ struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *
 void ddp_progress_spawned(struct ddp_progress *w, size_t i, pid_t pgid, const char *hb_path);
 void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid);
 void ddp_progress_exited(struct ddp_progress *w, size_t i);
+/* recorder (borrowed JSON object, summary.json's flight_recorder): gets {"attempt", "ranks": {rank: [each process
+ * group's "pg", "ranks", "last_enqueued", "last_completed", "op", "shape"]}} from the ranks' flight recorders
+ * (torch 2.x, recorder.h) as the samples show them. NULL w: no-op. */
+void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
 
 /* Stop the timers; the memory goes once libuv closed them. NULL is a no-op. */
