@@ -29,7 +29,7 @@ struct wrank {
     long long last_ms;   /* its last sign of progress */
     const char *hb_path; /* its heartbeat file (borrowed), or NULL */
     struct timespec hb;
-    json_t *straggler; /* its entry in stragglers once named (borrowed from the array) */
+    json_t *straggler;       /* its entry in stragglers once named (borrowed from the array) */
     struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (recorder.h), NULL: none yet */
     long long fr_moved_ms;   /* when its recorder status last moved */
 };
@@ -150,8 +150,8 @@ static json_t *recorder_json(const struct ddp_fr_state *fr)
                 e = &x->e[j];
         json_array_append_new(a, json_pack("{s:s, s:s?, s:I, s:I, s:s?, s:s?}", "pg", x->id, "ranks",
                                            x->ranks[0] ? x->ranks : NULL, "last_enqueued", (json_int_t)x->enqueued,
-                                           "last_completed", (json_int_t)x->completed, "op", e ? e->op : NULL,
-                                           "shape", e ? e->shape : NULL));
+                                           "last_completed", (json_int_t)x->completed, "op", e ? e->op : NULL, "shape",
+                                           e ? e->shape : NULL));
     }
     return a;
 }
@@ -276,10 +276,9 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
     ddp_record_event(w->rec, "suspect",
                      json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o, s:o, s:o}", "attempt", w->attempt,
                                "quiet_ms", (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus),
-                               "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits,
-                               "collective", v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
-                               on_suspect_name(act), "flight_recorder", fr, "recorder", recorder, "reached",
-                               reached));
+                               "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
+                               v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
+                               on_suspect_name(act), "flight_recorder", fr, "recorder", recorder, "reached", reached));
     w->warned_ms = now;
     if (act != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms && w->hooks.act) {
         char *why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s", quiet / 1000,

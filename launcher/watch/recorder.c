@@ -63,9 +63,7 @@ static void ranks_from(char *dst, size_t cap, const json_t *j)
     if (json_is_array(j)) {
         size_t i;
         const json_t *x;
-        json_array_foreach (j, i, x)
-            if (json_is_integer(x) && n < 1024)
-                r[n++] = (long long)json_integer_value(x);
+        json_array_foreach(j, i, x) if (json_is_integer(x) && n < 1024) r[n++] = (long long)json_integer_value(x);
     } else if (json_is_string(j)) {
         const char *s = json_string_value(j);
         while (*s && n < 1024) {
@@ -90,7 +88,8 @@ static void shape_of(char *dst, size_t cap, const json_t *e)
     size_t i, len = 0;
     const json_t *x;
     if (json_is_array(dt))
-        json_array_foreach (dt, i, x) {
+        json_array_foreach(dt, i, x)
+        {
             int w = snprintf(types + len, sizeof(types) - len, "%s%s", len ? "," : "",
                              json_is_string(x) ? json_string_value(x) : "?");
             if (w < 0 || (size_t)w >= sizeof(types) - len)
@@ -153,7 +152,8 @@ static int from_doc(const json_t *doc, struct ddp_fr_state *st)
     memset(st, 0, sizeof(*st));
     if (!json_is_object(doc) || !json_is_object(status))
         return -EINVAL;
-    json_object_foreach ((json_t *)status, key, v) {
+    json_object_foreach((json_t *)status, key, v)
+    {
         struct ddp_fr_group *g = group_add(st, key);
         if (!g)
             break;
@@ -168,15 +168,13 @@ static int from_doc(const json_t *doc, struct ddp_fr_state *st)
         if (!r && c)
             r = json_object_get(c, "ranks");
         if (!r && st->ngroups == 1 && json_object_size(config) == 1) { /* gloo names its one group "" */
-            json_object_foreach ((json_t *)config, key, v)
-                r = json_object_get(v, "ranks");
+            json_object_foreach((json_t *)config, key, v) r = json_object_get(v, "ranks");
         }
         ranks_from(g->ranks, sizeof(g->ranks), r);
     }
     if (json_is_array(entries)) {
         size_t i;
-        json_array_foreach (entries, i, v)
-            entry_add(st, v);
+        json_array_foreach(entries, i, v) entry_add(st, v);
         st->has_entries = true;
     }
     return 0;
@@ -289,49 +287,107 @@ static void where_of(struct ddp_buf *b, const struct ddp_fr_input *in, size_t n,
             ddp_buf_printf(b, "; rank %d is at %s", in[i].rank, in[i].frame);
 }
 
+/* At collective seq of a group, different ops (pass 0) or shapes (pass 1) across its members: the minority are the
+ * culprits (none without a strict majority). Fills f and b; false when all that is known there agrees. */
+static bool compare_at(const struct ddp_fr_input *in, size_t n, const struct ddp_fr_group *const *g, long long seq,
+                       const char *grp, struct finding *f, struct ddp_buf *b)
+{
+    const char **val = ddp_xcalloc(n, sizeof(*val));
+    bool *mine = ddp_xcalloc(n, sizeof(*mine)), *rest = ddp_xcalloc(n, sizeof(*rest));
+    bool found = false;
+    char lead[128], late[128];
+    for (int pass = 0; pass < 2 && !found; pass++) {
+        size_t known = 0, differ = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct ddp_fr_entry *e = g[i] ? entry_at(g[i], seq) : NULL;
+            val[i] = e ? (pass == 0 ? e->op : e->shape) : NULL;
+            known += val[i] != NULL;
+        }
+        if (known < 2)
+            break;
+        bool strict;
+        const char *most = majority(val, n, &strict), *other = NULL;
+        for (size_t i = 0; i < n; i++)
+            differ += val[i] && strcmp(val[i], most) != 0;
+        if (!differ)
+            continue;
+        found = true;
+        memset(f->culprit, 0, n * sizeof(*f->culprit));
+        f->v.nculprits = 0;
+        f->v.kind = pass == 0 ? DDP_FR_OP : DDP_FR_SHAPE;
+        f->v.seq = seq;
+        const struct ddp_fr_entry *e0 = NULL;
+        for (size_t i = 0; i < n; i++) {
+            mine[i] = val[i] && strcmp(val[i], most) == 0;
+            rest[i] = val[i] && !mine[i];
+            if (mine[i] && !e0)
+                e0 = entry_at(g[i], seq);
+            if (rest[i] && !other)
+                other = val[i];
+            if (rest[i] && strict) {
+                f->culprit[i] = true;
+                f->v.nculprits++;
+            }
+        }
+        copy(f->v.op, sizeof(f->v.op), e0 ? e0->op : "");
+        copy(f->v.other, sizeof(f->v.other), other);
+        copy(f->v.shape, sizeof(f->v.shape), pass == 1 ? most : "");
+        f->first_ns = e0 ? e0->created_ns : 0;
+        who(lead, sizeof(lead), in, n, mine);
+        who(late, sizeof(late), in, n, rest);
+        bool many = strncmp(late, "ranks", 5) == 0, lmany = strncmp(lead, "ranks", 5) == 0;
+        if (pass == 0)
+            ddp_buf_printf(b, "op mismatch at #%lld %s: %s %s in %s, %s in %s", seq, grp, late, many ? "are" : "is",
+                           other, lead, most);
+        else
+            ddp_buf_printf(b, "shape mismatch at %s #%lld %s: %s %s %s, %s %s %s", f->v.op, seq, grp, late,
+                           many ? "have" : "has", other, lead, lmany ? "have" : "has", most);
+        if (!strict)
+            ddp_buf_puts(b, "; no majority: only the program says which side is wrong");
+        where_of(b, in, n, f->culprit);
+    }
+    free(val);
+    free(mine);
+    free(rest);
+    return found;
+}
+
 /* One group's finding, or false */
 static bool decide_group(const struct ddp_fr_input *in, size_t n, const char *id, struct finding *f)
 {
     const struct ddp_fr_group **g = ddp_xcalloc(n, sizeof(*g));
-    const char **val = ddp_xcalloc(n, sizeof(*val));
-    bool *member = ddp_xcalloc(n, sizeof(*member));
+    bool *leaders = ddp_xcalloc(n, sizeof(*leaders));
     size_t nmem = 0;
-    long long top = -1;
-    bool pending = false, found = false;
+    long long top = -1, behind_last = -1;
+    bool pending = false, found = false, same = true;
     struct ddp_buf b = {0};
-    char lead[128], late[128];
+    char lead[128], late[128], grp[160];
     for (size_t i = 0; i < n; i++) {
         g[i] = in[i].fr ? ddp_fr_group(in[i].fr, id) : NULL;
-        if (!g[i])
-            continue;
-        member[i] = true;
-        nmem++;
-        if (g[i]->enqueued > top)
+        nmem += g[i] != NULL;
+        if (g[i] && g[i]->enqueued > top)
             top = g[i]->enqueued;
     }
     memset(&f->v, 0, sizeof(f->v));
     memset(f->culprit, 0, n * sizeof(*f->culprit));
     f->first_ns = 0;
-    if (nmem < 2 || top < 0)
-        goto out;
     for (size_t i = 0; i < n; i++)
-        if (member[i] && g[i]->enqueued == top && (g[i]->completed < 0 || g[i]->completed < top))
+        if (g[i] && g[i]->enqueued == top && (g[i]->completed < 0 || g[i]->completed < top))
             pending = true;
-    if (!pending)
+    if (nmem < 2 || top < 0 || !pending)
         goto out;
     copy(f->v.group, sizeof(f->v.group), id);
     f->v.seq = top;
     f->v.waited_ms = -1;
-    bool *leaders = ddp_xcalloc(n, sizeof(*leaders));
-    long long behind_last = -1;
     for (size_t i = 0; i < n; i++) {
-        if (!member[i])
+        if (!g[i])
             continue;
         if (!f->v.ranks[0] && g[i]->ranks[0])
             copy(f->v.ranks, sizeof(f->v.ranks), g[i]->ranks);
         if (g[i]->enqueued < top) {
             f->culprit[i] = true;
             f->v.nculprits++;
+            same &= behind_last < 0 || g[i]->enqueued == behind_last;
             if (g[i]->enqueued > behind_last)
                 behind_last = g[i]->enqueued;
             continue;
@@ -345,99 +401,45 @@ static bool decide_group(const struct ddp_fr_input *in, size_t n, const char *id
         if (f->v.waited_ms < 0 || in[i].still_ms < f->v.waited_ms)
             f->v.waited_ms = in[i].still_ms;
     }
-    char grp[160];
     snprintf(grp, sizeof(grp), "(pg %s%s%s)", id, f->v.ranks[0] ? ", ranks " : "", f->v.ranks);
-    if (f->v.nculprits) {
-        f->v.kind = DDP_FR_BEHIND;
-        who(lead, sizeof(lead), in, n, leaders);
-        who(late, sizeof(late), in, n, f->culprit);
-        ddp_buf_printf(&b, "%s wait in %s #%lld %s", lead, f->v.op[0] ? f->v.op : "collective", top, grp);
-        if (f->v.waited_ms >= 0)
-            ddp_buf_printf(&b, " for %lld s", f->v.waited_ms / 1000);
-        bool same = true;
-        for (size_t i = 0; i < n; i++)
-            same &= !f->culprit[i] || g[i]->enqueued == behind_last;
-        if (same)
-            ddp_buf_printf(&b, "; %s%s last is #%lld", late, f->v.nculprits == 1 ? "'s" : "'", behind_last);
-        else
-            for (size_t i = 0; i < n; i++)
-                if (f->culprit[i])
-                    ddp_buf_printf(&b, "; rank %d's last is #%lld", in[i].rank, g[i]->enqueued);
-        where_of(&b, in, n, f->culprit);
-        found = true;
-        free(leaders);
+    if (!f->v.nculprits) { /* all at the same N: what differs there */
+        found = compare_at(in, n, g, top, grp, f, &b);
         goto out;
     }
-    free(leaders);
-    /* all at the same N: compare what each enqueued there */
-    for (int pass = 0; pass < 2 && !found; pass++) {
-        size_t known = 0;
-        for (size_t i = 0; i < n; i++) {
-            const struct ddp_fr_entry *e = member[i] ? entry_at(g[i], top) : NULL;
-            val[i] = e ? (pass == 0 ? e->op : e->shape) : NULL;
-            known += val[i] != NULL;
-        }
-        if (known < 2)
-            break;
-        bool strict;
-        const char *most = majority(val, n, &strict);
-        size_t differ = 0;
-        for (size_t i = 0; i < n; i++)
-            differ += val[i] && strcmp(val[i], most) != 0;
-        if (!differ)
-            continue;
-        f->v.kind = pass == 0 ? DDP_FR_OP : DDP_FR_SHAPE;
-        bool *mine = ddp_xcalloc(n, sizeof(*mine));
-        const char *other = NULL;
-        for (size_t i = 0; i < n; i++) {
-            mine[i] = val[i] && strcmp(val[i], most) == 0;
-            if (val[i] && !mine[i]) {
-                if (strict) {
-                    f->culprit[i] = true;
-                    f->v.nculprits++;
-                }
-                if (!other)
-                    other = val[i];
-            }
-        }
-        const struct ddp_fr_entry *e0 = NULL;
-        for (size_t i = 0; i < n && !e0; i++)
-            if (mine[i])
-                e0 = entry_at(g[i], top);
-        copy(f->v.op, sizeof(f->v.op), e0 ? e0->op : "");
-        f->first_ns = e0 ? e0->created_ns : 0;
-        if (pass == 0)
-            copy(f->v.other, sizeof(f->v.other), other);
-        else {
-            copy(f->v.other, sizeof(f->v.other), other);
-            copy(f->v.shape, sizeof(f->v.shape), most);
-        }
-        bool *rest = ddp_xcalloc(n, sizeof(*rest));
-        for (size_t i = 0; i < n; i++)
-            rest[i] = val[i] && !mine[i];
-        who(lead, sizeof(lead), in, n, mine);
-        who(late, sizeof(late), in, n, rest);
-        if (pass == 0)
-            ddp_buf_printf(&b, "op mismatch at #%lld %s: %s %s in %s, %s in %s", top, grp, late,
-                           f->v.nculprits == 1 || !strict ? "is" : "are", other, lead, most);
-        else
-            ddp_buf_printf(&b, "shape mismatch at %s #%lld %s: %s %s %s, %s %s %s", f->v.op, top, grp, late,
-                           strncmp(late, "ranks", 5) == 0 ? "have" : "has", other, lead,
-                           strncmp(lead, "ranks", 5) == 0 ? "have" : "has", most);
-        if (!strict)
-            ddp_buf_puts(&b, "; no majority: only the program says which side is wrong");
-        where_of(&b, in, n, f->culprit);
-        free(mine);
-        free(rest);
+    /* the ranks behind all stopped at one collective that the others got through: a mismatch there (gloo lets
+     * the larger side of a shape mismatch through) is the cause, else they never reached N */
+    struct finding at = *f;
+    at.culprit = ddp_xcalloc(n, sizeof(bool));
+    if (same && compare_at(in, n, g, behind_last, grp, &at, &b)) {
+        memcpy(f->culprit, at.culprit, n * sizeof(bool));
+        f->v = at.v;
+        f->first_ns = at.first_ns;
+        free(at.culprit);
         found = true;
+        goto out;
     }
+    free(at.culprit);
+    f->v.kind = DDP_FR_BEHIND;
+    who(lead, sizeof(lead), in, n, leaders);
+    who(late, sizeof(late), in, n, f->culprit);
+    ddp_buf_printf(&b, "%s %s in %s #%lld %s", lead, strncmp(lead, "ranks", 5) == 0 ? "wait" : "waits",
+                   f->v.op[0] ? f->v.op : "collective", top, grp);
+    if (f->v.waited_ms >= 0)
+        ddp_buf_printf(&b, " for %lld s", f->v.waited_ms / 1000);
+    if (same)
+        ddp_buf_printf(&b, "; %s%s last is #%lld", late, f->v.nculprits == 1 ? "'s" : "'", behind_last);
+    else
+        for (size_t i = 0; i < n; i++)
+            if (f->culprit[i])
+                ddp_buf_printf(&b, "; rank %d's last is #%lld", in[i].rank, g[i]->enqueued);
+    where_of(&b, in, n, f->culprit);
+    found = true;
 out:
     if (found)
         copy(f->v.why, sizeof(f->v.why), b.data);
     ddp_buf_free(&b);
     free(g);
-    free(val);
-    free(member);
+    free(leaders);
     return found;
 }
 
@@ -480,5 +482,8 @@ void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struc
 
 const char *ddp_fr_kind_name(enum ddp_fr_kind k)
 {
-    return k == DDP_FR_BEHIND ? "behind" : k == DDP_FR_OP ? "op_mismatch" : k == DDP_FR_SHAPE ? "shape_mismatch" : "none";
+    return k == DDP_FR_BEHIND  ? "behind"
+           : k == DDP_FR_OP    ? "op_mismatch"
+           : k == DDP_FR_SHAPE ? "shape_mismatch"
+                               : "none";
 }

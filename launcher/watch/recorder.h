@@ -20,14 +20,14 @@
     "\n"                                                                                                               \
     "def _ddplaunch_fr_last(fns):\n"                                                                                   \
     "    import json\n"                                                                                                \
-    "    keep = ('record_id', 'pg_id', 'process_group', 'collective_seq_id', 'p2p_seq_id', 'profiling_name',\n"       \
+    "    keep = ('record_id', 'pg_id', 'process_group', 'collective_seq_id', 'p2p_seq_id', 'profiling_name',\n"        \
     "            'state', 'time_created_ns', 'input_sizes', 'input_dtypes', 'is_p2p')\n"                               \
     "    per = {}\n"                                                                                                   \
     "    for f in fns:\n"                                                                                              \
-    "        for e in json.loads(f(includeCollectives=True, onlyActive=False).decode()).get('entries') or []:\n"      \
+    "        for e in json.loads(f(includeCollectives=True, onlyActive=False).decode()).get('entries') or []:\n"       \
     "            pg = e.get('process_group') or [e.get('pg_id')]\n"                                                    \
     "            per.setdefault(str(pg[0]), []).append({k: e[k] for k in keep if k in e})\n"                           \
-    "    return [e for pg in per.values() for e in pg[-3:]]\n"                                                          \
+    "    return [e for pg in per.values() for e in pg[-3:]]\n"                                                         \
     "\n"                                                                                                               \
     "\n"                                                                                                               \
     "def _ddplaunch_fr_groups(st, dist):\n"                                                                            \
@@ -81,7 +81,7 @@
     "\n"                                                                                                               \
     "\n"
 
-#define DDP_FR_GROUPS 16  /* process groups kept per rank */
+#define DDP_FR_GROUPS 16   /* process groups kept per rank */
 #define DDP_FR_PER_GROUP 3 /* last entries kept per group */
 #define DDP_FR_ID 32
 #define DDP_FR_OPLEN 48
@@ -90,12 +90,12 @@
 
 /* One entry of the recorder: one collective (or point-to-point op) as one rank enqueued it. */
 struct ddp_fr_entry {
-    long long seq;          /* collective_seq_id (0 for p2p) */
-    long long p2p_seq;      /* p2p_seq_id */
-    bool p2p;               /* is_p2p */
-    char op[DDP_FR_OPLEN];     /* profiling_name: "gloo:all_reduce", "nccl:broadcast" */
+    long long seq;               /* collective_seq_id (0 for p2p) */
+    long long p2p_seq;           /* p2p_seq_id */
+    bool p2p;                    /* is_p2p */
+    char op[DDP_FR_OPLEN];       /* profiling_name: "gloo:all_reduce", "nccl:broadcast" */
     char shape[DDP_FR_SHAPELEN]; /* input sizes and dtypes: "[[2]] Float" */
-    long long created_ns;   /* time_created_ns (the host's realtime clock) */
+    long long created_ns;        /* time_created_ns (the host's realtime clock) */
 };
 
 /* One process group as one rank's recorder sees it. */
@@ -135,10 +135,10 @@ struct ddp_fr_input {
 };
 
 enum ddp_fr_kind {
-    DDP_FR_NONE,     /* the recorder names nobody: the stack rules decide */
-    DDP_FR_BEHIND,   /* ranks never reached collective N that the others enqueued */
-    DDP_FR_OP,    /* at the same N, different ops */
-    DDP_FR_SHAPE,    /* at the same N, the same op with different shapes or dtypes */
+    DDP_FR_NONE,   /* the recorder names nobody: the stack rules decide */
+    DDP_FR_BEHIND, /* ranks never reached collective N that the others enqueued */
+    DDP_FR_OP,     /* at the same N, different ops */
+    DDP_FR_SHAPE,  /* at the same N, the same op with different shapes or dtypes */
 };
 
 struct ddp_fr_verdict {
@@ -147,9 +147,9 @@ struct ddp_fr_verdict {
     char group[DDP_FR_ID];       /* the process group */
     char ranks[DDP_FR_RANKS];    /* its ranks */
     long long seq;               /* N: the collective the others wait in */
-    char op[DDP_FR_OPLEN];          /* what the others (the majority) are in at N, "" unknown */
-    char other[DDP_FR_SHAPELEN];    /* OP: the minority's op; SHAPE: the minority's shape; BEHIND: "" */
-    char shape[DDP_FR_SHAPELEN];    /* SHAPE: the majority's shape */
+    char op[DDP_FR_OPLEN];       /* what the others (the majority) are in at N, "" unknown */
+    char other[DDP_FR_SHAPELEN]; /* OP: the minority's op; SHAPE: the minority's shape; BEHIND: "" */
+    char shape[DDP_FR_SHAPELEN]; /* SHAPE: the majority's shape */
     long long waited_ms;         /* how long the waiting ranks' recorders stood still */
     char why[960];               /* one line naming the culprits, the group, N, both ops or shapes and where */
 };

@@ -27,8 +27,7 @@ static const char sitecustomize[] =
     "# hides, if there is one further down sys.path. The signal is blocked in every thread; one idle thread of its own\n"
     "# takes it with sigwait and writes every other thread's stack (faulthandler's format) holding the GIL, so that\n"
     "# the signal never interrupts a system call of the program or of torch (a TCPStore connect fails on EINTR) and\n"
-    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n"
-    DDP_RECORDER_PY
+    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n" DDP_RECORDER_PY
     "def _ddplaunch_register():\n"
     "    import os\n"
     "    path = os.environ.pop('DDPLAUNCH_STACKS_FILE', None)\n"
