@@ -428,6 +428,14 @@ void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder)
         w->recorder = recorder;
 }
 
+const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms)
+{
+    if (!w || i >= w->n || !w->rk[i].fr)
+        return NULL;
+    *still_ms = now - w->rk[i].fr_moved_ms;
+    return w->rk[i].fr;
+}
+
 void ddp_progress_exited(struct ddp_progress *w, size_t i)
 {
     if (w && i < w->n)

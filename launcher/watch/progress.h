@@ -15,6 +15,7 @@
 
 #include "records/record.h"
 #include "spec/spec.h"
+#include "watch/recorder.h"
 
 struct ddp_progress;
 
@@ -48,6 +49,10 @@ void ddp_progress_exited(struct ddp_progress *w, size_t i);
  * group's "pg", "ranks", "last_enqueued", "last_completed", "op", "shape"]}} from the ranks' flight recorders
  * (torch 2.x, recorder.h) as the samples show them. NULL w: no-op. */
 void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder);
+
+/* Rank i's flight recorder as the last sample showed it (recorder.h), and *still_ms how long it had not moved at
+ * now; NULL when it has none (torch 1.x, not sampled yet) or w is NULL. Borrowed until the next sample. */
+const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
 
 /* Stop the timers; the memory goes once libuv closed them. NULL is a no-op. */
