@@ -5,12 +5,15 @@
 # a 40% slower rank, rank 0 checkpointing 40 s; the in-collective cases (tests/integration/watch_worker.py stuck,
 # other); a 1-rank NCCL job whose recorder status must reach summary.json. Then the cost: the same CPU-bound 3-rank
 # job with [timeout] sample on and off, twice each. Uses the static executable (make static) from $DDPLAUNCH or
-# .devrt/31/ddplaunch; results in $OUT (or ./fr-proof-out). Usage: bash bench/gpu/fr-proof.sh
+# beside this script; results in $OUT (or ./fr-proof-out). Usage: bash bench/gpu/fr-proof.sh
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# in the repository (bench/gpu/) or copied flat beside ddplaunch and the workers (as run on the GPU machine)
 ddp=${DDPLAUNCH:-$here/ddplaunch}
+[ -x "$ddp" ] || ddp=$here/../../build/static/ddplaunch
 fw=${FR_WORKER:-$here/fr_worker.py}
 ww=${WATCH_WORKER:-$here/watch_worker.py}
+[ -f "$ww" ] || ww=$here/../../tests/integration/watch_worker.py
 out=${OUT:-fr-proof-out}
 mkdir -p "$out"
 python3 -c 'import torch, sys; print("torch", torch.__version__, "python", sys.version.split()[0], "gpus", torch.cuda.device_count())'

@@ -280,3 +280,69 @@ Test(recorder, nccl_one_rank)
     ddp_fr_decide(&in, 1, &culprit, &v);
     cr_expect_eq(v.kind, DDP_FR_NONE, "one rank: nobody to wait for");
 }
+
+/* The sampler's Python (DDP_RECORDER_PY) run by python3 against stand-in torch modules: it never imports torch,
+ * writes nothing before a process group exists or where the API is missing (torch 1.x), and otherwise a line
+ * this module parses, with entries only after a standstill (or when asked). */
+Test(recorder, sampler_python)
+{
+    char dir[] = "/tmp/ddp-test-recorder-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char py[4200], out[4200];
+    snprintf(py, sizeof(py), "%s/t.py", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    FILE *f = fopen(py, "w");
+    cr_assert(f);
+    fputs(DDP_RECORDER_PY, f);
+    fputs("import json, sys, types\n"
+          "st = _ddplaunch_fr_state()\n"
+          "print('no-torch', repr(_ddplaunch_fr_line(st, True)), 'torch' in sys.modules)\n"
+          "torch = types.ModuleType('torch'); dist = types.ModuleType('torch.distributed')\n"
+          "sys.modules['torch'] = torch; sys.modules['torch.distributed'] = dist\n"
+          "dist.is_available = lambda: True; init = [False]; dist.is_initialized = lambda: init[0]\n"
+          "torch._C = types.SimpleNamespace(_distributed_c10d=types.SimpleNamespace())\n"
+          "print('no-pg', repr(_ddplaunch_fr_line(st, True)))\n"
+          "init[0] = True\n"
+          "print('no-api', repr(_ddplaunch_fr_line(st, True)), st['off'])\n"
+          "doc = open(sys.argv[1]).read()\n"
+          "def fr(includeCollectives, onlyActive):\n"
+          "    d = json.loads(doc)\n"
+          "    if not includeCollectives: d.pop('entries')\n"
+          "    return json.dumps(d).encode()\n"
+          "torch._C._distributed_c10d._dump_fr_trace_json = fr\n"
+          "st = _ddplaunch_fr_state()\n"
+          "sys.stdout.write(_ddplaunch_fr_line(st, False))\n"
+          "st['since'] -= 11\n"
+          "sys.stdout.write(_ddplaunch_fr_line(st, False))\n",
+          f);
+    fclose(f);
+    const char *src = getenv("DDP_SRCDIR");
+    char cmd[16384];
+    snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -S %s %s/tests/fixtures/fr/op.rank1.json > %s 2>&1", py,
+             src ? src : ".", out);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    size_t len;
+    FILE *o = fopen(out, "rb");
+    cr_assert(o);
+    static char text[1 << 16];
+    len = fread(text, 1, sizeof(text) - 1, o);
+    text[len] = 0;
+    fclose(o);
+    cr_expect(strstr(text, "no-torch '' False\n"), "%s", text);
+    cr_expect(strstr(text, "no-pg ''\n"), "%s", text);
+    cr_expect(strstr(text, "no-api '' True\n"), "%s", text);
+    const char *first = strstr(text, "ddplaunch-fr ");
+    cr_assert(first, "%s", text);
+    const char *second = strstr(first + 1, "ddplaunch-fr ");
+    cr_assert(second, "%s", text);
+    struct ddp_fr_state st;
+    cr_assert_eq(ddp_fr_parse(first, (size_t)(second - first), &st), 0);
+    cr_expect_not(st.has_entries, "the first sample: status only");
+    cr_expect_eq(st.g[0].enqueued, 6);
+    cr_assert_eq(ddp_fr_parse(second, strlen(second), &st), 0);
+    cr_expect(st.has_entries, "after 10 s standing still: the last entries");
+    cr_expect_eq(st.g[0].nentries, 3);
+    cr_expect_str_eq(st.g[0].e[2].op, "gloo:broadcast");
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
