@@ -50,6 +50,7 @@ struct ddp_progress {
     long long suspected_ms; /* when the current suspicion began, 0: none */
     long long quiet_since;  /* the last progress before it */
     bool fr_asked;          /* the flight recorders were asked to dump (once per suspicion) */
+    bool fr_places;         /* the last round's places came from the flight recorders */
     long long round_ms;     /* when the last sample round was taken */
     long long warned_ms;
     bool acted;
@@ -104,11 +105,13 @@ static void straggler_named(struct ddp_progress *w, size_t i)
     k->straggler = j;
     straggler_update(w, i);
     rank_desc(&b, w, k);
-    ddp_info("attempt %d: straggler: %s makes the others wait: it was outside any collective in %.0f%% of the %u "
+    ddp_info("attempt %d: straggler: %s makes the others wait: it was %s in %.0f%% of the %u "
              "samples where others waited in one (the others waited on it in %.0f%% of %u samples)%s%s",
-             w->attempt, b.data, 100 * ddp_suspect_share(&w->sus, i), w->sus.waited,
-             100 * ddp_suspect_waited(&w->sus, i), w->sus.rounds, k->has_view ? "; last at " : "",
-             k->has_view ? k->view.frame : "");
+             w->attempt, b.data,
+             w->fr_places ? "behind the collective the others had enqueued (flight recorder)"
+                          : "outside any collective",
+             100 * ddp_suspect_share(&w->sus, i), w->sus.waited, 100 * ddp_suspect_waited(&w->sus, i), w->sus.rounds,
+             k->has_view ? "; last at " : "", k->has_view ? k->view.frame : "");
     ddp_buf_free(&b);
     ddp_record_event(w->rec, "stragglers", json_deep_copy(j));
     if (w->stragglers)
@@ -121,11 +124,16 @@ static void straggler_named(struct ddp_progress *w, size_t i)
 static void count_round(struct ddp_progress *w)
 {
     enum ddp_suspect_place *place = ddp_xcalloc(w->n ? w->n : 1, sizeof(*place));
+    const struct ddp_fr_state **fr = ddp_xcalloc(w->n ? w->n : 1, sizeof(*fr));
     for (size_t i = 0; i < w->n; i++) {
         const struct wrank *k = &w->rk[i];
         if (k->running && k->has_view && k->view.nframes > 0)
             place[i] = k->view.op[0] ? DDP_SUSPECT_INSIDE : DDP_SUSPECT_OUTSIDE;
+        fr[i] = k->running ? k->fr : NULL;
     }
+    w->fr_places = ddp_fr_places(fr, w->n, place); /* the recorder, where there is one, says who waits (NCCL:
+                                                      stacks cannot) */
+    free(fr);
     size_t named = ddp_suspect_round(&w->sus, place);
     free(place);
     for (size_t i = 0; i < w->n; i++)

@@ -480,6 +480,31 @@ void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struc
     free(cur.culprit);
 }
 
+bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n, enum ddp_suspect_place *place)
+{
+    const char *id = NULL;
+    long long top = -1;
+    size_t have = 0;
+    for (size_t i = 0; i < n && !id; i++)
+        if (fr[i] && fr[i]->ngroups)
+            id = fr[i]->g[0].id;
+    for (size_t i = 0; id && i < n; i++) {
+        const struct ddp_fr_group *g = fr[i] ? ddp_fr_group(fr[i], id) : NULL;
+        have += g != NULL;
+        if (g && g->enqueued > top)
+            top = g->enqueued;
+    }
+    if (have < 2)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const struct ddp_fr_group *g = fr[i] ? ddp_fr_group(fr[i], id) : NULL;
+        place[i] = !g                                                               ? DDP_SUSPECT_NONE
+                   : g->enqueued == top && (g->completed < 0 || g->completed < top) ? DDP_SUSPECT_INSIDE
+                                                                                    : DDP_SUSPECT_OUTSIDE;
+    }
+    return true;
+}
+
 const char *ddp_fr_kind_name(enum ddp_fr_kind k)
 {
     return k == DDP_FR_BEHIND  ? "behind"

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "watch/suspect.h"
+
 /* The Python the sampler thread runs with each sample (spliced into the sitecustomize by sample.c):
  * _ddplaunch_fr_line(state, want) returns the line, or '' where torch was not imported by the program, has no
  * process group yet, or has no recorder (torch 1.x). It never imports torch. The entries (3-35 ms for a full
@@ -161,6 +163,14 @@ struct ddp_fr_verdict {
  * enqueued first (the others wait because of it), else the one with fewest culprits. Pure. */
 void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struct ddp_fr_verdict *v);
 
-const char *ddp_fr_kind_name(enum ddp_fr_kind k); /* "none", "behind", "op_mismatch", "shape_mismatch" */
+const char *ddp_fr_kind_name(enum ddp_fr_kind k);
+
+/* One sample round's places from the recorders (fr[i], NULL: none), for stragglers (suspect.h): in the first
+ * process group of the first rank that has one, a rank at the highest enqueued collective that has not completed
+ * it waits (INSIDE); a rank behind it, or one that completed it, is OUTSIDE; a rank without that group NONE.
+ * Returns false (place untouched) unless two or more ranks have the group. Under NCCL, where every stack shows
+ * a CUDA sync, this is what says who makes the others wait. Pure. */
+bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n,
+                   enum ddp_suspect_place *place); /* "none", "behind", "op_mismatch", "shape_mismatch" */
 
 #endif

@@ -4,7 +4,8 @@
 # all_reduce and poll it (bench/gpu/fr_worker.py), rank 1 all_reduces 2 elements where the others send 1 (gloo
 # lets the others through to #7): the sampler reads the recorder, the live line names rank 1 for a shape mismatch
 # at #6 with both shapes, [timeout] on_suspect = restart stops the attempt, the post-mortem verdict says the same,
-# and summary.json and events hold what each rank's recorder showed. Without the fake, the same job is judged on
+# and summary.json and events hold what each rank's recorder showed. A 40% slower rank is a straggler from the
+# recorder (the stacks show no collective). Without the fake, the same job is judged on
 # the stacks as before (48-hang-watch.sh covers those cases).
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "no torch"
@@ -33,4 +34,12 @@ expect_eq "shape: suspect event" "$(echo "$S" | jq -r '"\(.recorder.verdict) \(.
     "shape_mismatch [[2]] Float"
 "$DDP" report "$R" >"$TMP/report.txt" 2>&1 || fail "report failed"
 expect_grep "reached rank [0-9] #[67] \(pg 0\)" "$TMP/report.txt"
+
+# rank 1's data loading 40% slower: every stack shows wait_for (no collective), the recorder shows rank 1 behind
+# the all_reduce the others enqueued: a straggler, and the job ends normally
+FR_KIND=slow FR_RANK=1 FR_STEPS=110 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 3 --set gpus.select=none \
+    --log-dir "$TMP/slow" "$FAKE" "$W" >"$TMP/slow.out" 2>"$TMP/slow.err" || { cat "$TMP/slow.err"; fail "slow: exit $?"; }
+expect_grep "straggler: rank 1 \(local 1, host [^,]+, GPU none\) makes the others wait: it was behind the collective the others had enqueued \(flight recorder\)" "$TMP/slow.err"
+R=$(echo "$TMP/slow"/*/)
+expect_eq "slow: stragglers" "$(jq -r '[.stragglers[].rank] | join(",")' "$R/summary.json")" 1
 echo ok

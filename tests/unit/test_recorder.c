@@ -346,3 +346,25 @@ Test(recorder, sampler_python)
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }
+
+/* Places for stragglers: the recorded stuck case (ranks 0-1 wait in #6, rank 2 behind) and the healthy one (all
+ * completed: nobody waits); a rank without a recorder is not placed. */
+Test(recorder, places_for_stragglers)
+{
+    struct ddp_fr_state st[3];
+    struct ddp_fr_input in[3];
+    const struct ddp_fr_state *fr[3];
+    enum ddp_suspect_place place[3] = {DDP_SUSPECT_NONE, DDP_SUSPECT_NONE, DDP_SUSPECT_NONE};
+    load_case("stuck", st, in, 3);
+    for (int r = 0; r < 3; r++)
+        fr[r] = &st[r];
+    cr_assert(ddp_fr_places(fr, 3, place));
+    cr_expect(place[0] == DDP_SUSPECT_INSIDE && place[1] == DDP_SUSPECT_INSIDE && place[2] == DDP_SUSPECT_OUTSIDE);
+    load_case("healthy", st, in, 3);
+    cr_assert(ddp_fr_places(fr, 3, place));
+    cr_expect(place[0] == DDP_SUSPECT_OUTSIDE && place[1] == DDP_SUSPECT_OUTSIDE && place[2] == DDP_SUSPECT_OUTSIDE);
+    fr[1] = fr[2] = NULL;
+    place[0] = DDP_SUSPECT_INSIDE;
+    cr_expect_not(ddp_fr_places(fr, 3, place), "one rank with a recorder: the stacks decide");
+    cr_expect_eq(place[0], DDP_SUSPECT_INSIDE, "untouched");
+}
