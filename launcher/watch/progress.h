@@ -1,9 +1,10 @@
-/* progress: the live watcher of a running attempt (a progress source): samples every Python rank's stacks at
- * [timeout] sample_interval (sample.h), counts signs of progress (output, heartbeat files, stacks that moved),
- * and when the job has made no progress for longer than its own cadence allows (suspect.h) names the rank the
- * others wait for (hang.h's rules) in one console line and a `suspect` event, repeated every minute while it
- * lasts; names stragglers from the same samples. It stops nothing itself: with [timeout] on_suspect = restart or
- * downsize it asks its owner (hooks.act) once the suspicion lasted on_suspect_after. */
+/* progress: the live watcher of a running attempt (a progress source): samples every Python rank's stacks and,
+ * on torch 2.x, its flight recorder at [timeout] sample_interval (sample.h, recorder.h), counts signs of progress
+ * (output, heartbeat files, stacks or recorders that moved), and when the job has made no progress for longer
+ * than its own cadence allows (suspect.h) names the rank the others wait for (recorder.h's rules, then hang.h's)
+ * in one console line and a `suspect` event, repeated every minute while it lasts; names stragglers from the same
+ * samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks its owner (hooks.act)
+ * once the suspicion lasted on_suspect_after. */
 #ifndef DDP_PROGRESS_H
 #define DDP_PROGRESS_H
 
