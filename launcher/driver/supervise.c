@@ -470,6 +470,12 @@ static void on_force(uv_timer_t *t)
     ddp_runner_give_up(s->rn);
 }
 
+/* the capture's verdict reads the flight recorders the live watch saw last (capture.h) */
+static const struct ddp_fr_state *live_fr(void *arg, size_t i, long long *still_ms)
+{
+    return ddp_live_fr(arg, i, still_ms);
+}
+
 static void capture_decided(void *arg)
 {
     feed_kind(arg, DDP_PE_CAPTURE_DONE);
@@ -882,6 +888,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->wall = ddp_wall_new(&s->loop, s->spec->timeout_wall_ms, s->sink);
     s->live = ddp_live_new(&s->loop, s->spec, ctx->hostname, ddp_records_record(s->rec), ddp_records_stragglers(s->rec),
                            s->sink);
+    ddp_live_recorder(s->live, ddp_records_recorder(s->rec));
+    ddp_capture_recorder(s->cap, live_fr, s->live);
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
     s->gpuwatch = ddp_gpuwatch_start(&s->loop, ctx->topo, on_gpu_event, s);
     rc = s->launcher_failed ? -1 : multi ? nodes_begin(s) : start_attempt(s, 0, ctx->nproc);

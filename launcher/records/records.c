@@ -40,6 +40,7 @@ struct ddp_records {
     size_t nothers;
     json_t *hang;                      /* the last verdict (summary.json "hang"), or NULL */
     json_t *stragglers;                /* every straggler named live (progress.h), for summary.json */
+    json_t *recorder;                  /* each rank's flight recorder as last sampled (progress.h), for summary.json */
     char *hang_text;                   /* the same for the console summary, or NULL */
     const struct ddp_rrun *unrecorded; /* its attempt_start waits for its programs' pids */
     struct ddp_logfile *stopped;       /* record files that stopped (ddp_records_stopped), name owned */
@@ -180,6 +181,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     r->left_out = json_array();
     r->gpu_fault = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_fault));
     r->gpu_held = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_held));
+    r->recorder = json_object();
     ddp_time_iso(NULL, r->job_start_iso);
     if (ctx->logdir) {
         struct ddp_err rerr = {0};
@@ -211,6 +213,7 @@ void ddp_records_close(struct ddp_records *r)
     free(r->stopped);
     json_decref(r->hang);
     json_decref(r->stragglers);
+    json_decref(r->recorder);
     free(r->hang_text);
     forget_seen(r);
     for (size_t i = 0; i < r->ngpu; i++) {
@@ -508,6 +511,11 @@ json_t *ddp_records_stragglers(struct ddp_records *r)
     return r->stragglers;
 }
 
+json_t *ddp_records_recorder(struct ddp_records *r)
+{
+    return r->recorder;
+}
+
 void ddp_records_decision(struct ddp_records *r, int attempt, const char *action, int next_attempt, int next_nproc,
                           long long delay_ms, int status, const char *why)
 {
@@ -674,6 +682,8 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
     json_object_set_new(sum, "gpus_left_out", json_deep_copy(r->left_out));
+    json_object_set_new(sum, "flight_recorder",
+                        json_object_size(r->recorder) ? json_deep_copy(r->recorder) : json_null());
     struct ddp_buf text = {0};
     json_object_set_new(sum, "logs_stopped", stopped_logs(r, &text));
     ddp_buf_free(&text);

@@ -26,6 +26,8 @@ void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
  * stragglers named live (summary.json's "stragglers"), to append to. Both borrowed. */
 struct ddp_record *ddp_records_record(struct ddp_records *r);
 json_t *ddp_records_stragglers(struct ddp_records *r);
+/* The JSON object of summary.json's "flight_recorder" (progress.h fills it; borrowed). */
+json_t *ddp_records_recorder(struct ddp_records *r);
 
 /* One event line (fields: taken; NULL = none). */
 void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);

@@ -165,6 +165,20 @@ static void mark_suspect(struct ddp_timeline *t, const json_t *e, int attempt, d
                             (long long)json_integer_value(json_object_get(e, "quiet_ms")) / 1000);
     json_array_foreach(json_object_get(e, "culprits"), j, c) if (len < sizeof(m->text)) len += (size_t)snprintf(
         m->text + len, sizeof(m->text) - len, "%s rank %d at %s", j ? ";" : ":", jint(c, "rank", -1), jstr(c, "frame"));
+    const json_t *fr = json_object_get(e, "recorder"), *reached = json_object_get(e, "reached"), *groups;
+    const char *pg = json_is_object(fr) ? jstr(fr, "pg") : NULL, *key;
+    if (json_object_size(reached) && len < sizeof(m->text)) /* the collective each rank reached (flight recorder) */
+        len += (size_t)snprintf(m->text + len, sizeof(m->text) - len, "; reached");
+    json_object_foreach((json_t *)reached, key, groups)
+    {
+        const json_t *g;
+        json_array_foreach(groups, j, g) if ((!pg || strcmp(jstr(g, "pg"), pg) == 0) && len < sizeof(m->text))
+        {
+            len += (size_t)snprintf(m->text + len, sizeof(m->text) - len, " rank %s #%lld (pg %s)", key,
+                                    (long long)json_integer_value(json_object_get(g, "last_enqueued")), jstr(g, "pg"));
+            break;
+        }
+    }
     if (len < sizeof(m->text))
         snprintf(m->text + len, sizeof(m->text) - len, " (%s)", jstr(e, "action"));
 }

@@ -71,6 +71,8 @@ struct ddp_capture {
     uv_timer_t timer; /* SETTLED or WINDOW, per state */
     enum ddp_cstate state;
     long long start_ms;
+    const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms);
+    void *fr_arg;
 };
 
 static void feed(struct ddp_capture *c, const struct ddp_cevent_data *ev);
@@ -94,6 +96,13 @@ struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *
     uv_timer_init(loop, &c->timer);
     c->timer.data = c;
     return c;
+}
+
+void ddp_capture_recorder(struct ddp_capture *c,
+                          const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms), void *arg)
+{
+    c->fr = fr;
+    c->fr_arg = arg;
 }
 
 void ddp_capture_close(struct ddp_capture *c)
@@ -247,7 +256,40 @@ struct gathered {
     bool *culprit;
     struct ddp_hang_verdict v;
     json_t *ranks, *fr; /* summary.json's hang.ranks and hang.flight_recorder */
+    json_t *recorder;   /* summary.json's hang.recorder: the flight recorder's finding, or NULL */
 };
+
+/* The flight recorder's finding (recorder.h) replaces the stacks' verdict when it names something. */
+static void decide_recorder(const struct ddp_capture *c, struct ddp_rrun *r, struct gathered *g)
+{
+    size_t n = g->n ? g->n : 1;
+    struct ddp_fr_input *in = ddp_xcalloc(n, sizeof(*in));
+    bool *culprit = ddp_xcalloc(n, sizeof(*culprit)), any = false;
+    struct ddp_fr_verdict v;
+    for (size_t i = 0; i < g->n; i++) {
+        long long still = 0;
+        const struct ddp_fr_state *f = c->fr ? c->fr(c->fr_arg, i, &still) : NULL;
+        any |= f != NULL;
+        in[i] = (struct ddp_fr_input){r->w[i].w->rank, f, still, g->views[i].nframes ? g->views[i].frame : NULL};
+    }
+    if (any) {
+        ddp_fr_decide(in, g->n, culprit, &v);
+        if (v.kind != DDP_FR_NONE) {
+            memcpy(g->culprit, culprit, g->n * sizeof(*culprit));
+            g->v.confidence = v.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
+            g->v.nculprits = v.nculprits;
+            g->v.mismatch = v.kind != DDP_FR_BEHIND && !v.nculprits;
+            snprintf(g->v.op, sizeof(g->v.op), "%s", v.op);
+            snprintf(g->v.why, sizeof(g->v.why), "flight recorder: %s", v.why);
+            g->recorder = json_pack("{s:s, s:s, s:s?, s:I, s:s?, s:s?, s:s?, s:I}", "verdict", ddp_fr_kind_name(v.kind),
+                                    "pg", v.group, "ranks", v.ranks[0] ? v.ranks : NULL, "seq", (json_int_t)v.seq, "op",
+                                    v.op[0] ? v.op : NULL, "other", v.other[0] ? v.other : NULL, "shape",
+                                    v.shape[0] ? v.shape : NULL, "waited_ms", (json_int_t)v.waited_ms);
+        }
+    }
+    free(in);
+    free(culprit);
+}
 
 /* Each rank's stack (the fault handler's dump, or the traceback of a rank that reported its timeout). */
 static void gather(struct ddp_rrun *r, struct gathered *g)
@@ -380,6 +422,8 @@ static struct ddp_rworker *report(const struct ddp_capture *c, struct ddp_rrun *
                              "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
     g->ranks = g->fr = NULL; /* hang owns them now */
     json_object_set_new(hang, "mismatch", json_boolean(v->mismatch));
+    json_object_set_new(hang, "recorder", g->recorder ? g->recorder : json_null());
+    g->recorder = NULL;
     ddp_records_hang(c->rec, hang, txt.data);
     return first;
 }
@@ -400,6 +444,7 @@ static void decide(struct ddp_capture *c)
                          .fr = json_array()};
     gather(r, &g);
     ddp_hang_decide(g.in, g.n, g.culprit, &g.v);
+    decide_recorder(c, r, &g);
     char *stacks = write_stacks(c, r, &g);
     struct ddp_rworker *first = report(c, r, &g, stacks, now - c->start_ms);
     if (first) {
@@ -420,6 +465,7 @@ static void decide(struct ddp_capture *c)
     free(g.culprit);
     json_decref(g.ranks);
     json_decref(g.fr);
+    json_decref(g.recorder);
 }
 
 static void feed(struct ddp_capture *c, const struct ddp_cevent_data *ev)

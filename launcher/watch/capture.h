@@ -15,6 +15,7 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/recorder.h"
 
 #define DDP_CAPTURE_MS 3000 /* the longest wait for the stacks (at most half of shutdown_timeout) */
 #define DDP_CAPTURE_SETTLE_MS 300
@@ -61,6 +62,11 @@ struct ddp_capture;
 /* decided: the verdict is out (or there was nothing to decide); the driver feeds DDP_PE_CAPTURE_DONE. */
 struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_runner *rn,
                                     struct ddp_records *rec, void (*decided)(void *arg), void *arg);
+/* Where the verdict finds each worker's flight recorder as last sampled (recorder.h; the live watch's, stopped
+ * before the capture): fr(arg, i, &still_ms) for worker i, NULL when none. The recorder's finding wins over the
+ * stacks, which still say where each culprit is. Unset: stacks only. */
+void ddp_capture_recorder(struct ddp_capture *c,
+                          const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms), void *arg);
 void ddp_capture_close(struct ddp_capture *c); /* closes its timer; free with ddp_capture_free after the loop */
 void ddp_capture_free(struct ddp_capture *c);
 

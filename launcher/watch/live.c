@@ -11,10 +11,15 @@ struct ddp_live {
     const char *host;
     struct ddp_record *rec;
     json_t *stragglers;
+    json_t *recorder; /* summary.json's flight_recorder, or NULL */
     struct ddp_timeout_sink sink;
     struct ddp_progress *progress;     /* the watched attempt's, or NULL */
     const struct ddp_rrun *run;        /* the watched attempt */
     struct ddp_progress_rank *watched; /* what it watches, per worker (kept until the next attempt) */
+    struct ddp_fr_state *fr;           /* each worker's flight recorder when the watch stopped, or NULL */
+    bool *has_fr;
+    long long *fr_still_ms;
+    size_t nfr;
 };
 
 struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_record *rec,
@@ -30,10 +35,19 @@ struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, cons
     return l;
 }
 
+void ddp_live_recorder(struct ddp_live *l, json_t *recorder)
+{
+    l->recorder = recorder;
+}
+
 void ddp_live_free(struct ddp_live *l)
 {
-    if (l)
+    if (l) {
         free(l->watched);
+        free(l->fr);
+        free(l->has_fr);
+        free(l->fr_still_ms);
+    }
     free(l);
 }
 
@@ -82,6 +96,7 @@ void ddp_live_start(struct ddp_live *l, struct ddp_rrun *r, const char *(*hb)(vo
     l->run = r;
     l->progress = ddp_progress_start(l->loop, l->spec, l->host, r->plan.attempt, l->watched, r->nw, l->rec,
                                      l->stragglers, &hooks);
+    ddp_progress_recorder(l->progress, l->recorder);
     for (size_t i = 0; i < r->nw; i++)
         if (r->w[i].pgid > 0)
             ddp_progress_spawned(l->progress, i, r->w[i].pgid, hb(arg, i));
@@ -105,8 +120,33 @@ void ddp_live_exited(struct ddp_live *l, const struct ddp_rworker *k)
         ddp_progress_exited(l->progress, k->index);
 }
 
+const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long long *still_ms)
+{
+    if (!l || i >= l->nfr || !l->has_fr[i])
+        return NULL;
+    *still_ms = l->fr_still_ms[i];
+    return &l->fr[i];
+}
+
 void ddp_live_stop(struct ddp_live *l)
 {
+    if (l->progress) { /* what the recorders said last, for the verdict of a capture that follows (capture.h) */
+        long long now = ddp_now_ms();
+        free(l->fr);
+        free(l->has_fr);
+        free(l->fr_still_ms);
+        l->nfr = l->run ? l->run->nw : 0;
+        l->fr = ddp_xcalloc(l->nfr ? l->nfr : 1, sizeof(*l->fr));
+        l->has_fr = ddp_xcalloc(l->nfr ? l->nfr : 1, sizeof(*l->has_fr));
+        l->fr_still_ms = ddp_xcalloc(l->nfr ? l->nfr : 1, sizeof(*l->fr_still_ms));
+        for (size_t i = 0; i < l->nfr; i++) {
+            const struct ddp_fr_state *f = ddp_progress_fr(l->progress, i, now, &l->fr_still_ms[i]);
+            if (f) {
+                l->fr[i] = *f;
+                l->has_fr[i] = true;
+            }
+        }
+    }
     ddp_progress_stop(l->progress);
     l->progress = NULL;
     l->run = NULL;

@@ -19,6 +19,8 @@ struct ddp_live;
 struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_record *rec,
                               json_t *stragglers, struct ddp_timeout_sink sink);
 void ddp_live_free(struct ddp_live *l);
+/* summary.json's flight_recorder object (borrowed; ddp_progress_recorder) for the attempts started after. */
+void ddp_live_recorder(struct ddp_live *l, json_t *recorder);
 
 /* The workers of plan are about to start: the directory of their stack samples exists. */
 void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan);
@@ -31,5 +33,9 @@ void ddp_live_output(struct ddp_live *l, const struct ddp_rworker *k, long long 
 void ddp_live_exited(struct ddp_live *l, const struct ddp_rworker *k);
 /* Stop watching (the attempt is being stopped or is over). */
 void ddp_live_stop(struct ddp_live *l);
+
+/* Worker i's flight recorder (recorder.h) as the watch last saw it when it stopped (kept until the next stop),
+ * *still_ms how long it had not moved then; NULL when none. For the capture's verdict (ddp_capture_recorder). */
+const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long long *still_ms);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "base/util.h"
 #include "watch/hang.h"
+#include "watch/recorder.h"
 #include "watch/sample.h"
 #include "watch/suspect.h"
 
@@ -28,7 +29,9 @@ struct wrank {
     long long last_ms;   /* its last sign of progress */
     const char *hb_path; /* its heartbeat file (borrowed), or NULL */
     struct timespec hb;
-    json_t *straggler; /* its entry in stragglers once named (borrowed from the array) */
+    json_t *straggler;       /* its entry in stragglers once named (borrowed from the array) */
+    struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (recorder.h), NULL: none yet */
+    long long fr_moved_ms;   /* when its recorder status last moved */
 };
 
 struct ddp_progress {
@@ -41,11 +44,13 @@ struct ddp_progress {
     size_t n;
     struct ddp_record *rec;
     json_t *stragglers;
+    json_t *recorder; /* summary.json's flight_recorder (borrowed), or NULL */
     struct ddp_progress_hooks hooks;
     struct ddp_suspect sus;
     long long suspected_ms; /* when the current suspicion began, 0: none */
     long long quiet_since;  /* the last progress before it */
     bool fr_asked;          /* the flight recorders were asked to dump (once per suspicion) */
+    bool fr_places;         /* the last round's places came from the flight recorders */
     long long round_ms;     /* when the last sample round was taken */
     long long warned_ms;
     bool acted;
@@ -100,11 +105,13 @@ static void straggler_named(struct ddp_progress *w, size_t i)
     k->straggler = j;
     straggler_update(w, i);
     rank_desc(&b, w, k);
-    ddp_info("attempt %d: straggler: %s makes the others wait: it was outside any collective in %.0f%% of the %u "
+    ddp_info("attempt %d: straggler: %s makes the others wait: it was %s in %.0f%% of the %u "
              "samples where others waited in one (the others waited on it in %.0f%% of %u samples)%s%s",
-             w->attempt, b.data, 100 * ddp_suspect_share(&w->sus, i), w->sus.waited,
-             100 * ddp_suspect_waited(&w->sus, i), w->sus.rounds, k->has_view ? "; last at " : "",
-             k->has_view ? k->view.frame : "");
+             w->attempt, b.data,
+             w->fr_places ? "behind the collective the others had enqueued (flight recorder)"
+                          : "outside any collective",
+             100 * ddp_suspect_share(&w->sus, i), w->sus.waited, 100 * ddp_suspect_waited(&w->sus, i), w->sus.rounds,
+             k->has_view ? "; last at " : "", k->has_view ? k->view.frame : "");
     ddp_buf_free(&b);
     ddp_record_event(w->rec, "stragglers", json_deep_copy(j));
     if (w->stragglers)
@@ -117,11 +124,16 @@ static void straggler_named(struct ddp_progress *w, size_t i)
 static void count_round(struct ddp_progress *w)
 {
     enum ddp_suspect_place *place = ddp_xcalloc(w->n ? w->n : 1, sizeof(*place));
+    const struct ddp_fr_state **fr = ddp_xcalloc(w->n ? w->n : 1, sizeof(*fr));
     for (size_t i = 0; i < w->n; i++) {
         const struct wrank *k = &w->rk[i];
         if (k->running && k->has_view && k->view.nframes > 0)
             place[i] = k->view.op[0] ? DDP_SUSPECT_INSIDE : DDP_SUSPECT_OUTSIDE;
+        fr[i] = k->running ? k->fr : NULL;
     }
+    w->fr_places = ddp_fr_places(fr, w->n, place); /* the recorder, where there is one, says who waits (NCCL:
+                                                      stacks cannot) */
+    free(fr);
     size_t named = ddp_suspect_round(&w->sus, place);
     free(place);
     for (size_t i = 0; i < w->n; i++)
@@ -129,6 +141,56 @@ static void count_round(struct ddp_progress *w)
             straggler_update(w, i);
     if (named != (size_t)-1)
         straggler_named(w, named);
+}
+
+/* ---------------------------------------------------------------- the flight recorder */
+
+/* Each process group's last collective as rank k's recorder shows it: [{"pg", "ranks", "last_enqueued",
+ * "last_completed", "op", "shape"}] */
+static json_t *recorder_json(const struct ddp_fr_state *fr)
+{
+    json_t *a = json_array();
+    for (size_t g = 0; g < fr->ngroups; g++) {
+        const struct ddp_fr_group *x = &fr->g[g];
+        const struct ddp_fr_entry *e = NULL;
+        for (size_t j = x->nentries; j-- > 0 && !e;)
+            if (!x->e[j].p2p && x->e[j].seq == x->enqueued)
+                e = &x->e[j];
+        json_array_append_new(a, json_pack("{s:s, s:s?, s:I, s:I, s:s?, s:s?}", "pg", x->id, "ranks",
+                                           x->ranks[0] ? x->ranks : NULL, "last_enqueued", (json_int_t)x->enqueued,
+                                           "last_completed", (json_int_t)x->completed, "op", e ? e->op : NULL, "shape",
+                                           e ? e->shape : NULL));
+    }
+    return a;
+}
+
+/* Fold rank i's sample text into its recorder state: a move is a sign of progress. */
+static void recorder_sample(struct ddp_progress *w, size_t i, const char *text, size_t len, long long now)
+{
+    struct wrank *k = &w->rk[i];
+    struct ddp_fr_state *fr = ddp_xcalloc(1, sizeof(*fr));
+    if (ddp_fr_parse(text, len, fr) != 0) {
+        free(fr);
+        return;
+    }
+    if (!k->fr || ddp_fr_moved(k->fr, fr) || fr->has_entries != k->fr->has_entries) {
+        if (!k->fr || ddp_fr_moved(k->fr, fr)) {
+            progress(w, i, now);
+            k->fr_moved_ms = now;
+        }
+        if (w->recorder) {
+            json_t *ranks = json_object_get(w->recorder, "ranks");
+            char key[16];
+            if (!json_is_object(ranks) || json_integer_value(json_object_get(w->recorder, "attempt")) != w->attempt) {
+                json_object_set_new(w->recorder, "attempt", json_integer(w->attempt));
+                json_object_set_new(w->recorder, "ranks", ranks = json_object());
+            }
+            snprintf(key, sizeof(key), "%d", k->r.rank);
+            json_object_set_new(ranks, key, recorder_json(fr));
+        }
+    }
+    free(k->fr);
+    k->fr = fr;
 }
 
 /* ---------------------------------------------------------------- suspicion */
@@ -167,6 +229,36 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
             k->r.rank, k->running && k->has_view ? &k->view : NULL, false, k->running, k->last_ms, NULL, 0};
     }
     ddp_hang_decide(in, w->n, culprit, &v);
+    struct ddp_fr_input *fin = ddp_xcalloc(n, sizeof(*fin));
+    struct ddp_fr_verdict fv;
+    bool *frc = ddp_xcalloc(n, sizeof(*frc));
+    json_t *recorder = json_null(), *reached = json_object();
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *k = &w->rk[i];
+        fin[i] = (struct ddp_fr_input){k->r.rank, k->running ? k->fr : NULL, now - k->fr_moved_ms,
+                                       k->has_view && k->view.nframes ? k->view.frame : NULL};
+        if (k->fr) {
+            char key[16];
+            snprintf(key, sizeof(key), "%d", k->r.rank);
+            json_object_set_new(reached, key, recorder_json(k->fr));
+        }
+    }
+    ddp_fr_decide(fin, w->n, frc, &fv);
+    if (fv.kind != DDP_FR_NONE) { /* the recorder wins over the stacks; the stack still says where */
+        memcpy(culprit, frc, w->n * sizeof(*culprit));
+        v.confidence = fv.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
+        v.nculprits = fv.nculprits;
+        v.mismatch = fv.kind != DDP_FR_BEHIND && !fv.nculprits;
+        snprintf(v.op, sizeof(v.op), "%s", fv.op);
+        snprintf(v.why, sizeof(v.why), "flight recorder: %s", fv.why);
+        json_decref(recorder);
+        recorder = json_pack("{s:s, s:s, s:s?, s:I, s:s?, s:s?, s:s?, s:I}", "verdict", ddp_fr_kind_name(fv.kind), "pg",
+                             fv.group, "ranks", fv.ranks[0] ? fv.ranks : NULL, "seq", (json_int_t)fv.seq, "op",
+                             fv.op[0] ? fv.op : NULL, "other", fv.other[0] ? fv.other : NULL, "shape",
+                             fv.shape[0] ? fv.shape : NULL, "waited_ms", (json_int_t)fv.waited_ms);
+    }
+    free(fin);
+    free(frc);
     for (size_t i = 0; i < w->n; i++) {
         if (!culprit[i])
             continue;
@@ -190,11 +282,11 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
         ddp_info("attempt %d: asked torch's flight recorder of %zu rank%s to dump (TORCH_FR_DUMP_TEMP_FILE)",
                  w->attempt, json_array_size(fr), json_array_size(fr) == 1 ? "" : "s");
     ddp_record_event(w->rec, "suspect",
-                     json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o}", "attempt", w->attempt, "quiet_ms",
-                               (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus), "confidence",
-                               ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
+                     json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o, s:o, s:o}", "attempt", w->attempt,
+                               "quiet_ms", (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus),
+                               "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
                                v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
-                               on_suspect_name(act), "flight_recorder", fr));
+                               on_suspect_name(act), "flight_recorder", fr, "recorder", recorder, "reached", reached));
     w->warned_ms = now;
     if (act != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms && w->hooks.act) {
         char *why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s", quiet / 1000,
@@ -253,6 +345,7 @@ static void on_collect(uv_timer_t *t)
                 k->view = v;
                 k->has_view = true;
             }
+            recorder_sample(w, i, text.data, text.len, now);
         }
         ddp_buf_free(&text);
     }
@@ -337,6 +430,20 @@ void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid)
         w->rk[i].groups[1] = pid;
 }
 
+void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder)
+{
+    if (w)
+        w->recorder = recorder;
+}
+
+const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms)
+{
+    if (!w || i >= w->n || !w->rk[i].fr)
+        return NULL;
+    *still_ms = now - w->rk[i].fr_moved_ms;
+    return w->rk[i].fr;
+}
+
 void ddp_progress_exited(struct ddp_progress *w, size_t i)
 {
     if (w && i < w->n)
@@ -354,8 +461,10 @@ static void on_closed(uv_handle_t *h)
     struct ddp_progress *w = h->data;
     if (--w->open_timers > 0)
         return;
-    for (size_t i = 0; i < w->n; i++)
+    for (size_t i = 0; i < w->n; i++) {
         ddp_sample_file_free(&w->rk[i].file);
+        free(w->rk[i].fr);
+    }
     ddp_suspect_free(&w->sus);
     free(w->rk);
     free(w);

@@ -1,9 +1,10 @@
-/* progress: the live watcher of a running attempt (a progress source): samples every Python rank's stacks at
- * [timeout] sample_interval (sample.h), counts signs of progress (output, heartbeat files, stacks that moved),
- * and when the job has made no progress for longer than its own cadence allows (suspect.h) names the rank the
- * others wait for (hang.h's rules) in one console line and a `suspect` event, repeated every minute while it
- * lasts; names stragglers from the same samples. It stops nothing itself: with [timeout] on_suspect = restart or
- * downsize it asks its owner (hooks.act) once the suspicion lasted on_suspect_after. */
+/* progress: the live watcher of a running attempt (a progress source): samples every Python rank's stacks and,
+ * on torch 2.x, its flight recorder at [timeout] sample_interval (sample.h, recorder.h), counts signs of progress
+ * (output, heartbeat files, stacks or recorders that moved), and when the job has made no progress for longer
+ * than its own cadence allows (suspect.h) names the rank the others wait for (recorder.h's rules, then hang.h's)
+ * in one console line and a `suspect` event, repeated every minute while it lasts; names stragglers from the same
+ * samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks its owner (hooks.act)
+ * once the suspicion lasted on_suspect_after. */
 #ifndef DDP_PROGRESS_H
 #define DDP_PROGRESS_H
 
@@ -15,6 +16,7 @@
 
 #include "records/record.h"
 #include "spec/spec.h"
+#include "watch/recorder.h"
 
 struct ddp_progress;
 
@@ -44,6 +46,14 @@ struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *
 void ddp_progress_spawned(struct ddp_progress *w, size_t i, pid_t pgid, const char *hb_path);
 void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid);
 void ddp_progress_exited(struct ddp_progress *w, size_t i);
+/* recorder (borrowed JSON object, summary.json's flight_recorder): gets {"attempt", "ranks": {rank: [each process
+ * group's "pg", "ranks", "last_enqueued", "last_completed", "op", "shape"]}} from the ranks' flight recorders
+ * (torch 2.x, recorder.h) as the samples show them. NULL w: no-op. */
+void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder);
+
+/* Rank i's flight recorder as the last sample showed it (recorder.h), and *still_ms how long it had not moved at
+ * now; NULL when it has none (torch 1.x, not sampled yet) or w is NULL. Borrowed until the next sample. */
+const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
 
 /* Stop the timers; the memory goes once libuv closed them. NULL is a no-op. */

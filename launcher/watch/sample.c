@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "host/rundir.h"
+#include "watch/recorder.h"
 
 int ddp_sample_signal(void)
 {
@@ -26,7 +27,7 @@ static const char sitecustomize[] =
     "# hides, if there is one further down sys.path. The signal is blocked in every thread; one idle thread of its own\n"
     "# takes it with sigwait and writes every other thread's stack (faulthandler's format) holding the GIL, so that\n"
     "# the signal never interrupts a system call of the program or of torch (a TCPStore connect fails on EINTR) and\n"
-    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n"
+    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n" DDP_RECORDER_PY
     "def _ddplaunch_register():\n"
     "    import os\n"
     "    path = os.environ.pop('DDPLAUNCH_STACKS_FILE', None)\n"
@@ -42,6 +43,7 @@ static const char sitecustomize[] =
     "\n"
     "        def _ddplaunch_wait():\n"
     "            me = threading.get_ident()\n"
+    "            fr = _ddplaunch_fr_state()\n"
     "            while True:\n"
     "                signal.sigwait({sig})\n"
     "                out = []\n"
@@ -57,6 +59,7 @@ static const char sitecustomize[] =
     "                        frame = frame.f_back\n"
     "                        depth += 1\n"
     "                    out.append('\\n')\n"
+    "                out.append(_ddplaunch_fr_line(fr, False))\n"
     "                os.write(fd, ''.join(out).encode('utf-8', 'backslashreplace'))\n"
     "\n"
     "        threading.Thread(target=_ddplaunch_wait, name='ddplaunch-stacks', daemon=True).start()\n"

@@ -161,3 +161,31 @@ Test(timeline_files, a_long_line_is_read_whole)
     free(buf);
     free(path);
 }
+
+/* issue 31: a suspect event from the flight recorder says which collective each rank reached */
+Test(timeline, suspect_says_the_collective_each_rank_reached)
+{
+    static const char text[] =
+        "[{\"v\":1,\"ts\":\"2026-12-01T01:00:00.000Z\",\"event\":\"job_start\",\"job\":\"t\",\"host\":\"h\"},"
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:00.500Z\",\"event\":\"attempt_start\",\"attempt\":0,"
+        " \"workers\":[{\"rank\":0,\"local_rank\":0,\"gpu\":0},{\"rank\":1,\"local_rank\":1,\"gpu\":1}]},"
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:46.000Z\",\"event\":\"suspect\",\"attempt\":0,\"quiet_ms\":31000,"
+        " \"culprits\":[{\"rank\":1,\"frame\":\"t.py:36 in load_batch\"}],\"action\":\"warn\","
+        " \"recorder\":{\"verdict\":\"behind\",\"pg\":\"1\",\"seq\":6},"
+        " \"reached\":{\"0\":[{\"pg\":\"0\",\"last_enqueued\":9},{\"pg\":\"1\",\"last_enqueued\":6}],"
+        "            \"1\":[{\"pg\":\"0\",\"last_enqueued\":9},{\"pg\":\"1\",\"last_enqueued\":5}]}},"
+        "{\"v\":1,\"ts\":\"2026-12-01T01:00:50.000Z\",\"event\":\"job_end\",\"exit_status\":0,\"result\":\"ok\"}]";
+    json_error_t je;
+    json_t *ev = json_loads(text, 0, &je);
+    cr_assert(ev, "%s", je.text);
+    struct ddp_timeline *t;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_timeline_build(ev, NULL, NULL, &t, &err), 0, "%s", err.msg);
+    char *txt = render(t, false);
+    cr_expect(strstr(txt, "suspected hang after 31s without progress: rank 1 at t.py:36 in load_batch; reached rank 0 "
+                          "#6 (pg 1) rank 1 #5 (pg 1) (warn)") != NULL,
+              "%s", txt);
+    free(txt);
+    ddp_timeline_free(t);
+    json_decref(ev);
+}

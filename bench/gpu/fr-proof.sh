@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Issue 31 on the GPU machine (torch 2.11): the live hang watch reading torch's flight recorder, every [timeout] key
+# at its default and a 30-minute process-group timeout. At once: the async/poll form (bench/gpu/fr_worker.py: the
+# ranks enqueue and poll, as NCCL jobs wait) of a rank stuck in its data loader, an op mismatch, a shape mismatch,
+# a 40% slower rank, rank 0 checkpointing 40 s; the in-collective cases (tests/integration/watch_worker.py stuck,
+# other); a 1-rank NCCL job whose recorder status must reach summary.json. Then the cost: the same CPU-bound 3-rank
+# job with [timeout] sample on and off, twice each. Uses the static executable (make static) from $DDPLAUNCH or
+# beside this script; results in $OUT (or ./fr-proof-out). Usage: bash bench/gpu/fr-proof.sh
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# in the repository (bench/gpu/) or copied flat beside ddplaunch and the workers (as run on the GPU machine)
+ddp=${DDPLAUNCH:-$here/ddplaunch}
+[ -x "$ddp" ] || ddp=$here/../../build/static/ddplaunch
+fw=${FR_WORKER:-$here/fr_worker.py}
+ww=${WATCH_WORKER:-$here/watch_worker.py}
+[ -f "$ww" ] || ww=$here/../../tests/integration/watch_worker.py
+out=${OUT:-fr-proof-out}
+mkdir -p "$out"
+python3 -c 'import torch, sys; print("torch", torch.__version__, "python", sys.version.split()[0], "gpus", torch.cuda.device_count())'
+
+# start NAME WORKER NPROC [env...]: one job in the background
+start() {
+    local name=$1 worker=$2 n=$3 sel=(--set gpus.select=none)
+    shift 3
+    [ "$n" = 1 ] && sel=()
+    date +%s.%N >"$out/$name.t0"
+    env "$@" timeout 300 "$ddp" --nproc-per-node "$n" "${sel[@]}" --log-dir "$out/$name" "$worker" \
+        >"$out/$name.out" 2>"$out/$name.err" &
+    echo $! >"$out/$name.pid"
+}
+
+# live NAME: wait for the suspicion line, stop the job, print how long after launch it came and the line
+live() {
+    local name=$1 t1= pid
+    pid=$(cat "$out/$name.pid")
+    for _ in $(seq 1 1000); do
+        grep -q "suspected hang" "$out/$name.err" && { t1=$(date +%s.%N); break; }
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    if [ -n "$t1" ]; then
+        echo "$name: named $(python3 -c "print(round($t1 - $(cat "$out/$name.t0"), 1))") s after launch"
+        grep -m1 "suspected hang" "$out/$name.err" | cut -c1-600
+    else
+        echo "$name: NOT named"
+        tail -5 "$out/$name.err"
+    fi
+}
+
+finished() {
+    local name=$1 pid rc run
+    pid=$(cat "$out/$name.pid")
+    wait "$pid"
+    rc=$?
+    echo "$name: exit $rc after $(python3 -c "import time; print(round(time.time() - $(cat "$out/$name.t0"), 1))") s"
+    grep -E "straggler:|suspected hang|progress again" "$out/$name.err" | cut -c1-400
+    run=$(ls -d "$out/$name"/*/ | head -n 1)
+    python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('  summary flight_recorder:', json.dumps(s.get('flight_recorder'))[:600]); print('  summary stragglers:', json.dumps(s.get('stragglers'))[:300])" "$run/summary.json"
+}
+
+start a-stuck "$fw" 3 FR_KIND=stuck FR_RANK=2
+start a-op "$fw" 3 FR_KIND=other FR_RANK=1
+start a-shape "$fw" 3 FR_KIND=shape FR_RANK=1
+start a-slow "$fw" 3 FR_KIND=slow FR_RANK=1 FR_STEPS=110
+start a-ckpt "$fw" 3 FR_KIND=ckpt FR_STEPS=12
+start c-stuck "$ww" 3 WATCH_KIND=stuck WATCH_RANK=1
+start c-other "$ww" 3 WATCH_KIND=other WATCH_RANK=1
+start nccl "$fw" 1 FR_BACKEND=nccl FR_KIND=slow FR_RANK=9 FR_STEPS=20
+for k in a-stuck a-op a-shape c-stuck c-other; do live $k; done
+for k in a-slow a-ckpt nccl; do finished $k; done
+for k in a-stuck a-op a-shape a-slow a-ckpt c-stuck c-other nccl; do
+    run=$(ls -d "$out/$k"/*/ | head -n 1)
+    "$ddp" report --svg "$out/$k.svg" "$run" >"$out/$k.report" 2>&1
+done
+
+# cost: a CPU-bound 3-rank job (one thread per rank), [timeout] sample on and off, twice each
+for i in 1 2; do
+    for s in on off; do
+        FR_KIND=healthy FR_STEPS=120 "$ddp" --nproc-per-node 3 --set gpus.select=none --set timeout.sample=$s \
+            --log-dir "$out/cost-$s-$i" "$fw" >"$out/cost-$s-$i.out" 2>"$out/cost-$s-$i.err"
+        echo "cost sample=$s run $i: exit $? $(grep -h 'done in' "$out/cost-$s-$i.out" | awk '{s+=$(NF-1)} END {printf "mean rank time %.3f s", s/NR}')"
+    done
+done

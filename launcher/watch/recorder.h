@@ -1,0 +1,176 @@
+/* recorder: torch's flight recorder as evidence of a hang. The sampler thread (sample.c's sitecustomize, with
+ * DDP_RECORDER_PY) writes one "ddplaunch-fr {json}" line beside each stack sample: every process group's last
+ * enqueued and completed collective, and (once a group stood still 10 s) its last entries: op, shapes, dtypes.
+ * This module parses that line (or torch's own JSON dump) and decides, per process group, which ranks never
+ * reached collective N and what differs at N. Pure: no files, no clock, no signals (progress.c feeds it). */
+#ifndef DDP_RECORDER_H
+#define DDP_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "watch/suspect.h"
+
+/* The Python the sampler thread runs with each sample (spliced into the sitecustomize by sample.c):
+ * _ddplaunch_fr_line(state, want) returns the line, or '' where torch was not imported by the program, has no
+ * process group yet, or has no recorder (torch 1.x). It never imports torch. The entries (3-35 ms for a full
+ * ring) are read once per standstill of the status, not per sample. */
+#define DDP_RECORDER_PY                                                                                                \
+    "def _ddplaunch_fr_state():\n"                                                                                     \
+    "    return {'key': None, 'since': 0.0, 'last': None, 'off': False, 'groups': None, 'ngroups': -1}\n"              \
+    "\n"                                                                                                               \
+    "\n"                                                                                                               \
+    "def _ddplaunch_fr_last(fns):\n"                                                                                   \
+    "    import json\n"                                                                                                \
+    "    keep = ('record_id', 'pg_id', 'process_group', 'collective_seq_id', 'p2p_seq_id', 'profiling_name',\n"        \
+    "            'state', 'time_created_ns', 'input_sizes', 'input_dtypes', 'is_p2p')\n"                               \
+    "    per = {}\n"                                                                                                   \
+    "    for f in fns:\n"                                                                                              \
+    "        for e in json.loads(f(includeCollectives=True, onlyActive=False).decode()).get('entries') or []:\n"       \
+    "            pg = e.get('process_group') or [e.get('pg_id')]\n"                                                    \
+    "            per.setdefault(str(pg[0]), []).append({k: e[k] for k in keep if k in e})\n"                           \
+    "    return [e for pg in per.values() for e in pg[-3:]]\n"                                                         \
+    "\n"                                                                                                               \
+    "\n"                                                                                                               \
+    "def _ddplaunch_fr_groups(st, dist):\n"                                                                            \
+    "    try:\n"                                                                                                       \
+    "        w = dist.distributed_c10d._world\n"                                                                       \
+    "        if len(w.pg_names) != st['ngroups']:\n"                                                                   \
+    "            st['ngroups'] = len(w.pg_names)\n"                                                                    \
+    "            st['groups'] = {str(w.pg_names[pg]): sorted(w.pg_group_ranks[pg]) for pg in w.pg_names\n"             \
+    "                            if pg in w.pg_group_ranks}\n"                                                         \
+    "    except Exception:\n"                                                                                          \
+    "        st['groups'] = None\n"                                                                                    \
+    "    return st['groups']\n"                                                                                        \
+    "\n"                                                                                                               \
+    "\n"                                                                                                               \
+    "def _ddplaunch_fr_line(st, want):\n"                                                                              \
+    "    import sys\n"                                                                                                 \
+    "    torch, dist = sys.modules.get('torch'), sys.modules.get('torch.distributed')\n"                               \
+    "    if st['off'] or torch is None or dist is None:\n"                                                             \
+    "        return ''\n"                                                                                              \
+    "    try:\n"                                                                                                       \
+    "        if not dist.is_available() or not dist.is_initialized():\n"                                               \
+    "            return ''\n"                                                                                          \
+    "        C = getattr(torch._C, '_distributed_c10d', None)\n"                                                       \
+    "        fns = [getattr(C, n) for n in ('_dump_nccl_trace_json', '_dump_fr_trace_json') if hasattr(C, n)]\n"       \
+    "        if not fns:\n"                                                                                            \
+    "            st['off'] = True\n"                                                                                   \
+    "            return ''\n"                                                                                          \
+    "        import json, time\n"                                                                                      \
+    "        status, config = {}, {}\n"                                                                                \
+    "        for f in fns:\n"                                                                                          \
+    "            d = json.loads(f(includeCollectives=False, onlyActive=False).decode())\n"                             \
+    "            for k, v in (d.get('pg_status') or {}).items():\n"                                                    \
+    "                old = status.get(k)\n"                                                                            \
+    "                if old is None or int(v.get('last_enqueued_collective', -1)) > \\\n"                              \
+    "                        int(old.get('last_enqueued_collective', -1)):\n"                                          \
+    "                    status[k] = v\n"                                                                              \
+    "            config.update(d.get('pg_config') or {})\n"                                                            \
+    "        if not status:\n"                                                                                         \
+    "            return ''\n"                                                                                          \
+    "        key, now = json.dumps(status, sort_keys=True), time.monotonic()\n"                                        \
+    "        if key != st['key']:\n"                                                                                   \
+    "            st['key'], st['since'], st['last'] = key, now, None\n"                                                \
+    "        if st['last'] is None and (want or now - st['since'] >= 10):\n"                                           \
+    "            st['last'] = _ddplaunch_fr_last(fns)\n"                                                               \
+    "        doc = {'pg_status': status, 'pg_config': config, 'ddp_groups': _ddplaunch_fr_groups(st, dist)}\n"         \
+    "        if st['last'] is not None:\n"                                                                             \
+    "            doc['entries'] = st['last']\n"                                                                        \
+    "        return 'ddplaunch-fr ' + json.dumps(doc, separators=(',', ':')) + '\\n'\n"                                \
+    "    except Exception:\n"                                                                                          \
+    "        return ''\n"                                                                                              \
+    "\n"                                                                                                               \
+    "\n"
+
+#define DDP_FR_GROUPS 16   /* process groups kept per rank */
+#define DDP_FR_PER_GROUP 3 /* last entries kept per group */
+#define DDP_FR_ID 32
+#define DDP_FR_OPLEN 48
+#define DDP_FR_SHAPELEN 96
+#define DDP_FR_RANKS 96
+
+/* One entry of the recorder: one collective (or point-to-point op) as one rank enqueued it. */
+struct ddp_fr_entry {
+    long long seq;               /* collective_seq_id (0 for p2p) */
+    long long p2p_seq;           /* p2p_seq_id */
+    bool p2p;                    /* is_p2p */
+    char op[DDP_FR_OPLEN];       /* profiling_name: "gloo:all_reduce", "nccl:broadcast" */
+    char shape[DDP_FR_SHAPELEN]; /* input sizes and dtypes: "[[2]] Float" */
+    long long created_ns;        /* time_created_ns (the host's realtime clock) */
+};
+
+/* One process group as one rank's recorder sees it. */
+struct ddp_fr_group {
+    char id[DDP_FR_ID];       /* pg_status's key ("0", "1"), the entries' process_group[0] */
+    long long enqueued;       /* last_enqueued_collective, -1 unknown */
+    long long started;        /* last_started_collective */
+    long long completed;      /* last_completed_collective, -1 unknown (NCCL without timing) */
+    char ranks[DDP_FR_RANKS]; /* its global ranks as a list ("0-2", "0,2"), "" unknown */
+    size_t nentries;          /* its last entries, oldest first */
+    struct ddp_fr_entry e[DDP_FR_PER_GROUP];
+};
+
+struct ddp_fr_state {
+    size_t ngroups;
+    struct ddp_fr_group g[DDP_FR_GROUPS];
+    bool has_entries; /* the document carried entries (the sampler's, after a standstill; torch's own dump) */
+};
+
+/* Find the recorder in len bytes of text: the sampler's "ddplaunch-fr {json}" line (the last one when several),
+ * else text that is a whole JSON document of torch's (_dump_fr_trace_json, _dump_nccl_trace_json). Returns 0 with
+ * *st filled, -ENOENT when there is none, -EINVAL when it is not a recorder document. Pure. */
+int ddp_fr_parse(const char *text, size_t len, struct ddp_fr_state *st);
+
+/* The group with id in st, or NULL. */
+const struct ddp_fr_group *ddp_fr_group(const struct ddp_fr_state *st, const char *id);
+
+/* Did any group's enqueued or completed collective change from a to b (a group appearing counts)? */
+bool ddp_fr_moved(const struct ddp_fr_state *a, const struct ddp_fr_state *b);
+
+/* One rank's evidence at the verdict. */
+struct ddp_fr_input {
+    int rank;
+    const struct ddp_fr_state *fr; /* NULL: no recorder (torch 1.x, not sampled) */
+    long long still_ms;            /* how long its recorder status has not moved */
+    const char *frame;             /* where its stack says it is ("train.py:88 in load_batch"), or NULL */
+};
+
+enum ddp_fr_kind {
+    DDP_FR_NONE,   /* the recorder names nobody: the stack rules decide */
+    DDP_FR_BEHIND, /* ranks never reached collective N that the others enqueued */
+    DDP_FR_OP,     /* at the same N, different ops */
+    DDP_FR_SHAPE,  /* at the same N, the same op with different shapes or dtypes */
+};
+
+struct ddp_fr_verdict {
+    enum ddp_fr_kind kind;
+    size_t nculprits;            /* 0 with OP/SHAPE: no majority (only the program says which side is wrong) */
+    char group[DDP_FR_ID];       /* the process group */
+    char ranks[DDP_FR_RANKS];    /* its ranks */
+    long long seq;               /* N: the collective the others wait in */
+    char op[DDP_FR_OPLEN];       /* what the others (the majority) are in at N, "" unknown */
+    char other[DDP_FR_SHAPELEN]; /* OP: the minority's op; SHAPE: the minority's shape; BEHIND: "" */
+    char shape[DDP_FR_SHAPELEN]; /* SHAPE: the majority's shape */
+    long long waited_ms;         /* how long the waiting ranks' recorders stood still */
+    char why[960];               /* one line naming the culprits, the group, N, both ops or shapes and where */
+};
+
+/* Decide from the recorders of n ranks (culprit[i], caller's, n entries). Per process group that two or more
+ * ranks report: the members whose last enqueued collective is behind the others' are the culprits (BEHIND), when
+ * a leader's last collective is not known to have completed; else, all at the same N with entries for it,
+ * different ops (OP) or shapes/dtypes (SHAPE) name the minority. Several groups with a finding: the one whose N was
+ * enqueued first (the others wait because of it), else the one with fewest culprits. Pure. */
+void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struct ddp_fr_verdict *v);
+
+const char *ddp_fr_kind_name(enum ddp_fr_kind k);
+
+/* One sample round's places from the recorders (fr[i], NULL: none), for stragglers (suspect.h): in the first
+ * process group of the first rank that has one, a rank at the highest enqueued collective that has not completed
+ * it waits (INSIDE); a rank behind it, or one that completed it, is OUTSIDE; a rank without that group NONE.
+ * Returns false (place untouched) unless two or more ranks have the group. Under NCCL, where every stack shows
+ * a CUDA sync, this is what says who makes the others wait. Pure. */
+bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n,
+                   enum ddp_suspect_place *place); /* "none", "behind", "op_mismatch", "shape_mismatch" */
+
+#endif

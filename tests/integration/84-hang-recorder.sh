@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The flight recorder in the hang watch (issue 31) on this VM's torch 1.13, which has none: fake_recorder.py
+# imitates torch 2.x's in-process JSON (the format recorded on the GPU machine). 3 gloo ranks that enqueue their
+# all_reduce and poll it (bench/gpu/fr_worker.py), rank 1 all_reduces 2 elements where the others send 1 (gloo
+# lets the others through to #7): the sampler reads the recorder, the live line names rank 1 for a shape mismatch
+# at #6 with both shapes, [timeout] on_suspect = restart stops the attempt, the post-mortem verdict says the same,
+# and summary.json and events hold what each rank's recorder showed. A 40% slower rank is a straggler from the
+# recorder (the stacks show no collective). Without the fake, the same job is judged on
+# the stacks as before (48-hang-watch.sh covers those cases).
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+have_torch || skip "no torch"
+CHECK="$PY $DDP_SRCDIR/tests/integration/records_check.py $DDP_SRCDIR/man/ddplaunch.1"
+W=$DDP_SRCDIR/bench/gpu/fr_worker.py
+FAKE=$DDP_SRCDIR/tests/integration/fake_recorder.py
+
+FR_KIND=shape FR_RANK=1 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 3 --set gpus.select=none \
+    --log-dir "$TMP/shape" --set timeout.on_suspect=restart --set timeout.on_suspect_after=1s \
+    --set timeout.suspect_setup=15s --set timeout.suspect_floor=14s "$FAKE" "$W" >"$TMP/shape.out" 2>"$TMP/shape.err"
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/shape.err"; fail "shape: exit $rc, want 124"; }
+expect_grep "suspected hang: rank 1 \(local 1, host [^,]+, GPU none\) at fr_worker.py:[0-9]+ in wait_for; no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: shape mismatch at gloo:all_reduce #6 \(pg 0, ranks 0-2\): rank 1 has \[\[2\]\] Float, ranks 0,2 have \[\[1\]\] Float; rank 1 is at fr_worker.py:[0-9]+ in wait_for" "$TMP/shape.err"
+expect_grep "Hang verdict \(high confidence\): rank 1 \(local 1" "$TMP/shape.err"
+expect_grep "why: flight recorder: shape mismatch at gloo:all_reduce #6" "$TMP/shape.err"
+R=$(echo "$TMP/shape"/*/)
+$CHECK "$R" >/dev/null || fail "shape: records do not match the documented schema"
+expect_eq "shape: root cause" "$(jq -r .root_cause.rank "$R/summary.json")" 1
+expect_eq "shape: verdict" "$(jq -r '.hang.recorder | "\(.verdict) #\(.seq) \(.other) vs \(.shape)"' "$R/summary.json")" \
+    "shape_mismatch #6 [[2]] Float vs [[1]] Float"
+expect_eq "shape: each rank's last collective" \
+    "$(jq -r '[.flight_recorder.ranks | to_entries[] | "\(.key):\(.value[0].last_enqueued)"] | sort | join(" ")' "$R/summary.json")" \
+    "0:7 1:6 2:7"
+S=$(grep -m1 '"event":"suspect"' "$R/events.jsonl")
+expect_eq "shape: suspect event" "$(echo "$S" | jq -r '"\(.recorder.verdict) \(.reached["1"][0].shape)"')" \
+    "shape_mismatch [[2]] Float"
+"$DDP" report "$R" >"$TMP/report.txt" 2>&1 || fail "report failed"
+expect_grep "reached rank [0-9] #[67] \(pg 0\)" "$TMP/report.txt"
+
+# rank 1's data loading 40% slower: every stack shows wait_for (no collective), the recorder shows rank 1 behind
+# the all_reduce the others enqueued: a straggler, and the job ends normally
+FR_KIND=slow FR_RANK=1 FR_STEPS=110 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 3 --set gpus.select=none \
+    --log-dir "$TMP/slow" "$FAKE" "$W" >"$TMP/slow.out" 2>"$TMP/slow.err" || { cat "$TMP/slow.err"; fail "slow: exit $?"; }
+expect_grep "straggler: rank 1 \(local 1, host [^,]+, GPU none\) makes the others wait: it was behind the collective the others had enqueued \(flight recorder\)" "$TMP/slow.err"
+R=$(echo "$TMP/slow"/*/)
+expect_eq "slow: stragglers" "$(jq -r '[.stragglers[].rank] | join(",")' "$R/summary.json")" 1
+echo ok
