@@ -214,16 +214,19 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err)
 {
-    /* run and plan use the topology cache and NVML's live state (who holds the GPUs: gpus.h); topo and doctor
-     * report the machine as it is now (and refresh the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads NVML for an XML
-     * topology too (the tests' fake NVML). */
+    /* run and plan use the topology cache and, for GPU workers, NVML's memory in use and its holders (the busy
+     * check: gpus.h); CPU workers read no NVML. topo and doctor report the machine as it is now (and refresh
+     * the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads NVML for an XML topology too (the tests' fake NVML). */
     bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
+    const struct ddp_spec *spec = &l->spec;
+    bool want_gpus = spec->nproc_per_node.kind != DDP_NPROC_CPU &&
+                     !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
     const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
     struct ddp_topo_opts o = {
         .xml_path = path,
         .envp = envp,
         .refresh = report,
-        .gpu_usage = true,
+        .gpu_usage = want_gpus,
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
     };
     int rc = ddp_topo_load_opts(&o, &l->topo, err);

@@ -621,7 +621,7 @@ static void gpu_recheck(struct sup *s, struct ddp_paction *a)
     if (!r || !topo || !ddp_topo_nvml(topo)->found)
         return;
     struct ddp_nvml nv;
-    ddp_nvml_read(&nv);
+    ddp_nvml_read_what(&nv, DDP_NVML_MEMORY | DDP_NVML_HEALTH); /* no UUIDs, names or NVLinks */
     for (size_t i = 0; nv.found && i < r->plan.nworkers; i++) {
         int g = r->plan.workers[i].gpu;
         const char *busid = r->plan.workers[i].gpu_busid;

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,15 +201,70 @@ static void proc_owner(struct ddp_nvml_proc *p)
     fclose(fp);
 }
 
-/* Utilisation and the compute processes of device d. */
-static void read_usage(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_gpu *g)
+/* libnvidia-ml.so.1, opened once per process and never closed (a launch reads it, then the event thread and
+ * the restart check use it again: each dlopen would map and relocate the library anew). NULL with why when
+ * it is missing or lacks the calls every reader needs. */
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static void *lib_handle;
+static struct nvml_fns lib_fns;
+static char lib_why[200];
+
+static void lib_open(void)
 {
-    struct nvml_utilization u;
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(lib_why, sizeof lib_why, "not found (%s)", dlerror());
+        return;
+    }
+    load_fns(lib, &lib_fns);
+    if (!lib_fns.init || !lib_fns.shutdown || !lib_fns.count || !lib_fns.handle || !lib_fns.pci) {
+        snprintf(lib_why, sizeof lib_why,
+                 "unusable (libnvidia-ml.so.1 lacks nvmlInit_v2 or nvmlDeviceGetPciInfo_v3: driver too old)");
+        dlclose(lib);
+        return;
+    }
+    lib_handle = lib;
+}
+
+static const struct nvml_fns *lib_get(const char **why)
+{
+    pthread_once(&lib_once, lib_open);
+    *why = lib_why;
+    return lib_handle ? &lib_fns : NULL;
+}
+
+/* nvmlInit; NVML counts them, so one held for the process (keep) makes every later one cheap. 0, or the
+ * NVML error with status set. */
+static nvml_return nvml_init(const struct nvml_fns *f, bool keep, char *status, size_t size)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static bool kept;
+    nvml_return r = f->init();
+    if (r != 0) {
+        snprintf(status, size, "NVML: nvmlInit failed: %s (error %d)", f->error_string ? f->error_string(r) : "?", r);
+        return r;
+    }
+    pthread_mutex_lock(&mu);
+    if (keep && !kept && f->init() == 0) /* the process's own reference, never shut down */
+        kept = true;
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+
+/* Memory of device d into g, and (procs) its compute processes. */
+static void read_memory(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_gpu *g, bool procs)
+{
+    struct nvml_memory mem;
     struct nvml_process pr[DDP_NVML_MAX_PROCS];
     unsigned n = DDP_NVML_MAX_PROCS;
 
-    g->util = f->utilization && f->utilization(d, &u) == 0 ? (int)u.gpu : -1;
-    if (!f->processes || f->processes(d, &n, pr) != 0)
+    g->mem_used = -1;
+    g->nprocs = 0;
+    if (f->memory && f->memory(d, &mem) == 0) {
+        g->mem_used = (long long)mem.used;
+        g->mem_total = (long long)mem.total;
+    }
+    if (!procs || !f->processes || f->processes(d, &n, pr) != 0)
         return;
     for (unsigned k = 0; k < n && k < DDP_NVML_MAX_PROCS; k++) {
         g->procs[g->nprocs] = (struct ddp_nvml_proc){
@@ -219,68 +275,66 @@ static void read_usage(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_
     }
 }
 
-void ddp_nvml_read(struct ddp_nvml *out)
+/* The active NVLinks of device d into g. */
+static void read_links(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_gpu *g)
 {
-    struct nvml_fns f;
-    void *lib;
+    for (unsigned l = 0; f->link_state && f->link_remote_pci && l < DDP_NVML_MAX_LINKS; l++) {
+        int active = 0, type = -1;
+        struct nvml_pci rp;
+
+        if (f->link_state(d, l, &active) != 0 || !active || f->link_remote_pci(d, l, &rp) != 0)
+            continue;
+        ddp_nvml_busid_norm(rp.bus_id, g->link_peer[g->nlinks], sizeof g->link_peer[0]);
+        /* NVML_NVLINK_DEVICE_TYPE_SWITCH = 2 */
+        g->link_to_switch[g->nlinks] = f->link_remote_type && f->link_remote_type(d, l, &type) == 0 && type == 2;
+        g->nlinks++;
+    }
+}
+
+void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
+{
+    const char *why;
+    const struct nvml_fns *f = lib_get(&why);
+    struct nvml_utilization u;
     unsigned n = 0;
-    nvml_return r;
 
     memset(out, 0, sizeof *out);
-    lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(out->status, sizeof out->status, "NVML: not found (%s)", dlerror());
+    if (!f) {
+        snprintf(out->status, sizeof out->status, "NVML: %s", why);
         return;
     }
-    load_fns(lib, &f);
-    if (!f.init || !f.shutdown || !f.count || !f.handle || !f.pci) {
-        snprintf(out->status, sizeof out->status,
-                 "NVML: unusable (libnvidia-ml.so.1 lacks nvmlInit_v2 or"
-                 " nvmlDeviceGetPciInfo_v3: driver too old)");
-        dlclose(lib);
+    if (nvml_init(f, false, out->status, sizeof out->status) != 0)
         return;
-    }
-    if ((r = f.init()) != 0) {
-        snprintf(out->status, sizeof out->status, "NVML: nvmlInit failed: %s (error %d)",
-                 f.error_string ? f.error_string(r) : "?", r);
-        dlclose(lib);
-        return;
-    }
-    if (f.driver_version)
-        f.driver_version(out->driver, sizeof out->driver);
-    if (f.count(&n) != 0)
+    if (f->driver_version)
+        f->driver_version(out->driver, sizeof out->driver);
+    if (f->count(&n) != 0)
         n = 0;
     out->gpus = ddp_xcalloc(n ? n : 1, sizeof *out->gpus);
     for (unsigned i = 0; i < n; i++) {
         struct ddp_nvml_gpu *g = &out->gpus[out->ngpus];
         struct nvml_pci pci;
-        struct nvml_memory mem;
         nvml_device d;
 
-        if (f.handle(i, &d) != 0 || f.pci(d, &pci) != 0)
+        if (f->handle(i, &d) != 0 || f->pci(d, &pci) != 0)
             continue;
         ddp_nvml_busid_norm(pci.bus_id, g->busid, sizeof g->busid);
-        if (f.uuid)
-            f.uuid(d, g->uuid, sizeof g->uuid);
-        if (f.name)
-            f.name(d, g->name, sizeof g->name);
         g->mem_used = g->mem_total = -1;
-        if (f.memory && f.memory(d, &mem) == 0) {
-            g->mem_used = (long long)mem.used;
-            g->mem_total = (long long)mem.total;
+        g->util = -1;
+        memset(&g->health, 0xff, sizeof g->health); /* every field -1: not read */
+        if (what & DDP_NVML_STATIC) {
+            if (f->uuid)
+                f->uuid(d, g->uuid, sizeof g->uuid);
+            if (f->name)
+                f->name(d, g->name, sizeof g->name);
+            read_links(f, d, g);
         }
-        read_usage(&f, d, g);
-        read_health(&f, d, &g->health);
-        for (unsigned l = 0; f.link_state && f.link_remote_pci && l < DDP_NVML_MAX_LINKS; l++) {
-            int active = 0, type = -1;
-            struct nvml_pci rp;
-
-            if (f.link_state(d, l, &active) != 0 || !active || f.link_remote_pci(d, l, &rp) != 0)
-                continue;
-            ddp_nvml_busid_norm(rp.bus_id, g->link_peer[g->nlinks], sizeof g->link_peer[0]);
-            /* NVML_NVLINK_DEVICE_TYPE_SWITCH = 2 */
-            g->link_to_switch[g->nlinks] = f.link_remote_type && f.link_remote_type(d, l, &type) == 0 && type == 2;
-            g->nlinks++;
+        if (what & (DDP_NVML_STATIC | DDP_NVML_MEMORY)) /* total memory is a static fact too */
+            read_memory(f, d, g, what & DDP_NVML_MEMORY);
+        if (!(what & DDP_NVML_MEMORY))
+            g->mem_used = -1;
+        if (what & DDP_NVML_HEALTH) {
+            g->util = f->utilization && f->utilization(d, &u) == 0 ? (int)u.gpu : -1;
+            read_health(f, d, &g->health);
         }
         out->ngpus++;
     }
@@ -297,8 +351,46 @@ void ddp_nvml_read(struct ddp_nvml *out)
     out->found = true;
     snprintf(out->status, sizeof out->status, "NVML: found, driver %s, %zu GPU%s", out->driver[0] ? out->driver : "?",
              out->ngpus, out->ngpus == 1 ? "" : "s");
-    f.shutdown();
-    dlclose(lib);
+    f->shutdown();
+}
+
+void ddp_nvml_read(struct ddp_nvml *out)
+{
+    ddp_nvml_read_what(out, DDP_NVML_STATIC | DDP_NVML_MEMORY | DDP_NVML_HEALTH);
+}
+
+int ddp_nvml_read_memory(struct ddp_nvml *n, const char *const *busids, size_t nbusids)
+{
+    const char *why;
+    const struct nvml_fns *f = lib_get(&why);
+    char status[256];
+    unsigned count = 0;
+    size_t done = 0;
+
+    if (!f)
+        return -ENOENT;
+    if (nvml_init(f, true, status, sizeof status) != 0)
+        return -EIO;
+    if (f->count(&count) != 0)
+        count = 0;
+    for (unsigned i = 0; i < count && done < nbusids; i++) {
+        struct nvml_pci pci;
+        nvml_device d;
+        char bus[32];
+
+        if (f->handle(i, &d) != 0 || f->pci(d, &pci) != 0)
+            continue;
+        ddp_nvml_busid_norm(pci.bus_id, bus, sizeof bus);
+        for (size_t k = 0; k < nbusids; k++) {
+            struct ddp_nvml_gpu *g = (struct ddp_nvml_gpu *)ddp_nvml_find(n, busids[k]);
+            if (!g || strcasecmp(busids[k], bus) != 0)
+                continue;
+            read_memory(f, d, g, true);
+            done++;
+        }
+    }
+    f->shutdown();
+    return 0;
 }
 
 const struct ddp_nvml_gpu *ddp_nvml_find(const struct ddp_nvml *n, const char *busid)
@@ -530,7 +622,6 @@ const char *ddp_nvml_xid_meaning(unsigned long long xid, bool *gpu_fault)
 /* ---- events ---- */
 
 struct ddp_nvml_events {
-    void *lib;
     struct nvml_fns f;
     nvml_event_set set;
     size_t n;
@@ -546,22 +637,22 @@ int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_ev
 
     *out = NULL;
     snprintf(why, whysz, "?");
-    if (!(e->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL))) {
-        snprintf(why, whysz, "NVML not found (%s)", dlerror());
+    const char *lwhy;
+    const struct nvml_fns *f = lib_get(&lwhy);
+    if (!f) {
+        snprintf(why, whysz, "NVML %s", lwhy);
         free(e);
         return -ENOENT;
     }
-    load_fns(e->lib, &e->f);
-    if (!e->f.init || !e->f.shutdown || !e->f.count || !e->f.handle || !e->f.pci || !e->f.set_create ||
-        !e->f.set_free || !e->f.register_events || !e->f.set_wait) {
+    e->f = *f;
+    if (!e->f.set_create || !e->f.set_free || !e->f.register_events || !e->f.set_wait) {
         snprintf(why, whysz, "this NVML has no event set (nvmlEventSetWait_v2 missing: driver too old)");
-        dlclose(e->lib);
         free(e);
         return -ENOTSUP;
     }
-    if (e->f.init() != 0) {
+    char status[256];
+    if (nvml_init(&e->f, false, status, sizeof status) != 0) {
         snprintf(why, whysz, "nvmlInit failed");
-        dlclose(e->lib);
         free(e);
         return -ENOENT;
     }
@@ -603,7 +694,6 @@ fail:
     if (e->set)
         e->f.set_free(e->set);
     e->f.shutdown();
-    dlclose(e->lib);
     free(e->dev);
     free(e->hw);
     free(e);
@@ -655,7 +745,6 @@ void ddp_nvml_events_close(struct ddp_nvml_events *e)
         return;
     e->f.set_free(e->set);
     e->f.shutdown();
-    dlclose(e->lib);
     free(e->dev);
     free(e->hw);
     free(e);

@@ -64,9 +64,22 @@ struct ddp_nvml {
     size_t ngpus;
 };
 
-/* Load NVML and read every device; never fails: when NVML is missing or broken, found is false and status
- * says why. The library is closed again before returning. Caller owns; free with ddp_nvml_free(). */
+/* What ddp_nvml_read_what() reads of each device besides its bus id. */
+#define DDP_NVML_STATIC 0x1u /* UUID, name, total memory, NVLinks: the topology cache's facts */
+#define DDP_NVML_MEMORY 0x2u /* memory in use and total, compute processes (the busy check) */
+#define DDP_NVML_HEALTH 0x4u /* utilisation and ddp_nvml_health (doctor, the check before a restart) */
+
+/* Load NVML and read every device's facts in what (DDP_NVML_*; the others stay unknown: -1, "", none); never
+ * fails: when NVML is missing or broken, found is false and status says why. The library stays loaded for the
+ * process (later reads and the event set use it again). Caller owns; free with ddp_nvml_free(). */
+void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what);
+/* ddp_nvml_read_what() of everything. */
 void ddp_nvml_read(struct ddp_nvml *out);
+/* The launch's read: memory in use and total and the compute processes, into those GPUs of n (from the
+ * topology cache) whose bus ids are busids[0..nbusids), and nothing else. NVML stays initialised for the
+ * process, so that the event set's nvmlInit (ddp_nvml_events_open) costs nothing more. 0, or -ENOENT (no usable
+ * NVML) or -EIO (nvmlInit failed), n unchanged. */
+int ddp_nvml_read_memory(struct ddp_nvml *n, const char *const *busids, size_t nbusids);
 void ddp_nvml_free(struct ddp_nvml *n);
 
 /* The GPU with PCI bus id busid (any case), or NULL when NVML does not list it. Owned by n. */

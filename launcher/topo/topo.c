@@ -458,20 +458,34 @@ static void to_cache(const struct ddp_topo *topo, const char *key, char *const *
     hwloc_free_xmlbuffer(topo->t, xml);
 }
 
-/* NVML for the live machine: from the cache, or read now when a caller needs live state, the full report
- * (refresh), or when a discovery found NVIDIA GPUs. */
+/* NVML for the live machine (or, with xml_nvml, the tests' fake one): everything for the full report (refresh);
+ * else the facts that do not change from the cache, or read now when a discovery found NVIDIA GPUs (an XML
+ * topology reads them as a discovery would have cached them). Then, when the caller needs the live state, only
+ * the memory and compute processes of the NVIDIA GPUs (ddp_nvml_read_memory): no NVLinks, no health. */
 static void load_nvml(struct ddp_topo *topo, const struct ddp_topo_opts *o)
 {
-    bool nvidia = false;
+    const char **busids = ddp_xcalloc(topo->ngpus + 1, sizeof *busids);
+    size_t n = 0;
     for (size_t i = 0; i < topo->ngpus; i++)
-        nvidia |= topo->gpus[i].vendor == 0x10de;
-    if (topo->cached && !o->gpu_usage && !o->refresh)
-        return;
-    ddp_nvml_free(&topo->nvml);
-    if (o->refresh || nvidia)
+        if (topo->gpus[i].vendor == 0x10de)
+            busids[n++] = topo->gpus[i].busid;
+    if (o->refresh) {
+        ddp_nvml_free(&topo->nvml);
         ddp_nvml_read(&topo->nvml);
-    else
-        snprintf(topo->nvml.status, sizeof topo->nvml.status, "NVML: not read (no NVIDIA GPU)");
+        n = 0;
+    } else if (!topo->cached) {
+        bool discovery = !topo->from_xml;
+        ddp_nvml_free(&topo->nvml);
+        if (n)
+            ddp_nvml_read_what(&topo->nvml, DDP_NVML_STATIC | (discovery && o->gpu_usage ? DDP_NVML_MEMORY : 0));
+        else
+            snprintf(topo->nvml.status, sizeof topo->nvml.status, "NVML: not read (no NVIDIA GPU)");
+        if (discovery)
+            n = 0; /* read above */
+    }
+    if (n && o->gpu_usage && topo->nvml.found)
+        ddp_nvml_read_memory(&topo->nvml, busids, n);
+    free(busids);
 }
 
 int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, struct ddp_err *err)

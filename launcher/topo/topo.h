@@ -19,14 +19,15 @@ struct ddp_topo_opts {
     char *const *envp;    /* live machine: use the topology cache (topo_cache.h) from this environment; NULL = no
                              cache */
     bool refresh;         /* discover now even when the cache matches (and rewrite it); read NVML in full */
-    bool gpu_usage;       /* NVML's live state (memory in use, utilisation, processes) is needed */
+    bool gpu_usage;       /* NVML's memory in use and compute processes of the NVIDIA GPUs are needed */
     bool xml_nvml;        /* an XML topology: read NVML too (tests pair a fixture with a fake NVML) */
 };
 
 /* Load the topology: xml_path or, when NULL, the live machine, restricted to the CPUs this process may use.
  * The live machine comes from the cache when its key matches (and refresh is off), else from hwloc's discovery,
- * which then rewrites the cache. NVML is read (dlopen) only for a discovery that finds NVIDIA GPUs, with refresh,
- * or with gpu_usage; from the cache only its facts that do not change are known (memory in use is -1).
+ * which then rewrites the cache. NVML is read in full (health included) with refresh; its facts that do not change
+ * are read for a discovery that finds NVIDIA GPUs, else come from the cache; with gpu_usage, memory in use and the
+ * compute processes are read too (else memory in use is -1).
  * 0 or negative errno with err. Caller owns; free with ddp_topo_destroy(). */
 int ddp_topo_load_opts(const struct ddp_topo_opts *opts, struct ddp_topo **out, struct ddp_err *err);
 /* ddp_topo_load_opts() without the cache, NVML read in full. */
