@@ -182,9 +182,9 @@ bool ddp_sample_parse_header(const char *text, size_t len, struct ddp_sample_hea
         return false;
     size_t end = (size_t)(nl - text);
     if (!field(text, end, &i, "ddplaunch-stacks pid=", 1u << 30, &pid) ||
-        !field(text, end, &i, " signal=", 1u << 16, &sig) ||
-        !field(text, end, &i, " start=", 1ull << 62, &start) || !field(text, end, &i, " tid=", 1u << 30, &tid) ||
-        !field(text, end, &i, " err=", 999, &err) || i != end || pid <= 1 || tid <= 1)
+        !field(text, end, &i, " signal=", 1u << 16, &sig) || !field(text, end, &i, " start=", 1ull << 62, &start) ||
+        !field(text, end, &i, " tid=", 1u << 30, &tid) || !field(text, end, &i, " err=", 999, &err) || i != end ||
+        pid <= 1 || tid <= 1)
         return false;
     *h = (struct ddp_sample_head){(pid_t)pid, (pid_t)tid, (int)sig, (int)err, start};
     return true;
@@ -386,8 +386,8 @@ int ddp_sample_poke(struct ddp_sample_file *f, const pid_t *groups, size_t n, lo
                     (int)f->pid, (int)tid, sig);
     if (pending) {
         if (++f->busy >= DDP_SAMPLE_BUSY_MAX)
-            return stop(f, "pid %d did not take signal %d for %d samples: its sampler stopped answering",
-                        (int)f->pid, sig, f->busy);
+            return stop(f, "pid %d did not take signal %d for %d samples: its sampler stopped answering", (int)f->pid,
+                        sig, f->busy);
         return -EBUSY;
     }
     f->busy = 0;

@@ -14,7 +14,7 @@
 
 #include "base/util.h"
 
-#define DDP_SAMPLE_PYDIR "python"  /* the sitecustomize's directory in the run directory */
+#define DDP_SAMPLE_PYDIR "python" /* the sitecustomize's directory in the run directory */
 /* the signal is SIGRTMIN + 5 (glibc: 39); never SIGUSR1/2 (the job's), never the exec shim's SIGRTMIN + 3 and + 4
  * (launcher died, kill everything: shim.c) */
 #define DDP_SAMPLE_SIGNAL_OFFSET 5
@@ -55,9 +55,9 @@ struct ddp_sample_file {
     long long poked_ms;
     char head[DDP_SAMPLE_HEAD_LEN]; /* the registration in use (a new one replaces it) */
     struct ddp_sample_head h;
-    int busy;       /* samples in a row skipped because the last signal was still pending */
-    char why[200];  /* set: sampling stopped for this registration, and why (the launcher says it once) */
-    bool told;      /* why was said */
+    int busy;      /* samples in a row skipped because the last signal was still pending */
+    char why[200]; /* set: sampling stopped for this registration, and why (the launcher says it once) */
+    bool told;     /* why was said */
 };
 
 /* Start watching path (caller's string is copied); nothing is opened yet. Free with ddp_sample_file_free(). */
