@@ -252,7 +252,7 @@ static int task_masks(const char *path, unsigned long long *pnd, unsigned long l
 }
 
 /* Every thread of PID but the sampler (SAMPLER: in sigwait, the kernel shows the signal unblocked) blocks SIG (a
- * thread that does not would die of it), checked for the first 256 threads (and the main one, first); *pending:
+ * thread that does not would die of it), checked for the first 64 threads (and the main one, first); *pending:
  * the signal is still queued. 0, or -ENOENT (gone), -EINVAL (a thread does not block it; *tid_out is that one). */
 static int check_masks(pid_t pid, pid_t sampler, int sig, bool *pending, pid_t *tid_out)
 {
@@ -272,7 +272,7 @@ static int check_masks(pid_t pid, pid_t sampler, int sig, bool *pending, pid_t *
         return -ENOENT;
     struct dirent *e;
     int seen = 0;
-    while ((e = readdir(d)) && seen < 256) {
+    while ((e = readdir(d)) && seen < 64) {
         long tid = strtol(e->d_name, NULL, 10);
         if (tid <= 0 || tid == pid || tid == sampler)
             continue;
