@@ -1,22 +1,20 @@
 """What one live stack sample costs a rank (issue 22): run under ddplaunch, which loads its sitecustomize.
    ddplaunch --nproc-per-node 1 bench/sample-cost.py [THREADS] [DEPTH] [SAMPLES]
-The rank signals itself (as ddplaunch does: SIGRTMIN+3 to its pid) and times each sample from the signal to the
+The rank signals itself (as ddplaunch does: SIGRTMIN+5 to its pid, the file emptied down to its header first) and times each sample from the signal to the
 dump's last byte in its stacks file: the sampling thread's wake-up, taking the GIL, formatting every thread's
 stack and one write. Prints median, p99 and max in ms, with THREADS idle Python threads and the main thread
 DEPTH frames deep (defaults 10 and 50, 200 samples). Fails when ddplaunch's sitecustomize did not register."""
 import os, signal, sys, threading, time
 
-fd = None  # the stacks file ddplaunch's sitecustomize opened (attempt dir/stacks.LOCAL_RANK)
-for name in os.listdir("/proc/self/fd"):
-    try:
-        if os.path.basename(os.readlink("/proc/self/fd/" + name)).startswith("stacks."):
-            fd = int(name)
-    except OSError:
-        pass
-if fd is None or not any(t.name == "ddplaunch-stacks" for t in threading.enumerate()):
+# the stacks file ddplaunch's sitecustomize registered in: attempt dir/stacks.LOCAL_RANK (the attempt dir is
+# where ddplaunch puts torch's flight-recorder FIFO)
+pipe = os.environ.get("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "")
+path = os.path.join(os.path.dirname(pipe), "stacks." + os.environ.get("LOCAL_RANK", "0")) if pipe else None
+if not path or not os.path.exists(path) or not any(t.name == "ddplaunch-stacks" for t in threading.enumerate()):
     sys.exit("ddplaunch's sitecustomize did not register (run under ddplaunch with [timeout] sample = yes)")
+HEAD = 93  # the registration line (DDP_SAMPLE_HEAD_LEN); each dump is written after it
 nthreads, depth, nsamples = (int(a) for a in (sys.argv[1:] + ["10", "50", "200"][len(sys.argv) - 1:])[:3])
-sig = signal.SIGRTMIN + 3
+sig = signal.SIGRTMIN + 5
 stop = threading.Event()
 for _ in range(nthreads):
     threading.Thread(target=stop.wait, daemon=True).start()
@@ -27,10 +25,10 @@ def deep(n):
         return deep(n - 1)
     took = []
     for _ in range(nsamples):
-        size = os.fstat(fd).st_size
+        os.truncate(path, HEAD)
         t0 = time.perf_counter()
         os.kill(os.getpid(), sig)
-        while os.fstat(fd).st_size == size:
+        while os.stat(path).st_size <= HEAD:
             time.sleep(0.0001)
         took.append(time.perf_counter() - t0)
         time.sleep(0.005)

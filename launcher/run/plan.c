@@ -483,7 +483,13 @@ static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx,
 {
     if (!ctx->spec->timeout_sample || !ctx->sample_pydir || !a->dir)
         return;
+    /* the user's PYTHONPATH is kept verbatim after ours (an empty entry is the current directory), and given to
+     * the sitecustomize, which puts it back into the environment byte for byte ("-": there was none) */
     const char *old = env_lookup(env, "PYTHONPATH");
+    if (old)
+        env_setf(env, "DDPLAUNCH_PYTHONPATH", "+%s", old);
+    else
+        env_set(env, "DDPLAUNCH_PYTHONPATH", "-");
     if (old && *old)
         env_setf(env, "PYTHONPATH", "%s:%s", ctx->sample_pydir, old);
     else

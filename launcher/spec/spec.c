@@ -149,7 +149,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "timeout", "stacks", DDP_T_BOOL, OFF(timeout_stacks), "yes", NULL, 0, 0,
       "before a hung attempt is stopped, capture each Python rank's stack and name the culprit rank" },
     { "timeout", "sample", DDP_T_BOOL, OFF(timeout_sample), "yes", NULL, 0, 0,
-      "sample each Python rank's stacks while it runs (signal 37, SIGRTMIN+3): suspected hangs, stragglers" },
+      "sample each Python rank's stacks while it runs (signal 39, SIGRTMIN+5): suspected hangs, stragglers" },
     { "timeout", "sample_interval", DDP_T_DURATION, OFF(sample_interval_ms), "1s", NULL, 0, 0,
       "time between two stack samples of every rank" },
     { "timeout", "suspect_floor", DDP_T_DURATION, OFF(suspect_floor_ms), "30s", NULL, 0, 0,

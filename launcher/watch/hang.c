@@ -12,7 +12,8 @@ bool ddp_hang_state_stuck(char state)
     return state == 'T' || state == 't' || state == 'Z';
 }
 
-/* A stall was found: when some but not all running ranks are stopped or zombies, blame those. */
+/* A stall was found: when some but not all running ranks are stopped or zombies, or all that still run are (the
+ * others ended), blame those. */
 static void blame_stuck(const struct ddp_hang_rank *r, size_t n, bool *stalled, struct ddp_hang_check *out)
 {
     size_t nrunning = 0, nstuck = 0, first = 0;
@@ -21,10 +22,11 @@ static void blame_stuck(const struct ddp_hang_rank *r, size_t n, bool *stalled, 
         if (r[i].running && ddp_hang_state_stuck(r[i].state) && nstuck++ == 0)
             first = i;
     }
-    if (nstuck == 0 || nstuck == nrunning)
+    if (nstuck == 0 || (nstuck == nrunning && nrunning == n)) /* every rank stopped: nobody is singled out */
         return;
     for (size_t i = 0; i < n; i++)
         stalled[i] = r[i].running && ddp_hang_state_stuck(r[i].state);
+    out->alone = nstuck == nrunning;
     out->kind = DDP_HANG_STALL;
     out->first = first;
     out->nstalled = nstuck;
@@ -684,7 +686,8 @@ static void blame_no_progress(struct decide *d)
     }
 }
 
-/* Rule 0: ranks stopped (SIGSTOP, a debugger) or zombies while others run cannot be waited out. */
+/* Rule 0: ranks stopped (SIGSTOP, a debugger) or zombies while others run, or when the others ended, cannot be
+ * waited out. */
 static bool blame_stopped(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
 {
     size_t nrunning = 0, nstuck = 0, len = 0;
@@ -692,7 +695,7 @@ static bool blame_stopped(const struct ddp_hang_input *in, size_t n, bool *culpr
         nrunning += in[i].running;
         nstuck += in[i].running && ddp_hang_state_stuck(in[i].state);
     }
-    if (nstuck == 0 || nstuck == nrunning)
+    if (nstuck == 0 || (nstuck == nrunning && nrunning == n)) /* every rank stopped: nobody is singled out */
         return false;
     for (size_t i = 0; i < n; i++) {
         if (!in[i].running || !ddp_hang_state_stuck(in[i].state))
@@ -705,7 +708,8 @@ static bool blame_stopped(const struct ddp_hang_input *in, size_t n, bool *culpr
         v->nculprits++;
     }
     if (len < sizeof(v->why))
-        snprintf(v->why + len, sizeof(v->why) - len, " while the others wait");
+        snprintf(v->why + len, sizeof(v->why) - len, "%s",
+                 nstuck == nrunning ? " and the others ended" : " while the others wait");
     v->confidence = DDP_HANG_HIGH;
     return true;
 }

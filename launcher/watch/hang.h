@@ -37,14 +37,16 @@ struct ddp_hang_check {
     size_t nstalled; /* ranks to blame */
     bool blame_gpus; /* leave out the blamed ranks' GPUs (not when every rank stalled: nobody is to blame) */
     bool stuck;      /* the blamed ranks are stopped or zombies while the others run (first suspects) */
+    bool alone;      /* stuck, and the others ended: the blamed ranks are all that still run */
 };
 
 /* Is the attempt hung at now? init first (a running rank not alive for init_ms), then stall: with heartbeat
  * file, a running rank with a heartbeat file and no progress for stall_ms (ranks not yet alive are left to init
  * when init is set); with heartbeat output, no output from any rank for stall_ms (once any output came, when init
  * is set; never while the console is paused). stalled[i] (n entries, caller's) is set for the blamed ranks.
- * When a stall is found and some but not all running ranks are stopped or zombies, those are the ones blamed
- * (stuck is set, kind STALL): the others wait for them. */
+ * When a stall is found and some but not all running ranks are stopped or zombies, or every running rank is
+ * and some rank ended (alone), those are the ones blamed (stuck is set, kind STALL): the others wait for them,
+ * or they are all that is left. */
 void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_rank *r, size_t n, long long now,
                     bool any_output, long long last_output_ms, bool paused, bool *stalled, struct ddp_hang_check *out);
 
@@ -113,7 +115,8 @@ struct ddp_hang_verdict {
 /* Decide the culprits (culprit[i], n entries, caller's). Each rank is "in a collective" (its timeout line says
  * so, or its stack is inside one), "outside" (a stack in no collective) or unknown (neither). Rules, first that
  * applies:
- * - some but not all running ranks are stopped or zombies (ddp_hang_state_stuck): they are the culprits (HIGH);
+ * - some but not all running ranks are stopped or zombies (ddp_hang_state_stuck), or all that run are and some
+ *   rank ended: they are the culprits (HIGH);
  * - some rank is in a collective and some are outside: the outside ranks are the culprits;
  * - the ranks in collectives are at different sequence numbers: the ranks at the lowest one (they lag);
  * - they are in different collectives: with a strict majority collective, the ranks in the others; with none

@@ -372,8 +372,15 @@ static void on_tick(uv_timer_t *t)
             k->hb = st.st_mtim;
             progress(w, i, now);
         }
-        if (k->sampled && w->spec->timeout_sample && ddp_sample_poke(&k->file, k->groups, 2, now) == 0)
-            poked = true;
+        if (!k->sampled || !w->spec->timeout_sample)
+            continue;
+        int rc = ddp_sample_poke(&k->file, k->groups, 2, now);
+        poked |= rc == 0;
+        if (rc == -ECANCELED && !k->file.told) { /* once per registration, on the launcher's stderr */
+            k->file.told = true;
+            ddp_warn("attempt %d: rank %d: live stack sampling stopped for this rank: %s", w->attempt, k->r.rank,
+                     k->file.why);
+        }
     }
     if (poked)
         uv_timer_start(&w->collect, on_collect, COLLECT_MS, 0);

@@ -1,9 +1,11 @@
 /* sample: see sample.h. */
 #include "watch/sample.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,9 @@ static const char sitecustomize[] =
     "# hides, if there is one further down sys.path. The signal is blocked in every thread; one idle thread of its own\n"
     "# takes it with sigwait and writes every other thread's stack (faulthandler's format) holding the GIL, so that\n"
     "# the signal never interrupts a system call of the program or of torch (a TCPStore connect fails on EINTR) and\n"
-    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n" DDP_RECORDER_PY
+    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n"
+    "# The file is opened by its path for each sample (a descriptor kept open could be closed and reused by the\n"
+    "# program), and nothing it does ever reaches the program's streams: a failure (a full disk) is put in the header.\n" DDP_RECORDER_PY
     "def _ddplaunch_register():\n"
     "    import os\n"
     "    path = os.environ.pop('DDPLAUNCH_STACKS_FILE', None)\n"
@@ -37,34 +41,67 @@ static const char sitecustomize[] =
     "    try:\n"
     "        import signal, sys, threading\n"
     "        sig = int(sig)\n"
-    "        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)\n"
+    "        pid = os.getpid()\n"
+    "        with open('/proc/self/stat', 'rb') as f:\n"
+    "            start = int(f.read().rsplit(b')', 1)[1].split()[19])\n"
     "        signal.pthread_sigmask(signal.SIG_BLOCK, {sig})\n"
     "        main = threading.main_thread().ident\n"
+    "        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC\n"
+    "\n"
+    "        def _ddplaunch_head(tid, err):\n"
+    "            return ('ddplaunch-stacks pid=%010d signal=%03d start=%020d tid=%010d err=%03d\\n'\n"
+    "                    % (pid, sig, start, tid, err)).encode()\n"
     "\n"
     "        def _ddplaunch_wait():\n"
     "            me = threading.get_ident()\n"
+    "            tid = threading.get_native_id()\n"
+    "            mine = _ddplaunch_head(tid, 0)\n"
+    "            try:\n"
+    "                fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+    "                try:\n"
+    "                    os.write(fd, mine)\n"
+    "                finally:\n"
+    "                    os.close(fd)\n"
+    "            except BaseException:\n"
+    "                return\n"
     "            fr = _ddplaunch_fr_state()\n"
     "            while True:\n"
-    "                signal.sigwait({sig})\n"
-    "                out = []\n"
-    "                for ident, frame in sys._current_frames().items():\n"
-    "                    if ident == me:\n"
-    "                        continue\n"
-    "                    out.append('%s 0x%016x (most recent call first):\\n'\n"
-    "                               % ('Current thread' if ident == main else 'Thread', ident))\n"
-    "                    depth = 0\n"
-    "                    while frame is not None and depth < 100:\n"
-    "                        out.append('  File \"%s\", line %s in %s\\n'\n"
-    "                                   % (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name))\n"
-    "                        frame = frame.f_back\n"
-    "                        depth += 1\n"
-    "                    out.append('\\n')\n"
-    "                out.append(_ddplaunch_fr_line(fr, False))\n"
-    "                os.write(fd, ''.join(out).encode('utf-8', 'backslashreplace'))\n"
+    "                try:\n"
+    "                    signal.sigwait({sig})\n"
+    "                    out = []\n"
+    "                    for ident, frame in sys._current_frames().items():\n"
+    "                        if ident == me:\n"
+    "                            continue\n"
+    "                        out.append('%s 0x%016x (most recent call first):\\n'\n"
+    "                                   % ('Current thread' if ident == main else 'Thread', ident))\n"
+    "                        depth = 0\n"
+    "                        while frame is not None and depth < 100:\n"
+    "                            out.append('  File \"%s\", line %s in %s\\n'\n"
+    "                                       % (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name))\n"
+    "                            frame = frame.f_back\n"
+    "                            depth += 1\n"
+    "                        out.append('\\n')\n"
+    "                    out.append(_ddplaunch_fr_line(fr, False))\n"
+    "                    data = memoryview(''.join(out).encode('utf-8', 'backslashreplace'))\n"
+    "                    fd = os.open(path, flags)\n"
+    "                    try:\n"
+    "                        if os.pread(fd, len(mine), 0) != mine:\n"
+    "                            continue  # a newer Python of this rank registered: it answers now\n"
+    "                        off = len(mine)\n"
+    "                        try:\n"
+    "                            while data:\n"
+    "                                n = os.pwrite(fd, data, off)\n"
+    "                                data = data[n:]\n"
+    "                                off += n\n"
+    "                        except OSError as e:\n"
+    "                            os.pwrite(fd, _ddplaunch_head(tid, (e.errno or 1) % 1000), 0)\n"
+    "                    finally:\n"
+    "                        os.close(fd)\n"
+    "                except BaseException:\n"
+    "                    pass\n"
     "\n"
     "        threading.Thread(target=_ddplaunch_wait, name='ddplaunch-stacks', daemon=True).start()\n"
-    "        os.write(fd, ('ddplaunch-stacks pid=%d signal=%d\\n' % (os.getpid(), sig)).encode())\n"
-    "        return fd\n"
+    "        return sig\n"
     "    except Exception:\n"
     "        return None\n"
     "\n"
@@ -73,12 +110,18 @@ static const char sitecustomize[] =
     "    import os, sys, importlib.machinery, importlib.util\n"
     "    here = os.path.dirname(os.path.abspath(__file__))\n"
     "    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]\n"
-    "    rest = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)\n"
-    "            if p and os.path.abspath(p) != here]\n"
-    "    if rest:\n"
-    "        os.environ['PYTHONPATH'] = os.pathsep.join(rest)\n"
-    "    else:\n"
+    "    was = os.environ.pop('DDPLAUNCH_PYTHONPATH', None)\n"
+    "    if was == '-':\n"
     "        os.environ.pop('PYTHONPATH', None)\n"
+    "    elif was is not None and was[:1] == '+':\n"
+    "        os.environ['PYTHONPATH'] = was[1:]  # byte for byte what the program was given\n"
+    "    else:\n"
+    "        rest = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)\n"
+    "                if p and os.path.abspath(p) != here]\n"
+    "        if rest:\n"
+    "            os.environ['PYTHONPATH'] = os.pathsep.join(rest)\n"
+    "        else:\n"
+    "            os.environ.pop('PYTHONPATH', None)\n"
     "    spec = importlib.machinery.PathFinder.find_spec('sitecustomize', sys.path)\n"
     "    if spec is None or spec.loader is None:\n"
     "        return\n"
@@ -117,28 +160,36 @@ int ddp_sample_install(const char *dir, char **pydir_out, struct ddp_err *err)
     return rc < 0 ? rc : 0;
 }
 
-bool ddp_sample_parse_header(const char *text, size_t len, pid_t *pid, int *signo)
+/* "name=" then digits at *i (at most max), moved past them. */
+static bool field(const char *text, size_t end, size_t *i, const char *name, unsigned long long max,
+                  unsigned long long *out)
 {
-    static const char tag[] = "ddplaunch-stacks pid=";
+    size_t k = strlen(name), d0;
+    unsigned long long v = 0;
+    if (end - *i < k || memcmp(text + *i, name, k) != 0)
+        return false;
+    *i += k;
+    d0 = *i;
+    while (*i < end && text[*i] >= '0' && text[*i] <= '9' && v <= max)
+        v = v * 10 + (unsigned long long)(text[(*i)++] - '0');
+    *out = v;
+    return *i > d0 && v <= max;
+}
+
+bool ddp_sample_parse_header(const char *text, size_t len, struct ddp_sample_head *h)
+{
     const char *nl = memchr(text, '\n', len);
-    long long p = 0, s = 0;
-    size_t i = sizeof(tag) - 1;
-    if (!nl || len < i || memcmp(text, tag, i) != 0)
+    unsigned long long pid, sig, start, tid, err;
+    size_t i = 0;
+    if (!nl)
         return false;
     size_t end = (size_t)(nl - text);
-    size_t d0 = i;
-    while (i < end && text[i] >= '0' && text[i] <= '9' && p < 1 << 30)
-        p = p * 10 + (text[i++] - '0');
-    if (i == d0 || end - i < 8 || memcmp(text + i, " signal=", 8) != 0)
+    if (!field(text, end, &i, "ddplaunch-stacks pid=", 1u << 30, &pid) ||
+        !field(text, end, &i, " signal=", 1u << 16, &sig) || !field(text, end, &i, " start=", 1ull << 62, &start) ||
+        !field(text, end, &i, " tid=", 1u << 30, &tid) || !field(text, end, &i, " err=", 999, &err) || i != end ||
+        pid <= 1 || tid <= 1)
         return false;
-    i += 8;
-    d0 = i;
-    while (i < end && text[i] >= '0' && text[i] <= '9' && s < 1 << 16)
-        s = s * 10 + (text[i++] - '0');
-    if (i == d0 || i != end || p <= 1)
-        return false;
-    *pid = (pid_t)p;
-    *signo = (int)s;
+    *h = (struct ddp_sample_head){(pid_t)pid, (pid_t)tid, (int)sig, (int)err, start};
     return true;
 }
 
@@ -158,41 +209,195 @@ void ddp_sample_file_free(struct ddp_sample_file *f)
     f->fd = -1;
 }
 
+/* Its state, process group, parent and start time (/proc/PID/stat). 0 or -errno. */
+static int proc_stat(pid_t pid, char *state, pid_t *pgid, unsigned long long *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -ESRCH;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    int pg = 0;
+    /* after the name: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
+     * cstime priority nice num_threads itrealvalue starttime */
+    if (!p || sscanf(p + 1, " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state,
+                     &pg, start) != 3)
+        return -ESRCH;
+    *pgid = pg;
+    return 0;
+}
+
+/* The masks of one thread's /proc status: SigPnd, ShdPnd, SigBlk. 0 or -errno. */
+static int task_masks(const char *path, unsigned long long *pnd, unsigned long long *shd, unsigned long long *blk)
+{
+    char buf[4096];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -ESRCH;
+    buf[n] = 0;
+    const char *a = strstr(buf, "\nSigPnd:"), *b = strstr(buf, "\nShdPnd:"), *c = strstr(buf, "\nSigBlk:");
+    if (!a || !b || !c)
+        return -EIO;
+    *pnd = strtoull(a + 8, NULL, 16);
+    *shd = strtoull(b + 8, NULL, 16);
+    *blk = strtoull(c + 8, NULL, 16);
+    return 0;
+}
+
+/* Every thread of PID but the sampler (SAMPLER: in sigwait, the kernel shows the signal unblocked) blocks SIG (a
+ * thread that does not would die of it), checked for the first 64 threads (and the main one, first); *pending:
+ * the signal is still queued. 0, or -ENOENT (gone), -EINVAL (a thread does not block it; *tid_out is that one). */
+static int check_masks(pid_t pid, pid_t sampler, int sig, bool *pending, pid_t *tid_out)
+{
+    char path[96];
+    unsigned long long bit = 1ull << (sig - 1), pnd, shd, blk;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    int rc = task_masks(path, &pnd, &shd, &blk);
+    if (rc < 0)
+        return -ENOENT;
+    *pending = (pnd | shd) & bit;
+    *tid_out = pid;
+    if (!(blk & bit) && pid != sampler)
+        return -EINVAL;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -ENOENT;
+    struct dirent *e;
+    int seen = 0;
+    while ((e = readdir(d)) && seen < 64) {
+        long tid = strtol(e->d_name, NULL, 10);
+        if (tid <= 0 || tid == pid || tid == sampler)
+            continue;
+        seen++;
+        snprintf(path, sizeof(path), "/proc/%d/task/%ld/status", (int)pid, tid);
+        if (task_masks(path, &pnd, &shd, &blk) == 0 && !(blk & bit)) {
+            *tid_out = (pid_t)tid;
+            rc = -EINVAL;
+            break;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Stop sampling this registration; the caller says why once. */
+static int stop(struct ddp_sample_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int stop(struct ddp_sample_file *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->why, sizeof(f->why), fmt, ap);
+    va_end(ap);
+    return -ECANCELED;
+}
+
+/* (Re)open the file by its path when the one held is no longer the one there (replaced, or not opened yet). */
+static int open_file(struct ddp_sample_file *f)
+{
+    struct stat a, b;
+    if (lstat(f->path, &a) != 0)
+        return errno == ENOENT ? -EAGAIN : -errno;
+    if (!S_ISREG(a.st_mode))
+        return -EAGAIN;
+    if (f->fd >= 0 && fstat(f->fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return 0;
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = open(f->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (f->fd < 0)
+        return errno == ENOENT ? -EAGAIN : -errno;
+    if (fstat(f->fd, &b) != 0 || !S_ISREG(b.st_mode)) {
+        close(f->fd);
+        f->fd = -1;
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+/* Read the registration; a new one replaces the one in use (and what was said about it). */
 static int announce(struct ddp_sample_file *f)
 {
-    char head[128];
-    int signo = 0;
-    if (f->fd < 0) {
-        f->fd = open(f->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-        if (f->fd < 0)
-            return errno == ENOENT ? -EAGAIN : -errno;
-    }
+    char head[DDP_SAMPLE_HEAD_LEN];
+    struct ddp_sample_head h;
+    int rc = open_file(f);
+    if (rc < 0)
+        return rc;
     ssize_t n = pread(f->fd, head, sizeof(head), 0);
-    if (n <= 0 || !ddp_sample_parse_header(head, (size_t)n, &f->pid, &signo))
-        return -EAGAIN;
-    if (signo != ddp_sample_signal()) {
-        f->pid = 0;
-        return -EINVAL;
+    if (n != (ssize_t)sizeof(head) || !ddp_sample_parse_header(head, (size_t)n, &h))
+        return f->pid ? 0 : -EAGAIN; /* being rewritten: keep the one in use */
+    if (f->pid && memcmp(head, f->head, sizeof(head)) == 0)
+        return 0;
+    if (f->pid && h.pid == f->h.pid && h.tid == f->h.tid && h.start == f->h.start) {
+        f->h.err = h.err; /* the same sampler, now with its error */
+        memcpy(f->head, head, sizeof(head));
+        return 0;
     }
+    memcpy(f->head, head, sizeof(head));
+    f->h = h;
+    f->pid = h.pid;
+    f->busy = 0;
+    f->why[0] = 0;
+    f->told = false;
+    if (h.signo != ddp_sample_signal())
+        return stop(f, "pid %d registered for signal %d, not %d: never signalled", (int)h.pid, h.signo,
+                    ddp_sample_signal());
     return 0;
 }
 
 int ddp_sample_poke(struct ddp_sample_file *f, const pid_t *groups, size_t n, long long now_ms)
 {
-    bool ours = false;
-    if (!f->pid) {
-        int rc = announce(f);
-        if (rc < 0)
-            return rc;
-    }
-    pid_t g = getpgid(f->pid);
-    for (size_t i = 0; i < n && g > 0; i++)
+    bool ours = false, pending = false;
+    char state = 0;
+    pid_t g = 0, tid = 0;
+    unsigned long long start = 0;
+    char task[96];
+    int sig = ddp_sample_signal();
+    int rc = announce(f);
+    if (rc < 0)
+        return rc;
+    if (f->why[0])
+        return -ECANCELED;
+    if (f->h.err)
+        return stop(f, "pid %d cannot write its stacks file (%s)", (int)f->pid, strerror(f->h.err));
+    if (proc_stat(f->pid, &state, &g, &start) != 0 || start != f->h.start || state == 'Z' || state == 'X')
+        return -ESRCH; /* gone, or its pid is another process's now: only a new registration is signalled */
+    if (n > 0 && groups[0] > 0 && (f->pid == groups[0] || g == groups[0]))
+        return stop(f, "its stacks file names pid %d, the exec shim's process group: never signalled", (int)f->pid);
+    for (size_t i = 1; i < n && g > 0; i++)
         ours |= groups[i] > 0 && groups[i] == g;
     if (!ours)
         return -ESRCH;
-    if (ftruncate(f->fd, 0) != 0)
+    snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)f->pid, (int)f->h.tid);
+    if (access(task, F_OK) != 0)
+        return stop(f, "the sampler thread of pid %d is gone (it exec'd another program)", (int)f->pid);
+    rc = check_masks(f->pid, f->h.tid, sig, &pending, &tid);
+    if (rc == -ENOENT)
+        return -ESRCH;
+    if (rc == -EINVAL)
+        return stop(f, "pid %d (thread %d) does not block signal %d (its signal mask was reset, or it exec'd)",
+                    (int)f->pid, (int)tid, sig);
+    if (pending) {
+        if (++f->busy >= DDP_SAMPLE_BUSY_MAX)
+            return stop(f, "pid %d did not take signal %d for %d samples: its sampler stopped answering", (int)f->pid,
+                        sig, f->busy);
+        return -EBUSY;
+    }
+    f->busy = 0;
+    struct stat st;
+    if (fstat(f->fd, &st) == 0 && st.st_size > DDP_SAMPLE_HEAD_LEN && ftruncate(f->fd, DDP_SAMPLE_HEAD_LEN) != 0)
         return -errno;
-    if (kill(f->pid, ddp_sample_signal()) != 0)
+    if (kill(f->pid, sig) != 0)
         return -errno;
     f->pending = true;
     f->poked_ms = now_ms;
@@ -203,10 +408,12 @@ long ddp_sample_take(struct ddp_sample_file *f, struct ddp_buf *out)
 {
     char buf[16384];
     long total = 0;
-    off_t off = 0;
+    off_t off = DDP_SAMPLE_HEAD_LEN;
     f->pending = false;
     if (f->fd < 0)
         return 0;
+    if (pread(f->fd, buf, DDP_SAMPLE_HEAD_LEN, 0) != DDP_SAMPLE_HEAD_LEN || memcmp(buf, f->head, DDP_SAMPLE_HEAD_LEN))
+        return 0; /* another registration, or its writing failed: not this sample */
     for (;;) {
         ssize_t n = pread(f->fd, buf, sizeof(buf), off);
         if (n < 0)

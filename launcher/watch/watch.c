@@ -121,9 +121,10 @@ static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc
     char *d = ddp_timeout_duration(hc->kind == DDP_HANG_INIT ? sp->timeout_init_ms : sp->timeout_stall_ms);
     char *why;
     if (hc->stuck)
-        why = ddp_xasprintf("rank %d%s %s while the others wait: no progress for %s (%s)", first->w->rank,
+        why = ddp_xasprintf("rank %d%s %s %s: no progress for %s (%s)", first->w->rank,
                             hc->nstalled > 1 ? " and others" : "",
-                            hc->nstalled > 1 ? "are stopped or zombies" : "is stopped or a zombie", d,
+                            hc->nstalled > 1 ? "are stopped or zombies" : "is stopped or a zombie",
+                            hc->alone ? "and the others ended" : "while the others wait", d,
                             sp->heartbeat == DDP_HEARTBEAT_FILE ? "heartbeat" : "output");
     else if (hc->kind == DDP_HANG_INIT)
         why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,

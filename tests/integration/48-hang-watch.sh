@@ -61,7 +61,7 @@ cat >"$TMP/env.py" <<'PYEOF'
 import os, signal, sys, threading
 print("user", os.environ.get("USER_SITE_RAN"), "stacks", os.environ.get("DDPLAUNCH_STACKS_FILE"),
       "sampler", any(t.name == "ddplaunch-stacks" for t in threading.enumerate()),
-      "blocked", signal.SIGRTMIN + 3 in signal.pthread_sigmask(signal.SIG_BLOCK, []), "path", sys.path[1])
+      "blocked", signal.SIGRTMIN + 5 in signal.pthread_sigmask(signal.SIG_BLOCK, []), "path", sys.path[1])
 PYEOF
 PATH=/usr/bin:$PATH PYTHONPATH=$TMP/user "$DDP" --nproc-per-node 1 "$TMP/env.py" >"$TMP/env.out" 2>&1 ||
     { cat "$TMP/env.out"; fail "env.py failed"; }

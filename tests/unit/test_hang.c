@@ -439,3 +439,27 @@ Test(hang, stopped_or_zombie_rank_first)
     cr_expect(v.nculprits == 1 && cu[1] && !cu[0] && !cu[2]);
     cr_expect_str_eq(v.why, "rank 1 is a zombie while the others wait");
 }
+
+/* Issue 34 item 13: the stopped rank is the only one left (rank 0 ended with 0): still the culprit, high. */
+Test(hang, stopped_rank_alone_after_the_others_ended)
+{
+    struct ddp_hang_limits lim = {.init_ms = 0, .stall_ms = 1000, .heartbeat = DDP_HEARTBEAT_OUTPUT};
+    struct ddp_hang_rank r[2] = {{0, false, true, false, 0, 0, 0}, {1, true, true, false, 0, 0, 'T'}};
+    bool st[2];
+    struct ddp_hang_check c;
+    ddp_hang_check(&lim, r, 2, 1500, true, 0, false, st, &c);
+    cr_expect_eq(c.kind, DDP_HANG_STALL);
+    cr_expect(c.stuck && c.alone && c.first == 1 && c.nstalled == 1 && st[1] && !st[0]);
+
+    struct ddp_hang_input in[2] = {{0, NULL, false, false, 0, NULL, 0}, {1, NULL, false, true, 0, NULL, 'T'}};
+    bool cu[2];
+    struct ddp_hang_verdict v;
+    ddp_hang_decide(in, 2, cu, &v);
+    cr_expect_eq(v.confidence, DDP_HANG_HIGH);
+    cr_expect(v.nculprits == 1 && cu[1] && !cu[0]);
+    cr_expect_str_eq(v.why, "rank 1 is stopped (SIGSTOP or a debugger) and the others ended");
+    in[0].running = true; /* both running and stopped: the job was stopped, nobody is singled out */
+    in[0].state = 'T';
+    ddp_hang_decide(in, 2, cu, &v);
+    cr_expect_eq(v.confidence, DDP_HANG_UNKNOWN);
+}
