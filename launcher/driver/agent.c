@@ -4,59 +4,59 @@
 #include "base/exit.h"
 #include "driver/policy.h"
 
-typedef struct ddp_aaction handler_fn(struct ddp_agent *a, const struct ddp_aevent_data *ev);
+typedef struct ddp_agent_action handler_fn(struct ddp_agent *a, const struct ddp_agent_event_data *ev);
 
-void ddp_agent_init(struct ddp_agent *a, enum ddp_arole role)
+void ddp_agent_init(struct ddp_agent *a, enum ddp_agent_role role)
 {
     a->role = role;
     a->state = DDP_AS_JOINING;
     a->exit_status = 0;
 }
 
-static struct ddp_aaction none(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action none(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)a;
     (void)ev;
-    return (struct ddp_aaction){0};
+    return (struct ddp_agent_action){0};
 }
 
-static struct ddp_aaction go(struct ddp_agent *a, enum ddp_astate next, unsigned flags)
+static struct ddp_agent_action go(struct ddp_agent *a, enum ddp_agent_state next, unsigned flags)
 {
-    struct ddp_aaction r = {0};
+    struct ddp_agent_action r = {0};
     a->state = next;
     r.flags = flags;
     return r;
 }
 
-static struct ddp_aaction exit_with(struct ddp_agent *a, int status, unsigned flags)
+static struct ddp_agent_action exit_with(struct ddp_agent *a, int status, unsigned flags)
 {
-    struct ddp_aaction r = go(a, DDP_AS_DONE, flags | DDP_AA_EXIT);
+    struct ddp_agent_action r = go(a, DDP_AS_DONE, flags | DDP_AA_EXIT);
     a->exit_status = status;
     r.exit_status = status;
     return r;
 }
 
 /* Both roles */
-static struct ddp_aaction start(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action start(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     return go(a, DDP_AS_RUNNING, DDP_AA_START);
 }
 
-static struct ddp_aaction exit_now(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action exit_now(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     return exit_with(a, ev->status, 0);
 }
 
-static struct ddp_aaction to_policy(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action to_policy(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)a;
     (void)ev;
-    return (struct ddp_aaction){.flags = DDP_AA_POLICY};
+    return (struct ddp_agent_action){.flags = DDP_AA_POLICY};
 }
 
 /* No attempt under way: a stopping signal ends the agent (128+N); others have no worker to go to. */
-static struct ddp_aaction idle_signal(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action idle_signal(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     if (!ddp_policy_signal_stops(ev->signo))
         return none(a, ev);
@@ -64,25 +64,25 @@ static struct ddp_aaction idle_signal(struct ddp_agent *a, const struct ddp_aeve
 }
 
 /* Leader */
-static struct ddp_aaction l_joined(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action l_joined(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     return ev->all ? start(a, ev) : none(a, ev);
 }
 
-static struct ddp_aaction l_join_timeout(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action l_join_timeout(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     return ev->all ? start(a, ev) : exit_with(a, DDP_EXIT_TEMPFAIL, 0); /* a scheduler should retry */
 }
 
-static struct ddp_aaction l_start_failed(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action l_start_failed(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     return exit_with(a, DDP_EXIT_LAUNCHER, 0);
 }
 
-static struct ddp_aaction l_node_running(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action l_node_running(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
-    struct ddp_aaction r = {0};
+    struct ddp_agent_action r = {0};
     (void)a;
     if (ev->fresh && ev->status != 0) {
         r.flags = DDP_AA_NODE_FAILED;
@@ -91,14 +91,14 @@ static struct ddp_aaction l_node_running(struct ddp_agent *a, const struct ddp_a
     return r; /* round_done needs node 0's own end, which moves it to DRAINING first */
 }
 
-static struct ddp_aaction l_local_done(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action l_local_done(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     return ev->round_done ? go(a, DDP_AS_WAITING, DDP_AA_DECIDE) : go(a, DDP_AS_DRAINING, 0);
 }
 
-static struct ddp_aaction l_node_draining(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action l_node_draining(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
-    struct ddp_aaction r = {0};
+    struct ddp_agent_action r = {0};
     if (ev->fresh && ev->status != 0) {
         r.flags = DDP_AA_NODE_FAILED | DDP_AA_DISARM_GRACE;
         r.status = ev->status;
@@ -111,37 +111,37 @@ static struct ddp_aaction l_node_draining(struct ddp_agent *a, const struct ddp_
 }
 
 /* Follower */
-static struct ddp_aaction f_joined(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_joined(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     return go(a, DDP_AS_WAITING, 0);
 }
 
-static struct ddp_aaction f_lost_idle(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_lost_idle(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     return exit_with(a, DDP_EXIT_LAUNCHER, 0);
 }
 
-static struct ddp_aaction f_start_failed(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_start_failed(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     return go(a, DDP_AS_WAITING, DDP_AA_REPORT);
 }
 
-static struct ddp_aaction f_stop(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_stop(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     return go(a, DDP_AS_STOPPING, DDP_AA_STOP_WORKERS);
 }
 
-static struct ddp_aaction f_exit_busy(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_exit_busy(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     a->exit_status = ev->status;
     return go(a, DDP_AS_EXITING, DDP_AA_STOP_WORKERS);
 }
 
-static struct ddp_aaction f_lost_busy(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_lost_busy(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     a->exit_status = DDP_EXIT_LAUNCHER;
@@ -149,7 +149,7 @@ static struct ddp_aaction f_lost_busy(struct ddp_agent *a, const struct ddp_aeve
 }
 
 /* The workers ended on their own or by node 0's STOP: report; a signal that stopped them here ends the agent. */
-static struct ddp_aaction f_done_attempt(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_done_attempt(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     if (ev->signo > 0)
         return exit_with(a, ddp_exit_signal(ev->signo), DDP_AA_REPORT);
@@ -157,7 +157,7 @@ static struct ddp_aaction f_done_attempt(struct ddp_agent *a, const struct ddp_a
 }
 
 /* EXITING, LOST: the workers are gone: report, then exit as decided. */
-static struct ddp_aaction f_done_exit(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+static struct ddp_agent_action f_done_exit(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     (void)ev;
     return exit_with(a, a->exit_status, DDP_AA_REPORT);
@@ -190,11 +190,11 @@ static handler_fn *const follower[DDP_AS__COUNT][DDP_AE__COUNT] = {
 };
 #undef N
 
-struct ddp_aaction ddp_agent_step(struct ddp_agent *a, const struct ddp_aevent_data *ev)
+struct ddp_agent_action ddp_agent_step(struct ddp_agent *a, const struct ddp_agent_event_data *ev)
 {
     if ((unsigned)a->role >= DDP_AR__COUNT || (unsigned)a->state >= DDP_AS__COUNT ||
         (unsigned)ev->kind >= DDP_AE__COUNT)
-        return (struct ddp_aaction){0};
+        return (struct ddp_agent_action){0};
     return (a->role == DDP_AR_LEADER ? leader : follower)[a->state][ev->kind](a, ev);
 }
 
@@ -208,14 +208,14 @@ bool ddp_agent_idle(const struct ddp_agent *a)
     return a->state == DDP_AS_JOINING || (a->role == DDP_AR_FOLLOWER && a->state == DDP_AS_WAITING);
 }
 
-const char *ddp_astate_name(enum ddp_astate s)
+const char *ddp_astate_name(enum ddp_agent_state s)
 {
     static const char *const names[] = {"joining",  "waiting", "running", "draining",
                                         "stopping", "exiting", "lost",    "done"};
     return (unsigned)s < DDP_AS__COUNT ? names[s] : "unknown";
 }
 
-const char *ddp_aevent_name(enum ddp_aevent e)
+const char *ddp_aevent_name(enum ddp_agent_event e)
 {
     static const char *const names[] = {"joined",    "join-timeout", "start",      "start-failed", "stop",  "exit",
                                         "node-lost", "node-report",  "local-done", "coord-lost",   "signal"};

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 /* Which table: node 0, or any other node. */
-enum ddp_arole { DDP_AR_LEADER, DDP_AR_FOLLOWER, DDP_AR__COUNT };
+enum ddp_agent_role { DDP_AR_LEADER, DDP_AR_FOLLOWER, DDP_AR__COUNT };
 
 /* States. A role uses the ones named for it; the others' rows do nothing (and are tested to).
  *   JOINING   leader: waiting for the other nodes to join before attempt 0; follower: not joined node 0 yet
@@ -21,7 +21,7 @@ enum ddp_arole { DDP_AR_LEADER, DDP_AR_FOLLOWER, DDP_AR__COUNT };
  *   EXITING   follower: node 0 said EXIT while workers still ran; they are being stopped, then exit_status
  *   LOST      follower: node 0 is gone while workers still ran; they are being stopped, then exit 1
  *   DONE      the agent exits with exit_status */
-enum ddp_astate {
+enum ddp_agent_state {
     DDP_AS_JOINING,
     DDP_AS_WAITING,
     DDP_AS_RUNNING,
@@ -48,7 +48,7 @@ enum ddp_astate {
  *                 signo = the signal that stopped them here, 0 none)
  *   COORD_LOST    follower: node 0 is gone, or cannot be joined
  *   SIGNAL        the agent got signal signo (ddp_policy_signal_stops says which stop the job) */
-enum ddp_aevent {
+enum ddp_agent_event {
     DDP_AE_JOINED,
     DDP_AE_JOIN_TIMEOUT,
     DDP_AE_START,
@@ -63,8 +63,8 @@ enum ddp_aevent {
     DDP_AE__COUNT
 };
 
-struct ddp_aevent_data {
-    enum ddp_aevent kind;
+struct ddp_agent_event_data {
+    enum ddp_agent_event kind;
     int status;      /* EXIT, NODE_LOST, NODE_REPORT */
     int signo;       /* SIGNAL; LOCAL_DONE (follower) */
     bool all;        /* JOINED, JOIN_TIMEOUT (leader) */
@@ -84,7 +84,7 @@ enum {
     DDP_AA_EXIT = 1 << 7,         /* exit with act.exit_status */
 };
 
-struct ddp_aaction {
+struct ddp_agent_action {
     unsigned flags;
     int status;      /* NODE_FAILED */
     int exit_status; /* EXIT */
@@ -92,16 +92,16 @@ struct ddp_aaction {
 
 /* The agent's whole state. Initialise with ddp_agent_init. */
 struct ddp_agent {
-    enum ddp_arole role;
-    enum ddp_astate state;
+    enum ddp_agent_role role;
+    enum ddp_agent_state state;
     int exit_status; /* EXITING: what node 0 said; LOST: 1; DONE: the agent's exit status */
 };
 
 /* Start in JOINING. */
-void ddp_agent_init(struct ddp_agent *a, enum ddp_arole role);
+void ddp_agent_init(struct ddp_agent *a, enum ddp_agent_role role);
 
 /* Feed one event; returns what to do (flags 0 = nothing). Updates a. Never fails. */
-struct ddp_aaction ddp_agent_step(struct ddp_agent *a, const struct ddp_aevent_data *ev);
+struct ddp_agent_action ddp_agent_step(struct ddp_agent *a, const struct ddp_agent_event_data *ev);
 
 /* True while an attempt's round is live on node 0 (RUNNING, DRAINING): a stop there goes to every node. */
 bool ddp_agent_round_live(const struct ddp_agent *a);
@@ -110,7 +110,7 @@ bool ddp_agent_round_live(const struct ddp_agent *a);
  * exits at once, the policy has nothing to stop. */
 bool ddp_agent_idle(const struct ddp_agent *a);
 
-const char *ddp_astate_name(enum ddp_astate s);
-const char *ddp_aevent_name(enum ddp_aevent e);
+const char *ddp_astate_name(enum ddp_agent_state s);
+const char *ddp_aevent_name(enum ddp_agent_event e);
 
 #endif

@@ -20,7 +20,7 @@ struct ddp_nodes {
     struct ddp_layout_round round; /* node 0: how the current attempt ends across the nodes */
 };
 
-static bool round_live(enum ddp_astate agent)
+static bool round_live(enum ddp_agent_state agent)
 {
     struct ddp_agent a = {.role = DDP_AR_LEADER, .state = agent};
     return ddp_agent_round_live(&a);
@@ -94,7 +94,7 @@ void ddp_nodes_close(struct ddp_nodes *n, int status)
 /* ---------------------------------------------------------------- the channel's events */
 
 static bool leader_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
-                         struct ddp_aevent_data *ae, char *why, size_t why_size)
+                         struct ddp_agent_event_data *ae, char *why, size_t why_size)
 {
     int nn = n->ctx->nnodes;
     bool live = round_live(v->agent);
@@ -142,7 +142,7 @@ static bool leader_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, 
 }
 
 static bool follower_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
-                           struct ddp_aevent_data *ae)
+                           struct ddp_agent_event_data *ae)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     switch (ev->kind) {
@@ -184,7 +184,7 @@ static bool follower_event(struct ddp_nodes *n, const struct ddp_coord_event *ev
 }
 
 bool ddp_nodes_translate(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
-                         struct ddp_aevent_data *ae, char *why, size_t why_size)
+                         struct ddp_agent_event_data *ae, char *why, size_t why_size)
 {
     memset(ae, 0, sizeof(*ae));
     why[0] = '\0';
@@ -201,11 +201,11 @@ int ddp_nodes_last_call(const struct ddp_nodes *n)
                : 0;
 }
 
-void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_aevent_data *ae, struct ddp_err *err)
+void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_agent_event_data *ae, struct ddp_err *err)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     int nup = 1 + ddp_coord_joined(n->coord);
-    *ae = (struct ddp_aevent_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->min_nnodes};
+    *ae = (struct ddp_agent_event_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->min_nnodes};
     if (ae->all && ddp_nodes_last_call(n))
         ddp_info("%d of %d nodes joined (at least %d wanted); last call (%llds) over: starting with them", nup,
                  ctx->nnodes, ctx->min_nnodes, (ctx->last_call_ms + 500) / 1000);

@@ -20,9 +20,9 @@ struct ddp_nodes;
 
 /* What the driver knows that the translation needs. */
 struct ddp_nodes_view {
-    enum ddp_astate agent; /* the agent's state */
-    int attempt;           /* the attempt whose workers are under way on this node, -1 none */
-    bool stopping;         /* this node's attempt is being stopped already */
+    enum ddp_agent_state agent; /* the agent's state */
+    int attempt;                /* the attempt whose workers are under way on this node, -1 none */
+    bool stopping;              /* this node's attempt is being stopped already */
 };
 
 /* Start listening (node 0) or joining (others) on loop; the channel's events go to cb(c, ev, arg). 0 with *out
@@ -34,10 +34,10 @@ void ddp_nodes_free(struct ddp_nodes *n);
 /* The channel's event ev as the agent's event *ae (why: its line for NODE_FAILED), with what node 0 keeps
  * updated and the line the user sees said. False: nothing for the agent. */
 bool ddp_nodes_translate(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
-                         struct ddp_aevent_data *ae, char *why, size_t why_size);
+                         struct ddp_agent_event_data *ae, char *why, size_t why_size);
 
 /* Node 0, join_timeout: *ae is JOIN_TIMEOUT (all: enough nodes joined to start); when not, err says why. */
-void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_aevent_data *ae, struct ddp_err *err);
+void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_agent_event_data *ae, struct ddp_err *err);
 /* Node 0 of a c10d job with nnodes MIN < MAX, as torchrun: the nodes up now (node 0 and those joined) once
  * MIN or more are in and fewer than MAX, i.e. how long to wait before starting is the last call; else 0. */
 int ddp_nodes_last_call(const struct ddp_nodes *n);

@@ -7,7 +7,7 @@
 
 #include "base/exit.h"
 
-typedef struct ddp_paction handler_fn(struct ddp_policy *p, const struct ddp_pevent_data *ev);
+typedef struct ddp_policy_action handler_fn(struct ddp_policy *p, const struct ddp_policy_event_data *ev);
 
 int ddp_policy_min_nproc(const struct ddp_spec *spec, int nproc)
 {
@@ -47,16 +47,16 @@ bool ddp_policy_signal_stops(int signo)
     return signo == SIGINT || signo == SIGTERM || signo == SIGHUP || signo == SIGQUIT;
 }
 
-static struct ddp_paction none(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action none(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     (void)p;
     (void)ev;
-    return (struct ddp_paction){0};
+    return (struct ddp_policy_action){0};
 }
 
-static struct ddp_paction stop_with(struct ddp_policy *p, enum ddp_pstop why, unsigned flags)
+static struct ddp_policy_action stop_with(struct ddp_policy *p, enum ddp_policy_stop why, unsigned flags)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     p->state = DDP_PS_STOPPING;
     p->stop = why;
     a.flags = flags | DDP_ACT_ARM_GRACE;
@@ -64,21 +64,21 @@ static struct ddp_paction stop_with(struct ddp_policy *p, enum ddp_pstop why, un
 }
 
 /* RUNNING */
-static struct ddp_paction run_failed(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action run_failed(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     p->stop_status = ev->status;
     p->stop_fatal = ev->fatal;
     return stop_with(p, DDP_STOP_FAILURE, DDP_ACT_TERM_ALL);
 }
 
-static struct ddp_paction run_remote_stop(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action run_remote_stop(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     (void)ev;
     return stop_with(p, DDP_STOP_REMOTE, DDP_ACT_TERM_ALL);
 }
 
 /* Another node's failure stops the job's attempt like one here; its timeout (124) like a timeout here. */
-static struct ddp_paction run_node_failed(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action run_node_failed(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     if (ev->status == DDP_EXIT_TIMEOUT)
         return stop_with(p, DDP_STOP_TIMEOUT, ev->capture ? DDP_ACT_CAPTURE : DDP_ACT_TERM_ALL);
@@ -88,14 +88,14 @@ static struct ddp_paction run_node_failed(struct ddp_policy *p, const struct ddp
 }
 
 /* A timeout stops the attempt; with a capture, the workers' stacks first (TERM_ALL comes at CAPTURE_DONE). */
-static struct ddp_paction run_timeout(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action run_timeout(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     return stop_with(p, DDP_STOP_TIMEOUT, ev->capture ? DDP_ACT_CAPTURE : DDP_ACT_TERM_ALL);
 }
 
-static struct ddp_paction run_signal(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action run_signal(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     if (!ddp_policy_signal_stops(ev->signo)) {
         a.flags = DDP_ACT_FORWARD;
         a.signo = ev->signo;
@@ -108,9 +108,9 @@ static struct ddp_paction run_signal(struct ddp_policy *p, const struct ddp_peve
     return a;
 }
 
-static struct ddp_paction run_all_finished(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action run_all_finished(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     (void)ev;
     p->state = DDP_PS_DONE;
     a.flags = DDP_ACT_EXIT;
@@ -120,9 +120,9 @@ static struct ddp_paction run_all_finished(struct ddp_policy *p, const struct dd
 
 /* The supervisor arms the grace timer in RUNNING only when every worker exited but leftover processes of
  * their groups still hold the output pipes: kill them. */
-static struct ddp_paction run_grace(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action run_grace(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     (void)p;
     (void)ev;
     a.flags = DDP_ACT_KILL_ALL;
@@ -131,9 +131,9 @@ static struct ddp_paction run_grace(struct ddp_policy *p, const struct ddp_peven
 }
 
 /* STOPPING */
-static struct ddp_paction stop_signal(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action stop_signal(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     if (!ddp_policy_signal_stops(ev->signo)) {
         a.flags = DDP_ACT_FORWARD;
         a.signo = ev->signo;
@@ -165,18 +165,18 @@ static struct ddp_paction stop_signal(struct ddp_policy *p, const struct ddp_pev
 }
 
 /* The stacks are in: stop the workers (whatever stops the attempt now: the timeout, or a signal since). */
-static struct ddp_paction stop_capture_done(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action stop_capture_done(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     (void)p;
     (void)ev;
     a.flags = DDP_ACT_TERM_ALL;
     return a;
 }
 
-static struct ddp_paction stop_grace(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action stop_grace(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     (void)p;
     (void)ev;
     a.flags = DDP_ACT_KILL_ALL;
@@ -184,18 +184,18 @@ static struct ddp_paction stop_grace(struct ddp_policy *p, const struct ddp_peve
     return a;
 }
 
-static struct ddp_paction exit_with(struct ddp_policy *p, int status)
+static struct ddp_policy_action exit_with(struct ddp_policy *p, int status)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     p->state = DDP_PS_DONE;
     a.flags = DDP_ACT_EXIT;
     a.exit_status = status;
     return a;
 }
 
-static struct ddp_paction backoff_for(struct ddp_policy *p, int nproc, bool counts)
+static struct ddp_policy_action backoff_for(struct ddp_policy *p, int nproc, bool counts)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     if (counts)
         p->restarts_used++;
     a.downsized = nproc < p->nproc;
@@ -210,9 +210,9 @@ static struct ddp_paction backoff_for(struct ddp_policy *p, int nproc, bool coun
     return a;
 }
 
-static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action stop_all_finished(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a;
+    struct ddp_policy_action a;
     int left = p->spec->max_restarts - p->restarts_used;
     (void)ev;
     switch (p->stop) {
@@ -275,9 +275,9 @@ static struct ddp_paction stop_all_finished(struct ddp_policy *p, const struct d
 }
 
 /* BACKOFF */
-static struct ddp_paction backoff_done(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action backoff_done(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    struct ddp_paction a = {0};
+    struct ddp_policy_action a = {0};
     (void)ev;
     p->state = DDP_PS_RUNNING;
     p->stop = DDP_STOP_NONE;
@@ -290,7 +290,7 @@ static struct ddp_paction backoff_done(struct ddp_policy *p, const struct ddp_pe
     return a;
 }
 
-static struct ddp_paction backoff_signal(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+static struct ddp_policy_action backoff_signal(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     if (!ddp_policy_signal_stops(ev->signo))
         return none(p, ev);
@@ -311,10 +311,10 @@ static handler_fn *const table[DDP_PS__COUNT][DDP_PE__COUNT] = {
     [DDP_PS_DONE] = {none, none, none, none, none, none, none, none, none, none},
 };
 
-struct ddp_paction ddp_policy_step(struct ddp_policy *p, const struct ddp_pevent_data *ev)
+struct ddp_policy_action ddp_policy_step(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     if ((unsigned)p->state >= DDP_PS__COUNT || (unsigned)ev->kind >= DDP_PE__COUNT)
-        return (struct ddp_paction){0};
+        return (struct ddp_policy_action){0};
     return table[p->state][ev->kind](p, ev);
 }
 
@@ -337,13 +337,13 @@ int ddp_policy_local_status(const struct ddp_policy *p, int exit_status)
     return 0;
 }
 
-const char *ddp_pstate_name(enum ddp_pstate s)
+const char *ddp_pstate_name(enum ddp_policy_state s)
 {
     static const char *const names[] = {"running", "stopping", "backoff", "done"};
     return (unsigned)s < DDP_PS__COUNT ? names[s] : "unknown";
 }
 
-const char *ddp_pevent_name(enum ddp_pevent e)
+const char *ddp_pevent_name(enum ddp_policy_event e)
 {
     static const char *const names[] = {"worker-ok",     "worker-failed", "timeout",     "signal",      "all-finished",
                                         "grace-expired", "backoff-done",  "remote-stop", "node-failed", "capture-done"};

@@ -13,7 +13,7 @@
  *   STOPPING  something went wrong (failure, timeout, signal): workers are being stopped (SIGTERM sent)
  *   BACKOFF   all workers of the attempt finished; waiting for backoff before the next attempt
  *   DONE      the launcher exits with exit_status */
-enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, DDP_PS__COUNT };
+enum ddp_policy_state { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, DDP_PS__COUNT };
 
 /* Events.
  *   WORKER_OK      a worker exited 0
@@ -33,7 +33,7 @@ enum ddp_pstate { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_DONE, 
  *                  the node was lost (status 1); the attempt stops on every node as after a failure here, or
  *                  as after a timeout when status is 124 (agent.h decides when it is fed; capture as for TIMEOUT)
  *   CAPTURE_DONE   the hang capture that CAPTURE began made its verdict: the workers may be stopped now */
-enum ddp_pevent {
+enum ddp_policy_event {
     DDP_PE_WORKER_OK,
     DDP_PE_WORKER_FAILED,
     DDP_PE_TIMEOUT,
@@ -48,10 +48,10 @@ enum ddp_pevent {
 };
 
 /* Why the current attempt is being stopped. */
-enum ddp_pstop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_STOP_SIGNAL, DDP_STOP_REMOTE };
+enum ddp_policy_stop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_STOP_SIGNAL, DDP_STOP_REMOTE };
 
-struct ddp_pevent_data {
-    enum ddp_pevent kind;
+struct ddp_policy_event_data {
+    enum ddp_policy_event kind;
     int status;   /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
     bool fatal;   /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
     int signo;    /* SIGNAL */
@@ -71,7 +71,7 @@ enum {
                                      TERM_ALL: the workers are stopped once their stacks are in) */
 };
 
-struct ddp_paction {
+struct ddp_policy_action {
     unsigned flags;
     int signo;
     long long delay_ms;
@@ -84,8 +84,8 @@ struct ddp_paction {
 
 /* The policy's whole state. Initialise with ddp_policy_init. */
 struct ddp_policy {
-    enum ddp_pstate state;
-    enum ddp_pstop stop;
+    enum ddp_policy_state state;
+    enum ddp_policy_stop stop;
     int attempt; /* current attempt number */
     int nproc;   /* workers of the current attempt */
     int min_nproc;
@@ -107,7 +107,7 @@ int ddp_policy_min_nproc(const struct ddp_spec *spec, int nproc);
 void ddp_policy_init(struct ddp_policy *p, const struct ddp_spec *spec, int nproc);
 
 /* Feed one event; returns what to do (flags 0 = nothing). Updates p. Never fails. */
-struct ddp_paction ddp_policy_step(struct ddp_policy *p, const struct ddp_pevent_data *ev);
+struct ddp_policy_action ddp_policy_step(struct ddp_policy *p, const struct ddp_policy_event_data *ev);
 
 /* The worker count after a timeout at nproc: per downsize_to (half, or a fixed size), never below min_nproc;
  * returns nproc itself when no smaller size is possible. */
@@ -121,7 +121,7 @@ bool ddp_policy_signal_stops(int signo);
  * root cause's status (failure; 1 when unknown), 1 (node 0 stopped it). Pure. */
 int ddp_policy_local_status(const struct ddp_policy *p, int exit_status);
 
-const char *ddp_pstate_name(enum ddp_pstate s);
-const char *ddp_pevent_name(enum ddp_pevent e);
+const char *ddp_pstate_name(enum ddp_policy_state s);
+const char *ddp_pevent_name(enum ddp_policy_event e);
 
 #endif

@@ -23,7 +23,7 @@
 #include "driver/signals.h"
 #include "host/cgroup.h"
 #include "host/logdir.h"
-#include "records/classify.h"
+#include "records/recognise.h"
 #include "records/records.h"
 #include "records/report.h"
 #include "run/plan.h"
@@ -31,14 +31,14 @@
 #include "run/shim.h"
 #include "topo/place.h"
 #include "watch/capture.h"
-#include "watch/filetimer.h"
+#include "watch/coll_timeout.h"
+#include "watch/ft_expiry.h"
 #include "watch/gpuwatch.h"
 #include "watch/live.h"
 #include "watch/observe.h"
-#include "watch/timeouts.h"
+#include "watch/stall.h"
+#include "watch/timeout.h"
 #include "watch/wall.h"
-#include "watch/watch.h"
-#include "watch/watchdog.h"
 
 /* Which driver this node runs: alone, node 0 of several, or another node. */
 enum role { ROLE_SINGLE, ROLE_LEADER, ROLE_FOLLOWER };
@@ -54,17 +54,17 @@ struct sup {
     struct ddp_runner *rn;
     struct ddp_records *rec;
     struct ddp_capture *cap;
-    struct ddp_watch *watch;
+    struct ddp_stall *watch;
     struct ddp_wall *wall;
     struct ddp_live *live;         /* the live hang watch ([timeout] sample, on_suspect) */
-    struct ddp_filetimer *timer;   /* torch FileTimerServer, when [timeout] timer_file */
+    struct ddp_ft_expiry *timer;   /* torch FileTimerServer, when [timeout] timer_file */
     struct ddp_gpuwatch *gpuwatch; /* NVML's event set for the GPUs (gpuwatch.h), or NULL */
     bool gpu_left_out;             /* a GPU fault or the restart check left a GPU out: the next attempt fits */
     struct ddp_nodes *nodes;       /* several nodes */
     struct ddp_timeout_sink sink;  /* where the timeout sources report: on_timeout */
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force, join, joinlog;
-    struct ddp_paction pending; /* START waiting for the backoff timer */
+    struct ddp_policy_action pending; /* START waiting for the backoff timer */
     int exit_status;
     bool closed;          /* exit decided: handles closed, the loop ends */
     bool launcher_failed; /* exit 1 whatever the policy says */
@@ -78,12 +78,12 @@ struct sup {
     struct ddp_err *err;
 };
 
-static void apply(struct sup *s, const struct ddp_paction *a);
+static void apply(struct sup *s, const struct ddp_policy_action *a);
 static void all_done(struct sup *s);
 
 static int cur_attempt(const struct sup *s)
 {
-    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     return r ? r->plan.attempt : s->pol.attempt;
 }
 
@@ -103,12 +103,12 @@ static void retire(struct sup *s)
 /* ---------------------------------------------------------------- the tables */
 
 /* Feed one event to the policy and carry out its actions. */
-static void feed(struct sup *s, const struct ddp_pevent_data *ev)
+static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
 {
-    enum ddp_pstate before = s->pol.state;
-    struct ddp_paction a = ddp_policy_step(&s->pol, ev);
+    enum ddp_policy_state before = s->pol.state;
+    struct ddp_policy_action a = ddp_policy_step(&s->pol, ev);
     if (before == DDP_PS_RUNNING && s->pol.state != DDP_PS_RUNNING) {
-        ddp_watch_stop(s->watch); /* a timeout is news only while the attempt runs */
+        ddp_stall_stop(s->watch); /* a timeout is news only while the attempt runs */
         ddp_wall_stop(s->wall);
     }
     if (a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL))
@@ -136,9 +136,9 @@ static void feed(struct sup *s, const struct ddp_pevent_data *ev)
     apply(s, &a);
 }
 
-static void feed_kind(struct sup *s, enum ddp_pevent kind)
+static void feed_kind(struct sup *s, enum ddp_policy_event kind)
 {
-    struct ddp_pevent_data ev = {.kind = kind};
+    struct ddp_policy_event_data ev = {.kind = kind};
     feed(s, &ev);
 }
 
@@ -154,10 +154,10 @@ static void close_all(struct sup *s)
         uv_close((uv_handle_t *)timers[i], NULL);
     ddp_runner_close(s->rn);
     ddp_capture_close(s->cap);
-    ddp_watch_close(s->watch);
+    ddp_stall_close(s->watch);
     ddp_wall_close(s->wall);
     ddp_signals_close(s->sigs);
-    ddp_filetimer_close(s->timer);
+    ddp_ft_expiry_close(s->timer);
     ddp_gpuwatch_close(s->gpuwatch);
 }
 
@@ -194,7 +194,7 @@ static void launcher_failed(struct sup *s)
 static const char *heartbeat_of(void *arg, size_t i)
 {
     struct sup *s = arg;
-    return ddp_watch_heartbeat(s->watch, i);
+    return ddp_stall_heartbeat(s->watch, i);
 }
 
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
@@ -203,7 +203,7 @@ static const char *heartbeat_of(void *arg, size_t i)
 static int start_attempt(struct sup *s, int attempt, int nproc)
 {
     struct ddp_attempt plan = {0};
-    struct ddp_rrun *r;
+    struct ddp_runner_attempt *r;
     int rc = ddp_plan_build(&s->actx, attempt, nproc, s->exclude, s->nexclude, &plan, s->err);
     if (rc < 0 && s->nexclude > 0) {
         ddp_warn("attempt %d: %s; trying again without leaving out the GPUs of the stalled ranks", attempt,
@@ -218,16 +218,16 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     }
     free(s->timeout_reason);
     s->timeout_reason = NULL;
-    ddp_filetimer_clear(s->timer);
+    ddp_ft_expiry_clear(s->timer);
     if (attempt > 0 && plan.gpu_reason)
         ddp_info("attempt %d: %s", attempt, plan.gpu_reason);
-    ddp_watch_prepare(s->watch, &plan);
+    ddp_stall_prepare(s->watch, &plan);
     ddp_live_prepare(s->live, &plan);
     if (ddp_runner_start(s->rn, &plan, &r, s->err) < 0) {
         /* the workers started so far are stopped like after a failure; then we exit 1 */
         ddp_error("%s", s->err->msg);
         s->launcher_failed = true;
-        struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = DDP_EXIT_LAUNCHER, .fatal = true};
+        struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = DDP_EXIT_LAUNCHER, .fatal = true};
         if (s->pol.state == DDP_PS_RUNNING)
             feed(s, &ev);
         if (r->ndone == r->nw && ddp_runner_current(s->rn) == r)
@@ -235,7 +235,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         return 0;
     }
     ddp_records_attempt_begin(s->rec, r);
-    ddp_watch_start(s->watch, r);
+    ddp_stall_start(s->watch, r);
     ddp_wall_start(s->wall);
     ddp_live_start(s->live, r, heartbeat_of, s);
     return 0;
@@ -253,7 +253,7 @@ static int leader_start(struct sup *s, int attempt, int nproc)
 /* Node 0: another node failed (or was lost) in the current attempt: the whole job stops. */
 static void leader_node_failed(struct sup *s, int status, const char *why, bool disarm_grace)
 {
-    struct ddp_pevent_data ev = {.kind = DDP_PE_NODE_FAILED, .status = status};
+    struct ddp_policy_event_data ev = {.kind = DDP_PE_NODE_FAILED, .status = status};
     if (s->pol.state != DDP_PS_RUNNING)
         return;
     ddp_error("attempt %d: %s; stopping the workers on every node", ddp_nodes_round_attempt(s->nodes), why);
@@ -290,7 +290,7 @@ static void follower_report(struct sup *s)
 /* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
 static void follower_start(struct sup *s, const struct ddp_coord_event *cev)
 {
-    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
+    struct ddp_agent_event_data failed = {.kind = DDP_AE_START_FAILED};
     if (cev->attempt > 0)
         ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
                  cev->attempt - 1, cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size);
@@ -314,14 +314,14 @@ static void follower_start(struct sup *s, const struct ddp_coord_event *cev)
 /* Feed one event to the node agent's table (agent.h) and carry out its actions. why: for NODE_FAILED, the line
  * saying which node failed; cev: the control channel's event behind it (a follower's START), or NULL. Returns
  * the result of starting an attempt on node 0 (START), else 0. */
-static int agent_feed(struct sup *s, const struct ddp_aevent_data *ev, const char *why,
+static int agent_feed(struct sup *s, const struct ddp_agent_event_data *ev, const char *why,
                       const struct ddp_coord_event *cev)
 {
-    enum ddp_astate before = s->agent.state;
-    struct ddp_aaction a = ddp_agent_step(&s->agent, ev);
+    enum ddp_agent_state before = s->agent.state;
+    struct ddp_agent_action a = ddp_agent_step(&s->agent, ev);
     int rc = 0;
     if (a.flags & DDP_AA_POLICY) {
-        struct ddp_pevent_data pe = {.kind = DDP_PE_SIGNAL, .signo = ev->signo};
+        struct ddp_policy_event_data pe = {.kind = DDP_PE_SIGNAL, .signo = ev->signo};
         feed(s, &pe);
     }
     if ((a.flags & DDP_AA_STOP_WORKERS) && ddp_runner_current(s->rn))
@@ -349,9 +349,9 @@ static int agent_feed(struct sup *s, const struct ddp_aevent_data *ev, const cha
 }
 
 /* Node 0: attempt 0 once the nodes joined (or enough of them at the join timeout). */
-static void leader_begin(struct sup *s, const struct ddp_aevent_data *ev)
+static void leader_begin(struct sup *s, const struct ddp_agent_event_data *ev)
 {
-    struct ddp_aevent_data failed = {.kind = DDP_AE_START_FAILED};
+    struct ddp_agent_event_data failed = {.kind = DDP_AE_START_FAILED};
     uv_timer_stop(&s->join);
     if (agent_feed(s, ev, NULL, NULL) < 0) {
         ddp_error("attempt 0: %s", s->err->msg);
@@ -372,7 +372,7 @@ static void on_join_progress(uv_timer_t *t)
 static void on_join_timeout(uv_timer_t *t)
 {
     struct sup *s = t->data;
-    struct ddp_aevent_data ev;
+    struct ddp_agent_event_data ev;
     if (s->agent.state != DDP_AS_JOINING || s->closed)
         return;
     ddp_nodes_join_timeout(s->nodes, &ev, s->err);
@@ -402,12 +402,12 @@ static void arm_last_call(struct sup *s)
 static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
 {
     struct sup *s = data;
-    struct ddp_aevent_data ae;
+    struct ddp_agent_event_data ae;
     char why[700];
     (void)c;
     if (s->closed)
         return;
-    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     struct ddp_nodes_view v = {s->agent.state, r ? r->plan.attempt : -1, s->pol.state != DDP_PS_RUNNING};
     if (!ddp_nodes_translate(s->nodes, ev, &v, &ae, why, sizeof(why)))
         return;
@@ -437,7 +437,7 @@ static int nodes_begin(struct sup *s)
 /* This node's workers of the current attempt all ended. */
 static void all_done(struct sup *s)
 {
-    struct ddp_aevent_data ae = {.kind = DDP_AE_LOCAL_DONE};
+    struct ddp_agent_event_data ae = {.kind = DDP_AE_LOCAL_DONE};
     if (s->role == ROLE_SINGLE) {
         feed_kind(s, DDP_PE_ALL_FINISHED);
         return;
@@ -481,13 +481,13 @@ static void capture_decided(void *arg)
     feed_kind(arg, DDP_PE_CAPTURE_DONE);
 }
 
-static void gpu_recheck(struct sup *s, struct ddp_paction *a);
+static void gpu_recheck(struct sup *s, struct ddp_policy_action *a);
 
-static void apply(struct sup *s, const struct ddp_paction *act)
+static void apply(struct sup *s, const struct ddp_policy_action *act)
 {
     int attempt = cur_attempt(s);
-    struct ddp_paction next = *act;
-    const struct ddp_paction *a = &next;
+    struct ddp_policy_action next = *act;
+    const struct ddp_policy_action *a = &next;
     if (next.flags & DDP_ACT_ARM_BACKOFF)
         gpu_recheck(s, &next); /* before the restart: leave out GPUs that became unfit, fit the size to them */
     if (a->flags & DDP_ACT_TERM_ALL)
@@ -519,7 +519,7 @@ static void apply(struct sup *s, const struct ddp_paction *act)
         ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
         int rc;
         if (s->role == ROLE_LEADER) { /* the agent lays the attempt out over the nodes (the policy's size) */
-            struct ddp_aevent_data st = {.kind = DDP_AE_START}, failed = {.kind = DDP_AE_START_FAILED};
+            struct ddp_agent_event_data st = {.kind = DDP_AE_START}, failed = {.kind = DDP_AE_START_FAILED};
             rc = agent_feed(s, &st, NULL, NULL);
             if (rc < 0)
                 ddp_agent_step(&s->agent, &failed); /* DONE: exit 1 */
@@ -545,7 +545,7 @@ static void apply(struct sup *s, const struct ddp_paction *act)
             ddp_records_print_success(s->rec);
         ddp_records_decision(s->rec, attempt, "exit", -1, -1, -1, status, a->why);
         if (s->role == ROLE_LEADER) {
-            struct ddp_aevent_data ex = {.kind = DDP_AE_EXIT, .status = status};
+            struct ddp_agent_event_data ex = {.kind = DDP_AE_EXIT, .status = status};
             ddp_agent_step(&s->agent, &ex); /* EXIT goes to every node when the channel closes */
         }
         finish(s, status);
@@ -559,7 +559,7 @@ static void exclude_gpu(struct sup *s, int gpu);
 /* The rank of the current attempt on topology GPU gpu, or -1. */
 static int rank_on_gpu(const struct sup *s, int gpu)
 {
-    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     for (size_t i = 0; r && i < r->nw; i++)
         if (r->w[i].w->gpu == gpu)
             return r->w[i].w->rank;
@@ -614,9 +614,9 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
 /* Before a restart: NVML's state now for the attempt's GPUs; one that became unfit (gpus.h) is left out. When
  * GPUs were left out for their own faults (here or by an event), the next attempt is fitted to the GPUs left,
  * downsizing as for a hung rank's GPU (one node only; not below one worker). */
-static void gpu_recheck(struct sup *s, struct ddp_paction *a)
+static void gpu_recheck(struct sup *s, struct ddp_policy_action *a)
 {
-    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     const struct ddp_topo *topo = s->ctx->topo;
     if (!r || !topo || !ddp_topo_nvml(topo)->found)
         return;
@@ -669,11 +669,11 @@ static void exclude_gpu(struct sup *s, int gpu)
     s->exclude[s->nexclude++] = gpu;
 }
 
-/* The one entry point of every timeout source (timeouts.h): a timeout stops the attempt while it runs. */
+/* The one entry point of every timeout source (timeout.h): a timeout stops the attempt while it runs. */
 static void on_timeout(void *arg, struct ddp_timeout *t)
 {
     struct sup *s = arg;
-    struct ddp_rrun *r = ddp_runner_current(s->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     if (!r || s->pol.state != DDP_PS_RUNNING || (t->k && !ddp_runner_is_current(t->k))) {
         free(t->why);
         return;
@@ -686,46 +686,46 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
     ddp_records_root(s->rec, t->k, t->why, t->cls);
     ddp_records_timeout(s->rec, r->plan.attempt, t->cls, t->k, t->why);
     ddp_error("attempt %d: %s; stopping the workers", r->plan.attempt, t->why);
-    struct ddp_pevent_data ev = {.kind = DDP_PE_TIMEOUT, .capture = ddp_capture_possible(s->cap) > 0};
+    struct ddp_policy_event_data ev = {.kind = DDP_PE_TIMEOUT, .capture = ddp_capture_possible(s->cap) > 0};
     feed(s, &ev);
 }
 
 /* ---------------------------------------------------------------- what the runner reports */
 
-static void on_started(void *arg, struct ddp_rworker *k)
+static void on_started(void *arg, struct ddp_runner_worker *k)
 {
     struct sup *s = arg;
     ddp_records_attempt_flush(s->rec, k->run, false);
     ddp_live_program(s->live, k);
 }
 
-static void on_output(void *arg, struct ddp_rworker *k, long long now)
+static void on_output(void *arg, struct ddp_runner_worker *k, long long now)
 {
     struct sup *s = arg;
-    ddp_watch_output(s->watch, k, now);
+    ddp_stall_output(s->watch, k, now);
     ddp_live_output(s->live, k, now);
 }
 
 static void on_resumed(void *arg, long long now)
 {
     struct sup *s = arg;
-    ddp_watch_resumed(s->watch, now);
+    ddp_stall_resumed(s->watch, now);
 }
 
-static void on_line(void *arg, struct ddp_rworker *k, int which, const char *line, size_t len)
+static void on_line(void *arg, struct ddp_runner_worker *k, int which, const char *line, size_t len)
 {
     struct sup *s = arg;
     if (ddp_capture_line(s->cap, k, which, line, len))
         return;
-    enum ddp_class c = ddp_classify_line(line, len);
+    enum ddp_class c = ddp_recognise_line(line, len);
     if (c == DDP_CLASS_NONE)
         return;
     ddp_records_recognised(s->rec, k, c, line, len);
-    ddp_watchdog_line(&s->sink, k, c, line, len);
+    ddp_coll_timeout_line(&s->sink, k, c, line, len);
 }
 
 /* k failed first: it is the root cause, the others are stopped. */
-static void worker_failed(struct sup *s, const struct ddp_rworker *k)
+static void worker_failed(struct sup *s, const struct ddp_runner_worker *k)
 {
     ddp_records_root(s->rec, k, NULL, DDP_CLASS_NONE);
     if (k->signo)
@@ -738,7 +738,7 @@ static void worker_failed(struct sup *s, const struct ddp_rworker *k)
 
 /* The shim says the program failed while it still ends what the program left behind (which may take up to
  * shutdown_timeout): stop the other workers now. */
-static void on_program_ended(void *arg, struct ddp_rworker *k, int status, int signo)
+static void on_program_ended(void *arg, struct ddp_runner_worker *k, int status, int signo)
 {
     struct sup *s = arg;
     ddp_records_attempt_flush(s->rec, k->run, true);
@@ -746,14 +746,14 @@ static void on_program_ended(void *arg, struct ddp_rworker *k, int status, int s
         return;
     ddp_runner_program_ended(k, status, signo);
     worker_failed(s, k);
-    struct ddp_pevent_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = status};
+    struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = status};
     feed(s, &ev);
 }
 
-static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
+static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle_state from)
 {
     struct sup *s = arg;
-    struct ddp_rrun *r = k->run;
+    struct ddp_runner_attempt *r = k->run;
     ddp_records_attempt_flush(s->rec, r, true);
     ddp_live_exited(s->live, k);
     ddp_records_worker_exit(s->rec, k);
@@ -761,7 +761,7 @@ static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
         return;
     ddp_records_exited(s->rec, k, timeout_cls(s));
     if (from != DDP_WS_ENDING) { /* else its failure was fed when the shim said the program ended */
-        struct ddp_pevent_data ev = {.kind = k->status == 0 ? DDP_PE_WORKER_OK : DDP_PE_WORKER_FAILED};
+        struct ddp_policy_event_data ev = {.kind = k->status == 0 ? DDP_PE_WORKER_OK : DDP_PE_WORKER_FAILED};
         if (k->status != 0) {
             ev.status = k->status;
             ev.fatal = k->fail != DDP_WF_NONE;
@@ -780,7 +780,7 @@ static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
         uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
 }
 
-static void on_done(void *arg, struct ddp_rworker *k, bool all)
+static void on_done(void *arg, struct ddp_runner_worker *k, bool all)
 {
     struct sup *s = arg;
     if (!all || !ddp_runner_is_current(k))
@@ -788,19 +788,19 @@ static void on_done(void *arg, struct ddp_rworker *k, bool all)
     ddp_capture_all_gone(s->cap); /* every rank is gone: decide before the policy ends the attempt */
     uv_timer_stop(&s->grace);
     uv_timer_stop(&s->force);
-    ddp_watch_stop(s->watch);
+    ddp_stall_stop(s->watch);
     ddp_wall_stop(s->wall);
     all_done(s);
 }
 
-static void on_changed(void *arg, struct ddp_rworker *k)
+static void on_changed(void *arg, struct ddp_runner_worker *k)
 {
     struct sup *s = arg;
     (void)k;
     ddp_capture_changed(s->cap);
 }
 
-static void on_release(void *arg, struct ddp_rworker *k)
+static void on_release(void *arg, struct ddp_runner_worker *k)
 {
     (void)arg;
     ddp_observed_clear(ddp_observed(k));
@@ -812,11 +812,11 @@ static void on_signal(void *arg, int signo)
 {
     struct sup *s = arg;
     if (s->role != ROLE_SINGLE) {
-        struct ddp_aevent_data ae = {.kind = DDP_AE_SIGNAL, .signo = signo};
+        struct ddp_agent_event_data ae = {.kind = DDP_AE_SIGNAL, .signo = signo};
         agent_feed(s, &ae, NULL, NULL); /* to the policy while an attempt is under way or decided */
         return;
     }
-    struct ddp_pevent_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
+    struct ddp_policy_event_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
     feed(s, &ev);
 }
 
@@ -876,7 +876,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     /* Signals first, so that one arriving while the workers start is not lost. */
     s->sigs = ddp_signals_start(&s->loop, s->spec, on_signal, s);
     if (ctx->timer_file && s->spec->timer_file) {
-        rc = ddp_filetimer_start(&s->loop, ctx->timer_file, s->rn, s->sink, &s->timer, err);
+        rc = ddp_ft_expiry_start(&s->loop, ctx->timer_file, s->rn, s->sink, &s->timer, err);
         if (rc < 0) {
             ddp_error("%s", err->msg);
             s->launcher_failed = true;
@@ -884,7 +884,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     }
     s->rec = ddp_records_open(ctx, ddp_runner_output(s->rn));
     s->cap = ddp_capture_new(&s->loop, ctx, s->rn, s->rec, capture_decided, s);
-    s->watch = ddp_watch_new(&s->loop, s->spec, s->rn, s->sink);
+    s->watch = ddp_stall_new(&s->loop, s->spec, s->rn, s->sink);
     s->wall = ddp_wall_new(&s->loop, s->spec->timeout_wall_ms, s->sink);
     s->live = ddp_live_new(&s->loop, s->spec, ctx->hostname, ddp_records_record(s->rec), ddp_records_stragglers(s->rec),
                            s->sink);
@@ -909,11 +909,11 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     ddp_runner_free(s->rn);
     ddp_records_close(s->rec);
     ddp_capture_free(s->cap);
-    ddp_watch_free(s->watch);
+    ddp_stall_free(s->watch);
     ddp_wall_free(s->wall);
     ddp_live_free(s->live);
     ddp_nodes_free(s->nodes);
-    ddp_filetimer_free(s->timer);
+    ddp_ft_expiry_free(s->timer);
     ddp_gpuwatch_free(s->gpuwatch);
     free(s->sigs);
     free(s->exclude);

@@ -1,6 +1,6 @@
 /* class: the ways an attempt can end (the failure classes), with their short names, which of them are timeouts,
  * which explains more when several were seen, and a one-line hint of what to do. Pure. It does not recognise a
- * class from an exit status or an output line (classify.h). */
+ * class from an exit status or an output line (recognise.h). */
 #ifndef DDP_CLASS_H
 #define DDP_CLASS_H
 
@@ -15,7 +15,7 @@ enum ddp_class {
     DDP_CLASS_KILLED,             /* SIGKILL (OOM killer, us, or someone else) */
     DDP_CLASS_SIGNAL,             /* any other signal */
     DDP_CLASS_NCCL_TIMEOUT,       /* "collective-timeout": a collective timed out (NCCL watchdog, gloo,
-                                     monitored barrier); which backend: ddp_classify_backend() */
+                                     monitored barrier); which backend: ddp_recognise_backend() */
     DDP_CLASS_NCCL_ERROR,         /* "communication-error": NCCL/gloo communication error that is not a
                                      timeout (a peer died or was stopped, network, driver) */
     DDP_CLASS_HANG,               /* heartbeat or output silence for [timeout] stall; FileTimer expiry */

@@ -10,8 +10,8 @@
 #include "host/jobs.h"
 #include "host/logdir.h"
 #include "host/rundir.h"
-#include "records/classify.h"
-#include "records/record.h"
+#include "records/jsonlog.h"
+#include "records/recognise.h"
 #include "records/report.h"
 #include "topo/topo.h"
 
@@ -29,8 +29,8 @@ struct ddp_records {
     const struct ddp_plan_ctx *ctx;
     struct ddp_output *out; /* borrowed: its logs that stopped; flushed before they are listed */
     const struct ddp_spec *spec;
-    struct ddp_record *rec; /* events.jsonl and summary.json, or NULL */
-    struct ddp_jobs *ps;    /* this job in `ddplaunch ps`, or NULL */
+    struct ddp_jsonlog *rec; /* events.jsonl and summary.json, or NULL */
+    struct ddp_jobs *ps;     /* this job in `ddplaunch ps`, or NULL */
     long long job_start_ms;
     char job_start_iso[32];
     int nattempts;
@@ -38,12 +38,12 @@ struct ddp_records {
     struct ended root; /* root cause of the attempt being stopped / last failed attempt */
     struct ended *others;
     size_t nothers;
-    json_t *hang;                      /* the last verdict (summary.json "hang"), or NULL */
-    json_t *stragglers;                /* every straggler named live (progress.h), for summary.json */
-    json_t *recorder;                  /* each rank's flight recorder as last sampled (progress.h), for summary.json */
-    char *hang_text;                   /* the same for the console summary, or NULL */
-    const struct ddp_rrun *unrecorded; /* its attempt_start waits for its programs' pids */
-    struct ddp_logfile *stopped;       /* record files that stopped (ddp_records_stopped), name owned */
+    json_t *hang;       /* the last verdict (summary.json "hang"), or NULL */
+    json_t *stragglers; /* every straggler named live (progress.h), for summary.json */
+    json_t *recorder;   /* each rank's flight recorder as last sampled (progress.h), for summary.json */
+    char *hang_text;    /* the same for the console summary, or NULL */
+    const struct ddp_runner_attempt *unrecorded; /* its attempt_start waits for its programs' pids */
+    struct ddp_logfile *stopped;                 /* record files that stopped (ddp_records_stopped), name owned */
     size_t nstopped;
     /* per worker of attempt seen_attempt (by index, nseen of them): the first line of its output a failure
      * class recognised. Not the attempt's pointer: a retired attempt is freed, and the next may reuse it. */
@@ -81,15 +81,15 @@ static void forget_seen(struct ddp_records *r)
 }
 
 /* What k's output was recognised as (DDP_CLASS_NONE: nothing), and the line (NULL: none). */
-static const struct seen *seen_of(const struct ddp_records *r, const struct ddp_rworker *k)
+static const struct seen *seen_of(const struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     static const struct seen none = {DDP_CLASS_NONE, NULL};
     bool same = r->seen && r->seen_attempt == k->run->plan.attempt && k->index < r->nseen;
     return same ? &r->seen[k->index] : &none;
 }
 
-void ddp_records_recognised(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class cls, const char *line,
-                            size_t len)
+void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class cls,
+                            const char *line, size_t len)
 {
     if (!r->seen || r->seen_attempt != k->run->plan.attempt || r->nseen != k->run->nw) {
         forget_seen(r);
@@ -125,7 +125,7 @@ static void push_tail(void *arg, const char *line)
     ddp_strv_push((struct ddp_strv *)arg, line);
 }
 
-static bool has_exited(const struct ddp_rworker *k)
+static bool has_exited(const struct ddp_runner_worker *k)
 {
     return k->state >= DDP_WS_EXITED;
 }
@@ -149,7 +149,7 @@ static json_t *ms_or_null(long long ms)
 
 void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields)
 {
-    ddp_record_event(r->rec, name, fields);
+    ddp_jsonlog_event(r->rec, name, fields);
 }
 
 static void job_start(struct ddp_records *r)
@@ -162,11 +162,11 @@ static void job_start(struct ddp_records *r)
                   "timeout_init_ms", ms_or_null(sp->timeout_init_ms), "timeout_stall_ms",
                   ms_or_null(sp->timeout_stall_ms), "timeout_wall_ms", ms_or_null(sp->timeout_wall_ms), "heartbeat",
                   heartbeat_name(sp->heartbeat), "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
-    ddp_record_event(r->rec, "job_start",
-                     json_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name, "host",
-                               ctx->hostname, "run_id", ctx->run_id, "pid", (int)getpid(), "nnodes", ctx->nnodes,
-                               "node_rank", ctx->node_rank, "nproc", ctx->nproc, "master_addr", ctx->master_addr,
-                               "master_port", ctx->master_port, "log_dir", ddp_record_dir(r->rec), "plan", plan));
+    ddp_jsonlog_event(r->rec, "job_start",
+                      json_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name, "host",
+                                ctx->hostname, "run_id", ctx->run_id, "pid", (int)getpid(), "nnodes", ctx->nnodes,
+                                "node_rank", ctx->node_rank, "nproc", ctx->nproc, "master_addr", ctx->master_addr,
+                                "master_port", ctx->master_port, "log_dir", ddp_jsonlog_dir(r->rec), "plan", plan));
 }
 
 struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out)
@@ -185,7 +185,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     ddp_time_iso(NULL, r->job_start_iso);
     if (ctx->logdir) {
         struct ddp_err rerr = {0};
-        if (ddp_record_open(ddp_logdir_fd(ctx->logdir), ddp_logdir_path(ctx->logdir), &r->rec, &rerr) < 0)
+        if (ddp_jsonlog_open(ddp_logdir_fd(ctx->logdir), ddp_logdir_path(ctx->logdir), &r->rec, &rerr) < 0)
             ddp_warn("no run record: %s", rerr.msg);
         job_start(r);
     }
@@ -193,7 +193,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     json_t *st = json_pack("{s:i, s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:i, s:s?, s:[]}", "v", 1, "job", r->spec->name,
                            "host", ctx->hostname, "start", r->job_start_iso, "start_unix", (json_int_t)time(NULL),
                            "master_port", ctx->master_port, "attempt", 0, "nproc", ctx->nproc, "ranks_alive", 0,
-                           "log_dir", ddp_record_dir(r->rec), "gpus");
+                           "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
     if (ddp_jobs_publish(ddp_rundir_lock_dir(ctx->base_env), st, &r->ps, &perr) < 0)
         ddp_debug("not listed in ddplaunch ps: %s", perr.msg);
     json_decref(st);
@@ -204,7 +204,7 @@ void ddp_records_close(struct ddp_records *r)
 {
     if (!r)
         return;
-    ddp_record_close(r->rec);
+    ddp_jsonlog_close(r->rec);
     ddp_jobs_close(r->ps);
     ended_clear(&r->root);
     clear_others(r);
@@ -233,22 +233,22 @@ static void ps_update(struct ddp_records *r, json_t *changes)
     json_decref(changes);
 }
 
-static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run);
+static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt *run);
 
 /* attempt_start names each worker by its program's pid, as worker_exit does (issue 23 item 13): it is written
  * once every program started (the shim said its pid) or, at the latest, before the first worker's end. */
-void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_rrun *run)
+void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_attempt *run)
 {
     r->unrecorded = run;
     ddp_records_attempt_flush(r, run, false);
 }
 
-void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_rrun *run, bool now)
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run, bool now)
 {
     if (r->unrecorded != run)
         return;
     for (size_t i = 0; i < run->nw && !now; i++) {
-        const struct ddp_rworker *k = &run->w[i];
+        const struct ddp_runner_worker *k = &run->w[i];
         if (k->pgid > 0 && k->pid == k->pgid && k->state == DDP_WS_RUNNING)
             return;
     }
@@ -256,13 +256,13 @@ void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_rrun *run
     attempt_start(r, run);
 }
 
-static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run)
+static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt *run)
 {
     json_t *workers = json_array(), *argv = json_array(), *gpus = json_array();
     const struct ddp_attempt *a = &run->plan;
     r->nattempts++;
     for (size_t i = 0; i < run->nw; i++) {
-        const struct ddp_rworker *k = &run->w[i];
+        const struct ddp_runner_worker *k = &run->w[i];
         json_array_append_new(workers,
                               json_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b}", "rank", k->w->rank, "local_rank",
                                         k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid,
@@ -272,17 +272,18 @@ static void attempt_start(struct ddp_records *r, const struct ddp_rrun *run)
     }
     if (run->nw)
         for (size_t i = 0; i < run->w[0].w->argv.n; i++)
-            json_array_append_new(argv, ddp_record_text(run->w[0].w->argv.v[i]));
-    ddp_record_event(r->rec, "attempt_start",
-                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
-                               "world_size", a->world_size, "master_port", a->master_port, "dir",
-                               ddp_record_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers", workers));
+            json_array_append_new(argv, ddp_jsonlog_text(run->w[0].w->argv.v[i]));
+    ddp_jsonlog_event(r->rec, "attempt_start",
+                      json_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
+                                "world_size", a->world_size, "master_port", a->master_port, "dir",
+                                ddp_jsonlog_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers",
+                                workers));
     ps_update(r,
               json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size, "nproc",
                         (int)run->nw, "ranks_alive", (int)run->nw, "master_port", a->master_port, "gpus", gpus));
 }
 
-static const char *worker_class(const struct ddp_records *r, const struct ddp_rworker *k, char *buf, size_t n)
+static const char *worker_class(const struct ddp_records *r, const struct ddp_runner_worker *k, char *buf, size_t n)
 {
     const struct seen *o = seen_of(r, k);
     if (k->fail == DDP_WF_EXEC)
@@ -293,7 +294,7 @@ static const char *worker_class(const struct ddp_records *r, const struct ddp_rw
         return ddp_class_name(o->cls);
     if (k->status == 0)
         return "ok";
-    enum ddp_class c = ddp_classify_status(k->signo ? 0 : k->status, k->signo);
+    enum ddp_class c = ddp_recognise_status(k->signo ? 0 : k->status, k->signo);
     if (c == DDP_CLASS_EXIT || c == DDP_CLASS_NONE) {
         snprintf(buf, n, "exit-%d", k->status);
         return buf;
@@ -301,32 +302,32 @@ static const char *worker_class(const struct ddp_records *r, const struct ddp_rw
     return ddp_class_name(c);
 }
 
-void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_rworker *k)
+void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     char cbuf[32];
-    ddp_record_event(r->rec, "worker_exit",
-                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt, "rank",
-                               k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
-                               k->signo ? json_null() : json_integer(k->status), "signal",
-                               k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
-                               worker_class(r, k, cbuf, sizeof(cbuf)), "ran_ms",
-                               (json_int_t)(k->end_ms - k->start_ms)));
+    ddp_jsonlog_event(r->rec, "worker_exit",
+                      json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt, "rank",
+                                k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
+                                k->signo ? json_null() : json_integer(k->status), "signal",
+                                k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
+                                worker_class(r, k, cbuf, sizeof(cbuf)), "ran_ms",
+                                (json_int_t)(k->end_ms - k->start_ms)));
     ps_update(r, json_pack("{s:i}", "ranks_alive", (int)(k->run->nw - k->run->nexited)));
 }
 
-void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_rworker *k,
+void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_runner_worker *k,
                          const char *why)
 {
-    ddp_record_event(r->rec, "timeout",
-                     json_pack("{s:i, s:s, s:o, s:o}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
-                               k ? json_integer(k->w->rank) : json_null(), "reason", ddp_record_text(why)));
+    ddp_jsonlog_event(r->rec, "timeout",
+                      json_pack("{s:i, s:s, s:o, s:o}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
+                                k ? json_integer(k->w->rank) : json_null(), "reason", ddp_jsonlog_text(why)));
 }
 
 /* ---------------------------------------------------------------- the failure ledger */
 
 /* The cause outside the worker, from what NVML said about its GPU: a fault there (any class: the GPU failed
  * under it), or memory another process held there when the worker ran out of it. */
-static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct ddp_rworker *k, enum ddp_class c)
+static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct ddp_runner_worker *k, enum ddp_class c)
 {
     int g = k->w->gpu;
     if (g < 0 || (size_t)g >= r->ngpu)
@@ -372,15 +373,15 @@ void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const
 {
     json_t *o = json_pack("{s:i, s:i, s:s?, s:s, s:s}", "attempt", attempt, "gpu", gpu, "busid", busid, "reason", why,
                           "text", text);
-    ddp_record_event(r->rec, "gpu_left_out", json_deep_copy(o));
+    ddp_jsonlog_event(r->rec, "gpu_left_out", json_deep_copy(o));
     json_array_append_new(r->left_out, o);
 }
 
-static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_rworker *k, const char *reason,
-                         enum ddp_class tcls)
+static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_runner_worker *k,
+                         const char *reason, enum ddp_class tcls)
 {
     const struct seen *o = seen_of(r, k);
-    const char *ef = ddp_rworker_env(k, "TORCHELASTIC_ERROR_FILE");
+    const char *ef = ddp_runner_worker_env(k, "TORCHELASTIC_ERROR_FILE");
     enum ddp_class c;
     ended_clear(e);
     e->set = true;
@@ -400,7 +401,7 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
         else if (tcls != DDP_CLASS_NONE && reason)
             c = tcls;
         else if (e->exited)
-            c = ddp_classify_status(k->signo ? 0 : k->status, k->signo);
+            c = ddp_recognise_status(k->signo ? 0 : k->status, k->signo);
     }
     if (k->fail == DDP_WF_BIND) {
         e->class_name = ddp_xstrdup("bind-failed");
@@ -430,7 +431,7 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
     ddp_stream_tail(&k->s_err, push_tail, &e->tail);
 }
 
-void ddp_records_root(struct ddp_records *r, const struct ddp_rworker *k, const char *reason, enum ddp_class tcls)
+void ddp_records_root(struct ddp_records *r, const struct ddp_runner_worker *k, const char *reason, enum ddp_class tcls)
 {
     clear_others(r);
     if (k)
@@ -439,7 +440,7 @@ void ddp_records_root(struct ddp_records *r, const struct ddp_rworker *k, const 
         ended_clear(&r->root);
 }
 
-void ddp_records_other(struct ddp_records *r, const struct ddp_rworker *k)
+void ddp_records_other(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     record_ended(r, push_other(r), k, NULL, DDP_CLASS_NONE);
 }
@@ -449,7 +450,7 @@ static bool root_is_hang(const struct ddp_records *r)
     return r->root.class_name && strcmp(r->root.class_name, ddp_class_name(DDP_CLASS_HANG)) == 0;
 }
 
-void ddp_records_exited(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class tcls)
+void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class tcls)
 {
     if (!r->root.set || r->root.exited || r->root.rank != k->w->rank || r->root.attempt != k->run->plan.attempt)
         return;
@@ -468,7 +469,7 @@ void ddp_records_exited(struct ddp_records *r, const struct ddp_rworker *k, enum
     free(reason);
 }
 
-void ddp_records_blame(struct ddp_records *r, const struct ddp_rworker *k, const char *why, const char *hint)
+void ddp_records_blame(struct ddp_records *r, const struct ddp_runner_worker *k, const char *why, const char *hint)
 {
     if (r->root.set && r->root.rank != k->w->rank) {
         *push_other(r) = r->root;
@@ -501,7 +502,7 @@ void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size)
              e->class_name ? ", " : "", e->class_name ? e->class_name : "");
 }
 
-struct ddp_record *ddp_records_record(struct ddp_records *r)
+struct ddp_jsonlog *ddp_records_record(struct ddp_records *r)
 {
     return r->rec;
 }
@@ -522,21 +523,21 @@ void ddp_records_decision(struct ddp_records *r, int attempt, const char *action
     bool exiting = strcmp(action, "exit") == 0;
     json_t *root = r->root.set && (!exiting || status != 0) ? json_integer(r->root.rank) : json_null();
     if (exiting)
-        ddp_record_event(r->rec, "decision",
-                         json_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", action, "exit_status",
-                                   status, "why", why, "root_rank", root));
+        ddp_jsonlog_event(r->rec, "decision",
+                          json_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", action, "exit_status",
+                                    status, "why", why, "root_rank", root));
     else
-        ddp_record_event(r->rec, "decision",
-                         json_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action", action,
-                                   "next_attempt", next_attempt, "next_nproc", next_nproc, "delay_ms",
-                                   (json_int_t)delay_ms, "why", why, "root_rank", root));
+        ddp_jsonlog_event(r->rec, "decision",
+                          json_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action", action,
+                                    "next_attempt", next_attempt, "next_nproc", next_nproc, "delay_ms",
+                                    (json_int_t)delay_ms, "why", why, "root_rank", root));
 }
 
 void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text)
 {
     json_decref(r->hang);
     r->hang = hang;
-    ddp_record_event(r->rec, "hang", json_deep_copy(r->hang));
+    ddp_jsonlog_event(r->rec, "hang", json_deep_copy(r->hang));
     free(r->hang_text);
     r->hang_text = text;
 }
@@ -603,7 +604,7 @@ static json_t *stopped_logs(const struct ddp_records *r, struct ddp_buf *text)
         stopped_log(a, text, &r->out->stopped[i]);
     for (size_t i = 0; i < r->nstopped; i++)
         stopped_log(a, text, &r->stopped[i]);
-    ev.err = ddp_record_stopped(r->rec, &ev.len);
+    ev.err = ddp_jsonlog_stopped(r->rec, &ev.len);
     if (ev.err)
         stopped_log(a, text, &ev);
     return a;
@@ -660,12 +661,12 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         return;
     r->written = true;
     if (r->root.set && r->root.cause && status != 0)
-        ddp_record_event(r->rec, "gpu_cause",
-                         json_pack("{s:i, s:i, s:s, s:s}", "attempt", r->root.attempt, "rank", r->root.rank, "text",
-                                   r->root.cause, "class", r->root.class_name ? r->root.class_name : ""));
-    ddp_record_event(r->rec, "job_end",
-                     json_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
-                               r->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms)));
+        ddp_jsonlog_event(r->rec, "gpu_cause",
+                          json_pack("{s:i, s:i, s:s, s:s}", "attempt", r->root.attempt, "rank", r->root.rank, "text",
+                                    r->root.cause, "class", r->root.class_name ? r->root.class_name : ""));
+    ddp_jsonlog_event(r->rec, "job_end",
+                      json_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
+                                r->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms)));
     json_t *others = json_array();
     for (size_t i = 0; i < r->nothers && status != 0; i++) {
         struct ddp_report_entry e = entry_of(r, &r->others[i]);
@@ -678,7 +679,7 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         result, "attempts", r->nattempts, "started", r->job_start_iso, "ended", ddp_time_iso(NULL, now), "duration_ms",
         (json_int_t)(ddp_now_ms() - r->job_start_ms), "timeout", timeout ? json_string(timeout) : json_null(),
         "root_cause", r->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
-        "log_dir", ddp_record_dir(r->rec));
+        "log_dir", ddp_jsonlog_dir(r->rec));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
     json_object_set_new(sum, "gpus_left_out", json_deep_copy(r->left_out));
@@ -687,5 +688,5 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
     struct ddp_buf text = {0};
     json_object_set_new(sum, "logs_stopped", stopped_logs(r, &text));
     ddp_buf_free(&text);
-    ddp_record_summary(r->rec, sum);
+    ddp_jsonlog_summary(r->rec, sum);
 }

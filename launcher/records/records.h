@@ -1,5 +1,5 @@
 /* records: what a job leaves for people and tools: events.jsonl and summary.json in the log directory
- * (record.h writes them), this job's entry in `ddplaunch ps` (jobs.h), the failure ledger (the root cause and
+ * (jsonlog.h writes them), this job's entry in `ddplaunch ps` (jobs.h), the failure ledger (the root cause and
  * the other failures) and the console summary made from it. It is fed events and facts by the driver and
  * never reaches back: it decides no action, signals nothing, reads no pipe. */
 #ifndef DDP_RECORDS_H
@@ -24,7 +24,7 @@ void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
 
 /* The record files, for a module that writes its own events (progress.h), or NULL; the JSON array of the
  * stragglers named live (summary.json's "stragglers"), to append to. Both borrowed. */
-struct ddp_record *ddp_records_record(struct ddp_records *r);
+struct ddp_jsonlog *ddp_records_record(struct ddp_records *r);
 json_t *ddp_records_stragglers(struct ddp_records *r);
 /* The JSON object of summary.json's "flight_recorder" (progress.h fills it; borrowed). */
 json_t *ddp_records_recorder(struct ddp_records *r);
@@ -35,29 +35,30 @@ void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
 /* An attempt's workers are being started: its attempt_start (ps: attempt, world size, GPUs, ranks alive) is
  * written once every program has started, so that it names the programs' pids; ddp_records_attempt_flush()
  * checks again (now: write it whatever the programs' state, before the first worker's end). */
-void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_rrun *run);
-void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_rrun *run, bool now);
+void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_attempt *run);
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run, bool now);
 /* A worker's shim exited (worker_exit; ps: ranks alive). */
-void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_rworker *k);
+void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_worker *k);
 /* The first line of k's output that a failure class (cls) recognised, this attempt (len bytes of line; later
  * ones are ignored): the class its worker_exit and the ledger give it. */
-void ddp_records_recognised(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class cls, const char *line,
-                            size_t len);
+void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class cls,
+                            const char *line, size_t len);
 /* A timeout stops attempt `attempt` (timeout): cls, the rank to blame first (k, or NULL), why. */
-void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_rworker *k,
+void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_runner_worker *k,
                          const char *why);
 
 /* The failure ledger. tcls: the class of the timeout that stops the attempt when reason is a timeout's, else
  * DDP_CLASS_NONE. */
 /* k is the root cause now (k NULL: none, a timeout of no one rank); the other failures are forgotten. */
-void ddp_records_root(struct ddp_records *r, const struct ddp_rworker *k, const char *reason, enum ddp_class tcls);
+void ddp_records_root(struct ddp_records *r, const struct ddp_runner_worker *k, const char *reason,
+                      enum ddp_class tcls);
 /* k failed on its own while the attempt was being stopped: listed after the root cause. */
-void ddp_records_other(struct ddp_records *r, const struct ddp_rworker *k);
+void ddp_records_other(struct ddp_records *r, const struct ddp_runner_worker *k);
 /* k exited: when the root cause was recorded while k still ran (a timeout), it now says how k ended. */
-void ddp_records_exited(struct ddp_records *r, const struct ddp_rworker *k, enum ddp_class tcls);
+void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class tcls);
 /* The hang verdict named k: it becomes the root cause (the earlier root cause, another rank, one of the
  * others) with class hang, why and hint. */
-void ddp_records_blame(struct ddp_records *r, const struct ddp_rworker *k, const char *why, const char *hint);
+void ddp_records_blame(struct ddp_records *r, const struct ddp_runner_worker *k, const char *why, const char *hint);
 /* Forget the root cause and the other failures (a follower's next attempt). */
 void ddp_records_forget(struct ddp_records *r);
 /* The root cause in one line for node 0 ("rank 3 (local 1) exited with code 2, exit-2"), "" when none. */

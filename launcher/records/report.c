@@ -11,7 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "records/record.h"
+#include "records/jsonlog.h"
 
 static const struct {
     int n;
@@ -202,7 +202,7 @@ void ddp_report_print(FILE *f, const char *title, const struct ddp_report_entry 
 /* Worker text (a seen line, a message, a stderr line) may hold invalid UTF-8: never a NULL that drops the key. */
 static json_t *str_or_null(const char *v)
 {
-    return ddp_record_text(v);
+    return ddp_jsonlog_text(v);
 }
 
 json_t *ddp_report_entry_json(const struct ddp_report_entry *e)
@@ -224,8 +224,8 @@ json_t *ddp_report_entry_json(const struct ddp_report_entry *e)
     json_object_set_new(o, "seen", str_or_null(e->class_line));
     json_object_set_new(o, "reason", str_or_null(e->reason));
     if (e->cause)
-        json_object_set_new(o, "cause", ddp_record_text(e->cause));
-    json_object_set_new(o, "hint", e->hint && *e->hint ? ddp_record_text(e->hint) : json_null());
+        json_object_set_new(o, "cause", ddp_jsonlog_text(e->cause));
+    json_object_set_new(o, "hint", e->hint && *e->hint ? ddp_jsonlog_text(e->hint) : json_null());
     /* named only where it stays and is: the run directory goes at exit, torch writes none for a crash */
     json_object_set_new(
         o, "error_file",
@@ -240,7 +240,7 @@ json_t *ddp_report_entry_json(const struct ddp_report_entry *e)
     free(msg);
     free(tb);
     for (size_t i = 0; i < e->ntail; i++)
-        json_array_append_new(tail, ddp_record_text(e->tail[i]));
+        json_array_append_new(tail, ddp_jsonlog_text(e->tail[i]));
     json_object_set_new(o, "stderr_tail", tail);
     return o;
 }

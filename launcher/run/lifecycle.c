@@ -1,9 +1,9 @@
 /* lifecycle: see lifecycle.h. */
 #include "run/lifecycle.h"
 
-bool ddp_wstate_step(enum ddp_wstate *state, unsigned *open, enum ddp_wevent ev, unsigned stream)
+bool ddp_wstate_step(enum ddp_lifecycle_state *state, unsigned *open, enum ddp_lifecycle_event ev, unsigned stream)
 {
-    enum ddp_wstate s = *state;
+    enum ddp_lifecycle_state s = *state;
     switch (ev) {
     case DDP_WE_SPAWNED:
         if (s == DDP_WS_NEW) {
@@ -46,13 +46,13 @@ bool ddp_wstate_step(enum ddp_wstate *state, unsigned *open, enum ddp_wevent ev,
     return false;
 }
 
-const char *ddp_wstate_name(enum ddp_wstate s)
+const char *ddp_wstate_name(enum ddp_lifecycle_state s)
 {
     static const char *const names[] = {"new", "running", "ending", "exited", "done"};
     return (unsigned)s <= DDP_WS_DONE ? names[s] : "unknown";
 }
 
-const char *ddp_wevent_name(enum ddp_wevent e)
+const char *ddp_wevent_name(enum ddp_lifecycle_event e)
 {
     static const char *const names[] = {"spawned", "not-started", "program-ended", "exited", "eof", "give-up"};
     return (unsigned)e < DDP_WE__COUNT ? names[e] : "unknown";

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-/* A worker's streams, as the bit set ddp_rworker.open. */
+/* A worker's streams, as the bit set ddp_runner_worker.open. */
 enum { DDP_RS_OUT = 1, DDP_RS_ERR = 2, DDP_RS_REP = 4, DDP_RS_ALL = 7 };
 
 /* One worker's lifecycle (one enum, no flags). A worker is DONE when its shim exited AND every one of its
@@ -18,7 +18,7 @@ enum { DDP_RS_OUT = 1, DDP_RS_ERR = 2, DDP_RS_REP = 4, DDP_RS_ALL = 7 };
  *   EXITED   the shim exited (status, signo, end times set); some of its streams are still open
  *   DONE     exited and every stream at EOF (or given up on: ddp_runner_give_up); or it could never be started
  *            (pgid 0, status 1) */
-enum ddp_wstate { DDP_WS_NEW, DDP_WS_RUNNING, DDP_WS_ENDING, DDP_WS_EXITED, DDP_WS_DONE };
+enum ddp_lifecycle_state { DDP_WS_NEW, DDP_WS_RUNNING, DDP_WS_ENDING, DDP_WS_EXITED, DDP_WS_DONE };
 
 /* What moves a worker's lifecycle.
  *   SPAWNED        its shim started: RUNNING, every stream open
@@ -28,7 +28,7 @@ enum ddp_wstate { DDP_WS_NEW, DDP_WS_RUNNING, DDP_WS_ENDING, DDP_WS_EXITED, DDP_
  *   EOF            stream `stream` (DDP_RS_*) reached EOF: DONE when it was the last of an exited worker
  *   GIVE_UP        after SIGKILL, stop waiting for an exited worker's streams (a process outside its group holds
  *                  them): DONE */
-enum ddp_wevent {
+enum ddp_lifecycle_event {
     DDP_WE_SPAWNED,
     DDP_WE_NOT_STARTED,
     DDP_WE_PROGRAM_ENDED,
@@ -41,8 +41,8 @@ enum ddp_wevent {
 /* One step of a worker's lifecycle: *state and *open (its DDP_RS_* streams not at EOF) by ev (stream: for EOF).
  * Returns true when the worker became DONE with this step (once per worker). An event that does not apply to
  * the state changes nothing. Pure; runner.c moves its workers only through it. */
-bool ddp_wstate_step(enum ddp_wstate *state, unsigned *open, enum ddp_wevent ev, unsigned stream);
-const char *ddp_wstate_name(enum ddp_wstate s);
-const char *ddp_wevent_name(enum ddp_wevent e);
+bool ddp_wstate_step(enum ddp_lifecycle_state *state, unsigned *open, enum ddp_lifecycle_event ev, unsigned stream);
+const char *ddp_wstate_name(enum ddp_lifecycle_state s);
+const char *ddp_wevent_name(enum ddp_lifecycle_event e);
 
 #endif

@@ -20,7 +20,7 @@
 struct ddp_runner {
     struct ddp_runner_config cfg;
     struct ddp_output out;
-    struct ddp_rrun *cur;
+    struct ddp_runner_attempt *cur;
     uv_timer_t unblock;
     uv_signal_t winch; /* SIGWINCH, when fd 1 or 2 is a terminal: workers' pseudo-terminals follow its size */
     bool paused;       /* the console is full: worker pipes are not read until it drains (back-pressure) */
@@ -34,17 +34,17 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
 
 /* ---------------------------------------------------------------- helpers */
 
-static bool exited(const struct ddp_rworker *k)
+static bool exited(const struct ddp_runner_worker *k)
 {
     return k->state >= DDP_WS_EXITED;
 }
 
-bool ddp_rworker_running(const struct ddp_rworker *k)
+bool ddp_runner_worker_running(const struct ddp_runner_worker *k)
 {
     return k->state == DDP_WS_RUNNING || k->state == DDP_WS_ENDING;
 }
 
-const char *ddp_rworker_env(const struct ddp_rworker *k, const char *name)
+const char *ddp_runner_worker_env(const struct ddp_runner_worker *k, const char *name)
 {
     int i = ddp_strv_env_find(&k->w->envp, name);
     return i >= 0 ? k->w->envp.v[i] + strlen(name) + 1 : NULL;
@@ -52,7 +52,7 @@ const char *ddp_rworker_env(const struct ddp_rworker *k, const char *name)
 
 /* ---------------------------------------------------------------- back-pressure */
 
-static void read_streams(struct ddp_rworker *k)
+static void read_streams(struct ddp_runner_worker *k)
 {
     if (k->open & DDP_RS_OUT && !uv_is_closing((uv_handle_t *)&k->out))
         uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
@@ -63,9 +63,9 @@ static void read_streams(struct ddp_rworker *k)
 /* Read or stop reading every output pipe of the current attempt that is still open. */
 static void set_reading(struct ddp_runner *rn, bool on)
 {
-    struct ddp_rrun *r = rn->cur;
+    struct ddp_runner_attempt *r = rn->cur;
     for (size_t i = 0; r && i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         if (k->pgid <= 0 || (!on && exited(k)))
             continue; /* an exited worker's pipes hold a bounded rest: read it, so that it can finish */
         if (on) {
@@ -116,9 +116,9 @@ struct ddp_output *ddp_runner_output(struct ddp_runner *rn)
 int ddp_runner_signal_all(struct ddp_runner *rn, int sig)
 {
     int n = 0;
-    struct ddp_rrun *r = rn->cur;
+    struct ddp_runner_attempt *r = rn->cur;
     for (size_t i = 0; r && i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         if (k->pgid <= 0 || k->state == DDP_WS_DONE)
             continue;
         if (sig == SIGKILL && !exited(k) ? ddp_shim_kill(k->pgid) == 0 : kill(-k->pgid, sig) == 0)
@@ -130,9 +130,9 @@ int ddp_runner_signal_all(struct ddp_runner *rn, int sig)
     return n;
 }
 
-void ddp_runner_signal_program(struct ddp_rworker *k, int sig)
+void ddp_runner_signal_program(struct ddp_runner_worker *k, int sig)
 {
-    if (ddp_rworker_running(k) && k->pid > 0)
+    if (ddp_runner_worker_running(k) && k->pid > 0)
         kill(k->pid, sig);
 }
 
@@ -144,12 +144,12 @@ int ddp_runner_alive(const struct ddp_runner *rn)
     return alive;
 }
 
-struct ddp_rworker *ddp_runner_find_pid(struct ddp_runner *rn, int pid)
+struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid)
 {
-    struct ddp_rrun *r = rn->cur;
+    struct ddp_runner_attempt *r = rn->cur;
     pid_t g = getpgid(pid);
     for (size_t i = 0; r && i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         if (k->pgid > 0 && !exited(k) && (k->pid == pid || (g > 0 && (k->pgid == g || k->pid == g))))
             return k;
     }
@@ -158,11 +158,11 @@ struct ddp_rworker *ddp_runner_find_pid(struct ddp_runner *rn, int pid)
 
 /* ---------------------------------------------------------------- handle lifetime */
 
-static void run_free(struct ddp_rrun *r)
+static void run_free(struct ddp_runner_attempt *r)
 {
     struct ddp_runner *rn = r->runner;
     for (size_t i = 0; i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         if (OPS(rn)->release)
             OPS(rn)->release(rn->cfg.arg, k);
         free(k->ext);
@@ -182,7 +182,7 @@ static void run_free(struct ddp_rrun *r)
 
 /* Every worker of r finished: what the attempt used, from its cgroup, and the cgroup ended (SIGKILL to
  * anything that is still in it, which the shims' subreaping should have left empty). */
-static void attempt_cgroup_end(struct ddp_rrun *r)
+static void attempt_cgroup_end(struct ddp_runner_attempt *r)
 {
     long long cpu, mem;
     if (!r->cgroup)
@@ -209,8 +209,8 @@ static void attempt_cgroup_end(struct ddp_rrun *r)
 
 static void on_close(uv_handle_t *h)
 {
-    struct ddp_rworker *k = h->data;
-    struct ddp_rrun *r = k->run;
+    struct ddp_runner_worker *k = h->data;
+    struct ddp_runner_attempt *r = k->run;
     if (--r->open_handles == 0 && r->retired)
         run_free(r);
 }
@@ -223,7 +223,7 @@ static void close_handle(uv_handle_t *h)
 
 void ddp_runner_retire(struct ddp_runner *rn)
 {
-    struct ddp_rrun *r = rn->cur;
+    struct ddp_runner_attempt *r = rn->cur;
     if (!r)
         return;
     rn->cur = NULL;
@@ -232,12 +232,12 @@ void ddp_runner_retire(struct ddp_runner *rn)
         run_free(r);
 }
 
-struct ddp_rrun *ddp_runner_current(const struct ddp_runner *rn)
+struct ddp_runner_attempt *ddp_runner_current(const struct ddp_runner *rn)
 {
     return rn->cur;
 }
 
-bool ddp_runner_is_current(const struct ddp_rworker *k)
+bool ddp_runner_is_current(const struct ddp_runner_worker *k)
 {
     return k->run == k->run->runner->cur;
 }
@@ -245,12 +245,12 @@ bool ddp_runner_is_current(const struct ddp_rworker *k)
 /* ---------------------------------------------------------------- ending of workers */
 
 /* Move k by ev; tell the caller when it became DONE. */
-static void step(struct ddp_rworker *k, enum ddp_wevent ev, unsigned stream);
+static void step(struct ddp_runner_worker *k, enum ddp_lifecycle_event ev, unsigned stream);
 
 /* k just became DONE (ddp_wstate_step said so). */
-static void became_done(struct ddp_rworker *k)
+static void became_done(struct ddp_runner_worker *k)
 {
-    struct ddp_rrun *r = k->run;
+    struct ddp_runner_attempt *r = k->run;
     struct ddp_runner *rn = r->runner;
     r->ndone++;
     if (r->ndone == r->nw)
@@ -259,13 +259,13 @@ static void became_done(struct ddp_rworker *k)
         OPS(rn)->done(rn->cfg.arg, k, r->ndone == r->nw);
 }
 
-static void step(struct ddp_rworker *k, enum ddp_wevent ev, unsigned stream)
+static void step(struct ddp_runner_worker *k, enum ddp_lifecycle_event ev, unsigned stream)
 {
     if (ddp_wstate_step(&k->state, &k->open, ev, stream))
         became_done(k);
 }
 
-static void changed(struct ddp_rworker *k)
+static void changed(struct ddp_runner_worker *k)
 {
     struct ddp_runner *rn = k->run->runner;
     if (OPS(rn)->changed)
@@ -274,7 +274,7 @@ static void changed(struct ddp_rworker *k)
 
 /* Read what is already waiting in a worker's stdout/stderr pipes, so that its last lines (a traceback, a
  * recognised error message) are forwarded, classified and in the summary's tail before its ending is judged. */
-static void drain_output(struct ddp_rworker *k)
+static void drain_output(struct ddp_runner_worker *k)
 {
     struct ddp_runner *rn = k->run->runner;
     uv_pipe_t *pipes[2] = {&k->out, &k->err};
@@ -295,7 +295,7 @@ static void drain_output(struct ddp_rworker *k)
     console_flush(rn);
 }
 
-void ddp_runner_program_ended(struct ddp_rworker *k, int status, int signo)
+void ddp_runner_program_ended(struct ddp_runner_worker *k, int status, int signo)
 {
     if (k->state != DDP_WS_RUNNING)
         return;
@@ -307,7 +307,7 @@ void ddp_runner_program_ended(struct ddp_rworker *k, int status, int signo)
     drain_output(k);
 }
 
-static void handle_record(struct ddp_rworker *k, const struct ddp_shim_record *rec)
+static void handle_record(struct ddp_runner_worker *k, const struct ddp_shim_record *rec)
 {
     struct ddp_runner *rn = k->run->runner;
     switch (rec->kind) {
@@ -342,7 +342,7 @@ static void handle_record(struct ddp_rworker *k, const struct ddp_shim_record *r
     }
 }
 
-static void rep_bytes(struct ddp_rworker *k, const char *p, size_t n)
+static void rep_bytes(struct ddp_runner_worker *k, const char *p, size_t n)
 {
     while (n > 0) {
         size_t take = sizeof(k->rep_buf) - k->rep_len;
@@ -363,7 +363,7 @@ static void rep_bytes(struct ddp_rworker *k, const char *p, size_t n)
 }
 
 /* Read what the shim wrote before it exited (the record may not have been read by the loop yet). */
-static void drain_report(struct ddp_rworker *k)
+static void drain_report(struct ddp_runner_worker *k)
 {
     uv_os_fd_t fd;
     char buf[sizeof(struct ddp_shim_record) * 4];
@@ -397,10 +397,10 @@ static void sweep_orphans(struct ddp_runner *rn)
 
 static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
 {
-    struct ddp_rworker *k = p->data;
-    struct ddp_rrun *r = k->run;
+    struct ddp_runner_worker *k = p->data;
+    struct ddp_runner_attempt *r = k->run;
     struct ddp_runner *rn = r->runner;
-    enum ddp_wstate from = k->state;
+    enum ddp_lifecycle_state from = k->state;
     bool done = ddp_wstate_step(&k->state, &k->open, DDP_WE_EXITED, 0);
     k->end_ms = ddp_now_ms();
     k->end_wall = time(NULL);
@@ -424,7 +424,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
 }
 
 /* Stream bit of k is over: its rest forwarded, its handle closed (the lifecycle moves with DDP_WE_EOF). */
-static void stream_eof(struct ddp_rworker *k, unsigned bit)
+static void stream_eof(struct ddp_runner_worker *k, unsigned bit)
 {
     struct ddp_runner *rn = k->run->runner;
     uv_handle_t *h = bit == DDP_RS_OUT   ? (uv_handle_t *)&k->out
@@ -437,9 +437,9 @@ static void stream_eof(struct ddp_rworker *k, unsigned bit)
 
 void ddp_runner_give_up(struct ddp_runner *rn)
 {
-    struct ddp_rrun *r = rn->cur;
+    struct ddp_runner_attempt *r = rn->cur;
     for (size_t i = 0; r && i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         if (!exited(k))
             continue;
         for (unsigned bit = DDP_RS_OUT; bit <= DDP_RS_REP; bit <<= 1)
@@ -457,7 +457,7 @@ void ddp_runner_give_up(struct ddp_runner *rn)
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct ddp_rworker *k = h->data;
+    struct ddp_runner_worker *k = h->data;
     struct ddp_runner *rn = k->run->runner;
     (void)suggested;
     buf->base = rn->readbuf;
@@ -466,7 +466,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void on_line(void *arg, int which, const char *line, size_t len)
 {
-    struct ddp_rworker *k = arg;
+    struct ddp_runner_worker *k = arg;
     struct ddp_runner *rn = k->run->runner;
     if (OPS(rn)->line)
         OPS(rn)->line(rn->cfg.arg, k, which, line, len);
@@ -474,7 +474,7 @@ static void on_line(void *arg, int which, const char *line, size_t len)
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
-    struct ddp_rworker *k = st->data;
+    struct ddp_runner_worker *k = st->data;
     struct ddp_runner *rn = k->run->runner;
     if (st == (uv_stream_t *)&k->rep) {
         if (n > 0) {
@@ -513,7 +513,7 @@ static const char *mem_mode_name(enum ddp_membind m)
 static const char *const log_names[3] = {"stdout.log", "stderr.log", "timed.log"};
 
 /* The worker's output streams: its log directory, and with a logdir its stdout, stderr and timed log files. */
-static int open_streams(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_err *err)
+static int open_streams(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
 {
     const struct ddp_worker *w = k->w;
     struct ddp_logdir *ld = rn->cfg.logdir;
@@ -584,7 +584,7 @@ static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2
 }
 
 /* The exec shim's command line: what it needs to know (see shim.h), then "--" and the worker's argv. */
-static void shim_argv(const struct ddp_runner *rn, const struct ddp_rworker *k, struct ddp_strv *args)
+static void shim_argv(const struct ddp_runner *rn, const struct ddp_runner_worker *k, struct ddp_strv *args)
 {
     const struct ddp_worker *w = k->w;
 
@@ -605,7 +605,7 @@ static void shim_argv(const struct ddp_runner *rn, const struct ddp_rworker *k, 
     if (w->bind_strict)
         ddp_strv_push(args, "--strict");
     /* the program the job started with, should it have been deleted or replaced since */
-    const char *via = w->argv.n ? ddp_shim_reach(w->argv.v[0], ddp_rworker_env(k, "PATH")) : NULL;
+    const char *via = w->argv.n ? ddp_shim_reach(w->argv.v[0], ddp_runner_worker_env(k, "PATH")) : NULL;
     if (via)
         ddp_strv_pushf(args, "--exec-path=%s", via);
     ddp_strv_push(args, "--");
@@ -613,7 +613,7 @@ static void shim_argv(const struct ddp_runner *rn, const struct ddp_rworker *k, 
         ddp_strv_push(args, w->argv.v[i]);
 }
 
-static int spawn_one(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_err *err)
+static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
 {
     const struct ddp_worker *w = k->w;
     uv_loop_t *loop = rn->cfg.loop;
@@ -683,9 +683,10 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_rworker *k, struct ddp_er
     return 0;
 }
 
-int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_rrun **out, struct ddp_err *err)
+int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
+                     struct ddp_err *err)
 {
-    struct ddp_rrun *r = ddp_xcalloc(1, sizeof(*r));
+    struct ddp_runner_attempt *r = ddp_xcalloc(1, sizeof(*r));
     r->runner = rn;
     r->plan = *plan;
     memset(plan, 0, sizeof(*plan));
@@ -699,7 +700,7 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
     r->w = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*r->w));
     r->start_ms = ddp_now_ms();
     for (size_t i = 0; i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         k->run = r;
         k->index = i;
         k->w = &r->plan.workers[i];
@@ -713,7 +714,7 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
         if (rc < 0) {
             /* the workers started so far run on; the rest never will */
             for (size_t j = i; j < r->nw; j++) {
-                struct ddp_rworker *q = &r->w[j];
+                struct ddp_runner_worker *q = &r->w[j];
                 ddp_wstate_step(&q->state, &q->open, DDP_WE_NOT_STARTED, 0); /* never reported: start failed */
                 q->status = DDP_EXIT_LAUNCHER;
                 r->nexited++;
@@ -731,10 +732,10 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
 static void on_winch(uv_signal_t *h, int signo)
 {
     struct ddp_runner *rn = h->data;
-    struct ddp_rrun *r = rn->cur;
+    struct ddp_runner_attempt *r = rn->cur;
     (void)signo;
     for (size_t i = 0; r && i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         for (int j = 0; j < 2; j++) {
             uv_handle_t *st = j ? (uv_handle_t *)&k->err : (uv_handle_t *)&k->out;
             uv_os_fd_t fd;

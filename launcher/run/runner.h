@@ -17,20 +17,20 @@
 #include "run/shim.h"
 
 /* Why a worker never ran its program. */
-enum ddp_wfail { DDP_WF_NONE, DDP_WF_EXEC, DDP_WF_BIND };
+enum ddp_worker_fail { DDP_WF_NONE, DDP_WF_EXEC, DDP_WF_BIND };
 
 struct ddp_logdir;
 struct ddp_runner;
-struct ddp_rrun;
+struct ddp_runner_attempt;
 
 /* One worker of one attempt. Read-only for callers, except ext (theirs). */
-struct ddp_rworker {
-    struct ddp_rrun *run;
+struct ddp_runner_worker {
+    struct ddp_runner_attempt *run;
     size_t index;               /* in run->w */
     const struct ddp_worker *w; /* its plan (run->plan.workers[index]) */
-    enum ddp_wstate state;
+    enum ddp_lifecycle_state state;
     unsigned open; /* DDP_RS_* not at EOF yet */
-    enum ddp_wfail fail;
+    enum ddp_worker_fail fail;
     int exec_err;   /* DDP_WF_EXEC: errno of exec */
     char *bind_msg; /* DDP_WF_BIND: the shim's message */
     int status;     /* exit code, or 128+N (ENDING and later) */
@@ -50,10 +50,10 @@ struct ddp_rworker {
 };
 
 /* One attempt's workers. Freed once retired (ddp_runner_retire) and every libuv handle of it closed. */
-struct ddp_rrun {
+struct ddp_runner_attempt {
     struct ddp_runner *runner;
     struct ddp_attempt plan;
-    struct ddp_rworker *w;
+    struct ddp_runner_worker *w;
     size_t nw;
     size_t nexited, ndone;
     long long start_ms;
@@ -68,25 +68,25 @@ struct ddp_rrun {
  * workers still report (line, output, exited, done). */
 struct ddp_runner_ops {
     /* a whole line of k's stdout (which 0) or stderr (1), without '\n' */
-    void (*line)(void *arg, struct ddp_rworker *k, int which, const char *line, size_t len);
+    void (*line)(void *arg, struct ddp_runner_worker *k, int which, const char *line, size_t len);
     /* k's program runs: the shim started it (k->pid is the program's now) */
-    void (*started)(void *arg, struct ddp_rworker *k);
+    void (*started)(void *arg, struct ddp_runner_worker *k);
     /* bytes of k's output arrived at now (monotonic ms) */
-    void (*output)(void *arg, struct ddp_rworker *k, long long now);
+    void (*output)(void *arg, struct ddp_runner_worker *k, long long now);
     /* the console drained after back-pressure at now: the time it was blocked is not the workers' silence */
     void (*resumed)(void *arg, long long now);
     /* the shim said k's program ended with status (exit code or 128+N; signo or 0) while k RUNNING; the caller
      * may take that as k's end with ddp_runner_program_ended */
-    void (*program_ended)(void *arg, struct ddp_rworker *k, int status, int signo);
+    void (*program_ended)(void *arg, struct ddp_runner_worker *k, int status, int signo);
     /* k's shim exited (EXITED; what was in its pipes is read and forwarded); from: the state it left (RUNNING,
      * or ENDING when its program's end was taken already) */
-    void (*exited)(void *arg, struct ddp_rworker *k, enum ddp_wstate from);
+    void (*exited)(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle_state from);
     /* k became DONE; all: every worker of its attempt is DONE now */
-    void (*done)(void *arg, struct ddp_rworker *k, bool all);
+    void (*done)(void *arg, struct ddp_runner_worker *k, bool all);
     /* after k exited or one of its streams reached EOF (after exited/done) */
-    void (*changed)(void *arg, struct ddp_rworker *k);
+    void (*changed)(void *arg, struct ddp_runner_worker *k);
     /* a run's memory is about to go: free what the caller put in each worker's ext */
-    void (*release)(void *arg, struct ddp_rworker *k);
+    void (*release)(void *arg, struct ddp_runner_worker *k);
 };
 
 struct ddp_runner_config {
@@ -97,7 +97,7 @@ struct ddp_runner_config {
     long long grace_ms;        /* the shim's --grace-ms ([restart] shutdown_timeout) */
     struct ddp_logdir *logdir; /* per-rank stdout/stderr/timed logs, or NULL */
     const char *cgroup_base;   /* where attempt cgroups go, or NULL */
-    size_t ext_size;           /* bytes of caller state per worker (ddp_rworker.ext) */
+    size_t ext_size;           /* bytes of caller state per worker (ddp_runner_worker.ext) */
     struct ddp_runner_ops ops;
     void *arg;
 };
@@ -112,39 +112,40 @@ struct ddp_output *ddp_runner_output(struct ddp_runner *rn);
 /* Take plan (moved: *plan is zeroed) as the current attempt and start its workers. 0 with *out (borrowed, the
  * current attempt), or a negative errno with err when worker i could not be started: the workers from i on are
  * then DONE (status 1) and the ones before run on; the attempt is still current (*out set). */
-int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_rrun **out, struct ddp_err *err);
+int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
+                     struct ddp_err *err);
 
 /* The current attempt, or NULL. */
-struct ddp_rrun *ddp_runner_current(const struct ddp_runner *rn);
+struct ddp_runner_attempt *ddp_runner_current(const struct ddp_runner *rn);
 /* True when k belongs to the current attempt. */
-bool ddp_runner_is_current(const struct ddp_rworker *k);
+bool ddp_runner_is_current(const struct ddp_runner_worker *k);
 /* Forget the current attempt (its memory goes once its handles are closed). */
 void ddp_runner_retire(struct ddp_runner *rn);
 
 /* k is RUNNING or ENDING (its program or the shim may still run). */
-bool ddp_rworker_running(const struct ddp_rworker *k);
+bool ddp_runner_worker_running(const struct ddp_runner_worker *k);
 /* Workers of the current attempt that are running. */
 int ddp_runner_alive(const struct ddp_runner *rn);
 
 /* Take the shim's word that k's program ended (status, signo): ENDING, end times set, what waits in its pipes
  * read and forwarded. Only from RUNNING. */
-void ddp_runner_program_ended(struct ddp_rworker *k, int status, int signo);
+void ddp_runner_program_ended(struct ddp_runner_worker *k, int status, int signo);
 
 /* kill(-pgid, sig) for every worker group of the current attempt that may still have processes; SIGKILL goes
  * to a running shim (it kills its program's whole tree). Returns the groups signalled. */
 int ddp_runner_signal_all(struct ddp_runner *rn, int sig);
 /* sig to k's program (not its group), when it runs. */
-void ddp_runner_signal_program(struct ddp_rworker *k, int sig);
+void ddp_runner_signal_program(struct ddp_runner_worker *k, int sig);
 
 /* After SIGKILL a process outside the groups may still hold a pipe: stop reading the exited workers' streams
  * (warns per worker), which makes them DONE. */
 void ddp_runner_give_up(struct ddp_runner *rn);
 
 /* The worker of the current attempt that is pid or whose group holds pid, when it runs; NULL otherwise. */
-struct ddp_rworker *ddp_runner_find_pid(struct ddp_runner *rn, int pid);
+struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid);
 
 /* The worker's environment variable name, or NULL. */
-const char *ddp_rworker_env(const struct ddp_rworker *k, const char *name);
+const char *ddp_runner_worker_env(const struct ddp_runner_worker *k, const char *name);
 
 /* True while the console is full and the workers' pipes are not read (back-pressure). */
 bool ddp_runner_paused(const struct ddp_runner *rn);

@@ -136,7 +136,7 @@ struct ddp_spec {
     long long timeout_wall_ms;
     bool timer_file;                /* serve TORCHELASTIC_TIMER_FILE */
     bool timeout_stacks;            /* capture stacks and name the culprit before a hung attempt is stopped */
-    bool timeout_sample;            /* sample Python stacks live (watch.c) */
+    bool timeout_sample;            /* sample Python stacks live (stall.c) */
     long long sample_interval_ms;   /* how often */
     long long suspect_floor_ms;     /* no suspicion with less time without progress */
     long long suspect_setup_ms;     /* no suspicion within this of an attempt's start */

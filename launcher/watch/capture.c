@@ -14,7 +14,7 @@
 
 /* ---------------------------------------------------------------- the table */
 
-unsigned ddp_capture_step(enum ddp_cstate *state, const struct ddp_cevent_data *ev)
+unsigned ddp_capture_step(enum ddp_capture_state *state, const struct ddp_capture_event_data *ev)
 {
     switch (*state) {
     case DDP_CS_IDLE:
@@ -48,13 +48,13 @@ unsigned ddp_capture_step(enum ddp_cstate *state, const struct ddp_cevent_data *
     return 0;
 }
 
-const char *ddp_cstate_name(enum ddp_cstate s)
+const char *ddp_cstate_name(enum ddp_capture_state s)
 {
     static const char *const names[] = {"idle", "settling", "waiting"};
     return (unsigned)s < DDP_CS__COUNT ? names[s] : "unknown";
 }
 
-const char *ddp_cevent_name(enum ddp_cevent e)
+const char *ddp_cevent_name(enum ddp_capture_event e)
 {
     static const char *const names[] = {"begin", "settled", "progress", "window", "all-gone"};
     return (unsigned)e < DDP_CE__COUNT ? names[e] : "unknown";
@@ -69,18 +69,18 @@ struct ddp_capture {
     void (*decided)(void *arg);
     void *arg;
     uv_timer_t timer; /* SETTLED or WINDOW, per state */
-    enum ddp_cstate state;
+    enum ddp_capture_state state;
     long long start_ms;
     const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms);
     void *fr_arg;
 };
 
-static void feed(struct ddp_capture *c, const struct ddp_cevent_data *ev);
+static void feed(struct ddp_capture *c, const struct ddp_capture_event_data *ev);
 
 static void on_timer(uv_timer_t *t)
 {
     struct ddp_capture *c = t->data;
-    struct ddp_cevent_data ev = {.kind = c->state == DDP_CS_SETTLING ? DDP_CE_SETTLED : DDP_CE_WINDOW};
+    struct ddp_capture_event_data ev = {.kind = c->state == DDP_CS_SETTLING ? DDP_CE_SETTLED : DDP_CE_WINDOW};
     feed(c, &ev);
 }
 
@@ -121,15 +121,15 @@ bool ddp_capture_active(const struct ddp_capture *c)
     return c->state != DDP_CS_IDLE;
 }
 
-static bool can_capture(const struct ddp_rworker *k)
+static bool can_capture(const struct ddp_runner_worker *k)
 {
-    const char *fh = ddp_rworker_env(k, "PYTHONFAULTHANDLER");
-    return ddp_rworker_running(k) && k->w->python && fh && *fh && k->pid > 0 && k->pid != k->pgid;
+    const char *fh = ddp_runner_worker_env(k, "PYTHONFAULTHANDLER");
+    return ddp_runner_worker_running(k) && k->w->python && fh && *fh && k->pid > 0 && k->pid != k->pgid;
 }
 
 int ddp_capture_possible(const struct ddp_capture *c)
 {
-    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     int n = 0;
     if (!r || !c->ctx->spec->timeout_stacks || c->state != DDP_CS_IDLE)
         return 0;
@@ -140,7 +140,7 @@ int ddp_capture_possible(const struct ddp_capture *c)
 
 void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls)
 {
-    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     int n = 0;
     if (!r || c->state != DDP_CS_IDLE)
         return;
@@ -153,9 +153,9 @@ void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls)
     ddp_info("attempt %d: capturing the stacks of %d rank%s (SIGABRT, Python faulthandler)", r->plan.attempt, n,
              n == 1 ? "" : "s");
     /* after a collective timeout report, the other waiting ranks report theirs within milliseconds */
-    struct ddp_cevent_data ev = {.kind = DDP_CE_BEGIN,
-                                 .settle = ddp_class_is_timeout(tcls) && tcls != DDP_CLASS_HANG &&
-                                           tcls != DDP_CLASS_INIT_TIMEOUT && tcls != DDP_CLASS_WALL_TIMEOUT};
+    struct ddp_capture_event_data ev = {.kind = DDP_CE_BEGIN,
+                                        .settle = ddp_class_is_timeout(tcls) && tcls != DDP_CLASS_HANG &&
+                                                  tcls != DDP_CLASS_INIT_TIMEOUT && tcls != DDP_CLASS_WALL_TIMEOUT};
     feed(c, &ev);
 }
 
@@ -164,9 +164,9 @@ void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls)
  * its traceback stays whole. A rank that only got torch's flight-recorder dump signal may be the hung one. */
 static void abort_ranks(struct ddp_capture *c)
 {
-    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     for (size_t i = 0; r && i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         const struct ddp_observed *o = ddp_observed(k);
         if (o->cap != DDP_CAP_OUT && !o->tmo.waiting)
             ddp_runner_signal_program(k, SIGABRT);
@@ -178,9 +178,9 @@ static void abort_ranks(struct ddp_capture *c)
  * NCCL watchdog leaves such a rank running for seconds, and its place is known already. */
 static bool complete(const struct ddp_capture *c)
 {
-    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     for (size_t i = 0; r && i < r->nw; i++) {
-        const struct ddp_rworker *k = &r->w[i];
+        const struct ddp_runner_worker *k = &r->w[i];
         const struct ddp_observed *o = ddp_observed(k);
         if (o->cap == DDP_CAP_IN && !o->tmo.op[0] && (k->state < DDP_WS_EXITED || (k->open & DDP_RS_ERR)))
             return false;
@@ -192,17 +192,17 @@ void ddp_capture_changed(struct ddp_capture *c)
 {
     if (c->state != DDP_CS_WAITING)
         return;
-    struct ddp_cevent_data ev = {.kind = DDP_CE_PROGRESS, .complete = complete(c)};
+    struct ddp_capture_event_data ev = {.kind = DDP_CE_PROGRESS, .complete = complete(c)};
     feed(c, &ev);
 }
 
 void ddp_capture_all_gone(struct ddp_capture *c)
 {
-    struct ddp_cevent_data ev = {.kind = DDP_CE_ALL_GONE};
+    struct ddp_capture_event_data ev = {.kind = DDP_CE_ALL_GONE};
     feed(c, &ev);
 }
 
-bool ddp_capture_line(struct ddp_capture *c, struct ddp_rworker *k, int which, const char *line, size_t len)
+bool ddp_capture_line(struct ddp_capture *c, struct ddp_runner_worker *k, int which, const char *line, size_t len)
 {
     struct ddp_observed *o = ddp_observed(k);
     if (o->cap == DDP_CAP_OUT || which != 1 || o->dump.len >= (256u << 10))
@@ -229,7 +229,7 @@ static void push_line_nl(void *arg, const char *line)
 }
 
 /* The flight recorder dumps torch left in a rank's log directory, as a JSON array of paths. */
-static json_t *flight_recorder_files(const struct ddp_rworker *k)
+static json_t *flight_recorder_files(const struct ddp_runner_worker *k)
 {
     json_t *a = json_array();
     if (!k->w->log_dir)
@@ -260,7 +260,7 @@ struct gathered {
 };
 
 /* The flight recorder's finding (recorder.h) replaces the stacks' verdict when it names something. */
-static void decide_recorder(const struct ddp_capture *c, struct ddp_rrun *r, struct gathered *g)
+static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g)
 {
     size_t n = g->n ? g->n : 1;
     struct ddp_fr_input *in = ddp_xcalloc(n, sizeof(*in));
@@ -292,10 +292,10 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_rrun *r, str
 }
 
 /* Each rank's stack (the fault handler's dump, or the traceback of a rank that reported its timeout). */
-static void gather(struct ddp_rrun *r, struct gathered *g)
+static void gather(struct ddp_runner_attempt *r, struct gathered *g)
 {
     for (size_t i = 0; i < g->n; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         struct ddp_observed *o = ddp_observed(k);
         struct ddp_hang_view tv = {0};
         struct ddp_buf tail = {0};
@@ -314,10 +314,11 @@ static void gather(struct ddp_rrun *r, struct gathered *g)
         }
         ddp_buf_free(&tail);
         /* a zombie now is a rank this capture's SIGABRT just ended: only a stopped rank is a suspect here */
-        char st = ddp_rworker_running(k) ? ddp_proc_state(k->pid) : 0;
-        g->in[i] = (struct ddp_hang_input){
-            k->w->rank,          g->views[i].nframes ? &g->views[i] : NULL, o->reported_timeout, ddp_rworker_running(k),
-            o->last_progress_ms, o->tmo.waiting ? &o->tmo : NULL,           st == 'Z' ? 0 : st};
+        char st = ddp_runner_worker_running(k) ? ddp_proc_state(k->pid) : 0;
+        g->in[i] = (struct ddp_hang_input){k->w->rank,          g->views[i].nframes ? &g->views[i] : NULL,
+                                           o->reported_timeout, ddp_runner_worker_running(k),
+                                           o->last_progress_ms, o->tmo.waiting ? &o->tmo : NULL,
+                                           st == 'Z' ? 0 : st};
         json_t *f = flight_recorder_files(k);
         json_array_extend(g->fr, f);
         json_decref(f);
@@ -326,12 +327,12 @@ static void gather(struct ddp_rrun *r, struct gathered *g)
 
 /* The stacks, for people: attempt_N/stacks.txt in the run directory (its path, caller frees; NULL without
  * log_dir), and each rank's place for summary.json. */
-static char *write_stacks(const struct ddp_capture *c, struct ddp_rrun *r, struct gathered *g)
+static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g)
 {
     char *stacks = NULL;
     struct ddp_buf all = {0};
     for (size_t i = 0; i < g->n; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         const struct ddp_observed *o = ddp_observed(k);
         const char *op = ddp_hang_input_op(&g->in[i]);
         struct ddp_buf d = {0};
@@ -384,17 +385,17 @@ static char *write_stacks(const struct ddp_capture *c, struct ddp_rrun *r, struc
 }
 
 /* The verdict, for the console, events.jsonl and summary.json. Returns the first culprit, NULL when none. */
-static struct ddp_rworker *report(const struct ddp_capture *c, struct ddp_rrun *r, struct gathered *g,
-                                  const char *stacks, long long capture_ms)
+static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g,
+                                        const char *stacks, long long capture_ms)
 {
     const struct ddp_hang_verdict *v = &g->v;
     const char *host = c->ctx->hostname;
     json_t *culprits = json_array();
     struct ddp_buf txt = {0};
-    struct ddp_rworker *first = NULL;
+    struct ddp_runner_worker *first = NULL;
     ddp_buf_printf(&txt, "Hang verdict (%s confidence): ", ddp_hang_confidence_name(v->confidence));
     for (size_t i = 0; i < g->n; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         if (!g->culprit[i])
             continue;
         if (!first)
@@ -430,7 +431,7 @@ static struct ddp_rworker *report(const struct ddp_capture *c, struct ddp_rrun *
 
 static void decide(struct ddp_capture *c)
 {
-    struct ddp_rrun *r = ddp_runner_current(c->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     long long now = ddp_now_ms();
     if (!r)
         return;
@@ -446,7 +447,7 @@ static void decide(struct ddp_capture *c)
     ddp_hang_decide(g.in, g.n, g.culprit, &g.v);
     decide_recorder(c, r, &g);
     char *stacks = write_stacks(c, r, &g);
-    struct ddp_rworker *first = report(c, r, &g, stacks, now - c->start_ms);
+    struct ddp_runner_worker *first = report(c, r, &g, stacks, now - c->start_ms);
     if (first) {
         /* the culprit is the root cause; the rank that reported the timeout becomes another failure */
         char *why =
@@ -468,9 +469,9 @@ static void decide(struct ddp_capture *c)
     json_decref(g.recorder);
 }
 
-static void feed(struct ddp_capture *c, const struct ddp_cevent_data *ev)
+static void feed(struct ddp_capture *c, const struct ddp_capture_event_data *ev)
 {
-    struct ddp_cevent_data next = *ev;
+    struct ddp_capture_event_data next = *ev;
     for (;;) {
         unsigned a = ddp_capture_step(&c->state, &next);
         if (a & DDP_CA_ARM_SETTLE)
@@ -490,6 +491,6 @@ static void feed(struct ddp_capture *c, const struct ddp_cevent_data *ev)
         }
         if (!(a & DDP_CA_CHECK))
             return;
-        next = (struct ddp_cevent_data){.kind = DDP_CE_PROGRESS, .complete = complete(c)};
+        next = (struct ddp_capture_event_data){.kind = DDP_CE_PROGRESS, .complete = complete(c)};
     }
 }

@@ -26,7 +26,7 @@
  *             timeouts were armed together); wait SETTLE_MS so that none is interrupted while it prints its own
  *   WAITING   SIGABRT sent to the ranks in the capture that did not report waiting in a collective; waiting for
  *             their stacks until the window ends */
-enum ddp_cstate { DDP_CS_IDLE, DDP_CS_SETTLING, DDP_CS_WAITING, DDP_CS__COUNT };
+enum ddp_capture_state { DDP_CS_IDLE, DDP_CS_SETTLING, DDP_CS_WAITING, DDP_CS__COUNT };
 
 /* Events.
  *   BEGIN        a timeout stops the attempt and ranks can be captured (settle: after a collective timeout)
@@ -35,10 +35,10 @@ enum ddp_cstate { DDP_CS_IDLE, DDP_CS_SETTLING, DDP_CS_WAITING, DDP_CS__COUNT };
  *                it is done (exited with stderr read, dumped, or named its collective in its timeout line)
  *   WINDOW       the window passed
  *   ALL_GONE     every worker of the attempt is done */
-enum ddp_cevent { DDP_CE_BEGIN, DDP_CE_SETTLED, DDP_CE_PROGRESS, DDP_CE_WINDOW, DDP_CE_ALL_GONE, DDP_CE__COUNT };
+enum ddp_capture_event { DDP_CE_BEGIN, DDP_CE_SETTLED, DDP_CE_PROGRESS, DDP_CE_WINDOW, DDP_CE_ALL_GONE, DDP_CE__COUNT };
 
-struct ddp_cevent_data {
-    enum ddp_cevent kind;
+struct ddp_capture_event_data {
+    enum ddp_capture_event kind;
     bool settle;   /* BEGIN */
     bool complete; /* PROGRESS */
 };
@@ -53,9 +53,9 @@ enum {
 };
 
 /* Feed one event; returns the actions (0 = nothing) and moves *state. Pure. */
-unsigned ddp_capture_step(enum ddp_cstate *state, const struct ddp_cevent_data *ev);
-const char *ddp_cstate_name(enum ddp_cstate s);
-const char *ddp_cevent_name(enum ddp_cevent e);
+unsigned ddp_capture_step(enum ddp_capture_state *state, const struct ddp_capture_event_data *ev);
+const char *ddp_cstate_name(enum ddp_capture_state s);
+const char *ddp_cevent_name(enum ddp_capture_event e);
 
 struct ddp_capture;
 
@@ -77,7 +77,7 @@ int ddp_capture_possible(const struct ddp_capture *c);
 void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls);
 /* k wrote a line: keeps its stack dump. True when the line was its fault handler's last (nothing else to do
  * with it). */
-bool ddp_capture_line(struct ddp_capture *c, struct ddp_rworker *k, int which, const char *line, size_t len);
+bool ddp_capture_line(struct ddp_capture *c, struct ddp_runner_worker *k, int which, const char *line, size_t len);
 /* A worker changed (exited, a stream closed). */
 void ddp_capture_changed(struct ddp_capture *c);
 /* Every worker of the attempt is done. */

@@ -9,20 +9,20 @@ struct ddp_live {
     uv_loop_t *loop;
     const struct ddp_spec *spec;
     const char *host;
-    struct ddp_record *rec;
+    struct ddp_jsonlog *rec;
     json_t *stragglers;
     json_t *recorder; /* summary.json's flight_recorder, or NULL */
     struct ddp_timeout_sink sink;
-    struct ddp_progress *progress;     /* the watched attempt's, or NULL */
-    const struct ddp_rrun *run;        /* the watched attempt */
-    struct ddp_progress_rank *watched; /* what it watches, per worker (kept until the next attempt) */
-    struct ddp_fr_state *fr;           /* each worker's flight recorder when the watch stopped, or NULL */
+    struct ddp_progress *progress;        /* the watched attempt's, or NULL */
+    const struct ddp_runner_attempt *run; /* the watched attempt */
+    struct ddp_progress_rank *watched;    /* what it watches, per worker (kept until the next attempt) */
+    struct ddp_fr_state *fr;              /* each worker's flight recorder when the watch stopped, or NULL */
     bool *has_fr;
     long long *fr_still_ms;
     size_t nfr;
 };
 
-struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_record *rec,
+struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_jsonlog *rec,
                               json_t *stragglers, struct ddp_timeout_sink sink)
 {
     struct ddp_live *l = ddp_xcalloc(1, sizeof(*l));
@@ -61,8 +61,8 @@ void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan)
 static void on_act(void *arg, const bool *culprit, const char *why)
 {
     struct ddp_live *l = arg;
-    const struct ddp_rrun *r = l->run;
-    struct ddp_rworker *first = NULL;
+    const struct ddp_runner_attempt *r = l->run;
+    struct ddp_runner_worker *first = NULL;
     size_t named = 0, ngpus = 0;
     if (!r)
         return;
@@ -80,7 +80,7 @@ static void on_act(void *arg, const bool *culprit, const char *why)
     free(gpus);
 }
 
-void ddp_live_start(struct ddp_live *l, struct ddp_rrun *r, const char *(*hb)(void *arg, size_t i), void *arg)
+void ddp_live_start(struct ddp_live *l, struct ddp_runner_attempt *r, const char *(*hb)(void *arg, size_t i), void *arg)
 {
     struct ddp_progress_hooks hooks = {l, on_act};
     ddp_live_stop(l);
@@ -102,19 +102,19 @@ void ddp_live_start(struct ddp_live *l, struct ddp_rrun *r, const char *(*hb)(vo
             ddp_progress_spawned(l->progress, i, r->w[i].pgid, hb(arg, i));
 }
 
-void ddp_live_program(struct ddp_live *l, const struct ddp_rworker *k)
+void ddp_live_program(struct ddp_live *l, const struct ddp_runner_worker *k)
 {
     if (l->progress && k->run == l->run)
         ddp_progress_program(l->progress, k->index, k->pid);
 }
 
-void ddp_live_output(struct ddp_live *l, const struct ddp_rworker *k, long long now)
+void ddp_live_output(struct ddp_live *l, const struct ddp_runner_worker *k, long long now)
 {
     if (l->progress && k->run == l->run)
         ddp_progress_output(l->progress, k->index, now);
 }
 
-void ddp_live_exited(struct ddp_live *l, const struct ddp_rworker *k)
+void ddp_live_exited(struct ddp_live *l, const struct ddp_runner_worker *k)
 {
     if (l->progress && k->run == l->run)
         ddp_progress_exited(l->progress, k->index);

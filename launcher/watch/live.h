@@ -1,5 +1,5 @@
 /* live: the live hang watch (progress.h: stack samples, signs of progress, suspicion, stragglers) of the current
- * attempt, as a timeout source (timeouts.h): a suspected hang that lasted [timeout] on_suspect_after is reported
+ * attempt, as a timeout source (timeout.h): a suspected hang that lasted [timeout] on_suspect_after is reported
  * to the sink as a hang of the ranks progress.c named. It decides nothing about what follows. */
 #ifndef DDP_LIVE_H
 #define DDP_LIVE_H
@@ -7,16 +7,16 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "records/record.h"
+#include "records/jsonlog.h"
 #include "run/plan.h"
 #include "run/runner.h"
-#include "watch/timeouts.h"
+#include "watch/timeout.h"
 
 struct ddp_live;
 
 /* [timeout] sample and on_suspect from spec; rec (may be NULL) gets its events, stragglers (borrowed JSON array)
  * the stragglers it names. Caller owns; ddp_live_stop, then ddp_live_free after the loop. */
-struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_record *rec,
+struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_jsonlog *rec,
                               json_t *stragglers, struct ddp_timeout_sink sink);
 void ddp_live_free(struct ddp_live *l);
 /* summary.json's flight_recorder object (borrowed; ddp_progress_recorder) for the attempts started after. */
@@ -25,12 +25,13 @@ void ddp_live_recorder(struct ddp_live *l, json_t *recorder);
 /* The workers of plan are about to start: the directory of their stack samples exists. */
 void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan);
 /* Watch attempt r (its started workers; hb(i): worker i's heartbeat file or NULL, borrowed). */
-void ddp_live_start(struct ddp_live *l, struct ddp_rrun *r, const char *(*hb)(void *arg, size_t i), void *arg);
+void ddp_live_start(struct ddp_live *l, struct ddp_runner_attempt *r, const char *(*hb)(void *arg, size_t i),
+                    void *arg);
 /* k's program runs (its pid is known now). */
-void ddp_live_program(struct ddp_live *l, const struct ddp_rworker *k);
+void ddp_live_program(struct ddp_live *l, const struct ddp_runner_worker *k);
 /* k (of the watched attempt) wrote output at now / exited. Others are ignored. */
-void ddp_live_output(struct ddp_live *l, const struct ddp_rworker *k, long long now);
-void ddp_live_exited(struct ddp_live *l, const struct ddp_rworker *k);
+void ddp_live_output(struct ddp_live *l, const struct ddp_runner_worker *k, long long now);
+void ddp_live_exited(struct ddp_live *l, const struct ddp_runner_worker *k);
 /* Stop watching (the attempt is being stopped or is over). */
 void ddp_live_stop(struct ddp_live *l);
 

@@ -1,6 +1,6 @@
-/* observe: what the launcher learned about one worker beyond its process: its progress (watch.c), the first
- * line of its output that a failure class recognised, the collective timeout it reported (watchdog.c), its part
- * in a hang capture (capture.c). Plain data kept in the runner's per-worker slot (ddp_rworker.ext); no logic. */
+/* observe: what the launcher learned about one worker beyond its process: its progress (stall.c), the first
+ * line of its output that a failure class recognised, the collective timeout it reported (coll_timeout.c), its part
+ * in a hang capture (capture.c). Plain data kept in the runner's per-worker slot (ddp_runner_worker.ext); no logic. */
 #ifndef DDP_OBSERVE_H
 #define DDP_OBSERVE_H
 
@@ -20,11 +20,11 @@
 enum ddp_capture_part { DDP_CAP_OUT, DDP_CAP_IN, DDP_CAP_DUMPED };
 
 struct ddp_observed {
-    /* progress (watch.c) */
+    /* progress (stall.c) */
     long long last_progress_ms; /* monotonic time of the last sign of progress */
     bool alive;                 /* showed life (heartbeat touched or a line of output) */
     /* what its output said (the recognised class itself is kept by records.h) */
-    bool reported_timeout;       /* it printed a collective timeout (watchdog.c) */
+    bool reported_timeout;       /* it printed a collective timeout (coll_timeout.c) */
     struct ddp_hang_timeout tmo; /* what those lines said (tmo.waiting: it waited inside a collective) */
     /* hang capture (capture.c) */
     enum ddp_capture_part cap;
@@ -32,7 +32,7 @@ struct ddp_observed {
 };
 
 /* The worker's observations (the runner's ext slot, sized by the driver). */
-static inline struct ddp_observed *ddp_observed(const struct ddp_rworker *k)
+static inline struct ddp_observed *ddp_observed(const struct ddp_runner_worker *k)
 {
     return (struct ddp_observed *)k->ext;
 }

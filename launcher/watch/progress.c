@@ -42,7 +42,7 @@ struct ddp_progress {
     int attempt;
     struct wrank *rk;
     size_t n;
-    struct ddp_record *rec;
+    struct ddp_jsonlog *rec;
     json_t *stragglers;
     json_t *recorder; /* summary.json's flight_recorder (borrowed), or NULL */
     struct ddp_progress_hooks hooks;
@@ -113,7 +113,7 @@ static void straggler_named(struct ddp_progress *w, size_t i)
              100 * ddp_suspect_share(&w->sus, i), w->sus.waited, 100 * ddp_suspect_waited(&w->sus, i), w->sus.rounds,
              k->has_view ? "; last at " : "", k->has_view ? k->view.frame : "");
     ddp_buf_free(&b);
-    ddp_record_event(w->rec, "stragglers", json_deep_copy(j));
+    ddp_jsonlog_event(w->rec, "stragglers", json_deep_copy(j));
     if (w->stragglers)
         json_array_append(w->stragglers, j);
     json_decref(j); /* the array (or nothing) keeps it; k->straggler stays valid while the array holds it */
@@ -281,12 +281,12 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
     if (json_array_size(fr))
         ddp_info("attempt %d: asked torch's flight recorder of %zu rank%s to dump (TORCH_FR_DUMP_TEMP_FILE)",
                  w->attempt, json_array_size(fr), json_array_size(fr) == 1 ? "" : "s");
-    ddp_record_event(w->rec, "suspect",
-                     json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o, s:o, s:o}", "attempt", w->attempt,
-                               "quiet_ms", (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus),
-                               "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
-                               v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
-                               on_suspect_name(act), "flight_recorder", fr, "recorder", recorder, "reached", reached));
+    ddp_jsonlog_event(w->rec, "suspect",
+                      json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o, s:o, s:o}", "attempt", w->attempt,
+                                "quiet_ms", (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus),
+                                "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits,
+                                "collective", v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
+                                on_suspect_name(act), "flight_recorder", fr, "recorder", recorder, "reached", reached));
     w->warned_ms = now;
     if (act != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms && w->hooks.act) {
         char *why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s", quiet / 1000,
@@ -308,8 +308,8 @@ static void evaluate(struct ddp_progress *w, long long now)
             long long lasted = now - w->quiet_since;
             ddp_info("attempt %d: progress again: the suspected hang ended after about %llds", w->attempt,
                      lasted / 1000);
-            ddp_record_event(w->rec, "suspect_end",
-                             json_pack("{s:i, s:I}", "attempt", w->attempt, "quiet_ms", (json_int_t)lasted));
+            ddp_jsonlog_event(w->rec, "suspect_end",
+                              json_pack("{s:i, s:I}", "attempt", w->attempt, "quiet_ms", (json_int_t)lasted));
         }
         w->suspected_ms = 0;
         w->fr_asked = false;
@@ -389,7 +389,7 @@ static void on_tick(uv_timer_t *t)
 }
 
 struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, int attempt,
-                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
+                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_jsonlog *rec,
                                         json_t *stragglers, const struct ddp_progress_hooks *hooks)
 {
     if (!spec->timeout_sample || spec->sample_interval_ms <= 0 || n == 0)

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "records/record.h"
+#include "records/jsonlog.h"
 #include "spec/spec.h"
 #include "watch/recorder.h"
 
@@ -38,7 +38,7 @@ struct ddp_progress_hooks {
  * JSON array, may be NULL) gets one object per straggler named (summary.json's stragglers); rec may be NULL.
  * Returns NULL when [timeout] sample is off and nothing else is to be watched. Caller owns; ddp_progress_stop(). */
 struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, int attempt,
-                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_record *rec,
+                                        const struct ddp_progress_rank *ranks, size_t n, struct ddp_jsonlog *rec,
                                         json_t *stragglers, const struct ddp_progress_hooks *hooks);
 
 /* Rank i started in process group pgid (the shim's); hb_path (borrowed, may be NULL): its heartbeat file. Then

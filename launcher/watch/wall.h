@@ -1,4 +1,4 @@
-/* wall: [timeout] wall, a timeout source (timeouts.h): an attempt that runs longer than the limit is reported
+/* wall: [timeout] wall, a timeout source (timeout.h): an attempt that runs longer than the limit is reported
  * to the sink once. The limit is wall-clock time from the attempt's start (CLOCK_BOOTTIME): time the launcher
  * was stopped (Ctrl-Z, a debugger, SIGSTOP) and time the machine was suspended count, so that a job ends by its
  * deadline. It decides nothing about what follows. */
@@ -7,7 +7,7 @@
 
 #include <uv.h>
 
-#include "watch/timeouts.h"
+#include "watch/timeout.h"
 
 #define DDP_WALL_CHECK_MS 60000 /* the longest the timer sleeps: a suspended machine is noticed this late */
 

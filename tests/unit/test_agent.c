@@ -7,22 +7,22 @@
 
 /* The event as the pairwise test feeds it: status 3, SIGTERM for SIGNAL, not every node joined, a node's first
  * end of the round, the round not over yet, no signal behind a LOCAL_DONE. */
-static struct ddp_aevent_data ev(enum ddp_aevent k)
+static struct ddp_agent_event_data ev(enum ddp_agent_event k)
 {
-    struct ddp_aevent_data e = {.kind = k, .status = 3, .signo = k == DDP_AE_SIGNAL ? SIGTERM : 0, .fresh = true};
+    struct ddp_agent_event_data e = {.kind = k, .status = 3, .signo = k == DDP_AE_SIGNAL ? SIGTERM : 0, .fresh = true};
     return e;
 }
 
-static void step(struct ddp_agent *a, enum ddp_aevent k, bool all, bool round_done)
+static void step(struct ddp_agent *a, enum ddp_agent_event k, bool all, bool round_done)
 {
-    struct ddp_aevent_data e = ev(k);
+    struct ddp_agent_event_data e = ev(k);
     e.all = all;
     e.round_done = round_done;
     ddp_agent_step(a, &e);
 }
 
 /* Put a in state st the way the agent would get there (rows a role never reaches: set directly). */
-static void reach(struct ddp_agent *a, enum ddp_arole role, enum ddp_astate st)
+static void reach(struct ddp_agent *a, enum ddp_agent_role role, enum ddp_agent_state st)
 {
     ddp_agent_init(a, role);
     if (role == DDP_AR_LEADER) {
@@ -63,7 +63,7 @@ static void reach(struct ddp_agent *a, enum ddp_arole role, enum ddp_astate st)
         if (st == DDP_AS_STOPPING)
             step(a, DDP_AE_STOP, false, false);
         if (st == DDP_AS_EXITING) {
-            struct ddp_aevent_data e = ev(DDP_AE_EXIT);
+            struct ddp_agent_event_data e = ev(DDP_AE_EXIT);
             e.status = 5;
             ddp_agent_step(a, &e);
         }
@@ -80,10 +80,10 @@ static void reach(struct ddp_agent *a, enum ddp_arole role, enum ddp_astate st)
 }
 
 struct cell {
-    enum ddp_arole role;
-    enum ddp_astate from;
-    enum ddp_aevent event;
-    enum ddp_astate to;
+    enum ddp_agent_role role;
+    enum ddp_agent_state from;
+    enum ddp_agent_event event;
+    enum ddp_agent_state to;
     unsigned flags;
     int exit_status; /* when flags has EXIT */
 };
@@ -145,18 +145,18 @@ Test(agent, every_role_state_and_event)
         for (int st = 0; st < DDP_AS__COUNT; st++) {
             for (int e = 0; e < DDP_AE__COUNT; e++) {
                 struct ddp_agent a;
-                struct ddp_aevent_data d = ev((enum ddp_aevent)e);
+                struct ddp_agent_event_data d = ev((enum ddp_agent_event)e);
                 const struct cell *c = NULL;
-                reach(&a, (enum ddp_arole)r, (enum ddp_astate)st);
-                cr_assert_eq(a.state, (enum ddp_astate)st, "%s: could not reach %s", r ? "follower" : "leader",
+                reach(&a, (enum ddp_agent_role)r, (enum ddp_agent_state)st);
+                cr_assert_eq(a.state, (enum ddp_agent_state)st, "%s: could not reach %s", r ? "follower" : "leader",
                              ddp_astate_name(st));
                 for (size_t i = 0; i < sizeof(cells) / sizeof(cells[0]); i++)
-                    if (cells[i].role == (enum ddp_arole)r && cells[i].from == (enum ddp_astate)st &&
-                        cells[i].event == (enum ddp_aevent)e)
+                    if (cells[i].role == (enum ddp_agent_role)r && cells[i].from == (enum ddp_agent_state)st &&
+                        cells[i].event == (enum ddp_agent_event)e)
                         c = &cells[i];
-                struct ddp_aaction act = ddp_agent_step(&a, &d);
+                struct ddp_agent_action act = ddp_agent_step(&a, &d);
                 unsigned want = c ? c->flags : 0;
-                enum ddp_astate to = c ? c->to : (enum ddp_astate)st;
+                enum ddp_agent_state to = c ? c->to : (enum ddp_agent_state)st;
                 cr_expect_eq(act.flags, want, "%s (%s, %s): flags %#x, want %#x", r ? "follower" : "leader",
                              ddp_astate_name(st), ddp_aevent_name(e), act.flags, want);
                 cr_expect_eq(a.state, to, "%s (%s, %s): state %s, want %s", r ? "follower" : "leader",
@@ -181,17 +181,17 @@ Test(agent, leader_starts_when_every_node_joined_or_enough_at_the_timeout)
 {
     struct ddp_agent a;
     ddp_agent_init(&a, DDP_AR_LEADER);
-    struct ddp_aevent_data j = ev(DDP_AE_JOINED);
+    struct ddp_agent_event_data j = ev(DDP_AE_JOINED);
     j.all = true;
     cr_expect_eq(ddp_agent_step(&a, &j).flags, (unsigned)DDP_AA_START);
     cr_expect_eq(a.state, DDP_AS_RUNNING);
     cr_expect(ddp_agent_round_live(&a));
     ddp_agent_init(&a, DDP_AR_LEADER);
-    struct ddp_aevent_data t = ev(DDP_AE_JOIN_TIMEOUT);
+    struct ddp_agent_event_data t = ev(DDP_AE_JOIN_TIMEOUT);
     t.all = true;
     cr_expect_eq(ddp_agent_step(&a, &t).flags, (unsigned)DDP_AA_START);
     cr_expect_eq(a.state, DDP_AS_RUNNING);
-    struct ddp_aevent_data again = ev(DDP_AE_JOIN_TIMEOUT); /* too late: the attempt runs */
+    struct ddp_agent_event_data again = ev(DDP_AE_JOIN_TIMEOUT); /* too late: the attempt runs */
     cr_expect_eq(ddp_agent_step(&a, &again).flags, 0u);
     cr_expect_eq(a.state, DDP_AS_RUNNING);
 }
@@ -202,26 +202,26 @@ Test(agent, leader_decides_when_the_round_is_over)
 {
     struct ddp_agent a;
     reach(&a, DDP_AR_LEADER, DDP_AS_RUNNING);
-    struct ddp_aevent_data ld = ev(DDP_AE_LOCAL_DONE);
+    struct ddp_agent_event_data ld = ev(DDP_AE_LOCAL_DONE);
     ld.round_done = true; /* the others had all ended: node 0's end closes the round */
     cr_expect_eq(ddp_agent_step(&a, &ld).flags, (unsigned)DDP_AA_DECIDE);
     cr_expect_eq(a.state, DDP_AS_WAITING);
     cr_expect(!ddp_agent_round_live(&a));
 
     reach(&a, DDP_AR_LEADER, DDP_AS_DRAINING);
-    struct ddp_aevent_data ok = ev(DDP_AE_NODE_REPORT);
+    struct ddp_agent_event_data ok = ev(DDP_AE_NODE_REPORT);
     ok.status = 0;
     cr_expect_eq(ddp_agent_step(&a, &ok).flags, 0u);
-    struct ddp_aevent_data stale = ev(DDP_AE_NODE_LOST);
+    struct ddp_agent_event_data stale = ev(DDP_AE_NODE_LOST);
     stale.fresh = false; /* it had ended already */
     cr_expect_eq(ddp_agent_step(&a, &stale).flags, 0u);
-    struct ddp_aevent_data last = ev(DDP_AE_NODE_REPORT);
+    struct ddp_agent_event_data last = ev(DDP_AE_NODE_REPORT);
     last.round_done = true;
-    struct ddp_aaction act = ddp_agent_step(&a, &last);
+    struct ddp_agent_action act = ddp_agent_step(&a, &last);
     cr_expect_eq(act.flags, (unsigned)(DDP_AA_NODE_FAILED | DDP_AA_DISARM_GRACE | DDP_AA_DECIDE));
     cr_expect_eq(act.status, 3);
     cr_expect_eq(a.state, DDP_AS_WAITING);
-    struct ddp_aevent_data st = ev(DDP_AE_START);
+    struct ddp_agent_event_data st = ev(DDP_AE_START);
     cr_expect_eq(ddp_agent_step(&a, &st).flags, (unsigned)DDP_AA_START);
     cr_expect(ddp_agent_round_live(&a));
 }
@@ -233,25 +233,25 @@ Test(agent, follower_exits_as_decided_once_the_workers_are_gone)
     struct ddp_agent a;
     reach(&a, DDP_AR_FOLLOWER, DDP_AS_RUNNING);
     cr_expect(!ddp_agent_idle(&a));
-    struct ddp_aevent_data ld = ev(DDP_AE_LOCAL_DONE);
+    struct ddp_agent_event_data ld = ev(DDP_AE_LOCAL_DONE);
     ld.signo = SIGINT;
-    struct ddp_aaction act = ddp_agent_step(&a, &ld);
+    struct ddp_agent_action act = ddp_agent_step(&a, &ld);
     cr_expect_eq(act.flags, (unsigned)(DDP_AA_REPORT | DDP_AA_EXIT));
     cr_expect_eq(act.exit_status, 128 + SIGINT);
 
     reach(&a, DDP_AR_FOLLOWER, DDP_AS_EXITING);
-    struct ddp_aevent_data lost = ev(DDP_AE_COORD_LOST);
+    struct ddp_agent_event_data lost = ev(DDP_AE_COORD_LOST);
     ddp_agent_step(&a, &lost);
-    struct ddp_aevent_data ex = ev(DDP_AE_EXIT);
+    struct ddp_agent_event_data ex = ev(DDP_AE_EXIT);
     ex.status = 9;
     cr_expect_eq(ddp_agent_step(&a, &ex).flags, 0u);
-    struct ddp_aevent_data gone = ev(DDP_AE_LOCAL_DONE);
+    struct ddp_agent_event_data gone = ev(DDP_AE_LOCAL_DONE);
     act = ddp_agent_step(&a, &gone);
     cr_expect_eq(act.exit_status, 1);
 
     reach(&a, DDP_AR_FOLLOWER, DDP_AS_WAITING);
     cr_expect(ddp_agent_idle(&a));
-    struct ddp_aevent_data usr = ev(DDP_AE_SIGNAL);
+    struct ddp_agent_event_data usr = ev(DDP_AE_SIGNAL);
     usr.signo = SIGUSR1;
     cr_expect_eq(ddp_agent_step(&a, &usr).flags, 0u);
     cr_expect_eq(a.state, DDP_AS_WAITING);

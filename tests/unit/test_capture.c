@@ -5,9 +5,9 @@
 #include "watch/capture.h"
 
 struct cell {
-    enum ddp_cstate from;
-    struct ddp_cevent_data ev;
-    enum ddp_cstate to;
+    enum ddp_capture_state from;
+    struct ddp_capture_event_data ev;
+    enum ddp_capture_state to;
     unsigned actions;
 };
 
@@ -48,7 +48,7 @@ Test(capture, every_state_and_event)
     bool seen[DDP_CS__COUNT][DDP_CE__COUNT] = {{false}};
     for (size_t i = 0; i < sizeof(cells) / sizeof(cells[0]); i++) {
         const struct cell *c = &cells[i];
-        enum ddp_cstate st = c->from;
+        enum ddp_capture_state st = c->from;
         unsigned a = ddp_capture_step(&st, &c->ev);
         cr_expect_eq(a, c->actions, "(%s, %s): actions %#x, want %#x", ddp_cstate_name(c->from),
                      ddp_cevent_name(c->ev.kind), a, c->actions);
@@ -62,7 +62,7 @@ Test(capture, every_state_and_event)
 }
 
 /* Run events through the table from IDLE; returns the union of the actions, *decided: DECIDE came (once). */
-static unsigned run(const struct ddp_cevent_data *evs, size_t n, enum ddp_cstate *st, int *decided)
+static unsigned run(const struct ddp_capture_event_data *evs, size_t n, enum ddp_capture_state *st, int *decided)
 {
     unsigned all = 0;
     *st = DDP_CS_IDLE;
@@ -78,9 +78,9 @@ static unsigned run(const struct ddp_cevent_data *evs, size_t n, enum ddp_cstate
 /* A stall: SIGABRT at once, the dumps come in, the last one completes it: one verdict, no settle. */
 Test(capture, stall_aborts_at_once_and_decides_when_complete)
 {
-    struct ddp_cevent_data evs[] = {EV(BEGIN), EV(PROGRESS, .complete = false), EV(PROGRESS, .complete = true),
-                                    EV(WINDOW), EV(ALL_GONE)};
-    enum ddp_cstate st;
+    struct ddp_capture_event_data evs[] = {EV(BEGIN), EV(PROGRESS, .complete = false), EV(PROGRESS, .complete = true),
+                                           EV(WINDOW), EV(ALL_GONE)};
+    enum ddp_capture_state st;
     int decided;
     unsigned all = run(evs, sizeof(evs) / sizeof(evs[0]), &st, &decided);
     cr_expect_eq(decided, 1, "the verdict is made once, not again at the window or when all are gone");
@@ -93,16 +93,16 @@ Test(capture, stall_aborts_at_once_and_decides_when_complete)
  * the window. */
 Test(capture, collective_timeout_settles_then_waits_for_the_window)
 {
-    struct ddp_cevent_data evs[] = {EV(BEGIN, .settle = true), EV(PROGRESS, .complete = true), EV(SETTLED),
-                                    EV(PROGRESS, .complete = false)};
-    enum ddp_cstate st;
+    struct ddp_capture_event_data evs[] = {EV(BEGIN, .settle = true), EV(PROGRESS, .complete = true), EV(SETTLED),
+                                           EV(PROGRESS, .complete = false)};
+    enum ddp_capture_state st;
     int decided;
     unsigned all = run(evs, sizeof(evs) / sizeof(evs[0]), &st, &decided);
     cr_expect_eq(decided, 0, "no verdict while settling, nor before every rank is in");
     cr_expect_eq(st, DDP_CS_WAITING);
     cr_expect(all & DDP_CA_ARM_SETTLE);
     cr_expect(all & DDP_CA_ABORT);
-    struct ddp_cevent_data w = EV(WINDOW);
+    struct ddp_capture_event_data w = EV(WINDOW);
     cr_expect_eq(ddp_capture_step(&st, &w), (unsigned)DDP_CA_DECIDE);
     cr_expect_eq(st, DDP_CS_IDLE);
 }
@@ -110,8 +110,8 @@ Test(capture, collective_timeout_settles_then_waits_for_the_window)
 /* Every worker ended while settling: decide on what they left (their tracebacks), never SIGABRT anyone. */
 Test(capture, all_gone_while_settling_decides_without_abort)
 {
-    struct ddp_cevent_data evs[] = {EV(BEGIN, .settle = true), EV(ALL_GONE), EV(SETTLED)};
-    enum ddp_cstate st;
+    struct ddp_capture_event_data evs[] = {EV(BEGIN, .settle = true), EV(ALL_GONE), EV(SETTLED)};
+    enum ddp_capture_state st;
     int decided;
     unsigned all = run(evs, sizeof(evs) / sizeof(evs[0]), &st, &decided);
     cr_expect_eq(decided, 1);

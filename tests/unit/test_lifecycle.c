@@ -6,12 +6,12 @@
 #include "run/lifecycle.h"
 
 struct worker {
-    enum ddp_wstate state;
+    enum ddp_lifecycle_state state;
     unsigned open;
     int done; /* times ddp_wstate_step said "became DONE" */
 };
 
-static void ev(struct worker *w, enum ddp_wevent e, unsigned stream)
+static void ev(struct worker *w, enum ddp_lifecycle_event e, unsigned stream)
 {
     w->done += ddp_wstate_step(&w->state, &w->open, e, stream);
 }
@@ -95,7 +95,7 @@ Test(lifecycle, done_is_final_and_said_once)
     ev(&w, DDP_WE_EXITED, 0);
     cr_expect_eq(w.done, 1);
     for (int e = 0; e < DDP_WE__COUNT; e++) {
-        ev(&w, (enum ddp_wevent)e, DDP_RS_ALL);
+        ev(&w, (enum ddp_lifecycle_event)e, DDP_RS_ALL);
         cr_expect_eq(w.state, DDP_WS_DONE, "done + %s", ddp_wevent_name(e));
     }
     cr_expect_eq(w.done, 1);

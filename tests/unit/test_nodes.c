@@ -31,7 +31,7 @@ struct world {
     int listen_fd;
     /* what node 0's agent was told */
     int nae;
-    struct ddp_aevent_data ae[8];
+    struct ddp_agent_event_data ae[8];
     char why[8][128];
     /* what node 1 heard */
     struct ddp_coord_event start;
@@ -66,7 +66,7 @@ static void leader_cb(struct ddp_coord *c, const struct ddp_coord_event *ev, voi
     struct world *w = arg;
     (void)c;
     struct ddp_nodes_view v = {.agent = w->nae ? DDP_AS_RUNNING : DDP_AS_JOINING, .attempt = w->nae ? 0 : -1};
-    struct ddp_aevent_data ae;
+    struct ddp_agent_event_data ae;
     char why[128];
     if (!ddp_nodes_translate(w->n, ev, &v, &ae, why, sizeof why) || w->nae == 8)
         return;
@@ -204,7 +204,7 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
 }
 
 static bool feed(struct world *w, enum ddp_coord_event_kind kind, int node, int attempt, int status,
-                 struct ddp_nodes_view v, struct ddp_aevent_data *ae, char *why)
+                 struct ddp_nodes_view v, struct ddp_agent_event_data *ae, char *why)
 {
     struct ddp_coord_event ev = {
         .kind = kind, .node = node, .attempt = attempt, .status = status, .host = "node-x", .reason = "made up"};
@@ -220,7 +220,7 @@ Test(nodes, follower_made_up_events, .init = cr_redirect_stderr)
 {
     struct world w;
     struct ddp_err err = {0};
-    struct ddp_aevent_data ae;
+    struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 1); /* joins w.listen_fd, which never answers */
     cr_assert_eq(ddp_nodes_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
@@ -255,7 +255,7 @@ Test(nodes, leader_made_up_events_and_join_timeout, .init = cr_redirect_stderr)
 {
     struct world w;
     struct ddp_err err = {0};
-    struct ddp_aevent_data ae;
+    struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 0);
     cr_assert_eq(ddp_nodes_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);

@@ -20,30 +20,30 @@ static struct ddp_spec spec_with(int max_restarts, enum ddp_on_timeout ot, int n
     return s;
 }
 
-static struct ddp_pevent_data ev(enum ddp_pevent k)
+static struct ddp_policy_event_data ev(enum ddp_policy_event k)
 {
-    struct ddp_pevent_data e = {.kind = k, .status = 3, .signo = SIGTERM};
+    struct ddp_policy_event_data e = {.kind = k, .status = 3, .signo = SIGTERM};
     return e;
 }
 
 /* Put p in state st the way the supervisor would get there. */
-static void reach(struct ddp_policy *p, const struct ddp_spec *s, enum ddp_pstate st)
+static void reach(struct ddp_policy *p, const struct ddp_spec *s, enum ddp_policy_state st)
 {
     ddp_policy_init(p, s, 4);
     if (st == DDP_PS_RUNNING)
         return;
-    struct ddp_pevent_data f = ev(DDP_PE_WORKER_FAILED);
+    struct ddp_policy_event_data f = ev(DDP_PE_WORKER_FAILED);
     ddp_policy_step(p, &f);
     if (st == DDP_PS_STOPPING)
         return;
-    struct ddp_pevent_data a = ev(DDP_PE_ALL_FINISHED);
+    struct ddp_policy_event_data a = ev(DDP_PE_ALL_FINISHED);
     ddp_policy_step(p, &a); /* max_restarts > 0: BACKOFF; else DONE */
 }
 
 struct cell {
-    enum ddp_pstate from;
-    enum ddp_pevent event;
-    enum ddp_pstate to;
+    enum ddp_policy_state from;
+    enum ddp_policy_event event;
+    enum ddp_policy_state to;
     unsigned flags;
 };
 
@@ -89,22 +89,22 @@ Test(policy, timeout_with_capture_stops_at_capture_done)
     struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT, .capture = true};
-    struct ddp_paction a = ddp_policy_step(&p, &t);
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT, .capture = true};
+    struct ddp_policy_action a = ddp_policy_step(&p, &t);
     cr_expect_eq(a.flags, DDP_ACT_CAPTURE | DDP_ACT_ARM_GRACE);
     cr_expect_eq(p.state, DDP_PS_STOPPING);
     cr_expect_eq(p.stop, DDP_STOP_TIMEOUT);
-    struct ddp_pevent_data sig = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    struct ddp_policy_event_data sig = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
     a = ddp_policy_step(&p, &sig);
     cr_expect_eq(a.flags, DDP_ACT_FORWARD);
     cr_expect_eq(p.stop, DDP_STOP_SIGNAL);
-    struct ddp_pevent_data done = {.kind = DDP_PE_CAPTURE_DONE};
+    struct ddp_policy_event_data done = {.kind = DDP_PE_CAPTURE_DONE};
     a = ddp_policy_step(&p, &done);
     cr_expect_eq(a.flags, DDP_ACT_TERM_ALL);
     cr_expect_eq(p.state, DDP_PS_STOPPING);
     /* another node's timeout (124) on node 0 captures the same way */
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data nf = {.kind = DDP_PE_NODE_FAILED, .status = 124, .capture = true};
+    struct ddp_policy_event_data nf = {.kind = DDP_PE_NODE_FAILED, .status = 124, .capture = true};
     a = ddp_policy_step(&p, &nf);
     cr_expect_eq(a.flags, DDP_ACT_CAPTURE | DDP_ACT_ARM_GRACE);
     cr_expect_eq(p.stop, DDP_STOP_TIMEOUT);
@@ -117,26 +117,26 @@ Test(policy, every_state_and_event)
     for (int st = 0; st < DDP_PS__COUNT; st++) {
         for (int e = 0; e < DDP_PE__COUNT; e++) {
             struct ddp_policy p;
-            struct ddp_pevent_data d = ev((enum ddp_pevent)e);
+            struct ddp_policy_event_data d = ev((enum ddp_policy_event)e);
             if (st == DDP_PS_DONE) {
                 reach(&p, &s, DDP_PS_RUNNING);
-                struct ddp_pevent_data fin = ev(DDP_PE_ALL_FINISHED);
+                struct ddp_policy_event_data fin = ev(DDP_PE_ALL_FINISHED);
                 ddp_policy_step(&p, &fin);
                 cr_assert_eq(p.state, DDP_PS_DONE);
-                struct ddp_paction a = ddp_policy_step(&p, &d);
+                struct ddp_policy_action a = ddp_policy_step(&p, &d);
                 cr_expect_eq(a.flags, 0u, "done + %s must do nothing", ddp_pevent_name(e));
                 cr_expect_eq(p.state, DDP_PS_DONE);
                 seen++;
                 continue;
             }
-            reach(&p, &s, (enum ddp_pstate)st);
-            cr_assert_eq(p.state, (enum ddp_pstate)st, "could not reach %s", ddp_pstate_name(st));
+            reach(&p, &s, (enum ddp_policy_state)st);
+            cr_assert_eq(p.state, (enum ddp_policy_state)st, "could not reach %s", ddp_pstate_name(st));
             const struct cell *c = NULL;
             for (size_t i = 0; i < sizeof(cells) / sizeof(cells[0]); i++)
-                if (cells[i].from == (enum ddp_pstate)st && cells[i].event == (enum ddp_pevent)e)
+                if (cells[i].from == (enum ddp_policy_state)st && cells[i].event == (enum ddp_policy_event)e)
                     c = &cells[i];
             cr_assert_not_null(c, "no expectation for (%s, %s)", ddp_pstate_name(st), ddp_pevent_name(e));
-            struct ddp_paction a = ddp_policy_step(&p, &d);
+            struct ddp_policy_action a = ddp_policy_step(&p, &d);
             cr_expect_eq(a.flags, c->flags, "(%s, %s): flags %#x, want %#x", ddp_pstate_name(st), ddp_pevent_name(e),
                          a.flags, c->flags);
             cr_expect_eq(p.state, c->to, "(%s, %s): state %s, want %s", ddp_pstate_name(st), ddp_pevent_name(e),
@@ -154,14 +154,14 @@ Test(policy, remote_stop_is_not_a_local_failure)
     struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data r = ev(DDP_PE_REMOTE_STOP);
-    struct ddp_paction a = ddp_policy_step(&p, &r);
+    struct ddp_policy_event_data r = ev(DDP_PE_REMOTE_STOP);
+    struct ddp_policy_action a = ddp_policy_step(&p, &r);
     cr_expect_eq(a.flags, (unsigned)(DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE));
     cr_expect_eq(p.state, DDP_PS_STOPPING);
     cr_expect_eq(p.stop, DDP_STOP_REMOTE);
     cr_expect_eq(p.stop_status, 0);
     cr_expect_eq(p.restarts_used, 0);
-    struct ddp_pevent_data f = ev(DDP_PE_WORKER_FAILED); /* a worker dying of the SIGTERM changes nothing */
+    struct ddp_policy_event_data f = ev(DDP_PE_WORKER_FAILED); /* a worker dying of the SIGTERM changes nothing */
     cr_expect_eq(ddp_policy_step(&p, &f).flags, 0u);
     cr_expect_eq(p.stop, DDP_STOP_REMOTE);
 }
@@ -173,13 +173,13 @@ Test(policy, node_failed_is_a_failure_or_a_timeout)
     struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data n = {.kind = DDP_PE_NODE_FAILED, .status = 7};
+    struct ddp_policy_event_data n = {.kind = DDP_PE_NODE_FAILED, .status = 7};
     cr_expect_eq(ddp_policy_step(&p, &n).flags, (unsigned)(DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE));
     cr_expect_eq(p.stop, DDP_STOP_FAILURE);
     cr_expect_eq(p.stop_status, 7);
     cr_expect(!p.stop_fatal);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 7);
     ddp_policy_init(&p, &s, 4);
@@ -195,12 +195,12 @@ Test(policy, failure_without_restarts_exits_with_root_cause_code)
     struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 7};
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 7};
     ddp_policy_step(&p, &f);
-    struct ddp_pevent_data f2 = {.kind = DDP_PE_WORKER_FAILED, .status = 143};
+    struct ddp_policy_event_data f2 = {.kind = DDP_PE_WORKER_FAILED, .status = 143};
     ddp_policy_step(&p, &f2); /* a peer dying of our SIGTERM is not the root cause */
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 7);
 }
@@ -211,11 +211,11 @@ Test(policy, restarts_count_and_run_out)
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
     for (int i = 1; i <= 3; i++) {
-        struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 1};
-        struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
-        struct ddp_pevent_data bo = {.kind = DDP_PE_BACKOFF_DONE};
+        struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 1};
+        struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
+        struct ddp_policy_event_data bo = {.kind = DDP_PE_BACKOFF_DONE};
         ddp_policy_step(&p, &f);
-        struct ddp_paction a = ddp_policy_step(&p, &fin);
+        struct ddp_policy_action a = ddp_policy_step(&p, &fin);
         if (i <= 2) {
             cr_assert_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF);
             cr_expect_eq(a.delay_ms, 50);
@@ -236,10 +236,10 @@ Test(policy, fatal_start_failure_is_not_restarted)
     struct ddp_spec s = spec_with(5, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
-    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 127, .fatal = true};
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 127, .fatal = true};
     ddp_policy_step(&p, &f);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 127);
 }
@@ -250,10 +250,10 @@ Test(policy, on_failure_fail)
     s.on_failure = DDP_ONFAIL_FAIL;
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
-    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 4};
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 4};
     ddp_policy_step(&p, &f);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 4);
 }
@@ -263,13 +263,13 @@ Test(policy, signal_stops_and_never_restarts)
     struct ddp_spec s = spec_with(5, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
-    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
-    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    struct ddp_policy_event_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    struct ddp_policy_action a = ddp_policy_step(&p, &sg);
     cr_expect_eq(a.flags, (unsigned)(DDP_ACT_FORWARD | DDP_ACT_ARM_GRACE));
     cr_expect_eq(a.signo, SIGTERM);
-    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 143};
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 143};
     ddp_policy_step(&p, &f);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
     a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 143);
@@ -280,12 +280,12 @@ Test(policy, second_sigint_kills_at_once)
     struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
-    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGINT};
-    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    struct ddp_policy_event_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGINT};
+    struct ddp_policy_action a = ddp_policy_step(&p, &sg);
     cr_expect_eq(a.flags & DDP_ACT_KILL_ALL, 0u);
     a = ddp_policy_step(&p, &sg);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_KILL_ALL);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
     a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.exit_status, 130);
 }
@@ -295,12 +295,12 @@ Test(policy, sigint_while_stopping_after_failure_keeps_root_cause)
     struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
-    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 9};
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 9};
     ddp_policy_step(&p, &f);
-    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGINT};
-    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    struct ddp_policy_event_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGINT};
+    struct ddp_policy_action a = ddp_policy_step(&p, &sg);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_KILL_ALL);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
     a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT, "a signal cancels the restart");
     cr_expect_eq(a.exit_status, 9);
@@ -311,8 +311,8 @@ Test(policy, usr1_is_forwarded_without_stopping)
     struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
-    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGUSR1};
-    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    struct ddp_policy_event_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGUSR1};
+    struct ddp_policy_action a = ddp_policy_step(&p, &sg);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_FORWARD);
     cr_expect_eq(a.signo, SIGUSR1);
     cr_expect_eq(p.state, DDP_PS_RUNNING);
@@ -323,10 +323,10 @@ Test(policy, timeout_fail_exits_124)
     struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_FAIL, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT};
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT};
     ddp_policy_step(&p, &t);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 124);
 }
@@ -336,13 +336,13 @@ Test(policy, sigterm_while_a_timeout_stops_exits_143)
     struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT};
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT};
     ddp_policy_step(&p, &t);
-    struct ddp_pevent_data sig = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
-    struct ddp_paction a = ddp_policy_step(&p, &sig);
+    struct ddp_policy_event_data sig = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    struct ddp_policy_action a = ddp_policy_step(&p, &sig);
     cr_expect(a.flags & DDP_ACT_FORWARD);
     cr_expect_eq(p.stop, DDP_STOP_SIGNAL);
-    struct ddp_pevent_data fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
     a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT, "restarted although stopped by SIGTERM");
     cr_expect_eq(a.exit_status, 128 + SIGTERM);
@@ -353,10 +353,10 @@ Test(policy, timeout_restart_counts_then_124)
     struct ddp_spec s = spec_with(1, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
-                           bo = {.kind = DDP_PE_BACKOFF_DONE};
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
+                                 bo = {.kind = DDP_PE_BACKOFF_DONE};
     ddp_policy_step(&p, &t);
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF);
     a = ddp_policy_step(&p, &bo);
     cr_expect_eq(a.nproc, 4);
@@ -370,12 +370,12 @@ Test(policy, downsize_halves_to_min_then_restarts_then_124)
     struct ddp_spec s = spec_with(1, DDP_ONTIMEOUT_DOWNSIZE, 2);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 8);
-    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
-                           bo = {.kind = DDP_PE_BACKOFF_DONE};
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
+                                 bo = {.kind = DDP_PE_BACKOFF_DONE};
     int want[] = {4, 2, 2};
     for (int i = 0; i < 3; i++) {
         ddp_policy_step(&p, &t);
-        struct ddp_paction a = ddp_policy_step(&p, &fin);
+        struct ddp_policy_action a = ddp_policy_step(&p, &fin);
         cr_assert_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF, "step %d", i);
         cr_expect_eq(a.nproc, want[i]);
         cr_expect_eq(a.downsized, i < 2);
@@ -386,7 +386,7 @@ Test(policy, downsize_halves_to_min_then_restarts_then_124)
         cr_expect_eq(a.attempt, i + 1);
     }
     ddp_policy_step(&p, &t);
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 124);
 }
@@ -397,10 +397,10 @@ Test(policy, downsize_after_two_timeouts)
     s.downsize_after = 2;
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
-                           bo = {.kind = DDP_PE_BACKOFF_DONE};
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT}, fin = {.kind = DDP_PE_ALL_FINISHED},
+                                 bo = {.kind = DDP_PE_BACKOFF_DONE};
     ddp_policy_step(&p, &t);
-    struct ddp_paction a = ddp_policy_step(&p, &fin);
+    struct ddp_policy_action a = ddp_policy_step(&p, &fin);
     cr_expect_eq(a.nproc, 4, "first timeout at 4: same size");
     ddp_policy_step(&p, &bo);
     ddp_policy_step(&p, &t);
@@ -425,12 +425,12 @@ Test(policy, backoff_signal_exits_without_workers)
     struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_RESTART, 0);
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 2);
-    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 1}, fin = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 1}, fin = {.kind = DDP_PE_ALL_FINISHED};
     ddp_policy_step(&p, &f);
     ddp_policy_step(&p, &fin);
     cr_assert_eq(p.state, DDP_PS_BACKOFF);
-    struct ddp_pevent_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGHUP};
-    struct ddp_paction a = ddp_policy_step(&p, &sg);
+    struct ddp_policy_event_data sg = {.kind = DDP_PE_SIGNAL, .signo = SIGHUP};
+    struct ddp_policy_action a = ddp_policy_step(&p, &sg);
     cr_expect_eq(a.flags, (unsigned)DDP_ACT_EXIT);
     cr_expect_eq(a.exit_status, 128 + SIGHUP);
 }
@@ -442,23 +442,23 @@ Test(policy, local_status_by_why_it_stopped)
     struct ddp_policy p;
     ddp_policy_init(&p, &s, 4);
     cr_expect_eq(ddp_policy_local_status(&p, 7), 0, "running: nothing went wrong");
-    struct ddp_pevent_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 3};
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 3};
     ddp_policy_step(&p, &f);
     cr_expect_eq(ddp_policy_local_status(&p, 7), 3, "a failure: the root cause's status");
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data t = {.kind = DDP_PE_TIMEOUT};
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT};
     ddp_policy_step(&p, &t);
     cr_expect_eq(ddp_policy_local_status(&p, 7), 124);
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data g = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
+    struct ddp_policy_event_data g = {.kind = DDP_PE_SIGNAL, .signo = SIGTERM};
     ddp_policy_step(&p, &g);
     cr_expect_eq(ddp_policy_local_status(&p, 7), 128 + SIGTERM);
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data r = {.kind = DDP_PE_REMOTE_STOP};
+    struct ddp_policy_event_data r = {.kind = DDP_PE_REMOTE_STOP};
     ddp_policy_step(&p, &r);
     cr_expect_eq(ddp_policy_local_status(&p, 7), 1, "node 0 stopped it: not a success");
     ddp_policy_init(&p, &s, 4);
-    struct ddp_pevent_data a = {.kind = DDP_PE_ALL_FINISHED};
+    struct ddp_policy_event_data a = {.kind = DDP_PE_ALL_FINISHED};
     ddp_policy_step(&p, &a);
     cr_expect_eq(ddp_policy_local_status(&p, 7), 7, "done: the exit status");
 }

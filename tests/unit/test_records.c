@@ -1,7 +1,8 @@
 /* Unit tests for records.c: a job's events fed in as the driver feeds them (an attempt of two workers, one
  * exits 3, the other is stopped by SIGTERM; a restart; a recognised line; a timeout's root cause told how its
  * rank ended), then events.jsonl and summary.json read back with jansson and the console summary as printed.
- * The workers are stand-ins: struct ddp_rrun/ddp_rworker as the runner fills them, without processes. */
+ * The workers are stand-ins: struct ddp_runner_attempt/ddp_runner_worker as the runner fills them, without processes.
+ */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <jansson.h>
@@ -61,9 +62,9 @@ static void job_close(struct job *j)
 }
 
 /* An attempt of n workers whose programs all started (pid != pgid: the shim reported the program's pid). */
-static struct ddp_rrun *attempt(int number, size_t n)
+static struct ddp_runner_attempt *attempt(int number, size_t n)
 {
-    struct ddp_rrun *run = ddp_xcalloc(1, sizeof *run);
+    struct ddp_runner_attempt *run = ddp_xcalloc(1, sizeof *run);
     run->plan.attempt = number;
     run->plan.nproc = run->plan.world_size = run->plan.orig_world_size = (int)n;
     run->plan.workers = ddp_xcalloc(n, sizeof *run->plan.workers);
@@ -76,7 +77,7 @@ static struct ddp_rrun *attempt(int number, size_t n)
         w->gpu = w->numa_node = -1;
         ddp_strv_push(&w->argv, "/bin/train");
         ddp_strv_push(&w->envp, "PATH=/usr/bin:/bin");
-        struct ddp_rworker *k = &run->w[i];
+        struct ddp_runner_worker *k = &run->w[i];
         k->run = run;
         k->index = i;
         k->w = w;
@@ -88,7 +89,7 @@ static struct ddp_rrun *attempt(int number, size_t n)
     return run;
 }
 
-static void attempt_free(struct ddp_rrun *run)
+static void attempt_free(struct ddp_runner_attempt *run)
 {
     ddp_attempt_free(&run->plan);
     free(run->w);
@@ -96,7 +97,7 @@ static void attempt_free(struct ddp_rrun *run)
 }
 
 /* k ended: exit code status, or death by signo */
-static void ended(struct ddp_rworker *k, int status, int signo)
+static void ended(struct ddp_runner_worker *k, int status, int signo)
 {
     k->state = DDP_WS_EXITED;
     k->status = signo ? 128 + signo : status;
@@ -174,7 +175,7 @@ Test(records, failure_restart_failure, .init = cr_redirect_stderr)
     job_open(&j);
 
     /* attempt 0: rank 1 exits 3 (the root cause), rank 0 is stopped */
-    struct ddp_rrun *a0 = attempt(0, 2);
+    struct ddp_runner_attempt *a0 = attempt(0, 2);
     ddp_records_attempt_begin(j.r, a0);
     ended(&a0->w[1], 3, 0);
     ddp_records_worker_exit(j.r, &a0->w[1]);
@@ -184,7 +185,7 @@ Test(records, failure_restart_failure, .init = cr_redirect_stderr)
     ddp_records_decision(j.r, 0, "restart", 1, 2, 1000, 0, "restarting with 2 workers (restart 1 of 1)");
 
     /* attempt 1: rank 0 prints a CUDA out-of-memory line and exits 1, rank 1 is stopped */
-    struct ddp_rrun *a1 = attempt(1, 2);
+    struct ddp_runner_attempt *a1 = attempt(1, 2);
     ddp_records_attempt_begin(j.r, a1);
     const char *oom = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
     ddp_records_recognised(j.r, &a1->w[0], DDP_CLASS_CUDA_OOM, oom, strlen(oom));
@@ -268,7 +269,7 @@ Test(records, timeout_root_told_how_it_ended)
 {
     struct job j;
     job_open(&j);
-    struct ddp_rrun *a0 = attempt(0, 2);
+    struct ddp_runner_attempt *a0 = attempt(0, 2);
     ddp_records_attempt_begin(j.r, a0);
     /* a stall timeout blames rank 1 while both still run; then both are stopped */
     ddp_records_timeout(j.r, 0, DDP_CLASS_HANG, &a0->w[1], "no heartbeat for 2s");
@@ -305,7 +306,7 @@ Test(records, success_has_no_root_cause)
 {
     struct job j;
     job_open(&j);
-    struct ddp_rrun *a0 = attempt(0, 1);
+    struct ddp_runner_attempt *a0 = attempt(0, 1);
     ddp_records_attempt_begin(j.r, a0);
     ended(&a0->w[0], 0, 0);
     ddp_records_worker_exit(j.r, &a0->w[0]);

@@ -23,15 +23,15 @@ struct seen {
     char line[MAXL][64];
     int started, exited, program_ended, done_all, released;
     int status[MAXW], signo[MAXW];
-    enum ddp_wfail fail[MAXW];
-    enum ddp_wstate from[MAXW];
+    enum ddp_worker_fail fail[MAXW];
+    enum ddp_lifecycle_state from[MAXW];
     bool take_program_end; /* do what supervise.c does with the shim's word: ddp_runner_program_ended */
     int term_when_started; /* SIGTERM every group once this many workers run */
     uv_timer_t guard;
     bool timed_out;
 };
 
-static void on_line(void *arg, struct ddp_rworker *k, int which, const char *line, size_t len)
+static void on_line(void *arg, struct ddp_runner_worker *k, int which, const char *line, size_t len)
 {
     struct seen *s = arg;
     (void)k;
@@ -42,7 +42,7 @@ static void on_line(void *arg, struct ddp_rworker *k, int which, const char *lin
     s->nlines++;
 }
 
-static void on_started(void *arg, struct ddp_rworker *k)
+static void on_started(void *arg, struct ddp_runner_worker *k)
 {
     struct seen *s = arg;
     (void)k;
@@ -50,7 +50,7 @@ static void on_started(void *arg, struct ddp_rworker *k)
         cr_expect_eq(ddp_runner_signal_all(s->rn, SIGTERM), s->term_when_started, "one group per running worker");
 }
 
-static void on_program_ended(void *arg, struct ddp_rworker *k, int status, int signo)
+static void on_program_ended(void *arg, struct ddp_runner_worker *k, int status, int signo)
 {
     struct seen *s = arg;
     s->program_ended++;
@@ -58,7 +58,7 @@ static void on_program_ended(void *arg, struct ddp_rworker *k, int status, int s
         ddp_runner_program_ended(k, status, signo);
 }
 
-static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
+static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle_state from)
 {
     struct seen *s = arg;
     s->exited++;
@@ -68,7 +68,7 @@ static void on_exited(void *arg, struct ddp_rworker *k, enum ddp_wstate from)
     s->fail[k->index] = k->fail;
 }
 
-static void on_done(void *arg, struct ddp_rworker *k, bool all)
+static void on_done(void *arg, struct ddp_runner_worker *k, bool all)
 {
     struct seen *s = arg;
     (void)k;
@@ -81,7 +81,7 @@ static void on_done(void *arg, struct ddp_rworker *k, bool all)
     ddp_runner_close(s->rn);
 }
 
-static void on_release(void *arg, struct ddp_rworker *k)
+static void on_release(void *arg, struct ddp_runner_worker *k)
 {
     struct seen *s = arg;
     (void)k;
@@ -140,7 +140,7 @@ static void run(struct ddp_attempt *a, struct seen *s)
     uv_timer_init(&loop, &s->guard);
     s->guard.data = s;
     uv_timer_start(&s->guard, on_guard, 10000, 0);
-    struct ddp_rrun *r = NULL;
+    struct ddp_runner_attempt *r = NULL;
     struct ddp_err err = {0};
     size_t nw = a->nworkers;
     cr_assert_eq(ddp_runner_start(s->rn, a, &r, &err), 0, "%s", err.msg);

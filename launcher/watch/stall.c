@@ -1,5 +1,5 @@
-/* watch: see watch.h. */
-#include "watch/watch.h"
+/* watch: see stall.h. */
+#include "watch/stall.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@ struct heartbeat {
     struct timespec mtime;
 };
 
-struct ddp_watch {
+struct ddp_stall {
     struct heartbeat *hb; /* the current attempt's, nhb of them */
     size_t nhb;
     const struct ddp_spec *spec;
@@ -30,10 +30,10 @@ struct ddp_watch {
     long long lost_ms;      /* time this attempt's launcher did not run (stopped, suspended): not silence */
 };
 
-struct ddp_watch *ddp_watch_new(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_runner *rn,
+struct ddp_stall *ddp_stall_new(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_runner *rn,
                                 struct ddp_timeout_sink sink)
 {
-    struct ddp_watch *w = ddp_xcalloc(1, sizeof(*w));
+    struct ddp_stall *w = ddp_xcalloc(1, sizeof(*w));
     w->spec = spec;
     w->rn = rn;
     w->sink = sink;
@@ -42,13 +42,13 @@ struct ddp_watch *ddp_watch_new(uv_loop_t *loop, const struct ddp_spec *spec, st
     return w;
 }
 
-void ddp_watch_close(struct ddp_watch *w)
+void ddp_stall_close(struct ddp_stall *w)
 {
     if (!uv_is_closing((uv_handle_t *)&w->timer))
         uv_close((uv_handle_t *)&w->timer, NULL);
 }
 
-static void heartbeats_free(struct ddp_watch *w)
+static void heartbeats_free(struct ddp_stall *w)
 {
     for (size_t i = 0; i < w->nhb; i++)
         free(w->hb[i].path);
@@ -57,7 +57,7 @@ static void heartbeats_free(struct ddp_watch *w)
     w->nhb = 0;
 }
 
-void ddp_watch_free(struct ddp_watch *w)
+void ddp_stall_free(struct ddp_stall *w)
 {
     if (w)
         heartbeats_free(w);
@@ -86,7 +86,7 @@ static void heartbeat_reset(struct heartbeat *h, int rank)
     }
 }
 
-void ddp_watch_prepare(struct ddp_watch *w, const struct ddp_attempt *plan)
+void ddp_stall_prepare(struct ddp_stall *w, const struct ddp_attempt *plan)
 {
     heartbeats_free(w);
     w->nhb = plan->nworkers;
@@ -101,7 +101,7 @@ void ddp_watch_prepare(struct ddp_watch *w, const struct ddp_attempt *plan)
     }
 }
 
-const char *ddp_watch_heartbeat(const struct ddp_watch *w, size_t i)
+const char *ddp_stall_heartbeat(const struct ddp_stall *w, size_t i)
 {
     return i < w->nhb ? w->hb[i].path : NULL;
 }
@@ -116,7 +116,7 @@ static long long period(const struct ddp_spec *sp)
     return p < 20 ? 20 : p;
 }
 
-static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc, const struct ddp_rworker *first)
+static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc, const struct ddp_runner_worker *first)
 {
     char *d = ddp_timeout_duration(hc->kind == DDP_HANG_INIT ? sp->timeout_init_ms : sp->timeout_stall_ms);
     char *why;
@@ -143,7 +143,7 @@ static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc
 /* The timer fired much later than due: the launcher itself did not run (SIGSTOP and SIGCONT, a debugger, a VM
  * pause). Output written meanwhile waits unread in the pipes (timers run before I/O is polled), so that time is
  * no silence of the workers: move every silence clock forward by it; the next check sees what the pipes held. */
-static void rebase_after_pause(struct ddp_watch *w, struct ddp_rrun *r, long long now)
+static void rebase_after_pause(struct ddp_stall *w, struct ddp_runner_attempt *r, long long now)
 {
     long long p = period(w->spec), late = w->last_tick_ms ? now - w->last_tick_ms - p : 0;
     w->last_tick_ms = now;
@@ -162,8 +162,8 @@ static void rebase_after_pause(struct ddp_watch *w, struct ddp_rrun *r, long lon
 
 static void on_watch(uv_timer_t *t)
 {
-    struct ddp_watch *w = t->data;
-    struct ddp_rrun *r = ddp_runner_current(w->rn);
+    struct ddp_stall *w = t->data;
+    struct ddp_runner_attempt *r = ddp_runner_current(w->rn);
     const struct ddp_spec *sp = w->spec;
     long long now = ddp_now_ms();
     struct ddp_hang_limits lim = {sp->timeout_init_ms, sp->timeout_stall_ms, sp->heartbeat};
@@ -177,11 +177,11 @@ static void on_watch(uv_timer_t *t)
     int *gpus = ddp_xcalloc(n, sizeof(*gpus));
     size_t ngpus = 0;
     for (size_t i = 0; i < r->nw; i++) {
-        struct ddp_rworker *k = &r->w[i];
+        struct ddp_runner_worker *k = &r->w[i];
         struct ddp_observed *o = ddp_observed(k);
         struct heartbeat *h = i < w->nhb ? &w->hb[i] : NULL;
         struct stat st;
-        bool running = ddp_rworker_running(k);
+        bool running = ddp_runner_worker_running(k);
         if (running && h && h->path && stat(h->path, &st) == 0 &&
             (st.st_mtim.tv_sec != h->mtime.tv_sec || st.st_mtim.tv_nsec != h->mtime.tv_nsec)) {
             h->mtime = st.st_mtim;
@@ -198,7 +198,7 @@ static void on_watch(uv_timer_t *t)
     }
     ddp_hang_check(&lim, hr, r->nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
     if (hc.kind != DDP_HANG_NONE) {
-        struct ddp_rworker *first = hc.kind == DDP_HANG_SILENT && !hc.stuck ? NULL : &r->w[hc.first];
+        struct ddp_runner_worker *first = hc.kind == DDP_HANG_SILENT && !hc.stuck ? NULL : &r->w[hc.first];
         for (size_t i = 0; i < r->nw && hc.blame_gpus; i++)
             if (stalled[i] && r->w[i].w->gpu >= 0)
                 gpus[ngpus++] = r->w[i].w->gpu;
@@ -214,7 +214,7 @@ static void on_watch(uv_timer_t *t)
     free(gpus);
 }
 
-void ddp_watch_start(struct ddp_watch *w, struct ddp_rrun *r)
+void ddp_stall_start(struct ddp_stall *w, struct ddp_runner_attempt *r)
 {
     const struct ddp_spec *sp = w->spec;
     w->any_output = false;
@@ -230,12 +230,12 @@ void ddp_watch_start(struct ddp_watch *w, struct ddp_rrun *r)
     }
 }
 
-void ddp_watch_stop(struct ddp_watch *w)
+void ddp_stall_stop(struct ddp_stall *w)
 {
     uv_timer_stop(&w->timer);
 }
 
-void ddp_watch_output(struct ddp_watch *w, struct ddp_rworker *k, long long now)
+void ddp_stall_output(struct ddp_stall *w, struct ddp_runner_worker *k, long long now)
 {
     struct ddp_observed *o = ddp_observed(k);
     o->alive = true;
@@ -245,9 +245,9 @@ void ddp_watch_output(struct ddp_watch *w, struct ddp_rworker *k, long long now)
         o->last_progress_ms = now;
 }
 
-void ddp_watch_resumed(struct ddp_watch *w, long long now)
+void ddp_stall_resumed(struct ddp_stall *w, long long now)
 {
-    struct ddp_rrun *r = ddp_runner_current(w->rn);
+    struct ddp_runner_attempt *r = ddp_runner_current(w->rn);
     w->last_output_ms = now;
     if (r && w->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
         for (size_t i = 0; i < r->nw; i++)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "watch/timer.h"
+#include "watch/ft_server.h"
 
 #define LINE_BIG 10000
 
@@ -26,7 +26,7 @@ struct fx {
     uv_loop_t loop;
     char dir[128];
     char path[160];
-    struct ddp_timer_server *srv;
+    struct ddp_ft_server *srv;
     struct hit hits[16];
     int nhits;
     bool close_in_callback;
@@ -51,7 +51,7 @@ static void on_expired(void *arg, int pid, int signo, const char *scope)
     }
     f->nhits++;
     if (f->close_in_callback) {
-        ddp_timer_server_close(f->srv);
+        ddp_ft_server_server_close(f->srv);
         f->srv = NULL;
     }
 }
@@ -68,7 +68,7 @@ static void fx_init(struct fx *f)
 static void fx_start(struct fx *f)
 {
     struct ddp_err err = {0};
-    int rc = ddp_timer_server_start(&f->loop, f->path, on_expired, f, &f->srv, &err);
+    int rc = ddp_ft_server_server_start(&f->loop, f->path, on_expired, f, &f->srv, &err);
     cr_assert_eq(rc, 0, "start: %s", err.msg);
 }
 
@@ -90,7 +90,7 @@ static void run_for(struct fx *f, unsigned ms)
 
 static void fx_done(struct fx *f)
 {
-    ddp_timer_server_close(f->srv);
+    ddp_ft_server_server_close(f->srv);
     f->srv = NULL;
     uv_run(&f->loop, UV_RUN_DEFAULT); /* close callbacks free the server */
     cr_expect_eq(uv_loop_close(&f->loop), 0, "handles left open");
@@ -127,7 +127,7 @@ Test(timer, acquire_expires_and_reports_once)
     send_req(f.path, 4242, "train_step", t0 + 0.3, 9);
     run_for(&f, 100);
     cr_expect_eq(f.nhits, 0, "fired early");
-    cr_expect_eq(ddp_timer_server_count(f.srv), 1);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 1);
     run_for(&f, 700);
     cr_assert_eq(f.nhits, 1);
     cr_expect_eq(f.hits[0].pid, 4242);
@@ -135,7 +135,7 @@ Test(timer, acquire_expires_and_reports_once)
     cr_expect_str_eq(f.hits[0].scope, "train_step");
     double late = f.hits[0].at - (t0 + 0.3);
     cr_expect(late >= 0 && late < 0.2, "fired %.3f s after the deadline", late);
-    cr_expect_eq(ddp_timer_server_count(f.srv), 0);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 0);
     fx_done(&f);
 }
 
@@ -146,12 +146,12 @@ Test(timer, release_cancels)
     fx_start(&f);
     send_req(f.path, 77, "s", wall() + 0.2, 9);
     run_for(&f, 50);
-    cr_expect_eq(ddp_timer_server_count(f.srv), 1);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 1);
     send_req(f.path, 77, "s", -1, 0); /* FileTimerClient.release() */
     run_for(&f, 400);
     cr_expect_eq(f.nhits, 0);
-    cr_expect_eq(ddp_timer_server_count(f.srv), 0);
-    cr_expect_eq(ddp_timer_server_requests(f.srv), 2);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 0);
+    cr_expect_eq(ddp_ft_server_server_requests(f.srv), 2);
     fx_done(&f);
 }
 
@@ -188,7 +188,7 @@ Test(timer, torch_rules_for_several_timers_of_a_pid)
     cr_expect_eq(f.hits[0].pid, 10);
     cr_expect_eq(f.hits[0].signo, 15);
     cr_expect_str_eq(f.hits[0].scope, "b");
-    cr_expect_eq(ddp_timer_server_count(f.srv), 0);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 0);
     fx_done(&f);
 }
 
@@ -209,7 +209,7 @@ Test(timer, malformed_lines_are_skipped_and_escapes_decoded)
     cr_assert_eq(f.nhits, 1);
     cr_expect_eq(f.hits[0].pid, 99);
     cr_expect_str_eq(f.hits[0].scope, "a\"b\xc3\xa9\n");
-    cr_expect_eq(ddp_timer_server_requests(f.srv), 5);
+    cr_expect_eq(ddp_ft_server_server_requests(f.srv), 5);
     fx_done(&f);
 }
 
@@ -229,7 +229,7 @@ Test(timer, split_writes_and_writers_that_come_and_go)
     cr_assert_eq(write(fd, rest, (size_t)n), n);
     close(fd);
     run_for(&f, 50);
-    cr_expect_eq(ddp_timer_server_count(f.srv), 1);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 1);
     for (int i = 0; i < 50; i++) {
         char scope[16];
         snprintf(scope, sizeof(scope), "s%d", i);
@@ -238,9 +238,9 @@ Test(timer, split_writes_and_writers_that_come_and_go)
             run_for(&f, 5);
     }
     run_for(&f, 100);
-    cr_expect_eq(ddp_timer_server_count(f.srv), 51);
-    ddp_timer_server_clear_all(f.srv);
-    cr_expect_eq(ddp_timer_server_count(f.srv), 0);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 51);
+    ddp_ft_server_server_clear_all(f.srv);
+    cr_expect_eq(ddp_ft_server_server_count(f.srv), 0);
     fx_done(&f);
 }
 
@@ -295,16 +295,16 @@ Test(timer, refuses_unsafe_places)
     struct fx f;
     fx_init(&f);
     struct ddp_err err = {0};
-    struct ddp_timer_server *s = NULL;
+    struct ddp_ft_server *s = NULL;
     /* Directory readable by others. */
     chmod(f.dir, 0755);
-    cr_expect_eq(ddp_timer_server_start(&f.loop, f.path, on_expired, &f, &s, &err), -EPERM);
+    cr_expect_eq(ddp_ft_server_server_start(&f.loop, f.path, on_expired, &f, &s, &err), -EPERM);
     cr_expect(strstr(err.msg, "private") != NULL, "%s", err.msg);
     chmod(f.dir, 0700);
     /* A regular file where the FIFO goes. */
     int fd = open(f.path, O_WRONLY | O_CREAT, 0600);
     close(fd);
-    cr_expect_eq(ddp_timer_server_start(&f.loop, f.path, on_expired, &f, &s, &err), -EEXIST);
+    cr_expect_eq(ddp_ft_server_server_start(&f.loop, f.path, on_expired, &f, &s, &err), -EEXIST);
     unlink(f.path);
     /* A symlinked directory. */
     char link[200];
@@ -312,7 +312,7 @@ Test(timer, refuses_unsafe_places)
     cr_assert_eq(symlink(f.dir, link), 0);
     char via[220];
     snprintf(via, sizeof(via), "%s/timer", link);
-    cr_expect_eq(ddp_timer_server_start(&f.loop, via, on_expired, &f, &s, &err), -ENOTDIR);
+    cr_expect_eq(ddp_ft_server_server_start(&f.loop, via, on_expired, &f, &s, &err), -ENOTDIR);
     unlink(link);
     cr_expect_null(s);
     /* An old FIFO of ours is replaced, as torch does. */
@@ -363,7 +363,7 @@ Test(timer, torch_file_timer_client)
     cr_expect_eq(f.hits[0].pid, child);
     cr_expect_eq(f.hits[0].signo, SIGKILL);
     cr_expect_str_eq(f.hits[0].scope, "slow_step");
-    cr_expect_eq(ddp_timer_server_requests(f.srv), 3, "acquire, release, acquire");
+    cr_expect_eq(ddp_ft_server_server_requests(f.srv), 3, "acquire, release, acquire");
     kill(child, f.hits[0].signo);
     int st;
     waitpid(child, &st, 0);
@@ -417,11 +417,11 @@ Test(timer, survives_garbage_then_serves)
 
 Test(timer, request_parser_contract)
 {
-    struct ddp_timer_request r;
+    struct ddp_ft_request r;
     const char *why;
     const char *ok = "{\"version\": 1, \"pid\": 42, \"scope_id\": \"s\\u00e9\", \"expiration_time\": 5.5, "
                      "\"signal\": 99, \"extra\": [1, {\"x\": null}]}";
-    cr_assert_eq(ddp_timer_parse_request(ok, strlen(ok), &r, &why), 0);
+    cr_assert_eq(ddp_ft_server_parse_request(ok, strlen(ok), &r, &why), 0);
     cr_expect_eq(r.pid, 42);
     cr_expect_str_eq(r.scope, "s\xc3\xa9");
     cr_expect_eq(r.signo, 0, "a signal outside 0-64 does not kill");
@@ -442,7 +442,8 @@ Test(timer, request_parser_contract)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         why = NULL;
-        cr_expect_eq(ddp_timer_parse_request(bad[i].line, strlen(bad[i].line), &r, &why), -EINVAL, "%s", bad[i].line);
+        cr_expect_eq(ddp_ft_server_parse_request(bad[i].line, strlen(bad[i].line), &r, &why), -EINVAL, "%s",
+                     bad[i].line);
         cr_expect_str_eq(why ? why : "", bad[i].why, "%s", bad[i].line);
     }
 }

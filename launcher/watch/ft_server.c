@@ -1,6 +1,6 @@
 /* timer: torch's FileTimerServer protocol (torch/distributed/elastic/timer/file_based_local_timer.py, 1.13 and
  * later) served from the supervisor's libuv loop. */
-#include "watch/timer.h"
+#include "watch/ft_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,13 +25,13 @@ struct entry {
     int signo;
 };
 
-struct ddp_timer_server {
+struct ddp_ft_server {
     uv_loop_t *loop;
     uv_pipe_t pipe;
     uv_timer_t wake;
     int keep_writer_fd; /* our own write end: the FIFO never reports EOF */
     char *path;
-    ddp_timer_expired_cb on_expired;
+    ddp_ft_server_expired_cb on_expired;
     void *arg;
     struct entry *v;
     size_t n, cap;
@@ -74,7 +74,7 @@ static bool json_int(const json_t *v, long long *out)
     return true;
 }
 
-int ddp_timer_parse_request(const char *line, size_t len, struct ddp_timer_request *r, const char **why)
+int ddp_ft_server_parse_request(const char *line, size_t len, struct ddp_ft_request *r, const char **why)
 {
     json_error_t jerr;
     json_t *o, *v;
@@ -133,15 +133,15 @@ fail:
 
 /* ---- timers ---- */
 
-static void entry_remove(struct ddp_timer_server *s, size_t i)
+static void entry_remove(struct ddp_ft_server *s, size_t i)
 {
     free(s->v[i].scope);
     s->v[i] = s->v[--s->n];
 }
 
-static void rearm(struct ddp_timer_server *s);
+static void rearm(struct ddp_ft_server *s);
 
-static void apply_request(struct ddp_timer_server *s, struct ddp_timer_request *r)
+static void apply_request(struct ddp_ft_server *s, struct ddp_ft_request *r)
 {
     for (size_t i = 0; i < s->n; i++) {
         if (s->v[i].pid == r->pid && strcmp(s->v[i].scope, r->scope) == 0) {
@@ -170,7 +170,7 @@ static void apply_request(struct ddp_timer_server *s, struct ddp_timer_request *
 }
 
 /* Report and clear expired timers, torch's way. */
-static void expire(struct ddp_timer_server *s)
+static void expire(struct ddp_ft_server *s)
 {
     double now = wall_now();
     while (!s->closing) {
@@ -201,13 +201,13 @@ static void expire(struct ddp_timer_server *s)
 
 static void on_wake(uv_timer_t *t)
 {
-    struct ddp_timer_server *s = t->data;
+    struct ddp_ft_server *s = t->data;
     expire(s);
     if (!s->closing)
         rearm(s);
 }
 
-static void rearm(struct ddp_timer_server *s)
+static void rearm(struct ddp_ft_server *s)
 {
     if (s->n == 0) {
         uv_timer_stop(&s->wake);
@@ -227,8 +227,8 @@ static void rearm(struct ddp_timer_server *s)
 
 /* A warning about what a client sent, rate-limited (WARN_BURST per WARN_INTERVAL_MS, then how many were
  * left out). */
-static void warn_limited(struct ddp_timer_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn_limited(struct ddp_timer_server *s, const char *fmt, ...)
+static void warn_limited(struct ddp_ft_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_limited(struct ddp_ft_server *s, const char *fmt, ...)
 {
     unsigned dropped;
     char msg[512];
@@ -245,12 +245,12 @@ static void warn_limited(struct ddp_timer_server *s, const char *fmt, ...)
         ddp_warn("%s: %s", s->path, msg);
 }
 
-static void handle_line(struct ddp_timer_server *s, const char *line)
+static void handle_line(struct ddp_ft_server *s, const char *line)
 {
     s->requests++;
-    struct ddp_timer_request r;
+    struct ddp_ft_request r;
     const char *why = NULL;
-    if (ddp_timer_parse_request(line, strlen(line), &r, &why) < 0) {
+    if (ddp_ft_server_parse_request(line, strlen(line), &r, &why) < 0) {
         s->bad_lines++;
         warn_limited(s, "ignored a timer request (%s): %.200s", why, line);
         return;
@@ -269,7 +269,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
-    struct ddp_timer_server *s = stream->data;
+    struct ddp_ft_server *s = stream->data;
     if (nread < 0) {
         if (nread != UV_EOF)
             ddp_warn("%s: read: %s", s->path, uv_strerror((int)nread));
@@ -329,8 +329,8 @@ static int check_private_dir(const char *fifo_path, struct ddp_err *err)
     return rc;
 }
 
-int ddp_timer_server_start(uv_loop_t *loop, const char *fifo_path, ddp_timer_expired_cb on_expired, void *arg,
-                           struct ddp_timer_server **out, struct ddp_err *err)
+int ddp_ft_server_server_start(uv_loop_t *loop, const char *fifo_path, ddp_ft_server_expired_cb on_expired, void *arg,
+                               struct ddp_ft_server **out, struct ddp_err *err)
 {
     *out = NULL;
     if (fifo_path == NULL || on_expired == NULL)
@@ -365,7 +365,7 @@ int ddp_timer_server_start(uv_loop_t *loop, const char *fifo_path, ddp_timer_exp
         unlink(fifo_path);
         return rc;
     }
-    struct ddp_timer_server *s = ddp_xcalloc(1, sizeof(*s));
+    struct ddp_ft_server *s = ddp_xcalloc(1, sizeof(*s));
     s->loop = loop;
     s->path = ddp_xstrdup(fifo_path);
     s->on_expired = on_expired;
@@ -383,7 +383,7 @@ int ddp_timer_server_start(uv_loop_t *loop, const char *fifo_path, ddp_timer_exp
         uvrc = uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read);
     if (uvrc < 0) {
         rc = ddp_errf(err, uvrc, "%s: cannot watch the FIFO: %s", fifo_path, uv_strerror(uvrc));
-        ddp_timer_server_close(s);
+        ddp_ft_server_server_close(s);
         return rc;
     }
     *out = s;
@@ -392,7 +392,7 @@ int ddp_timer_server_start(uv_loop_t *loop, const char *fifo_path, ddp_timer_exp
 
 static void on_closed(uv_handle_t *h)
 {
-    struct ddp_timer_server *s = h->data;
+    struct ddp_ft_server *s = h->data;
     if (--s->handles_open > 0)
         return;
     for (size_t i = 0; i < s->n; i++)
@@ -402,7 +402,7 @@ static void on_closed(uv_handle_t *h)
     free(s);
 }
 
-void ddp_timer_server_close(struct ddp_timer_server *s)
+void ddp_ft_server_server_close(struct ddp_ft_server *s)
 {
     if (s == NULL || s->closing)
         return;
@@ -415,7 +415,7 @@ void ddp_timer_server_close(struct ddp_timer_server *s)
     uv_close((uv_handle_t *)&s->wake, on_closed);
 }
 
-void ddp_timer_server_clear_all(struct ddp_timer_server *s)
+void ddp_ft_server_server_clear_all(struct ddp_ft_server *s)
 {
     if (s == NULL || s->closing)
         return;
@@ -424,12 +424,12 @@ void ddp_timer_server_clear_all(struct ddp_timer_server *s)
     rearm(s);
 }
 
-size_t ddp_timer_server_count(const struct ddp_timer_server *s)
+size_t ddp_ft_server_server_count(const struct ddp_ft_server *s)
 {
     return s ? s->n : 0;
 }
 
-size_t ddp_timer_server_requests(const struct ddp_timer_server *s)
+size_t ddp_ft_server_server_requests(const struct ddp_ft_server *s)
 {
     return s ? s->requests : 0;
 }

@@ -1,5 +1,5 @@
-/* record: see record.h. */
-#include "records/record.h"
+/* record: see jsonlog.h. */
+#include "records/jsonlog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,30 +10,30 @@
 #include <string.h>
 #include <unistd.h>
 
-struct ddp_record {
+struct ddp_jsonlog {
     char *dir;
     int dirfd; /* borrowed */
     int fd;    /* events.jsonl, -1 once it stopped */
     uint64_t len;
     int err;        /* errno of the write that stopped events.jsonl, or 0 */
     char *tmp;      /* summary.json's temporary file */
-    int reserve_fd; /* it, holding DDP_RECORD_RESERVE bytes of the disk for the summary, or -1 */
+    int reserve_fd; /* it, holding DDP_JSONLOG_RESERVE bytes of the disk for the summary, or -1 */
 };
 
-int ddp_record_open(int dirfd, const char *path, struct ddp_record **out, struct ddp_err *err)
+int ddp_jsonlog_open(int dirfd, const char *path, struct ddp_jsonlog **out, struct ddp_err *err)
 {
     int fd = openat(dirfd, "events.jsonl", O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     *out = NULL;
     if (fd < 0)
         return ddp_errf(err, -errno, "%s/events.jsonl: %s", path, strerror(errno));
-    struct ddp_record *r = ddp_xcalloc(1, sizeof(*r));
+    struct ddp_jsonlog *r = ddp_xcalloc(1, sizeof(*r));
     r->dir = ddp_xstrdup(path);
     r->dirfd = dirfd;
     r->fd = fd;
     r->tmp = ddp_xasprintf(".summary.json.%d", (int)getpid());
     /* a disk that fills during the run still takes the summary: its room is taken now */
     r->reserve_fd = openat(dirfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (r->reserve_fd >= 0 && fallocate(r->reserve_fd, 0, 0, DDP_RECORD_RESERVE) != 0) {
+    if (r->reserve_fd >= 0 && fallocate(r->reserve_fd, 0, 0, DDP_JSONLOG_RESERVE) != 0) {
         close(r->reserve_fd);
         unlinkat(dirfd, r->tmp, 0);
         r->reserve_fd = -1;
@@ -64,7 +64,7 @@ static json_t *stamped(const char *name, json_t *fields)
     char buf[32];
     json_t *o = json_object();
     clock_gettime(CLOCK_REALTIME, &ts);
-    json_object_set_new(o, "v", json_integer(DDP_RECORD_VERSION));
+    json_object_set_new(o, "v", json_integer(DDP_JSONLOG_VERSION));
     json_object_set_new(o, "ts", json_string(ddp_time_iso(&ts, buf)));
     if (name)
         json_object_set_new(o, "event", json_string(name));
@@ -74,7 +74,7 @@ static json_t *stamped(const char *name, json_t *fields)
     return o;
 }
 
-void ddp_record_event(struct ddp_record *r, const char *name, json_t *fields)
+void ddp_jsonlog_event(struct ddp_jsonlog *r, const char *name, json_t *fields)
 {
     if (!r) {
         json_decref(fields);
@@ -110,13 +110,13 @@ void ddp_record_event(struct ddp_record *r, const char *name, json_t *fields)
     free(line);
 }
 
-int ddp_record_stopped(const struct ddp_record *r, uint64_t *len)
+int ddp_jsonlog_stopped(const struct ddp_jsonlog *r, uint64_t *len)
 {
     *len = r ? r->len : 0;
     return r ? r->err : 0;
 }
 
-int ddp_record_summary(struct ddp_record *r, json_t *summary)
+int ddp_jsonlog_summary(struct ddp_jsonlog *r, json_t *summary)
 {
     int rc = 0, fd;
     char *tmp, *path;
@@ -186,7 +186,7 @@ static size_t utf8_seq(const unsigned char *s, size_t left)
     return n;
 }
 
-json_t *ddp_record_text(const char *s)
+json_t *ddp_jsonlog_text(const char *s)
 {
     if (!s)
         return json_null();
@@ -213,12 +213,12 @@ json_t *ddp_record_text(const char *s)
     return j;
 }
 
-const char *ddp_record_dir(const struct ddp_record *r)
+const char *ddp_jsonlog_dir(const struct ddp_jsonlog *r)
 {
     return r ? r->dir : NULL;
 }
 
-void ddp_record_close(struct ddp_record *r)
+void ddp_jsonlog_close(struct ddp_jsonlog *r)
 {
     if (!r)
         return;

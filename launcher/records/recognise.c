@@ -2,7 +2,7 @@
  * The literals below were collected from torch 1.13.1 (Debian python3-torch, libtorch_cpu, libgloo), from real
  * gloo runs on this machine (tests/fixtures/logs/torch113-*), and from torch 2.x logs quoted in public issues
  * (tests/fixtures/logs/torch2x-*, sources in tests/fixtures/logs/SOURCES). */
-#include "records/classify.h"
+#include "records/recognise.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -112,7 +112,7 @@ static void build_index(void)
     index_built = true;
 }
 
-enum ddp_class ddp_classify_line(const char *line, size_t len)
+enum ddp_class ddp_recognise_line(const char *line, size_t len)
 {
     if (line == NULL || len < 10)
         return DDP_CLASS_NONE;
@@ -141,7 +141,7 @@ static bool has(const char *line, size_t len, const char *lit)
     return memmem(line, len, lit, strlen(lit)) != NULL;
 }
 
-const char *ddp_classify_backend(const char *line, size_t len)
+const char *ddp_recognise_backend(const char *line, size_t len)
 {
     if (line == NULL)
         return NULL;
@@ -153,7 +153,7 @@ const char *ddp_classify_backend(const char *line, size_t len)
     return NULL;
 }
 
-enum ddp_class ddp_classify_status(int exit_code, int signo)
+enum ddp_class ddp_recognise_status(int exit_code, int signo)
 {
     if (signo > 0) {
         switch (signo) {

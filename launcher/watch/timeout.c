@@ -1,5 +1,5 @@
-/* timeouts: see timeouts.h. */
-#include "watch/timeouts.h"
+/* timeouts: see timeout.h. */
+#include "watch/timeout.h"
 
 #include "base/util.h"
 

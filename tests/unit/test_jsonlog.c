@@ -1,4 +1,4 @@
-/* Unit tests for record.c: events.jsonl lines and summary.json, and the time format they share with the logs. */
+/* Unit tests for jsonlog.c: events.jsonl lines and summary.json, and the time format they share with the logs. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "records/record.h"
+#include "records/jsonlog.h"
 
 Test(record, time_format_sorts)
 {
@@ -25,15 +25,15 @@ Test(record, events_are_lines_and_summary_is_atomic)
     cr_assert(mkdtemp(dir));
     char *sub = strdup(dir);
     int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    struct ddp_record *r;
+    struct ddp_jsonlog *r;
     struct ddp_err err = {0};
-    cr_assert_eq(ddp_record_open(dfd, dir, &r, &err), 0, "%s", err.msg);
-    cr_expect_str_eq(ddp_record_dir(r), dir);
-    ddp_record_event(r, "one", json_pack("{s:i, s:s}", "x", 1, "s", "line\nbreak"));
-    ddp_record_event(r, "two", NULL);
-    ddp_record_event(NULL, "none", json_object()); /* no record: frees, does nothing */
-    cr_assert_eq(ddp_record_summary(r, json_pack("{s:i}", "exit_status", 3)), 0);
-    ddp_record_close(r);
+    cr_assert_eq(ddp_jsonlog_open(dfd, dir, &r, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(ddp_jsonlog_dir(r), dir);
+    ddp_jsonlog_event(r, "one", json_pack("{s:i, s:s}", "x", 1, "s", "line\nbreak"));
+    ddp_jsonlog_event(r, "two", NULL);
+    ddp_jsonlog_event(NULL, "none", json_object()); /* no record: frees, does nothing */
+    cr_assert_eq(ddp_jsonlog_summary(r, json_pack("{s:i}", "exit_status", 3)), 0);
+    ddp_jsonlog_close(r);
     close(dfd);
 
     char *p = NULL;
@@ -86,10 +86,10 @@ Test(record, refuses_a_symlinked_events_file)
     char *p = NULL;
     cr_assert(asprintf(&p, "%s/events.jsonl", dir) > 0);
     cr_assert_eq(symlink("/etc/passwd", p), 0);
-    struct ddp_record *r = NULL;
+    struct ddp_jsonlog *r = NULL;
     struct ddp_err err = {0};
     int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    cr_expect_lt(ddp_record_open(dfd, dir, &r, &err), 0);
+    cr_expect_lt(ddp_jsonlog_open(dfd, dir, &r, &err), 0);
     close(dfd);
     cr_expect_null(r);
     cr_expect(strstr(err.msg, "events.jsonl") != NULL, "%s", err.msg);
@@ -105,21 +105,21 @@ Test(record, the_summary_has_its_room_reserved)
     char dir[] = "/tmp/ddp_test_record_XXXXXX";
     cr_assert(mkdtemp(dir));
     int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    struct ddp_record *r;
+    struct ddp_jsonlog *r;
     struct ddp_err err = {0};
     char tmp[64];
     struct stat st;
     snprintf(tmp, sizeof(tmp), ".summary.json.%d", (int)getpid());
     for (int with_summary = 0; with_summary < 2; with_summary++) {
-        cr_assert_eq(ddp_record_open(dfd, dir, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(ddp_jsonlog_open(dfd, dir, &r, &err), 0, "%s", err.msg);
         cr_assert_eq(fstatat(dfd, tmp, &st, 0), 0, "the reserve is there while the job runs");
-        cr_expect_geq((long long)st.st_blocks * 512, (long long)DDP_RECORD_RESERVE, "its blocks are allocated");
+        cr_expect_geq((long long)st.st_blocks * 512, (long long)DDP_JSONLOG_RESERVE, "its blocks are allocated");
         if (with_summary) {
-            cr_assert_eq(ddp_record_summary(r, json_pack("{s:i}", "exit_status", 0)), 0);
+            cr_assert_eq(ddp_jsonlog_summary(r, json_pack("{s:i}", "exit_status", 0)), 0);
             cr_assert_eq(fstatat(dfd, "summary.json", &st, 0), 0);
             cr_expect_lt(st.st_size, 200, "cut to its text");
         }
-        ddp_record_close(r);
+        ddp_jsonlog_close(r);
         cr_expect_neq(fstatat(dfd, tmp, &st, 0), 0, "no reserve left");
         unlinkat(dfd, "events.jsonl", 0);
         unlinkat(dfd, "summary.json", 0);

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "records/classify.h"
+#include "records/recognise.h"
 
 static enum ddp_class cl(const char *s)
 {
-    return ddp_classify_line(s, strlen(s));
+    return ddp_recognise_line(s, strlen(s));
 }
 
 static enum ddp_class class_by_name(const char *name)
@@ -43,7 +43,7 @@ static enum ddp_class classify_file(const char *path, int *nlines_matched)
     while ((n = getline(&line, &cap, f)) > 0) {
         if (line[n - 1] == '\n')
             n--;
-        enum ddp_class c = ddp_classify_line(line, (size_t)n);
+        enum ddp_class c = ddp_recognise_line(line, (size_t)n);
         if (c != DDP_CLASS_NONE)
             (*nlines_matched)++;
         acc = ddp_class_merge(acc, c);
@@ -109,7 +109,7 @@ Test(classify, nccl_watchdog_in_both_wordings)
 /* issue 23 item 12: the backend named in the message, not in the class */
 static const char *be(const char *line)
 {
-    return ddp_classify_backend(line, line ? strlen(line) : 0);
+    return ddp_recognise_backend(line, line ? strlen(line) : 0);
 }
 
 Test(classify, backend_of_a_line)
@@ -143,26 +143,26 @@ Test(classify, benign_lines_are_none)
     };
     for (size_t i = 0; i < sizeof(benign) / sizeof(benign[0]); i++)
         cr_expect_eq(cl(benign[i]), DDP_CLASS_NONE, "'%s' -> %s", benign[i], ddp_class_name(cl(benign[i])));
-    cr_expect_eq(ddp_classify_line(NULL, 0), DDP_CLASS_NONE);
+    cr_expect_eq(ddp_recognise_line(NULL, 0), DDP_CLASS_NONE);
 }
 
 Test(classify, length_is_respected_not_nul)
 {
     const char *s = "xxxx CUDA out of memory. Tried to allocate";
     /* Cut before the match: nothing found even though the bytes follow. */
-    cr_expect_eq(ddp_classify_line(s, 12), DDP_CLASS_NONE);
-    cr_expect_eq(ddp_classify_line(s, strlen(s)), DDP_CLASS_CUDA_OOM);
+    cr_expect_eq(ddp_recognise_line(s, 12), DDP_CLASS_NONE);
+    cr_expect_eq(ddp_recognise_line(s, strlen(s)), DDP_CLASS_CUDA_OOM);
 }
 
 Test(classify, status)
 {
-    cr_expect_eq(ddp_classify_status(0, 0), DDP_CLASS_NONE);
-    cr_expect_eq(ddp_classify_status(3, 0), DDP_CLASS_EXIT);
-    cr_expect_eq(ddp_classify_status(0, SIGSEGV), DDP_CLASS_SEGFAULT);
-    cr_expect_eq(ddp_classify_status(0, SIGBUS), DDP_CLASS_SEGFAULT);
-    cr_expect_eq(ddp_classify_status(0, SIGABRT), DDP_CLASS_ABORT);
-    cr_expect_eq(ddp_classify_status(0, SIGKILL), DDP_CLASS_KILLED);
-    cr_expect_eq(ddp_classify_status(0, SIGTERM), DDP_CLASS_SIGNAL);
+    cr_expect_eq(ddp_recognise_status(0, 0), DDP_CLASS_NONE);
+    cr_expect_eq(ddp_recognise_status(3, 0), DDP_CLASS_EXIT);
+    cr_expect_eq(ddp_recognise_status(0, SIGSEGV), DDP_CLASS_SEGFAULT);
+    cr_expect_eq(ddp_recognise_status(0, SIGBUS), DDP_CLASS_SEGFAULT);
+    cr_expect_eq(ddp_recognise_status(0, SIGABRT), DDP_CLASS_ABORT);
+    cr_expect_eq(ddp_recognise_status(0, SIGKILL), DDP_CLASS_KILLED);
+    cr_expect_eq(ddp_recognise_status(0, SIGTERM), DDP_CLASS_SIGNAL);
 }
 
 Test(classify, fast_enough_for_every_line)
@@ -173,11 +173,11 @@ Test(classify, fast_enough_for_every_line)
     clock_gettime(CLOCK_MONOTONIC, &a);
     int hits = 0;
     for (int i = 0; i < 200000; i++)
-        hits += ddp_classify_line(line, len) != DDP_CLASS_NONE;
+        hits += ddp_recognise_line(line, len) != DDP_CLASS_NONE;
     clock_gettime(CLOCK_MONOTONIC, &b);
     double ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 200000.0;
     cr_expect_eq(hits, 0);
-    cr_log_info("ddp_classify_line: %.0f ns per benign 90-byte line", ns);
+    cr_log_info("ddp_recognise_line: %.0f ns per benign 90-byte line", ns);
     cr_expect_lt(ns, 20000.0, "%.0f ns per line", ns); /* generous: sanitizer and valgrind builds */
 }
 

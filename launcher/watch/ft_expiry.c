@@ -1,22 +1,22 @@
-/* filetimer: see filetimer.h. */
-#include "watch/filetimer.h"
+/* filetimer: see ft_expiry.h. */
+#include "watch/ft_expiry.h"
 
 #include <signal.h>
 #include <stdlib.h>
 
-#include "watch/timer.h"
+#include "watch/ft_server.h"
 
-struct ddp_filetimer {
+struct ddp_ft_expiry {
     struct ddp_runner *rn;
     struct ddp_timeout_sink sink;
-    struct ddp_timer_server *server;
+    struct ddp_ft_server *server;
 };
 
 /* torch's FileTimerServer semantics: the expired client gets its signal; for us it is also a hang of its rank. */
 static void on_expired(void *arg, int pid, int signo, const char *scope_id)
 {
-    struct ddp_filetimer *f = arg;
-    struct ddp_rworker *k = ddp_runner_find_pid(f->rn, pid);
+    struct ddp_ft_expiry *f = arg;
+    struct ddp_runner_worker *k = ddp_runner_find_pid(f->rn, pid);
     if (!k)
         return; /* not one of ours (any more) */
     int gpu = k->w->gpu;
@@ -31,13 +31,13 @@ static void on_expired(void *arg, int pid, int signo, const char *scope_id)
         kill(pid, signo);
 }
 
-int ddp_filetimer_start(uv_loop_t *loop, const char *fifo_path, struct ddp_runner *rn, struct ddp_timeout_sink sink,
-                        struct ddp_filetimer **out, struct ddp_err *err)
+int ddp_ft_expiry_start(uv_loop_t *loop, const char *fifo_path, struct ddp_runner *rn, struct ddp_timeout_sink sink,
+                        struct ddp_ft_expiry **out, struct ddp_err *err)
 {
-    struct ddp_filetimer *f = ddp_xcalloc(1, sizeof(*f));
+    struct ddp_ft_expiry *f = ddp_xcalloc(1, sizeof(*f));
     f->rn = rn;
     f->sink = sink;
-    int rc = ddp_timer_server_start(loop, fifo_path, on_expired, f, &f->server, err);
+    int rc = ddp_ft_server_server_start(loop, fifo_path, on_expired, f, &f->server, err);
     if (rc < 0) {
         free(f);
         *out = NULL;
@@ -47,21 +47,21 @@ int ddp_filetimer_start(uv_loop_t *loop, const char *fifo_path, struct ddp_runne
     return 0;
 }
 
-void ddp_filetimer_clear(struct ddp_filetimer *f)
+void ddp_ft_expiry_clear(struct ddp_ft_expiry *f)
 {
     if (f)
-        ddp_timer_server_clear_all(f->server);
+        ddp_ft_server_server_clear_all(f->server);
 }
 
-void ddp_filetimer_close(struct ddp_filetimer *f)
+void ddp_ft_expiry_close(struct ddp_ft_expiry *f)
 {
     if (f && f->server) {
-        ddp_timer_server_close(f->server);
+        ddp_ft_server_server_close(f->server);
         f->server = NULL;
     }
 }
 
-void ddp_filetimer_free(struct ddp_filetimer *f)
+void ddp_ft_expiry_free(struct ddp_ft_expiry *f)
 {
     free(f);
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "records/classify.h"
+#include "records/recognise.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *copy = malloc(size ? size : 1); /* exact size: ASan catches reads past len */
     if (size)
         memcpy(copy, data, size);
-    enum ddp_class c = ddp_classify_line(copy, size);
+    enum ddp_class c = ddp_recognise_line(copy, size);
     if ((unsigned)c >= DDP_CLASS__COUNT)
         abort();
     if (c != DDP_CLASS_NONE && (ddp_class_name(c)[0] == '\0' || ddp_class_hint(c)[0] == '\0'))
