@@ -209,26 +209,35 @@ void ddp_sample_file_free(struct ddp_sample_file *f)
     f->fd = -1;
 }
 
+/* A /proc file (path), at most max bytes: 0 with *text (caller frees), -errno, or -ESRCH when empty. */
+static int read_proc(const char *path, size_t max, char **text)
+{
+    int rc = ddp_rundir_read_small(AT_FDCWD, path, max, text);
+    if (rc == 0 && !**text) {
+        free(*text);
+        rc = -ESRCH;
+    }
+    return rc;
+}
+
 /* Its state, process group, parent and start time (/proc/PID/stat). 0 or -errno. */
 static int proc_stat(pid_t pid, char *state, pid_t *pgid, unsigned long long *start)
 {
-    char path[64], buf[1024];
+    char path[64], *buf;
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -ESRCH;
-    buf[n] = 0;
+    int rc = read_proc(path, 1023, &buf);
+    if (rc < 0)
+        return rc;
     char *p = strrchr(buf, ')');
     int pg = 0;
     /* after the name: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
      * cstime priority nice num_threads itrealvalue starttime */
     if (!p || sscanf(p + 1, " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state,
                      &pg, start) != 3)
-        return -ESRCH;
+        rc = -ESRCH;
+    free(buf);
+    if (rc < 0)
+        return rc;
     *pgid = pg;
     return 0;
 }
@@ -236,22 +245,19 @@ static int proc_stat(pid_t pid, char *state, pid_t *pgid, unsigned long long *st
 /* The masks of one thread's /proc status: SigPnd, ShdPnd, SigBlk. 0 or -errno. */
 static int task_masks(const char *path, unsigned long long *pnd, unsigned long long *shd, unsigned long long *blk)
 {
-    char buf[4096];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -ESRCH;
-    buf[n] = 0;
+    char *buf;
+    int rc = read_proc(path, 4095, &buf);
+    if (rc < 0)
+        return rc;
     const char *a = strstr(buf, "\nSigPnd:"), *b = strstr(buf, "\nShdPnd:"), *c = strstr(buf, "\nSigBlk:");
-    if (!a || !b || !c)
-        return -EIO;
-    *pnd = strtoull(a + 8, NULL, 16);
-    *shd = strtoull(b + 8, NULL, 16);
-    *blk = strtoull(c + 8, NULL, 16);
-    return 0;
+    if (a && b && c) {
+        *pnd = strtoull(a + 8, NULL, 16);
+        *shd = strtoull(b + 8, NULL, 16);
+        *blk = strtoull(c + 8, NULL, 16);
+    } else
+        rc = -EIO;
+    free(buf);
+    return rc;
 }
 
 /* Every thread of PID but the sampler (SAMPLER: in sigwait, the kernel shows the signal unblocked) blocks SIG (a
