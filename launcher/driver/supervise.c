@@ -695,7 +695,7 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
 static void on_started(void *arg, struct ddp_runner_worker *k)
 {
     struct sup *s = arg;
-    ddp_records_attempt_flush(s->rec, k->run, false);
+    ddp_records_attempt_flush(s->rec, k->run);
     ddp_live_program(s->live, k);
 }
 
@@ -741,7 +741,6 @@ static void worker_failed(struct sup *s, const struct ddp_runner_worker *k)
 static void on_program_ended(void *arg, struct ddp_runner_worker *k, int status, int signo)
 {
     struct sup *s = arg;
-    ddp_records_attempt_flush(s->rec, k->run, true);
     if (!ddp_runner_is_current(k) || s->pol.state != DDP_PS_RUNNING)
         return;
     ddp_runner_program_ended(k, status, signo);
@@ -754,7 +753,6 @@ static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle
 {
     struct sup *s = arg;
     struct ddp_runner_attempt *r = k->run;
-    ddp_records_attempt_flush(s->rec, r, true);
     ddp_live_exited(s->live, k);
     ddp_records_worker_exit(s->rec, k);
     if (!ddp_runner_is_current(k))

@@ -15,9 +15,12 @@ struct ddp_jsonlog {
     int dirfd; /* borrowed */
     int fd;    /* events.jsonl, -1 once it stopped */
     uint64_t len;
-    int err;        /* errno of the write that stopped events.jsonl, or 0 */
-    char *tmp;      /* summary.json's temporary file */
-    int reserve_fd; /* it, holding DDP_JSONLOG_RESERVE bytes of the disk for the summary, or -1 */
+    int err;                 /* errno of the write that stopped events.jsonl, or 0 */
+    char *tmp;               /* summary.json's temporary file */
+    int reserve_fd;          /* it, holding DDP_JSONLOG_RESERVE bytes of the disk for the summary, or -1 */
+    bool held;               /* a place is held (ddp_jsonlog_hold): events wait in queue */
+    struct timespec held_ts; /* the held event's time */
+    json_t *queue;           /* events stamped while held, in order */
 };
 
 int ddp_jsonlog_open(int dirfd, const char *path, struct ddp_jsonlog **out, struct ddp_err *err)
@@ -31,6 +34,7 @@ int ddp_jsonlog_open(int dirfd, const char *path, struct ddp_jsonlog **out, stru
     r->dirfd = dirfd;
     r->fd = fd;
     r->tmp = ddp_xasprintf(".summary.json.%d", (int)getpid());
+    r->queue = json_array();
     /* a disk that fills during the run still takes the summary: its room is taken now */
     r->reserve_fd = openat(dirfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (r->reserve_fd >= 0 && fallocate(r->reserve_fd, 0, 0, DDP_JSONLOG_RESERVE) != 0) {
@@ -58,12 +62,15 @@ static int pwrite_all(int fd, const char *p, size_t n, off_t off)
     return 0;
 }
 
-static json_t *stamped(const char *name, json_t *fields)
+static json_t *stamped(const struct timespec *at, const char *name, json_t *fields)
 {
     struct timespec ts;
     char buf[32];
     json_t *o = json_object();
-    clock_gettime(CLOCK_REALTIME, &ts);
+    if (at)
+        ts = *at;
+    else
+        clock_gettime(CLOCK_REALTIME, &ts);
     json_object_set_new(o, "v", json_integer(DDP_JSONLOG_VERSION));
     json_object_set_new(o, "ts", json_string(ddp_time_iso(&ts, buf)));
     if (name)
@@ -74,13 +81,9 @@ static json_t *stamped(const char *name, json_t *fields)
     return o;
 }
 
-void ddp_jsonlog_event(struct ddp_jsonlog *r, const char *name, json_t *fields)
+/* Append the stamped event o (taken) as one line. */
+static void append(struct ddp_jsonlog *r, json_t *o)
 {
-    if (!r) {
-        json_decref(fields);
-        return;
-    }
-    json_t *o = stamped(name, fields);
     char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!line)
@@ -110,6 +113,47 @@ void ddp_jsonlog_event(struct ddp_jsonlog *r, const char *name, json_t *fields)
     free(line);
 }
 
+void ddp_jsonlog_event(struct ddp_jsonlog *r, const char *name, json_t *fields)
+{
+    if (!r) {
+        json_decref(fields);
+        return;
+    }
+    json_t *o = stamped(NULL, name, fields);
+    if (r->held)
+        json_array_append_new(r->queue, o);
+    else
+        append(r, o);
+}
+
+void ddp_jsonlog_hold(struct ddp_jsonlog *r)
+{
+    if (!r || r->held)
+        return;
+    r->held = true;
+    clock_gettime(CLOCK_REALTIME, &r->held_ts);
+}
+
+/* The queued events, in order; nothing is held any more. */
+static void release(struct ddp_jsonlog *r)
+{
+    size_t i;
+    json_t *o;
+    r->held = false;
+    json_array_foreach(r->queue, i, o) append(r, json_incref(o));
+    json_array_clear(r->queue);
+}
+
+void ddp_jsonlog_fill(struct ddp_jsonlog *r, const char *name, json_t *fields)
+{
+    if (!r || !r->held) {
+        ddp_jsonlog_event(r, name, fields);
+        return;
+    }
+    append(r, stamped(&r->held_ts, name, fields));
+    release(r);
+}
+
 int ddp_jsonlog_stopped(const struct ddp_jsonlog *r, uint64_t *len)
 {
     *len = r ? r->len : 0;
@@ -126,7 +170,7 @@ int ddp_jsonlog_summary(struct ddp_jsonlog *r, json_t *summary)
         json_decref(summary);
         return 0;
     }
-    o = stamped(NULL, summary);
+    o = stamped(NULL, NULL, summary);
     text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!text)
@@ -222,6 +266,8 @@ void ddp_jsonlog_close(struct ddp_jsonlog *r)
 {
     if (!r)
         return;
+    release(r); /* what waited for a place that was never filled */
+    json_decref(r->queue);
     if (r->fd >= 0)
         close(r->fd);
     if (r->reserve_fd >= 0) { /* no summary was written */

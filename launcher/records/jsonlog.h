@@ -27,6 +27,14 @@ int ddp_jsonlog_open(int dirfd, const char *path, struct ddp_jsonlog **out, stru
  * r == NULL is a no-op that still frees fields. A write that fails (a full disk) stops events.jsonl at its last
  * whole line (the part written is cut off): one warning, never fatal; later events are left out. */
 void ddp_jsonlog_event(struct ddp_jsonlog *r, const char *name, json_t *fields);
+/* Hold the next event's place and time: the events that come until ddp_jsonlog_fill() wait (each stamped when
+ * it came) and are written after the one that fills the place, stamped with the time it was held. An event
+ * whose fields are known only later (attempt_start names the programs' pids) keeps its place in the order.
+ * A place already held stays as it is; ddp_jsonlog_close() writes what still waits. r NULL: a no-op. */
+void ddp_jsonlog_hold(struct ddp_jsonlog *r);
+/* Fill the held place with this event (takes fields), then write the events that waited; without a held place
+ * it is ddp_jsonlog_event(). */
+void ddp_jsonlog_fill(struct ddp_jsonlog *r, const char *name, json_t *fields);
 /* events.jsonl stopped: the errno of the failed write and *len its bytes; 0 while it is written (or r NULL). */
 int ddp_jsonlog_stopped(const struct ddp_jsonlog *r, uint64_t *len);
 

@@ -235,19 +235,22 @@ static void ps_update(struct ddp_records *r, json_t *changes)
 
 static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt *run);
 
-/* attempt_start names each worker by its program's pid, as worker_exit does (issue 23 item 13): it is written
- * once every program started (the shim said its pid) or, at the latest, before the first worker's end. */
+/* attempt_start names each worker by its program's pid, as worker_exit does (issue 23 item 13): its place in
+ * events.jsonl is held from the attempt's start (the events meanwhile wait behind it) and it is written once no
+ * worker's shim is still starting its program: each one said its program's pid, or exited without. A rank that
+ * fails before another's program started does not make the late one's record name its shim. */
 void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_attempt *run)
 {
     r->unrecorded = run;
-    ddp_records_attempt_flush(r, run, false);
+    ddp_jsonlog_hold(r->rec);
+    ddp_records_attempt_flush(r, run);
 }
 
-void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run, bool now)
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run)
 {
     if (r->unrecorded != run)
         return;
-    for (size_t i = 0; i < run->nw && !now; i++) {
+    for (size_t i = 0; i < run->nw; i++) {
         const struct ddp_runner_worker *k = &run->w[i];
         if (k->pgid > 0 && k->pid == k->pgid && k->state == DDP_WS_RUNNING)
             return;
@@ -273,14 +276,14 @@ static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt
     if (run->nw)
         for (size_t i = 0; i < run->w[0].w->argv.n; i++)
             json_array_append_new(argv, ddp_jsonlog_text(run->w[0].w->argv.v[i]));
-    ddp_jsonlog_event(r->rec, "attempt_start",
-                      json_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
-                                "world_size", a->world_size, "master_port", a->master_port, "dir",
-                                ddp_jsonlog_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers",
-                                workers));
-    ps_update(r,
-              json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size, "nproc",
-                        (int)run->nw, "ranks_alive", (int)run->nw, "master_port", a->master_port, "gpus", gpus));
+    ddp_jsonlog_fill(r->rec, "attempt_start",
+                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
+                               "world_size", a->world_size, "master_port", a->master_port, "dir",
+                               ddp_jsonlog_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers",
+                               workers));
+    ps_update(r, json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size,
+                           "nproc", (int)run->nw, "ranks_alive", (int)(run->nw - run->nexited), "master_port",
+                           a->master_port, "gpus", gpus));
 }
 
 static const char *worker_class(const struct ddp_records *r, const struct ddp_runner_worker *k, char *buf, size_t n)
@@ -305,6 +308,7 @@ static const char *worker_class(const struct ddp_records *r, const struct ddp_ru
 void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     char cbuf[32];
+    ddp_records_attempt_flush(r, k->run); /* k no longer holds it back */
     ddp_jsonlog_event(r->rec, "worker_exit",
                       json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt, "rank",
                                 k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",

@@ -32,12 +32,13 @@ json_t *ddp_records_recorder(struct ddp_records *r);
 /* One event line (fields: taken; NULL = none). */
 void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
 
-/* An attempt's workers are being started: its attempt_start (ps: attempt, world size, GPUs, ranks alive) is
- * written once every program has started, so that it names the programs' pids; ddp_records_attempt_flush()
- * checks again (now: write it whatever the programs' state, before the first worker's end). */
+/* An attempt's workers are being started: its attempt_start (ps: attempt, world size, GPUs, ranks alive) takes
+ * its place in events.jsonl now and is written once every worker's program started or its shim exited, so that
+ * it names the programs' pids; the events that come meanwhile are written after it. ddp_records_attempt_flush()
+ * checks again (a program started). */
 void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_attempt *run);
-void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run, bool now);
-/* A worker's shim exited (worker_exit; ps: ranks alive). */
+void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run);
+/* A worker's shim exited (worker_exit; ps: ranks alive). Call it after k's state is DDP_WS_EXITED. */
 void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_worker *k);
 /* The first line of k's output that a failure class (cls) recognised, this attempt (len bytes of line; later
  * ones are ignored): the class its worker_exit and the ledger give it. */

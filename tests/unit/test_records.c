@@ -320,3 +320,42 @@ Test(records, success_has_no_root_cause)
     json_decref(s);
     attempt_free(a0);
 }
+
+/* CI, ASan build: rank 1 failed before rank 0's shim had started its program; attempt_start was written at that
+ * failure and named rank 0's shim, worker_exit its program. Now attempt_start waits for the late program, keeps
+ * its place before the failure's events, and names the pid worker_exit names. */
+Test(records, attempt_start_waits_for_a_late_program, .init = cr_redirect_stderr)
+{
+    struct job j;
+    job_open(&j);
+    struct ddp_runner_attempt *a0 = attempt(0, 2);
+    a0->w[0].pid = a0->w[0].pgid; /* rank 0's shim has not said its program's pid yet */
+    ddp_records_attempt_begin(j.r, a0);
+    ended(&a0->w[1], 3, 0); /* rank 1 fails first */
+    ddp_records_worker_exit(j.r, &a0->w[1]);
+    ddp_records_root(j.r, &a0->w[1], "exited with code 3", DDP_CLASS_NONE);
+    ddp_records_event(j.r, "probe", json_pack("{s:i}", "attempt", 0));
+    a0->w[0].pid = a0->w[0].pgid + 7; /* now its program started */
+    ddp_records_attempt_flush(j.r, a0);
+    ended(&a0->w[0], 0, SIGTERM);
+    ddp_records_worker_exit(j.r, &a0->w[0]);
+    ddp_records_job_end(j.r, 3, "failed", NULL);
+    job_close(&j);
+
+    size_t n;
+    json_t *evs = read_events(&n);
+    size_t from = 0;
+    json_t *start = ev_find(evs, "attempt_start", &from);
+    cr_expect_eq(from, 2u, "attempt_start comes right after job_start, not after the failure");
+    json_t *w0 = json_array_get(json_object_get(start, "workers"), 0);
+    cr_expect_eq(int_of(w0, "pid"), a0->w[0].pgid + 7, "attempt_start names rank 0's program, not its shim");
+    json_t *x1 = ev_find(evs, "worker_exit", &from);
+    cr_expect_eq(int_of(x1, "rank"), 1);
+    ev_find(evs, "probe", &from);
+    json_t *x0 = ev_find(evs, "worker_exit", &from);
+    cr_expect_eq(int_of(x0, "pid"), int_of(w0, "pid"), "one pid for rank 0 in attempt_start and worker_exit");
+    cr_expect(strcmp(str_of(start, "ts"), str_of(x1, "ts")) <= 0, "attempt_start is stamped when it began");
+    ev_find(evs, "job_end", &from);
+    json_decref(evs);
+    attempt_free(a0);
+}
