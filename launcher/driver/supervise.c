@@ -755,12 +755,6 @@ static void on_changed(void *arg, struct ddp_runner_worker *k)
     ddp_watch_changed(s->watch);
 }
 
-static void on_release(void *arg, struct ddp_runner_worker *k)
-{
-    (void)arg;
-    ddp_watch_release(k);
-}
-
 /* ---------------------------------------------------------------- signals */
 
 static void on_signal(void *arg, int signo)
@@ -809,7 +803,6 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         .grace_ms = s->spec->shutdown_timeout_ms,
         .logdir = ctx->logdir,
         .cgroup_base = s->cgroup_base,
-        .ext_size = ddp_watch_ext_size(),
         .ops = {.started = on_started,
                 .line = on_line,
                 .output = on_output,
@@ -817,8 +810,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
                 .program_ended = on_program_ended,
                 .exited = on_exited,
                 .done = on_done,
-                .changed = on_changed,
-                .release = on_release},
+                .changed = on_changed},
         .arg = s,
     };
     s->rn = ddp_runner_new(&rcfg);

@@ -160,12 +160,8 @@ struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid)
 
 static void run_free(struct ddp_runner_attempt *r)
 {
-    struct ddp_runner *rn = r->runner;
     for (size_t i = 0; i < r->nw; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        if (OPS(rn)->release)
-            OPS(rn)->release(rn->cfg.arg, k);
-        free(k->ext);
         ddp_stream_free(&k->s_out);
         ddp_stream_free(&k->s_err);
         ddp_logfile_close(&k->timed);
@@ -704,7 +700,6 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
         k->run = r;
         k->index = i;
         k->w = &r->plan.workers[i];
-        k->ext = ddp_xcalloc(1, rn->cfg.ext_size ? rn->cfg.ext_size : 1);
         k->s_out.file.fd = k->s_err.file.fd = k->timed.fd = -1;
     }
     rn->cur = r;

@@ -23,7 +23,8 @@ struct ddp_logdir;
 struct ddp_runner;
 struct ddp_runner_attempt;
 
-/* One worker of one attempt. Read-only for callers, except ext (theirs). */
+/* One worker of one attempt. Read-only for callers; a caller that keeps something per worker keeps it itself,
+ * by index (the watch's modules do). */
 struct ddp_runner_worker {
     struct ddp_runner_attempt *run;
     size_t index;               /* in run->w */
@@ -40,7 +41,6 @@ struct ddp_runner_worker {
     long long start_ms, end_ms;
     time_t end_wall;
     struct ddp_stream s_out, s_err;
-    void *ext; /* the caller's per-worker state: ext_size zeroed bytes (ddp_runner_config), freed with the run */
     /* the runner's own */
     uv_process_t proc;
     uv_pipe_t out, err, rep;
@@ -85,8 +85,6 @@ struct ddp_runner_ops {
     void (*done)(void *arg, struct ddp_runner_worker *k, bool all);
     /* after k exited or one of its streams reached EOF (after exited/done) */
     void (*changed)(void *arg, struct ddp_runner_worker *k);
-    /* a run's memory is about to go: free what the caller put in each worker's ext */
-    void (*release)(void *arg, struct ddp_runner_worker *k);
 };
 
 struct ddp_runner_config {
@@ -97,7 +95,6 @@ struct ddp_runner_config {
     long long grace_ms;        /* the shim's --grace-ms ([restart] shutdown_timeout) */
     struct ddp_logdir *logdir; /* per-rank stdout/stderr/timed logs, or NULL */
     const char *cgroup_base;   /* where attempt cgroups go, or NULL */
-    size_t ext_size;           /* bytes of caller state per worker (ddp_runner_worker.ext) */
     struct ddp_runner_ops ops;
     void *arg;
 };

@@ -9,7 +9,6 @@
 #include "watch/coll_timeout.h"
 #include "watch/ft_expiry.h"
 #include "watch/live.h"
-#include "watch/observe.h"
 #include "watch/sample.h"
 #include "watch/stall.h"
 #include "watch/wall.h"
@@ -18,6 +17,7 @@ struct ddp_watch {
     struct ddp_watch_config cfg;
     struct ddp_ft_expiry *timer;   /* torch's FileTimer, when [timeout] timer_file */
     struct ddp_capture *cap;       /* the hang capture */
+    struct ddp_coll_timeout *coll; /* the collective timeouts ranks print */
     struct ddp_stall *stall;       /* no life within [timeout] init, no progress for [timeout] stall */
     struct ddp_wall *wall;         /* [timeout] wall */
     struct ddp_live *live;         /* the live hang watch: stack samples, flight recorder, suspicion */
@@ -82,12 +82,26 @@ static const struct ddp_fr_state *live_fr(void *arg, size_t i, long long *still_
     return ddp_live_fr(w->live, i, still_ms);
 }
 
+/* what the other sources know of worker i, for the capture's verdict */
+static void capture_evidence(void *arg, size_t i, struct ddp_capture_evidence *ev)
+{
+    struct ddp_watch *w = arg;
+    ev->last_progress_ms = ddp_stall_progress_ms(w->stall, i);
+    ev->reported_timeout = ddp_coll_timeout_of(w->coll, i, &ev->tmo);
+}
+
 static int capture_open(struct ddp_watch *w, struct ddp_err *err)
 {
     (void)err;
     w->cap = ddp_capture_new(w->cfg.loop, w->cfg.ctx, w->cfg.rn, w->cfg.rec, w->cfg.decided, w->cfg.arg);
     ddp_capture_recorder(w->cap, live_fr, w);
+    ddp_capture_evidence(w->cap, capture_evidence, w);
     return 0;
+}
+
+static void capture_prepare(struct ddp_watch *w, const struct ddp_attempt *plan)
+{
+    ddp_capture_prepare(w->cap, plan);
 }
 
 static bool capture_line(struct ddp_watch *w, struct ddp_runner_worker *k, int which, const char *line, size_t len)
@@ -191,10 +205,27 @@ static void wall_free(struct ddp_watch *w)
 
 /* ---------------------------------------------------------------- collective timeouts ranks print (coll_timeout.h) */
 
+static int coll_open(struct ddp_watch *w, struct ddp_err *err)
+{
+    (void)err;
+    w->coll = ddp_coll_timeout_new(w->cfg.sink);
+    return 0;
+}
+
+static void coll_prepare(struct ddp_watch *w, const struct ddp_attempt *plan)
+{
+    ddp_coll_timeout_prepare(w->coll, plan);
+}
+
 static void coll_classified(struct ddp_watch *w, struct ddp_runner_worker *k, enum ddp_class c, const char *line,
                             size_t len)
 {
-    ddp_coll_timeout_line(&w->cfg.sink, k, c, line, len);
+    ddp_coll_timeout_line(w->coll, k, c, line, len);
+}
+
+static void coll_free(struct ddp_watch *w)
+{
+    ddp_coll_timeout_free(w->coll);
 }
 
 /* ---------------------------------------------------------------- the live watch (live.h: sample, recorder, progress)
@@ -278,6 +309,7 @@ static const struct source sources[] = {
     {.name = "filetimer", .open = timer_open, .prepare = timer_prepare, .close = timer_close, .free = timer_free},
     {.name = "capture",
      .open = capture_open,
+     .prepare = capture_prepare,
      .line = capture_line,
      .changed = capture_changed,
      .all_gone = capture_all_gone,
@@ -293,7 +325,11 @@ static const struct source sources[] = {
      .close = stall_close,
      .free = stall_free},
     {.name = "wall", .open = wall_open, .start = wall_start, .stop = wall_stop, .close = wall_close, .free = wall_free},
-    {.name = "coll_timeout", .classified = coll_classified},
+    {.name = "coll_timeout",
+     .open = coll_open,
+     .prepare = coll_prepare,
+     .classified = coll_classified,
+     .free = coll_free},
     {.name = "live",
      .open = live_open,
      .prepare = live_prepare,
@@ -443,16 +479,5 @@ void ddp_watch_capture_begin(struct ddp_watch *w, enum ddp_class tcls)
 
 bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worker *k)
 {
-    (void)w;
-    return ddp_observed(k)->cap != DDP_CAP_OUT;
-}
-
-size_t ddp_watch_ext_size(void)
-{
-    return sizeof(struct ddp_observed);
-}
-
-void ddp_watch_release(struct ddp_runner_worker *k)
-{
-    ddp_observed_clear(ddp_observed(k));
+    return ddp_capture_in(w->cap, k);
 }

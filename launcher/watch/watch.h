@@ -75,9 +75,4 @@ int ddp_watch_capture_possible(const struct ddp_watch *w);
 void ddp_watch_capture_begin(struct ddp_watch *w, enum ddp_class tcls);
 bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worker *k);
 
-/* The runner's per-worker slot the watch keeps its observations in (ddp_runner_config.ext_size), and what frees
- * what one holds (ddp_runner_ops.release). */
-size_t ddp_watch_ext_size(void);
-void ddp_watch_release(struct ddp_runner_worker *k);
-
 #endif
