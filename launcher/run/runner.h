@@ -22,6 +22,7 @@ enum ddp_worker_fail { DDP_WF_NONE, DDP_WF_EXEC, DDP_WF_BIND };
 struct ddp_logdir;
 struct ddp_runner;
 struct ddp_runner_attempt;
+struct ddp_runner_io;
 
 /* One worker of one attempt. Read-only for callers; a caller that keeps something per worker keeps it itself,
  * by index (the watch's modules do). */
@@ -40,13 +41,8 @@ struct ddp_runner_worker {
     int pgid;       /* the group to signal (the shim's pid), 0 = never started */
     long long start_ms, end_ms;
     time_t end_wall;
-    struct ddp_stream s_out, s_err;
-    /* the runner's own */
-    uv_process_t proc;
-    uv_pipe_t out, err, rep;
-    char rep_buf[sizeof(struct ddp_shim_record)];
-    size_t rep_len;
-    struct ddp_logfile timed; /* timed.log (fd -1 without log_dir) */
+    struct ddp_runner_io *io; /* the runner's own (libuv handles, pipes, line buffers): run/runner_internal.h,
+                                 read by no other module */
 };
 
 /* One attempt's workers. Freed once retired (ddp_runner_retire) and every libuv handle of it closed. */
@@ -140,6 +136,11 @@ void ddp_runner_give_up(struct ddp_runner *rn);
 
 /* The worker of the current attempt that is pid or whose group holds pid, when it runs; NULL otherwise. */
 struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid);
+
+/* The last lines k wrote on stderr (which 1) or stdout (0), oldest first, each to fn(arg, line) (output.h's
+ * ddp_stream_tail: what its stream keeps for the failure summary); nothing for a worker without io. */
+void ddp_runner_worker_tail(const struct ddp_runner_worker *k, int which, void (*fn)(void *arg, const char *line),
+                            void *arg);
 
 /* The worker's environment variable name, or NULL. */
 const char *ddp_runner_worker_env(const struct ddp_runner_worker *k, const char *name);

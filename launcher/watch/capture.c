@@ -368,7 +368,7 @@ static void gather(const struct ddp_capture *c, struct ddp_runner_attempt *r, st
         struct ddp_capture_evidence *e = &g->ev[i];
         struct ddp_hang_view tv = {0};
         struct ddp_buf tail = {0};
-        ddp_stream_tail(&k->s_err, push_line_nl, &tail);
+        ddp_runner_worker_tail(k, 1, push_line_nl, &tail);
         if (tail.len)
             ddp_hang_parse_stack(tail.data, tail.len, &tv);
         if (o->dump.len) {
