@@ -21,7 +21,7 @@
 #include "spec/nccl.h"
 #include "topo/place.h"
 #include "topo/topo.h"
-#include "watch/sample.h"
+#include "watch/watch.h"
 
 static int fail(struct ddp_launch *l, int status, int rc)
 {
@@ -674,12 +674,11 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
     }
     l->ctx.run_dir = l->run_dir;
     if (l->resolved.timeout_sample && l->run_dir) { /* live stack sampling: the sitecustomize the workers load */
-        if (ddp_sample_install(l->run_dir, &l->sample_pydir, &e) < 0) {
+        if (ddp_watch_install(l->run_dir, &l->sample_pydir, &l->ctx.sample_signal, &e) < 0) {
             ddp_warn("no live stack sampling: %s", e.msg);
             l->resolved.timeout_sample = false;
         }
         l->ctx.sample_pydir = l->sample_pydir;
-        l->ctx.sample_signal = ddp_sample_signal();
     }
     if (l->resolved.timer_file && l->run_dir) {
         l->timer_path = ddp_xasprintf("%s/timer", l->run_dir); /* the FIFO torch's FileTimerClient writes to */

@@ -2,11 +2,12 @@
  * policy (policy.h) and, on several nodes, the node agent's table (agent.h); everything that happens reaches it
  * as an event (the runner's workers, the timeout sources, signals, the control channel through nodes.h), goes
  * through the tables, and the actions they return are carried out here: the runner (runner.h) starts and signals
- * workers, records.h writes what happened, capture.h captures a hang's stacks, nodes.h sends to the other nodes.
+ * workers, records.h writes what happened, watch.h captures a hang's stacks, nodes.h sends to the other nodes.
  *
  * Who calls whom (no module is passed twice on one event's way):
  *   runner / timeout source / signal / coord -> supervise -> [nodes: translate] -> agent table -> policy table
- *   -> supervise carries the actions out -> runner, records, capture, nodes (send). */
+ *   -> supervise carries the actions out -> runner, records, watch (the hang capture), nodes (send).
+ * Every timeout and evidence source is the watch's (watch.h): the driver calls its one interface. */
 #include "driver/supervise.h"
 
 #include <signal.h>
@@ -23,22 +24,15 @@
 #include "driver/signals.h"
 #include "host/cgroup.h"
 #include "host/logdir.h"
-#include "records/recognise.h"
 #include "records/records.h"
 #include "records/report.h"
 #include "run/plan.h"
 #include "run/runner.h"
 #include "run/shim.h"
 #include "topo/place.h"
-#include "watch/capture.h"
-#include "watch/coll_timeout.h"
-#include "watch/ft_expiry.h"
 #include "watch/gpuwatch.h"
-#include "watch/live.h"
-#include "watch/observe.h"
-#include "watch/stall.h"
 #include "watch/timeout.h"
-#include "watch/wall.h"
+#include "watch/watch.h"
 
 /* Which driver this node runs: alone, node 0 of several, or another node. */
 enum role { ROLE_SINGLE, ROLE_LEADER, ROLE_FOLLOWER };
@@ -53,15 +47,9 @@ struct sup {
     struct ddp_agent agent; /* several nodes: the node agent's state (agent.h) */
     struct ddp_runner *rn;
     struct ddp_records *rec;
-    struct ddp_capture *cap;
-    struct ddp_stall *watch;
-    struct ddp_wall *wall;
-    struct ddp_live *live;         /* the live hang watch ([timeout] sample, on_suspect) */
-    struct ddp_ft_expiry *timer;   /* torch FileTimerServer, when [timeout] timer_file */
-    struct ddp_gpuwatch *gpuwatch; /* NVML's event set for the GPUs (gpuwatch.h), or NULL */
-    bool gpu_left_out;             /* a GPU fault or the restart check left a GPU out: the next attempt fits */
-    struct ddp_nodes *nodes;       /* several nodes */
-    struct ddp_timeout_sink sink;  /* where the timeout sources report: on_timeout */
+    struct ddp_watch *watch; /* the hang watch: every timeout and evidence source (watch.h) */
+    bool gpu_left_out;       /* a GPU fault or the restart check left a GPU out: the next attempt fits */
+    struct ddp_nodes *nodes; /* several nodes */
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force, join, joinlog;
     struct ddp_policy_action pending; /* START waiting for the backoff timer */
@@ -96,7 +84,7 @@ static enum ddp_class timeout_cls(const struct sup *s)
 /* Forget the current attempt (its memory goes once its handles are closed). */
 static void retire(struct sup *s)
 {
-    ddp_live_stop(s->live);
+    ddp_watch_stopping(s->watch);
     ddp_runner_retire(s->rn);
 }
 
@@ -107,12 +95,10 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
 {
     enum ddp_policy_state before = s->pol.state;
     struct ddp_policy_action a = ddp_policy_step(&s->pol, ev);
-    if (before == DDP_PS_RUNNING && s->pol.state != DDP_PS_RUNNING) {
-        ddp_stall_stop(s->watch); /* a timeout is news only while the attempt runs */
-        ddp_wall_stop(s->wall);
-    }
+    if (before == DDP_PS_RUNNING && s->pol.state != DDP_PS_RUNNING)
+        ddp_watch_attempt_stop(s->watch); /* a timeout is news only while the attempt runs */
     if (a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL))
-        ddp_live_stop(s->live); /* no suspicion while it is stopped */
+        ddp_watch_stopping(s->watch); /* no suspicion while it is stopped */
     if (s->role == ROLE_LEADER && ddp_agent_round_live(&s->agent) && before == DDP_PS_RUNNING &&
         s->pol.state == DDP_PS_STOPPING) {
         const char *why = s->stop_why                       ? s->stop_why
@@ -153,12 +139,8 @@ static void close_all(struct sup *s)
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
         uv_close((uv_handle_t *)timers[i], NULL);
     ddp_runner_close(s->rn);
-    ddp_capture_close(s->cap);
-    ddp_stall_close(s->watch);
-    ddp_wall_close(s->wall);
+    ddp_watch_close(s->watch);
     ddp_signals_close(s->sigs);
-    ddp_ft_expiry_close(s->timer);
-    ddp_gpuwatch_close(s->gpuwatch);
 }
 
 /* job_end and summary.json. */
@@ -191,12 +173,6 @@ static void launcher_failed(struct sup *s)
 
 /* ---------------------------------------------------------------- starting an attempt */
 
-static const char *heartbeat_of(void *arg, size_t i)
-{
-    struct sup *s = arg;
-    return ddp_stall_heartbeat(s->watch, i);
-}
-
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
  * started is a failure of the attempt, said on stderr), or a negative errno with s->err set and nothing
  * started. */
@@ -218,11 +194,9 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     }
     free(s->timeout_reason);
     s->timeout_reason = NULL;
-    ddp_ft_expiry_clear(s->timer);
     if (attempt > 0 && plan.gpu_reason)
         ddp_info("attempt %d: %s", attempt, plan.gpu_reason);
-    ddp_stall_prepare(s->watch, &plan);
-    ddp_live_prepare(s->live, &plan);
+    ddp_watch_prepare(s->watch, &plan);
     if (ddp_runner_start(s->rn, &plan, &r, s->err) < 0) {
         /* the workers started so far are stopped like after a failure; then we exit 1 */
         ddp_error("%s", s->err->msg);
@@ -235,9 +209,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         return 0;
     }
     ddp_records_attempt_begin(s->rec, r);
-    ddp_stall_start(s->watch, r);
-    ddp_wall_start(s->wall);
-    ddp_live_start(s->live, r, heartbeat_of, s);
+    ddp_watch_attempt_start(s->watch, r);
     return 0;
 }
 
@@ -260,7 +232,7 @@ static void leader_node_failed(struct sup *s, int status, const char *why, bool 
     if (status == DDP_EXIT_TIMEOUT) {
         free(s->timeout_reason);
         s->timeout_reason = ddp_xstrdup(why);
-        ev.capture = ddp_capture_possible(s->cap) > 0;
+        ev.capture = ddp_watch_capture_possible(s->watch) > 0;
     }
     s->stop_why = why;
     feed(s, &ev);
@@ -470,12 +442,6 @@ static void on_force(uv_timer_t *t)
     ddp_runner_give_up(s->rn);
 }
 
-/* the capture's verdict reads the flight recorders the live watch saw last (capture.h) */
-static const struct ddp_fr_state *live_fr(void *arg, size_t i, long long *still_ms)
-{
-    return ddp_live_fr(arg, i, still_ms);
-}
-
 static void capture_decided(void *arg)
 {
     feed_kind(arg, DDP_PE_CAPTURE_DONE);
@@ -493,7 +459,7 @@ static void apply(struct sup *s, const struct ddp_policy_action *act)
     if (a->flags & DDP_ACT_TERM_ALL)
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
-        ddp_capture_begin(s->cap, s->timeout_class);
+        ddp_watch_capture_begin(s->watch, s->timeout_class);
     if (a->flags & DDP_ACT_FORWARD)
         ddp_runner_signal_all(s->rn, a->signo);
     if (a->flags & DDP_ACT_KILL_ALL) {
@@ -686,7 +652,7 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
     ddp_records_root(s->rec, t->k, t->why, t->cls);
     ddp_records_timeout(s->rec, r->plan.attempt, t->cls, t->k, t->why);
     ddp_error("attempt %d: %s; stopping the workers", r->plan.attempt, t->why);
-    struct ddp_policy_event_data ev = {.kind = DDP_PE_TIMEOUT, .capture = ddp_capture_possible(s->cap) > 0};
+    struct ddp_policy_event_data ev = {.kind = DDP_PE_TIMEOUT, .capture = ddp_watch_capture_possible(s->watch) > 0};
     feed(s, &ev);
 }
 
@@ -696,32 +662,25 @@ static void on_started(void *arg, struct ddp_runner_worker *k)
 {
     struct sup *s = arg;
     ddp_records_attempt_flush(s->rec, k->run);
-    ddp_live_program(s->live, k);
+    ddp_watch_started(s->watch, k);
 }
 
 static void on_output(void *arg, struct ddp_runner_worker *k, long long now)
 {
     struct sup *s = arg;
-    ddp_stall_output(s->watch, k, now);
-    ddp_live_output(s->live, k, now);
+    ddp_watch_output(s->watch, k, now);
 }
 
 static void on_resumed(void *arg, long long now)
 {
     struct sup *s = arg;
-    ddp_stall_resumed(s->watch, now);
+    ddp_watch_resumed(s->watch, now);
 }
 
 static void on_line(void *arg, struct ddp_runner_worker *k, int which, const char *line, size_t len)
 {
     struct sup *s = arg;
-    if (ddp_capture_line(s->cap, k, which, line, len))
-        return;
-    enum ddp_class c = ddp_recognise_line(line, len);
-    if (c == DDP_CLASS_NONE)
-        return;
-    ddp_records_recognised(s->rec, k, c, line, len);
-    ddp_coll_timeout_line(&s->sink, k, c, line, len);
+    ddp_watch_line(s->watch, k, which, line, len);
 }
 
 /* k failed first: it is the root cause, the others are stopped. */
@@ -753,7 +712,7 @@ static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle
 {
     struct sup *s = arg;
     struct ddp_runner_attempt *r = k->run;
-    ddp_live_exited(s->live, k);
+    ddp_watch_exited(s->watch, k);
     ddp_records_worker_exit(s->rec, k);
     if (!ddp_runner_is_current(k))
         return;
@@ -766,7 +725,7 @@ static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle
             if (s->pol.state == DDP_PS_RUNNING)
                 worker_failed(s, k);
             else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && k->fail != DDP_WF_EXEC &&
-                     ddp_observed(k)->cap == DDP_CAP_OUT && k->signo != SIGTERM && k->signo != SIGKILL &&
+                     !ddp_watch_captured(s->watch, k) && k->signo != SIGTERM && k->signo != SIGKILL &&
                      k->status != ddp_exit_signal(SIGTERM))
                 ddp_records_other(s->rec, k); /* a failure of its own while we were stopping */
         }
@@ -783,11 +742,9 @@ static void on_done(void *arg, struct ddp_runner_worker *k, bool all)
     struct sup *s = arg;
     if (!all || !ddp_runner_is_current(k))
         return;
-    ddp_capture_all_gone(s->cap); /* every rank is gone: decide before the policy ends the attempt */
+    ddp_watch_all_gone(s->watch); /* every rank is gone: the capture decides before the policy ends the attempt */
     uv_timer_stop(&s->grace);
     uv_timer_stop(&s->force);
-    ddp_stall_stop(s->watch);
-    ddp_wall_stop(s->wall);
     all_done(s);
 }
 
@@ -795,13 +752,7 @@ static void on_changed(void *arg, struct ddp_runner_worker *k)
 {
     struct sup *s = arg;
     (void)k;
-    ddp_capture_changed(s->cap);
-}
-
-static void on_release(void *arg, struct ddp_runner_worker *k)
-{
-    (void)arg;
-    ddp_observed_clear(ddp_observed(k));
+    ddp_watch_changed(s->watch);
 }
 
 /* ---------------------------------------------------------------- signals */
@@ -831,7 +782,6 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->spec = ctx->spec;
     s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
-    s->sink = (struct ddp_timeout_sink){on_timeout, s};
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
@@ -853,7 +803,6 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         .grace_ms = s->spec->shutdown_timeout_ms,
         .logdir = ctx->logdir,
         .cgroup_base = s->cgroup_base,
-        .ext_size = sizeof(struct ddp_observed),
         .ops = {.started = on_started,
                 .line = on_line,
                 .output = on_output,
@@ -861,8 +810,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
                 .program_ended = on_program_ended,
                 .exited = on_exited,
                 .done = on_done,
-                .changed = on_changed,
-                .release = on_release},
+                .changed = on_changed},
         .arg = s,
     };
     s->rn = ddp_runner_new(&rcfg);
@@ -873,23 +821,20 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     }
     /* Signals first, so that one arriving while the workers start is not lost. */
     s->sigs = ddp_signals_start(&s->loop, s->spec, on_signal, s);
-    if (ctx->timer_file && s->spec->timer_file) {
-        rc = ddp_ft_expiry_start(&s->loop, ctx->timer_file, s->rn, s->sink, &s->timer, err);
-        if (rc < 0) {
-            ddp_error("%s", err->msg);
-            s->launcher_failed = true;
-        }
-    }
     s->rec = ddp_records_open(ctx, ddp_runner_output(s->rn));
-    s->cap = ddp_capture_new(&s->loop, ctx, s->rn, s->rec, capture_decided, s);
-    s->watch = ddp_stall_new(&s->loop, s->spec, s->rn, s->sink);
-    s->wall = ddp_wall_new(&s->loop, s->spec->timeout_wall_ms, s->sink);
-    s->live = ddp_live_new(&s->loop, s->spec, ctx->hostname, ddp_records_record(s->rec), ddp_records_stragglers(s->rec),
-                           s->sink);
-    ddp_live_recorder(s->live, ddp_records_recorder(s->rec));
-    ddp_capture_recorder(s->cap, live_fr, s->live);
+    struct ddp_watch_config wcfg = {.loop = &s->loop,
+                                    .ctx = ctx,
+                                    .rn = s->rn,
+                                    .rec = s->rec,
+                                    .sink = {on_timeout, s},
+                                    .decided = capture_decided,
+                                    .gpu_event = on_gpu_event,
+                                    .arg = s};
+    if (ddp_watch_open(&wcfg, &s->watch, err) < 0) {
+        ddp_error("%s", err->msg);
+        s->launcher_failed = true;
+    }
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
-    s->gpuwatch = ddp_gpuwatch_start(&s->loop, ctx->topo, on_gpu_event, s);
     rc = s->launcher_failed ? -1 : multi ? nodes_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
         if (!s->launcher_failed && !multi)
@@ -906,13 +851,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     uv_loop_close(&s->loop);
     ddp_runner_free(s->rn);
     ddp_records_close(s->rec);
-    ddp_capture_free(s->cap);
-    ddp_stall_free(s->watch);
-    ddp_wall_free(s->wall);
-    ddp_live_free(s->live);
+    ddp_watch_free(s->watch);
     ddp_nodes_free(s->nodes);
-    ddp_ft_expiry_free(s->timer);
-    ddp_gpuwatch_free(s->gpuwatch);
     free(s->sigs);
     free(s->exclude);
     free(s->cgroup_base);

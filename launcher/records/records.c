@@ -432,7 +432,7 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
         e->reason = ddp_xstrdup(k->bind_msg);
     }
     gpu_cause(r, e, k, c);
-    ddp_stream_tail(&k->s_err, push_tail, &e->tail);
+    ddp_runner_worker_tail(k, 1, push_tail, &e->tail);
 }
 
 void ddp_records_root(struct ddp_records *r, const struct ddp_runner_worker *k, const char *reason, enum ddp_class tcls)

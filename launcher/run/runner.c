@@ -13,6 +13,7 @@
 #include "host/cgroup.h"
 #include "host/logdir.h"
 #include "run/pty.h"
+#include "run/runner_internal.h"
 
 /* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
 #define PIPE_SIZE (256 * 1024)
@@ -50,14 +51,21 @@ const char *ddp_runner_worker_env(const struct ddp_runner_worker *k, const char 
     return i >= 0 ? k->w->envp.v[i] + strlen(name) + 1 : NULL;
 }
 
+void ddp_runner_worker_tail(const struct ddp_runner_worker *k, int which, void (*fn)(void *arg, const char *line),
+                            void *arg)
+{
+    if (k->io) /* NULL: a stand-in no runner started (tests) */
+        ddp_stream_tail(which ? &k->io->s_err : &k->io->s_out, fn, arg);
+}
+
 /* ---------------------------------------------------------------- back-pressure */
 
 static void read_streams(struct ddp_runner_worker *k)
 {
-    if (k->open & DDP_RS_OUT && !uv_is_closing((uv_handle_t *)&k->out))
-        uv_read_start((uv_stream_t *)&k->out, on_alloc, on_read);
-    if (k->open & DDP_RS_ERR && !uv_is_closing((uv_handle_t *)&k->err))
-        uv_read_start((uv_stream_t *)&k->err, on_alloc, on_read);
+    if (k->open & DDP_RS_OUT && !uv_is_closing((uv_handle_t *)&k->io->out))
+        uv_read_start((uv_stream_t *)&k->io->out, on_alloc, on_read);
+    if (k->open & DDP_RS_ERR && !uv_is_closing((uv_handle_t *)&k->io->err))
+        uv_read_start((uv_stream_t *)&k->io->err, on_alloc, on_read);
 }
 
 /* Read or stop reading every output pipe of the current attempt that is still open. */
@@ -72,10 +80,10 @@ static void set_reading(struct ddp_runner *rn, bool on)
             read_streams(k);
             continue;
         }
-        if (k->open & DDP_RS_OUT && !uv_is_closing((uv_handle_t *)&k->out))
-            uv_read_stop((uv_stream_t *)&k->out);
-        if (k->open & DDP_RS_ERR && !uv_is_closing((uv_handle_t *)&k->err))
-            uv_read_stop((uv_stream_t *)&k->err);
+        if (k->open & DDP_RS_OUT && !uv_is_closing((uv_handle_t *)&k->io->out))
+            uv_read_stop((uv_stream_t *)&k->io->out);
+        if (k->open & DDP_RS_ERR && !uv_is_closing((uv_handle_t *)&k->io->err))
+            uv_read_stop((uv_stream_t *)&k->io->err);
     }
 }
 
@@ -160,16 +168,13 @@ struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid)
 
 static void run_free(struct ddp_runner_attempt *r)
 {
-    struct ddp_runner *rn = r->runner;
     for (size_t i = 0; i < r->nw; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        if (OPS(rn)->release)
-            OPS(rn)->release(rn->cfg.arg, k);
-        free(k->ext);
-        ddp_stream_free(&k->s_out);
-        ddp_stream_free(&k->s_err);
-        ddp_logfile_close(&k->timed);
+        ddp_stream_free(&k->io->s_out);
+        ddp_stream_free(&k->io->s_err);
+        ddp_logfile_close(&k->io->timed);
         free(k->bind_msg);
+        free(k->io);
     }
     if (r->cgroup) { /* normally already ended in attempt_cgroup_end() */
         ddp_cgroup_kill_remove(r->cgroup);
@@ -277,8 +282,8 @@ static void changed(struct ddp_runner_worker *k)
 static void drain_output(struct ddp_runner_worker *k)
 {
     struct ddp_runner *rn = k->run->runner;
-    uv_pipe_t *pipes[2] = {&k->out, &k->err};
-    struct ddp_stream *streams[2] = {&k->s_out, &k->s_err};
+    uv_pipe_t *pipes[2] = {&k->io->out, &k->io->err};
+    struct ddp_stream *streams[2] = {&k->io->s_out, &k->io->s_err};
     unsigned bit[2] = {DDP_RS_OUT, DDP_RS_ERR};
     for (int i = 0; i < 2; i++) {
         uv_os_fd_t fd;
@@ -345,19 +350,19 @@ static void handle_record(struct ddp_runner_worker *k, const struct ddp_shim_rec
 static void rep_bytes(struct ddp_runner_worker *k, const char *p, size_t n)
 {
     while (n > 0) {
-        size_t take = sizeof(k->rep_buf) - k->rep_len;
+        size_t take = sizeof(k->io->rep_buf) - k->io->rep_len;
         if (take > n)
             take = n;
-        memcpy(k->rep_buf + k->rep_len, p, take);
-        k->rep_len += take;
+        memcpy(k->io->rep_buf + k->io->rep_len, p, take);
+        k->io->rep_len += take;
         p += take;
         n -= take;
-        if (k->rep_len == sizeof(k->rep_buf)) {
+        if (k->io->rep_len == sizeof(k->io->rep_buf)) {
             struct ddp_shim_record rec;
-            memcpy(&rec, k->rep_buf, sizeof(rec));
+            memcpy(&rec, k->io->rep_buf, sizeof(rec));
             rec.msg[sizeof(rec.msg) - 1] = '\0';
             handle_record(k, &rec);
-            k->rep_len = 0;
+            k->io->rep_len = 0;
         }
     }
 }
@@ -367,7 +372,7 @@ static void drain_report(struct ddp_runner_worker *k)
 {
     uv_os_fd_t fd;
     char buf[sizeof(struct ddp_shim_record) * 4];
-    if (!(k->open & DDP_RS_REP) || uv_fileno((uv_handle_t *)&k->rep, &fd) != 0)
+    if (!(k->open & DDP_RS_REP) || uv_fileno((uv_handle_t *)&k->io->rep, &fd) != 0)
         return;
     for (;;) {
         ssize_t n = read(fd, buf, sizeof(buf));
@@ -427,11 +432,11 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
 static void stream_eof(struct ddp_runner_worker *k, unsigned bit)
 {
     struct ddp_runner *rn = k->run->runner;
-    uv_handle_t *h = bit == DDP_RS_OUT   ? (uv_handle_t *)&k->out
-                     : bit == DDP_RS_ERR ? (uv_handle_t *)&k->err
-                                         : (uv_handle_t *)&k->rep;
+    uv_handle_t *h = bit == DDP_RS_OUT   ? (uv_handle_t *)&k->io->out
+                     : bit == DDP_RS_ERR ? (uv_handle_t *)&k->io->err
+                                         : (uv_handle_t *)&k->io->rep;
     if (bit != DDP_RS_REP)
-        ddp_stream_finish(&rn->out, bit == DDP_RS_OUT ? &k->s_out : &k->s_err);
+        ddp_stream_finish(&rn->out, bit == DDP_RS_OUT ? &k->io->s_out : &k->io->s_err);
     close_handle(h);
 }
 
@@ -476,7 +481,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
     struct ddp_runner_worker *k = st->data;
     struct ddp_runner *rn = k->run->runner;
-    if (st == (uv_stream_t *)&k->rep) {
+    if (st == (uv_stream_t *)&k->io->rep) {
         if (n > 0) {
             rep_bytes(k, buf->base, (size_t)n);
             return;
@@ -487,9 +492,9 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         }
         return;
     }
-    bool is_out = st == (uv_stream_t *)&k->out;
+    bool is_out = st == (uv_stream_t *)&k->io->out;
     if (n > 0) {
-        ddp_stream_feed(&rn->out, is_out ? &k->s_out : &k->s_err, buf->base, (size_t)n);
+        ddp_stream_feed(&rn->out, is_out ? &k->io->s_out : &k->io->s_err, buf->base, (size_t)n);
         if (OPS(rn)->output)
             OPS(rn)->output(rn->cfg.arg, k, ddp_now_ms());
         console_flush(rn);
@@ -524,9 +529,9 @@ static int open_streams(struct ddp_runner *rn, struct ddp_runner_worker *k, stru
         if (rc < 0)
             return ddp_errf(err, rc, "rank %d: cannot create log dir %s: %s", w->rank, w->log_dir, strerror(-rc));
     }
-    ddp_stream_init(&k->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], -1);
-    ddp_stream_init(&k->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], -1);
-    struct ddp_logfile *files[3] = {&k->s_out.file, &k->s_err.file, &k->timed};
+    ddp_stream_init(&k->io->s_out, 0, w->prefix[0], w->to_console[0], w->raw[0], -1);
+    ddp_stream_init(&k->io->s_err, 1, w->prefix[1], w->to_console[1], w->raw[1], -1);
+    struct ddp_logfile *files[3] = {&k->io->s_out.file, &k->io->s_err.file, &k->io->timed};
     for (int i = 0; ld && i < 3; i++) { /* run_free() closes them, also after a failure here */
         char *rel = ddp_xasprintf("attempt_%d/%d/%s", k->run->plan.attempt, w->local_rank, log_names[i]);
         rc = ddp_logdir_create_file(ld, rel, err);
@@ -536,11 +541,11 @@ static int open_streams(struct ddp_runner *rn, struct ddp_runner_worker *k, stru
             return rc;
     }
     if (ld)
-        k->s_out.timed = k->s_err.timed = &k->timed;
-    k->s_out.on_line = on_line;
-    k->s_out.arg = k;
-    k->s_err.on_line = on_line;
-    k->s_err.arg = k;
+        k->io->s_out.timed = k->io->s_err.timed = &k->io->timed;
+    k->io->s_out.on_line = on_line;
+    k->io->s_out.arg = k;
+    k->io->s_err.on_line = on_line;
+    k->io->s_err.arg = k;
     return 0;
 }
 
@@ -631,10 +636,10 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
         return rc;
     shim_argv(rn, k, &args);
 
-    uv_pipe_init(loop, &k->out, 0);
-    uv_pipe_init(loop, &k->err, 0);
-    uv_pipe_init(loop, &k->rep, 0);
-    k->out.data = k->err.data = k->rep.data = k->proc.data = k;
+    uv_pipe_init(loop, &k->io->out, 0);
+    uv_pipe_init(loop, &k->io->err, 0);
+    uv_pipe_init(loop, &k->io->rep, 0);
+    k->io->out.data = k->io->err.data = k->io->rep.data = k->io->proc.data = k;
     k->run->open_handles += 3;
 
     memset(&o, 0, sizeof(o));
@@ -656,7 +661,7 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     o.stdio_count = 4;
     o.stdio = io;
     k->start_ms = ddp_now_ms();
-    rc = uv_spawn(loop, &k->proc, &o);
+    rc = uv_spawn(loop, &k->io->proc, &o);
     close(rp[1]);
     close(op[1]);
     close(ep[1]);
@@ -665,21 +670,21 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
         close(rp[0]);
         close(op[0]);
         close(ep[0]);
-        close_handle((uv_handle_t *)&k->out);
-        close_handle((uv_handle_t *)&k->err);
-        close_handle((uv_handle_t *)&k->rep);
+        close_handle((uv_handle_t *)&k->io->out);
+        close_handle((uv_handle_t *)&k->io->err);
+        close_handle((uv_handle_t *)&k->io->rep);
         return ddp_errf(err, rc, "rank %d: cannot start %s: %s", w->rank, rn->cfg.self_exe, uv_strerror(rc));
     }
     k->run->open_handles++;
     step(k, DDP_WE_SPAWNED, 0);
-    k->pid = k->proc.pid;
-    k->pgid = k->proc.pid;
-    uv_pipe_open(&k->out, op[0]);
-    uv_pipe_open(&k->err, ep[0]);
-    uv_pipe_open(&k->rep, rp[0]);
+    k->pid = k->io->proc.pid;
+    k->pgid = k->io->proc.pid;
+    uv_pipe_open(&k->io->out, op[0]);
+    uv_pipe_open(&k->io->err, ep[0]);
+    uv_pipe_open(&k->io->rep, rp[0]);
     if (!rn->paused)
         read_streams(k);
-    uv_read_start((uv_stream_t *)&k->rep, on_alloc, on_read);
+    uv_read_start((uv_stream_t *)&k->io->rep, on_alloc, on_read);
     return 0;
 }
 
@@ -704,8 +709,8 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
         k->run = r;
         k->index = i;
         k->w = &r->plan.workers[i];
-        k->ext = ddp_xcalloc(1, rn->cfg.ext_size ? rn->cfg.ext_size : 1);
-        k->s_out.file.fd = k->s_err.file.fd = k->timed.fd = -1;
+        k->io = ddp_xcalloc(1, sizeof(*k->io));
+        k->io->s_out.file.fd = k->io->s_err.file.fd = k->io->timed.fd = -1;
     }
     rn->cur = r;
     *out = r;
@@ -737,7 +742,7 @@ static void on_winch(uv_signal_t *h, int signo)
     for (size_t i = 0; r && i < r->nw; i++) {
         struct ddp_runner_worker *k = &r->w[i];
         for (int j = 0; j < 2; j++) {
-            uv_handle_t *st = j ? (uv_handle_t *)&k->err : (uv_handle_t *)&k->out;
+            uv_handle_t *st = j ? (uv_handle_t *)&k->io->err : (uv_handle_t *)&k->io->out;
             uv_os_fd_t fd;
             if (k->w->tty[j] && k->state != DDP_WS_NEW && (k->open & (j ? DDP_RS_ERR : DDP_RS_OUT)) &&
                 !uv_is_closing(st) && uv_fileno(st, &fd) == 0)

@@ -22,8 +22,10 @@ enum ddp_worker_fail { DDP_WF_NONE, DDP_WF_EXEC, DDP_WF_BIND };
 struct ddp_logdir;
 struct ddp_runner;
 struct ddp_runner_attempt;
+struct ddp_runner_io;
 
-/* One worker of one attempt. Read-only for callers, except ext (theirs). */
+/* One worker of one attempt. Read-only for callers; a caller that keeps something per worker keeps it itself,
+ * by index (the watch's modules do). */
 struct ddp_runner_worker {
     struct ddp_runner_attempt *run;
     size_t index;               /* in run->w */
@@ -39,14 +41,8 @@ struct ddp_runner_worker {
     int pgid;       /* the group to signal (the shim's pid), 0 = never started */
     long long start_ms, end_ms;
     time_t end_wall;
-    struct ddp_stream s_out, s_err;
-    void *ext; /* the caller's per-worker state: ext_size zeroed bytes (ddp_runner_config), freed with the run */
-    /* the runner's own */
-    uv_process_t proc;
-    uv_pipe_t out, err, rep;
-    char rep_buf[sizeof(struct ddp_shim_record)];
-    size_t rep_len;
-    struct ddp_logfile timed; /* timed.log (fd -1 without log_dir) */
+    struct ddp_runner_io *io; /* the runner's own (libuv handles, pipes, line buffers): run/runner_internal.h,
+                                 read by no other module */
 };
 
 /* One attempt's workers. Freed once retired (ddp_runner_retire) and every libuv handle of it closed. */
@@ -85,8 +81,6 @@ struct ddp_runner_ops {
     void (*done)(void *arg, struct ddp_runner_worker *k, bool all);
     /* after k exited or one of its streams reached EOF (after exited/done) */
     void (*changed)(void *arg, struct ddp_runner_worker *k);
-    /* a run's memory is about to go: free what the caller put in each worker's ext */
-    void (*release)(void *arg, struct ddp_runner_worker *k);
 };
 
 struct ddp_runner_config {
@@ -97,7 +91,6 @@ struct ddp_runner_config {
     long long grace_ms;        /* the shim's --grace-ms ([restart] shutdown_timeout) */
     struct ddp_logdir *logdir; /* per-rank stdout/stderr/timed logs, or NULL */
     const char *cgroup_base;   /* where attempt cgroups go, or NULL */
-    size_t ext_size;           /* bytes of caller state per worker (ddp_runner_worker.ext) */
     struct ddp_runner_ops ops;
     void *arg;
 };
@@ -143,6 +136,11 @@ void ddp_runner_give_up(struct ddp_runner *rn);
 
 /* The worker of the current attempt that is pid or whose group holds pid, when it runs; NULL otherwise. */
 struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid);
+
+/* The last lines k wrote on stderr (which 1) or stdout (0), oldest first, each to fn(arg, line) (output.h's
+ * ddp_stream_tail: what its stream keeps for the failure summary); nothing for a worker without io. */
+void ddp_runner_worker_tail(const struct ddp_runner_worker *k, int which, void (*fn)(void *arg, const char *line),
+                            void *arg);
 
 /* The worker's environment variable name, or NULL. */
 const char *ddp_runner_worker_env(const struct ddp_runner_worker *k, const char *name);

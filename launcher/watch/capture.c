@@ -10,7 +10,6 @@
 
 #include "host/logdir.h"
 #include "watch/hang.h"
-#include "watch/observe.h"
 
 /* ---------------------------------------------------------------- the table */
 
@@ -62,7 +61,23 @@ const char *ddp_cevent_name(enum ddp_capture_event e)
 
 /* ---------------------------------------------------------------- effects */
 
+/* A worker's part in the capture.
+ *   OUT      not in it
+ *   IN       in it: SIGABRT sent or to be sent, or (it reported a collective timeout) waited for
+ *   DUMPED   its fault handler printed its last line: its stack is whole */
+enum part { OUT, IN, DUMPED };
+
+/* What the capture keeps of a worker of the current attempt. */
+struct captured {
+    enum part part;
+    struct ddp_buf dump; /* stderr lines after the SIGABRT: the stack dump */
+};
+
 struct ddp_capture {
+    struct captured *of; /* per worker of the current attempt (ddp_capture_prepare), n of them */
+    size_t n;
+    void (*evidence)(void *arg, size_t i, struct ddp_capture_evidence *ev);
+    void *evidence_arg;
     const struct ddp_plan_ctx *ctx;
     struct ddp_runner *rn;
     struct ddp_records *rec;
@@ -105,6 +120,56 @@ void ddp_capture_recorder(struct ddp_capture *c,
     c->fr_arg = arg;
 }
 
+void ddp_capture_evidence(struct ddp_capture *c, void (*fn)(void *arg, size_t i, struct ddp_capture_evidence *ev),
+                          void *arg)
+{
+    c->evidence = fn;
+    c->evidence_arg = arg;
+}
+
+/* What the other sources know of worker i (zero without them). */
+static struct ddp_capture_evidence evidence_of(const struct ddp_capture *c, size_t i)
+{
+    struct ddp_capture_evidence ev = {0};
+    if (c->evidence)
+        c->evidence(c->evidence_arg, i, &ev);
+    return ev;
+}
+
+static void forget(struct ddp_capture *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        ddp_buf_free(&c->of[i].dump);
+    free(c->of);
+    c->of = NULL;
+    c->n = 0;
+}
+
+void ddp_capture_prepare(struct ddp_capture *c, const struct ddp_attempt *plan)
+{
+    forget(c);
+    c->n = plan->nworkers;
+    c->of = ddp_xcalloc(c->n ? c->n : 1, sizeof(*c->of));
+}
+
+/* k's entry, when k is of the current attempt. */
+static struct captured *of(const struct ddp_capture *c, const struct ddp_runner_worker *k)
+{
+    return ddp_runner_is_current(k) && k->index < c->n ? &c->of[k->index] : NULL;
+}
+
+/* Worker i's part (OUT past the attempt's workers). */
+static enum part part_of(const struct ddp_capture *c, size_t i)
+{
+    return i < c->n ? c->of[i].part : OUT;
+}
+
+bool ddp_capture_in(const struct ddp_capture *c, const struct ddp_runner_worker *k)
+{
+    const struct captured *o = of(c, k);
+    return o && o->part != OUT;
+}
+
 void ddp_capture_close(struct ddp_capture *c)
 {
     if (!uv_is_closing((uv_handle_t *)&c->timer))
@@ -113,6 +178,8 @@ void ddp_capture_close(struct ddp_capture *c)
 
 void ddp_capture_free(struct ddp_capture *c)
 {
+    if (c)
+        forget(c);
     free(c);
 }
 
@@ -146,7 +213,8 @@ void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls)
         return;
     for (size_t i = 0; i < r->nw; i++)
         if (can_capture(&r->w[i])) {
-            ddp_observed(&r->w[i])->cap = DDP_CAP_IN;
+            if (i < c->n)
+                c->of[i].part = IN;
             n++;
         }
     c->start_ms = ddp_now_ms();
@@ -167,8 +235,7 @@ static void abort_ranks(struct ddp_capture *c)
     struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     for (size_t i = 0; r && i < r->nw; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        const struct ddp_observed *o = ddp_observed(k);
-        if (o->cap != DDP_CAP_OUT && !o->tmo.waiting)
+        if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting)
             ddp_runner_signal_program(k, SIGABRT);
     }
 }
@@ -181,8 +248,7 @@ static bool complete(const struct ddp_capture *c)
     struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     for (size_t i = 0; r && i < r->nw; i++) {
         const struct ddp_runner_worker *k = &r->w[i];
-        const struct ddp_observed *o = ddp_observed(k);
-        if (o->cap == DDP_CAP_IN && !o->tmo.op[0] && (k->state < DDP_WS_EXITED || (k->open & DDP_RS_ERR)))
+        if (part_of(c, i) == IN && !evidence_of(c, i).tmo.op[0] && (k->state < DDP_WS_EXITED || (k->open & DDP_RS_ERR)))
             return false;
     }
     return true;
@@ -204,15 +270,15 @@ void ddp_capture_all_gone(struct ddp_capture *c)
 
 bool ddp_capture_line(struct ddp_capture *c, struct ddp_runner_worker *k, int which, const char *line, size_t len)
 {
-    struct ddp_observed *o = ddp_observed(k);
-    if (o->cap == DDP_CAP_OUT || which != 1 || o->dump.len >= (256u << 10))
+    struct captured *o = of(c, k);
+    if (!o || o->part == OUT || which != 1 || o->dump.len >= (256u << 10))
         return false;
     ddp_buf_add(&o->dump, line, len);
     ddp_buf_add(&o->dump, "\n", 1);
     /* the fault handler's last line (Python >= 3.10): the stack is whole, no need to wait for the exit
      * (measured on H200s: a CUDA process takes seconds to die after SIGABRT) */
     if (c->state == DDP_CS_WAITING && len >= 19 && memcmp(line, "Extension modules: ", 19) == 0) {
-        o->cap = DDP_CAP_DUMPED;
+        o->part = DUMPED;
         ddp_capture_changed(c);
         return true;
     }
@@ -252,7 +318,8 @@ struct gathered {
     size_t n;
     struct ddp_hang_view *views;
     struct ddp_hang_input *in;
-    struct ddp_buf *texts; /* each rank's stack text, for stacks.txt */
+    struct ddp_capture_evidence *ev; /* what the other sources knew of each */
+    struct ddp_buf *texts;           /* each rank's stack text, for stacks.txt */
     bool *culprit;
     struct ddp_hang_verdict v;
     json_t *ranks, *fr; /* summary.json's hang.ranks and hang.flight_recorder */
@@ -292,14 +359,16 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attem
 }
 
 /* Each rank's stack (the fault handler's dump, or the traceback of a rank that reported its timeout). */
-static void gather(struct ddp_runner_attempt *r, struct gathered *g)
+static void gather(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g)
 {
     for (size_t i = 0; i < g->n; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        struct ddp_observed *o = ddp_observed(k);
+        struct captured none = {0};
+        const struct captured *o = i < c->n ? &c->of[i] : &none;
+        struct ddp_capture_evidence *e = &g->ev[i];
         struct ddp_hang_view tv = {0};
         struct ddp_buf tail = {0};
-        ddp_stream_tail(&k->s_err, push_line_nl, &tail);
+        ddp_runner_worker_tail(k, 1, push_line_nl, &tail);
         if (tail.len)
             ddp_hang_parse_stack(tail.data, tail.len, &tv);
         if (o->dump.len) {
@@ -315,9 +384,10 @@ static void gather(struct ddp_runner_attempt *r, struct gathered *g)
         ddp_buf_free(&tail);
         /* a zombie now is a rank this capture's SIGABRT just ended: only a stopped rank is a suspect here */
         char st = ddp_runner_worker_running(k) ? ddp_proc_state(k->pid) : 0;
+        *e = evidence_of(c, i);
         g->in[i] = (struct ddp_hang_input){k->w->rank,          g->views[i].nframes ? &g->views[i] : NULL,
-                                           o->reported_timeout, ddp_runner_worker_running(k),
-                                           o->last_progress_ms, o->tmo.waiting ? &o->tmo : NULL,
+                                           e->reported_timeout, ddp_runner_worker_running(k),
+                                           e->last_progress_ms, e->tmo.waiting ? &e->tmo : NULL,
                                            st == 'Z' ? 0 : st};
         json_t *f = flight_recorder_files(k);
         json_array_extend(g->fr, f);
@@ -333,7 +403,7 @@ static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
     struct ddp_buf all = {0};
     for (size_t i = 0; i < g->n; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        const struct ddp_observed *o = ddp_observed(k);
+        const struct ddp_capture_evidence *o = &g->ev[i];
         const char *op = ddp_hang_input_op(&g->in[i]);
         struct ddp_buf d = {0};
         if (op[0] || o->tmo.waiting)
@@ -439,11 +509,12 @@ static void decide(struct ddp_capture *c)
     struct gathered g = {.n = r->nw,
                          .views = ddp_xcalloc(n, sizeof(*g.views)),
                          .in = ddp_xcalloc(n, sizeof(*g.in)),
+                         .ev = ddp_xcalloc(n, sizeof(*g.ev)),
                          .texts = ddp_xcalloc(n, sizeof(*g.texts)),
                          .culprit = ddp_xcalloc(n, sizeof(*g.culprit)),
                          .ranks = json_array(),
                          .fr = json_array()};
-    gather(r, &g);
+    gather(c, r, &g);
     ddp_hang_decide(g.in, g.n, g.culprit, &g.v);
     decide_recorder(c, r, &g);
     char *stacks = write_stacks(c, r, &g);
@@ -463,6 +534,7 @@ static void decide(struct ddp_capture *c)
     free(g.texts);
     free(g.views);
     free(g.in);
+    free(g.ev);
     free(g.culprit);
     json_decref(g.ranks);
     json_decref(g.fr);

@@ -15,6 +15,7 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/hang.h"
 #include "watch/recorder.h"
 
 #define DDP_CAPTURE_MS 3000 /* the longest wait for the stacks (at most half of shutdown_timeout) */
@@ -67,6 +68,20 @@ struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *
  * stacks, which still say where each culprit is. Unset: stacks only. */
 void ddp_capture_recorder(struct ddp_capture *c,
                           const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms), void *arg);
+/* What the other sources know of a worker, for the verdict (each keeps its own: stall.h, coll_timeout.h). */
+struct ddp_capture_evidence {
+    long long last_progress_ms;  /* its last sign of progress (monotonic), 0 unknown */
+    bool reported_timeout;       /* it printed a collective timeout */
+    struct ddp_hang_timeout tmo; /* what those lines said (tmo.waiting: it waited inside a collective) */
+};
+/* Where the capture asks for them: fn(arg, i, ev) fills ev (zeroed) for worker i of the current attempt. Unset:
+ * nothing known. */
+void ddp_capture_evidence(struct ddp_capture *c, void (*fn)(void *arg, size_t i, struct ddp_capture_evidence *ev),
+                          void *arg);
+/* The workers of plan are about to start: forget the last attempt's parts and dumps. */
+void ddp_capture_prepare(struct ddp_capture *c, const struct ddp_attempt *plan);
+/* k (of the current attempt) is in the capture under way or done. */
+bool ddp_capture_in(const struct ddp_capture *c, const struct ddp_runner_worker *k);
 void ddp_capture_close(struct ddp_capture *c); /* closes its timer; free with ddp_capture_free after the loop */
 void ddp_capture_free(struct ddp_capture *c);
 

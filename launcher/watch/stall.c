@@ -9,16 +9,18 @@
 #include <unistd.h>
 
 #include "watch/hang.h"
-#include "watch/observe.h"
 
-/* A worker's heartbeat file, by its index in the attempt. */
+/* What the watch knows of a worker of the current attempt, by its index in it: its heartbeat file, its
+ * progress. */
 struct heartbeat {
     char *path; /* NULL: none */
     struct timespec mtime;
+    long long last_progress_ms; /* monotonic time of the last sign of progress */
+    bool alive;                 /* showed life (heartbeat touched or a line of output) */
 };
 
 struct ddp_stall {
-    struct heartbeat *hb; /* the current attempt's, nhb of them */
+    struct heartbeat *hb; /* the current attempt's, nhb of them (from ddp_stall_prepare) */
     size_t nhb;
     const struct ddp_spec *spec;
     struct ddp_runner *rn;
@@ -151,8 +153,8 @@ static void rebase_after_pause(struct ddp_stall *w, struct ddp_runner_attempt *r
         return;
     w->lost_ms += late;
     w->last_output_ms += late;
-    for (size_t i = 0; i < r->nw; i++)
-        ddp_observed(&r->w[i])->last_progress_ms += late;
+    for (size_t i = 0; i < w->nhb; i++)
+        w->hb[i].last_progress_ms += late;
     char *d = ddp_timeout_duration(late);
     ddp_info("attempt %d: the launcher did not run for %s (stopped or suspended): not counted as silence of the "
              "workers",
@@ -178,22 +180,21 @@ static void on_watch(uv_timer_t *t)
     size_t ngpus = 0;
     for (size_t i = 0; i < r->nw; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        struct ddp_observed *o = ddp_observed(k);
-        struct heartbeat *h = i < w->nhb ? &w->hb[i] : NULL;
+        struct heartbeat none = {0}, *h = i < w->nhb ? &w->hb[i] : &none;
         struct stat st;
         bool running = ddp_runner_worker_running(k);
-        if (running && h && h->path && stat(h->path, &st) == 0 &&
+        if (running && h->path && stat(h->path, &st) == 0 &&
             (st.st_mtim.tv_sec != h->mtime.tv_sec || st.st_mtim.tv_nsec != h->mtime.tv_nsec)) {
             h->mtime = st.st_mtim;
-            o->last_progress_ms = now;
-            o->alive = true;
+            h->last_progress_ms = now;
+            h->alive = true;
         }
         hr[i] = (struct ddp_hang_rank){k->w->rank,
                                        running,
-                                       o->alive,
-                                       h && h->path,
+                                       h->alive,
+                                       h->path != NULL,
                                        k->start_ms,
-                                       o->last_progress_ms,
+                                       h->last_progress_ms,
                                        running ? ddp_proc_state(k->pid) : 0};
     }
     ddp_hang_check(&lim, hr, r->nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
@@ -221,9 +222,9 @@ void ddp_stall_start(struct ddp_stall *w, struct ddp_runner_attempt *r)
     w->last_output_ms = r->start_ms;
     w->last_tick_ms = ddp_now_ms();
     w->lost_ms = 0;
-    for (size_t i = 0; i < r->nw; i++)
-        if (ddp_observed(&r->w[i])->last_progress_ms == 0)
-            ddp_observed(&r->w[i])->last_progress_ms = r->w[i].start_ms;
+    for (size_t i = 0; i < r->nw && i < w->nhb; i++)
+        if (w->hb[i].last_progress_ms == 0)
+            w->hb[i].last_progress_ms = r->w[i].start_ms;
     if (sp->timeout_init_ms > 0 || (sp->timeout_stall_ms > 0 && sp->heartbeat != DDP_HEARTBEAT_NONE)) {
         long long p = period(sp);
         uv_timer_start(&w->timer, on_watch, (uint64_t)p, (uint64_t)p);
@@ -235,14 +236,27 @@ void ddp_stall_stop(struct ddp_stall *w)
     uv_timer_stop(&w->timer);
 }
 
+/* k's entry, when k is of the current attempt. */
+static struct heartbeat *of(const struct ddp_stall *w, const struct ddp_runner_worker *k)
+{
+    return ddp_runner_is_current(k) && k->index < w->nhb ? &w->hb[k->index] : NULL;
+}
+
 void ddp_stall_output(struct ddp_stall *w, struct ddp_runner_worker *k, long long now)
 {
-    struct ddp_observed *o = ddp_observed(k);
-    o->alive = true;
+    struct heartbeat *h = of(w, k);
     w->last_output_ms = now;
     w->any_output = true;
+    if (!h)
+        return;
+    h->alive = true;
     if (w->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
-        o->last_progress_ms = now;
+        h->last_progress_ms = now;
+}
+
+long long ddp_stall_progress_ms(const struct ddp_stall *w, size_t i)
+{
+    return i < w->nhb ? w->hb[i].last_progress_ms : 0;
 }
 
 void ddp_stall_resumed(struct ddp_stall *w, long long now)
@@ -250,6 +264,6 @@ void ddp_stall_resumed(struct ddp_stall *w, long long now)
     struct ddp_runner_attempt *r = ddp_runner_current(w->rn);
     w->last_output_ms = now;
     if (r && w->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
-        for (size_t i = 0; i < r->nw; i++)
-            ddp_observed(&r->w[i])->last_progress_ms = now;
+        for (size_t i = 0; i < r->nw && i < w->nhb; i++)
+            w->hb[i].last_progress_ms = now;
 }

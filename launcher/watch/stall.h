@@ -30,6 +30,8 @@ void ddp_stall_start(struct ddp_stall *w, struct ddp_runner_attempt *r);
 void ddp_stall_stop(struct ddp_stall *w);
 /* k wrote output at now (life; progress with heartbeat = output). */
 void ddp_stall_output(struct ddp_stall *w, struct ddp_runner_worker *k, long long now);
+/* Worker i of the current attempt: the monotonic time of its last sign of progress (0: none known). */
+long long ddp_stall_progress_ms(const struct ddp_stall *w, size_t i);
 /* The console was blocked until now: that time is not the workers' silence. */
 void ddp_stall_resumed(struct ddp_stall *w, long long now);
 

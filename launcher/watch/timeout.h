@@ -3,7 +3,8 @@
  * ft_expiry.c (torch's FileTimer expiries, served by ft_server.c), coll_timeout.c (a collective timeout a rank
  * printed) and live.c (a hang the live watch suspects). A source only says what it saw; whether that stops the
  * attempt is the driver's (supervise.c) and the policy's (policy.h) decision, the verdict about stalls is
- * hang.c's. A new timeout source is a module beside these that calls its struct ddp_timeout_sink's fn. */
+ * hang.c's. A new timeout source is a module beside these that calls its struct ddp_timeout_sink's fn, and one
+ * row of watch.c's source table (watch.h), which hands it the sink. */
 #ifndef DDP_TIMEOUT_H
 #define DDP_TIMEOUT_H
 

@@ -21,7 +21,7 @@ struct seen {
     int nlines;
     int which[MAXL];
     char line[MAXL][64];
-    int started, exited, program_ended, done_all, released;
+    int started, exited, program_ended, done_all;
     int status[MAXW], signo[MAXW];
     enum ddp_worker_fail fail[MAXW];
     enum ddp_lifecycle_state from[MAXW];
@@ -81,13 +81,6 @@ static void on_done(void *arg, struct ddp_runner_worker *k, bool all)
     ddp_runner_close(s->rn);
 }
 
-static void on_release(void *arg, struct ddp_runner_worker *k)
-{
-    struct seen *s = arg;
-    (void)k;
-    s->released++;
-}
-
 static void on_guard(uv_timer_t *t)
 {
     struct seen *s = t->data;
@@ -127,8 +120,7 @@ static void run(struct ddp_attempt *a, struct seen *s)
                 .started = on_started,
                 .program_ended = on_program_ended,
                 .exited = on_exited,
-                .done = on_done,
-                .release = on_release},
+                .done = on_done},
         .arg = s,
     };
     char exe[4096];
@@ -151,7 +143,6 @@ static void run(struct ddp_attempt *a, struct seen *s)
     cr_expect_not(s->timed_out, "the workers ended within 10 s");
     cr_expect_eq(s->done_all, 1, "done(all) once");
     cr_expect_eq(s->exited, (int)nw, "exited once per worker");
-    cr_expect_eq(s->released, (int)nw, "every worker's ext released with its run");
     cr_expect_null(ddp_runner_current(s->rn), "retired");
     cr_expect_eq(uv_loop_close(&loop), 0, "every handle closed");
     ddp_runner_free(s->rn);
