@@ -17,6 +17,7 @@
 
 #include "base/exit.h"
 #include "driver/agent.h"
+#include "driver/frshare.h"
 #include "driver/gpus.h"
 #include "driver/nodes.h"
 #include "driver/policy.h"
@@ -61,6 +62,7 @@ struct sup {
     struct ddp_gpuwatch *gpuwatch; /* NVML's event set for the GPUs (gpuwatch.h), or NULL */
     bool gpu_left_out;             /* a GPU fault or the restart check left a GPU out: the next attempt fits */
     struct ddp_nodes *nodes;       /* several nodes */
+    struct ddp_frshare *frshare;   /* several nodes: the flight recorders, shared with node 0 */
     struct ddp_timeout_sink sink;  /* where the timeout sources report: on_timeout */
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force, join, joinlog;
@@ -149,6 +151,7 @@ static void close_all(struct sup *s)
         return;
     s->closed = true;
     ddp_nodes_close(s->nodes, s->exit_status);
+    ddp_frshare_close(s->frshare);
     uv_timer_t *timers[] = {&s->join, &s->grace, &s->backoff, &s->force, &s->joinlog};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
         uv_close((uv_handle_t *)timers[i], NULL);
@@ -407,6 +410,8 @@ static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void
     (void)c;
     if (s->closed)
         return;
+    if (ev->kind == DDP_COORD_FR)
+        return ddp_frshare_received(s->frshare, ev);
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     struct ddp_nodes_view v = {s->agent.state, r ? r->plan.attempt : -1, s->pol.state != DDP_PS_RUNNING};
     if (!ddp_nodes_translate(s->nodes, ev, &v, &ae, why, sizeof(why)))
@@ -425,6 +430,8 @@ static int nodes_begin(struct sup *s)
 {
     ddp_agent_init(&s->agent, s->role == ROLE_LEADER ? DDP_AR_LEADER : DDP_AR_FOLLOWER);
     int rc = ddp_nodes_new(&s->loop, s->ctx, s->rec, on_coord, s, &s->nodes, s->err);
+    if (rc == 0)
+        s->frshare = ddp_frshare_new(&s->loop, s->spec, s->role == ROLE_LEADER, s->rn, s->live, s->nodes, s->rec);
     if (rc < 0 || s->role != ROLE_LEADER)
         return rc;
     uv_timer_start(&s->join, on_join_timeout, (uint64_t)s->ctx->join_timeout_ms, 0);
