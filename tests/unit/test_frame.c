@@ -163,3 +163,24 @@ Test(frame, fr_carries_a_ranks_recorder_summary_and_nothing_else)
     /* a handshake-time FR is not a handshake message */
     cr_expect_eq(ddp_frame_parse("FR 1 0 0 {}", true, &m), -EBADMSG);
 }
+
+/* An FR is believed only sealed with the session key: a peer without the secret cannot inject one (and before
+ * the handshake it is no message at all, see above). */
+Test(frame, fr_opens_only_with_the_session_key)
+{
+    uint8_t key[32], other[32], out[4 + DDP_FRAME_MAX_BODY];
+    char text[DDP_FRAME_MAX_BODY + 1];
+    size_t blen;
+    memset(key, 7, sizeof key);
+    memset(other, 8, sizeof other);
+    const char *fr = "FR 0 1 100 {\"v\":1}";
+    size_t n = ddp_frame_seal(key, 'C', 3, fr, out, sizeof out);
+    cr_assert_gt(n, 0);
+    cr_assert_eq(ddp_frame_split(out, n, &blen), (ssize_t)n);
+    cr_expect_eq(ddp_frame_open(other, 'C', 3, out + 4, blen, text, sizeof text), -EBADMSG, "another key");
+    cr_assert_eq(ddp_frame_open(key, 'C', 3, out + 4, blen, text, sizeof text), 0);
+    cr_expect_str_eq(text, fr);
+    n = ddp_frame_seal(NULL, 'C', 0, fr, out, sizeof out); /* plain, as an unauthenticated peer would send it */
+    cr_assert_eq(ddp_frame_split(out, n, &blen), (ssize_t)n);
+    cr_expect_eq(ddp_frame_open(key, 'C', 0, out + 4, blen, text, sizeof text), -EBADMSG, "unsealed");
+}
