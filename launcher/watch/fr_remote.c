@@ -134,10 +134,14 @@ struct remote_rank {
     long long still_ms, recv_ms; /* as sent; when received */
 };
 
+#define MAX_RANK (1 << 22) /* a rank number beyond any job's */
+
 struct ddp_fr_remote {
     int attempt; /* of what it holds, -1 nothing */
     struct remote_rank *r;
     size_t n, cap;
+    int *slot;    /* slot[rank]: its index in r + 1, 0 none (a thousand nodes' ranks: no linear search) */
+    size_t nslot; /* ranks slot covers */
 };
 
 struct ddp_fr_remote *ddp_fr_remote_new(void)
@@ -149,13 +153,17 @@ struct ddp_fr_remote *ddp_fr_remote_new(void)
 
 void ddp_fr_remote_free(struct ddp_fr_remote *r)
 {
-    if (r)
+    if (r) {
         free(r->r);
+        free(r->slot);
+    }
     free(r);
 }
 
 void ddp_fr_remote_clear(struct ddp_fr_remote *r)
 {
+    if (r->nslot)
+        memset(r->slot, 0, r->nslot * sizeof(*r->slot));
     r->n = 0;
     r->attempt = -1;
 }
@@ -192,17 +200,26 @@ int ddp_fr_remote_put(struct ddp_fr_remote *r, int attempt, int node, const char
     struct remote_rank x = {.rank = rank, .node = node, .still_ms = still_ms < 0 ? 0 : still_ms, .recv_ms = now};
     if (attempt < r->attempt)
         return -ESTALE;
+    if (rank < 0 || rank >= MAX_RANK)
+        return -EINVAL;
     if (ddp_fr_remote_decode(json, &x.fr, &x.where) < 0)
         return -EINVAL;
     snprintf(x.host, sizeof(x.host), "%s", host && host[0] ? host : "?");
     if (attempt > r->attempt) {
-        r->n = 0;
+        ddp_fr_remote_clear(r);
         r->attempt = attempt;
     }
-    size_t i = 0;
-    while (i < r->n && r->r[i].rank != rank)
-        i++;
+    if ((size_t)rank >= r->nslot) {
+        size_t want = r->nslot ? r->nslot : 64;
+        while (want <= (size_t)rank)
+            want *= 2;
+        r->slot = ddp_xrealloc(r->slot, want * sizeof(*r->slot));
+        memset(r->slot + r->nslot, 0, (want - r->nslot) * sizeof(*r->slot));
+        r->nslot = want;
+    }
+    size_t i = r->slot[rank] ? (size_t)r->slot[rank] - 1 : r->n;
     if (i == r->n) {
+        r->slot[rank] = (int)r->n + 1;
         if (r->n == r->cap) {
             r->cap = r->cap ? 2 * r->cap : 8;
             r->r = ddp_xrealloc(r->r, r->cap * sizeof(*r->r));

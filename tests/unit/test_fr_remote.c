@@ -263,3 +263,24 @@ Test(fr_remote, per_attempt_and_local_ranks_win)
     json_decref(rec);
     ddp_fr_remote_free(r);
 }
+
+/* A thousand nodes' ranks: each kept once, found again by its number; no rank beyond any job's. */
+Test(fr_remote, many_ranks)
+{
+    struct ddp_fr_remote *r = ddp_fr_remote_new();
+    struct ddp_fr_state st;
+    char json[4096];
+    load("stuck.rank2.json", &st);
+    cr_assert_gt(ddp_fr_remote_encode(&st, NULL, json, sizeof(json)), 0);
+    for (int k = 0; k < 2; k++)
+        for (int rank = 8191; rank >= 8; rank -= 3)
+            cr_assert_eq(ddp_fr_remote_put(r, 0, 1 + rank / 8, "h", rank, 0, json, 0, NULL), 0);
+    cr_expect_eq(ddp_fr_remote_count(r, 0), (8191 - 8) / 3 + 1);
+    cr_expect_eq(ddp_fr_remote_put(r, 0, 1, "h", -1, 0, json, 0, NULL), -EINVAL);
+    cr_expect_eq(ddp_fr_remote_put(r, 0, 1, "h", 1 << 30, 0, json, 0, NULL), -EINVAL);
+    ddp_fr_remote_clear(r);
+    cr_expect_eq(ddp_fr_remote_count(r, 0), 0);
+    cr_expect_eq(ddp_fr_remote_put(r, 0, 1, "h", 8191, 0, json, 0, NULL), 0);
+    cr_expect_eq(ddp_fr_remote_count(r, 0), 1);
+    ddp_fr_remote_free(r);
+}
