@@ -273,6 +273,8 @@ void ddp_fr_remote_decide(const struct ddp_fr_remote *r, int attempt, long long 
     if (n)
         memcpy(culprit, c, n * sizeof(*culprit));
     struct ddp_buf where = {0};
+    /* the collective a remote culprit is in: its own op at a mismatch; none known when it is behind */
+    const char *coll = v->kind == DDP_FR_OP ? v->other : v->kind == DDP_FR_SHAPE ? v->op : "";
     for (size_t i = n; i < all; i++) {
         if (!c[i])
             continue;
@@ -284,7 +286,7 @@ void ddp_fr_remote_decide(const struct ddp_fr_remote *r, int attempt, long long 
         ddp_buf_printf(&where, "; rank %d is on node %d (%s)", k->rank, k->node, k->host);
         json_t *j = json_pack("{s:i, s:i, s:s, s:i, s:s?, s:n, s:s?, s:n, s:i}", "rank", k->rank, "local_rank",
                               k->where.local_rank, "host", k->host, "gpu", k->where.gpu, "gpu_busid",
-                              k->where.busid[0] ? k->where.busid : NULL, "pid", "collective", v->op[0] ? v->op : NULL,
+                              k->where.busid[0] ? k->where.busid : NULL, "pid", "collective", coll[0] ? coll : NULL,
                               "frame", "node", k->node);
         json_array_append_new(named->culprits, j);
         named->n++;

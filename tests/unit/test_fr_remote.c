@@ -183,6 +183,11 @@ Test(fr_remote, the_culprit_on_another_node_is_named_on_node_0)
             cr_expect_eq(json_integer_value(json_object_get(j, "rank")), who);
             cr_expect_eq(json_integer_value(json_object_get(j, "node")), who);
             cr_expect(json_is_null(json_object_get(j, "pid")), "node 0 knows no pid of a remote rank");
+            const char *coll = json_string_value(json_object_get(j, "collective"));
+            if (cases[c].kind == DDP_FR_BEHIND)
+                cr_expect_null(coll, "%s: behind, in no known collective", cases[c].name);
+            else
+                cr_expect_str_eq(coll, cases[c].kind == DDP_FR_OP ? "gloo:broadcast" : "gloo:all_reduce");
             cr_expect_str_eq(json_string_value(json_object_get(j, "host")), who == 1 ? "host-1" : "host-2");
             struct ddp_buf b = {0};
             json_t *all = json_array();
