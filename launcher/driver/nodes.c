@@ -15,9 +15,10 @@ struct ddp_nodes {
     struct ddp_records *rec;
     struct ddp_coord *coord;
     bool leader;
-    struct ddp_layout_node *nodes; /* node 0: every node by node rank: joined, its own worker count, host */
-    char **hosts;                  /* node 0: the host names nodes[].host points to */
-    struct ddp_layout_round round; /* node 0: how the current attempt ends across the nodes */
+    struct ddp_layout_node *nodes;    /* node 0: every node by node rank: joined, its own worker count, host */
+    char **hosts;                     /* node 0: the host names nodes[].host points to */
+    struct ddp_layout_round round;    /* node 0: how the current attempt ends across the nodes */
+    struct ddp_layout_assign *assign; /* node 0: the round's layout, by node rank (NULL before the first) */
 };
 
 static bool round_live(enum ddp_agent_state agent)
@@ -78,6 +79,7 @@ void ddp_nodes_free(struct ddp_nodes *n)
     free(n->hosts);
     if (n->round.state)
         ddp_layout_round_free(&n->round);
+    free(n->assign);
     free(n);
 }
 
@@ -280,7 +282,8 @@ int ddp_nodes_start(struct ddp_nodes *n, int attempt, int nproc, struct ddp_plan
     actx->world_size = world;
     ddp_layout_round_begin(&n->round, nn, attempt, as);
     ddp_coord_send_start(n->coord, attempt, world, k, actx->master_port, as);
-    free(as);
+    free(n->assign);
+    n->assign = as;
     free(now);
     if (k < nn)
         ddp_warn("attempt %d: on %d of %d nodes, world size %d", attempt, k, nn, world);
@@ -308,4 +311,19 @@ void ddp_nodes_report(struct ddp_nodes *n, int attempt, int status, const char *
 {
     if (n->coord)
         ddp_coord_report(n->coord, attempt, status, why);
+}
+
+const char *ddp_nodes_runs_rank(const struct ddp_nodes *n, int attempt, int node, int rank)
+{
+    if (!n->leader || !n->assign || attempt != n->round.attempt || node <= 0 || node >= n->ctx->nnodes)
+        return NULL;
+    const struct ddp_layout_assign *a = &n->assign[node];
+    if (a->nproc <= 0 || rank < a->rank_base || rank >= a->rank_base + a->nproc)
+        return NULL;
+    return n->hosts[node] && n->hosts[node][0] ? n->hosts[node] : "?";
+}
+
+int ddp_nodes_send_fr(struct ddp_nodes *n, int attempt, int rank, long long still_ms, const char *json)
+{
+    return n->coord ? ddp_coord_send_fr(n->coord, attempt, rank, still_ms, json) : -ENOTCONN;
 }

@@ -56,6 +56,11 @@ void ddp_nodes_stop(struct ddp_nodes *n, const char *why);
 int ddp_nodes_round_attempt(const struct ddp_nodes *n);
 /* Other nodes: tell node 0 how this node's part of attempt `attempt` ended. */
 void ddp_nodes_report(struct ddp_nodes *n, int attempt, int status, const char *why);
+/* Node 0: does node `node` run global rank `rank` in the round of attempt `attempt`? Its host name (never NULL
+ * then), or NULL: a message about such a rank is not to be believed. */
+const char *ddp_nodes_runs_rank(const struct ddp_nodes *n, int attempt, int node, int rank);
+/* Other nodes: rank's flight-recorder summary (fr_remote.h's JSON) to node 0. 0, or a negative errno. */
+int ddp_nodes_send_fr(struct ddp_nodes *n, int attempt, int rank, long long still_ms, const char *json);
 /* Close the channel; node 0 first sends EXIT with status. */
 void ddp_nodes_close(struct ddp_nodes *n, int status);
 

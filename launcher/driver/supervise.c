@@ -18,6 +18,7 @@
 
 #include "base/exit.h"
 #include "driver/agent.h"
+#include "driver/frshare.h"
 #include "driver/gpus.h"
 #include "driver/nodes.h"
 #include "driver/policy.h"
@@ -47,9 +48,10 @@ struct sup {
     struct ddp_agent agent; /* several nodes: the node agent's state (agent.h) */
     struct ddp_runner *rn;
     struct ddp_records *rec;
-    struct ddp_watch *watch; /* the hang watch: every timeout and evidence source (watch.h) */
-    bool gpu_left_out;       /* a GPU fault or the restart check left a GPU out: the next attempt fits */
-    struct ddp_nodes *nodes; /* several nodes */
+    struct ddp_watch *watch;     /* the hang watch: every timeout and evidence source (watch.h) */
+    bool gpu_left_out;           /* a GPU fault or the restart check left a GPU out: the next attempt fits */
+    struct ddp_nodes *nodes;     /* several nodes */
+    struct ddp_frshare *frshare; /* several nodes: the flight recorders, shared with node 0 */
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force, join, joinlog;
     struct ddp_policy_action pending; /* START waiting for the backoff timer */
@@ -135,6 +137,7 @@ static void close_all(struct sup *s)
         return;
     s->closed = true;
     ddp_nodes_close(s->nodes, s->exit_status);
+    ddp_frshare_close(s->frshare);
     uv_timer_t *timers[] = {&s->join, &s->grace, &s->backoff, &s->force, &s->joinlog};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
         uv_close((uv_handle_t *)timers[i], NULL);
@@ -379,6 +382,8 @@ static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void
     (void)c;
     if (s->closed)
         return;
+    if (ev->kind == DDP_COORD_FR)
+        return ddp_frshare_received(s->frshare, ev);
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     struct ddp_nodes_view v = {s->agent.state, r ? r->plan.attempt : -1, s->pol.state != DDP_PS_RUNNING};
     if (!ddp_nodes_translate(s->nodes, ev, &v, &ae, why, sizeof(why)))
@@ -397,6 +402,8 @@ static int nodes_begin(struct sup *s)
 {
     ddp_agent_init(&s->agent, s->role == ROLE_LEADER ? DDP_AR_LEADER : DDP_AR_FOLLOWER);
     int rc = ddp_nodes_new(&s->loop, s->ctx, s->rec, on_coord, s, &s->nodes, s->err);
+    if (rc == 0)
+        s->frshare = ddp_frshare_new(&s->loop, s->spec, s->role == ROLE_LEADER, s->rn, s->watch, s->nodes, s->rec);
     if (rc < 0 || s->role != ROLE_LEADER)
         return rc;
     uv_timer_start(&s->join, on_join_timeout, (uint64_t)s->ctx->join_timeout_ms, 0);

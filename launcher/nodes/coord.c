@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -222,6 +223,12 @@ static void on_frame(struct ddp_coord_conn *k, const uint8_t *body, size_t len)
     if (c->server) {
         if (m.kind == DDP_FRAME_REPORT) {
             ev.kind = DDP_COORD_REPORT;
+            return ddp_coord_emit(c, &ev);
+        }
+        if (m.kind == DDP_FRAME_FR) {
+            ev.kind = DDP_COORD_FR;
+            ev.rank = m.rank;
+            ev.still_ms = m.still_ms;
             return ddp_coord_emit(c, &ev);
         }
     } else {
@@ -651,6 +658,27 @@ int ddp_coord_report(struct ddp_coord *c, int attempt, int status, const char *r
             else
                 snprintf(msg, sizeof msg, "REPORT %d %d", attempt, status);
             ddp_coord_conn_send(k, msg);
+            return 0;
+        }
+    return -ENOTCONN;
+}
+
+int ddp_coord_send_fr(struct ddp_coord *c, int attempt, int rank, long long still_ms, const char *json)
+{
+    if (c->server || attempt < 0 || rank < 0 || !json || json[0] != '{' || strlen(json) > DDP_FRAME_FR_MAX)
+        return -EINVAL;
+    for (const char *p = json; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return -EINVAL;
+    for (struct ddp_coord_conn *k = c->conns; k; k = k->next)
+        if (!k->closing && k->state == DDP_COORD_AUTHED) {
+            char *msg = ddp_xasprintf("FR %d %d %lld %s", attempt, rank,
+                                      still_ms < 0         ? 0
+                                      : still_ms > INT_MAX ? (long long)INT_MAX
+                                                           : still_ms,
+                                      json);
+            ddp_coord_conn_send(k, msg);
+            free(msg);
             return 0;
         }
     return -ENOTCONN;

@@ -40,6 +40,8 @@ enum ddp_coord_event_kind {
     DDP_COORD_REPORT, /* node 0: node ev->node says attempt ev->attempt ended with ev->status (0 = all its workers
                          succeeded, else the root cause's exit status), ev->reason */
     DDP_COORD_EXIT,   /* other nodes: the job is over; exit with ev->status. No more events follow. */
+    DDP_COORD_FR,     /* node 0: node ev->node's rank ev->rank in attempt ev->attempt: its flight-recorder summary
+                         (ev->reason: the JSON of watch/fr_remote.h, unchecked), standing still for ev->still_ms */
 };
 
 struct ddp_coord_event {
@@ -53,6 +55,8 @@ struct ddp_coord_event {
     int group_rank;
     int group_world_size;
     int status;
+    int rank;           /* FR */
+    long long still_ms; /* FR */
     const char *host;   /* JOINED on node 0: the node's host name; else "" */
     const char *reason; /* never NULL; valid during the callback only */
 };
@@ -109,6 +113,10 @@ int ddp_coord_send_exit(struct ddp_coord *c, int status);
 /* Other nodes -> node 0: how attempt ended here (0 = success). 0, or -ENOTCONN when not joined, -EINVAL on
  * node 0. */
 int ddp_coord_report(struct ddp_coord *c, int attempt, int status, const char *reason);
+
+/* Other nodes -> node 0: rank's flight-recorder summary json (one line, at most DDP_FRAME_FR_MAX bytes) in
+ * attempt. 0, -ENOTCONN when not joined, -EINVAL on node 0 or for a json that FR cannot carry. */
+int ddp_coord_send_fr(struct ddp_coord *c, int attempt, int rank, long long still_ms, const char *json);
 
 /* Flush what was sent, close every connection and free c once the handles are closed (then done(data) runs,
  * if given, on the loop). No events after this call. */

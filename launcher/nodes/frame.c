@@ -217,6 +217,14 @@ int ddp_frame_parse(const char *text, bool handshake, struct ddp_frame_msg *m)
         m->kind = DDP_FRAME_REPORT;
         return int_word(&s, &m->attempt) && int_word(&s, &m->status) && rest(&s, &m->text) ? 0 : -EBADMSG;
     }
+    if (strcmp(verb, "FR") == 0) { /* the JSON is the rest: one object, checked by its reader (fr_remote.h) */
+        m->kind = DDP_FRAME_FR;
+        return int_word(&s, &m->attempt) && m->attempt >= 0 && int_word(&s, &m->rank) && m->rank >= 0 &&
+                       int_word(&s, &m->still_ms) && m->still_ms >= 0 && rest(&s, &m->text) && m->text[0] == '{' &&
+                       strlen(m->text) <= DDP_FRAME_FR_MAX
+                   ? 0
+                   : -EBADMSG;
+    }
     return -EBADMSG;
 }
 

@@ -14,7 +14,9 @@
  * text), truncated) and the text:
  *   server -> node: "PING", "START attempt world group_world port nproc rank_base group_rank", "STOP attempt why",
  *                   "EXIT status"
- *   node -> server: "PONG", "REPORT attempt status why"
+ *   node -> server: "PONG", "REPORT attempt status why",
+ *                   "FR attempt rank still_ms json": one of its ranks' flight-recorder summary (watch/fr_remote.h's
+ *                   JSON, at most DDP_FRAME_FR_MAX bytes), still_ms how long its status has not moved
  *   either way: "PING" (after a silence; answered "PONG" at once: coord_live.c) */
 #ifndef DDP_FRAME_H
 #define DDP_FRAME_H
@@ -28,6 +30,7 @@
 #define DDP_FRAME_TAG 16
 #define DDP_FRAME_NONCE_HEX 32
 #define DDP_FRAME_HOST_MAX 64
+#define DDP_FRAME_FR_MAX 3072 /* an FR message's JSON */
 
 enum ddp_frame_kind {
     DDP_FRAME_HELLO,
@@ -40,6 +43,7 @@ enum ddp_frame_kind {
     DDP_FRAME_STOP,
     DDP_FRAME_EXIT,
     DDP_FRAME_REPORT,
+    DDP_FRAME_FR,
 };
 
 struct ddp_frame_msg {
@@ -47,10 +51,11 @@ struct ddp_frame_msg {
     int node;  /* JOIN: the rank asked for (-1 = any); WELCOME: the rank given */
     int nproc; /* JOIN, START */
     int attempt, world_size, group_world_size, master_port, rank_base, group_rank, status;
+    int rank, still_ms;                  /* FR */
     char nonce[DDP_FRAME_NONCE_HEX + 1]; /* HELLO: snonce; JOIN: cnonce */
     char mac[65];                        /* JOIN, WELCOME */
     char host[DDP_FRAME_HOST_MAX + 1];   /* JOIN */
-    const char *text;                    /* DENIED, STOP, REPORT: the reason (points into the input; "" if none) */
+    const char *text; /* DENIED, STOP, REPORT: the reason; FR: the JSON (points into the input; "" if none) */
 };
 
 /* The first frame in buf[0..len): >0 = the bytes it takes (its body is buf[4 .. 4 + *body_len)), 0 = not

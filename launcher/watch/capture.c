@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "host/logdir.h"
+#include "watch/fr_remote.h"
 #include "watch/hang.h"
 
 /* ---------------------------------------------------------------- the table */
@@ -322,8 +323,9 @@ struct gathered {
     struct ddp_buf *texts;           /* each rank's stack text, for stacks.txt */
     bool *culprit;
     struct ddp_hang_verdict v;
-    json_t *ranks, *fr; /* summary.json's hang.ranks and hang.flight_recorder */
-    json_t *recorder;   /* summary.json's hang.recorder: the flight recorder's finding, or NULL */
+    json_t *ranks, *fr;                /* summary.json's hang.ranks and hang.flight_recorder */
+    json_t *recorder;                  /* summary.json's hang.recorder: the flight recorder's finding, or NULL */
+    struct ddp_fr_remote_named remote; /* culprits on other nodes (fr_remote.h) */
 };
 
 /* The flight recorder's finding (recorder.h) replaces the stacks' verdict when it names something. */
@@ -339,8 +341,8 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attem
         any |= f != NULL;
         in[i] = (struct ddp_fr_input){r->w[i].w->rank, f, still, g->views[i].nframes ? g->views[i].frame : NULL};
     }
-    if (any) {
-        ddp_fr_decide(in, g->n, culprit, &v);
+    if (any || ddp_fr_remote_count(ddp_fr_remote_global(), r->plan.attempt)) {
+        ddp_fr_remote_decide(ddp_fr_remote_global(), r->plan.attempt, ddp_now_ms(), in, g->n, culprit, &v, &g->remote);
         if (v.kind != DDP_FR_NONE) {
             memcpy(g->culprit, culprit, g->n * sizeof(*culprit));
             g->v.confidence = v.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
@@ -480,7 +482,12 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
                                         k->w->local_rank, "host", host, "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid,
                                         "pid", k->pid, "collective", op[0] ? op : NULL, "frame", frame));
     }
-    if (!first)
+    if (g->remote.n) { /* after this node's culprits: those on other nodes (fr_remote.h) */
+        ddp_buf_printf(&txt, "%s%s", first ? "; " : "", g->remote.text.data);
+        json_array_extend(culprits, g->remote.culprits);
+    }
+    ddp_fr_remote_named_free(&g->remote);
+    if (!first && !json_array_size(culprits))
         ddp_buf_puts(&txt, v->mismatch ? "collective mismatch, no culprit named" : "no culprit named");
     ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v->why,
                    stacks           ? stacks

@@ -128,6 +128,11 @@ const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long 
     return &l->fr[i];
 }
 
+const struct ddp_fr_state *ddp_live_fr_now(const struct ddp_live *l, size_t i, long long now, long long *still_ms)
+{
+    return l && l->progress ? ddp_progress_fr(l->progress, i, now, still_ms) : NULL;
+}
+
 void ddp_live_stop(struct ddp_live *l)
 {
     if (l->progress) { /* what the recorders said last, for the verdict of a capture that follows (capture.h) */

@@ -39,4 +39,8 @@ void ddp_live_stop(struct ddp_live *l);
  * *still_ms how long it had not moved then; NULL when none. For the capture's verdict (ddp_capture_recorder). */
 const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long long *still_ms);
 
+/* Worker i's flight recorder as the running watch sees it at now (for node 0, driver/frshare.h), *still_ms how
+ * long it has not moved; NULL when none or not watching. Borrowed until the next sample. */
+const struct ddp_fr_state *ddp_live_fr_now(const struct ddp_live *l, size_t i, long long now, long long *still_ms);
+
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "watch/fr_remote.h"
 #include "watch/hang.h"
 #include "watch/recorder.h"
 #include "watch/sample.h"
@@ -243,7 +244,8 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
             json_object_set_new(reached, key, recorder_json(k->fr));
         }
     }
-    ddp_fr_decide(fin, w->n, frc, &fv);
+    struct ddp_fr_remote_named remote; /* ranks on other nodes (fr_remote.h) */
+    ddp_fr_remote_decide(ddp_fr_remote_global(), w->attempt, now, fin, w->n, frc, &fv, &remote);
     if (fv.kind != DDP_FR_NONE) { /* the recorder wins over the stacks; the stack still says where */
         memcpy(culprit, frc, w->n * sizeof(*culprit));
         v.confidence = fv.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
@@ -269,6 +271,7 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
             ddp_buf_printf(&b, " at %s", k->view.frame);
         json_array_append_new(culprits, rank_json(w, k, true));
     }
+    ddp_fr_remote_named_take(&remote, &b, culprits);
     if (!b.len)
         ddp_buf_puts(&b, v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
     enum ddp_on_suspect act = w->spec->on_suspect;

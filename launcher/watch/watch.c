@@ -481,3 +481,8 @@ bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worke
 {
     return ddp_capture_in(w->cap, k);
 }
+
+const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms)
+{
+    return ddp_live_fr_now(w->live, i, now, still_ms);
+}

@@ -18,6 +18,7 @@
 #include "run/plan.h"
 #include "run/runner.h"
 #include "watch/gpuwatch.h"
+#include "watch/recorder.h"
 #include "watch/timeout.h"
 
 struct ddp_watch;
@@ -74,5 +75,9 @@ void ddp_watch_all_gone(struct ddp_watch *w);
 int ddp_watch_capture_possible(const struct ddp_watch *w);
 void ddp_watch_capture_begin(struct ddp_watch *w, enum ddp_class tcls);
 bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worker *k);
+
+/* Worker i's flight recorder as the live watch read it last (NULL: none yet), *still_ms how long its progress
+ * has stood still at now (ms); what driver/frshare.c sends to node 0. */
+const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms);
 
 #endif

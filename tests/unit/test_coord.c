@@ -189,6 +189,8 @@ static void server_script(struct rec *r, const struct ddp_coord_event *ev)
         int nproc[3] = {2, 2, 2};
         start_attempt(r, 0, nproc);
     }
+    if (ev->kind == DDP_COORD_FR)
+        cr_expect_eq(ddp_coord_send_fr(r->c, 1, 0, 0, "{}"), -EINVAL, "node 0 sends no FR");
     if (ev->kind != DDP_COORD_REPORT)
         return;
     if (ddp_layout_round_end(&round0, ev->attempt, ev->node, ev->status, ev->reason)) {
@@ -216,8 +218,12 @@ static void node_script(struct rec *r, const struct ddp_coord_event *ev)
         cr_expect_eq(ddp_coord_report(r->c, 0, 1, "rank 5 exited with 1"), 0);
     if (ev->kind == DDP_COORD_STOP)
         cr_expect_eq(ddp_coord_report(r->c, ev->attempt, 143, "stopped by node 0"), 0);
-    if (ev->kind == DDP_COORD_START && ev->attempt == 1)
+    if (ev->kind == DDP_COORD_START && ev->attempt == 1) { /* a rank's flight recorder, then the report */
+        cr_expect_eq(ddp_coord_send_fr(r->c, 1, ev->rank_base, 4200, "{\"v\":1,\"g\":[]}"), 0);
+        cr_expect_eq(ddp_coord_send_fr(r->c, 1, ev->rank_base, 0, "{\"a\":\"x\ny\"}"), -EINVAL, "one line");
+        cr_expect_eq(ddp_coord_send_fr(r->c, 1, ev->rank_base, 0, "[]"), -EINVAL, "an object");
         cr_expect_eq(ddp_coord_report(r->c, 1, 0, "ok"), 0);
+    }
     if (ev->kind == DDP_COORD_EXIT)
         close_rec(r);
 }
@@ -239,6 +245,15 @@ Test(coord, join_start_stop_report_exit)
     cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 2);
     cr_expect_eq(count(&w.server, DDP_COORD_REPORT), 5); /* node 2 reports its failure, then the STOP */
     cr_expect_eq(count(&w.server, DDP_COORD_LOST), 0, "a node that exits after EXIT is not lost");
+    cr_expect_eq(count(&w.server, DDP_COORD_FR), 2, "each node's FR reaches node 0");
+    for (int k = 0; k < w.server.n; k++)
+        if (w.server.ev[k].kind == DDP_COORD_FR) {
+            const struct ddp_coord_event *f = &w.server.ev[k];
+            cr_expect_eq(f->attempt, 1);
+            cr_expect_eq(f->rank, f->node + 1, "node 1 runs rank 2, node 2 rank 3 in attempt 1");
+            cr_expect_eq(f->still_ms, 4200);
+            cr_expect_str_eq(f->reason, "{\"v\":1,\"g\":[]}");
+        }
     for (int i = 0; i < 2; i++) {
         const struct rec *n = &w.node[i];
         cr_expect_eq(count(n, DDP_COORD_JOINED), 1);

@@ -128,3 +128,59 @@ Test(frame, handshake_macs_bind_the_job)
     ddp_frame_session_key("secret-of-the-job", "job-1", cn, sn, k2);
     cr_expect_neq(memcmp(k1, k2, 32), 0);
 }
+
+/* issue 31: a node's flight-recorder summary for node 0 */
+Test(frame, fr_carries_a_ranks_recorder_summary_and_nothing_else)
+{
+    struct ddp_frame_msg m;
+    cr_assert_eq(ddp_frame_parse("FR 2 5 15000 {\"v\":1,\"g\":[]}", false, &m), 0);
+    cr_expect_eq(m.kind, DDP_FRAME_FR);
+    cr_expect_eq(m.attempt, 2);
+    cr_expect_eq(m.rank, 5);
+    cr_expect_eq(m.still_ms, 15000);
+    cr_expect_str_eq(m.text, "{\"v\":1,\"g\":[]}");
+    const char *bad[] = {
+        "FR 2 5 15000",          /* no JSON */
+        "FR 2 5 15000 ",         /* trailing space */
+        "FR 2 5 15000 [1]",      /* not an object */
+        "FR -1 5 15000 {}",      /* no such attempt */
+        "FR 2 -5 15000 {}",      /* no such rank */
+        "FR 2 5 -1 {}",          /* negative time */
+        "FR 2 5 99999999999 {}", /* out of range */
+        "FR 2 x 1 {}",           "FR 02 5 1 {}", "FR 2 5 {}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(ddp_frame_parse(bad[i], false, &m), -EBADMSG, "accepted '%s'", bad[i]);
+    /* over DDP_FRAME_FR_MAX: refused, even though the frame itself would fit */
+    static char big[DDP_FRAME_FR_MAX + 64];
+    int n = snprintf(big, sizeof big, "FR 1 0 0 {\"x\":\"");
+    memset(big + n, 'a', DDP_FRAME_FR_MAX);
+    snprintf(big + n + DDP_FRAME_FR_MAX - 16, 16, "\"}");
+    cr_expect_eq(ddp_frame_parse(big, false, &m), 0, "at the cap");
+    memset(big + n, 'a', DDP_FRAME_FR_MAX);
+    snprintf(big + n + DDP_FRAME_FR_MAX, 16, "\"}");
+    cr_expect_eq(ddp_frame_parse(big, false, &m), -EBADMSG, "over the cap");
+    /* a handshake-time FR is not a handshake message */
+    cr_expect_eq(ddp_frame_parse("FR 1 0 0 {}", true, &m), -EBADMSG);
+}
+
+/* An FR is believed only sealed with the session key: a peer without the secret cannot inject one (and before
+ * the handshake it is no message at all, see above). */
+Test(frame, fr_opens_only_with_the_session_key)
+{
+    uint8_t key[32], other[32], out[4 + DDP_FRAME_MAX_BODY];
+    char text[DDP_FRAME_MAX_BODY + 1];
+    size_t blen;
+    memset(key, 7, sizeof key);
+    memset(other, 8, sizeof other);
+    const char *fr = "FR 0 1 100 {\"v\":1}";
+    size_t n = ddp_frame_seal(key, 'C', 3, fr, out, sizeof out);
+    cr_assert_gt(n, 0);
+    cr_assert_eq(ddp_frame_split(out, n, &blen), (ssize_t)n);
+    cr_expect_eq(ddp_frame_open(other, 'C', 3, out + 4, blen, text, sizeof text), -EBADMSG, "another key");
+    cr_assert_eq(ddp_frame_open(key, 'C', 3, out + 4, blen, text, sizeof text), 0);
+    cr_expect_str_eq(text, fr);
+    n = ddp_frame_seal(NULL, 'C', 0, fr, out, sizeof out); /* plain, as an unauthenticated peer would send it */
+    cr_assert_eq(ddp_frame_split(out, n, &blen), (ssize_t)n);
+    cr_expect_eq(ddp_frame_open(key, 'C', 0, out + 4, blen, text, sizeof text), -EBADMSG, "unsealed");
+}
