@@ -38,6 +38,20 @@ def bind_exclusive(port):
         held.append(s)
     return held
 
+def bind_exclusive_v6(port):
+    """[::]:port (IPV6_V6ONLY) as a list of one socket, [] without IPv6 here, None when someone has it."""
+    try:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    except OSError:
+        return []
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    try:
+        s.bind(("::", port))
+    except OSError:
+        s.close()
+        return None
+    return [s]
+
 def main():
     path, n = sys.argv[1], int(sys.argv[2])
     lo, hi = (int(x) for x in sys.argv[3].split("-")) if len(sys.argv) > 3 else (0, 0)
@@ -52,10 +66,16 @@ def main():
             held = bind_exclusive(first)
         else:
             s = socket.socket()
-            s.bind(("0.0.0.0", 0))  # the kernel picks a port nobody has
+            s.bind(("0.0.0.0", 0))  # the kernel picks a port nobody has, and this socket keeps it
             first = s.getsockname()[1]
-            s.close()  # and bind_exclusive takes it at once; if someone was faster, the loop tries another
-            held = bind_exclusive(first) if first + n - 1 <= 65535 else None
+            held = None
+            if first + n - 1 <= 65535 and socket.has_ipv6:
+                six = bind_exclusive_v6(first)
+                held = [s] + six if six is not None else None
+            elif first + n - 1 <= 65535:
+                held = [s]
+            if held is None:
+                s.close()
         if held is None:
             continue
         for p in range(first + 1, first + n):
