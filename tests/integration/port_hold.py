@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Hold TCP ports for a test until the test's shell ends (issue 34 item 15): port_hold.py FILE N [LO-HI].
+"""Hold TCP ports for a test until the test's shell ends (issue 34 item 15): port_hold.py FILE PID N [LO-HI].
 
 Binds N consecutive ports P..P+N-1 on 0.0.0.0 and, where the host has IPv6, on [::] (IPV6_V6ONLY), writes P to
-FILE once all are held, and keeps them until its parent (the test's shell) exits. Without LO-HI the kernel picks
+FILE once all are held, and keeps them until process PID (the test's shell) exits. Without LO-HI the kernel picks
 P (bind to port 0, from the ephemeral range); with it, P is tried at random in LO..HI-N+1.
 
 Why this is race-free, where "bind port 0, print the port, close, hope it stays free" is not:
@@ -15,7 +15,7 @@ Why this is race-free, where "bind port 0, print the port, close, hope it stays 
   listens on the held port as if it were free. Linux allows that bind when both sockets set SO_REUSEADDR and the
   one already bound is not listening; listen() then succeeds as long as nobody else listens there.
 """
-import ctypes, os, random, signal, socket, sys, time
+import os, random, select, socket, sys
 
 def bind_exclusive(port):
     """Sockets bound to port on every family here, or None when the port is not free (all closed then)."""
@@ -53,13 +53,9 @@ def bind_exclusive_v6(port):
     return [s]
 
 def main():
-    path, n = sys.argv[1], int(sys.argv[2])
-    lo, hi = (int(x) for x in sys.argv[3].split("-")) if len(sys.argv) > 3 else (0, 0)
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: gone when the test's shell is gone
-    if os.getppid() != parent:
-        return 1
+    path, n = sys.argv[1], int(sys.argv[3])
+    lo, hi = (int(x) for x in sys.argv[4].split("-")) if len(sys.argv) > 4 else (0, 0)
+    shell = os.pidfd_open(int(sys.argv[2]))  # readable once the test's shell has exited
     for _ in range(1000):
         if lo:
             first = random.randint(lo, hi - n + 1)
@@ -77,6 +73,7 @@ def main():
             if held is None:
                 s.close()
         if held is None:
+            select.select([], [], [], 0.01)
             continue
         for p in range(first + 1, first + n):
             more = bind_exclusive(p)
@@ -89,11 +86,11 @@ def main():
             with open(path + ".tmp", "w") as f:
                 f.write("%d\n" % first)
             os.rename(path + ".tmp", path)
-            while os.getppid() == parent:
-                time.sleep(1)
+            select.select([shell], [], [])
             return 0
         for h in held:
             h.close()
+        select.select([], [], [], 0.01)  # others' ports change: try again a little later (10 s in all)
     print("port_hold.py: no %d free consecutive ports found" % n, file=sys.stderr)
     return 1
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A busy neighbour for the port tests (issue 34 item 15): port_squat.py LO HI READY_FILE.
+"""A busy neighbour for the port tests (issue 34 item 15): port_squat.py LO HI READY_FILE PID.
 
 Meant for a private network namespace whose ephemeral range (net.ipv4.ip_local_port_range) is LO..HI
 (squat_env.sh sets that up). Every 10 ms it binds (0.0.0.0, no SO_REUSEADDR) and listens on each odd port of
@@ -7,17 +7,17 @@ LO..HI that it does not hold, keeps each one 0.2-1 s, lets it go for 20 ms and t
 which the kernel hands out first for bind(port 0), are nearly always taken, the few free ones are those just let
 go, and a port that someone frees is taken within about 30 ms, as on a host full of short-lived servers. So a test that picks a port with bind(port 0), closes it and binds it
 later fails with "Address already in use"; one that holds its port (port_hold.py) or lets the launcher bind port 0
-does not. Even ports are left to outgoing connections (connect() takes even ports first). Ends with its parent.
+does not. Even ports are left to outgoing connections (connect() takes even ports first). Ends with process PID
+(the test's shell; not the squatter's parent, so that a test's plain `wait` does not wait for it).
 """
-import ctypes, os, random, signal, socket, sys, time
+import os, random, select, socket, sys, time
 
 lo, hi, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-parent = os.getppid()
-ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+shell = os.pidfd_open(int(sys.argv[4]))  # readable once that process has exited
 held = {}  # port -> (socket, release time)
 rest = {}  # port -> when it may be taken again
 first = True
-while os.getppid() == parent:
+while True:
     now = time.monotonic()
     for p, (s, until) in list(held.items()):
         if now >= until:
@@ -38,4 +38,5 @@ while os.getppid() == parent:
     if first:
         open(ready, "w").write("%d\n" % len(held))
         first = False
-    time.sleep(0.01)
+    if select.select([shell], [], [], 0.01)[0]:
+        break

@@ -7,7 +7,8 @@ ip link set lo up
 echo "40000 40199" >/proc/sys/net/ipv4/ip_local_port_range
 ready=$(mktemp /tmp/ddpsquat.XXXXXX)
 rm -f "$ready"
-/usr/bin/python3 "$(dirname "$0")/port_squat.py" 40000 40199 "$ready" </dev/null >/dev/null 2>&1 &
+# not a job of this shell, which becomes the test's (exec below): the squatter ends when it ends
+(/usr/bin/python3 "$(dirname "$0")/port_squat.py" 40000 40199 "$ready" $$ </dev/null >/dev/null 2>&1 &)
 for _ in $(seq 200); do [ -s "$ready" ] && break; sleep 0.02; done
 [ -s "$ready" ] || { echo "squat_env.sh: port_squat.py did not start"; exit 1; }
 rm -f "$ready"
