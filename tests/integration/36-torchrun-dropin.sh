@@ -25,7 +25,10 @@ import json, os
 print(json.dumps({"world": int(os.environ["WORLD_SIZE"]), "rank": int(os.environ["RANK"]), "loss": 0.25}))
 print(json.dumps({"done": True}), end="")
 EOS
-torchrun --nproc_per_node 1 --standalone "$TMP/metrics.py" >"$TMP/tr.json" 2>"$TMP/tr.err" ||
+# torchrun 1.13's --standalone is c10d on localhost:29400 with a fresh id: a fixed port that another torchrun on
+# this host may hold. Its half spells out the same rendezvous on a port its store picks (issue 34 item 15).
+torchrun --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint localhost:0 --rdzv_id standalone \
+    "$TMP/metrics.py" >"$TMP/tr.json" 2>"$TMP/tr.err" ||
     { cat "$TMP/tr.err"; fail "torchrun failed"; }
 "$DDP" --nproc_per_node=1 --standalone "$TMP/metrics.py" >"$TMP/dd.json" 2>"$TMP/dd.err" ||
     { cat "$TMP/dd.err"; fail "ddplaunch failed"; }
