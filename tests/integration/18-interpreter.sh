@@ -13,7 +13,7 @@ printf 'import sys\nprint("exe", sys.executable)\n' >"$TMP/s.py"
 # bench/torchrun.py, run by INTERPRETER as its #! line would) and under ddplaunch; each worker's sys.executable
 # must match
 both_run() {
-    env -u OMP_NUM_THREADS "$2" "$DDP_SRCDIR/bench/torchrun.py" --monitor_interval 0.1 --nproc_per_node 1 s.py \
+    env -u OMP_NUM_THREADS "$2" "$DDP_SRCDIR/bench/torchrun.py" --monitor_interval 0.1 --master_port 0 --nproc_per_node 1 s.py \
         >"$TMP/tr.$1" 2>&1 || { cat "$TMP/tr.$1"; fail "$1: torchrun failed"; }
     "$DDP" --nproc_per_node 1 s.py >"$TMP/dl.$1" 2>&1 || { cat "$TMP/dl.$1"; fail "$1: ddplaunch failed"; }
     want=$(grep -o 'exe .*' "$TMP/tr.$1")

@@ -15,7 +15,8 @@ EOS
 # The environment both launchers start from.
 env -u OMP_NUM_THREADS -u TORCHELASTIC_RUN_ID $PY -c 'import json, os; print(json.dumps(dict(os.environ)))' \
     >"$TMP/base.json"
-port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Both halves name the same port (MASTER_PORT is compared): held for the whole test (lib.sh hold_port).
+hold_port port
 mkdir -p "$TMP/tr" "$TMP/dd"
 env -u OMP_NUM_THREADS $PY "$DDP_SRCDIR/bench/torchrun.py" --nproc_per_node 2 --master_port "$port" \
     --monitor_interval 0.1 --max_restarts 2 "$TMP/dump.py" "$TMP/tr" "$TMP/base.json" >"$TMP/tr.out" 2>&1 ||

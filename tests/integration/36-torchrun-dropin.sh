@@ -14,10 +14,10 @@
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "python3-torch is not installed"
 
-free_port() { $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# torchrun ARGS...: Debian's torchrun, made usable on Python 3.11, polling as often as torch 2.x does
+# torchrun ARGS...: Debian's torchrun, made usable on Python 3.11, polling as often as torch 2.x does; its store
+# binds a port the kernel picks when it binds (--master_port 0: no worker here uses MASTER_PORT).
 torchrun() { env -u OMP_NUM_THREADS $PY "$DDP_SRCDIR/bench/torchrun.py" --monitor_interval 0.1 \
-    --master_port "$(free_port)" "$@"; }
+    --master_port 0 "$@"; }
 
 # ---- 1: raw output when one worker's output reaches the console
 cat >"$TMP/metrics.py" <<'EOS'
@@ -25,7 +25,10 @@ import json, os
 print(json.dumps({"world": int(os.environ["WORLD_SIZE"]), "rank": int(os.environ["RANK"]), "loss": 0.25}))
 print(json.dumps({"done": True}), end="")
 EOS
-torchrun --nproc_per_node 1 --standalone "$TMP/metrics.py" >"$TMP/tr.json" 2>"$TMP/tr.err" ||
+# torchrun 1.13's --standalone is c10d on localhost:29400 with a fresh id: a fixed port that another torchrun on
+# this host may hold. Its half spells out the same rendezvous on a port its store picks (issue 34 item 15).
+torchrun --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint localhost:0 --rdzv_id standalone \
+    "$TMP/metrics.py" >"$TMP/tr.json" 2>"$TMP/tr.err" ||
     { cat "$TMP/tr.err"; fail "torchrun failed"; }
 "$DDP" --nproc_per_node=1 --standalone "$TMP/metrics.py" >"$TMP/dd.json" 2>"$TMP/dd.err" ||
     { cat "$TMP/dd.err"; fail "ddplaunch failed"; }
@@ -110,7 +113,7 @@ $PY -m venv --system-site-packages --without-pip "$TMP/venv" || skip "python3 -m
 cp "$DDP" "$TMP/venv/bin/ddplaunch"
 clean_path=/usr/bin:/bin
 env -u PYTHON_EXEC -u VIRTUAL_ENV PATH=$clean_path "$TMP/venv/bin/python3" "$DDP_SRCDIR/bench/torchrun.py" \
-    --nproc_per_node 1 --master_port "$(free_port)" "$TMP/who.py" >"$TMP/tr.py" 2>"$TMP/tr.err" ||
+    --nproc_per_node 1 --master_port 0 "$TMP/who.py" >"$TMP/tr.py" 2>"$TMP/tr.err" ||
     { cat "$TMP/tr.err"; fail "torchrun in the venv failed"; }
 env -u PYTHON_EXEC -u VIRTUAL_ENV PATH=$clean_path "$TMP/venv/bin/ddplaunch" "$TMP/who.py" >"$TMP/dd.py" \
     2>"$TMP/dd.err" || { cat "$TMP/dd.err"; fail "ddplaunch in the venv failed"; }
@@ -120,7 +123,7 @@ env -u PYTHON_EXEC PATH=$clean_path "$TMP/venv/bin/ddplaunch" plan "$TMP/who.py"
 expect_grep "^Python: $TMP/venv/bin/python3 \(the Python environment ddplaunch is installed in\)$" "$TMP/plan"
 # PYTHON_EXEC wins over both
 PYTHON_EXEC=/usr/bin/python3 PATH=$clean_path "$TMP/venv/bin/python3" "$DDP_SRCDIR/bench/torchrun.py" \
-    --nproc_per_node 1 --master_port "$(free_port)" "$TMP/who.py" >"$TMP/tr.py" 2>"$TMP/tr.err"
+    --nproc_per_node 1 --master_port 0 "$TMP/who.py" >"$TMP/tr.py" 2>"$TMP/tr.err"
 PYTHON_EXEC=/usr/bin/python3 PATH=$clean_path "$TMP/venv/bin/ddplaunch" "$TMP/who.py" >"$TMP/dd.py" 2>"$TMP/dd.err"
 expect_eq "interpreter (PYTHON_EXEC)" "$(cat "$TMP/dd.py")" "$(cat "$TMP/tr.py")"
 expect_eq "PYTHON_EXEC's interpreter" "$(cut -d' ' -f1 "$TMP/dd.py")" /usr/bin/python3

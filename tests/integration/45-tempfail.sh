@@ -3,7 +3,7 @@
 # node that never joins prints who is missing, elapsed and the deadline every 5 s, then exits 75 (not 1), and its
 # run records say so. (GPUs leased by other jobs: 52-gpu-leases.)
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+hold_port port 2 # node 0 listens on master_port + 1 (its control channel): both held (lib.sh hold_port)
 t0=$(date +%s%N)
 "$DDP" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" --rdzv-conf join_timeout=7 \
     --log-dir "$TMP/logs" --no-python --nproc-per-node 1 /bin/true >"$TMP/out" 2>&1

@@ -5,7 +5,12 @@
 # launcher frees the reservation at once.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 LOCKS=$DDPLAUNCH_LOCK_DIR
-PORT=${DDP_TEST_PORT:-28731}
+# PORT..PORT+5 held for the test (lib.sh hold_port), below the ephemeral range; DDP_TEST_PORT picks the first.
+if [ -n "${DDP_TEST_PORT:-}" ]; then
+    hold_port PORT 6 "$DDP_TEST_PORT-$((DDP_TEST_PORT + 5))"
+else
+    hold_port PORT 6 20000-28999
+fi
 
 # 1. a python3 program listening on PORT (as another user's TCPStore or a notebook would)
 $PY -c '

@@ -10,7 +10,7 @@ M=ddptest-mallory
 id -u "$M" >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin "$M" || fail "useradd failed"
 chmod 711 "$TMP"
 export DDPLAUNCH_LOCK_DIR=$TMP/pub/locks
-port=$((31000 + RANDOM % 900 * 2))
+hold_port port 2 # mallory listens on port + 1, node 0's control port (lib.sh hold_port)
 node1() { # node1 SECRET: node 1 of a 2-node job whose node 0 would be at 127.0.0.1:$port
     DDPLAUNCH_JOB_SECRET=$1 timeout 60 "$DDP" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port $port \
         --rdzv-id job57 --set job.join_timeout=3s --nproc-per-node 1 --no-python /bin/true

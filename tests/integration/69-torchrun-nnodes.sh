@@ -8,7 +8,6 @@
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || fail "python3-torch is needed to compare with torchrun"
 
-free_port() { $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 TORCHRUN=(env -u OMP_NUM_THREADS "$PY" "$DDP_SRCDIR/bench/torchrun.py" --monitor_interval 0.1)
 cat >"$TMP/w.py" <<'EOS'
 import os, sys
@@ -22,7 +21,7 @@ EOS
 two_nodes() {
     local out=$1 port
     shift
-    port=$(free_port)
+    hold_port port 2 # node 1 needs node 0's port; ddplaunch's node 0 also listens on port + 1
     mkdir -p "$out"
     "$@" --nnodes 1:2 --master_port "$port" --nproc_per_node 1 "$TMP/w.py" "$out" >"$out/n0.out" 2>"$out/n0.err" &
     local n0=$!
@@ -42,7 +41,7 @@ expect_eq "torchrun's ranks" "$(tr '\n' '|' <"$TMP/tr/ranks")" \
 diff "$TMP/tr/ranks" "$TMP/dd/ranks" || fail "ranks differ (torchrun <, ddplaunch >)"
 
 # A second node 0 of the same job (same port, no node rank): refused, one line, exit 2; the first runs on.
-port=$(free_port)
+hold_port port 2
 "$DDP" --nnodes 1:2 --master_port "$port" --nproc_per_node 1 "$TMP/w.py" "$TMP" >"$TMP/a.out" 2>"$TMP/a.err" &
 first=$!
 for _ in $(seq 100); do grep -q 'waiting up to' "$TMP/a.err" && break; sleep 0.1; done
@@ -60,7 +59,7 @@ echo "item 2: --nnodes 1:2 without a node rank: node 0 as torchrun; same ranks; 
 last_call() {
     local name=$1 port t0
     shift
-    port=$(free_port)
+    hold_port port
     t0=$(date +%s.%N)
     "$@" --nnodes=1:2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint 127.0.0.1:$port \
         --rdzv_conf last_call_timeout=3 "$TMP/start.py" >"$TMP/$name.out" 2>"$TMP/$name.err" ||

@@ -27,7 +27,7 @@ expect_eq "exit status of a plain run" "$rc" "$want"
 [ -s "$TMP/err" ] && { cat "$TMP/err"; fail "doctor wrote to stderr"; }
 
 # 2. an explicit port held by a python listener: fail, naming pid and command
-port=$((23900 + $$ % 50))
+hold_port port 1 20000-28999 # below the ephemeral range, where doctor says "is free" (not a warning)
 $PY -c '
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

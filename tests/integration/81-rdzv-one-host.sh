@@ -4,13 +4,12 @@
 # worker gets a distinct rank, and node 0's wait names the missing nodes as ranges ("missing 2-4, 7"), not one
 # number each. Then a joined agent is SIGKILLed: every other agent stops, and no worker, shim or agent is left.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
-free_port() { $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 N=6
 all=() # every agent started: none outlives a failed check
 trap 'kill "${all[@]}" 2>/dev/null; rm -rf "$TMP"' EXIT
 
 # 1. A job that forms: N agents, the same command line each.
-port=$(free_port)
+hold_port port 2 # agents of one host name one endpoint; static node 0 listens on port + 1 too
 pids=()
 for i in $(seq 1 $N); do
     "$DDP" --nnodes $N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$port" --rdzv-id one \
@@ -25,7 +24,7 @@ expect_eq "agents joining" "$(grep -l 'joining the rendezvous' "$TMP"/a*.err | w
 if grep -l "reserved by another process" "$TMP"/a*.err; then fail "a joining agent reported the port's holder"; fi
 
 # 2. node 0 waiting: nodes 1, 5 and 6 of 0-9 joined (static ranks); the others are named as ranges.
-port=$(free_port)
+hold_port port 2
 "$DDP" --nnodes 10 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" --rdzv-conf join_timeout=7 \
     --no-python --nproc-per-node 1 /bin/true >"$TMP/n0" 2>&1 &
 n0=$!
@@ -41,7 +40,7 @@ wait
 expect_grep '^ddplaunch: node 0: waiting for 6 more nodes to join \(4 of 10 up; missing 2-4, 7-9; 5s of 7s\)$' "$TMP/n0"
 
 # 3. A joined agent SIGKILLed once every worker runs: the others stop, and nothing of the job is left.
-port=$(free_port)
+hold_port port 2
 pids=()
 for i in $(seq 1 $N); do
     "$DDP" --nnodes $N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$port" --rdzv-id kill \

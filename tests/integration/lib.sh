@@ -46,3 +46,20 @@ wait_gpus() {
     fail "job $1 did not start its workers"
 }
 have_torch() { $PY -c 'import torch' >/dev/null 2>&1; }
+# hold_port VAR [N [LO-HI]]: sets VAR to a port P such that P..P+N-1 (N = 1) are free and held for this test
+# until its shell exits (port_hold.py: bound, never listening, so neither another program's bind to port 0 nor
+# an outgoing connection can take them, while torch's TCPStore, ddplaunch and python listeners with
+# SO_REUSEADDR still bind and listen there). For a port a command line must name (torchrun and ddplaunch halves
+# with the same port, node 0 and node 1 of one job, ddplaunch's control port master_port + 1): never pick a port,
+# close it and hope it stays free (issue 34 item 15). Where nothing needs to know the port, let the launcher
+# choose: ddplaunch's master_port = auto, torchrun --master_port 0. Call it from the test's own shell, not from
+# $(...) or a pipeline (VAR is set there). The holder is not a job of the test's shell (a plain `wait` does not wait for it): it
+# ends when the test's shell ($$) does.
+hold_port() {
+    local _f
+    _f=$(mktemp "$TMP/held.XXXXXX") && rm -f "$_f"
+    ($PY "$DDP_SRCDIR/tests/integration/port_hold.py" "$_f" "$$" "${2:-1}" ${3:+"$3"} </dev/null >/dev/null 2>"$_f.err" &)
+    for _ in $(seq 750); do [ -s "$_f" ] || [ -s "$_f.err" ] && break; sleep 0.02; done
+    [ -s "$_f" ] || { cat "$_f.err"; fail "port_hold.py held no port"; }
+    printf -v "$1" %s "$(cat "$_f")"
+}

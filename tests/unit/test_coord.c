@@ -5,9 +5,11 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -585,27 +587,28 @@ static void late_server(uv_timer_t *t)
     uv_close((uv_handle_t *)t, NULL);
 }
 
-static int free_port(void)
+/* A port held for one test (issue 34 item 15): bound on 0.0.0.0 without SO_REUSEADDR (nobody else has it), then
+ * SO_REUSEADDR set, never listening. While *fd is open the kernel hands the port to no other bind(port 0) or
+ * outgoing connection, the coordinator (which sets SO_REUSEADDR) can still bind and listen on it, and a connect
+ * to it is refused as to a free port. Picking a port and closing it would let anyone take it in between. */
+static int hold_port(int *fd)
 {
-    uv_loop_t loop;
-    uv_tcp_t t;
-    uv_loop_init(&loop);
-    uv_tcp_init(&loop, &t);
-    struct sockaddr_in sa;
-    uv_ip4_addr("127.0.0.1", 0, &sa);
-    uv_tcp_bind(&t, (struct sockaddr *)&sa, 0);
-    int len = sizeof sa;
-    uv_tcp_getsockname(&t, (struct sockaddr *)&sa, &len);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(*fd, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    cr_assert_eq(bind(*fd, (struct sockaddr *)&sa, sizeof sa), 0, "%s", strerror(errno));
+    socklen_t len = sizeof sa;
+    cr_assert_eq(getsockname(*fd, (struct sockaddr *)&sa, &len), 0);
+    int one = 1;
+    cr_assert_eq(setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
     return ntohs(sa.sin_port);
 }
 
 Test(coord, a_node_waits_for_node0_then_joins)
 {
     struct world w;
-    int port = free_port();
+    int held;
+    int port = hold_port(&held);
     world_init(&w, port, 5000); /* nnodes field carries the port to late_server */
     uv_timer_t t;
     uv_timer_init(&w.loop, &t);
@@ -617,12 +620,14 @@ Test(coord, a_node_waits_for_node0_then_joins)
     world_run(&w);
     cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1, "%s", w.node[0].n ? w.node[0].reason[0] : "");
     cr_expect_geq(w.node[0].at[0] - t0, 450);
+    close(held);
 }
 
 Test(coord, join_timeout)
 {
     struct world w;
-    int port = free_port();
+    int held;
+    int port = hold_port(&held);
     world_init(&w, 2, 5000);
     struct ddp_coord_config cfg = config(1, 2, port);
     cfg.join_timeout_ms = 600;
@@ -636,6 +641,7 @@ Test(coord, join_timeout)
     cr_expect(strstr(lost->reason, "within 600 ms: connection refused"), "%s", lost->reason);
     long long took = w.node[0].at[0] - t0;
     cr_expect(took >= 550 && took < 1500, "gave up after %lld ms", took);
+    close(held);
 }
 
 Test(coord, bad_config)
