@@ -78,7 +78,7 @@ struct ddp_frshare *ddp_frshare_new(uv_loop_t *loop, const struct ddp_spec *spec
     f->tick.data = f;
     if (!leader)
         uv_timer_start(&f->tick, on_tick, (uint64_t)spec->sample_interval_ms, (uint64_t)spec->sample_interval_ms);
-    ddp_fr_remote_clear(ddp_fr_remote_global());
+    ddp_fr_remote_clear(ddp_watch_remote(f->watch));
     return f;
 }
 
@@ -92,7 +92,7 @@ void ddp_frshare_received(struct ddp_frshare *f, const struct ddp_coord_event *e
                   ev->rank, ev->attempt);
         return;
     }
-    if (ddp_fr_remote_put(ddp_fr_remote_global(), ev->attempt, ev->node, host, ev->rank, ev->still_ms, ev->reason,
+    if (ddp_fr_remote_put(ddp_watch_remote(f->watch), ev->attempt, ev->node, host, ev->rank, ev->still_ms, ev->reason,
                           ddp_now_ms(), ddp_records_recorder(f->rec)) == -EINVAL)
         ddp_debug("node %d: rank %d's flight recorder summary could not be read: ignored", ev->node, ev->rank);
 }

@@ -89,6 +89,7 @@ struct ddp_capture {
     long long start_ms;
     const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms);
     void *fr_arg;
+    const struct ddp_fr_remote *remote; /* the other nodes' ranks' recorders (node 0), or NULL */
 };
 
 static void feed(struct ddp_capture *c, const struct ddp_capture_event_data *ev);
@@ -115,10 +116,12 @@ struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *
 }
 
 void ddp_capture_recorder(struct ddp_capture *c,
-                          const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms), void *arg)
+                          const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms), void *arg,
+                          const struct ddp_fr_remote *remote)
 {
     c->fr = fr;
     c->fr_arg = arg;
+    c->remote = remote;
 }
 
 void ddp_capture_evidence(struct ddp_capture *c, void (*fn)(void *arg, size_t i, struct ddp_capture_evidence *ev),
@@ -341,8 +344,8 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attem
         any |= f != NULL;
         in[i] = (struct ddp_fr_input){r->w[i].w->rank, f, still, g->views[i].nframes ? g->views[i].frame : NULL};
     }
-    if (any || ddp_fr_remote_count(ddp_fr_remote_global(), r->plan.attempt)) {
-        ddp_fr_remote_decide(ddp_fr_remote_global(), r->plan.attempt, ddp_now_ms(), in, g->n, culprit, &v, &g->remote);
+    if (any || ddp_fr_remote_count(c->remote, r->plan.attempt)) {
+        ddp_fr_remote_decide(c->remote, r->plan.attempt, ddp_now_ms(), in, g->n, culprit, &v, &g->remote);
         if (v.kind != DDP_FR_NONE) {
             memcpy(g->culprit, culprit, g->n * sizeof(*culprit));
             g->v.confidence = v.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;

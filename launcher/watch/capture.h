@@ -15,6 +15,7 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/fr_remote.h"
 #include "watch/hang.h"
 #include "watch/recorder.h"
 
@@ -65,9 +66,11 @@ struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *
                                     struct ddp_records *rec, void (*decided)(void *arg), void *arg);
 /* Where the verdict finds each worker's flight recorder as last sampled (recorder.h; the live watch's, stopped
  * before the capture): fr(arg, i, &still_ms) for worker i, NULL when none. The recorder's finding wins over the
- * stacks, which still say where each culprit is. Unset: stacks only. */
+ * stacks, which still say where each culprit is; remote (borrowed, may be NULL): the other nodes' ranks'
+ * recorders (node 0, fr_remote.h), judged with them. Unset: stacks only. */
 void ddp_capture_recorder(struct ddp_capture *c,
-                          const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms), void *arg);
+                          const struct ddp_fr_state *(*fr)(void *arg, size_t i, long long *still_ms), void *arg,
+                          const struct ddp_fr_remote *remote);
 /* What the other sources know of a worker, for the verdict (each keeps its own: stall.h, coll_timeout.h). */
 struct ddp_capture_evidence {
     long long last_progress_ms;  /* its last sign of progress (monotonic), 0 unknown */

@@ -168,14 +168,6 @@ void ddp_fr_remote_clear(struct ddp_fr_remote *r)
     r->attempt = -1;
 }
 
-struct ddp_fr_remote *ddp_fr_remote_global(void)
-{
-    static struct ddp_fr_remote *g;
-    if (!g)
-        g = ddp_fr_remote_new();
-    return g;
-}
-
 /* progress.c's shape of one rank in summary.json's flight_recorder.ranks */
 static json_t *recorder_json(const struct ddp_fr_state *fr)
 {

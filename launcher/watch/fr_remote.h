@@ -35,8 +35,6 @@ struct ddp_fr_remote;
 
 struct ddp_fr_remote *ddp_fr_remote_new(void);
 void ddp_fr_remote_free(struct ddp_fr_remote *r);
-/* The process's store: node 0's driver fills it (frshare.h), the watch (progress.c, capture.c) reads it. */
-struct ddp_fr_remote *ddp_fr_remote_global(void);
 /* Forget every rank (a new job, tests). */
 void ddp_fr_remote_clear(struct ddp_fr_remote *r);
 

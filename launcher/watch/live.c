@@ -11,7 +11,8 @@ struct ddp_live {
     const char *host;
     struct ddp_jsonlog *rec;
     json_t *stragglers;
-    json_t *recorder; /* summary.json's flight_recorder, or NULL */
+    json_t *recorder;                   /* summary.json's flight_recorder, or NULL */
+    const struct ddp_fr_remote *remote; /* the other nodes' ranks' recorders (node 0), or NULL */
     struct ddp_timeout_sink sink;
     struct ddp_progress *progress;        /* the watched attempt's, or NULL */
     const struct ddp_runner_attempt *run; /* the watched attempt */
@@ -35,9 +36,10 @@ struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, cons
     return l;
 }
 
-void ddp_live_recorder(struct ddp_live *l, json_t *recorder)
+void ddp_live_recorder(struct ddp_live *l, json_t *recorder, const struct ddp_fr_remote *remote)
 {
     l->recorder = recorder;
+    l->remote = remote;
 }
 
 void ddp_live_free(struct ddp_live *l)
@@ -96,7 +98,7 @@ void ddp_live_start(struct ddp_live *l, struct ddp_runner_attempt *r, const char
     l->run = r;
     l->progress = ddp_progress_start(l->loop, l->spec, l->host, r->plan.attempt, l->watched, r->nw, l->rec,
                                      l->stragglers, &hooks);
-    ddp_progress_recorder(l->progress, l->recorder);
+    ddp_progress_recorder(l->progress, l->recorder, l->remote);
     for (size_t i = 0; i < r->nw; i++)
         if (r->w[i].pgid > 0)
             ddp_progress_spawned(l->progress, i, r->w[i].pgid, hb(arg, i));

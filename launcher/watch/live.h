@@ -10,6 +10,7 @@
 #include "records/jsonlog.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/fr_remote.h"
 #include "watch/timeout.h"
 
 struct ddp_live;
@@ -19,8 +20,9 @@ struct ddp_live;
 struct ddp_live *ddp_live_new(uv_loop_t *loop, const struct ddp_spec *spec, const char *host, struct ddp_jsonlog *rec,
                               json_t *stragglers, struct ddp_timeout_sink sink);
 void ddp_live_free(struct ddp_live *l);
-/* summary.json's flight_recorder object (borrowed; ddp_progress_recorder) for the attempts started after. */
-void ddp_live_recorder(struct ddp_live *l, json_t *recorder);
+/* summary.json's flight_recorder object and the other nodes' ranks' recorders (both borrowed, may be NULL;
+ * ddp_progress_recorder) for the attempts started after. */
+void ddp_live_recorder(struct ddp_live *l, json_t *recorder, const struct ddp_fr_remote *remote);
 
 /* The workers of plan are about to start: the directory of their stack samples exists. */
 void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan);

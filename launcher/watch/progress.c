@@ -45,7 +45,8 @@ struct ddp_progress {
     size_t n;
     struct ddp_jsonlog *rec;
     json_t *stragglers;
-    json_t *recorder; /* summary.json's flight_recorder (borrowed), or NULL */
+    json_t *recorder;                   /* summary.json's flight_recorder (borrowed), or NULL */
+    const struct ddp_fr_remote *remote; /* the other nodes' ranks' recorders (borrowed; node 0), or NULL */
     struct ddp_progress_hooks hooks;
     struct ddp_suspect sus;
     long long suspected_ms; /* when the current suspicion began, 0: none */
@@ -245,7 +246,7 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
         }
     }
     struct ddp_fr_remote_named remote; /* ranks on other nodes (fr_remote.h) */
-    ddp_fr_remote_decide(ddp_fr_remote_global(), w->attempt, now, fin, w->n, frc, &fv, &remote);
+    ddp_fr_remote_decide(w->remote, w->attempt, now, fin, w->n, frc, &fv, &remote);
     if (fv.kind != DDP_FR_NONE) { /* the recorder wins over the stacks; the stack still says where */
         memcpy(culprit, frc, w->n * sizeof(*culprit));
         v.confidence = fv.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
@@ -440,10 +441,12 @@ void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid)
         w->rk[i].groups[1] = pid;
 }
 
-void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder)
+void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder, const struct ddp_fr_remote *remote)
 {
-    if (w)
+    if (w) {
         w->recorder = recorder;
+        w->remote = remote;
+    }
 }
 
 const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms)

@@ -16,6 +16,7 @@
 
 #include "records/jsonlog.h"
 #include "spec/spec.h"
+#include "watch/fr_remote.h"
 #include "watch/recorder.h"
 
 struct ddp_progress;
@@ -48,8 +49,9 @@ void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid);
 void ddp_progress_exited(struct ddp_progress *w, size_t i);
 /* recorder (borrowed JSON object, summary.json's flight_recorder): gets {"attempt", "ranks": {rank: [each process
  * group's "pg", "ranks", "last_enqueued", "last_completed", "op", "shape"]}} from the ranks' flight recorders
- * (torch 2.x, recorder.h) as the samples show them. NULL w: no-op. */
-void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder);
+ * (torch 2.x, recorder.h) as the samples show them. remote (borrowed, may be NULL): the other nodes' ranks'
+ * recorders (node 0, fr_remote.h), judged with this node's. NULL w: no-op. */
+void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder, const struct ddp_fr_remote *remote);
 
 /* Rank i's flight recorder as the last sample showed it (recorder.h), and *still_ms how long it had not moved at
  * now; NULL when it has none (torch 1.x, not sampled yet) or w is NULL. Borrowed until the next sample. */

@@ -22,6 +22,7 @@ struct ddp_watch {
     struct ddp_wall *wall;         /* [timeout] wall */
     struct ddp_live *live;         /* the live hang watch: stack samples, flight recorder, suspicion */
     struct ddp_gpuwatch *gpuwatch; /* NVML's event set for the GPUs, or NULL */
+    struct ddp_fr_remote *remote;  /* the other nodes' ranks' flight recorders (node 0: driver/frshare.c) */
 };
 
 /* One source: what it does at each step (NULL: nothing). open returns 0 or a negative errno with err. */
@@ -94,7 +95,7 @@ static int capture_open(struct ddp_watch *w, struct ddp_err *err)
 {
     (void)err;
     w->cap = ddp_capture_new(w->cfg.loop, w->cfg.ctx, w->cfg.rn, w->cfg.rec, w->cfg.decided, w->cfg.arg);
-    ddp_capture_recorder(w->cap, live_fr, w);
+    ddp_capture_recorder(w->cap, live_fr, w, w->remote);
     ddp_capture_evidence(w->cap, capture_evidence, w);
     return 0;
 }
@@ -236,7 +237,7 @@ static int live_open(struct ddp_watch *w, struct ddp_err *err)
     (void)err;
     w->live = ddp_live_new(w->cfg.loop, w->cfg.ctx->spec, w->cfg.ctx->hostname, ddp_records_record(w->cfg.rec),
                            ddp_records_stragglers(w->cfg.rec), w->cfg.sink);
-    ddp_live_recorder(w->live, ddp_records_recorder(w->cfg.rec));
+    ddp_live_recorder(w->live, ddp_records_recorder(w->cfg.rec), w->remote);
     return 0;
 }
 
@@ -356,6 +357,7 @@ int ddp_watch_open(const struct ddp_watch_config *cfg, struct ddp_watch **out, s
     struct ddp_watch *w = ddp_xcalloc(1, sizeof(*w));
     int rc = 0;
     w->cfg = *cfg;
+    w->remote = ddp_fr_remote_new();
     for (size_t i = 0; i < NSOURCES; i++) {
         int r = sources[i].open ? sources[i].open(w, err) : 0;
         if (r < 0 && rc == 0)
@@ -379,6 +381,7 @@ void ddp_watch_free(struct ddp_watch *w)
     for (size_t i = 0; i < NSOURCES; i++)
         if (sources[i].free)
             sources[i].free(w);
+    ddp_fr_remote_free(w->remote);
     free(w);
 }
 
@@ -485,4 +488,9 @@ bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worke
 const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms)
 {
     return ddp_live_fr_now(w->live, i, now, still_ms);
+}
+
+struct ddp_fr_remote *ddp_watch_remote(struct ddp_watch *w)
+{
+    return w->remote;
 }

@@ -17,6 +17,7 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/fr_remote.h"
 #include "watch/gpuwatch.h"
 #include "watch/recorder.h"
 #include "watch/timeout.h"
@@ -79,5 +80,8 @@ bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worke
 /* Worker i's flight recorder as the live watch read it last (NULL: none yet), *still_ms how long its progress
  * has stood still at now (ms); what driver/frshare.c sends to node 0. */
 const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms);
+/* The store of the other nodes' ranks' flight recorders (fr_remote.h) that the live verdict and the capture
+ * judge with this node's: node 0's driver/frshare.c fills it. Owned by the watch. */
+struct ddp_fr_remote *ddp_watch_remote(struct ddp_watch *w);
 
 #endif
