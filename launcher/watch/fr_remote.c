@@ -168,24 +168,6 @@ void ddp_fr_remote_clear(struct ddp_fr_remote *r)
     r->attempt = -1;
 }
 
-/* progress.c's shape of one rank in summary.json's flight_recorder.ranks */
-static json_t *recorder_json(const struct ddp_fr_state *fr)
-{
-    json_t *a = json_array();
-    for (size_t g = 0; g < fr->ngroups; g++) {
-        const struct ddp_fr_group *x = &fr->g[g];
-        const struct ddp_fr_entry *e = NULL;
-        for (size_t j = x->nentries; j-- > 0 && !e;)
-            if (!x->e[j].p2p && x->e[j].seq == x->enqueued)
-                e = &x->e[j];
-        json_array_append_new(a, json_pack("{s:s, s:s?, s:I, s:I, s:s?, s:s?}", "pg", x->id, "ranks",
-                                           x->ranks[0] ? x->ranks : NULL, "last_enqueued", (json_int_t)x->enqueued,
-                                           "last_completed", (json_int_t)x->completed, "op", e ? e->op : NULL, "shape",
-                                           e ? e->shape : NULL));
-    }
-    return a;
-}
-
 int ddp_fr_remote_put(struct ddp_fr_remote *r, int attempt, int node, const char *host, int rank, long long still_ms,
                       const char *json, long long now, json_t *recorder)
 {
@@ -227,7 +209,7 @@ int ddp_fr_remote_put(struct ddp_fr_remote *r, int attempt, int node, const char
             json_object_set_new(recorder, "ranks", ranks = json_object());
         }
         snprintf(key, sizeof(key), "%d", rank);
-        json_object_set_new(ranks, key, recorder_json(&x.fr));
+        json_object_set_new(ranks, key, ddp_fr_summary_json(&x.fr));
     }
     return 0;
 }

@@ -147,25 +147,6 @@ static void count_round(struct ddp_progress *w)
 
 /* ---------------------------------------------------------------- the flight recorder */
 
-/* Each process group's last collective as rank k's recorder shows it: [{"pg", "ranks", "last_enqueued",
- * "last_completed", "op", "shape"}] */
-static json_t *recorder_json(const struct ddp_fr_state *fr)
-{
-    json_t *a = json_array();
-    for (size_t g = 0; g < fr->ngroups; g++) {
-        const struct ddp_fr_group *x = &fr->g[g];
-        const struct ddp_fr_entry *e = NULL;
-        for (size_t j = x->nentries; j-- > 0 && !e;)
-            if (!x->e[j].p2p && x->e[j].seq == x->enqueued)
-                e = &x->e[j];
-        json_array_append_new(a, json_pack("{s:s, s:s?, s:I, s:I, s:s?, s:s?}", "pg", x->id, "ranks",
-                                           x->ranks[0] ? x->ranks : NULL, "last_enqueued", (json_int_t)x->enqueued,
-                                           "last_completed", (json_int_t)x->completed, "op", e ? e->op : NULL, "shape",
-                                           e ? e->shape : NULL));
-    }
-    return a;
-}
-
 /* Fold rank i's sample text into its recorder state: a move is a sign of progress. */
 static void recorder_sample(struct ddp_progress *w, size_t i, const char *text, size_t len, long long now)
 {
@@ -188,7 +169,7 @@ static void recorder_sample(struct ddp_progress *w, size_t i, const char *text, 
                 json_object_set_new(w->recorder, "ranks", ranks = json_object());
             }
             snprintf(key, sizeof(key), "%d", k->r.rank);
-            json_object_set_new(ranks, key, recorder_json(fr));
+            json_object_set_new(ranks, key, ddp_fr_summary_json(fr));
         }
     }
     free(k->fr);
@@ -242,7 +223,7 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
         if (k->fr) {
             char key[16];
             snprintf(key, sizeof(key), "%d", k->r.rank);
-            json_object_set_new(reached, key, recorder_json(k->fr));
+            json_object_set_new(reached, key, ddp_fr_summary_json(k->fr));
         }
     }
     struct ddp_fr_remote_named remote; /* ranks on other nodes (fr_remote.h) */

@@ -512,3 +512,22 @@ const char *ddp_fr_kind_name(enum ddp_fr_kind k)
            : k == DDP_FR_SHAPE ? "shape_mismatch"
                                : "none";
 }
+
+/* Each process group's last collective as one rank's recorder shows it: [{"pg", "ranks", "last_enqueued",
+ * "last_completed", "op", "shape"}] */
+json_t *ddp_fr_summary_json(const struct ddp_fr_state *fr)
+{
+    json_t *a = json_array();
+    for (size_t g = 0; g < fr->ngroups; g++) {
+        const struct ddp_fr_group *x = &fr->g[g];
+        const struct ddp_fr_entry *e = NULL;
+        for (size_t j = x->nentries; j-- > 0 && !e;)
+            if (!x->e[j].p2p && x->e[j].seq == x->enqueued)
+                e = &x->e[j];
+        json_array_append_new(a, json_pack("{s:s, s:s?, s:I, s:I, s:s?, s:s?}", "pg", x->id, "ranks",
+                                           x->ranks[0] ? x->ranks : NULL, "last_enqueued", (json_int_t)x->enqueued,
+                                           "last_completed", (json_int_t)x->completed, "op", e ? e->op : NULL, "shape",
+                                           e ? e->shape : NULL));
+    }
+    return a;
+}

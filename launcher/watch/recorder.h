@@ -6,6 +6,7 @@
 #ifndef DDP_RECORDER_H
 #define DDP_RECORDER_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -124,6 +125,10 @@ int ddp_fr_parse(const char *text, size_t len, struct ddp_fr_state *st);
 
 /* The group with id in st, or NULL. */
 const struct ddp_fr_group *ddp_fr_group(const struct ddp_fr_state *st, const char *id);
+
+/* Each process group's last collective in st, as summary.json's flight_recorder.ranks holds it per rank: a new
+ * JSON array of {"pg", "ranks", "last_enqueued", "last_completed", "op", "shape"}. */
+json_t *ddp_fr_summary_json(const struct ddp_fr_state *st);
 
 /* Did any group's enqueued or completed collective change from a to b (a group appearing counts)? */
 bool ddp_fr_moved(const struct ddp_fr_state *a, const struct ddp_fr_state *b);
