@@ -78,7 +78,6 @@ struct ddp_frshare *ddp_frshare_new(uv_loop_t *loop, const struct ddp_spec *spec
     f->tick.data = f;
     if (!leader)
         uv_timer_start(&f->tick, on_tick, (uint64_t)spec->sample_interval_ms, (uint64_t)spec->sample_interval_ms);
-    ddp_fr_remote_clear(ddp_watch_remote(f->watch));
     return f;
 }
 
