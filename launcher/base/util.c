@@ -444,6 +444,31 @@ char *ddp_printable(char *s)
     return s;
 }
 
+size_t ddp_utf8_cut(const char *s, size_t max)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t at = 0;
+    while (p && p[at]) {
+        unsigned c = 0;
+        size_t n = utf8_len(p + at, &c);
+        n = n ? n : 1;
+        if (at + n > max)
+            break;
+        at += n;
+    }
+    return at;
+}
+
+char *ddp_text_copy(char *dst, size_t size, const char *src)
+{
+    if (size == 0)
+        return dst;
+    size_t n = ddp_utf8_cut(src ? src : "", size - 1);
+    memmove(dst, src ? src : "", n);
+    dst[n] = '\0';
+    return ddp_printable(dst);
+}
+
 int ddp_open_regular(int dirfd, const char *path)
 {
     struct stat st;

@@ -25,6 +25,7 @@
 #include "driver/signals.h"
 #include "host/cgroup.h"
 #include "host/logdir.h"
+#include "records/jsonlog.h"
 #include "records/records.h"
 #include "records/report.h"
 #include "run/plan.h"
@@ -574,9 +575,9 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
                        : ev->type == DDP_NVML_EV_CLOCK   ? "clocks"
                                                          : "other";
     ddp_records_event(s->rec, "gpu_event",
-                      json_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:s}", "attempt", cur_attempt(s), "gpu", ev->gpu,
-                                "busid", ev->busid, "rank", rank, "kind", kind, "data", (json_int_t)ev->data, "fault",
-                                ev->fault, "text", text));
+                      ddp_jsonlog_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:s}", "attempt", cur_attempt(s), "gpu",
+                                       ev->gpu, "busid", ev->busid, "rank", rank, "kind", kind, "data",
+                                       (json_int_t)ev->data, "fault", ev->fault, "text", text));
     if (ev->fault) {
         ddp_records_gpu_fault(s->rec, ev->gpu, ev->busid, ev->text);
         left_out(s, ev->gpu, ev->busid, ev->text);

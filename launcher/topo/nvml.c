@@ -181,6 +181,7 @@ static void proc_owner(struct ddp_nvml_proc *p)
     if ((fp = fopen(path, "re")) != NULL) {
         if (fgets(p->comm, sizeof p->comm, fp))
             p->comm[strcspn(p->comm, "\n")] = '\0';
+        ddp_printable(p->comm); /* another user names it; the kernel cut it at 15 bytes, maybe mid-character */
         fclose(fp);
     }
     snprintf(path, sizeof path, "/proc/%u/status", p->pid);
@@ -192,7 +193,7 @@ static void proc_owner(struct ddp_nvml_proc *p)
             struct passwd pw, *res = NULL;
             char buf[1024];
             if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res)
-                snprintf(p->user, sizeof p->user, "%s", res->pw_name);
+                ddp_text_copy(p->user, sizeof p->user, res->pw_name);
             else
                 snprintf(p->user, sizeof p->user, "uid %u", uid);
             break;
