@@ -252,6 +252,24 @@ static nvml_return nvml_init(const struct nvml_fns *f, bool keep, char *status, 
     return 0;
 }
 
+/* The device count, or -EIO with status set when NVML fails it or answers a count no machine has (a broken
+ * driver answered 2^32-1: allocating and walking that many would abort or spin). */
+static int device_count(const struct nvml_fns *f, unsigned *n, char *status, size_t size)
+{
+    *n = 0;
+    if (f->count(n) != 0) {
+        *n = 0;
+        return 0;
+    }
+    if (*n > DDP_NVML_MAX_DEVICES) {
+        snprintf(status, size, "NVML: broken (nvmlDeviceGetCount answered %u devices, more than %d)", *n,
+                 DDP_NVML_MAX_DEVICES);
+        *n = 0;
+        return -EIO;
+    }
+    return 0;
+}
+
 /* Memory of device d into g, and (procs) its compute processes. */
 static void read_memory(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_gpu *g, bool procs)
 {
@@ -259,6 +277,7 @@ static void read_memory(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
     struct nvml_process pr[DDP_NVML_MAX_PROCS];
     unsigned n = DDP_NVML_MAX_PROCS;
 
+    memset(pr, 0, sizeof pr);
     g->mem_used = -1;
     g->nprocs = 0;
     if (f->memory && f->memory(d, &mem) == 0) {
@@ -267,7 +286,13 @@ static void read_memory(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
     }
     if (!procs || !f->processes || f->processes(d, &n, pr) != 0)
         return;
-    for (unsigned k = 0; k < n && k < DDP_NVML_MAX_PROCS; k++) {
+    if (n > DDP_NVML_MAX_PROCS) { /* "OK" with more entries than the buffer holds: only the buffer is NVML's */
+        ddp_debug("NVML: %s: %u compute processes in a buffer of %d", g->busid, n, DDP_NVML_MAX_PROCS);
+        n = DDP_NVML_MAX_PROCS;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        if (pr[k].pid == 0) /* an entry NVML did not fill (the buffer was zeroed): no phantom holder */
+            continue;
         g->procs[g->nprocs] = (struct ddp_nvml_proc){
             .pid = pr[k].pid,
             .mem_used = pr[k].used != ~0ULL ? (long long)pr[k].used : -1,
@@ -308,8 +333,10 @@ void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
         return;
     if (f->driver_version)
         f->driver_version(out->driver, sizeof out->driver);
-    if (f->count(&n) != 0)
-        n = 0;
+    if (device_count(f, &n, out->status, sizeof out->status) != 0) {
+        f->shutdown();
+        return;
+    }
     out->gpus = ddp_xcalloc(n ? n : 1, sizeof *out->gpus);
     for (unsigned i = 0; i < n; i++) {
         struct ddp_nvml_gpu *g = &out->gpus[out->ngpus];
@@ -372,8 +399,10 @@ int ddp_nvml_read_memory(struct ddp_nvml *n, const char *const *busids, size_t n
         return -ENOENT;
     if (nvml_init(f, true, status, sizeof status) != 0)
         return -EIO;
-    if (f->count(&count) != 0)
-        count = 0;
+    if (device_count(f, &count, status, sizeof status) != 0) {
+        f->shutdown();
+        return -EIO;
+    }
     for (unsigned i = 0; i < count && done < nbusids; i++) {
         struct nvml_pci pci;
         nvml_device d;
@@ -664,8 +693,10 @@ int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_ev
         snprintf(why, whysz, "nvmlEventSetCreate failed");
         goto fail;
     }
-    if (e->f.count(&count) != 0)
-        count = 0;
+    if (device_count(&e->f, &count, status, sizeof status) != 0) {
+        snprintf(why, whysz, "%s", status);
+        goto fail;
+    }
     for (unsigned i = 0; i < count; i++) {
         nvml_device d;
         struct nvml_pci pci;

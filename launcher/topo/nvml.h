@@ -9,6 +9,7 @@
 
 #define DDP_NVML_MAX_LINKS 18
 #define DDP_NVML_MAX_PROCS 64
+#define DDP_NVML_MAX_DEVICES 4096 /* a device count above it is a broken driver's */
 
 /* A compute process on a GPU. */
 struct ddp_nvml_proc {

@@ -12,6 +12,9 @@
  *   persistence GPU 0|1 / mig GPU 0|1 / ecc_mode GPU 0|1
  *   event GPU AT xid N | event GPU AT ecc  what nvmlEventSetWait_v2 delivers once AT has come
  *   unsupported CALL                       that call answers NOT_SUPPORTED (remap, retired, ecc, clocks, events)
+ *   count N                                garbage: nvmlDeviceGetCount answers N (4294967295), whatever is listed
+ *   proc_count GPU N                       garbage: the processes call answers OK and count N, filling only its
+ *                                          own entries (a driver that says more than it gave)
  * Never used by the launcher itself. */
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +40,7 @@ struct gpu {
     unsigned remap[4];
     unsigned long long throttle;
     double throttle_at;
+    long long proc_count; /* >= 0: the count the processes call answers */
     int persistence, mig, ecc_mode;
 };
 struct event {
@@ -53,6 +57,7 @@ static struct event events[MAXE];
 static int nevents, events_read, inits;
 static double t0 = -1;
 static char unsupported[512];
+static long long count_says = -1; /* "count N" */
 
 static double now_s(void)
 {
@@ -83,6 +88,7 @@ static void load(void)
     int read_events = !events_read;
 
     ngpus = 0;
+    count_says = -1;
     snprintf(unsupported, sizeof unsupported, " ");
     if (!f)
         return;
@@ -100,6 +106,7 @@ static void load(void)
             x->used = c[0] ? size_of(c) : 0;
             x->persistence = 1;
             x->ecc_mode = 1;
+            x->proc_count = -1;
         } else if (sscanf(line, "proc %d %63s %63s", &g, a, b) == 3 && g >= 0 && g < ngpus && gpus[g].nprocs < MAXP) {
             gpus[g].procs[gpus[g].nprocs++] = (struct proc){(unsigned)atoi(a), size_of(b)};
             gpus[g].used += size_of(b);
@@ -125,6 +132,10 @@ static void load(void)
             v->at = atof(a);
             v->type = !strcmp(b, "xid") ? 0x8 : !strcmp(b, "ecc") ? 0x2 : 0x10;
             v->data = e[0] ? strtoull(e, NULL, 0) : 0;
+        } else if (sscanf(line, "count %63s", a) == 1) {
+            count_says = strtoll(a, NULL, 0);
+        } else if (sscanf(line, "proc_count %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
+            gpus[g].proc_count = strtoll(a, NULL, 0);
         } else if (sscanf(line, "unsupported %63s", a) == 1) {
             size_t n = strlen(unsupported);
             snprintf(unsupported + n, sizeof unsupported - n, "%s ", a);
@@ -168,7 +179,7 @@ EXPORT int nvmlSystemGetDriverVersion(char *v, unsigned n)
 }
 EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
 {
-    *n = (unsigned)ngpus;
+    *n = count_says >= 0 ? (unsigned)count_says : (unsigned)ngpus;
     return 0;
 }
 EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d)
@@ -232,7 +243,7 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, struct 
     }
     for (int i = 0; i < g->nprocs; i++)
         out[i] = (struct procinfo){g->procs[i].pid, g->procs[i].used, ~0u, ~0u};
-    *n = (unsigned)g->nprocs;
+    *n = g->proc_count >= 0 ? (unsigned)g->proc_count : (unsigned)g->nprocs;
     return 0;
 }
 EXPORT int nvmlDeviceGetPersistenceMode(void *d, int *m)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A broken driver (issue 39, through the fake NVML's garbage knobs, tests/helpers/fake_nvml.c): a process count
+# above what NVML filled in makes no phantom holder (only the entries given count), and a device count of
+# 2^32-1 is "NVML broken", not an abort, in doctor, plan and a launch.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+topo=$TOPO_DIR/vm-2gpu-h200-nonuma.xml
+fake=$DDP_BUILD/helpers/fake_nvml
+[ -r "$topo" ] || skip "fixture $topo not found"
+[ -e "$fake/libnvidia-ml.so.1" ] || skip "fake NVML not built"
+export DDPLAUNCH_LOCK_DIR=$TMP/locks DDPLAUNCH_TOPOLOGY_NVML=1 LD_LIBRARY_PATH=$fake FAKE_NVML_CONFIG=$TMP/nvml.conf
+sleep 60 &
+holder=$!
+trap 'kill $holder 2>/dev/null' EXIT
+
+# 1. the processes call says 60 on a GPU with one real holder, and 60 on a GPU with none: only the holder counts
+cat >"$TMP/nvml.conf" <<C
+gpu 0000:00:06.0 140G 0.5G
+gpu 0000:00:07.0 140G 0.5G
+proc 0 $holder 20G
+proc_count 0 60
+proc_count 1 60
+C
+"$DDP" --topology "$topo" --nproc-per-node 1 --set gpus.select=0000:00:07.0 --set gpus.busy=fail --no-python /bin/true \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "no holder on GPU 1 (busy = fail): exit status" "$?" 0
+grep -q "held by" "$TMP/err" && { cat "$TMP/err"; fail "a phantom holder on GPU 1"; }
+"$DDP" plan --topology "$topo" --nproc-per-node 2 --no-python /bin/true >"$TMP/plan" 2>&1
+cat "$TMP/plan" | grep -i "held\|GiB in use"
+n=$(grep -o "pid [0-9]*" "$TMP/plan" | sort -u | wc -l)
+expect_eq "holders named in plan" "$n" 1
+expect_grep "held by pid $holder \([^)]*20.0 GiB\)" "$TMP/plan"
+
+# 2. a device count of 2^32-1: doctor says NVML is broken, plan and a launch go on without its facts
+cat >"$TMP/nvml.conf" <<C
+gpu 0000:00:06.0 140G 0.5G
+gpu 0000:00:07.0 140G 0.5G
+count 4294967295
+C
+timeout 20 "$DDP" doctor --topology "$topo" --nproc-per-node 2 >"$TMP/doc" 2>&1
+rc=$?
+cat "$TMP/doc" | grep -i nvml
+[ $rc -lt 124 ] || fail "doctor: status $rc (killed or aborted)"
+expect_grep "nvmlDeviceGetCount answered 4294967295 devices" "$TMP/doc"
+timeout 20 "$DDP" plan --topology "$topo" --nproc-per-node 2 --no-python /bin/true >"$TMP/plan" 2>&1
+expect_eq "plan with a garbage device count: exit status" "$?" 0
+timeout 20 "$DDP" --topology "$topo" --nproc-per-node 2 --no-python /bin/sh -c 'echo ran' >"$TMP/out" 2>"$TMP/err"
+rc=$?
+cat "$TMP/err"
+expect_eq "launch with a garbage device count: exit status" "$rc" 0
+expect_eq "launch: workers" "$(grep -c ran "$TMP/out")" 2
+echo ok
