@@ -565,7 +565,12 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
         ddp_debug("GPU %d (%s), not used by this attempt: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
         return;
     }
-    char *text = ddp_xasprintf("GPU %d (%s) of rank %d: %s", ev->gpu, ev->busid ? ev->busid : "?", rank, ev->text);
+    char again[96] = "";
+    if (ev->repeats)
+        snprintf(again, sizeof again, " (%llu more time%s in the last minute)", ev->repeats,
+                 ev->repeats == 1 ? "" : "s");
+    char *text =
+        ddp_xasprintf("GPU %d (%s) of rank %d: %s%s", ev->gpu, ev->busid ? ev->busid : "?", rank, ev->text, again);
     if (ev->fault || ev->type == DDP_NVML_EV_CLOCK)
         ddp_warn("attempt %d: %s", cur_attempt(s), text);
     else
@@ -575,9 +580,10 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
                        : ev->type == DDP_NVML_EV_CLOCK   ? "clocks"
                                                          : "other";
     ddp_records_event(s->rec, "gpu_event",
-                      ddp_jsonlog_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:s}", "attempt", cur_attempt(s), "gpu",
-                                       ev->gpu, "busid", ev->busid, "rank", rank, "kind", kind, "data",
-                                       (json_int_t)ev->data, "fault", ev->fault, "text", text));
+                      ddp_jsonlog_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:I, s:s}", "attempt", cur_attempt(s),
+                                       "gpu", ev->gpu, "busid", ev->busid, "rank", rank, "kind", kind, "data",
+                                       (json_int_t)ev->data, "fault", ev->fault, "repeats", (json_int_t)ev->repeats,
+                                       "text", text));
     if (ev->fault) {
         ddp_records_gpu_fault(s->rec, ev->gpu, ev->busid, ev->text);
         left_out(s, ev->gpu, ev->busid, ev->text);

@@ -11,6 +11,7 @@
  *   throttle GPU BITS [AT]                 clock-event reasons (hex or decimal), from AT on
  *   persistence GPU 0|1 / mig GPU 0|1 / ecc_mode GPU 0|1
  *   event GPU AT xid N | event GPU AT ecc  what nvmlEventSetWait_v2 delivers once AT has come
+ *   storm GPU AT xid N COUNT               that Xid COUNT times, as fast as the waits ask (an Xid storm)
  *   unsupported CALL                       that call answers NOT_SUPPORTED (remap, retired, ecc, clocks, events)
  *   count N                                garbage: nvmlDeviceGetCount answers N (4294967295), whatever is listed
  *   proc_count GPU N                       garbage: the processes call answers OK and count N, filling only its
@@ -48,6 +49,7 @@ struct event {
     double at;
     unsigned long long type, data;
     int delivered;
+    long long left; /* a storm: deliveries still to come */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -136,6 +138,8 @@ static void load(void)
             count_says = strtoll(a, NULL, 0);
         } else if (sscanf(line, "proc_count %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
             gpus[g].proc_count = strtoll(a, NULL, 0);
+        } else if (sscanf(line, "storm %d %63s xid %63s %63s", &g, a, b, c) == 4 && read_events && nevents < MAXE) {
+            events[nevents++] = (struct event){g, atof(a), 0x8, strtoull(b, NULL, 0), 0, atoll(c)};
         } else if (sscanf(line, "unsupported %63s", a) == 1) {
             size_t n = strlen(unsupported);
             snprintf(unsupported + n, sizeof unsupported - n, "%s ", a);
@@ -352,11 +356,14 @@ EXPORT int nvmlEventSetWait_v2(void *s, struct event_data *out, unsigned timeout
     for (;;) {
         pthread_mutex_lock(&mu);
         double t = now_s() - t0;
-        for (int i = 0; i < nevents; i++) {
+        static int next; /* round robin: two storms interleave */
+        for (int k = 0; k < nevents; k++) {
+            int i = (next + k) % nevents;
             struct event *v = &events[i];
             if (v->delivered || v->at > t || v->gpu < 0 || v->gpu >= ngpus || !(set->mask[v->gpu] & v->type))
                 continue;
-            v->delivered = 1;
+            next = i + 1;
+            v->delivered = --v->left <= 0;
             *out = (struct event_data){&gpus[v->gpu], v->type, v->data, ~0u, ~0u};
             pthread_mutex_unlock(&mu);
             return 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A broken driver (issue 39, through the fake NVML's garbage knobs, tests/helpers/fake_nvml.c): a process count
-# above what NVML filled in makes no phantom holder (only the entries given count), and a device count of
-# 2^32-1 is "NVML broken", not an abort, in doctor, plan and a launch.
+# A driver that misbehaves (issue 39, through the fake NVML's knobs, tests/helpers/fake_nvml.c): a process count
+# above what NVML filled in makes no phantom holder (only the entries given count); a device count of 2^32-1 is
+# "NVML broken", not an abort, in doctor, plan and a launch; an Xid storm on the rank's GPU and on a GPU the job
+# does not hold makes one line, a few records and little CPU.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 topo=$TOPO_DIR/vm-2gpu-h200-nonuma.xml
 fake=$DDP_BUILD/helpers/fake_nvml
@@ -48,4 +49,28 @@ rc=$?
 cat "$TMP/err"
 expect_eq "launch with a garbage device count: exit status" "$rc" 0
 expect_eq "launch: workers" "$(grep -c ran "$TMP/out")" 2
+
+# 3. an Xid storm: 100000 Xid 13 on GPU 1 (not the job's) and 100000 on GPU 0 (rank 0's) during a 2.5 s run
+cat >"$TMP/nvml.conf" <<C
+gpu 0000:00:06.0 140G 0.5G
+gpu 0000:00:07.0 140G 0.5G
+storm 1 0.2 xid 13 100000
+storm 0 0.2 xid 13 100000
+C
+TIMEFORMAT=%U+%S
+{ time "$DDP" --topology "$topo" --nproc-per-node 1 --log-dir "$TMP/storm" --no-python /bin/sleep 2.5 \
+    >"$TMP/out" 2>"$TMP/err"; } 2>"$TMP/time"
+expect_eq "storm: exit status" "$?" 0
+cpu=$($PY -c "print(eval(open('$TMP/time').read()))")
+lines=$(grep -c "Xid 13" "$TMP/err")
+run=$(ls -d "$TMP"/storm/*/ | head -1)
+records=$(grep -c '"event":"gpu_event"' "$run/events.jsonl")
+size=$(stat -c %s "$run/events.jsonl")
+echo "storm: $lines console lines, $records gpu_event records, events.jsonl $size bytes, launcher CPU ${cpu}s"
+grep -q "GPU 1" "$TMP/err" && { head -5 "$TMP/err"; fail "storm: a console line for GPU 1, which the job does not hold"; }
+expect_eq "storm: console lines" "$lines" 1
+expect_grep "GPU 0 \(0000:00:06.0\) of rank 0: Xid 13" "$TMP/err"
+[ "$records" -ge 1 ] && [ "$records" -le 3 ] || fail "storm: $records gpu_event records (want 1..3)"
+[ "$size" -lt 20000 ] || fail "storm: events.jsonl is $size bytes"
+$PY -c "import sys; sys.exit(0 if $cpu < 1.2 else 1)" || fail "storm: the launcher spent ${cpu}s of CPU in a 2.5 s run"
 echo ok
