@@ -61,6 +61,10 @@ struct sup {
     bool launcher_failed; /* exit 1 whatever the policy says */
     int *exclude;         /* GPUs of stalled ranks, left out of the next attempt */
     size_t nexclude;
+    int *faulted;       /* GPUs left out for their own faults (left_out): never given back */
+    char **faulted_why; /* [nfaulted] why */
+    size_t nfaulted;
+    bool *gpu_held;       /* per topology GPU: an attempt of this job has run on it (the job holds it) */
     char *timeout_reason; /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
     const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
@@ -185,11 +189,16 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     struct ddp_attempt plan = {0};
     struct ddp_runner_attempt *r;
     int rc = ddp_plan_build(&s->actx, attempt, nproc, s->exclude, s->nexclude, &plan, s->err);
-    if (rc < 0 && s->nexclude > 0) {
+    if (rc < 0 && s->nexclude > s->nfaulted) { /* a GPU's own fault stays out; a stalled rank's GPU may return */
         ddp_warn("attempt %d: %s; trying again without leaving out the GPUs of the stalled ranks", attempt,
                  s->err->msg);
-        rc = ddp_plan_build(&s->actx, attempt, nproc, NULL, 0, &plan, s->err);
+        ddp_attempt_free(&plan);
+        plan = (struct ddp_attempt){0};
+        rc = ddp_plan_build(&s->actx, attempt, nproc, s->faulted, s->nfaulted, &plan, s->err);
     }
+    for (size_t i = 0; rc == 0 && s->gpu_held && i < plan.nworkers; i++)
+        if (plan.workers[i].gpu >= 0 && (size_t)plan.workers[i].gpu < ddp_topo_ngpus(s->ctx->topo))
+            s->gpu_held[plan.workers[i].gpu] = true;
     if (rc == 0 && s->ctx->logdir)
         rc = ddp_logdir_attempt(s->ctx->logdir, attempt, nproc, s->err);
     if (rc < 0) {
@@ -456,6 +465,7 @@ static void capture_decided(void *arg)
 }
 
 static void gpu_recheck(struct sup *s, struct ddp_policy_action *a);
+static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a);
 
 static void apply(struct sup *s, const struct ddp_policy_action *act)
 {
@@ -489,6 +499,8 @@ static void apply(struct sup *s, const struct ddp_policy_action *act)
         s->pending = *a;
         uv_timer_start(&s->backoff, on_backoff, (uint64_t)(a->delay_ms > 0 ? a->delay_ms : 0), 0);
     }
+    if (next.flags & DDP_ACT_START)
+        fit_to_gpus_left(s, &next); /* a GPU fault that came during the backoff */
     if (a->flags & DDP_ACT_START) {
         ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
         int rc;
@@ -540,6 +552,12 @@ static int rank_on_gpu(const struct sup *s, int gpu)
     return -1;
 }
 
+/* Whether the job holds GPU gpu: an attempt of it ran there (between attempts too). */
+static bool job_holds(const struct sup *s, int gpu)
+{
+    return gpu >= 0 && s->gpu_held && (size_t)gpu < ddp_topo_ngpus(s->ctx->topo) && s->gpu_held[gpu];
+}
+
 static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
 {
     bool known = false;
@@ -548,6 +566,10 @@ static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
     if (known)
         return;
     exclude_gpu(s, gpu);
+    s->faulted = ddp_xrealloc(s->faulted, (s->nfaulted + 1) * sizeof *s->faulted);
+    s->faulted_why = ddp_xrealloc(s->faulted_why, (s->nfaulted + 1) * sizeof *s->faulted_why);
+    s->faulted[s->nfaulted] = gpu;
+    s->faulted_why[s->nfaulted++] = ddp_xasprintf("GPU %d (%s): %s", gpu, busid ? busid : "?", why);
     s->gpu_left_out = true;
     char *text = ddp_xasprintf("GPU %d (%s) is left out of a restart: %s", gpu, busid ? busid : "?", why);
     ddp_warn("%s", text);
@@ -561,16 +583,18 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
 {
     struct sup *s = arg;
     int rank = rank_on_gpu(s, ev->gpu);
-    if (rank < 0) {
-        ddp_debug("GPU %d (%s), not used by this attempt: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
+    if (rank < 0 && !job_holds(s, ev->gpu)) {
+        ddp_debug("GPU %d (%s), not held by this job: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
         return;
     }
     char again[96] = "";
     if (ev->repeats)
         snprintf(again, sizeof again, " (%llu more time%s in the last minute)", ev->repeats,
                  ev->repeats == 1 ? "" : "s");
-    char *text =
-        ddp_xasprintf("GPU %d (%s) of rank %d: %s%s", ev->gpu, ev->busid ? ev->busid : "?", rank, ev->text, again);
+    char of[32] = "of this job, between attempts";
+    if (rank >= 0)
+        snprintf(of, sizeof of, "of rank %d", rank);
+    char *text = ddp_xasprintf("GPU %d (%s) %s: %s%s", ev->gpu, ev->busid ? ev->busid : "?", of, ev->text, again);
     if (ev->fault || ev->type == DDP_NVML_EV_CLOCK)
         ddp_warn("attempt %d: %s", cur_attempt(s), text);
     else
@@ -602,11 +626,10 @@ static void gpu_recheck(struct sup *s, struct ddp_policy_action *a)
         return;
     struct ddp_nvml nv;
     ddp_nvml_read_what(&nv, DDP_NVML_MEMORY | DDP_NVML_HEALTH); /* no UUIDs, names or NVLinks */
-    for (size_t i = 0; nv.found && i < r->plan.nworkers; i++) {
-        int g = r->plan.workers[i].gpu;
-        const char *busid = r->plan.workers[i].gpu_busid;
+    for (size_t g = 0; nv.found && g < ddp_topo_ngpus(topo); g++) {
+        const char *busid = ddp_topo_gpu_busid(topo, g);
         char why[512];
-        if (g < 0 || !busid)
+        if (!job_holds(s, (int)g) || !busid)
             continue;
         const char *held = s->ctx->gpu_held ? s->ctx->gpu_held[g] : NULL;
         if (ddp_gpus_unfit(&nv, busid, held, why, sizeof why))
@@ -618,6 +641,15 @@ static void gpu_recheck(struct sup *s, struct ddp_policy_action *a)
         }
     }
     ddp_nvml_free(&nv);
+    fit_to_gpus_left(s, a);
+}
+
+/* GPUs were left out for their own faults (the restart check, or an event, also during the backoff): the next
+ * attempt a is fitted to the GPUs left, downsizing as for a hung rank's GPU (one node only; not below one
+ * worker); with none left the job ends, saying why, instead of restarting on a GPU that failed. */
+static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
+{
+    const struct ddp_topo *topo = s->ctx->topo;
     if (!s->gpu_left_out || s->role != ROLE_SINGLE || s->spec->gpus_share)
         return;
     s->gpu_left_out = false;
@@ -626,6 +658,17 @@ static void gpu_recheck(struct sup *s, struct ddp_policy_action *a)
     req.exclude_idx = s->exclude;
     req.nexclude_idx = s->nexclude;
     int usable = req.want_gpus ? ddp_place_count_usable(topo, &req) : a->nproc;
+    if (usable < 1 && s->nfaulted > 0) { /* no restart on a GPU that failed: the job ends, saying why */
+        struct ddp_buf b = {0};
+        ddp_buf_printf(&b, "no usable GPU left%s: ", s->ctx->gpu_holders ? " among the GPUs this job may use" : "");
+        for (size_t i = 0; i < s->nfaulted; i++)
+            ddp_buf_printf(&b, "%s%s", i ? "; " : "", s->faulted_why[i]);
+        snprintf(a->why, sizeof a->why, "%s", b.data);
+        ddp_buf_free(&b);
+        a->flags = (a->flags & ~(unsigned)(DDP_ACT_ARM_BACKOFF | DDP_ACT_START)) | DDP_ACT_EXIT;
+        a->exit_status = s->pol.stop_status > 0 ? s->pol.stop_status : DDP_EXIT_LAUNCHER;
+        return;
+    }
     if (usable >= 1 && usable < a->nproc) {
         char why[sizeof a->why];
         snprintf(why, sizeof why, "downsizing %d -> %d workers (GPUs left out for their faults)", a->nproc, usable);
@@ -796,6 +839,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->spec = ctx->spec;
     s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
+    s->gpu_held = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->gpu_held);
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
@@ -869,6 +913,11 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     ddp_nodes_free(s->nodes);
     free(s->sigs);
     free(s->exclude);
+    free(s->faulted);
+    for (size_t i = 0; i < s->nfaulted; i++)
+        free(s->faulted_why[i]);
+    free(s->faulted_why);
+    free(s->gpu_held);
     free(s->cgroup_base);
     free(s->timeout_reason);
     free(s);

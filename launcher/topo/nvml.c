@@ -15,6 +15,7 @@
 #include "base/util.h"
 
 typedef int nvml_return;
+#define NVML_ERROR_GPU_IS_LOST 15
 typedef void *nvml_device;
 /* nvmlPciInfo_t (v3 layout) */
 struct nvml_pci {
@@ -280,12 +281,16 @@ static void read_memory(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
     memset(pr, 0, sizeof pr);
     g->mem_used = -1;
     g->nprocs = 0;
-    if (f->memory && f->memory(d, &mem) == 0) {
+    nvml_return r = f->memory ? f->memory(d, &mem) : 3;
+    if (r == 0) {
         g->mem_used = (long long)mem.used;
         g->mem_total = (long long)mem.total;
     }
-    if (!procs || !f->processes || f->processes(d, &n, pr) != 0)
+    g->lost |= r == NVML_ERROR_GPU_IS_LOST;
+    if (!procs || !f->processes || (r = f->processes(d, &n, pr)) != 0) {
+        g->lost |= r == NVML_ERROR_GPU_IS_LOST;
         return;
+    }
     if (n > DDP_NVML_MAX_PROCS) { /* "OK" with more entries than the buffer holds: only the buffer is NVML's */
         ddp_debug("NVML: %s: %u compute processes in a buffer of %d", g->busid, n, DDP_NVML_MAX_PROCS);
         n = DDP_NVML_MAX_PROCS;

@@ -55,6 +55,7 @@ struct ddp_nvml_gpu {
     char link_peer[DDP_NVML_MAX_LINKS][32];  /* bus id at the other end of each active link */
     bool link_to_switch[DDP_NVML_MAX_LINKS]; /* the other end is an NVSwitch (or not a GPU NVML knows) */
     struct ddp_nvml_health health;
+    bool lost; /* a call answered NVML_ERROR_GPU_IS_LOST: the GPU fell off the bus */
 };
 
 struct ddp_nvml {

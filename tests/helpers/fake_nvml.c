@@ -12,6 +12,7 @@
  *   persistence GPU 0|1 / mig GPU 0|1 / ecc_mode GPU 0|1
  *   event GPU AT xid N | event GPU AT ecc  what nvmlEventSetWait_v2 delivers once AT has come
  *   storm GPU AT xid N COUNT               that Xid COUNT times, as fast as the waits ask (an Xid storm)
+ *   lost GPU [AT]                          from AT on, its memory and processes calls answer GPU_IS_LOST (15)
  *   unsupported CALL                       that call answers NOT_SUPPORTED (remap, retired, ecc, clocks, events)
  *   count N                                garbage: nvmlDeviceGetCount answers N (4294967295), whatever is listed
  *   proc_count GPU N                       garbage: the processes call answers OK and count N, filling only its
@@ -42,6 +43,7 @@ struct gpu {
     unsigned long long throttle;
     double throttle_at;
     long long proc_count; /* >= 0: the count the processes call answers */
+    double lost_at;       /* >= 0: lost from then on */
     int persistence, mig, ecc_mode;
 };
 struct event {
@@ -109,6 +111,7 @@ static void load(void)
             x->persistence = 1;
             x->ecc_mode = 1;
             x->proc_count = -1;
+            x->lost_at = -1;
         } else if (sscanf(line, "proc %d %63s %63s", &g, a, b) == 3 && g >= 0 && g < ngpus && gpus[g].nprocs < MAXP) {
             gpus[g].procs[gpus[g].nprocs++] = (struct proc){(unsigned)atoi(a), size_of(b)};
             gpus[g].used += size_of(b);
@@ -134,6 +137,8 @@ static void load(void)
             v->at = atof(a);
             v->type = !strcmp(b, "xid") ? 0x8 : !strcmp(b, "ecc") ? 0x2 : 0x10;
             v->data = e[0] ? strtoull(e, NULL, 0) : 0;
+        } else if (sscanf(line, "lost %d %63s", &g, a) >= 1 && g >= 0 && g < ngpus) {
+            gpus[g].lost_at = a[0] ? atof(a) : 0;
         } else if (sscanf(line, "count %63s", a) == 1) {
             count_says = strtoll(a, NULL, 0);
         } else if (sscanf(line, "proc_count %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
@@ -153,6 +158,11 @@ static struct gpu *dev(void *d)
 {
     struct gpu *g = d;
     return g >= gpus && g < gpus + ngpus ? g : NULL;
+}
+
+static int lost(const struct gpu *g)
+{
+    return g->lost_at >= 0 && now_s() - t0 >= g->lost_at;
 }
 
 EXPORT int nvmlInit_v2(void)
@@ -226,6 +236,8 @@ EXPORT int nvmlDeviceGetMemoryInfo(void *d, struct memory *m)
     struct gpu *g = dev(d);
     if (!g)
         return 2;
+    if (lost(g))
+        return 15; /* GPU_IS_LOST */
     m->total = g->total;
     m->used = g->used < g->total ? g->used : g->total;
     m->free = m->total - m->used;
@@ -241,6 +253,8 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, struct 
     struct gpu *g = dev(d);
     if (!g)
         return 2;
+    if (lost(g))
+        return 15;
     if (*n < (unsigned)g->nprocs) {
         *n = (unsigned)g->nprocs;
         return 7; /* INSUFFICIENT_SIZE */

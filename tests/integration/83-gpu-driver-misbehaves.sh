@@ -2,7 +2,8 @@
 # A driver that misbehaves (issue 39, through the fake NVML's knobs, tests/helpers/fake_nvml.c): a process count
 # above what NVML filled in makes no phantom holder (only the entries given count); a device count of 2^32-1 is
 # "NVML broken", not an abort, in doctor, plan and a launch; an Xid storm on the rank's GPU and on a GPU the job
-# does not hold makes one line, a few records and little CPU.
+# does not hold makes one line, a few records and little CPU; a faulted or lost GPU stays out of a restart (an
+# Xid during the backoff counts, a 1-worker job with no GPU left ends saying why).
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 topo=$TOPO_DIR/vm-2gpu-h200-nonuma.xml
 fake=$DDP_BUILD/helpers/fake_nvml
@@ -73,4 +74,50 @@ expect_grep "GPU 0 \(0000:00:06.0\) of rank 0: Xid 13" "$TMP/err"
 [ "$records" -ge 1 ] && [ "$records" -le 3 ] || fail "storm: $records gpu_event records (want 1..3)"
 [ "$size" -lt 20000 ] || fail "storm: events.jsonl is $size bytes"
 $PY -c "import sys; sys.exit(0 if $cpu < 1.2 else 1)" || fail "storm: the launcher spent ${cpu}s of CPU in a 2.5 s run"
+
+# 4a. an Xid 79 on GPU 1 during the restart backoff (rank 1 failed at 0.3 s, backoff 1.5 s): GPU 1 stays out
+cat >"$TMP/nvml.conf" <<C
+gpu 0000:00:06.0 140G 0.5G
+gpu 0000:00:07.0 140G 0.5G
+event 1 1.0 xid 79
+C
+cat >"$TMP/w.sh" <<'W'
+echo "attempt=$DDPLAUNCH_ATTEMPT rank=$RANK world=$WORLD_SIZE busid=$DDPLAUNCH_GPU_BUSID"
+[ "$DDPLAUNCH_ATTEMPT" = 0 ] && [ "$RANK" = 1 ] && { sleep 0.3; exit 3; }
+[ "$DDPLAUNCH_ATTEMPT" = 0 ] && sleep 5
+exit 0
+W
+"$DDP" --topology "$topo" --nproc-per-node 2 --max-restarts 1 --set restart.backoff=1.5 --no-python /bin/sh "$TMP/w.sh" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "xid in the backoff: exit status" "$?" 0
+expect_grep "GPU 1 \(0000:00:07.0\) of this job, between attempts: Xid 79" "$TMP/err"
+expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: Xid 79" "$TMP/err"
+expect_eq "xid in the backoff: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 world=1 busid=0000:00:06.0"
+
+# 4b. a 1-worker job whose GPU fell off the bus: no restart on it; the job ends naming the fault
+cat >"$TMP/nvml.conf" <<C
+gpu 0000:00:06.0 140G 0.5G
+gpu 0000:00:07.0 140G 0.5G
+event 0 0.2 xid 79
+C
+"$DDP" --topology "$topo" --nproc-per-node 1 --max-restarts 2 --set restart.backoff=0 --no-python /bin/sh -c \
+    'echo "attempt=$DDPLAUNCH_ATTEMPT busid=$DDPLAUNCH_GPU_BUSID"; sleep 0.6; exit 3' >"$TMP/out" 2>"$TMP/err"
+rc=$?
+cat "$TMP/out"
+expect_eq "no GPU left: exit status" "$rc" 3
+expect_eq "no GPU left: attempts" "$(grep -c attempt= "$TMP/out")" 1
+expect_grep "no usable GPU left.*: GPU 0 \(0000:00:06.0\): Xid 79: GPU has fallen off the bus" "$TMP/err"
+grep -q "another ddplaunch job" "$TMP/err" && fail "no GPU left: blamed another ddplaunch job"
+
+# 4c. a GPU that NVML reports lost (GPU_IS_LOST) at the restart check is unfit: the restart leaves it out
+cat >"$TMP/nvml.conf" <<C
+gpu 0000:00:06.0 140G 0.5G
+gpu 0000:00:07.0 140G 0.5G
+lost 1 0.2
+C
+"$DDP" --topology "$topo" --nproc-per-node 2 --max-restarts 1 --set restart.backoff=0 --no-python /bin/sh "$TMP/w.sh" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "lost GPU: exit status" "$?" 0
+expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: NVML says the GPU is lost" "$TMP/err"
+expect_eq "lost GPU: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 world=1 busid=0000:00:06.0"
 echo ok

@@ -92,7 +92,15 @@ Test(gpus, unfit_before_a_restart)
     struct ddp_nvml nv = {.found = true, .gpus = &g, .ngpus = 1};
     char why[512];
     cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
-    cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:08.0", NULL, why, sizeof why), "not listed: nothing known");
+    /* issue 39 item 4: a GPU NVML no longer lists (it fell off the bus) or reports lost is unfit */
+    cr_expect(ddp_gpus_unfit(&nv, "0000:00:08.0", NULL, why, sizeof why), "not listed any more: unfit");
+    cr_expect(strstr(why, "no longer lists"), "%s", why);
+    struct ddp_nvml none = {.found = false};
+    cr_expect_not(ddp_gpus_unfit(&none, "0000:00:08.0", NULL, why, sizeof why), "no NVML: nothing known");
+    g.lost = true;
+    cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
+    cr_expect(strstr(why, "lost"), "%s", why);
+    g.lost = false;
     g.nprocs = 1;
     g.procs[0] = (struct ddp_nvml_proc){.pid = 7, .mem_used = 20LL << 30, .user = "bob", .comm = "python3"};
     cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
