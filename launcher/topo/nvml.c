@@ -44,6 +44,24 @@ struct nvml_event_data {
 };
 typedef void *nvml_event_set;
 
+/* nvmlFieldValue_t: the value is a union of 8 bytes; valueType 1 is unsigned int */
+struct nvml_field_value {
+    unsigned field_id, scope_id;
+    long long timestamp, latency_us;
+    int value_type;
+    nvml_return ret;
+    union {
+        double d;
+        unsigned ui;
+        unsigned long ul;
+        unsigned long long ull;
+        long long sll;
+        int si;
+        unsigned short us;
+    } value;
+};
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+
 struct nvml_fns {
     nvml_return (*init)(void);
     nvml_return (*shutdown)(void);
@@ -69,6 +87,11 @@ struct nvml_fns {
     nvml_return (*retired_pending)(nvml_device, int *);
     nvml_return (*clocks_event)(nvml_device, unsigned long long *);
     nvml_return (*temperature)(nvml_device, int, unsigned *);
+    nvml_return (*field_values)(nvml_device, int, struct nvml_field_value *);
+    nvml_return (*pcie_gen)(nvml_device, unsigned *);
+    nvml_return (*pcie_gen_max)(nvml_device, unsigned *);
+    nvml_return (*pcie_width)(nvml_device, unsigned *);
+    nvml_return (*pcie_width_max)(nvml_device, unsigned *);
     /* events */
     nvml_return (*set_create)(nvml_event_set *);
     nvml_return (*set_free)(nvml_event_set);
@@ -127,6 +150,11 @@ static void load_fns(void *lib, struct nvml_fns *f)
     SYM(retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus", NULL);
     SYM(clocks_event, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
     SYM(temperature, "nvmlDeviceGetTemperature", NULL);
+    SYM(field_values, "nvmlDeviceGetFieldValues", NULL);
+    SYM(pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", NULL);
+    SYM(pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration", NULL);
+    SYM(pcie_width, "nvmlDeviceGetCurrPcieLinkWidth", NULL);
+    SYM(pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", NULL);
     SYM(set_create, "nvmlEventSetCreate", NULL);
     SYM(set_free, "nvmlEventSetFree", NULL);
     SYM(supported_events, "nvmlDeviceGetSupportedEventTypes", NULL);
@@ -170,6 +198,17 @@ static void read_health(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
         h->clocks_event = (long long)n;
     if (f->temperature && f->temperature(d, 0, &ua) == 0)
         h->temp_c = (int)ua;
+    struct nvml_field_value fv = {.field_id = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION};
+    if (f->field_values && f->field_values(d, 1, &fv) == 0 && fv.ret == 0)
+        h->recovery = fv.value_type == 1 ? (int)fv.value.ui : (int)fv.value.ull;
+    if (f->pcie_gen && f->pcie_gen(d, &ua) == 0)
+        h->pcie_gen = (int)ua;
+    if (f->pcie_gen_max && f->pcie_gen_max(d, &ua) == 0)
+        h->pcie_gen_max = (int)ua;
+    if (f->pcie_width && f->pcie_width(d, &ua) == 0)
+        h->pcie_width = (int)ua;
+    if (f->pcie_width_max && f->pcie_width_max(d, &ua) == 0)
+        h->pcie_width_max = (int)ua;
 }
 
 /* user and command of pid from /proc, when this pid namespace shows it */
@@ -573,10 +612,23 @@ const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, siz
     return buf;
 }
 
+const char *ddp_nvml_recovery_name(int action, char *buf, size_t size)
+{
+    static const char *const names[] = {
+        "none", "GPU reset", "node reboot", "drain peer-to-peer traffic", "drain and reset", "GPU bus reset"};
+    if (action >= 0 && (size_t)action < sizeof names / sizeof names[0])
+        return names[action];
+    snprintf(buf, size, "action %d", action);
+    return buf;
+}
+
 const char *ddp_nvml_health_fault(const struct ddp_nvml_health *h, char *buf, size_t size)
 {
     struct ddp_buf b = {0};
+    char name[32];
     ddp_buf_puts(&b, "");
+    if (h->recovery > 0)
+        ddp_buf_printf(&b, "NVML's recovery action: %s", ddp_nvml_recovery_name(h->recovery, name, sizeof name));
     if (h->remap_failure > 0)
         ddp_buf_printf(&b, "%sa row remapping failed (retire the GPU)", b.len ? "; " : "");
     if (h->remap_pending > 0)

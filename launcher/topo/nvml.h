@@ -33,7 +33,19 @@ struct ddp_nvml_health {
     int retired_pending;              /* page retirement waits for a reset (pre-Ampere GPUs) */
     long long clocks_event;           /* clock-event (throttle) reason bits, DDP_NVML_CLOCKS_* */
     int temp_c;                       /* GPU temperature, Celsius */
+    int recovery;                     /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (drivers 570+): DDP_NVML_RECOVERY_* */
+    int pcie_gen, pcie_gen_max;       /* PCIe link generation now / the most device and host support */
+    int pcie_width, pcie_width_max;   /* PCIe link width (lanes) now / at most */
 };
+
+/* NVML's recovery action for a GPU (nvmlDeviceGpuRecoveryAction_t) */
+#define DDP_NVML_RECOVERY_NONE 0
+#define DDP_NVML_RECOVERY_GPU_RESET 1
+#define DDP_NVML_RECOVERY_NODE_REBOOT 2
+#define DDP_NVML_RECOVERY_DRAIN_P2P 3
+#define DDP_NVML_RECOVERY_DRAIN_AND_RESET 4
+/* "GPU reset", "node reboot", ... for a recovery action; "none" for 0, "action N" when unknown. Static or buf. */
+const char *ddp_nvml_recovery_name(int action, char *buf, size_t size);
 
 /* Clock-event reason bits (nvmlClocksEventReasons): the ones that mean hardware trouble. */
 #define DDP_NVML_CLOCKS_IDLE 0x1ULL
@@ -106,9 +118,9 @@ const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long 
 /* "pid 11661 (alice, python3, 139.5 GiB)" for p; "pid 11661 (not visible here: another pid namespace, 139.5 GiB)"
  * when /proc does not show it. Writes at most size bytes; returns buf. */
 const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size);
-/* One line of the hardware faults in h that make a GPU unfit for a new attempt (a row remapping failure, a
- * remapping or page retirement waiting for a reset, uncorrectable ECC errors since the driver loaded), or ""
- * when none. Returns buf. */
+/* One line of the hardware faults in h that make a GPU unfit for a new attempt (a recovery action NVML asks for:
+ * a reset, a reboot or a drain; a row remapping failure, a remapping or page retirement waiting for a reset,
+ * uncorrectable ECC errors since the driver loaded), or "" when none. Returns buf. */
 const char *ddp_nvml_health_fault(const struct ddp_nvml_health *h, char *buf, size_t size);
 /* The clock-event reasons in bits as words ("HW slowdown, HW thermal"), "" for none. Returns buf. */
 const char *ddp_nvml_clocks_describe(long long bits, char *buf, size_t size);

@@ -13,6 +13,8 @@
  *   event GPU AT xid N | event GPU AT ecc  what nvmlEventSetWait_v2 delivers once AT has come
  *   storm GPU AT xid N COUNT               that Xid COUNT times, as fast as the waits ask (an Xid storm)
  *   lost GPU [AT]                          from AT on, its memory and processes calls answer GPU_IS_LOST (15)
+ *   recovery GPU N                         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (0 none, 1 reset, 2 reboot, 3/4 drain)
+ *   pcie GPU GEN GEN_MAX WIDTH WIDTH_MAX   the PCIe link now and at most (default 5 5 16 16)
  *   unsupported CALL                       that call answers NOT_SUPPORTED (remap, retired, ecc, clocks, events)
  *   count N                                garbage: nvmlDeviceGetCount answers N (4294967295), whatever is listed
  *   proc_count GPU N                       garbage: the processes call answers OK and count N, filling only its
@@ -44,6 +46,7 @@ struct gpu {
     double throttle_at;
     long long proc_count; /* >= 0: the count the processes call answers */
     double lost_at;       /* >= 0: lost from then on */
+    unsigned recovery, pcie[4];
     int persistence, mig, ecc_mode;
 };
 struct event {
@@ -112,6 +115,7 @@ static void load(void)
             x->ecc_mode = 1;
             x->proc_count = -1;
             x->lost_at = -1;
+            x->pcie[0] = x->pcie[1] = 5, x->pcie[2] = x->pcie[3] = 16;
         } else if (sscanf(line, "proc %d %63s %63s", &g, a, b) == 3 && g >= 0 && g < ngpus && gpus[g].nprocs < MAXP) {
             gpus[g].procs[gpus[g].nprocs++] = (struct proc){(unsigned)atoi(a), size_of(b)};
             gpus[g].used += size_of(b);
@@ -139,6 +143,11 @@ static void load(void)
             v->data = e[0] ? strtoull(e, NULL, 0) : 0;
         } else if (sscanf(line, "lost %d %63s", &g, a) >= 1 && g >= 0 && g < ngpus) {
             gpus[g].lost_at = a[0] ? atof(a) : 0;
+        } else if (sscanf(line, "recovery %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
+            gpus[g].recovery = (unsigned)atoi(a);
+        } else if (sscanf(line, "pcie %d %63s %63s %63s %63s", &g, a, b, c, d) == 5 && g >= 0 && g < ngpus) {
+            gpus[g].pcie[0] = (unsigned)atoi(a), gpus[g].pcie[1] = (unsigned)atoi(b);
+            gpus[g].pcie[2] = (unsigned)atoi(c), gpus[g].pcie[3] = (unsigned)atoi(d);
         } else if (sscanf(line, "count %63s", a) == 1) {
             count_says = strtoll(a, NULL, 0);
         } else if (sscanf(line, "proc_count %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
@@ -326,6 +335,46 @@ EXPORT int nvmlDeviceGetRemappedRows(void *d, unsigned *corr, unsigned *unc, uns
         return g ? 3 : 2;
     *corr = g->remap[0], *unc = g->remap[1], *pend = g->remap[2], *fail = g->remap[3];
     return 0;
+}
+struct field_value {
+    unsigned id, scope;
+    long long ts, latency;
+    int type, ret;
+    unsigned long long value;
+};
+EXPORT int nvmlDeviceGetFieldValues(void *d, int n, struct field_value *v)
+{
+    struct gpu *g = dev(d);
+    if (!g)
+        return 2;
+    for (int i = 0; i < n; i++) {
+        v[i].ret = v[i].id == 230 ? 0 : 3; /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION */
+        v[i].type = 1;                     /* unsigned int */
+        v[i].value = 0;
+        memcpy(&v[i].value, &g->recovery, sizeof g->recovery);
+    }
+    return 0;
+}
+static int pcie(void *d, int k, unsigned *out)
+{
+    struct gpu *g = dev(d);
+    return g ? (*out = g->pcie[k], 0) : 2;
+}
+EXPORT int nvmlDeviceGetCurrPcieLinkGeneration(void *d, unsigned *v)
+{
+    return pcie(d, 0, v);
+}
+EXPORT int nvmlDeviceGetMaxPcieLinkGeneration(void *d, unsigned *v)
+{
+    return pcie(d, 1, v);
+}
+EXPORT int nvmlDeviceGetCurrPcieLinkWidth(void *d, unsigned *v)
+{
+    return pcie(d, 2, v);
+}
+EXPORT int nvmlDeviceGetMaxPcieLinkWidth(void *d, unsigned *v)
+{
+    return pcie(d, 3, v);
 }
 #endif
 

@@ -3,7 +3,8 @@
 # above what NVML filled in makes no phantom holder (only the entries given count); a device count of 2^32-1 is
 # "NVML broken", not an abort, in doctor, plan and a launch; an Xid storm on the rank's GPU and on a GPU the job
 # does not hold makes one line, a few records and little CPU; a faulted or lost GPU stays out of a restart (an
-# Xid during the backoff counts, a 1-worker job with no GPU left ends saying why).
+# Xid during the backoff counts, a 1-worker job with no GPU left ends saying why); the GPU's own verdict
+# (NVML's recovery action) and its PCIe link in doctor, and a GPU asking for a reset or drain left out.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 topo=$TOPO_DIR/vm-2gpu-h200-nonuma.xml
 fake=$DDP_BUILD/helpers/fake_nvml
@@ -120,4 +121,35 @@ C
 expect_eq "lost GPU: exit status" "$?" 0
 expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: NVML says the GPU is lost" "$TMP/err"
 expect_eq "lost GPU: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 world=1 busid=0000:00:06.0"
+
+# 5. NVML's recovery action and the PCIe link: doctor reports both; a GPU that asks for a reset fails doctor,
+#    a link at x8 of x16 warns; an older NVML reports neither, and fails nothing
+cat >"$TMP/nvml.conf" <<C
+gpu 0000:00:06.0 140G 0.5G
+gpu 0000:00:07.0 140G 0.5G
+C
+"$DDP" doctor --topology "$topo" --nproc-per-node 2 >"$TMP/doc" 2>&1
+expect_grep "^ok +gpu-health +2 GPUs: .*, recovery action none, PCIe link gen 5 of 5, x16 of x16" "$TMP/doc"
+echo "recovery 1 1" >>"$TMP/nvml.conf"
+"$DDP" doctor --topology "$topo" --nproc-per-node 2 >"$TMP/doc" 2>&1
+expect_eq "doctor, recovery action: exit status" "$?" 2
+expect_grep "^fail +gpu-health +0000:00:07.0: NVML's recovery action: GPU reset" "$TMP/doc"
+printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\npcie 0 4 5 8 16\n' >"$TMP/nvml.conf"
+"$DDP" doctor --topology "$topo" --nproc-per-node 2 >"$TMP/doc" 2>&1
+expect_grep "^warn +gpu-health +0000:00:06.0: PCIe link x8 of x16 \(gen 4 of 5\)" "$TMP/doc"
+LD_LIBRARY_PATH=$DDP_BUILD/helpers/fake_nvml_old "$DDP" doctor --topology "$topo" --nproc-per-node 2 >"$TMP/doc" 2>&1
+expect_grep "^ok +gpu-health .*recovery action not reported, PCIe link not reported" "$TMP/doc"
+# before a restart: GPU 1 now asks for a drain and reset (the worker writes it): it is left out like an Xid 79
+printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\n' >"$TMP/nvml.conf"
+cat >"$TMP/w3.sh" <<W
+echo "attempt=\$DDPLAUNCH_ATTEMPT rank=\$RANK world=\$WORLD_SIZE busid=\$DDPLAUNCH_GPU_BUSID"
+if [ "\$DDPLAUNCH_ATTEMPT" = 0 ] && [ "\$RANK" = 1 ]; then echo "recovery 1 4" >>"$TMP/nvml.conf"; exit 5; fi
+[ "\$DDPLAUNCH_ATTEMPT" = 0 ] && sleep 5
+exit 0
+W
+"$DDP" --topology "$topo" --nproc-per-node 2 --max-restarts 1 --set restart.backoff=0 --no-python /bin/sh "$TMP/w3.sh" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "recovery action before a restart: exit status" "$?" 0
+expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: NVML's recovery action: drain and reset" "$TMP/err"
+expect_eq "recovery action: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 world=1 busid=0000:00:06.0"
 echo ok

@@ -54,6 +54,12 @@ Test(nvml, health_faults_and_unknowns)
     cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
     memset(&h, 0xff, sizeof h); /* nothing known (an old NVML, NOT_SUPPORTED everywhere): no fault */
     cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
+    /* issue 39 item 7: the GPU's own verdict: a reset or a drain NVML asks for makes it unfit */
+    h = healthy();
+    h.recovery = DDP_NVML_RECOVERY_DRAIN_AND_RESET;
+    cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "NVML's recovery action: drain and reset");
+    h.recovery = DDP_NVML_RECOVERY_NONE;
+    cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
     h = healthy();
     h.remap_failure = 1;
     h.ecc_uncorrected = 3;
