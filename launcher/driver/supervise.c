@@ -64,7 +64,7 @@ struct sup {
     int *faulted;       /* GPUs left out for their own faults (left_out): never given back */
     char **faulted_why; /* [nfaulted] why */
     size_t nfaulted;
-    bool *gpu_held;       /* per topology GPU: an attempt of this job has run on it (the job holds it) */
+    bool *gpu_ran;        /* per topology GPU: an attempt of this job has run on it (the job holds it) */
     char *timeout_reason; /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
     const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
@@ -196,9 +196,9 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         plan = (struct ddp_attempt){0};
         rc = ddp_plan_build(&s->actx, attempt, nproc, s->faulted, s->nfaulted, &plan, s->err);
     }
-    for (size_t i = 0; rc == 0 && s->gpu_held && i < plan.nworkers; i++)
+    for (size_t i = 0; rc == 0 && s->gpu_ran && i < plan.nworkers; i++)
         if (plan.workers[i].gpu >= 0 && (size_t)plan.workers[i].gpu < ddp_topo_ngpus(s->ctx->topo))
-            s->gpu_held[plan.workers[i].gpu] = true;
+            s->gpu_ran[plan.workers[i].gpu] = true;
     if (rc == 0 && s->ctx->logdir)
         rc = ddp_logdir_attempt(s->ctx->logdir, attempt, nproc, s->err);
     if (rc < 0) {
@@ -555,7 +555,7 @@ static int rank_on_gpu(const struct sup *s, int gpu)
 /* Whether the job holds GPU gpu: an attempt of it ran there (between attempts too). */
 static bool job_holds(const struct sup *s, int gpu)
 {
-    return gpu >= 0 && s->gpu_held && (size_t)gpu < ddp_topo_ngpus(s->ctx->topo) && s->gpu_held[gpu];
+    return gpu >= 0 && s->gpu_ran && (size_t)gpu < ddp_topo_ngpus(s->ctx->topo) && s->gpu_ran[gpu];
 }
 
 static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
@@ -839,7 +839,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->spec = ctx->spec;
     s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
-    s->gpu_held = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->gpu_held);
+    s->gpu_ran = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->gpu_ran);
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
@@ -917,7 +917,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     for (size_t i = 0; i < s->nfaulted; i++)
         free(s->faulted_why[i]);
     free(s->faulted_why);
-    free(s->gpu_held);
+    free(s->gpu_ran);
     free(s->cgroup_base);
     free(s->timeout_reason);
     free(s);

@@ -349,12 +349,26 @@ static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct
                                 "(nvidia-smi -r) or have the node drained, and see NVIDIA's Xid catalog",
                                 e->rank, g);
     } else if (c == DDP_CLASS_CUDA_OOM && held) {
-        e->cause = ddp_xasprintf("GPU memory held by %s", held);
+        /* the holder seen at launch is the holder now only while that pid runs the process that started before
+         * the launch: an exited holder's pid may have gone to an unrelated process, maybe another user's */
+        const char *pid_at = strstr(held, "pid ");
+        int pid = pid_at ? atoi(pid_at + 4) : 0;
+        long long age = 0;
+        bool here = !strstr(held, "not visible here") && !strstr(held, "pid namespace");
+        bool now = here && pid > 0 && ddp_nvml_proc_age_ms((unsigned)pid, &age) == 0 &&
+                   age + 1000 >= ddp_now_ms() - r->job_start_ms;
         free(e->hint);
-        const char *pid = strstr(held, "pid ");
-        e->hint = ddp_xasprintf("another process held GPU %d's memory, not this job's batch size: stop it (kill %d) or "
-                                "set [gpus] busy = skip to choose other GPUs",
-                                g, pid ? atoi(pid + 4) : 0);
+        if (now) {
+            e->cause = ddp_xasprintf("GPU memory held by %s", held);
+            e->hint = ddp_xasprintf("another process held GPU %d's memory, not this job's batch size: stop it (kill "
+                                    "%d) or set [gpus] busy = skip to choose other GPUs",
+                                    g, pid);
+        } else {
+            e->cause = ddp_xasprintf("GPU memory held at launch by %s%s", held, here ? ", which has exited since" : "");
+            e->hint = ddp_xasprintf("another process held GPU %d's memory, not this job's batch size: set [gpus] "
+                                    "busy = skip to choose other GPUs",
+                                    g);
+        }
     }
 }
 

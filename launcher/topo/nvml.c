@@ -2,6 +2,7 @@
 #include "topo/nvml.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
@@ -211,11 +214,40 @@ static void read_health(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
         h->pcie_width_max = (int)ua;
 }
 
-/* user and command of pid from /proc, when this pid namespace shows it */
+/* Whether pid has an NVIDIA device open (every process holding GPU memory has): 1, 0, or -1 when its fds are
+ * not readable here (another user's, without root). */
+static int holds_nvidia(unsigned pid)
+{
+    char path[64], link[64];
+    snprintf(path, sizeof path, "/proc/%u/fd", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        char fd[384];
+        snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+        ssize_t n = readlink(fd, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = '\0';
+            found = strncmp(link, "/dev/nvidia", 11) == 0;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* user and command of pid from /proc, when this pid namespace shows it; on a host with NVIDIA devices, a pid
+ * whose process here holds none is another namespace's (NVML answers with the host's pids): not looked up */
 static void proc_owner(struct ddp_nvml_proc *p)
 {
     char path[64], line[256];
     FILE *fp;
+
+    if (access("/dev/nvidiactl", F_OK) == 0 && holds_nvidia(p->pid) == 0) {
+        p->other_ns = true;
+        return;
+    }
 
     snprintf(path, sizeof path, "/proc/%u/comm", p->pid);
     if ((fp = fopen(path, "re")) != NULL) {
@@ -604,12 +636,37 @@ const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long 
 const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size)
 {
     double gib = p->mem_used >= 0 ? (double)p->mem_used / 1073741824.0 : 0;
-    if (p->comm[0] || p->user[0])
+    if (p->other_ns)
+        snprintf(buf, size, "pid %u in the host's pid namespace (%.1f GiB)", p->pid, gib);
+    else if (p->comm[0] || p->user[0])
         snprintf(buf, size, "pid %u (%s, %s, %.1f GiB)", p->pid, p->user[0] ? p->user : "?", p->comm[0] ? p->comm : "?",
                  gib);
     else
         snprintf(buf, size, "pid %u (not visible here: another pid namespace, %.1f GiB)", p->pid, gib);
     return buf;
+}
+
+int ddp_nvml_proc_age_ms(unsigned pid, long long *age_ms)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    FILE *fp = fopen(path, "re");
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    if (fp)
+        fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+    unsigned long long start = 0;
+    struct timespec up;
+    /* after ") ": state is field 3, starttime field 22 */
+    if (!p ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) !=
+            1 ||
+        clock_gettime(CLOCK_BOOTTIME, &up) != 0)
+        return -ENOENT;
+    long hz = sysconf(_SC_CLK_TCK);
+    *age_ms = (long long)up.tv_sec * 1000 + up.tv_nsec / 1000000 - (long long)(start * 1000 / (hz > 0 ? hz : 100));
+    return 0;
 }
 
 const char *ddp_nvml_recovery_name(int action, char *buf, size_t size)

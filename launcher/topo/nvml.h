@@ -17,6 +17,7 @@ struct ddp_nvml_proc {
     long long mem_used; /* bytes, -1 unknown */
     char user[32];      /* its owner from /proc/PID, "" when the pid is not visible here */
     char comm[64];      /* its command (/proc/PID/comm), "" when not visible */
+    bool other_ns;      /* the pid here is not the GPU's holder (no /dev/nvidia* open): NVML's pid is the host's */
 };
 
 /* A GPU's health as NVML says it now; -1 wherever the call is missing (an older NVML) or answers NOT_SUPPORTED.
@@ -116,8 +117,12 @@ int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out);
 const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long long threshold, const int *pids,
                                              size_t npids);
 /* "pid 11661 (alice, python3, 139.5 GiB)" for p; "pid 11661 (not visible here: another pid namespace, 139.5 GiB)"
- * when /proc does not show it. Writes at most size bytes; returns buf. */
+ * when /proc does not show it; "pid 11661 in the host's pid namespace (139.5 GiB)" when the process this pid
+ * names here holds no NVIDIA device (a container's own pid namespace). Writes at most size bytes; returns buf. */
 const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size);
+/* How long pid has been running, from /proc/PID/stat's start time: 0 with *age_ms, or -ENOENT when there is no
+ * such process here (it exited, or lives in another pid namespace). */
+int ddp_nvml_proc_age_ms(unsigned pid, long long *age_ms);
 /* One line of the hardware faults in h that make a GPU unfit for a new attempt (a recovery action NVML asks for:
  * a reset, a reboot or a drain; a row remapping failure, a remapping or page retirement waiting for a reset,
  * uncorrectable ECC errors since the driver loaded), or "" when none. Returns buf. */

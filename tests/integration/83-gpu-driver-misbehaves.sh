@@ -4,7 +4,8 @@
 # "NVML broken", not an abort, in doctor, plan and a launch; an Xid storm on the rank's GPU and on a GPU the job
 # does not hold makes one line, a few records and little CPU; a faulted or lost GPU stays out of a restart (an
 # Xid during the backoff counts, a 1-worker job with no GPU left ends saying why); the GPU's own verdict
-# (NVML's recovery action) and its PCIe link in doctor, and a GPU asking for a reset or drain left out.
+# (NVML's recovery action) and its PCIe link in doctor, and a GPU asking for a reset or drain left out; the
+# OOM's cause names the holder seen at launch as such once it has exited, with no kill hint.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 topo=$TOPO_DIR/vm-2gpu-h200-nonuma.xml
 fake=$DDP_BUILD/helpers/fake_nvml
@@ -152,4 +153,14 @@ W
 expect_eq "recovery action before a restart: exit status" "$?" 0
 expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: NVML's recovery action: drain and reset" "$TMP/err"
 expect_eq "recovery action: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 world=1 busid=0000:00:06.0"
+
+# 6. the holder seen at launch exits before the worker runs out of memory: its pid is no longer the holder's
+sleep 60 &
+gone=$!
+printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\nproc 0 %s 139.5G\n' "$gone" >"$TMP/nvml.conf"
+"$DDP" --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c "kill $gone; sleep 0.3; \
+    echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1" >"$TMP/out" 2>"$TMP/err"
+expect_eq "holder gone: exit status" "$?" 1
+expect_grep "cause +: GPU memory held at launch by pid $gone \([^)]*sleep, 139.5 GiB\), which has exited since" "$TMP/err"
+grep -q "kill $gone" "$TMP/err" && fail "holder gone: a kill hint for a pid that is no longer the holder"
 echo ok
