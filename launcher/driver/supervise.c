@@ -24,6 +24,7 @@
 #include "driver/policy.h"
 #include "driver/signals.h"
 #include "host/cgroup.h"
+#include "host/lease.h"
 #include "host/logdir.h"
 #include "records/jsonlog.h"
 #include "records/records.h"
@@ -64,7 +65,10 @@ struct sup {
     int *faulted;       /* GPUs left out for their own faults (left_out): never given back */
     char **faulted_why; /* [nfaulted] why */
     size_t nfaulted;
-    bool *gpu_ran;        /* per topology GPU: an attempt of this job has run on it (the job holds it) */
+    bool *gpu_ran;             /* per topology GPU: an attempt of this job has run on it (the job holds it) */
+    const char **holders;      /* actx.gpu_holders, ours: a GPU leased for a restart becomes this job's (NULL) */
+    struct ddp_lease **leases; /* [nleases] GPUs leased for restarts, in place of failed ones */
+    size_t nleases;
     char *timeout_reason; /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
     const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
@@ -644,6 +648,39 @@ static void gpu_recheck(struct sup *s, struct ddp_policy_action *a)
     fit_to_gpus_left(s, a);
 }
 
+/* Lease one more GPU for the job: a free one (no other job's lease) that the placement req would take (usable
+ * GPUs now), not left out, with no process holding memory there at launch. true when one was leased (its holder
+ * entry becomes this job's), false when none. */
+static bool lease_spare(struct sup *s, const struct ddp_place_req *req, int usable)
+{
+    const struct ddp_topo *topo = s->ctx->topo;
+    if (!s->ctx->lease_dir || !s->holders)
+        return false;
+    for (size_t g = 0; g < ddp_topo_ngpus(topo); g++) {
+        bool out = false;
+        for (size_t i = 0; i < s->nexclude; i++)
+            out |= s->exclude[i] == (int)g;
+        if (!s->holders[g] || out || (s->ctx->gpu_held && s->ctx->gpu_held[g]))
+            continue;
+        const char *busid = ddp_topo_gpu_busid(topo, g), *was = s->holders[g];
+        struct ddp_lease *l = NULL;
+        struct ddp_err e = {0};
+        s->holders[g] = NULL; /* would the job's placement take it ([gpus] select, exclude)? */
+        bool takes = ddp_place_count_usable(topo, req) > usable;
+        if (!takes || ddp_lease_take(s->ctx->lease_dir, &busid, 1, s->spec->name, &l, &e) < 0) {
+            if (takes)
+                ddp_debug("GPU %zu (%s): not leased for the restart: %s", g, busid, e.msg);
+            s->holders[g] = was;
+            continue;
+        }
+        s->leases = ddp_xrealloc(s->leases, (s->nleases + 1) * sizeof *s->leases);
+        s->leases[s->nleases++] = l;
+        ddp_warn("GPU %zu (%s) is leased for the restart, in place of the GPUs left out", g, busid);
+        return true;
+    }
+    return false;
+}
+
 /* GPUs were left out for their own faults (the restart check, or an event, also during the backoff): the next
  * attempt a is fitted to the GPUs left, downsizing as for a hung rank's GPU (one node only; not below one
  * worker); with none left the job ends, saying why, instead of restarting on a GPU that failed. */
@@ -654,10 +691,12 @@ static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
         return;
     s->gpu_left_out = false;
     struct ddp_place_req req;
-    ddp_plan_place_req(s->ctx, a->nproc, &req);
+    ddp_plan_place_req(&s->actx, a->nproc, &req);
     req.exclude_idx = s->exclude;
     req.nexclude_idx = s->nexclude;
     int usable = req.want_gpus ? ddp_place_count_usable(topo, &req) : a->nproc;
+    while (req.want_gpus && usable < a->nproc && lease_spare(s, &req, usable)) /* a free GPU for a failed one */
+        usable = ddp_place_count_usable(topo, &req);
     if (usable < 1 && s->nfaulted > 0) { /* no restart on a GPU that failed: the job ends, saying why */
         struct ddp_buf b = {0};
         ddp_buf_printf(&b, "no usable GPU left%s: ", s->ctx->gpu_holders ? " among the GPUs this job may use" : "");
@@ -840,6 +879,11 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
     s->gpu_ran = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->gpu_ran);
+    if (ctx->gpu_holders) { /* ours to change: a GPU leased for a restart */
+        s->holders = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->holders);
+        memcpy(s->holders, ctx->gpu_holders, ddp_topo_ngpus(ctx->topo) * sizeof *s->holders);
+        s->actx.gpu_holders = s->holders;
+    }
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
@@ -918,6 +962,10 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         free(s->faulted_why[i]);
     free(s->faulted_why);
     free(s->gpu_ran);
+    free(s->holders);
+    for (size_t i = 0; i < s->nleases; i++)
+        ddp_lease_release(s->leases[i]);
+    free(s->leases);
     free(s->cgroup_base);
     free(s->timeout_reason);
     free(s);

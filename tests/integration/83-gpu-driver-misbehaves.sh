@@ -96,14 +96,22 @@ expect_grep "GPU 1 \(0000:00:07.0\) of this job, between attempts: Xid 79" "$TMP
 expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: Xid 79" "$TMP/err"
 expect_eq "xid in the backoff: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 world=1 busid=0000:00:06.0"
 
-# 4b. a 1-worker job whose GPU fell off the bus: no restart on it; the job ends naming the fault
+# 4b. a 1-worker job whose GPU fell off the bus: the restart leases the free GPU 1 instead of reusing GPU 0;
+#     with GPU 0 the only one it may use ([gpus] select), the job ends naming the fault
 cat >"$TMP/nvml.conf" <<C
 gpu 0000:00:06.0 140G 0.5G
 gpu 0000:00:07.0 140G 0.5G
 event 0 0.2 xid 79
 C
-"$DDP" --topology "$topo" --nproc-per-node 1 --max-restarts 2 --set restart.backoff=0 --no-python /bin/sh -c \
-    'echo "attempt=$DDPLAUNCH_ATTEMPT busid=$DDPLAUNCH_GPU_BUSID"; sleep 0.6; exit 3' >"$TMP/out" 2>"$TMP/err"
+one=(/bin/sh -c 'echo "attempt=$DDPLAUNCH_ATTEMPT busid=$DDPLAUNCH_GPU_BUSID"; [ "$DDPLAUNCH_ATTEMPT" = 0 ] || exit 0; sleep 0.6; exit 3')
+"$DDP" --topology "$topo" --nproc-per-node 1 --max-restarts 2 --set restart.backoff=0 --no-python "${one[@]}" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "spare GPU: exit status" "$?" 0
+expect_grep "GPU 1 \(0000:00:07.0\) is leased for the restart" "$TMP/err"
+expect_eq "spare GPU: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 busid=0000:00:07.0"
+grep -q "another ddplaunch job" "$TMP/err" && fail "spare GPU: blamed another ddplaunch job"
+"$DDP" --topology "$topo" --nproc-per-node 1 --max-restarts 2 --set restart.backoff=0 --set gpus.select=0000:00:06.0 \
+    --no-python "${one[@]}" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 cat "$TMP/out"
 expect_eq "no GPU left: exit status" "$rc" 3
