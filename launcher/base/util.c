@@ -336,6 +336,8 @@ void ddp_buf_printf(struct ddp_buf *b, const char *fmt, ...)
     free(s);
 }
 
+static size_t utf8_len(const unsigned char *p, unsigned *cp);
+
 void ddp_buf_json_str(struct ddp_buf *b, const char *s)
 {
     if (!s) {
@@ -361,10 +363,19 @@ void ddp_buf_json_str(struct ddp_buf *b, const char *s)
             ddp_buf_puts(b, "\\r");
             break;
         default:
-            if (*p < 0x20)
+            if (*p < 0x20) {
                 ddp_buf_printf(b, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 ddp_buf_add(b, (const char *)p, 1);
+            } else { /* valid UTF-8 as it is; a byte that is not part of it as U+FFFD: the JSON stays valid */
+                unsigned c = 0;
+                size_t n = utf8_len(p, &c);
+                if (n == 0)
+                    ddp_buf_puts(b, "\\ufffd");
+                else
+                    ddp_buf_add(b, (const char *)p, n);
+                p += n ? n - 1 : 0;
+            }
         }
     }
     ddp_buf_add(b, "\"", 1);

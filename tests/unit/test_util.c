@@ -110,3 +110,13 @@ Test(util, path_normalize_one_spelling)
         free(n);
     }
 }
+
+/* issue 39 item 1: JSON written by hand (plan --json, ps --json) stays valid UTF-8 whatever the text's bytes */
+Test(util, json_str_keeps_utf8_and_replaces_bad_bytes)
+{
+    struct ddp_buf b = {0};
+    ddp_buf_json_str(&b, "caf\xc3\xa9 py\xe2\x80"
+                         "\x01\xff");
+    cr_expect_str_eq(b.data, "\"caf\xc3\xa9 py\\ufffd\\ufffd\\u0001\\ufffd\"");
+    ddp_buf_free(&b);
+}
