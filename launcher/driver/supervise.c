@@ -595,8 +595,10 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
     if (ev->repeats)
         snprintf(again, sizeof again, " (%llu more time%s in the last minute)", ev->repeats,
                  ev->repeats == 1 ? "" : "s");
-    char of[32] = "of this job, between attempts";
-    if (rank >= 0)
+    char of[40] = "of this job, between attempts";
+    if (rank < 0 && s->pol.state == DDP_PS_RUNNING) /* left out, or beyond a downsized attempt */
+        snprintf(of, sizeof of, "of this job, no rank on it now");
+    else if (rank >= 0)
         snprintf(of, sizeof of, "of rank %d", rank);
     char *text = ddp_xasprintf("GPU %d (%s) %s: %s%s", ev->gpu, ev->busid ? ev->busid : "?", of, ev->text, again);
     if (ev->fault || ev->type == DDP_NVML_EV_CLOCK)
