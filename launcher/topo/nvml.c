@@ -409,6 +409,8 @@ void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
         return;
     if (f->driver_version)
         f->driver_version(out->driver, sizeof out->driver);
+    out->driver[sizeof out->driver - 1] = '\0';
+    ddp_printable(out->driver);
     if (device_count(f, &n, out->status, sizeof out->status) != 0) {
         f->shutdown();
         return;
@@ -430,6 +432,9 @@ void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
                 f->uuid(d, g->uuid, sizeof g->uuid);
             if (f->name)
                 f->name(d, g->name, sizeof g->name);
+            g->uuid[sizeof g->uuid - 1] = g->name[sizeof g->name - 1] = '\0';
+            ddp_printable(g->uuid); /* the driver's text: the topology cache's JSON must take it */
+            ddp_printable(g->name);
             read_links(f, d, g);
         }
         if (what & (DDP_NVML_STATIC | DDP_NVML_MEMORY)) /* total memory is a static fact too */

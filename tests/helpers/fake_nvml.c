@@ -15,6 +15,7 @@
  *   lost GPU [AT]                          from AT on, its memory and processes calls answer GPU_IS_LOST (15)
  *   recovery GPU N                         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (0 none, 1 reset, 2 reboot, 3/4 drain)
  *   pcie GPU GEN GEN_MAX WIDTH WIDTH_MAX   the PCIe link now and at most (default 5 5 16 16)
+ *   name GPU BYTES                         nvmlDeviceGetName's answer (default "Fake H200"), any bytes but blanks
  *   unsupported CALL                       that call answers NOT_SUPPORTED (remap, retired, ecc, clocks, events)
  *   count N                                garbage: nvmlDeviceGetCount answers N (4294967295), whatever is listed
  *   proc_count GPU N                       garbage: the processes call answers OK and count N, filling only its
@@ -47,6 +48,7 @@ struct gpu {
     long long proc_count; /* >= 0: the count the processes call answers */
     double lost_at;       /* >= 0: lost from then on */
     unsigned recovery, pcie[4];
+    char name[64];
     int persistence, mig, ecc_mode;
 };
 struct event {
@@ -116,6 +118,7 @@ static void load(void)
             x->proc_count = -1;
             x->lost_at = -1;
             x->pcie[0] = x->pcie[1] = 5, x->pcie[2] = x->pcie[3] = 16;
+            snprintf(x->name, sizeof x->name, "Fake H200");
         } else if (sscanf(line, "proc %d %63s %63s", &g, a, b) == 3 && g >= 0 && g < ngpus && gpus[g].nprocs < MAXP) {
             gpus[g].procs[gpus[g].nprocs++] = (struct proc){(unsigned)atoi(a), size_of(b)};
             gpus[g].used += size_of(b);
@@ -143,6 +146,8 @@ static void load(void)
             v->data = e[0] ? strtoull(e, NULL, 0) : 0;
         } else if (sscanf(line, "lost %d %63s", &g, a) >= 1 && g >= 0 && g < ngpus) {
             gpus[g].lost_at = a[0] ? atof(a) : 0;
+        } else if (sscanf(line, "name %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
+            snprintf(gpus[g].name, sizeof gpus[g].name, "%s", a);
         } else if (sscanf(line, "recovery %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
             gpus[g].recovery = (unsigned)atoi(a);
         } else if (sscanf(line, "pcie %d %63s %63s %63s %63s", &g, a, b, c, d) == 5 && g >= 0 && g < ngpus) {
@@ -234,8 +239,9 @@ EXPORT int nvmlDeviceGetUUID(void *d, char *u, unsigned n)
 }
 EXPORT int nvmlDeviceGetName(void *d, char *s, unsigned n)
 {
-    snprintf(s, n, "Fake H200");
-    return dev(d) ? 0 : 2;
+    struct gpu *g = dev(d);
+    snprintf(s, n, "%s", g ? g->name : "?");
+    return g ? 0 : 2;
 }
 struct memory {
     unsigned long long total, free, used;

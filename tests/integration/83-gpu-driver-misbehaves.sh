@@ -5,7 +5,8 @@
 # does not hold makes one line, a few records and little CPU; a faulted or lost GPU stays out of a restart (an
 # Xid during the backoff counts, a 1-worker job with no GPU left ends saying why); the GPU's own verdict
 # (NVML's recovery action) and its PCIe link in doctor, and a GPU asking for a reset or drain left out; the
-# OOM's cause names the holder seen at launch as such once it has exited, with no kill hint.
+# OOM's cause names the holder seen at launch as such once it has exited, with no kill hint; the driver's
+# own text (a GPU name) is printable in topo and valid UTF-8 in its JSON.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 topo=$TOPO_DIR/vm-2gpu-h200-nonuma.xml
 fake=$DDP_BUILD/helpers/fake_nvml
@@ -171,4 +172,14 @@ printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\nproc 0 %s 139.5G
 expect_eq "holder gone: exit status" "$?" 1
 expect_grep "cause +: GPU memory held at launch by pid $gone \([^)]*sleep, 139.5 GiB\), which has exited since" "$TMP/err"
 grep -q "kill $gone" "$TMP/err" && fail "holder gone: a kill hint for a pid that is no longer the holder"
+
+# 7. the driver's own text (a GPU name with an OSC sequence, a BEL and a byte that is not UTF-8): printable in
+#    topo, valid UTF-8 in topo --json
+printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\nname 0 H\033]0;x\a\377\n' >"$TMP/nvml.conf"
+"$DDP" topo --topology "$topo" >"$TMP/topo" 2>&1
+grep -q $'\033' "$TMP/topo" && fail "topo: an escape from the driver's GPU name reached the terminal"
+expect_grep "GPU0 +0000:00:06.0 .* H\?\]0;x\?\?" "$TMP/topo"
+"$DDP" topo --json --topology "$topo" >"$TMP/topo.json" 2>/dev/null
+$PY -c "import json,sys; json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))" "$TMP/topo.json" ||
+    fail "topo --json: not valid UTF-8 JSON"
 echo ok
