@@ -6,7 +6,8 @@
 # Xid during the backoff counts, a 1-worker job with no GPU left ends saying why); the GPU's own verdict
 # (NVML's recovery action) and its PCIe link in doctor, and a GPU asking for a reset or drain left out; the
 # OOM's cause names the holder seen at launch as such once it has exited, with no kill hint; the driver's
-# own text (a GPU name) is printable in topo and valid UTF-8 in its JSON.
+# own text (a GPU name) is printable in topo and valid UTF-8 in its JSON; in a pid namespace of its own, a
+# holder's host pid is not looked up here.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 topo=$TOPO_DIR/vm-2gpu-h200-nonuma.xml
 fake=$DDP_BUILD/helpers/fake_nvml
@@ -182,4 +183,29 @@ expect_grep "GPU0 +0000:00:06.0 .* H\?\]0;x\?\?" "$TMP/topo"
 "$DDP" topo --json --topology "$topo" >"$TMP/topo.json" 2>/dev/null
 $PY -c "import json,sys; json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))" "$TMP/topo.json" ||
     fail "topo --json: not valid UTF-8 JSON"
+
+# 8. a container with its own pid namespace on a host with NVIDIA devices (a private mount namespace gives
+#    /dev a /dev/nvidiactl): NVML's pid 1 is the host's, not the container's init; no kill hint (root only)
+if unshare -m true 2>/dev/null && unshare -pf --mount-proc true 2>/dev/null; then
+    mkdir -p "$TMP/olddev"
+    cat >"$TMP/ns.sh" <<N
+set -e
+mount --bind /dev "$TMP/olddev"
+mount -t tmpfs tmpfs /dev
+for f in null zero urandom random tty full; do touch /dev/\$f; mount --bind "$TMP/olddev/\$f" /dev/\$f; done
+mkdir -p /dev/pts /dev/shm; mount --bind "$TMP/olddev/pts" /dev/pts; mount --bind "$TMP/olddev/shm" /dev/shm
+ln -s /proc/self/fd /dev/fd; touch /dev/nvidiactl
+exec unshare -pf --mount-proc "\$@"
+N
+    printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\nproc 0 1 139.5G\n' >"$TMP/nvml.conf"
+    unshare -m bash "$TMP/ns.sh" "$DDP" --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c \
+        "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1" \
+        >"$TMP/out" 2>"$TMP/err"
+    expect_eq "pid namespace: exit status" "$?" 1
+    expect_grep "is held by pid 1 in the host's pid namespace \(139.5 GiB\)" "$TMP/err"
+    expect_grep "cause +: GPU memory held at launch by pid 1 in the host's pid namespace" "$TMP/err"
+    grep -q "kill 1" "$TMP/err" && fail "pid namespace: a kill hint for the host's pid"
+else
+    echo "part 8 skipped: no unshare of mount and pid namespaces here"
+fi
 echo ok
