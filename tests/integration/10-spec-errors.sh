@@ -111,4 +111,19 @@ rc=0
 expect_eq "missing script: exit status" "$rc" 2
 expect_grep "^ddplaunch: \.\./proj/missing\.ini:2: script: no such file: '\.\./proj/nosuch\.py'" "$TMP/miss.out"
 expect_eq "missing script: lines" "$(grep -vc "^Try 'ddplaunch --help'" "$TMP/miss.out")" 1
+
+# issue 43 trap 3: one comment rule for ';' and '#': at the start of a line, or after a space or tab anywhere in a
+# line; with no space before it, either is part of the value. The worker prints the argv it saw.
+printf '[job]\ncommand = %s -c "import sys; print(repr(sys.argv[1:]))"\nargs = --steps 3 # three steps\n  --tag=a#b;c ; more\nnproc_per_node = 1 # one\n[env]\nDDP_T = x # y\n' \
+    "$PY" >"$TMP/hash.ini"
+"$DDP" "$TMP/hash.ini" >"$TMP/hash.out" 2>&1 || { cat "$TMP/hash.out"; fail "# comments: the job failed"; }
+expect_grep "^\['--steps', '3', '--tag=a#b;c'\]$" "$TMP/hash.out"
+"$DDP" plan "$TMP/hash.ini" >"$TMP/hash.plan" 2>&1 || { cat "$TMP/hash.plan"; fail "# comments: plan failed"; }
+expect_grep "DDP_T=x$" "$TMP/hash.plan"
+grep -q "three steps\|# one\|# y\|more" "$TMP/hash.plan" && { cat "$TMP/hash.plan"; fail "# comments: a comment reached the plan"; }
+# a long [env] line (beyond inih's buffer) follows the same rule
+long=$(printf 'v%.0s' $(seq 1 300))
+printf '[job]\ncommand = %s -c "import os; print(len(os.environ[\x27DDP_LONG\x27]))"\n[env]\nDDP_LONG = %s # long\n' "$PY" "$long" >"$TMP/hashlong.ini"
+"$DDP" "$TMP/hashlong.ini" >"$TMP/hashlong.out" 2>&1 || { cat "$TMP/hashlong.out"; fail "# comments: long line failed"; }
+expect_grep "^300$" "$TMP/hashlong.out"
 echo "all bad specs rejected with one line and exit 2; nothing started"
