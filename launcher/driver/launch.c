@@ -687,6 +687,22 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
     return 0;
 }
 
+/* `plan` makes no run directory: the variables that name it (heartbeat and stacks files, PYTHONPATH's sampler
+ * entry, the timer FIFO, the attempt directory) show "<run dir>" in its place, so plan lists every variable a
+ * worker gets, by the rules a run uses. */
+static void plan_run_dir(struct ddp_launch *l)
+{
+    l->ctx.run_dir = "<run dir>";
+    if (l->resolved.timeout_sample) {
+        ddp_watch_where(l->ctx.run_dir, &l->sample_pydir, &l->ctx.sample_signal);
+        l->ctx.sample_pydir = l->sample_pydir;
+    }
+    if (l->resolved.timer_file) {
+        l->timer_path = ddp_xasprintf("%s/timer", l->ctx.run_dir);
+        l->ctx.timer_file = l->timer_path;
+    }
+}
+
 /* Reserve port explicitly against other ddplaunch jobs on this host (its lock, and a bind test). */
 static int reserve_exact(struct ddp_launch *l, char *const *envp, int port, bool quiet, struct ddp_port_resv **resv,
                          struct ddp_err *err)
@@ -733,7 +749,9 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
         return rc;
     if (l->lease && (rc = lease_gpus(l, envp, err)) < 0)
         return rc;
-    if (l->cmd != DDP_CMD_PLAN && (rc = make_run_dir(l, envp, err)) < 0)
+    if (l->cmd == DDP_CMD_PLAN)
+        plan_run_dir(l);
+    else if ((rc = make_run_dir(l, envp, err)) < 0)
         return rc;
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
     if (l->cmd == DDP_CMD_RUN && l->resolved.log_dir) {

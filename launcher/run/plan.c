@@ -477,7 +477,7 @@ static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s, struc
 /* Live stack sampling ([timeout] sample, progress.c): the directory holding ddplaunch's sitecustomize.py
  * (sample.c writes it into the run directory) goes first on PYTHONPATH, and the rank's stacks file in the attempt's
  * directory and the signal go in DDPLAUNCH_STACKS_FILE/SIGNAL, which the sitecustomize takes out of the
- * environment. Not in `plan` (no run directory). */
+ * environment. `plan` shows them with "<run dir>" for the run directory it does not make. */
 static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, int lr,
                            struct ddp_kvlist *env)
 {

@@ -107,4 +107,25 @@ printf '[job]\nprogram = /bin/true\nname = q"uo\\\\te\n[env]\nWEIRD = tab\there 
 "$DDP" plan --json "$TMP/odd.ini" >"$TMP/p4.json" 2>"$TMP/err" || { cat "$TMP/err"; fail "plan odd.ini failed"; }
 $PY -c 'import json,sys; e=json.load(open(sys.argv[1]))["workers"][0]["env"]["WEIRD"]; assert e == "tab\there \"quoted\" back\\\\slash ünï", repr(e)' \
     "$TMP/p4.json" || { cat "$TMP/p4.json"; fail "awkward values not escaped right"; }
+
+# issue 43 trap 2: plan lists every variable a worker gets from ddplaunch, with "<run dir>" where the run directory
+# goes (heartbeat and stacks files, the sampler's PYTHONPATH entry, DDPLAUNCH_PYTHONPATH...): the names a real
+# worker (/usr/bin/env, --no-python) has beyond the launcher's environment are all in plan --json's env.
+env >"$TMP/launcher.env"
+"$DDP" --no-python --nproc-per-node 1 --set timeout.stall=1h /usr/bin/env >"$TMP/worker.env" 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "env worker failed"; }
+"$DDP" plan --json --no-python --nproc-per-node 1 --set timeout.stall=1h /usr/bin/env >"$TMP/envplan.json" 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "plan of the env worker failed"; }
+$PY - "$TMP/launcher.env" "$TMP/worker.env" "$TMP/envplan.json" <<'PYEOF' || fail "plan does not list every variable ddplaunch adds"
+import json, sys
+names = lambda f: {l.split("=", 1)[0] for l in open(f) if "=" in l and l[0].isalpha()}
+added = names(sys.argv[2]) - names(sys.argv[1])
+planned = set(json.load(open(sys.argv[3]))["workers"][0]["env"])
+for must in ("PYTHONPATH", "DDPLAUNCH_PYTHONPATH", "DDPLAUNCH_STACKS_FILE", "DDPLAUNCH_STACKS_SIGNAL",
+             "DDPLAUNCH_HEARTBEAT_FILE"):
+    assert must in added, "precondition: the worker did not get %s" % must
+missing = sorted(added - planned)
+assert not missing, "a worker gets %s, which plan does not list" % missing
+print("ok: plan lists all %d variables ddplaunch adds" % len(added))
+PYEOF
 echo "plan ok"
