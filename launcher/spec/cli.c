@@ -307,6 +307,14 @@ const struct ddp_cli_subcmd *ddp_cli_subcmd_of(enum ddp_cmd cmd)
     return &ddp_cli_subcmds[0];
 }
 
+bool ddp_cli_is_command(const char *word)
+{
+    for (size_t i = 1; i < NSUBCMDS; i++)
+        if (strcmp(word, ddp_cli_subcmds[i].name) == 0)
+            return true;
+    return false;
+}
+
 const char *ddp_cli_command_names(void)
 {
     static char names[128];
@@ -321,8 +329,9 @@ const char *ddp_cli_command_names(void)
 }
 
 /* "unknown option '--x'" for command sc, with the flag it may have meant; err's message names the command
- * when it is not a launching one ("ps: ..."). */
-static int unknown_long(const struct ddp_cli_subcmd *sc, const char *name, size_t len,
+ * when it is not a launching one ("ps: ..."). A launch's unknown option that resembles none of ours was likely
+ * the program's: the message says where those go (after the script, or after '--' behind the job spec). */
+static int unknown_long(const struct ddp_cli_subcmd *sc, const struct ddp_cli *cli, const char *name, size_t len,
                         const struct ddp_cli_flag *const *cands, size_t ncands, struct ddp_err *err)
 {
     char *word = ddp_xstrndup(name, len);
@@ -353,8 +362,20 @@ static int unknown_long(const struct ddp_cli_subcmd *sc, const char *name, size_
                 names[n++] = ddp_cli_flags[k].name;
         names[n] = NULL;
         const char *dym = ddp_did_you_mean(word, names);
-        rc = dym ? ddp_errf(err, -EINVAL, "%s%sunknown option '--%s' (did you mean '--%s'?)", who, colon, word, dym)
-                 : ddp_errf(err, -EINVAL, "%s%sunknown option '--%s'", who, colon, word);
+        if (dym)
+            rc = ddp_errf(err, -EINVAL, "%s%sunknown option '--%s' (did you mean '--%s'?)", who, colon, word, dym);
+        else if (sc->positional == POS_LAUNCH && cli->spec_path)
+            rc = ddp_errf(err, -EINVAL,
+                          "unknown option '--%s' (the program's own options go after '--': ddplaunch [OPTIONS] %s -- "
+                          "--%s ...)",
+                          word, cli->spec_path, word);
+        else if (sc->positional == POS_LAUNCH)
+            rc = ddp_errf(err, -EINVAL,
+                          "unknown option '--%s' (the program's own options go after the script: ddplaunch "
+                          "[OPTIONS] train.py --%s ...)",
+                          word, word);
+        else
+            rc = ddp_errf(err, -EINVAL, "%s%sunknown option '--%s'", who, colon, word);
     }
     ddp_buf_free(&b);
     free(word);
@@ -372,7 +393,7 @@ static int parse_long(int argc, char **argv, int *i, const struct ddp_cli_subcmd
     size_t ncands;
     const struct ddp_cli_flag *f = find_long(name, len, sc->cmd, cands, &ncands);
     if (!f)
-        return unknown_long(sc, name, len, cands, ncands, err);
+        return unknown_long(sc, cli, name, len, cands, ncands, err);
     const char *arg = NULL;
     if (takes_arg(f)) {
         if (eq)

@@ -49,14 +49,14 @@ rc=0
 "$DDP" help >"$TMP/out" 2>"$TMP/err" || rc=$?
 expect_eq "ddplaunch help: exit status" "$rc" 2
 expect_eq "ddplaunch help: stdout" "$(cat "$TMP/out")" ""
-expect_grep "^ddplaunch: no such file: 'help' \(the training script to run; the commands are plan, topo, doctor, report and ps\)$" "$TMP/err"
+expect_grep "^ddplaunch: error: no such file: 'help' \(the training script to run; the commands are plan, topo, doctor, report and ps\)$" "$TMP/err"
 expect_grep "^Try 'ddplaunch --help'\.$" "$TMP/err"
 expect_eq "ddplaunch help: stderr lines" "$(wc -l <"$TMP/err")" 2
 # a missing script.py is the same, before any worker starts (no rank-prefixed output, no summary)
 rc=0
 "$DDP" --nproc-per-node 2 nosuch.py --lr 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
 expect_eq "missing script: exit status" "$rc" 2
-expect_grep "^ddplaunch: no such file: 'nosuch.py'" "$TMP/err"
+expect_grep "^ddplaunch: error: no such file: 'nosuch.py'" "$TMP/err"
 grep -q "rank" "$TMP/err" && { cat "$TMP/err"; fail "missing script: a worker was started"; }
 # --set job.workdir: a relative script is looked for there
 mkdir "$TMP/wd"
@@ -69,8 +69,10 @@ expect_grep "ran help in $TMP/wd" "$TMP/out"
 cp "$TMP/wd/help" "$TMP/help"
 "$DDP" help >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "a script named help did not run"; }
 expect_grep "ran help in $TMP$" "$TMP/out"
-# -m help and --no-python help are not files: nothing is checked before launch
+# --no-python help is a program looked up on PATH: missing, it is one line and exit 2 before anything starts
+# (issue 43 item 9; it was a started job ending in 127)
 rc=0
 "$DDP" --no-python help-no-such-program >"$TMP/out" 2>&1 || rc=$?
-expect_eq "--no-python missing program: exit status" "$rc" 127
+expect_eq "--no-python missing program: exit status" "$rc" 2
+expect_grep "^ddplaunch: error: program: 'help-no-such-program' is not on PATH" "$TMP/out"
 echo "help: ok"

@@ -29,8 +29,10 @@ expect_grep 'rank +: 1 ' "$TMP/root"
 expect_grep 'SIGSEGV' "$TMP/root"
 expect_grep 'class +: segfault' "$TMP/root"
 
-# Not found: 127 and a clear message.
-"$DDP" --no-python --nproc-per-node 2 /nonexistent/prog-xyz >"$TMP/out" 2>"$TMP/err"
+# Not found: 127 and a clear message, from the exec shim (a job spec's command is not looked for before the start;
+# --no-python PROGRAM is, and ends with exit 2 before anything starts: issue 43 item 9, test 11).
+printf '[job]\nnproc_per_node = 2\ncommand = /nonexistent/prog-xyz\n' >"$TMP/notfound.ini"
+"$DDP" "$TMP/notfound.ini" >"$TMP/out" 2>"$TMP/err"
 expect_eq "not found" "$?" 127
 expect_grep "^ddplaunch: (error: )?rank [01]: cannot execute '/nonexistent/prog-xyz': No such file or directory" "$TMP/err"
 
