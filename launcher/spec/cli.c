@@ -250,7 +250,9 @@ const struct ddp_cli_subcmd ddp_cli_subcmds[] = {
      "\n"
      "Dry run: print every setting and where it came from, the GPUs ddplaunch would\n"
      "pick and why, and per local rank the command, GPU, NUMA node, CPUs, memory nodes\n"
-     "and environment it would get. Starts nothing and reserves nothing.\n"
+     "and environment it would get (every variable ddplaunch adds, \"<run dir>\" for the\n"
+     "directory a run makes; ranks after the first show what differs). Starts nothing\n"
+     "and reserves nothing.\n"
      "\n"
      "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
      plan_listed, "Exit status: 0 printed; 2 bad command line or job spec; 1 launcher failure.\n"},

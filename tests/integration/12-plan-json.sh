@@ -128,4 +128,18 @@ missing = sorted(added - planned)
 assert not missing, "a worker gets %s, which plan does not list" % missing
 print("ok: plan lists all %d variables ddplaunch adds" % len(added))
 PYEOF
+
+# issue 43 item 6: plan shows the values the job uses for defaults whose 0 means something else, and per rank only
+# what differs from local rank 0.
+"$DDP" plan --nnodes 2 --node-rank 1 --master-addr 10.0.0.1 --nproc-per-node 4 --no-python /bin/true \
+    >"$TMP/p6.txt" 2>"$TMP/err" || { cat "$TMP/err"; fail "plan for item 6 failed"; }
+expect_grep '^    join_timeout += 900s +\(default 0 = 600s with c10d, 900s static\)$' "$TMP/p6.txt"
+expect_grep '^    min_nproc_per_node += 4 +\(default 0 = nproc_per_node unless on_timeout = downsize\)$' "$TMP/p6.txt"
+expect_eq "WORLD_SIZE lines (rank 0 only)" "$(grep -c '^    WORLD_SIZE=8$' "$TMP/p6.txt")" 1
+expect_grep '^  environment: as local rank 0.s, except:$' "$TMP/p6.txt"
+sed -n '/^local rank 3:/,$p' "$TMP/p6.txt" >"$TMP/p6.r3"
+expect_grep '^    RANK=7$' "$TMP/p6.r3"
+expect_grep '^    LOCAL_RANK=3$' "$TMP/p6.r3"
+grep -q 'MASTER_ADDR' "$TMP/p6.r3" && fail "rank 3 repeats what rank 0 has"
+[ "$(wc -l <"$TMP/p6.r3")" -lt 15 ] || { cat "$TMP/p6.r3"; fail "rank 3's part of plan is $(wc -l <"$TMP/p6.r3") lines"; }
 echo "plan ok"
