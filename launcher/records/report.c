@@ -128,7 +128,19 @@ static void print_stderr_log(FILE *f, const struct ddp_report_entry *e)
     free(log);
 }
 
-static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
+/* Whether a and b kept the same stderr lines (both some). */
+static bool same_tail(const struct ddp_report_entry *a, const struct ddp_report_entry *b)
+{
+    if (!a || !b || a->ntail == 0 || a->ntail != b->ntail)
+        return false;
+    for (size_t i = 0; i < a->ntail; i++)
+        if (strcmp(a->tail[i], b->tail[i]) != 0)
+            return false;
+    return true;
+}
+
+/* same: an entry printed in full whose stderr lines e repeats (two ranks failing alike print them once), or NULL. */
+static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e, const struct ddp_report_entry *same)
 {
     char when[64] = "-";
     struct tm tm;
@@ -167,7 +179,10 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
             print_indented(f, "traceback", tb);
     } else {
         fprintf(f, "  %-10s: <N/A>\n", "error_file");
-        if (e->ntail) {
+        if (e->ntail && same) {
+            fprintf(f, "  %-10s: last %zu line%s of stderr: the same as rank %d's\n", "stderr", e->ntail,
+                    e->ntail == 1 ? "" : "s", same->rank);
+        } else if (e->ntail) {
             fprintf(f, "  %-10s: last %zu line%s of stderr:\n", "stderr", e->ntail, e->ntail == 1 ? "" : "s");
             for (size_t i = 0; i < e->ntail; i++)
                 fprintf(f, "    %s\n", e->tail[i]);
@@ -190,11 +205,17 @@ void ddp_report_print(FILE *f, const char *title, const struct ddp_report_entry 
     fprintf(f, "Failures:\n");
     if (nothers == 0)
         fprintf(f, "  <NO_OTHER_FAILURES>\n");
-    for (size_t i = 0; i < nothers; i++)
-        print_entry(f, (int)i + 1, &others[i]);
+    /* the root cause is printed in full (below); a failure that repeats its stderr, or an earlier one's, says so */
+    for (size_t i = 0; i < nothers; i++) {
+        const struct ddp_report_entry *same = same_tail(&others[i], root) ? root : NULL;
+        for (size_t j = 0; j < i && !same; j++)
+            if (!same_tail(&others[j], root) && same_tail(&others[i], &others[j]))
+                same = &others[j];
+        print_entry(f, (int)i + 1, &others[i], same);
+    }
     fprintf(f, "%s\nRoot Cause (first observed failure):\n", thin);
     if (root)
-        print_entry(f, 0, root);
+        print_entry(f, 0, root, NULL);
     fprintf(f, "%s\n", rule);
     fflush(f);
 }

@@ -46,4 +46,20 @@ expect_grep "rank 0: cannot execute '$TMP/noexec': Permission denied" "$TMP/err"
 # A bare name is looked up in PATH.
 "$DDP" --no-python --nproc-per-node 1 true >"$TMP/out" 2>"$TMP/err"
 expect_eq "PATH lookup" "$?" 0
+
+# issue 43 item 10: ranks that fail alike (an argparse error on every rank) print their stderr lines once.
+cat >"$TMP/usage.sh" <<'EOS'
+#!/bin/sh
+trap '' TERM # every rank prints and fails, however soon the first failure stops the others
+echo "usage: train.py [-h] --steps STEPS" >&2
+echo "train.py: error: the following arguments are required: --steps" >&2
+sleep 0.3 # the first exit stops the others: by then they have set the trap
+exit 2
+EOS
+chmod +x "$TMP/usage.sh"
+"$DDP" --no-python --nproc-per-node 2 "$TMP/usage.sh" >"$TMP/out" 2>"$TMP/err"
+expect_eq "alike failures: status" "$?" 2
+sed -n '/^=====/,$p' "$TMP/err" >"$TMP/summary"
+expect_eq "usage lines in the summary" "$(grep -c 'error: the following arguments are required' "$TMP/summary")" 1
+expect_eq "'the same' lines" "$(grep -cE "^  stderr +: last 2 lines of stderr: the same as rank [01]'s$" "$TMP/summary")" 1
 echo ok
