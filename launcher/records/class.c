@@ -62,6 +62,10 @@ static const struct class_info infos[DDP_CLASS__COUNT] = {
     [DDP_CLASS_EXEC_FAILED] =
         {"exec-failed", 90,
          "the worker program could not be started: check the path, its permissions and the interpreter"},
+    [DDP_CLASS_MISSING_MODULE] =
+        {"missing-module", 85,
+         "the workers' Python could not import a module: install it for that python, or run with "
+         "PYTHON_EXEC=<a python that has it> (`ddplaunch doctor` names one for torch)"},
     [DDP_CLASS_RENDEZVOUS_TIMEOUT] =
         {"rendezvous-timeout", 70,
          "a rank never reached the rendezvous (TCP store at master_addr:master_port): another rank died or hung "

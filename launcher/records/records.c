@@ -1,6 +1,7 @@
 /* records: see records.h. */
 #include "records/records.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,25 @@ void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const
     json_array_append_new(r->left_out, o);
 }
 
+/* missing-module's hint, naming the interpreter the worker ran (its argv[0] for a Python job) and the module of
+ * the line ("ModuleNotFoundError: No module named 'torch'"). Caller frees. */
+static char *missing_module_hint(const struct ddp_runner_worker *k, const char *line)
+{
+    const char *q = line ? strstr(line, "No module named '") : NULL, *name = q ? q + 17 : NULL;
+    const char *end = name ? strchr(name, '\'') : NULL;
+    char module[128] = "a module";
+    bool plain = end && end > name && end - name < 100; /* a module name, nothing a terminal would act on */
+    for (const char *c = name; plain && c < end; c++)
+        plain = isalnum((unsigned char)*c) || *c == '_' || *c == '.';
+    if (plain)
+        snprintf(module, sizeof module, "'%.*s'", (int)(end - name), name);
+    if (!k->w->python || !k->w->argv.n)
+        return ddp_xstrdup(ddp_class_hint(DDP_CLASS_MISSING_MODULE));
+    return ddp_xasprintf("the workers' Python %s has no module %s: install it for that python, or run with "
+                         "PYTHON_EXEC=<a python that has it> (`ddplaunch doctor` names one for torch)",
+                         k->w->argv.v[0], module);
+}
+
 static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_runner_worker *k,
                          const char *reason, enum ddp_class tcls)
 {
@@ -416,7 +436,9 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
         e->class_name = ddp_xasprintf("exit-%d", k->status);
     else if (c != DDP_CLASS_NONE)
         e->class_name = ddp_xstrdup(ddp_class_name(c));
-    if (c != DDP_CLASS_NONE) {
+    if (c == DDP_CLASS_MISSING_MODULE)
+        e->hint = missing_module_hint(k, o->line);
+    else if (c != DDP_CLASS_NONE) {
         const char *h = ddp_class_hint(c);
         if (h && *h)
             e->hint = ddp_xstrdup(h);
