@@ -2,6 +2,7 @@
 #include "records/records.h"
 
 #include <ctype.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ struct ended {
     char *error_file, *class_name, *class_line, *hint, *reason, *cause;
     struct ddp_strv tail;
     bool set;
-    bool exited; /* false: recorded while it still ran (a timeout); updated when it exits */
+    bool exited;   /* false: recorded while it still ran (a timeout); updated when it exits */
+    bool captured; /* its SIGABRT was the hang capture's */
 };
 
 struct ddp_records {
@@ -53,6 +55,7 @@ struct ddp_records {
     struct seen {
         enum ddp_class cls;
         char *line;
+        bool captured; /* the hang capture sent it SIGABRT */
     } * seen;
     /* per topology GPU (ngpu): a fault NVML reported, a holder seen after the launch */
     char **gpu_fault, **gpu_held;
@@ -84,13 +87,13 @@ static void forget_seen(struct ddp_records *r)
 /* What k's output was recognised as (DDP_CLASS_NONE: nothing), and the line (NULL: none). */
 static const struct seen *seen_of(const struct ddp_records *r, const struct ddp_runner_worker *k)
 {
-    static const struct seen none = {DDP_CLASS_NONE, NULL};
+    static const struct seen none = {DDP_CLASS_NONE, NULL, false};
     bool same = r->seen && r->seen_attempt == k->run->plan.attempt && k->index < r->nseen;
     return same ? &r->seen[k->index] : &none;
 }
 
-void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class cls,
-                            const char *line, size_t len)
+/* k's entry, made for its attempt. */
+static struct seen *seen_for(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     if (!r->seen || r->seen_attempt != k->run->plan.attempt || r->nseen != k->run->nw) {
         forget_seen(r);
@@ -98,7 +101,18 @@ void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worke
         r->nseen = k->run->nw;
         r->seen = ddp_xcalloc(r->nseen, sizeof(*r->seen));
     }
-    struct seen *s = &r->seen[k->index];
+    return &r->seen[k->index];
+}
+
+void ddp_records_captured(struct ddp_records *r, const struct ddp_runner_worker *k)
+{
+    seen_for(r, k)->captured = true;
+}
+
+void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class cls,
+                            const char *line, size_t len)
+{
+    struct seen *s = seen_for(r, k);
     if (s->cls != DDP_CLASS_NONE || cls == DDP_CLASS_NONE)
         return;
     s->cls = cls;
@@ -418,6 +432,7 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
     e->attempt = k->run->plan.attempt;
     e->when = e->exited ? k->end_wall : time(NULL);
     e->error_file = ef ? ddp_xstrdup(ef) : NULL;
+    e->captured = o->captured && k->signo == SIGABRT;
     c = o->cls;
     if (c == DDP_CLASS_NONE) {
         if (k->fail == DDP_WF_EXEC)
@@ -436,8 +451,12 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
         e->class_name = ddp_xasprintf("exit-%d", k->status);
     else if (c != DDP_CLASS_NONE)
         e->class_name = ddp_xstrdup(ddp_class_name(c));
+    const char *fh = ddp_runner_worker_env(k, "PYTHONFAULTHANDLER");
     if (c == DDP_CLASS_MISSING_MODULE)
         e->hint = missing_module_hint(k, o->line);
+    else if (c == DDP_CLASS_SEGFAULT && k->w->python && fh && *fh)
+        e->hint = ddp_xstrdup("the worker crashed in native code: an extension/ABI mismatch or a CUDA driver "
+                              "problem; its Python stack (PYTHONFAULTHANDLER) is in its stderr above");
     else if (c != DDP_CLASS_NONE) {
         const char *h = ddp_class_hint(c);
         if (h && *h)
@@ -587,6 +606,7 @@ static struct ddp_report_entry entry_of(const struct ddp_records *r, const struc
                                      .pid = e->pid,
                                      .exit_code = e->status,
                                      .signo = e->signo,
+                                     .captured = e->captured,
                                      .when = e->when,
                                      .error_file = e->error_file,
                                      .error_file_kept = r->ctx->logdir != NULL,

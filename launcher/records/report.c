@@ -154,6 +154,9 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e, cons
     fprintf(f, "  %-10s: %d (local_rank: %d)\n", "rank", e->rank, e->local_rank);
     if (e->running)
         fprintf(f, "  %-10s: - (pid: %d) still running when the launcher stopped waiting\n", "exitcode", e->pid);
+    else if (e->signo && e->captured)
+        fprintf(f, "  %-10s: -%d (pid: %d) %s: stopped by ddplaunch for the stack capture\n", "exitcode", e->signo,
+                e->pid, ddp_report_signame(e->signo));
     else if (e->signo)
         fprintf(f, "  %-10s: -%d (pid: %d) %s\n", "exitcode", e->signo, e->pid, ddp_report_signame(e->signo));
     else
@@ -179,7 +182,21 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e, cons
             print_indented(f, "traceback", tb);
     } else {
         fprintf(f, "  %-10s: <N/A>\n", "error_file");
-        if (e->ntail && same) {
+        size_t ntail = e->ntail;
+        if (e->captured) /* the capture's own dump (faulthandler's, from "Fatal Python error") is in the verdict */
+            for (size_t i = 0; i < e->ntail; i++)
+                if (strncmp(e->tail[i], "Fatal Python error: Aborted", 27) == 0) {
+                    ntail = i;
+                    break;
+                }
+        if (e->captured && ntail == 0 && e->ntail) {
+            fprintf(f, "  %-10s: only the stack capture's dump (printed above; see the Hang verdict)\n", "stderr");
+        } else if (ntail < e->ntail) {
+            fprintf(f, "  %-10s: last %zu line%s of stderr before the stack capture:\n", "stderr", ntail,
+                    ntail == 1 ? "" : "s");
+            for (size_t i = 0; i < ntail; i++)
+                fprintf(f, "    %s\n", e->tail[i]);
+        } else if (e->ntail && same) {
             fprintf(f, "  %-10s: last %zu line%s of stderr: the same as rank %d's\n", "stderr", e->ntail,
                     e->ntail == 1 ? "" : "s", same->rank);
         } else if (e->ntail) {

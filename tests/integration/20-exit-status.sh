@@ -62,4 +62,15 @@ expect_eq "alike failures: status" "$?" 2
 sed -n '/^=====/,$p' "$TMP/err" >"$TMP/summary"
 expect_eq "usage lines in the summary" "$(grep -c 'error: the following arguments are required' "$TMP/summary")" 1
 expect_eq "'the same' lines" "$(grep -cE "^  stderr +: last 2 lines of stderr: the same as rank [01]'s$" "$TMP/summary")" 1
+
+# issue 43 item 4: a Python rank that segfaults under ddplaunch already printed its Python stack (PYTHONFAULTHANDLER
+# is set for it): the hint says where it is, not to rerun with PYTHONFAULTHANDLER=1.
+printf 'import ctypes\nctypes.string_at(0)\n' >"$TMP/segv.py"
+"$DDP" --nproc-per-node 1 "$TMP/segv.py" >"$TMP/out" 2>"$TMP/err"
+expect_eq "python segfault: status" "$?" 139
+expect_grep 'File ".*segv.py", line 2' "$TMP/err"
+sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
+expect_grep '^  class +: segfault$' "$TMP/root"
+expect_grep '^  hint +: .*its Python stack \(PYTHONFAULTHANDLER\) is in its stderr above$' "$TMP/root"
+grep -q 'rerun with PYTHONFAULTHANDLER' "$TMP/root" && fail "the hint asks for a stack that is printed above"
 echo ok
