@@ -67,7 +67,7 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
       "more workers than GPUs: they share them, round-robin", LAUNCHING },
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },
     { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor, ps)",
-      LAUNCHING | CMD(DDP_CMD_PS) },
+      CMD(DDP_CMD_PLAN) | CMD(DDP_CMD_TOPO) | CMD(DDP_CMD_DOCTOR) | CMD(DDP_CMD_PS) }, /* a run ignored it */
     { "svg", 0, F_SVG, NULL, NULL, NULL, NULL, "FILE", "report: also draw the run as an SVG image",
       CMD(DDP_CMD_REPORT) },
     { "topology", 0, F_TOPOLOGY, NULL, NULL, NULL, NULL, "FILE.xml",

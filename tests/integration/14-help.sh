@@ -75,4 +75,28 @@ rc=0
 "$DDP" --no-python help-no-such-program >"$TMP/out" 2>&1 || rc=$?
 expect_eq "--no-python missing program: exit status" "$rc" 2
 expect_grep "^ddplaunch: error: program: 'help-no-such-program' is not on PATH" "$TMP/out"
+
+# issue 43 item 12: -h and --json as documented. Every command takes -h (its help lists it); the commands that take
+# --json are exactly those --help and the man page name.
+takes_json=""
+for cmd in run plan topo doctor report ps; do
+    c=$cmd; [ $cmd = run ] && c=""
+    "$DDP" $c -h >"$TMP/h.out" 2>"$TMP/h.err" || fail "$cmd -h: exit $?"
+    expect_grep '^  -h, --help ' "$TMP/h.out"
+    "$DDP" $c --json --help >"$TMP/j.out" 2>"$TMP/j.err"
+    grep -q "'--json' is not an option" "$TMP/j.err" || takes_json="$takes_json $cmd"
+done
+expect_eq "commands taking --json" "$takes_json" " plan topo doctor ps"
+expect_grep '^ +--json +machine-readable output \(plan, topo, doctor, ps\)$' <("$DDP" --help)
+sed -n '/^\.B \\-\\-json$/{n;p}' "$DDP_SRCDIR/man/ddplaunch.1" >"$TMP/manjson"
+expect_grep '^Machine\\-readable output for plan, topo, doctor and ps ' "$TMP/manjson"
+for cmd in plan doctor ps topo; do
+    grep -A1 "^\.B ddplaunch $cmd\$" "$DDP_SRCDIR/man/ddplaunch.1" | grep -q '\\-\\-json' ||
+        sed -n "/^\.B ddplaunch $cmd\$/,/^\.br/p" "$DDP_SRCDIR/man/ddplaunch.1" | grep -q '\\-\\-json' ||
+        fail "man SYNOPSIS: ddplaunch $cmd without [--json]"
+done
+# README and --help name the same site config for this build
+site=$("$DDP" --help | sed -n 's/.*(\$DDPLAUNCH_CONFIG or \([^)]*\)).*/\1/p')
+[ -n "$site" ] || fail "precondition: --help names no site config"
+grep -qF "\`$site\`" "$DDP_SRCDIR/README.md" || fail "README does not name the site config this build reads ($site)"
 echo "help: ok"
