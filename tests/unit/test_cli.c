@@ -595,9 +595,7 @@ Test(cli_pos, report_and_ps)
     } bad[] = {
         {"report", NULL, NULL, "report: a LOG_DIR or RUN_DIR is needed"},
         {"report", "a", "b", "report: one LOG_DIR or RUN_DIR expected, got 'b' too"},
-        {"report", "--json", "a",
-         "report: '--json' is not an option of report (only of: run, plan, topo, doctor, "
-         "ps)"},
+        {"report", "--json", "a", "report: '--json' is not an option of report (only of: plan, topo, doctor, ps)"},
         {"ps", "x", NULL, "ps: unexpected argument 'x' (see 'ddplaunch ps --help')"},
         {"ps", "--nnodes", "2", "ps: '--nnodes' is not an option of ps (only of: run, plan, topo, doctor)"},
         {"ps", "--frob", NULL, "ps: unknown option '--frob'"},
