@@ -31,9 +31,9 @@ expect_grep '^Hang verdict \(high confidence\): rank 1 .* at worker.py:5 in load
 expect_eq "report status" "$?" 0
 cat "$TMP/report"
 expect_grep '^job worker.py on .*: timeout, exit status 124, 1 attempt' "$TMP/report"
-expect_grep '^  1 +\+[0-9.]+ +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)  CULPRIT$' "$TMP/report"
+expect_grep '^  1 +\+[0-9.]+s +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)  CULPRIT$' "$TMP/report"
 expect_grep '^         at worker.py:5 in load_batch$' "$TMP/report"
-expect_grep '^  0 +\+[0-9.]+ +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)$' "$TMP/report"
+expect_grep '^  0 +\+[0-9.]+s +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)$' "$TMP/report"
 expect_grep '^  \+[0-9.]+s timeout: no rank wrote any output for 2s \(output\)$' "$TMP/report"
 expect_grep '^  \+[0-9.]+s decision: exit(: | with status )[^ ]' "$TMP/report"
 expect_grep '^  \+[0-9.]+s hang: verdict \(high confidence\): ' "$TMP/report"
@@ -46,7 +46,7 @@ EXITN_RANK=1 "$DDP" --no-python --nproc-per-node 3 --log-dir "$TMP/logs2" "$HELP
     >"$TMP/out" 2>"$TMP/err"
 expect_eq "ordinary failure status" "$?" 3
 "$DDP" report --svg "$TMP/t2.svg" "$TMP/logs2" >"$TMP/report2" 2>"$TMP/report.err" || fail "report of a failure"
-expect_grep '^  1 +\+[0-9.]+ +\+?[0-9.s-]+ +\+[0-9.]+s +exit-3 \(exit 3\)  ROOT CAUSE$' "$TMP/report2"
+expect_grep '^  1 +\+[0-9.]+s +\+?[0-9.s-]+ +\+[0-9.]+s +exit-3 \(exit 3\)  ROOT CAUSE$' "$TMP/report2"
 expect_eq "one root cause" "$(grep -c 'ROOT CAUSE' "$TMP/report2")" 1
 expect_grep '^  \+[0-9.]+s decision: exit(: | with status )[^ ]' "$TMP/report2"
 expect_eq "root cause lane" "$(grep -c '<rect class="rank" data-rank="1" .*fill="#e65100"' "$TMP/t2.svg")" 1
