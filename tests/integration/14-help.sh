@@ -99,4 +99,11 @@ done
 site=$("$DDP" --help | sed -n 's/.*(\$DDPLAUNCH_CONFIG or \([^)]*\)).*/\1/p')
 [ -n "$site" ] || fail "precondition: --help names no site config"
 grep -qF "\`$site\`" "$DDP_SRCDIR/README.md" || fail "README does not name the site config this build reads ($site)"
+# README's log layout names every file a run leaves in its log directory and a rank's directory
+"$DDP" --no-python --nproc-per-node 1 --log-dir "$TMP/lay" /bin/true >/dev/null 2>&1 || fail "--log-dir run"
+line=$(grep -F 'ls logs/*/ logs/*/attempt_0/0/' "$DDP_SRCDIR/README.md")
+[ -n "$line" ] || fail "README has no log layout line"
+for f in "$TMP"/lay/*/* "$TMP"/lay/*/attempt_0/0/*; do
+    case " ${line#*#} " in *" $(basename "$f")"[" ;"]*) ;; *) fail "README's log layout leaves out $(basename "$f")" ;; esac
+done
 echo "help: ok"

@@ -69,4 +69,14 @@ read -r red grey < <($PY "$DDP_SRCDIR/tests/integration/png_colours.py" "$TMP/t.
 echo "screenshot: $red red and $grey grey pixels"
 [ "$red" -gt 3000 ] || fail "the culprit's red bar is not in the screenshot ($red pixels)"
 [ "$grey" -gt 6000 ] || fail "the two stopped ranks' grey bars are not in the screenshot ($grey pixels)"
+
+# issue 43 item 12: every label of the SVG's legend is in the man page's words for --svg.
+"$DDP" report --svg "$TMP/legend.svg" "$FIXTURES/golden/runs/hang" >/dev/null 2>&1 || fail "report --svg on the golden hang run"
+sed -n '/^also draws it as a standalone SVG image/,/^output)/p' "$DDP_SRCDIR/man/ddplaunch.1" | tr '\n' ' ' >"$TMP/man.svg"
+n=0
+while IFS= read -r label; do
+    n=$((n + 1))
+    grep -qF "$label" "$TMP/man.svg" || fail "the man page's --svg paragraph leaves out the legend's '$label'"
+done < <(grep -o '<text x="[0-9]*" y="45">[^<|]*</text>' "$TMP/legend.svg" | sed 's/<[^>]*>//g')
+[ "$n" -ge 6 ] || fail "precondition: $n legend labels in the SVG"
 echo ok
