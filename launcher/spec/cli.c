@@ -364,7 +364,11 @@ static int unknown_long(const struct ddp_cli_subcmd *sc, const struct ddp_cli *c
                 names[n++] = ddp_cli_flags[k].name;
         names[n] = NULL;
         const char *dym = ddp_did_you_mean(word, names);
-        if (dym)
+        if (sc->positional == POS_LAUNCH && strcmp(word, "use-env") == 0)
+            rc = ddp_errf(err, -EINVAL,
+                          "unknown option '--use-env' (torch.distributed.launch's: not needed, every worker gets "
+                          "LOCAL_RANK in its environment and no --local-rank argument, as under torchrun; drop it)");
+        else if (dym)
             rc = ddp_errf(err, -EINVAL, "%s%sunknown option '--%s' (did you mean '--%s'?)", who, colon, word, dym);
         else if (sc->positional == POS_LAUNCH && cli->spec_path)
             rc = ddp_errf(err, -EINVAL,

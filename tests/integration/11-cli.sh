@@ -113,4 +113,18 @@ if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1 && ! ls /dev/dri/renderD* >/dev/null 2
     grep -q -- "0--1\|0-" "$TMP/err" && fail "an index range on a host without GPUs"
     [ -e "$MARK" ] && fail "without GPUs: a worker was started"
 fi
+
+# issue 43 item 12: moving from torch.distributed.launch: no --local-rank in argv (LOCAL_RANK in the environment, as
+# README and the man page say), and --use-env refused with the reason.
+usage "torch.distributed.launch's --use_env" "^ddplaunch: error: unknown option '--use-env' \(torch.distributed.launch's: not needed, every worker gets LOCAL_RANK" \
+    --use_env "${T[@]}"
+"$DDP" plan --json --nproc_per_node=2 --no-python /bin/echo cfg.py >"$TMP/tdl.json" || fail "plan for the move"
+$PY - "$TMP/tdl.json" <<'PYEOF' || fail "a worker's argv or LOCAL_RANK not as README says"
+import json, sys
+for lr, w in enumerate(json.load(open(sys.argv[1]))["workers"]):
+    assert w["argv"] == ["/bin/echo", "cfg.py"], w["argv"]
+    assert w["env"]["LOCAL_RANK"] == str(lr), w["env"]["LOCAL_RANK"]
+PYEOF
+grep -q '^Moving from `python -m torch.distributed.launch`' "$DDP_SRCDIR/README.md" || fail "README: no move section"
+grep -q '^\.SH MOVING FROM TORCH.DISTRIBUTED.LAUNCH$' "$DDP_SRCDIR/man/ddplaunch.1" || fail "man: no move section"
 echo "cli ok"
