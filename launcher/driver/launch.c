@@ -29,6 +29,53 @@ static int fail(struct ddp_launch *l, int status, int rc)
     return rc;
 }
 
+/* err's message, prefixed with "FILE:LINE: " when [job] key was set in a file (spec or site config). Returns rc. */
+static int at_key(const struct ddp_spec *spec, const char *key, int rc, struct ddp_err *err)
+{
+    int i = ddp_spec_key_find("job", key);
+    if (i >= 0 && spec->set_file[i]) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        ddp_errf(err, rc, "%s:%d: %s", spec->set_file[i], spec->set_line[i], msg);
+    }
+    return rc;
+}
+
+static char *find_on_path(const char *name, char *const *envp);
+
+/* --no-python PROGRAM or [job] program that cannot be found (a bare name on PATH, or a path): one line, exit 2,
+ * before anything starts, as a missing script. The PATH is the workers' own when [env] sets it. */
+static int check_program(const struct ddp_spec *spec, char *const *envp, struct ddp_err *err)
+{
+    const char *prog = spec->program, *path = ddp_env_get(envp, "PATH");
+    if (!prog || !*prog)
+        return 0;
+    for (size_t i = 0; i < spec->env.n; i++)
+        if (strcmp(spec->env.v[i].key, "PATH") == 0)
+            path = strchr(spec->env.v[i].value, '$') ? NULL : spec->env.v[i].value;
+    if (!path && !strchr(prog, '/'))
+        return 0; /* [env] PATH names variables: the workers' PATH is not known here */
+    struct stat st;
+    if (strchr(prog, '/')) { /* one that is there but cannot be executed is the shim's 126, with its errno */
+        char *at = prog[0] != '/' && spec->workdir && *spec->workdir ? ddp_xasprintf("%s/%s", spec->workdir, prog)
+                                                                     : ddp_xstrdup(prog);
+        int missing = stat(at, &st) < 0 && errno == ENOENT;
+        free(at);
+        return missing ? at_key(spec, "program", ddp_errf(err, -ENOENT, "program: no such file: '%s'", prog), err) : 0;
+    }
+    char *pathvar = ddp_xasprintf("PATH=%s", path);
+    char *const penv[] = {pathvar, NULL};
+    char *found = find_on_path(prog, penv);
+    free(pathvar);
+    bool on_path = found != NULL;
+    free(found);
+    return on_path ? 0
+                   : at_key(spec, "program",
+                            ddp_errf(err, -ENOENT, "program: '%s' is not on PATH (as an executable file; PATH=%s)",
+                                     prog, path),
+                            err);
+}
+
 void ddp_launch_init(struct ddp_launch *l, enum ddp_cmd cmd)
 {
     memset(l, 0, sizeof *l);
@@ -170,8 +217,13 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         struct stat st;
         if (check && stat(check, &st) < 0 && errno == ENOENT) {
             l->fail_usage = true;
-            rc = ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are %s)", check,
-                          ddp_cli_command_names());
+            rc = ddp_cli_is_command(cli->target)
+                     ? ddp_errf(err, -ENOENT,
+                                "no such file: '%s'; the command comes first: ddplaunch %s [OPTIONS] ... (the "
+                                "commands are %s)",
+                                check, cli->target, ddp_cli_command_names())
+                     : ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are %s)",
+                                check, ddp_cli_command_names());
             free(check);
             return fail(l, DDP_EXIT_USAGE, rc);
         }
@@ -189,6 +241,10 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
     if (doctor && !has_program(spec))
         ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
     if ((rc = ddp_spec_validate(spec, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, rc);
+    if (spec->log_dir && *spec->log_dir && (rc = ddp_logdir_check(spec->log_dir, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, at_key(spec, "log_dir", rc, err));
+    if (l->cmd == DDP_CMD_RUN && (rc = check_program(spec, envp, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, rc);
 
     /* NCCL: the preset's variables (below explicit ones), then every NCCL/torch variable checked. */
@@ -424,7 +480,9 @@ static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f,
         if (spec->nproc_per_node.kind == DDP_NPROC_GPU && l->cmd == DDP_CMD_DOCTOR)
             return 1; /* the gpus check explains what is missing */
         if (spec->nproc_per_node.kind == DDP_NPROC_GPU)
-            return ddp_errf(err, -ENODEV, "nproc_per_node = gpu, but no usable GPU was found%s",
+            return ddp_errf(err, -ENODEV,
+                            "nproc_per_node = gpu, but no usable GPU was found%s (for CPU workers give cpu, auto "
+                            "or a number)",
                             l->topo ? "" : " (no topology)");
     } /* fall through: auto without GPUs = one per CPU */
     /* FALLTHROUGH */
@@ -694,6 +752,22 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
     return 0;
 }
 
+/* `plan` makes no run directory: the variables that name it (heartbeat and stacks files, PYTHONPATH's sampler
+ * entry, the timer FIFO, the attempt directory) show "<run dir>" in its place, so plan lists every variable a
+ * worker gets, by the rules a run uses. */
+static void plan_run_dir(struct ddp_launch *l)
+{
+    l->ctx.run_dir = "<run dir>";
+    if (l->resolved.timeout_sample) {
+        ddp_watch_where(l->ctx.run_dir, &l->sample_pydir, &l->ctx.sample_signal);
+        l->ctx.sample_pydir = l->sample_pydir;
+    }
+    if (l->resolved.timer_file) {
+        l->timer_path = ddp_xasprintf("%s/timer", l->ctx.run_dir);
+        l->ctx.timer_file = l->timer_path;
+    }
+}
+
 /* Reserve port explicitly against other ddplaunch jobs on this host (its lock, and a bind test). */
 static int reserve_exact(struct ddp_launch *l, char *const *envp, int port, bool quiet, struct ddp_port_resv **resv,
                          struct ddp_err *err)
@@ -740,13 +814,15 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
         return rc;
     if (l->lease && (rc = lease_gpus(l, envp, err)) < 0)
         return rc;
-    if (l->cmd != DDP_CMD_PLAN && (rc = make_run_dir(l, envp, err)) < 0)
+    if (l->cmd == DDP_CMD_PLAN)
+        plan_run_dir(l);
+    else if ((rc = make_run_dir(l, envp, err)) < 0)
         return rc;
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
     if (l->cmd == DDP_CMD_RUN && l->resolved.log_dir) {
         if ((rc = ddp_logdir_create(l->resolved.log_dir, l->run_id, &l->logdir, err)) < 0) {
             l->fail_status = DDP_EXIT_USAGE;
-            return rc;
+            return at_key(&l->resolved, "log_dir", rc, err);
         }
         ddp_info("logs in %s", ddp_logdir_path(l->logdir));
         l->ctx.logdir = l->logdir;

@@ -80,6 +80,11 @@ static int name_error(const struct ddp_sel_topo *t, const char *what, const char
                         "[gpus] %s: '%s': GPU UUIDs need NVML (libnvidia-ml.so.1), which was not found;"
                         " use an index or a PCI bus id",
                         what, s);
+    if (t->ngpus == 0)
+        return ddp_errf(err, -EINVAL,
+                        "[gpus] %s: '%s' is not a GPU of this machine, which has none (leave [gpus] %s unset and "
+                        "run CPU workers: nproc_per_node = cpu, auto or a number; see `ddplaunch topo`)",
+                        what, s, what);
     return ddp_errf(err, -EINVAL,
                     "[gpus] %s: '%s' is not a GPU of this machine (%zu GPUs: give an index 0-%zd, a PCI"
                     " bus id or a UUID; see `ddplaunch topo`)",

@@ -243,8 +243,10 @@ static void abort_ranks(struct ddp_capture *c)
     struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     for (size_t i = 0; r && i < r->nw; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting)
+        if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting) {
+            ddp_records_captured(c->rec, k);
             ddp_runner_signal_program(k, SIGABRT);
+        }
     }
 }
 

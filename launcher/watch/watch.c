@@ -59,6 +59,12 @@ int ddp_watch_install(const char *run_dir, char **pydir_out, int *signo_out, str
     return ddp_sample_install(run_dir, pydir_out, err);
 }
 
+void ddp_watch_where(const char *run_dir, char **pydir_out, int *signo_out)
+{
+    *signo_out = ddp_sample_signal();
+    *pydir_out = ddp_xasprintf("%s/" DDP_SAMPLE_PYDIR, run_dir);
+}
+
 int ddp_watch_open(const struct ddp_watch_config *cfg, struct ddp_watch **out, struct ddp_err *err)
 {
     struct ddp_watch *w = ddp_xcalloc(1, sizeof(*w));

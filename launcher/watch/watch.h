@@ -30,6 +30,8 @@ struct ddp_watch;
  * directory for PYTHONPATH; caller frees), or a negative errno with err. *signo_out is the signal it takes,
  * either way. */
 int ddp_watch_install(const char *run_dir, char **pydir_out, int *signo_out, struct ddp_err *err);
+/* Where ddp_watch_install would put it, writing nothing (`plan`): *pydir_out (caller frees) and *signo_out. */
+void ddp_watch_where(const char *run_dir, char **pydir_out, int *signo_out);
 
 /* Open every source. *out is set always (caller owns; ddp_watch_close, then ddp_watch_free after the loop
  * ended); returns 0, or a negative errno with err when a source the spec asks for could not start (torch's

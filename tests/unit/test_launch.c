@@ -157,7 +157,8 @@ Test(launch, nproc_gpu_without_gpus_is_a_usage_error_except_in_doctor)
 
     setup(&l, DDP_CMD_RUN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\n");
     cr_expect_eq(ddp_launch_resolve(&l, &f, &err), -ENODEV);
-    cr_expect_str_eq(err.msg, "nproc_per_node = gpu, but no usable GPU was found (no topology)");
+    cr_expect_str_eq(err.msg, "nproc_per_node = gpu, but no usable GPU was found (no topology) (for CPU workers give "
+                              "cpu, auto or a number)");
     cr_expect_eq(l.fail_status, 2);
     ddp_launch_free(&l);
 
