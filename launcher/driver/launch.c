@@ -92,7 +92,6 @@ void ddp_launch_free(struct ddp_launch *l)
     ddp_port_release(l->coord_port);
     if (l->listen_fd >= 0)
         close(l->listen_fd);
-    ddp_slurm_free(&l->slurm);
     ddp_scheduler_free(&l->sched);
     ddp_logdir_close(l->logdir);
     /* The run dir holds only what ddplaunch made; removed without following symlinks. */
@@ -186,6 +185,21 @@ static bool has_program(const struct ddp_spec *s)
     return s->command.n || s->script || s->module || s->program;
 }
 
+int ddp_launch_scheduler(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    const struct ddp_spec *spec = &l->spec;
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) < 0)
+        host[0] = 0;
+    struct ddp_scheduler_opts so = {
+        .slurm = spec->slurm_enabled,
+        .dynamic_rdzv = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0,
+        .hostname = host[0] ? host : NULL,
+    };
+    ddp_scheduler_free(&l->sched);
+    return ddp_scheduler_detect(envp, &so, &l->sched, err);
+}
+
 int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
 {
     struct ddp_spec *spec = &l->spec;
@@ -245,18 +259,13 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
     if (rc < 0 && !doctor) /* doctor reports it as a failed check */
         return fail(l, DDP_EXIT_USAGE, rc);
 
-    /* SLURM: inside an srun step, nodes, ranks, rank 0's address and the GPU set come from Slurm, unless the
-     * command line says otherwise. */
-    if ((rc = ddp_slurm_detect(envp, spec->slurm_enabled, &l->slurm, err)) < 0)
+    /* The scheduler (scheduler.h: Slurm, LSF, PBS, SkyPilot, ...): nodes, this node's rank, node 0's address,
+     * the GPUs it gave and the job's id, unless the command line says otherwise. */
+    if ((rc = ddp_launch_scheduler(l, envp, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, rc);
-    if (l->slurm.warning)
-        ddp_warn("%s", l->slurm.warning);
-    if ((rc = ddp_slurm_apply(&l->slurm, spec, err)) < 0)
-        return fail(l, DDP_EXIT_USAGE, rc);
-    /* Other schedulers and launchers that know the node ranks (scheduler.h), for a static rendezvous outside Slurm. */
-    bool c10d = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0;
-    if (!l->slurm.active && !c10d &&
-        ((rc = ddp_scheduler_detect(envp, &l->sched, err)) < 0 || (rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0))
+    if (l->sched.warning)
+        ddp_warn("%s", l->sched.warning);
+    if ((rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, rc);
     return 0;
 }
@@ -442,13 +451,12 @@ void ddp_launch_holders_free(char **holders, size_t n)
     free(holders);
 }
 
-static char *run_id_of(const struct ddp_spec *spec, const struct ddp_launch_facts *f)
+static char *run_id_of(const struct ddp_spec *spec, const struct ddp_scheduler *sched, const struct ddp_launch_facts *f)
 {
     if (spec->run_id && *spec->run_id && strcmp(spec->run_id, "none") != 0)
         return ddp_xstrdup(spec->run_id);
-    const char *slurm = ddp_env_get(f->envp, "SLURM_JOB_ID");
-    if (slurm && *slurm && spec->slurm_enabled != DDP_NO)
-        return ddp_xasprintf("slurm-%s", slurm);
+    if (sched->name && sched->job_id && *sched->job_id)
+        return ddp_xasprintf("%s-%s", sched->name, sched->job_id); /* "slurm-1234": the same on every node */
     if (spec->nnodes.max > 1)
         return ddp_xstrdup("none"); /* as torchrun: the same on every node without anything to agree on */
     return ddp_xstrdup(f->random_id);
@@ -502,8 +510,7 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
     struct ddp_spec *spec = &l->resolved;
     struct ddp_plan_ctx *ctx = &l->ctx;
     struct ddp_rdzv rdzv;
-    const char *sched = l->slurm.active ? "slurm" : l->sched.name;
-    int rc = ddp_rdzv_decide(spec, ctx->nnodes > 1 ? sched : NULL, &rdzv, err);
+    int rc = ddp_rdzv_decide(spec, ctx->nnodes > 1 && l->sched.rendezvous ? l->sched.name : NULL, &rdzv, err);
     if (rc < 0)
         return rc;
     ctx->rdzv_source = rdzv.source;
@@ -522,11 +529,11 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
         port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);
         return 0;
     }
-    if (rdzv.several && spec->master_port.is_auto && !l->slurm.active)
+    if (rdzv.several && spec->master_port.is_auto && !l->sched.key_job)
         ddp_port_spec_parse("29500", &spec->master_port, NULL); /* torchrun's default for several nodes */
     if (ctx->node_rank != 0 && spec->master_port.is_auto) {
         /* Node 0 reserves the port; the others compute the same one from the job id. */
-        int port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
+        int port = ddp_scheduler_port(&l->sched, spec->master_port.lo, spec->master_port.hi);
         if (port <= 0)
             return ddp_errf(err, -EINVAL,
                             "master_port = auto on node %d needs Slurm (to derive node 0's port); "
@@ -552,7 +559,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 
     free(l->run_id);
     free(l->python);
-    l->run_id = run_id_of(spec, f);
+    l->run_id = run_id_of(spec, &l->sched, f);
     snprintf(l->hostname, sizeof l->hostname, "%s", f->hostname);
     const char *python_why = NULL;
     l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, f->torchrun_python, f->path_python, &python_why));
@@ -565,8 +572,8 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
         .python_why = python_why,
         .console_tty = {f->console_tty[0], f->console_tty[1]},
         .topo = l->topo,
-        .inherited_cvd = l->slurm.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
-        .slurm_gpus = l->slurm.active ? l->slurm.gpus : NULL,
+        .inherited_cvd = l->sched.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
+        .sched_gpus = l->sched.gpus,
         .nnodes = spec->nnodes.max,
         .node_rank = spec->node_rank,
         .master_addr = spec->standalone ? "127.0.0.1" : spec->master_addr,
@@ -592,7 +599,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     struct ddp_place_req req;
     ddp_plan_place_req(ctx, ctx->nproc, &req);
     l->lease = l->cmd == DDP_CMD_RUN && l->topo && req.want_gpus && ddp_topo_ngpus(l->topo) > 0 &&
-               (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->slurm.active));
+               (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->sched.allocates_gpus));
     ddp_launch_holders_free(l->holders, l->nholders);
     l->holders = NULL;
     l->nholders = 0;
@@ -622,17 +629,17 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
         .spec = spec->master_port,
         .ephemeral_range = ephemeral,
     };
-    if (l->slurm.active && l->slurm.job_id) {
-        preq.slurm_job_id = l->slurm.job_id_num;
-        preq.slurm_step_id = l->slurm.step_id_num;
+    if (l->sched.key_job) {
+        preq.job_key = l->sched.key_job;
+        preq.job_step_key = l->sched.key_step;
         preq.max_candidates = l->ctx.nnodes > 1 ? 1 : 0;
     }
     int got = 0;
     int rc = ddp_port_reserve(&preq, &l->port, &got, err);
     free(ephemeral);
     port_decided(l, DDP_LAUNCH_PORT_RESERVE, rc < 0 ? 0 : got);
-    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic && !l->slurm.active &&
-        !l->sched.name) {
+    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic &&
+        !l->sched.rendezvous) {
         /* a second agent of a static job as node 0 (often without --node-rank: torchrun's default is 0) */
         char *why = ddp_xstrdup(err->msg), *cut = strstr(why, "; use master_port");
         if (cut)
@@ -841,8 +848,7 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
                         ddp_errf(err, rc, "control port (master_port + 1): %s", msg));
         }
     }
-    int rc = ddp_token_job_secret(spec, envp, l->slurm.active && l->slurm.job_id ? l->slurm.job_id : l->run_id,
-                                  &l->secret, err);
+    int rc = ddp_token_job_secret(spec, envp, l->sched.job_id ? l->sched.job_id : l->run_id, &l->secret, err);
     if (rc < 0) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);

@@ -116,8 +116,10 @@ static int topo_command(const struct ddp_cli *cli, const char *argv0)
         goto out;
     }
     ddp_launch_facts_gather(&facts, environ);
+    if (ddp_launch_scheduler(&l, environ, &err) < 0) /* the picks then ignore the scheduler's GPUs */
+        ddp_debug("topo: %s", err.msg);
     char **holders = ddp_launch_holders(l.topo, facts.leases, facts.nleases, facts.self);
-    status = ddp_topo_print(l.topo, &l.spec, environ, (const char *const *)holders, cli->json, stdout);
+    status = ddp_topo_print(l.topo, &l.spec, environ, l.sched.gpus, (const char *const *)holders, cli->json, stdout);
     ddp_launch_holders_free(holders, ddp_topo_ngpus(l.topo));
     ddp_launch_facts_free(&facts);
 out:

@@ -85,7 +85,7 @@ struct ddp_plan_ctx {
     int sample_signal;              /* the signal the sitecustomize takes (DDPLAUNCH_STACKS_SIGNAL) */
     struct ddp_logdir *logdir;      /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
                                        and without log_dir */
-    const char *slurm_gpus;         /* Slurm's GPU list (global indices), or NULL */
+    const char *sched_gpus;         /* the scheduler's GPUs for this node (global indices), or NULL */
     const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
     const char *const *gpu_held;    /* per topology GPU: a process that held memory on it at launch ("pid N
                                        (user, command, X GiB)", gpus.h), or NULL; may be NULL */

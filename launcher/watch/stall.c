@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "run/plan.h"
 #include "watch/hang.h"
+#include "watch/source.h"
 
 /* What the watch knows of a worker of the current attempt, by its index in it: its heartbeat file, its
  * progress. */
@@ -284,3 +286,57 @@ void ddp_stall_resumed(struct ddp_stall *w, long long now)
         for (size_t i = 0; i < r->nw && i < w->nhb; i++)
             w->hb[i].last_progress_ms = now;
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    *self = ddp_stall_new(env->cfg.loop, env->cfg.ctx->spec, env->cfg.rn, env->cfg.sink);
+    return 0;
+}
+
+static void source_prepare(void *self, const struct ddp_attempt *plan)
+{
+    ddp_stall_prepare(self, plan);
+}
+
+static void source_start(void *self, struct ddp_runner_attempt *r)
+{
+    ddp_stall_start(self, r);
+}
+
+static void source_stop(void *self)
+{
+    ddp_stall_stop(self);
+}
+
+static void source_output(void *self, struct ddp_runner_worker *k, long long now)
+{
+    ddp_stall_output(self, k, now);
+}
+
+static void source_resumed(void *self, long long now)
+{
+    ddp_stall_resumed(self, now);
+}
+
+static void source_close(void *self)
+{
+    ddp_stall_close(self);
+}
+
+static void source_free(void *self)
+{
+    ddp_stall_free(self);
+}
+
+const struct ddp_watch_source ddp_stall_source = {.name = "stall",
+                                                  .open = source_open,
+                                                  .prepare = source_prepare,
+                                                  .start = source_start,
+                                                  .stop = source_stop,
+                                                  .output = source_output,
+                                                  .resumed = source_resumed,
+                                                  .close = source_close,
+                                                  .free = source_free};

@@ -88,12 +88,15 @@ Test(launch, nproc_int_and_derived_defaults)
 Test(launch, run_id_python_and_address_from_the_environment)
 {
     struct ddp_launch l;
-    char *env[] = {"SLURM_JOB_ID=777", "PYTHON_EXEC=/opt/py/bin/python", NULL};
+    char *env[] = {"SLURM_JOB_ID=777", "SLURM_JOB_NODELIST=n1", "SLURM_JOB_NUM_NODES=1",
+                   "PYTHON_EXEC=/opt/py/bin/python", NULL};
     struct ddp_launch_facts f = facts(env);
+    struct ddp_err err;
 
     setup(&l, DDP_CMD_PLAN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = 1\nstandalone = yes\n");
+    cr_assert_eq(ddp_launch_scheduler(&l, env, &err), 1, "%s", err.msg); /* as check_spec does */
     resolve_ok(&l, &f);
-    cr_expect_str_eq(l.ctx.run_id, "slurm-777");
+    cr_expect_str_eq(l.ctx.run_id, "slurm-777", "the scheduler's job id, the same on every node");
     cr_expect_str_eq(l.ctx.python, "/opt/py/bin/python");
     cr_expect_str_eq(l.ctx.master_addr, "127.0.0.1");
     ddp_launch_free(&l);
