@@ -57,4 +57,8 @@ bool ddp_gpuwatch_limit_due(struct ddp_gpuwatch_limit *l, long long now_ms, int 
 const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long data, bool *fault, char *buf,
                                   size_t size);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_gpuwatch_source;
+
 #endif
