@@ -18,7 +18,7 @@ FR_KIND=shape FR_RANK=1 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 
     --set timeout.suspect_setup=15s --set timeout.suspect_floor=14s "$FAKE" "$W" >"$TMP/shape.out" 2>"$TMP/shape.err"
 rc=$?
 [ $rc = 124 ] || { cat "$TMP/shape.err"; fail "shape: exit $rc, want 124"; }
-expect_grep "suspected hang: rank 1 \(local 1, host [^,]+, GPU none\) at fr_worker.py:[0-9]+ in wait_for; no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: shape mismatch at gloo:all_reduce #6 \(pg 0, ranks 0-2\): rank 1 has \[\[2\]\] Float, ranks 0,2 have \[\[1\]\] Float; rank 1 is at fr_worker.py:[0-9]+ in wait_for" "$TMP/shape.err"
+expect_grep "suspected hang: rank 1 \(local 1, host [^,]+, GPU none\) at fr_worker.py:[0-9]+ in wait_for; no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: shape mismatch at gloo:all_reduce #6 of group 0 \(ranks 0-2\): rank 1 has \[\[2\]\] Float, ranks 0, 2 have \[\[1\]\] Float; ranks 0, 2 wait in group 0's #7 for rank 1; no progress in the recorders for [0-9]+ s; rank 1 is at fr_worker.py:[0-9]+ in wait_for" "$TMP/shape.err"
 expect_grep "Hang verdict \(high confidence\): rank 1 \(local 1" "$TMP/shape.err"
 expect_grep "why: flight recorder: shape mismatch at gloo:all_reduce #6" "$TMP/shape.err"
 R=$(echo "$TMP/shape"/*/)
