@@ -60,6 +60,73 @@ finished() {
     python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('  summary flight_recorder:', json.dumps(s.get('flight_recorder'))[:600]); print('  summary stragglers:', json.dumps(s.get('stragglers'))[:300])" "$run/summary.json"
 }
 
+# groups: issue 38's cases only (several process groups; bash fr-proof.sh groups): each rank dumps its recorder
+# after 25 s of waiting (FR_DUMP_DIR: JSON for the fixtures, pickles for torch's analyzer, run on them), the live
+# line and when it came, the post-mortem verdict, hang.chain; then a 1-rank NCCL job's RAS port and query.
+if [ "${1:-}" = groups ]; then
+    start g-pair2 "$fw" 4 FR_KIND=pair FR_RANK=3 FR_PAIR01=2 FR_DUMP_DIR="$out/dumps/pair2"
+    start g-pair1 "$fw" 4 FR_KIND=pair FR_RANK=3 FR_PAIR01=1 FR_DUMP_DIR="$out/dumps/pair1"
+    start g-mesh2x2 "$fw" 4 FR_KIND=mesh FR_RANK=3 FR_DUMP_DIR="$out/dumps/mesh2x2"
+    start g-mesh2x4 "$fw" 8 FR_KIND=mesh FR_RANK=6 FR_DUMP_DIR="$out/dumps/mesh2x4"
+    start g-order "$fw" 4 FR_KIND=order FR_RANK=1 FR_AT=0 FR_DUMP_DIR="$out/dumps/order"
+    start g-order3 "$fw" 4 FR_KIND=order FR_RANK=1 FR_AT=3 FR_DUMP_DIR="$out/dumps/order3"
+    start g-tpshape "$fw" 8 FR_KIND=tpshape FR_RANK=5 FR_DUMP_DIR="$out/dumps/tpshape"
+    start g-dtype "$fw" 4 FR_KIND=dtype FR_RANK=1 FR_PAIR01=1 FR_DUMP_DIR="$out/dumps/dtype"
+    start g-dpslow "$fw" 4 FR_KIND=dpslow FR_RANK=3 FR_STEPS=80
+    sleep 40 # the dumps come after 25 s of waiting; the lines from 45 s (suspect_setup)
+    for k in g-pair2 g-pair1 g-mesh2x2 g-mesh2x4 g-order g-order3 g-tpshape; do live $k; done
+    for k in g-dtype g-dpslow; do finished $k; done
+    for k in g-pair2 g-pair1 g-mesh2x2 g-mesh2x4 g-order g-order3 g-tpshape g-dtype g-dpslow; do
+        run=$(ls -d "$out/$k"/*/ | head -n 1)
+        "$ddp" report --svg "$out/$k.svg" "$run" >"$out/$k.report" 2>&1
+        python3 -c "import json,sys; s=json.load(open(sys.argv[1])); h=s.get('hang') or {}; print(sys.argv[2], 'root', json.dumps(s.get('root_cause'))[:200], 'class', s.get('class'), 'verdict', (h.get('why') or '')[:500], 'chain', json.dumps(h.get('chain')))" "$run/summary.json" "$k"
+    done
+    for d in "$out"/dumps/*/; do
+        echo "== torch's analyzer on $d"
+        (cd "$d" && timeout 60 python3 -m torch.distributed.flight_recorder.fr_trace -j json 2>&1 | tail -25)
+        (cd "$d" && timeout 60 python3 -m torch.distributed.flight_recorder.fr_trace pkl 2>&1 | tail -25)
+    done
+    python3 -m torch.distributed.flight_recorder.fr_trace --help 2>&1 | head -30
+    # NCCL RAS: a 1-rank NCCL job with its own port (NCCL_RAS_ADDR), queried while it runs (STATUS text and JSON)
+    env FR_BACKEND=nccl FR_KIND=slow FR_RANK=9 FR_STEPS=60 timeout 120 "$ddp" --nproc-per-node 1 --log-dir "$out/ras" \
+        "$fw" >"$out/ras.out" 2>"$out/ras.err" &
+    rpid=$!
+    sleep 15
+    grep -ho "NCCL_RAS_ADDR=[^ ]*" "$out/ras.err" "$out"/ras/*/plan* 2>/dev/null | head -3
+    port=$(grep -hoE "NCCL_RAS_ADDR=[^ ]*:[0-9]+" "$out/ras.err" | head -1 | sed 's/.*://')
+    for p in ${port:-} 28028; do
+        python3 - "$p" >"$out/ras-$p.txt" 2>&1 <<'PY'
+import socket, sys
+for fmt in ("text", "json"):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.sendall(b"CLIENT PROTOCOL 2\n")
+    print("<", s.recv(100).decode().strip())
+    if fmt == "json":
+        s.sendall(b"SET FORMAT json\n")
+        print("<", s.recv(100).decode().strip())
+    s.sendall(b"STATUS\n")
+    data = b""
+    s.settimeout(3)
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except socket.timeout:
+        pass
+    print("== STATUS", fmt)
+    print(data.decode(errors="replace"))
+    s.close()
+PY
+        echo "ras port $p: $(wc -c <"$out/ras-$p.txt") bytes"; head -c 1500 "$out/ras-$p.txt"
+    done
+    which ncclras && timeout 10 ncclras -p "${port:-28028}" 2>&1 | head -40
+    wait $rpid
+    echo "ras job exit $?"
+    exit 0
+fi
+
 start a-stuck "$fw" 3 FR_KIND=stuck FR_RANK=2
 start a-op "$fw" 3 FR_KIND=other FR_RANK=1
 start a-shape "$fw" 3 FR_KIND=shape FR_RANK=1
