@@ -88,13 +88,14 @@ if [ "${1:-}" = groups ]; then
     done
     python3 -m torch.distributed.flight_recorder.fr_trace --help 2>&1 | head -30
     # NCCL RAS: a 1-rank NCCL job with its own port (NCCL_RAS_ADDR), queried while it runs (STATUS text and JSON)
-    env FR_BACKEND=nccl FR_KIND=slow FR_RANK=9 FR_STEPS=60 timeout 120 "$ddp" --nproc-per-node 1 --log-dir "$out/ras" \
-        "$fw" >"$out/ras.out" 2>"$out/ras.err" &
+    "$ddp" doctor --nproc-per-node 1 "$fw" 2>&1 | grep -i "ras"
+    env FR_BACKEND=nccl FR_KIND=slow FR_RANK=9 FR_STEPS=100 timeout 120 "$ddp" \
+        --nproc-per-node 1 --log-dir "$out/ras" "$fw" >"$out/ras.out" 2>"$out/ras.err" &
     rpid=$!
-    sleep 15
-    grep -ho "NCCL_RAS_ADDR=[^ ]*" "$out/ras.err" "$out"/ras/*/plan* 2>/dev/null | head -3
-    port=$(grep -hoE "NCCL_RAS_ADDR=[^ ]*:[0-9]+" "$out/ras.err" | head -1 | sed 's/.*://')
-    for p in ${port:-} 28028; do
+    sleep 22
+    grep -h "NCCL_RAS_ADDR" "$out/ras.out"
+    port=$(grep -hoE "NCCL_RAS_ADDR=[^ ]*:[0-9]+" "$out/ras.out" | head -1 | sed 's/.*://')
+    for p in ${port:-28123} 28028; do
         python3 - "$p" >"$out/ras-$p.txt" 2>&1 <<'PY'
 import socket, sys
 for fmt in ("text", "json"):

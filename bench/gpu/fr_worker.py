@@ -33,6 +33,7 @@ steps = int(os.environ.get("FR_STEPS", "40"))
 step_s = float(os.environ.get("FR_STEP_S", "0.3"))
 device = "cpu"
 if backend == "nccl":
+    print(f"rank {rank} NCCL_RAS_ADDR={os.environ.get('NCCL_RAS_ADDR')}", flush=True)
     device = f"cuda:{int(os.environ['LOCAL_RANK'])}"
     torch.cuda.set_device(device)
 torch.set_num_threads(1)
