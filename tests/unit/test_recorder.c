@@ -360,6 +360,62 @@ Test(recorder, sampler_python)
     cr_expect_eq(system(cmd), 0);
 }
 
+/* The sampler across process groups: a rank's pg_status key is its own backend counter, so the line carries the
+ * join of each key to its group name (ddp_pgmap, read from the entries once when a key first shows a collective)
+ * and torch's own member map by name (ddp_groups): rank 2 of the pair-group case (tests/fixtures/fr/groups) has
+ * key "1" for group "2" = ranks 2-3, and no group "1". */
+Test(recorder, sampler_python_groups)
+{
+    char dir[] = "/tmp/ddp-test-recorder-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char py[4200], out[4200], cmd[16384];
+    snprintf(py, sizeof(py), "%s/t.py", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    FILE *f = fopen(py, "w");
+    cr_assert(f);
+    fputs(DDP_RECORDER_PY, f);
+    fputs(
+        "import json, sys, types\n"
+        "torch = types.ModuleType('torch'); dist = types.ModuleType('torch.distributed')\n"
+        "sys.modules['torch'] = torch; sys.modules['torch.distributed'] = dist\n"
+        "dist.is_available = lambda: True; dist.is_initialized = lambda: True\n"
+        "world, pair = object(), object()\n"
+        "dist.distributed_c10d = types.SimpleNamespace(_world=types.SimpleNamespace(\n"
+        "    pg_names={world: '0', pair: '2'}, pg_group_ranks={world: {0: 0, 1: 1, 2: 2, 3: 3}, pair: {2: 0, 3: 1}}))\n"
+        "doc = json.load(open(sys.argv[1]))\n"
+        "def fr(includeCollectives, onlyActive):\n"
+        "    d = dict(doc)\n"
+        "    if not includeCollectives: d.pop('entries')\n"
+        "    return json.dumps(d).encode()\n"
+        "torch._C = types.SimpleNamespace(_distributed_c10d=types.SimpleNamespace(_dump_fr_trace_json=fr))\n"
+        "sys.stdout.write(_ddplaunch_fr_line(_ddplaunch_fr_state(), False))\n",
+        f);
+    fclose(f);
+    const char *src = getenv("DDP_SRCDIR");
+    snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -S %s %s/tests/fixtures/fr/groups/pair2.rank2.json > %s 2>&1", py,
+             src ? src : ".", out);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    FILE *o = fopen(out, "rb");
+    cr_assert(o);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof(text) - 1, o);
+    text[len] = 0;
+    fclose(o);
+    struct ddp_fr_state st;
+    cr_assert_eq(ddp_fr_parse(text, len, &st), 0, "%s", text);
+    cr_expect_not(st.has_entries, "status only: the entries were read for the join, not sent");
+    const struct ddp_fr_group *g = ddp_fr_group(&st, "2");
+    cr_assert(g, "%s", text);
+    cr_expect_str_eq(g->key, "1");
+    cr_expect_str_eq(g->desc, "undefined");
+    cr_expect_str_eq(g->ranks, "2-3", "torch's own map, joined by name");
+    cr_expect_eq(g->enqueued, 4);
+    cr_expect_null(ddp_fr_group(&st, "1"), "key \"1\" is no name: %s", text);
+    cr_expect_str_eq(ddp_fr_group(&st, "0")->ranks, "0-3");
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
 /* Places for stragglers: the recorded stuck case (ranks 0-1 wait in #6, rank 2 behind) and the healthy one (all
  * completed: nobody waits); a rank without a recorder is not placed. */
 Test(recorder, places_for_stragglers)
