@@ -194,6 +194,39 @@ Test(waitfor, members_disagree)
     cr_expect(strstr(v.why, "ranks disagree about group 0's members: rank 0 says 0-1, rank 1 says 0-2"), "%s", v.why);
 }
 
+/* NCCL fills pg_config (name -> ranks) once a communicator exists, lazily: group "1" [0,1] has its row on ranks 0-1,
+ * group "2" [2,3] none yet on ranks 2-3; its members are then the ranks that report it. */
+Test(waitfor, nccl_pg_config_members)
+{
+#define NCCL_DOC(cfg, k1, name, enq, done)                                                                             \
+    "{\"pg_config\":{\"0\":{\"name\":\"0\",\"desc\":\"default_pg\",\"ranks\":\"[0, 1, 2, 3]\"}" cfg "},"               \
+    "\"pg_status\":{\"0\":{\"last_enqueued_collective\":\"3\",\"last_completed_collective\":\"3\"},"                   \
+    "\"" k1 "\":{\"last_enqueued_collective\":\"" enq "\",\"last_completed_collective\":\"" done "\"}},"               \
+    "\"entries\":[{\"pg_id\":" k1 ",\"process_group\":[\"" name "\",\"undefined\"],\"collective_seq_id\":" enq         \
+    ",\"profiling_name\":\"nccl:all_reduce\",\"input_sizes\":[[4]],\"input_dtypes\":[\"Float\"],\"is_p2p\":false}]}"
+#define ROW1 ",\"1\":{\"name\":\"1\",\"desc\":\"undefined\",\"ranks\":\"[0, 1]\"}"
+    static const char *const doc[4] = {NCCL_DOC(ROW1, "1", "1", "6", "6"), NCCL_DOC(ROW1, "1", "1", "6", "6"),
+                                       NCCL_DOC("", "1", "2", "6", "5"), NCCL_DOC("", "1", "2", "5", "5")};
+    struct ddp_fr_state s4[4];
+    struct ddp_fr_input i4[4];
+    bool culprit[4];
+    struct ddp_fr_verdict v;
+    for (int r = 0; r < 4; r++) {
+        cr_assert_eq(ddp_fr_parse(doc[r], strlen(doc[r]), &s4[r]), 0, "%s", doc[r]);
+        i4[r] = (struct ddp_fr_input){r, &s4[r], 40000, NULL};
+    }
+    cr_expect_str_eq(ddp_fr_group(&s4[0], "1")->ranks, "0-1", "pg_config's row, by name");
+    cr_expect_str_eq(ddp_fr_group(&s4[0], "0")->ranks, "0-3");
+    cr_expect_str_eq(ddp_fr_group(&s4[2], "2")->ranks, "", "no row yet");
+    ddp_fr_decide(i4, 4, culprit, &v);
+    cr_expect(culprit[3] && !culprit[0] && !culprit[1] && !culprit[2], "%s", v.why);
+    cr_expect(strstr(v.why, "rank 3 never entered nccl:all_reduce #6 of group 2 (ranks 2-3; its last there is #5), "
+                            "where rank 2 waits"),
+              "%s", v.why);
+#undef NCCL_DOC
+#undef ROW1
+}
+
 /* Places for stragglers from every group: rank 3 computes (outside any collective) while the others wait, in its
  * dp group or in the world; rank 1, behind in the world only because it waits for rank 3, is not outside. */
 Test(waitfor, places_across_groups)
