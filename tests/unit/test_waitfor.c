@@ -128,6 +128,46 @@ Test(waitfor, synthesized_cases)
     }
 }
 
+/* The same cases recorded on the GPU machine (torch 2.11, gloo CPU ranks; tests/fixtures/fr/gpu, each rank's own
+ * _dump_fr_trace_json after 25 s of waiting): the verdict names the rank that was made to fail. torch's own
+ * analyzer stops with a KeyError on every one of them (gpu/fr_trace.txt). */
+static const struct {
+    const char *name;
+    int n;
+    enum ddp_fr_kind kind;
+    unsigned culprits;
+    const char *says;
+} recorded[] = {
+    {"pair2", 4, DDP_FR_BEHIND, 1u << 3, PAIR_SAYS},
+    {"pair1", 4, DDP_FR_BEHIND, 1u << 3, PAIR_SAYS},
+    {"mesh2x2", 4, DDP_FR_BEHIND, 1u << 3,
+     "rank 3 never entered gloo:all_reduce #8 of group 4 (ranks 2-3; its last there is #7), where rank 2 waits"},
+    {"mesh2x4", 8, DDP_FR_BEHIND, 1u << 6,
+     "rank 6 never entered gloo:all_reduce #8 of group 6 (ranks 4-7; its last there is #7), where ranks 4, 5, 7 wait"},
+    {"order3", 4, DDP_FR_BEHIND, 1u << 1,
+     "rank 1 never entered gloo:all_reduce #4 of group 1 (ranks 0-1; its last there is #3), where rank 0 waits"},
+    {"tpshape", 8, DDP_FR_SHAPE, 1u << 5,
+     "shape mismatch at gloo:all_reduce #8 of group 6 (ranks 4-7): rank 5 has [[8]] Float, ranks 4, 6, 7 have [[4]] "
+     "Float"},
+    {"order", 4, DDP_FR_NONE, 0, ""}, /* no member list in torch's dump: see no_members_no_guess */
+};
+
+Test(waitfor, recorded_on_gpu)
+{
+    char name[64];
+    for (size_t c = 0; c < sizeof(recorded) / sizeof(recorded[0]); c++) {
+        bool culprit[MAXR];
+        struct ddp_fr_verdict v;
+        snprintf(name, sizeof(name), "../gpu/%s", recorded[c].name);
+        load_case(name, recorded[c].n, "json");
+        ddp_fr_decide(in, (size_t)recorded[c].n, culprit, &v);
+        cr_expect_eq(v.kind, recorded[c].kind, "%s: %s (%s)", recorded[c].name, ddp_fr_kind_name(v.kind), v.why);
+        for (int r = 0; r < recorded[c].n; r++)
+            cr_expect_eq(culprit[r], (recorded[c].culprits >> r) & 1, "%s: rank %d (%s)", recorded[c].name, r, v.why);
+        cr_expect(strstr(v.why, recorded[c].says), "%s: '%s' not in '%s'", recorded[c].name, recorded[c].says, v.why);
+    }
+}
+
 /* torch's dump of the ordering deadlock has no member list (gloo's pg_config is empty) and rank 1 never used group
  * "1": nothing says rank 1 is a member, so nobody is blamed (the sampler's line knows, above) */
 Test(waitfor, no_members_no_guess)
