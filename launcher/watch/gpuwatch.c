@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "run/plan.h"
+#include "watch/source.h"
 
 #define WAIT_MS 250
 #define QUEUE 64
@@ -210,3 +212,25 @@ void ddp_gpuwatch_free(struct ddp_gpuwatch *w)
 {
     free(w);
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    *self = ddp_gpuwatch_start(env->cfg.loop, env->cfg.ctx->topo, env->cfg.gpu_event, env->cfg.arg);
+    return 0;
+}
+
+static void source_close(void *self)
+{
+    ddp_gpuwatch_close(self);
+}
+
+static void source_free(void *self)
+{
+    ddp_gpuwatch_free(self);
+}
+
+const struct ddp_watch_source ddp_gpuwatch_source = {
+    .name = "gpuwatch", .open = source_open, .close = source_close, .free = source_free};
