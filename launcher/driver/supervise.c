@@ -591,7 +591,10 @@ static void gpu_recheck(struct sup *s, struct ddp_policy_action *a)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     const struct ddp_topo *topo = s->ctx->topo;
-    if (!r || !topo || !ddp_topo_nvml(topo)->found)
+    bool gpus = false;
+    for (size_t i = 0; r && i < r->plan.nworkers; i++)
+        gpus |= r->plan.workers[i].gpu >= 0;
+    if (!gpus || !topo || !ddp_topo_nvml(topo)->found) /* a job without GPUs never loads NVML */
         return;
     struct ddp_nvml nv;
     ddp_nvml_read_what(&nv, DDP_NVML_MEMORY | DDP_NVML_HEALTH); /* no UUIDs, names or NVLinks */

@@ -285,11 +285,15 @@ static void live_free(struct ddp_watch *w)
 
 /* ---------------------------------------------------------------- NVML's GPU events (gpuwatch.h) */
 
-static int gpu_open(struct ddp_watch *w, struct ddp_err *err)
+/* Started once the first attempt with a GPU worker has its workers spawned (NVML's event set costs an nvmlInit:
+ * never before the workers, never for a job without GPUs). */
+static void gpu_start(struct ddp_watch *w, struct ddp_runner_attempt *r)
 {
-    (void)err;
-    w->gpuwatch = ddp_gpuwatch_start(w->cfg.loop, w->cfg.ctx->topo, w->cfg.gpu_event, w->cfg.arg);
-    return 0;
+    bool gpus = false;
+    for (size_t i = 0; i < r->plan.nworkers; i++)
+        gpus |= r->plan.workers[i].gpu >= 0;
+    if (gpus && !w->gpuwatch)
+        w->gpuwatch = ddp_gpuwatch_start(w->cfg.loop, w->cfg.ctx->topo, w->cfg.gpu_event, w->cfg.arg);
 }
 
 static void gpu_close(struct ddp_watch *w)
@@ -340,7 +344,7 @@ static const struct source sources[] = {
      .output = live_output,
      .exited = live_exited,
      .free = live_free},
-    {.name = "gpuwatch", .open = gpu_open, .close = gpu_close, .free = gpu_free},
+    {.name = "gpuwatch", .start = gpu_start, .close = gpu_close, .free = gpu_free},
 };
 #define NSOURCES (sizeof(sources) / sizeof(sources[0]))
 
