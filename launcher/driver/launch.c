@@ -223,12 +223,13 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
     const struct ddp_spec *spec = &l->spec;
     bool want_gpus = spec->nproc_per_node.kind != DDP_NPROC_CPU &&
                      !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
+    bool mem_limit = spec->gpus_max_memory_used.bytes || spec->gpus_max_memory_used.percent; /* chooses by it */
     const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
     struct ddp_topo_opts o = {
         .xml_path = path,
         .envp = envp,
         .refresh = report,
-        .gpu_usage = want_gpus,
+        .gpu_usage = want_gpus && (l->cmd != DDP_CMD_RUN || spec->gpus_busy != DDP_BUSY_WARN || mem_limit),
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
         .no_nvml = !want_gpus && !report,
     };
