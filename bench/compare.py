@@ -173,7 +173,7 @@ def main():
             continue
         unit = units[k]
         mr, mn = med(ref), med(new)
-        ratio = mn / mr if mr > 0 else float("inf")
+        ratio = mn / mr if mr > 0 else (1.0 if mn <= 0 else float("inf"))
         diffs = [y - x for x, y in zip(ref, new)]
         md = med(diffs)
         agree = sum(d > 0 for d in diffs) / len(diffs)
