@@ -165,8 +165,6 @@ struct ddp_gpus_read *ddp_gpus_read_start(uv_loop_t *loop, unsigned what, const 
         return NULL;
     }
     uv_timer_start(&rd->deadline, on_read_deadline, (uint64_t)rd->ms, 0);
-    uv_unref((uv_handle_t *)&rd->deadline); /* the job's end does not wait for it */
-    uv_unref((uv_handle_t *)&rd->async);
     return rd;
 }
 

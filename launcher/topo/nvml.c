@@ -414,7 +414,8 @@ struct ddp_nvml_reader {
 };
 
 static pthread_mutex_t stuck_mu = PTHREAD_MUTEX_INITIALIZER;
-static int stuck_n; /* readers let go of while their thread was inside NVML */
+static int stuck_n;   /* readers let go of while their thread was inside NVML */
+static int opening_n; /* event sets being opened (the library loading, nvmlInit) */
 
 int ddp_nvml_deadline_ms(void)
 {
@@ -543,7 +544,7 @@ void ddp_nvml_reader_drop(struct ddp_nvml_reader *r)
 bool ddp_nvml_stuck(void)
 {
     pthread_mutex_lock(&stuck_mu);
-    bool stuck = stuck_n > 0;
+    bool stuck = stuck_n > 0 || opening_n > 0;
     pthread_mutex_unlock(&stuck_mu);
     return stuck;
 }
@@ -823,7 +824,7 @@ struct ddp_nvml_events {
     unsigned long long *hw; /* [n] hardware clock-event reasons last seen */
 };
 
-int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
+static int events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
 {
     struct ddp_nvml_events *e = ddp_xcalloc(1, sizeof *e);
     unsigned count = 0;
@@ -910,6 +911,20 @@ static int poll_clocks(struct ddp_nvml_events *e, struct ddp_nvml_event *ev)
         }
     }
     return 0;
+}
+
+/* The event thread loads NVML and calls nvmlInit here, at the job's start: counted as inside NVML, so that a job
+ * that ends meanwhile does not wait for the loader (ddp_nvml_stuck). */
+int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
+{
+    pthread_mutex_lock(&stuck_mu);
+    opening_n++;
+    pthread_mutex_unlock(&stuck_mu);
+    int rc = events_open(busids, n, out, why, whysz);
+    pthread_mutex_lock(&stuck_mu);
+    opening_n--;
+    pthread_mutex_unlock(&stuck_mu);
+    return rc;
 }
 
 int ddp_nvml_events_wait(struct ddp_nvml_events *e, int timeout_ms, struct ddp_nvml_event *ev)

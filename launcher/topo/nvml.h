@@ -110,8 +110,8 @@ struct ddp_nvml_reader *ddp_nvml_reader_start(unsigned what, const struct ddp_nv
 int ddp_nvml_reader_wait(struct ddp_nvml_reader *r, int timeout_ms, struct ddp_nvml *out, int *rc);
 /* Let go (NULL is a no-op): the thread frees what it holds when its read returns. */
 void ddp_nvml_reader_drop(struct ddp_nvml_reader *r);
-/* A reader's thread is still inside NVML: the process must end with _exit() (the library's destructors could
- * wait for that thread for ever). */
+/* A reader's thread is still inside NVML, or the event thread is loading it: the process must end with _exit()
+ * (exit() would wait for the loader, and the library's destructors could wait for that thread for ever). */
 bool ddp_nvml_stuck(void);
 
 /* The GPU with PCI bus id busid (any case), or NULL when NVML does not list it. Owned by n. */
