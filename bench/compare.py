@@ -16,8 +16,8 @@ machine whose speed drifts moves both alike). Figures:
   N agents start/stop/RSS   bench/scale.sh N (K runs each, interleaved): every worker started; SIGKILL of one
                    joined agent until every other agent has exited; the serving agent's peak RSS
 A figure is worse when the new median is more than THRESHOLD above the reference's AND the median of the paired
-differences is above the figure's absolute noise floor (a few ms: medians on a busy 2-CPU VM move by that) AND
-most pairs agree. Exit status 1 when any figure is worse, 0 otherwise. Standard library only.
+differences is above the figure's noise floor (a few ms, or REF's interquartile range when larger: its whole range
+for fewer than 4 samples) AND most pairs agree. Exit status 1 when any figure is worse, 0 otherwise. Standard library only.
 """
 import argparse, os, random, shutil, signal, statistics, subprocess, sys, tempfile, time
 
@@ -177,8 +177,9 @@ def main():
         diffs = [y - x for x, y in zip(ref, new)]
         md = med(diffs)
         agree = sum(d > 0 for d in diffs) / len(diffs)
-        spread = (statistics.quantiles(ref, n=4)[2] - statistics.quantiles(ref, n=4)[0]) if len(ref) >= 4 else 0
-        floor = max(floors[unit] if k != "kill -9 to restarted" else 10.0, spread / 2)
+        # the noise band: REF's interquartile range (its whole range for fewer than 4 samples: agent runs)
+        q = statistics.quantiles(ref, n=4) if len(ref) >= 4 else [min(ref), 0, max(ref)]
+        floor = max(floors[unit] if k != "kill -9 to restarted" else 10.0, q[2] - q[0])
         bad = ratio > 1 + a.threshold and md > floor and agree >= 0.6
         note = "WORSE" if bad else "ok"
         if k in ("1 worker", "8 workers"):
