@@ -485,6 +485,28 @@ static bool gpu_recheck_start(struct sup *s, const struct ddp_policy_action *a);
 static void gpu_recheck(struct sup *s, struct ddp_policy_action *a, const struct ddp_nvml *nv);
 static void apply_now(struct sup *s, const struct ddp_policy_action *act);
 
+/* The stop's grace passed with workers still running: one line naming them and the signal they outlived, before
+ * SIGKILL (issue 43: the escalation was silent after a Ctrl-C). False when no worker runs (leftover processes
+ * only: the policy's own reason says that). */
+static bool say_escalation(struct sup *s, int attempt)
+{
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
+    struct ddp_buf b = {0};
+    size_t n = 0;
+    for (size_t i = 0; r && i < r->nw; i++)
+        if (ddp_runner_worker_running(&r->w[i]))
+            ddp_buf_printf(&b, "%s%d", n++ ? ", " : "", r->w[i].w->rank);
+    if (n > 0) {
+        int sig = s->pol.stop == DDP_STOP_SIGNAL ? s->pol.stop_signo : SIGTERM;
+        char *d = ddp_timeout_duration(s->spec->shutdown_timeout_ms);
+        ddp_warn("attempt %d: rank%s %s still running %s after SIG%s (shutdown_timeout): SIGKILL", attempt,
+                 n > 1 ? "s" : "", b.data, d, sigabbrev_np(sig));
+        free(d);
+    }
+    ddp_buf_free(&b);
+    return n > 0;
+}
+
 static void apply(struct sup *s, const struct ddp_policy_action *act)
 {
     /* before a restart: NVML's state of the GPUs, read off the loop (gpu_recheck_answered carries on) */
@@ -507,7 +529,10 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
     if (a->flags & DDP_ACT_FORWARD)
         ddp_runner_signal_all(s->rn, a->signo);
     if (a->flags & DDP_ACT_KILL_ALL) {
-        if (a->why[0] && !(s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL))
+        /* grace timer no longer running while stopping: it expired (a second SIGINT comes while it runs) */
+        bool grace_passed = s->pol.state == DDP_PS_STOPPING && !uv_is_active((uv_handle_t *)&s->grace);
+        bool said = grace_passed && say_escalation(s, attempt);
+        if (!said && a->why[0] && !(s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL))
             ddp_warn("attempt %d: %s", attempt, a->why);
         ddp_runner_signal_all(s->rn, SIGKILL);
         uv_timer_start(&s->force, on_force, 1000, 0);
