@@ -16,8 +16,8 @@ machine whose speed drifts moves both alike). Figures:
   N agents start/stop/RSS   bench/scale.sh N (K runs each, interleaved): every worker started; SIGKILL of one
                    joined agent until every other agent has exited; the serving agent's peak RSS
 A figure is worse when the new median is more than THRESHOLD above the reference's AND the median of the paired
-differences is above the figure's noise floor (a few ms, or REF's interquartile range when larger: its whole range
-for fewer than 4 samples) AND most pairs agree. Exit status 1 when any figure is worse, 0 otherwise. Standard library only.
+differences is above the figure's noise floor (a few ms, or the larger interquartile range of the two sides when
+larger: the whole range for fewer than 4 samples) AND most pairs agree. Exit status 1 when any figure is worse, 0 otherwise. Standard library only.
 """
 import argparse, os, random, shutil, signal, statistics, subprocess, sys, tempfile, time
 
@@ -87,7 +87,7 @@ def kill9_restart(side, cpu_args):
 
 
 def scale(side, n, select_none):
-    """bench/scale.sh BIN N: (start s, stop s, serving agent's RSS MB)."""
+    """bench/scale.sh BIN N: (start s, stop s, serving agent's RSS MB, bare start s)."""
     env = dict(side.env)
     if select_none:
         env["DDP_ARGS"] = "--set gpus.select=none"
@@ -97,7 +97,7 @@ def scale(side, n, select_none):
     if out.returncode != 0 or not rows or len(rows[-1]) < 9:
         sys.exit("compare: scale.sh %s %d failed:\n%s%s" % (side.bin, n, out.stdout, out.stderr))
     r = rows[-1]
-    return float(r[1]), float(r[5]), float(r[8])
+    return float(r[1]), float(r[5]), float(r[8]), float(r[2])
 
 
 def main():
@@ -129,6 +129,7 @@ def main():
     units = {k: "ms" for k in samples}
     units["peak RSS"] = "MB"
     shs = {1: [], 8: []}
+    bares = {}  # N agents -> bare start seconds (scale.sh's processes without the launcher)
     sh = {n: ["/bin/sh", "-c", " ".join(["/bin/true &"] * n) + " wait"] for n in shs}
 
     for warm in range(2):  # the first runs fill each side's topology cache
@@ -155,7 +156,8 @@ def main():
             units["%d agents %s" % (n, fig)] = unit
         for run in range(a.agent_runs):
             for s in random.sample(sides, 2):
-                st, sp, rss = scale(s, n, gpu)
+                st, sp, rss, bare = scale(s, n, gpu)
+                bares.setdefault(n, []).append(bare)
                 samples["%d agents start" % n][s.name].append(st)
                 samples["%d agents stop" % n][s.name].append(sp)
                 samples["%d agents serving RSS" % n][s.name].append(rss)
@@ -166,6 +168,8 @@ def main():
     print("%-26s %10s %10s %7s  %s" % ("figure", a.ref_name, "new", "ratio", "verdict"))
     for n, v in shs.items():
         print("%-26s %10s %10s %7s  %s" % ("sh %d" % n, "%.1f ms" % med(v), "", "", "(the floor)"))
+    for n, v in bares.items():
+        print("%-26s %10s %10s %7s  %s" % ("%d bare start" % n, "%.2f s" % med(v), "", "", "(the floor)"))
     worse = []
     for k, v in samples.items():
         ref, new = v["ref"], v["new"]
@@ -177,9 +181,12 @@ def main():
         diffs = [y - x for x, y in zip(ref, new)]
         md = med(diffs)
         agree = sum(d > 0 for d in diffs) / len(diffs)
-        # the noise band: REF's interquartile range (its whole range for fewer than 4 samples: agent runs)
-        q = statistics.quantiles(ref, n=4) if len(ref) >= 4 else [min(ref), 0, max(ref)]
-        floor = max(floors[unit] if k != "kill -9 to restarted" else 10.0, q[2] - q[0])
+        # the noise band: the larger interquartile range of the two (the whole range for fewer than 4 samples)
+        def iqr(v):
+            q = statistics.quantiles(v, n=4) if len(v) >= 4 else [min(v), 0, max(v)]
+            return q[2] - q[0]
+
+        floor = max(floors[unit] if k != "kill -9 to restarted" else 10.0, iqr(ref), iqr(new))
         bad = ratio > 1 + a.threshold and md > floor and agree >= 0.6
         note = "WORSE" if bad else "ok"
         if k in ("1 worker", "8 workers"):
