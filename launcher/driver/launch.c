@@ -89,6 +89,7 @@ void ddp_launch_free(struct ddp_launch *l)
 {
     ddp_lease_release(l->gpus);
     ddp_port_release(l->port);
+    ddp_port_release(l->ras_port);
     ddp_port_release(l->coord_port);
     if (l->listen_fd >= 0)
         close(l->listen_fd);
@@ -623,6 +624,26 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 
 /* ---- acquire ---- */
 
+/* NCCL 2.24+ runs a RAS thread in every rank, listening on localhost:28028 unless NCCL_RAS_ADDR says otherwise: two
+ * jobs on one host would share it. This job gets its own port, reserved host-wide as MASTER_PORT is (a lock per
+ * port), unless NCCL_RAS_ADDR is set or RAS is off (NCCL_RAS_ENABLE=0); with no free port it runs on NCCL's
+ * default. */
+static void reserve_ras_port(struct ddp_launch *l, char *const *envp)
+{
+    const char *set = ddp_env_get(envp, "NCCL_RAS_ADDR"), *on = ddp_env_get(envp, "NCCL_RAS_ENABLE");
+    if ((set && *set) || (on && strcmp(on, "0") == 0))
+        return;
+    char *ephemeral = ddp_port_ephemeral_range();
+    struct ddp_port_req preq = {
+        .lock_dir = ddp_rundir_lock_dir(envp), .addr = "localhost", .ephemeral_range = ephemeral};
+    struct ddp_err e = {0};
+    int got = 0;
+    ddp_port_spec_parse(DDP_PORT_RAS_RANGE, &preq.spec, NULL);
+    if (ddp_port_reserve(&preq, &l->ras_port, &got, &e) == 0)
+        l->ctx.ras_port = got;
+    free(ephemeral);
+}
+
 static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     const struct ddp_spec *spec = &l->resolved;
@@ -656,6 +677,7 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
     }
     if (rc < 0)
         return fail(l, rc == -EADDRINUSE && !spec->master_port.is_auto ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER, rc);
+    reserve_ras_port(l, envp);
     return 0;
 }
 

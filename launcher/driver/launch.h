@@ -67,6 +67,7 @@ struct ddp_launch {
     size_t nholders;
     /* acquired */
     struct ddp_port_resv *port;
+    struct ddp_port_resv *ras_port; /* NCCL_RAS_ADDR's (= ctx.ras_port), or NULL */
     struct ddp_lease *gpus;
     char *run_dir;             /* removed again by ddp_launch_free() */
     int run_dir_lock;          /* its lock (rundir.h), valid while run_dir is set */

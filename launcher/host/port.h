@@ -17,6 +17,8 @@
 /* Default range for `master_port = auto` (below the kernel's default ephemeral range 32768-60999). */
 #define DDP_PORT_AUTO_LO 29500
 #define DDP_PORT_AUTO_HI 29999
+/* Where a job's NCCL_RAS_ADDR port comes from (NCCL's own default is 28028, which every job would share). */
+#define DDP_PORT_RAS_RANGE "auto:28029-28499"
 
 /* Parse a master_port value: "N" (1-65535), "auto", "auto:LO-HI", "0" (= auto). LO/HI default to lo==hi==0,
  * which means the default range (ddp_port_default_range). 0 or -EINVAL with err ("expected ..."). */

@@ -26,7 +26,7 @@ struct tl_mark {
     int attempt;
     double t;
     char kind[16];
-    char text[400];
+    char text[1200];
 };
 
 struct ddp_timeline {
@@ -179,6 +179,10 @@ static void mark_suspect(struct ddp_timeline *t, const json_t *e, int attempt, d
             break;
         }
     }
+    json_array_foreach(json_object_get(fr, "chain"), j, c) if (len < sizeof(m->text)) /* who waits for whom */
+        len += (size_t)snprintf(m->text + len, sizeof(m->text) - len, "%s %s -> group %s #%lld -> %s",
+                                j ? ";" : "; chain (waiting -> in -> for):", jstr(c, "waiting"), jstr(c, "group"),
+                                (long long)json_integer_value(json_object_get(c, "seq")), jstr(c, "on"));
     if (len < sizeof(m->text))
         snprintf(m->text + len, sizeof(m->text) - len, " (%s)", jstr(e, "action"));
 }

@@ -386,6 +386,8 @@ static void set_torchrun_env(struct ddp_kvlist *env, const struct ddp_plan_ctx *
     if (ctx->timer_file)
         env_set(env, "TORCHELASTIC_TIMER_FILE", ctx->timer_file);
     env_default(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+    if (ctx->ras_port > 0 && !env_lookup(env, "NCCL_RAS_ADDR")) /* NCCL's RAS thread: this job's own port */
+        env_setf(env, "NCCL_RAS_ADDR", "localhost:%d", ctx->ras_port);
     if (out->nproc > 1)
         env_default(env, "OMP_NUM_THREADS", "1");
 }

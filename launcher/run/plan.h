@@ -68,6 +68,7 @@ struct ddp_plan_ctx {
     const char *run_id;
     const char *master_addr;
     int master_port;
+    int ras_port; /* NCCL_RAS_ADDR's port reserved for this job on this host (0: none, NCCL's default 28028) */
     int nnodes;
     int node_rank;
     int nproc;                      /* resolved local worker count */

@@ -359,10 +359,7 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attem
             g->v.mismatch = v.kind != DDP_FR_BEHIND && !v.nculprits;
             snprintf(g->v.op, sizeof(g->v.op), "%s", v.op);
             snprintf(g->v.why, sizeof(g->v.why), "flight recorder: %s", v.why);
-            g->recorder = json_pack("{s:s, s:s, s:s?, s:I, s:s?, s:s?, s:s?, s:I}", "verdict", ddp_fr_kind_name(v.kind),
-                                    "pg", v.group, "ranks", v.ranks[0] ? v.ranks : NULL, "seq", (json_int_t)v.seq, "op",
-                                    v.op[0] ? v.op : NULL, "other", v.other[0] ? v.other : NULL, "shape",
-                                    v.shape[0] ? v.shape : NULL, "waited_ms", (json_int_t)v.waited_ms);
+            g->recorder = ddp_fr_verdict_json(&v);
         }
     }
     free(in);
@@ -509,6 +506,8 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
                              "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
     g->ranks = g->fr = NULL; /* hang owns them now */
     json_object_set_new(hang, "mismatch", json_boolean(v->mismatch));
+    json_object_set_new(hang, "chain",
+                        g->recorder ? json_deep_copy(json_object_get(g->recorder, "chain")) : json_array());
     json_object_set_new(hang, "recorder", g->recorder ? g->recorder : json_null());
     g->recorder = NULL;
     ddp_records_hang(c->rec, hang, txt.data);

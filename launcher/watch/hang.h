@@ -112,7 +112,7 @@ struct ddp_hang_verdict {
     size_t nculprits;
     bool mismatch;        /* ranks wait in different collectives and no majority says which is wrong (LOW) */
     char op[DDP_HANG_OP]; /* the collective the others wait in, "" when none was seen */
-    char why[1024];       /* one line: how the culprits were found */
+    char why[1600];       /* one line: how the culprits were found */
 };
 
 /* Decide the culprits (culprit[i], n entries, caller's). Each rank is "in a collective" (its timeout line says
