@@ -280,20 +280,24 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err)
 {
-    /* run and plan use the topology cache and, for GPU workers, NVML's memory in use and its holders (the busy
-     * check: gpus.h); CPU workers read no NVML. topo and doctor report the machine as it is now (and refresh
-     * the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads NVML for an XML topology too (the tests' fake NVML). */
+    /* run and plan use the topology cache. A job without GPUs never loads NVML (no library, no /dev/nvidia*,
+     * no thread). For GPU workers, plan and the busy = skip and fail launches read NVML's memory in use and its
+     * holders now (the busy check: gpus.h); a busy = warn launch reads them beside the spawn (ddp_gpus_check_start).
+     * topo and doctor report the machine as it is now (and refresh the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads
+     * NVML for an XML topology too (the tests' fake NVML). */
     bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
     const struct ddp_spec *spec = &l->spec;
     bool want_gpus = spec->nproc_per_node.kind != DDP_NPROC_CPU &&
                      !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
+    bool mem_limit = spec->gpus_max_memory_used.bytes || spec->gpus_max_memory_used.percent; /* chooses by it */
     const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
     struct ddp_topo_opts o = {
         .xml_path = path,
         .envp = envp,
         .refresh = report,
-        .gpu_usage = want_gpus,
+        .gpu_usage = want_gpus && (l->cmd != DDP_CMD_RUN || spec->gpus_busy != DDP_BUSY_WARN || mem_limit),
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
+        .no_nvml = !want_gpus && !report,
     };
     int rc = ddp_topo_load_opts(&o, &l->topo, err);
     if (rc < 0) {

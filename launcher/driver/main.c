@@ -21,6 +21,7 @@
 #include "run/plan.h"
 #include "run/shim.h"
 #include "spec/cli.h"
+#include "topo/nvml.h"
 #include "topo/topo.h"
 #include "topo/topo_print.h"
 
@@ -154,8 +155,11 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         return DDP_EXIT_USAGE;
     }
     /* the chosen GPUs as NVML sees them now: a warning per GPU another process holds, or ([gpus] busy = fail)
-     * a refusal before anything starts (75: the GPU may be free later) */
-    if (l->topo && ddp_gpus_launch_check(l->topo, &l->spec, attempt, stderr, held, err) < 0) {
+     * a refusal before anything starts (75: the GPU may be free later). A run with busy = warn checks beside the
+     * spawn instead (supervise.c, ddp_gpus_check_start): its topology read no NVML memory. */
+    const struct ddp_mem_limit *lim = &l->spec.gpus_max_memory_used;
+    bool beside = l->cmd == DDP_CMD_RUN && l->spec.gpus_busy == DDP_BUSY_WARN && !lim->bytes && !lim->percent;
+    if (l->topo && !beside && ddp_gpus_launch_check(l->topo, &l->spec, attempt, stderr, held, err) < 0) {
         error_line(err->msg);
         return DDP_EXIT_TEMPFAIL;
     }
@@ -290,5 +294,9 @@ int main(int argc, char **argv)
         status = commands[cli.cmd](&cli, argv[0]);
     }
     ddp_cli_free(&cli);
+    if (ddp_nvml_stuck()) { /* an NVML call that never returned: its library's destructors could wait for it */
+        fflush(NULL);
+        _exit(status);
+    }
     return status;
 }

@@ -20,12 +20,16 @@
  *   count N                                garbage: nvmlDeviceGetCount answers N (4294967295), whatever is listed
  *   proc_count GPU N                       garbage: the processes call answers OK and count N, filling only its
  *                                          own entries (a driver that says more than it gave)
+ *   slow CALL MS                           that call (init, memory, procs, count) sleeps MS ms first: a hung driver
+ * FAKE_NVML_SLEEP_MS=MS with FAKE_NVML_SLEEP_CALL=CALL (default init) does the same from the environment, and
+ * FAKE_NVML_LOADED=FILE appends "loaded PID" to FILE when the library is loaded (a test that NVML is not).
  * Never used by the launcher itself. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAXG 16
@@ -67,6 +71,35 @@ static int nevents, events_read, inits;
 static double t0 = -1;
 static char unsupported[512];
 static long long count_says = -1; /* "count N" */
+static char slow_call[32];
+static long slow_ms;
+
+__attribute__((constructor)) static void loaded(void)
+{
+    const char *path = getenv("FAKE_NVML_LOADED");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "loaded %ld\n", (long)getpid());
+        fclose(f);
+    }
+}
+
+/* the knob: call sleeps, outside the lock (a hung driver call) */
+static void maybe_slow(const char *call)
+{
+    const char *env = getenv("FAKE_NVML_SLEEP_MS"), *which = getenv("FAKE_NVML_SLEEP_CALL");
+    long ms = 0;
+    pthread_mutex_lock(&mu);
+    if (slow_ms > 0 && !strcmp(slow_call, call))
+        ms = slow_ms;
+    pthread_mutex_unlock(&mu);
+    if (env && !strcmp(which && *which ? which : "init", call))
+        ms = atol(env);
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static double now_s(void)
 {
@@ -98,6 +131,7 @@ static void load(void)
 
     ngpus = 0;
     count_says = -1;
+    slow_ms = 0;
     snprintf(unsupported, sizeof unsupported, " ");
     if (!f)
         return;
@@ -159,6 +193,8 @@ static void load(void)
             gpus[g].proc_count = strtoll(a, NULL, 0);
         } else if (sscanf(line, "storm %d %63s xid %63s %63s", &g, a, b, c) == 4 && read_events && nevents < MAXE) {
             events[nevents++] = (struct event){g, atof(a), 0x8, strtoull(b, NULL, 0), 0, atoll(c)};
+        } else if (sscanf(line, "slow %31s %63s", slow_call, a) == 2) {
+            slow_ms = atol(a);
         } else if (sscanf(line, "unsupported %63s", a) == 1) {
             size_t n = strlen(unsupported);
             snprintf(unsupported + n, sizeof unsupported - n, "%s ", a);
@@ -187,6 +223,7 @@ EXPORT int nvmlInit_v2(void)
     inits++;
     load();
     pthread_mutex_unlock(&mu);
+    maybe_slow("init");
     return 0;
 }
 EXPORT int nvmlShutdown(void)
@@ -207,6 +244,7 @@ EXPORT int nvmlSystemGetDriverVersion(char *v, unsigned n)
 }
 EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
 {
+    maybe_slow("count");
     *n = count_says >= 0 ? (unsigned)count_says : (unsigned)ngpus;
     return 0;
 }
@@ -253,6 +291,7 @@ EXPORT int nvmlDeviceGetMemoryInfo(void *d, struct memory *m)
         return 2;
     if (lost(g))
         return 15; /* GPU_IS_LOST */
+    maybe_slow("memory");
     m->total = g->total;
     m->used = g->used < g->total ? g->used : g->total;
     m->free = m->total - m->used;
@@ -270,6 +309,7 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, struct 
         return 2;
     if (lost(g))
         return 15;
+    maybe_slow("procs");
     if (*n < (unsigned)g->nprocs) {
         *n = (unsigned)g->nprocs;
         return 7; /* INSUFFICIENT_SIZE */

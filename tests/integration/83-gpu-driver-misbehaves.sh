@@ -79,24 +79,25 @@ expect_grep "GPU 0 \(0000:00:06.0\) of rank 0: Xid 13" "$TMP/err"
 [ "$size" -lt 20000 ] || fail "storm: events.jsonl is $size bytes"
 $PY -c "import sys; sys.exit(0 if $cpu < 1.2 else 1)" || fail "storm: the launcher spent ${cpu}s of CPU in a 2.5 s run"
 
-# 4a. an Xid 79 on GPU 1 during the restart backoff (rank 1 failed at 0.3 s, backoff 1.5 s): GPU 1 stays out
+# 4a. an Xid 79 on GPU 1 during the restart backoff: rank 1 fails at 0.3 s in attempts 0 and 1 (the first restart
+#     is at once, the second waits restart.backoff = 1.5 s), the Xid comes at 1.4 s: GPU 1 stays out of attempt 2
 cat >"$TMP/nvml.conf" <<C
 gpu 0000:00:06.0 140G 0.5G
 gpu 0000:00:07.0 140G 0.5G
-event 1 1.0 xid 79
+event 1 1.4 xid 79
 C
 cat >"$TMP/w.sh" <<'W'
 echo "attempt=$DDPLAUNCH_ATTEMPT rank=$RANK world=$WORLD_SIZE busid=$DDPLAUNCH_GPU_BUSID"
-[ "$DDPLAUNCH_ATTEMPT" = 0 ] && [ "$RANK" = 1 ] && { sleep 0.3; exit 3; }
-[ "$DDPLAUNCH_ATTEMPT" = 0 ] && sleep 5
+[ "$DDPLAUNCH_ATTEMPT" -lt 2 ] && [ "$RANK" = 1 ] && { sleep 0.3; exit 3; }
+[ "$DDPLAUNCH_ATTEMPT" -lt 2 ] && sleep 5
 exit 0
 W
-"$DDP" --topology "$topo" --nproc-per-node 2 --max-restarts 1 --set restart.backoff=1.5 --no-python /bin/sh "$TMP/w.sh" \
+"$DDP" --topology "$topo" --nproc-per-node 2 --max-restarts 2 --set restart.backoff=1.5 --no-python /bin/sh "$TMP/w.sh" \
     >"$TMP/out" 2>"$TMP/err"
 expect_eq "xid in the backoff: exit status" "$?" 0
 expect_grep "GPU 1 \(0000:00:07.0\) of this job, between attempts: Xid 79" "$TMP/err"
 expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: Xid 79" "$TMP/err"
-expect_eq "xid in the backoff: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 world=1 busid=0000:00:06.0"
+expect_eq "xid in the backoff: attempt 2" "$(grep 'attempt=2' "$TMP/out")" "attempt=2 rank=0 world=1 busid=0000:00:06.0"
 
 # 4b. a 1-worker job whose GPU fell off the bus: the restart leases the free GPU 1 instead of reusing GPU 0;
 #     with GPU 0 the only one it may use ([gpus] select), the job ends naming the fault
