@@ -31,7 +31,7 @@ DEP_LIBS    = $(eval DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/nul
 CRIT_LIBS   = $(eval CRIT_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null))$(CRIT_LIBS)
 
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
-DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -g $(WARN) -Ilauncher -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
+DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -g $(WARN) -Ilauncher -I$(BUILD)/gen -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
               -DDDP_VERSION='"$(VERSION)"' -DDDP_SYSCONFDIR='"$(SYSCONFDIR)"' \
               -DDDP_DATADIR='"$(DATADIR)"'
 DDP_LDFLAGS := $(SANFLAGS)
@@ -75,6 +75,14 @@ $(BUILD)/libddp.a: $(LIB_OBJS)
 $(BUILD)/obj/%.o: launcher/%.c
 	@mkdir -p $(@D)
 	$(CC) $(DDP_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The standby interpreter's Python (warm restart) is built into the binary: nothing is read from disk at run time.
+$(BUILD)/gen/standby_py.h: launcher/run/standby.py
+	@mkdir -p $(@D)
+	{ echo '/* generated from $< by the Makefile */'; echo 'static const unsigned char standby_py[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; \
+	  echo 'static const size_t standby_py_len = sizeof standby_py;'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/run/standby.o: $(BUILD)/gen/standby_py.h
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libddp.a
 	@mkdir -p $(@D)

@@ -14,6 +14,7 @@
 #include "host/logdir.h"
 #include "run/pty.h"
 #include "run/runner_internal.h"
+#include "run/standby.h"
 
 /* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
 #define PIPE_SIZE (256 * 1024)
@@ -565,7 +566,7 @@ static int open_out(const struct ddp_worker *w, int which, int p[2], struct ddp_
 /* Real pipes (libuv's UV_CREATE_PIPE makes socketpairs, whose per-write skbs cost both sides dearly when
  * a worker prints many short lines), or pseudo-terminals for a terminal console. Close-on-exec here; libuv
  * dup2s them onto 1, 2 and 3 in the child. */
-static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
+int ddp_runner_open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
 {
     if (pipe2(rp, O_CLOEXEC) != 0)
         return ddp_errf(err, -errno, "rank %d: pipe: %s", w->rank, strerror(errno));
@@ -588,19 +589,19 @@ static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2
     return 0;
 }
 
-/* The exec shim's command line: what it needs to know (see shim.h), then "--" and the worker's argv. */
-static void shim_argv(const struct ddp_runner *rn, const struct ddp_runner_worker *k, struct ddp_strv *args)
+/* The exec shim's command line: what it needs to know (see shim.h), then "--" and prog (the worker's argv, or
+ * a standby's). */
+void ddp_runner_shim_argv(const struct ddp_runner *rn, const struct ddp_worker *w, const char *cgroup,
+                          const struct ddp_strv *prog, struct ddp_strv *args)
 {
-    const struct ddp_worker *w = k->w;
-
     ddp_strv_push(args, rn->cfg.self_exe);
     ddp_strv_push(args, "--exec-shim");
     ddp_strv_pushf(args, "--rank=%d", w->rank);
     ddp_strv_pushf(args, "--ppid=%d", (int)getpid());
     ddp_strv_pushf(args, "--report-fd=3");
     ddp_strv_pushf(args, "--grace-ms=%lld", rn->cfg.grace_ms);
-    if (k->run->cgroup)
-        ddp_strv_pushf(args, "--cgroup=%s", k->run->cgroup);
+    if (cgroup)
+        ddp_strv_pushf(args, "--cgroup=%s", cgroup);
     if (w->cpus && *w->cpus)
         ddp_strv_pushf(args, "--cpus=%s", w->cpus);
     if (w->mems && *w->mems) {
@@ -610,12 +611,13 @@ static void shim_argv(const struct ddp_runner *rn, const struct ddp_runner_worke
     if (w->bind_strict)
         ddp_strv_push(args, "--strict");
     /* the program the job started with, should it have been deleted or replaced since */
-    const char *via = w->argv.n ? ddp_shim_reach(w->argv.v[0], ddp_runner_worker_env(k, "PATH")) : NULL;
+    int path = ddp_strv_env_find(&w->envp, "PATH");
+    const char *via = prog->n ? ddp_shim_reach(prog->v[0], path >= 0 ? w->envp.v[path] + 5 : NULL) : NULL;
     if (via)
         ddp_strv_pushf(args, "--exec-path=%s", via);
     ddp_strv_push(args, "--");
-    for (size_t i = 0; i < w->argv.n; i++)
-        ddp_strv_push(args, w->argv.v[i]);
+    for (size_t i = 0; i < prog->n; i++)
+        ddp_strv_push(args, prog->v[i]);
 }
 
 static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
@@ -631,10 +633,10 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     rc = open_streams(rn, k, err);
     if (rc < 0)
         return rc;
-    rc = open_pipes(w, rp, op, ep, err);
+    rc = ddp_runner_open_pipes(w, rp, op, ep, err);
     if (rc < 0)
         return rc;
-    shim_argv(rn, k, &args);
+    ddp_runner_shim_argv(rn, w, k->run->cgroup, &w->argv, &args);
 
     uv_pipe_init(loop, &k->io->out, 0);
     uv_pipe_init(loop, &k->io->err, 0);
@@ -653,7 +655,7 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     io[3].flags = UV_INHERIT_FD;
     io[3].data.fd = rp[1];
     o.exit_cb = on_exit_cb;
-    o.file = rn->cfg.self_exec ? rn->cfg.self_exec : rn->cfg.self_exe;
+    o.file = ddp_runner_shim_file(rn);
     o.args = args.v;
     o.env = w->envp.v;
     o.cwd = w->cwd;
@@ -688,6 +690,55 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     return 0;
 }
 
+/* Start k in a standby interpreter (standby.h) instead of a fresh process: the standby's shim, pipes and program
+ * become k's. 0, or -1 when none fits (k is then started fresh; nothing of k changed). */
+static int adopt(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
+{
+    struct ddp_standby_taken t;
+    char why[128];
+    if (!rn->cfg.standbys)
+        return -1;
+    if (ddp_standby_take(rn->cfg.standbys, k->w, k->run->cgroup, &t, why, sizeof why) < 0) {
+        if (k->run->plan.attempt > 0)
+            ddp_debug("rank %d: starts fresh: %s", k->w->rank, why);
+        return -1;
+    }
+    free(k->io);
+    k->io = t.io;
+    k->io->proc.data = k;
+    k->io->proc.exit_cb = on_exit_cb;
+    k->run->open_handles++; /* the process */
+    uv_pipe_init(rn->cfg.loop, &k->io->out, 0);
+    uv_pipe_init(rn->cfg.loop, &k->io->err, 0);
+    uv_pipe_init(rn->cfg.loop, &k->io->rep, 0);
+    k->io->out.data = k->io->err.data = k->io->rep.data = k;
+    k->run->open_handles += 3;
+    uv_pipe_open(&k->io->out, t.out_fd);
+    uv_pipe_open(&k->io->err, t.err_fd);
+    uv_pipe_open(&k->io->rep, t.rep_fd);
+    k->start_ms = ddp_now_ms();
+    step(k, DDP_WE_SPAWNED, 0);
+    k->pid = t.py_pid;
+    k->pgid = t.shim_pid;
+    k->warm = true;
+    if (open_streams(rn, k, err) < 0) /* its log files: the program runs on, as a fresh one would not */
+        ddp_warn("%s", err->msg);
+    if (!rn->paused)
+        read_streams(k);
+    uv_read_start((uv_stream_t *)&k->io->rep, on_alloc, on_read);
+    return 0;
+}
+
+void ddp_runner_set_standbys(struct ddp_runner *rn, struct ddp_standby_pool *pool)
+{
+    rn->cfg.standbys = pool;
+}
+
+const char *ddp_runner_shim_file(const struct ddp_runner *rn)
+{
+    return rn->cfg.self_exec ? rn->cfg.self_exec : rn->cfg.self_exe;
+}
+
 int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
                      struct ddp_err *err)
 {
@@ -715,6 +766,8 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
     rn->cur = r;
     *out = r;
     for (size_t i = 0; i < r->nw; i++) {
+        if (adopt(rn, &r->w[i], err) == 0)
+            continue;
         int rc = spawn_one(rn, &r->w[i], err);
         if (rc < 0) {
             /* the workers started so far run on; the rest never will */

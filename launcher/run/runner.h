@@ -39,6 +39,7 @@ struct ddp_runner_worker {
     int signo;      /* death by signal N, or 0 */
     int pid;        /* the program's pid (from the shim), else the shim's */
     int pgid;       /* the group to signal (the shim's pid), 0 = never started */
+    bool warm;      /* its program runs in a standby interpreter (standby.h), not a fresh one */
     long long start_ms, end_ms;
     time_t end_wall;
     struct ddp_runner_io *io; /* the runner's own (libuv handles, pipes, line buffers): run/runner_internal.h,
@@ -91,6 +92,8 @@ struct ddp_runner_config {
     long long grace_ms;        /* the shim's --grace-ms ([restart] shutdown_timeout) */
     struct ddp_logdir *logdir; /* per-rank stdout/stderr/timed logs, or NULL */
     const char *cgroup_base;   /* where attempt cgroups go, or NULL */
+    struct ddp_standby_pool *standbys; /* warm restart: workers start in these when one fits (standby.h), or NULL;
+                                          set with ddp_runner_set_standbys */
     struct ddp_runner_ops ops;
     void *arg;
 };
@@ -107,6 +110,10 @@ struct ddp_output *ddp_runner_output(struct ddp_runner *rn);
  * then DONE (status 1) and the ones before run on; the attempt is still current (*out set). */
 int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
                      struct ddp_err *err);
+
+/* Warm restart: from now on, a worker starts in a standby interpreter of pool when one fits (NULL: never). */
+struct ddp_standby_pool;
+void ddp_runner_set_standbys(struct ddp_runner *rn, struct ddp_standby_pool *pool);
 
 /* The current attempt, or NULL. */
 struct ddp_runner_attempt *ddp_runner_current(const struct ddp_runner *rn);
