@@ -215,7 +215,7 @@ static void standbys_open(struct sup *s)
                                    .cgroup_base = s->cgroup_base,
                                    .quiet = sp->restart_warm == DDP_AUTO};
     s->standbys = ddp_standby_new(&c);
-    ddp_runner_set_standbys(s->rn, s->standbys);
+    ddp_runner_set_adopt(s->rn, ddp_standby_take, s->standbys);
 }
 
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be

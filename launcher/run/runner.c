@@ -14,7 +14,6 @@
 #include "host/logdir.h"
 #include "run/pty.h"
 #include "run/runner_internal.h"
-#include "run/standby.h"
 
 /* Kernel buffer of each worker output pipe: fewer wake-ups than the 64 KiB default when a worker floods. */
 #define PIPE_SIZE (256 * 1024)
@@ -24,8 +23,10 @@ struct ddp_runner {
     struct ddp_output out;
     struct ddp_runner_attempt *cur;
     uv_timer_t unblock;
-    uv_signal_t winch; /* SIGWINCH, when fd 1 or 2 is a terminal: workers' pseudo-terminals follow its size */
-    bool paused;       /* the console is full: worker pipes are not read until it drains (back-pressure) */
+    uv_signal_t winch;         /* SIGWINCH, when fd 1 or 2 is a terminal: workers' pseudo-terminals follow its size */
+    bool paused;               /* the console is full: worker pipes are not read until it drains (back-pressure) */
+    ddp_runner_adopt_fn adopt; /* warm restart: offers a running process for a worker (ddp_runner_set_adopt) */
+    void *adopt_arg;
     char readbuf[64 * 1024];
 };
 
@@ -690,15 +691,15 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     return 0;
 }
 
-/* Start k in a standby interpreter (standby.h) instead of a fresh process: the standby's shim, pipes and program
- * become k's. 0, or -1 when none fits (k is then started fresh; nothing of k changed). */
+/* Start k in a process the adopt hook offers (a standby interpreter) instead of a fresh one: its shim, pipes and
+ * program become k's. 0, or -1 when none fits (k is then started fresh; nothing of k changed). */
 static int adopt(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
 {
-    struct ddp_standby_taken t;
+    struct ddp_runner_adopted t;
     char why[128];
-    if (!rn->cfg.standbys)
+    if (!rn->adopt)
         return -1;
-    if (ddp_standby_take(rn->cfg.standbys, k->w, k->run->cgroup, &t, why, sizeof why) < 0) {
+    if (rn->adopt(rn->adopt_arg, k->w, k->run->cgroup, &t, why, sizeof why) < 0) {
         if (k->run->plan.attempt > 0)
             ddp_debug("rank %d: starts fresh: %s", k->w->rank, why);
         return -1;
@@ -729,9 +730,10 @@ static int adopt(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_
     return 0;
 }
 
-void ddp_runner_set_standbys(struct ddp_runner *rn, struct ddp_standby_pool *pool)
+void ddp_runner_set_adopt(struct ddp_runner *rn, ddp_runner_adopt_fn fn, void *arg)
 {
-    rn->cfg.standbys = pool;
+    rn->adopt = fn;
+    rn->adopt_arg = arg;
 }
 
 const char *ddp_runner_shim_file(const struct ddp_runner *rn)

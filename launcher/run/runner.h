@@ -92,8 +92,6 @@ struct ddp_runner_config {
     long long grace_ms;        /* the shim's --grace-ms ([restart] shutdown_timeout) */
     struct ddp_logdir *logdir; /* per-rank stdout/stderr/timed logs, or NULL */
     const char *cgroup_base;   /* where attempt cgroups go, or NULL */
-    struct ddp_standby_pool *standbys; /* warm restart: workers start in these when one fits (standby.h), or NULL;
-                                          set with ddp_runner_set_standbys */
     struct ddp_runner_ops ops;
     void *arg;
 };
@@ -111,9 +109,20 @@ struct ddp_output *ddp_runner_output(struct ddp_runner *rn);
 int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
                      struct ddp_err *err);
 
-/* Warm restart: from now on, a worker starts in a standby interpreter of pool when one fits (NULL: never). */
-struct ddp_standby_pool;
-void ddp_runner_set_standbys(struct ddp_runner *rn, struct ddp_standby_pool *pool);
+/* A process already running that a worker may take in place of a fresh one (warm restart: standby.h): its
+ * shim's process handle (running; the runner sets its data and exit callback and closes it), the read ends of
+ * its stdout, stderr and report pipes, the shim's and the program's pids. */
+struct ddp_runner_adopted {
+    struct ddp_runner_io *io;
+    int out_fd, err_fd, rep_fd;
+    int shim_pid, py_pid;
+};
+/* Offers worker w (of the attempt whose cgroup is cgroup, or NULL) such a process: 0 with *t, or -1 (why in
+ * why[0..whylen)): w starts fresh. */
+typedef int (*ddp_runner_adopt_fn)(void *arg, const struct ddp_worker *w, const char *cgroup,
+                                   struct ddp_runner_adopted *t, char *why, size_t whylen);
+/* From now on, each worker is first offered to adopt(arg, ...) (NULL: never). */
+void ddp_runner_set_adopt(struct ddp_runner *rn, ddp_runner_adopt_fn adopt, void *arg);
 
 /* The current attempt, or NULL. */
 struct ddp_runner_attempt *ddp_runner_current(const struct ddp_runner *rn);

@@ -16,7 +16,7 @@
 #include "host/cgroup.h"
 #include "run/runner_internal.h"
 #include "run/shim.h"
-#include "standby_py.h" /* generated from run/standby.py (Makefile): standby_py[], standby_py_len */
+#include <standby_py.h> /* generated from run/standby.py (Makefile): standby_py[], standby_py_len */
 
 #define BOOT "exec(__import__('os').read(4, 1 << 20))"
 
@@ -493,9 +493,10 @@ static const char *unfit(const struct standby *sb, const struct ddp_worker *w, i
     return NULL;
 }
 
-int ddp_standby_take(struct ddp_standby_pool *p, const struct ddp_worker *w, const char *cgroup,
-                     struct ddp_standby_taken *t, char *why, size_t whylen)
+int ddp_standby_take(void *pool, const struct ddp_worker *w, const char *cgroup, struct ddp_runner_adopted *t,
+                     char *why, size_t whylen)
 {
+    struct ddp_standby_pool *p = pool;
     struct standby *sb = find(p, w->local_rank);
     bool module;
     int at = ddp_standby_split(&w->argv, &module);
@@ -540,12 +541,12 @@ int ddp_standby_take(struct ddp_standby_pool *p, const struct ddp_worker *w, con
         return -1;
     }
     close_fd(&sb->ctl_fd);
-    *t = (struct ddp_standby_taken){.io = sb->io,
-                                    .out_fd = sb->out_fd,
-                                    .err_fd = sb->err_fd,
-                                    .rep_fd = sb->rep_fd,
-                                    .shim_pid = sb->shim_pid,
-                                    .py_pid = sb->py_pid};
+    *t = (struct ddp_runner_adopted){.io = sb->io,
+                                     .out_fd = sb->out_fd,
+                                     .err_fd = sb->err_fd,
+                                     .rep_fd = sb->rep_fd,
+                                     .shim_pid = sb->shim_pid,
+                                     .py_pid = sb->py_pid};
     /* the process handle is the worker's now: the runner closes it; sb is freed here */
     unlink_sb(sb);
     sb->io = NULL;

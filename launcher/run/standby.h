@@ -14,6 +14,7 @@
 
 #include "base/util.h"
 #include "run/plan.h"
+#include "run/runner.h"
 
 struct ddp_runner;
 struct ddp_runner_io;
@@ -63,20 +64,13 @@ struct ddp_standby_pool *ddp_standby_new(const struct ddp_standby_config *cfg);
  * their expected total (said once). Standbys of local ranks a has not are ended. */
 void ddp_standby_fill(struct ddp_standby_pool *p, const struct ddp_attempt *a);
 
-/* What a taken standby gives the worker: its shim's process handle and pipes (the runner opens them), its
- * program's pid. */
-struct ddp_standby_taken {
-    struct ddp_runner_io *io; /* io->proc is running, spawned with the shim; the caller sets data and exit_cb */
-    int out_fd, err_fd, rep_fd;
-    int shim_pid, py_pid;
-};
-
-/* For worker w of the attempt whose cgroup is cgroup (or NULL): a standby of w's local rank that is ready and
- * fits (same interpreter and options, binding and terminal), moved into that cgroup and sent "go". 0 with *t
- * (the caller owns what it holds), or -1: start w fresh (a standby that was there but did not fit, was not ready
- * or could not be sent "go" is ended; why is said at debug level, into *why when not NULL). */
-int ddp_standby_take(struct ddp_standby_pool *p, const struct ddp_worker *w, const char *cgroup,
-                     struct ddp_standby_taken *t, char *why, size_t whylen);
+/* ddp_runner_adopt_fn for the runner (arg: the pool): for worker w of the attempt whose cgroup is cgroup (or
+ * NULL), a standby of w's local rank that is ready and fits (same interpreter and options, binding and
+ * terminal), moved into that cgroup and sent "go". 0 with *t (the runner owns what it holds), or -1: start w
+ * fresh (a standby that was there but did not fit, was not ready or could not be sent "go" is ended; why is in
+ * why[0..whylen)). */
+int ddp_standby_take(void *pool, const struct ddp_worker *w, const char *cgroup, struct ddp_runner_adopted *t,
+                     char *why, size_t whylen);
 
 /* End every standby (ddp_shim_kill) and close the pool's handles. */
 void ddp_standby_close(struct ddp_standby_pool *p);
