@@ -256,7 +256,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     ddp_records_attempt_begin(s->rec, r);
     ddp_watch_attempt_start(s->watch, r);
     say_warm(r);
-    if (s->standbys) /* the next attempt's interpreters, while this one runs */
+    if (s->standbys && r->plan.attempt < s->spec->max_restarts) /* the next attempt's, while this one runs */
         ddp_standby_fill(s->standbys, &r->plan);
     return 0;
 }

@@ -104,7 +104,7 @@ def _ddplaunch_standby(main0):
         sys.path[0] = os.getcwd()
         run = (runpy._run_module_as_main, (target, True))
     else:
-        full = os.path.abspath(target)
+        full = target if target.startswith("/") else os.getcwd() + "/" + target  # as python's own (not normalised)
         sys.argv[:] = [target] + args
         sys.path[0] = os.path.dirname(os.path.realpath(target))
         main["__file__"] = full
