@@ -133,6 +133,25 @@ void ddp_standby_message(const struct ddp_worker *w, int at, bool module, const 
     ddp_buf_free(&b);
 }
 
+void ddp_standby_print_plan(FILE *f, const struct ddp_spec *s, const struct ddp_attempt *a)
+{
+    size_t n = 0;
+    bool module;
+    if (s->restart_warm == DDP_NO)
+        return;
+    for (size_t i = 0; i < a->nworkers; i++)
+        n += ddp_standby_split(&a->workers[i].argv, &module) >= 0;
+    if (s->max_restarts == 0 || n == 0) {
+        fprintf(f, "Warm restart: none (%s)\n", s->max_restarts == 0 ? "no restarts allowed" : "not a Python program");
+        return;
+    }
+    long long each = ddp_standby_estimate_mib(&s->restart_preload);
+    fprintf(f,
+            "Warm restart: %zu standby interpreter%s (one per local rank), about %lld MiB in all (%lld MiB each, "
+            "expected); not started when MemAvailable is below %lld MiB\n",
+            n, n == 1 ? "" : "s", (long long)n * each, each, 2 * (long long)n * each);
+}
+
 /* ---------------------------------------------------------------- the pool */
 
 enum sb_state { SB_STARTING, SB_READY, SB_GONE };

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <uv.h>
 
 #include "base/util.h"
@@ -39,6 +40,10 @@ bool ddp_standby_env_dropped(const char *name);
 /* The memory a standby is expected to take before one was measured: 256 MiB when preload names torch (torch
  * 1.13's import takes 234 MiB of RSS), else 32 MiB. */
 long long ddp_standby_estimate_mib(const struct ddp_strv *preload);
+
+/* For `ddplaunch plan` (text): one line saying how many standby interpreters the job would keep and their
+ * expected memory, or why none; nothing when [restart] warm = no. */
+void ddp_standby_print_plan(FILE *f, const struct ddp_spec *s, const struct ddp_attempt *a);
 
 /* The "go" message for worker w whose program starts at argv index at (ddp_standby_split): see standby.py.
  * site: the launcher's sitecustomize.py, or NULL. cwd: the directory the worker runs in. Appends to out. */
