@@ -60,7 +60,7 @@ DEPS_PACKAGE := debhelper dpkg-dev fakeroot lintian python3-build python3-setupt
               python3-venv python3-pip man-db binutils
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
-.PHONY: all test unit integration test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
+.PHONY: all test unit integration integration-warm test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
         clean lint-man static deps-build-check deb wheel format format-check
 
 all: $(BUILD)/ddplaunch
@@ -177,6 +177,14 @@ unit: $(BUILD)/ddplaunch $(UNIT_BINS)
 
 integration: $(BUILD)/ddplaunch $(HELP_BINS)
 	@DDP_BUILD=$(CURDIR)/$(BUILD) DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh
+
+# The restart, signal, output and torchrun-compatibility tests again, every job with warm restart on (DDP_WARM=1:
+# lib.sh sets [restart] warm = yes; ddplaunch(1) WARM RESTART). About 80 s on a 2-CPU VM.
+WARM_TESTS := 21-output 22-failure-restart 23-signals 24-kill9 31-torchrun-compare 36-torchrun-dropin \
+              60-gloo-timeout-downsize
+integration-warm: $(BUILD)/ddplaunch $(HELP_BINS)
+	@fail=0; for t in $(WARM_TESTS); do DDP_WARM=1 DDP_TESTS=$$t DDP_BUILD=$(CURDIR)/$(BUILD) \
+	    DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh || fail=1; done; exit $$fail
 
 # The integration tests while every CPU is kept busy by stress-ng (as on a shared build host): a test that
 # passes only on an idle machine is a flake. LOAD_CPUS=N busy workers (default: one per CPU).

@@ -203,7 +203,7 @@ static void standbys_open(struct sup *s)
         return;
     if (sp->max_restarts == 0) {
         if (sp->restart_warm == DDP_YES)
-            ddp_info("warm restart: no standby interpreters: no restarts allowed ([restart] max_restarts = 0)");
+            ddp_debug("warm restart: no standby interpreters: no restarts allowed ([restart] max_restarts = 0)");
         return;
     }
     if (s->ctx->sample_pydir)
