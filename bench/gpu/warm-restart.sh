@@ -14,4 +14,4 @@ cat "$OUT/import.txt"
 ( cd "$D" && timeout 150 "$DDP" -v --nproc-per-node 3 --max-restarts 1 --warm-restart --set restart.backoff=0 \
     --set timeout.stall=8s --set timeout.heartbeat=file "$PWD/../bench/gpu/warm_hang.py" ) > "$OUT/hang.txt" 2>&1
 echo "hang restart: exit $?"; grep -E "warm|standby|attempt 1|done|timeout|stall" "$OUT/hang.txt" | tail -15
-timeout 420 python3 bench/gpu/warm_restart.py "$D" "$DDP" "$OUT/tutorial.jsonl" "${RUNS:-3}"
+timeout ${TUT_TIMEOUT:-280} python3 bench/gpu/warm_restart.py "$D" "$DDP" "$OUT/tutorial.jsonl" "${RUNS:-3}"

@@ -717,6 +717,9 @@ static int adopt(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_
     uv_pipe_open(&k->io->out, t.out_fd);
     uv_pipe_open(&k->io->err, t.err_fd);
     uv_pipe_open(&k->io->rep, t.rep_fd);
+    for (int j = 0; j < 2; j++) /* a pseudo-terminal made earlier: the console's size now */
+        if (k->w->tty[j])
+            (void)ddp_pty_resize(j ? t.err_fd : t.out_fd, j ? STDERR_FILENO : STDOUT_FILENO);
     k->start_ms = ddp_now_ms();
     step(k, DDP_WE_SPAWNED, 0);
     k->pid = t.py_pid;
