@@ -15,6 +15,7 @@ PKG_CONFIG ?= pkg-config
 SANITIZE   ?=
 
 comma      := ,
+PERCENT    := %
 ifeq ($(SANITIZE),)
 BUILD      ?= build
 SANFLAGS   :=
@@ -60,13 +61,30 @@ DEPS_PACKAGE := debhelper dpkg-dev fakeroot lintian python3-build python3-setupt
               python3-venv python3-pip man-db binutils
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
-.PHONY: all test unit integration integration-warm test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
+.SECONDEXPANSION:
+.PHONY: print-layers all test unit integration integration-warm test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
         clean lint-man static deps-build-check deb wheel format format-check
 
 all: $(BUILD)/ddplaunch
 
-$(BUILD)/ddplaunch: $(OBJS)
-	$(CC) $(DDP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS)
+# Each folder of launcher/ is its own archive, linked highest layer first in the order of launcher/deps.rules
+# (driver ... base): the linker reads an archive once, so a call from a lower folder to a higher one (base calling
+# the driver) fails to link, as an include of its header fails deps-check. Inside a folder, calls are free.
+LAYERS     := $(shell awk -F: '/^[a-z]+:/ { print $$1 }' launcher/deps.rules)
+LINK_ORDER := $(shell printf '%s\n' $(LAYERS) | tac)
+LAYER_LIBS := $(LINK_ORDER:%=$(BUILD)/layers/lib%.a)
+
+$(BUILD)/layers/lib%.a: $$(filter $(BUILD)/obj/%/$$(PERCENT).o,$(LIB_OBJS))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/ddplaunch: $(BUILD)/obj/driver/main.o $(LAYER_LIBS)
+	$(CC) $(DDP_LDFLAGS) $(LDFLAGS) -o $@ $(BUILD)/obj/driver/main.o $(LAYER_LIBS) $(DEP_LIBS) $(LDLIBS)
+
+# The archives in link order, for tests/integration/17-module-graph.sh (a planted upward call must not link).
+print-layers:
+	@echo $(LAYER_LIBS)
 
 $(BUILD)/libddp.a: $(LIB_OBJS)
 	rm -f $@

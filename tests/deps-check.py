@@ -1,11 +1,20 @@
 #!/usr/bin/env python3
 """The include rule of launcher/ (launcher/deps.rules): every include of a launcher header names its folder
 ("run/runner.h"), goes to the folder itself or to one the rules allow, never to another folder's X_internal.h,
-and the modules include each other without a cycle. Usage: deps-check.py LAUNCHER_DIR. Exit 0: holds; 1: each
-violation on its own line (file:line: what)."""
-import glob, os, re, sys
+and the modules include each other without a cycle. With --objects OBJ_DIR (a build's obj/, one FOLDER/MODULE.o
+per source) the same rule holds for calls: every symbol a module's object uses from another module (nm) is a call
+or data edge, allowed only downward or inside a folder, and the modules call each other without a cycle.
+Usage: deps-check.py LAUNCHER_DIR [--objects OBJ_DIR]. Exit 0: holds; 1: each violation on its own line.
+The linker holds the layers too (Makefile: one archive per folder, linked highest first); this names the edge."""
+import glob, os, re, subprocess, sys
 
-root = sys.argv[1] if len(sys.argv) > 1 else "launcher"
+args = sys.argv[1:]
+objdir = None
+if "--objects" in args:
+    i = args.index("--objects")
+    objdir = args[i + 1]
+    del args[i:i + 2]
+root = args[0] if args else "launcher"
 bad = []
 allowed = {}
 for n, line in enumerate(open(os.path.join(root, "deps.rules")), 1):
@@ -56,26 +65,58 @@ for path in sorted(glob.glob(os.path.join(root, "*", "*.[ch]"))):
         if dep != mod:
             deps.add(dep)
 
-state, stack = {}, []
-def visit(m):
-    state[m] = 1
-    stack.append(m)
-    for d in sorted(mods.get(m, ())):
-        if state.get(d) == 1:
-            bad.append("cycle: " + " -> ".join(stack[stack.index(d):] + [d]))
-        elif d in mods and not state.get(d):
-            visit(d)
-    stack.pop()
-    state[m] = 2
-for m in sorted(mods):
-    if not state.get(m):
-        visit(m)
+def cycles(graph, kind):
+    state, stack = {}, []
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == 1:
+                bad.append(kind + ": " + " -> ".join(stack[stack.index(d):] + [d]))
+            elif d in graph and not state.get(d):
+                visit(d)
+        stack.pop()
+        state[m] = 2
+    for m in sorted(graph):
+        if not state.get(m):
+            visit(m)
+cycles(mods, "cycle")
+
+calls = {}  # "folder/module" -> set of modules whose symbols it uses
+if objdir is not None:
+    defined, used = {}, {}
+    for path in sorted(glob.glob(os.path.join(objdir, "*", "*.o"))):
+        mod = os.path.splitext(os.path.relpath(path, objdir))[0]
+        out = subprocess.run(["nm", "-P", path], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) < 2:
+                continue
+            if f[1] == "U":
+                used.setdefault(mod, set()).add(f[0])
+            elif f[1] in "TDBRCVW":
+                defined[f[0]] = mod
+    if len(used) < 20:
+        bad.append("only %d objects found under %s" % (len(used), objdir))
+    for mod, syms in sorted(used.items()):
+        calls.setdefault(mod, set())
+        folder = mod.split("/")[0]
+        for sym in sorted(syms):
+            to = defined.get(sym)
+            if not to or to == mod:
+                continue
+            calls[mod].add(to)
+            tf = to.split("/")[0]
+            if tf != folder and tf not in allowed.get(folder, set()):
+                bad.append("%s.o uses %s of %s.o: %s may not call %s (deps.rules)" % (mod, sym, to, folder, tf))
+    cycles(calls, "call cycle")
 
 if len(mods) < 20:
     bad.append("only %d modules found under %s" % (len(mods), root))
 for b in bad:
     print(b)
 if not bad:
-    print("%d folders, %d modules, %d include edges: the rules hold, no cycle"
-          % (len(folders), len(mods), sum(len(v) for v in mods.values())))
+    print("%d folders, %d modules, %d include edges%s: the rules hold, no cycle"
+          % (len(folders), len(mods), sum(len(v) for v in mods.values()),
+             ", %d call edges" % sum(len(v) for v in calls.values()) if objdir else ""))
 sys.exit(1 if bad else 0)

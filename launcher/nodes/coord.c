@@ -1,5 +1,6 @@
-/* coord: authenticated TCP control channel between node agents: connections, frames in and out, the public calls.
- * See coord.h (behaviour) and frame.h (wire); the handshake is coord_join.c, liveness coord_live.c. */
+/* coord: authenticated TCP control channel between node agents: frames in, connecting and listening, the public
+ * calls. See coord.h (behaviour) and frame.h (wire). The files below it: the handshake coord_join.c, liveness
+ * coord_live.c, and a connection's own calls (send, close, lost) coord_conn.c; none of them calls back up here. */
 #include "nodes/coord.h"
 
 #include <arpa/inet.h>
@@ -17,178 +18,6 @@
 
 #include "base/crypto.h"
 #include "nodes/coord_internal.h"
-
-#define WARN_WINDOW_MS 10000
-#define WARN_PER_WINDOW 3
-
-struct write_req {
-    uv_write_t req;
-    uv_buf_t buf;
-};
-
-/* Warnings caused by peers (which a hostile peer can cause at will): a few per window, then a count. */
-void ddp_coord_peer_warn(struct ddp_coord *c, const char *fmt, ...)
-{
-    unsigned dropped = 0;
-    if (!ddp_ratelimit_allow(&c->warn_limit, ddp_now_ms(), WARN_PER_WINDOW, WARN_WINDOW_MS, &dropped))
-        return;
-    char msg[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (dropped)
-        ddp_warn("coord: %s (%u more such warnings were suppressed)", msg, dropped);
-    else
-        ddp_warn("coord: %s", msg);
-}
-
-static void maybe_free(struct ddp_coord *c)
-{
-    if (!c->closing || c->handles > 0)
-        return;
-    void (*done)(void *) = c->done;
-    void *done_data = c->done_data;
-    ddp_crypto_wipe(c->secret, strlen(c->secret));
-    free(c->addr);
-    free(c->secret);
-    free(c->job);
-    free(c->host);
-    free(c->by_node);
-    free(c);
-    if (done)
-        done(done_data);
-}
-
-static void on_handle_closed(uv_handle_t *h)
-{
-    struct ddp_coord *c = h->data;
-    c->handles--;
-    maybe_free(c);
-}
-
-static void on_conn_closed(uv_handle_t *h)
-{
-    struct ddp_coord_conn *k = h->data;
-    struct ddp_coord *c = k->c;
-    struct ddp_coord_conn **pp = &c->conns;
-    while (*pp && *pp != k)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = k->next;
-    ddp_crypto_wipe(k->key, sizeof k->key);
-    free(k->in);
-    free(k);
-    c->handles--;
-    maybe_free(c);
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status)
-{
-    (void)status;
-    uv_handle_t *h = (uv_handle_t *)req->handle;
-    free(req);
-    uv_close(h, on_conn_closed);
-}
-
-void ddp_coord_conn_close(struct ddp_coord_conn *k, bool flush)
-{
-    if (k->closing)
-        return;
-    k->closing = true;
-    if (k->c->by_node && k->node >= 0 && k->node < k->c->cfg.nnodes && k->c->by_node[k->node] == k)
-        k->c->by_node[k->node] = NULL;
-    uv_read_stop((uv_stream_t *)&k->tcp);
-    if (flush && k->connected) {
-        uv_shutdown_t *req = ddp_xmalloc(sizeof *req);
-        if (uv_shutdown(req, (uv_stream_t *)&k->tcp, on_shutdown) == 0)
-            return;
-        free(req);
-    }
-    uv_close((uv_handle_t *)&k->tcp, on_conn_closed);
-}
-
-static void on_write(uv_write_t *req, int status)
-{
-    (void)status; /* a broken connection shows up on the read side */
-    struct write_req *w = (struct write_req *)req;
-    free(w->buf.base);
-    free(w);
-}
-
-void ddp_coord_conn_send(struct ddp_coord_conn *k, const char *text)
-{
-    if (k->closing || !k->connected)
-        return;
-    bool mac = k->state == DDP_COORD_AUTHED;
-    size_t cap = 4 + DDP_FRAME_MAX_BODY;
-    uint8_t *buf = ddp_xmalloc(cap);
-    size_t n = ddp_frame_seal(mac ? k->key : NULL, k->c->server ? 'S' : 'C', k->seq_out, text, buf, cap);
-    if (n == 0) {
-        free(buf);
-        return;
-    }
-    if (mac)
-        k->seq_out++;
-    struct write_req *w = ddp_xmalloc(sizeof *w);
-    w->buf = uv_buf_init((char *)buf, (unsigned)n);
-    if (uv_write(&w->req, (uv_stream_t *)&k->tcp, &w->buf, 1, on_write) != 0) {
-        free(buf);
-        free(w);
-    }
-}
-
-void ddp_coord_emit(struct ddp_coord *c, struct ddp_coord_event *ev)
-{
-    if (c->closing || c->dead)
-        return;
-    if (!ev->reason)
-        ev->reason = "";
-    if (!ev->host)
-        ev->host = "";
-    if (!c->server && (ev->kind == DDP_COORD_LOST || ev->kind == DDP_COORD_EXIT))
-        c->dead = true;
-    c->cb(c, ev, c->data);
-}
-
-struct ddp_coord_conn *ddp_coord_node_conn(const struct ddp_coord *c, int node)
-{
-    if (c->by_node) /* server: O(1), so that joining stays linear in the node count */
-        return node >= 0 && node < c->cfg.nnodes ? c->by_node[node] : NULL;
-    for (struct ddp_coord_conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state == DDP_COORD_AUTHED && k->node == node)
-            return k;
-    return NULL;
-}
-
-void ddp_coord_conn_lost(struct ddp_coord_conn *k, const char *why)
-{
-    struct ddp_coord *c = k->c;
-    bool authed = k->state == DDP_COORD_AUTHED;
-    int node = k->node;
-    ddp_coord_conn_close(k, false);
-    if (c->closing || c->dead)
-        return;
-    if (c->server) {
-        if (authed) {
-            struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = node, .reason = why};
-            ddp_coord_emit(c, &ev);
-        } else {
-            ddp_debug("coord: connection from %s ended before it joined: %s", k->peer, why);
-        }
-        return;
-    }
-    if (authed) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "lost node 0 at %s:%d: %s", c->addr, c->cfg.port, why);
-        struct ddp_coord_event ev = {.kind = DDP_COORD_LOST, .node = 0, .reason = msg};
-        ddp_coord_emit(c, &ev);
-        return;
-    }
-    /* Not joined yet: try again until the join deadline. */
-    snprintf(c->last_error, sizeof c->last_error, "%s", why);
-    c->next_retry_ms = ddp_now_ms() + DDP_COORD_RETRY_MS;
-}
 
 /* One frame body from k. */
 static void on_frame(struct ddp_coord_conn *k, const uint8_t *body, size_t len)
@@ -378,7 +207,8 @@ static void on_connect(uv_connect_t *req, int status)
     uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
 }
 
-void ddp_coord_client_connect(struct ddp_coord *c)
+/* Other nodes: one more attempt to reach node 0. */
+static void client_connect(struct ddp_coord *c)
 {
     struct ddp_coord_conn *k = conn_new(c);
     k->state = DDP_COORD_HELLO_WAIT;
@@ -386,6 +216,14 @@ void ddp_coord_client_connect(struct ddp_coord *c)
     int rc = uv_tcp_connect(&k->connect_req, &k->tcp, (struct sockaddr *)&c->target, on_connect);
     if (rc < 0)
         ddp_coord_conn_lost(k, uv_strerror(rc));
+}
+
+/* The timer: liveness (coord_live.c), then, on a node that has not joined yet, the next attempt when it is due. */
+static void on_tick(uv_timer_t *t)
+{
+    struct ddp_coord *c = t->data;
+    if (ddp_coord_live_tick(c))
+        client_connect(c);
 }
 
 static int resolve(const char *host, int port, bool passive, struct sockaddr_storage *out, socklen_t *outlen,
@@ -531,8 +369,8 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
             ddp_errf(err, rc, "coord: cannot listen on %s:%d: %s", *c->addr ? c->addr : "*", cfg->port,
                      uv_strerror(rc));
             c->closing = true;
-            uv_close((uv_handle_t *)&c->listener, on_handle_closed);
-            uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+            uv_close((uv_handle_t *)&c->listener, ddp_coord_handle_closed);
+            uv_close((uv_handle_t *)&c->timer, ddp_coord_handle_closed);
             return rc;
         }
         struct sockaddr_storage ss;
@@ -543,20 +381,20 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
         c->tick_ms = c->cfg.heartbeat_ms < c->cfg.handshake_ms ? c->cfg.heartbeat_ms : c->cfg.handshake_ms;
         if (c->tick_ms > 250)
             c->tick_ms = 250;
-        uv_timer_start(&c->timer, ddp_coord_live_tick, (uint64_t)c->tick_ms, (uint64_t)c->tick_ms);
+        uv_timer_start(&c->timer, on_tick, (uint64_t)c->tick_ms, (uint64_t)c->tick_ms);
     } else {
         socklen_t len;
         rc = resolve(c->addr, cfg->port, false, &c->target, &len, NULL, err);
         if (rc < 0) {
             c->closing = true;
-            uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+            uv_close((uv_handle_t *)&c->timer, ddp_coord_handle_closed);
             return rc;
         }
         c->port = cfg->port;
         c->join_deadline_ms = ddp_now_ms() + c->cfg.join_timeout_ms;
         c->tick_ms = c->cfg.heartbeat_ms < 100 ? c->cfg.heartbeat_ms : 100;
-        uv_timer_start(&c->timer, ddp_coord_live_tick, (uint64_t)c->tick_ms, (uint64_t)c->tick_ms);
-        ddp_coord_client_connect(c);
+        uv_timer_start(&c->timer, on_tick, (uint64_t)c->tick_ms, (uint64_t)c->tick_ms);
+        client_connect(c);
     }
     *out = c;
     return 0;
@@ -694,7 +532,7 @@ void ddp_coord_close(struct ddp_coord *c, void (*done)(void *data), void *data)
     for (struct ddp_coord_conn *k = c->conns; k; k = k->next)
         ddp_coord_conn_close(k, true);
     uv_timer_stop(&c->timer);
-    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, ddp_coord_handle_closed);
     if (c->server)
-        uv_close((uv_handle_t *)&c->listener, on_handle_closed);
+        uv_close((uv_handle_t *)&c->listener, ddp_coord_handle_closed);
 }

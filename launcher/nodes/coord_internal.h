@@ -1,5 +1,6 @@
-/* coord_internal: the control channel's state, shared by its files only: connections and the public calls
- * (coord.c), the handshake and who may join (coord_join.c), liveness (coord_live.c). Everything else uses coord.h. */
+/* coord_internal: the control channel's state, shared by its files only, lowest first: a connection's own calls
+ * (coord_conn.c), liveness (coord_live.c), the handshake and who may join (coord_join.c), frames in and the public
+ * calls (coord.c). A file calls only the ones before it. Everything else uses coord.h. */
 #ifndef DDP_COORD_INTERNAL_H
 #define DDP_COORD_INTERNAL_H
 
@@ -59,10 +60,11 @@ struct ddp_coord {
     int port;
     long long join_deadline_ms, next_retry_ms;
     char last_error[200];
+    bool connect_due;                /* set by coord_live.c's tick: another attempt to reach node 0 is due */
     struct ddp_ratelimit warn_limit; /* warnings about peers that did not join */
 };
 
-/* coord.c: connections */
+/* coord_conn.c: a connection's own calls */
 void ddp_coord_peer_warn(struct ddp_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ddp_coord_emit(struct ddp_coord *c, struct ddp_coord_event *ev);
 struct ddp_coord_conn *ddp_coord_node_conn(const struct ddp_coord *c, int node);
@@ -72,8 +74,8 @@ void ddp_coord_conn_close(struct ddp_coord_conn *k, bool flush);
 void ddp_coord_conn_send(struct ddp_coord_conn *k, const char *text);
 /* The peer left or broke the protocol: close, and tell the caller when it matters. */
 void ddp_coord_conn_lost(struct ddp_coord_conn *k, const char *why);
-/* Other nodes: one more attempt to reach node 0. */
-void ddp_coord_client_connect(struct ddp_coord *c);
+/* Close callback of the channel's own handles (listener, timer): frees it once the last one closed. */
+void ddp_coord_handle_closed(uv_handle_t *h);
 
 /* coord_join.c: the handshake (k's state says which step), and room for one more connection in its handshake */
 void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_msg *m);
@@ -86,6 +88,7 @@ void ddp_coord_live_heard(struct ddp_coord_conn *k, const struct ddp_frame_msg *
 /* A node that joined: tick at most once a second from now on (heartbeat_ms / 5), not ten times, so that a
  * thousand idle agents on one host do not keep its CPUs awake. */
 void ddp_coord_live_joined(struct ddp_coord *c);
-void ddp_coord_live_tick(uv_timer_t *t);
+/* The timer's tick; true when another attempt to reach node 0 is due (coord.c makes it). */
+bool ddp_coord_live_tick(struct ddp_coord *c);
 
 #endif

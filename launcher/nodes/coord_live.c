@@ -125,7 +125,7 @@ static void client_tick(struct ddp_coord *c, long long now, long long dt)
         return;
     }
     if (now >= c->next_retry_ms)
-        ddp_coord_client_connect(c);
+        c->connect_due = true;
 }
 
 void ddp_coord_live_joined(struct ddp_coord *c)
@@ -136,18 +136,20 @@ void ddp_coord_live_joined(struct ddp_coord *c)
     if (t <= c->tick_ms || c->closing)
         return;
     c->tick_ms = t;
-    uv_timer_start(&c->timer, ddp_coord_live_tick, (uint64_t)t, (uint64_t)t);
+    uv_timer_set_repeat(&c->timer, (uint64_t)t); /* the callback stays coord.c's */
+    uv_timer_again(&c->timer);
 }
 
-void ddp_coord_live_tick(uv_timer_t *t)
+bool ddp_coord_live_tick(struct ddp_coord *c)
 {
-    struct ddp_coord *c = t->data;
     long long now = ddp_now_ms();
     long long dt = answer_time(c, now);
     if (c->closing)
-        return;
+        return false;
+    c->connect_due = false;
     if (c->server)
         server_tick(c, now, dt);
     else if (!c->dead)
         client_tick(c, now, dt);
+    return c->connect_due && !c->closing && !c->dead;
 }

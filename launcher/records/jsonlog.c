@@ -1,4 +1,4 @@
-/* record: see jsonlog.h. */
+/* jsonlog: see jsonlog.h. */
 #include "records/jsonlog.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* record: the run's machine-readable record in log_dir: events.jsonl (one JSON object per line, appended as
+/* jsonlog: the run's machine-readable record in log_dir: events.jsonl (one JSON object per line, appended as
  * things happen) and summary.json (written once at the end, atomically). Schema version DDP_JSONLOG_VERSION,
  * documented in ddplaunch(1), RUN RECORDS. It does not decide what to record: supervise.c calls it. */
 #ifndef DDP_JSONLOG_H

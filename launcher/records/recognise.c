@@ -1,4 +1,4 @@
-/* classify: failure classes (class.h) recognised from exit statuses and output lines.
+/* recognise: failure classes (class.h) recognised from exit statuses and output lines.
  * The literals below were collected from torch 1.13.1 (Debian python3-torch, libtorch_cpu, libgloo), from real
  * gloo runs on this machine (tests/fixtures/logs/torch113-*), and from torch 2.x logs quoted in public issues
  * (tests/fixtures/logs/torch2x-*, sources in tests/fixtures/logs/SOURCES). */

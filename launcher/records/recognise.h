@@ -1,4 +1,4 @@
-/* classify: recognises the way an attempt ended (a failure class, class.h) from an exit status, or from one
+/* recognise: recognises the way an attempt ended (a failure class, class.h) from an exit status, or from one
  * recognised line of a worker's output. Pure: it does not read files, watch processes or decide policy. */
 #ifndef DDP_RECOGNISE_H
 #define DDP_RECOGNISE_H

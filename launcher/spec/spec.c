@@ -207,7 +207,7 @@ void ddp_spec_init(struct ddp_spec *spec)
         if (!ddp_spec_keys[i].def)
             continue;
         struct ddp_err err;
-        if (ddp_spec_parse_value(spec, i, ddp_spec_keys[i].def, &err) < 0) {
+        if (ddp_spec_parse_value(spec, &ddp_spec_keys[i], ddp_spec_keys[i].def, &err) < 0) {
             fprintf(stderr, "ddplaunch: internal: bad default for %s.%s: %s\n", ddp_spec_keys[i].section,
                     ddp_spec_keys[i].name, err.msg);
             abort();
@@ -215,12 +215,17 @@ void ddp_spec_init(struct ddp_spec *spec)
     }
 }
 
+char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
+{
+    return ddp_spec_format_key(spec, &ddp_spec_keys[i]);
+}
+
 void ddp_spec_free(struct ddp_spec *spec)
 {
     if (!spec->origin)
         return;
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
-        ddp_spec_free_value(spec, i);
+        ddp_spec_free_value(spec, &ddp_spec_keys[i]);
         free(spec->set_file[i]);
     }
     ddp_kvlist_free(&spec->nccl);
@@ -307,7 +312,7 @@ int ddp_spec_set_key(struct ddp_spec *spec, const char *section, const char *key
     if (file && spec->origin[i] == origin && spec->set_file[i] && strcmp(spec->set_file[i], file) == 0)
         return ddp_errf(err, -EINVAL, "%s: duplicate key '%s' in [%s] (first set at line %d)", where, key, section,
                         spec->set_line[i]);
-    if (ddp_spec_parse_value(spec, (size_t)i, value, &e) < 0)
+    if (ddp_spec_parse_value(spec, &ddp_spec_keys[i], value, &e) < 0)
         return ddp_errf(err, e.code, "%s: %s.%s: %s", where, section, key, e.msg);
     spec->origin[i] = origin;
     free(spec->set_file[i]);

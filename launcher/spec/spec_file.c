@@ -132,7 +132,7 @@ static int handler(void *user, const char *section, const char *name, const char
         char *prev = ddp_spec_format(c->spec, (size_t)i);
         char *joined = ddp_xasprintf("%s %s", prev, value);
         free(prev);
-        int rc = ddp_spec_parse_value(c->spec, (size_t)i, joined, c->err);
+        int rc = ddp_spec_parse_value(c->spec, &ddp_spec_keys[i], joined, c->err);
         free(joined);
         if (rc < 0) {
             char msg[sizeof c->err->msg];

@@ -12,12 +12,18 @@
 /* Whether s names a section of the key table ("job", ..., "nccl", "env"). */
 bool ddp_spec_is_section(const char *s);
 
-/* Free key i's value in spec and leave the field empty (NULL string, empty list). */
-void ddp_spec_free_value(struct ddp_spec *spec, size_t i);
+/* spec_value.c works on one row k of the key table (an element of ddp_spec_keys) and never reads the table
+ * itself: the table is spec.c's, which calls down into spec_value.c (tests/deps-check.py: no call cycle). */
 
-/* Parse v into key i's field, replacing its value. 0, or a negative errno with err->msg saying only what was
+/* Free key k's value in spec and leave the field empty (NULL string, empty list). */
+void ddp_spec_free_value(struct ddp_spec *spec, const struct ddp_key *k);
+
+/* Parse v into key k's field, replacing its value. 0, or a negative errno with err->msg saying only what was
  * expected ("expected a number, gpu, cpu or auto, got 'x'"): the caller adds where. */
-int ddp_spec_parse_value(struct ddp_spec *spec, size_t i, const char *v, struct ddp_err *err);
+int ddp_spec_parse_value(struct ddp_spec *spec, const struct ddp_key *k, const char *v, struct ddp_err *err);
+
+/* Key k's value, formatted as it would be written in a file (ddp_spec_format's work). Caller owns; free(). */
+char *ddp_spec_format_key(const struct ddp_spec *spec, const struct ddp_key *k);
 
 /* Set section.key to value at origin (ddp_spec_set's work). file/line locate it for messages and duplicate
  * detection (file NULL: where names the source, as "--set" or a variable). 0 or a negative errno, err->msg

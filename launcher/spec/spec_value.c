@@ -12,20 +12,20 @@
 
 /* ---- values ---- */
 
-static void *field(struct ddp_spec *spec, size_t i)
+static void *field(struct ddp_spec *spec, const struct ddp_key *k)
 {
-    return (char *)spec + ddp_spec_keys[i].offset;
+    return (char *)spec + k->offset;
 }
 
-static const void *cfield(const struct ddp_spec *spec, size_t i)
+static const void *cfield(const struct ddp_spec *spec, const struct ddp_key *k)
 {
-    return (const char *)spec + ddp_spec_keys[i].offset;
+    return (const char *)spec + k->offset;
 }
 
-void ddp_spec_free_value(struct ddp_spec *spec, size_t i)
+void ddp_spec_free_value(struct ddp_spec *spec, const struct ddp_key *k)
 {
-    void *f = field(spec, i);
-    switch (ddp_spec_keys[i].type) {
+    void *f = field(spec, k);
+    switch (k->type) {
     case DDP_T_STR:
     case DDP_T_STD:
         free(*(char **)f);
@@ -198,10 +198,9 @@ bad:
  * purpose: one short case per value type of the key table (DDP_T_*), each parsing into the field's own C type;
  * ddp_spec_format() writes them back case for case in the same order, so a type's two directions are read side by side.
  */
-int ddp_spec_parse_value(struct ddp_spec *spec, size_t i, const char *v, struct ddp_err *err)
+int ddp_spec_parse_value(struct ddp_spec *spec, const struct ddp_key *k, const char *v, struct ddp_err *err)
 {
-    const struct ddp_key *k = &ddp_spec_keys[i];
-    void *f = field(spec, i);
+    void *f = field(spec, k);
     long long n;
     int rc;
 
@@ -209,14 +208,14 @@ int ddp_spec_parse_value(struct ddp_spec *spec, size_t i, const char *v, struct 
     case DDP_T_STR: {
         /* "..." keeps leading and trailing spaces, which inih strips from bare values. */
         size_t len = strlen(v);
-        ddp_spec_free_value(spec, i);
+        ddp_spec_free_value(spec, k);
         *(char **)f = len >= 2 && v[0] == '"' && v[len - 1] == '"' ? ddp_xstrndup(v + 1, len - 2) : ddp_xstrdup(v);
         return 0;
     }
     case DDP_T_STD:
         if ((rc = parse_std(v, err)) < 0)
             return rc;
-        ddp_spec_free_value(spec, i);
+        ddp_spec_free_value(spec, k);
         *(char **)f = ddp_xstrdup(v);
         return 0;
     case DDP_T_INT:
@@ -358,10 +357,9 @@ int ddp_spec_parse_value(struct ddp_spec *spec, size_t i, const char *v, struct 
 }
 
 /* Over 100 lines on purpose: the mirror of ddp_spec_parse_value(), one case per value type in the same order. */
-char *ddp_spec_format(const struct ddp_spec *spec, size_t i)
+char *ddp_spec_format_key(const struct ddp_spec *spec, const struct ddp_key *k)
 {
-    const struct ddp_key *k = &ddp_spec_keys[i];
-    const void *f = cfield(spec, i);
+    const void *f = cfield(spec, k);
     struct ddp_buf b = {0};
     switch (k->type) {
     case DDP_T_STR: {

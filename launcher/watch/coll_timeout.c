@@ -1,4 +1,4 @@
-/* watchdog: see coll_timeout.h. */
+/* coll_timeout: see coll_timeout.h. */
 #include "watch/coll_timeout.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* watchdog: collective timeouts that a rank prints (NCCL's watchdog, gloo, the TCP store), a timeout source
+/* coll_timeout: collective timeouts that a rank prints (NCCL's watchdog, gloo, the TCP store), a timeout source
  * (timeout.h): a line that recognise.c recognises as one is kept as the rank's (where it waited: hang.c parses
  * it) and reported to the sink. It keeps that per worker of the current attempt; it decides nothing about what
  * follows. */

@@ -1,4 +1,4 @@
-/* filetimer: see ft_expiry.h. */
+/* ft_expiry: see ft_expiry.h. */
 #include "watch/ft_expiry.h"
 
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* filetimer: torch's FileTimer as a timeout source (timeout.h): serves TORCHELASTIC_TIMER_FILE (ft_server.c) and
+/* ft_expiry: torch's FileTimer as a timeout source (timeout.h): serves TORCHELASTIC_TIMER_FILE (ft_server.c) and
  * reports an expired timer of a worker of the current attempt (or of a process in its group) as a hang of that
  * rank; the expired client still gets its signal, as torch does. It decides nothing about what follows. */
 #ifndef DDP_FT_EXPIRY_H

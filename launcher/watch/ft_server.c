@@ -1,4 +1,4 @@
-/* timer: torch's FileTimerServer protocol (torch/distributed/elastic/timer/file_based_local_timer.py, 1.13 and
+/* ft_server: torch's FileTimerServer protocol (torch/distributed/elastic/timer/file_based_local_timer.py, 1.13 and
  * later) served from the supervisor's libuv loop. */
 #include "watch/ft_server.h"
 

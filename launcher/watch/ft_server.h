@@ -1,4 +1,4 @@
-/* timer: torch's FileTimerServer on a libuv loop. Workers using torch.distributed.elastic.timer.FileTimerClient
+/* ft_server: torch's FileTimerServer on a libuv loop. Workers using torch.distributed.elastic.timer.FileTimerClient
  * (TORCHELASTIC_TIMER_FILE) write JSON lines {"version":1,"pid":P,"scope_id":"S","expiration_time":T,"signal":N}
  * to a FIFO; a deadline that passes is reported to the caller. It does not kill anything itself: the supervisor
  * decides (it treats an expiry as a hang). */

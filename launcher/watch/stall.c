@@ -1,4 +1,4 @@
-/* watch: see stall.h. */
+/* stall: see stall.h. */
 #include "watch/stall.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* watch: the progress watch, a timeout source (timeout.h): every period it gathers each rank's signs of life
+/* stall: the progress watch, a timeout source (timeout.h): every period it gathers each rank's signs of life
  * (its heartbeat file's mtime with [timeout] heartbeat = file; its output with heartbeat = output) and asks
  * hang.c whether the attempt is hung (no sign of life within [timeout] init, no progress for [timeout] stall,
  * a silent job); a hang is reported to the sink. It decides nothing about what follows. */

@@ -1,4 +1,4 @@
-/* timeouts: see timeout.h. */
+/* timeout: see timeout.h. */
 #include "watch/timeout.h"
 
 #include "base/util.h"

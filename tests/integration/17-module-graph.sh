@@ -2,7 +2,11 @@
 # Issue 33: launcher/ is one folder per subsystem, and launcher/deps.rules (data) says which folder may include
 # which. tests/deps-check.py holds the code to it: no include upward or sideways, none of another folder's
 # X_internal.h, every include names its folder, no cycle between modules. The check is shown to fail on each
-# kind of planted violation, in a copy. README's layout has one line per folder. Reads the sources only.
+# kind of planted violation, in a copy. README's layout has one line per folder.
+# Issue 42: the rule holds for calls too. deps-check.py --objects reads the build's objects (nm) for call and data
+# edges: none upward or sideways, no cycle between modules. And the linker enforces the layers: each folder is an
+# archive linked highest first (Makefile, print-layers), so a planted upward call (base calling the driver) fails
+# to link, while the same harness linking a downward call succeeds.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 check=$DDP_SRCDIR/tests/deps-check.py
 out=$($PY "$check" "$DDP_SRCDIR/launcher") || fail "the include rule does not hold:"$'\n'"$out"
@@ -24,6 +28,50 @@ plant spec/spec.c '#include "util.h"'                 # an include that does not
 plant run/pty.c '#include "run/runner.h"'             # a cycle inside a folder (runner.h -> pty.h)
 rm -rf "$copy" && cp -r "$DDP_SRCDIR/launcher" "$copy" && mkdir "$copy/extra"
 $PY "$check" "$copy" >/dev/null && fail "a folder missing from deps.rules passed"
+
+# Calls: the build's objects
+out=$($PY "$check" "$DDP_SRCDIR/launcher" --objects "$DDP_BUILD/obj") || fail "the call rule does not hold:"$'\n'"$out"
+echo "$out"
+
+# The linker: a copy of the archives, with one planted object added to libbase.a (or libtopo.a)
+libs=$(make -s -C "$DDP_SRCDIR" BUILD="$DDP_BUILD" print-layers) || fail "make print-layers failed"
+san=
+case $(basename "$DDP_BUILD") in san-*) san="-fsanitize=$(basename "$DDP_BUILD" | sed 's/^san-//; s/-/,/g')" ;; esac
+deplibs="$(pkg-config --libs libuv hwloc inih jansson libsodium) -lnuma -ldl -lm"
+link_planted() { # link_planted FOLDER CALLEE: link a program whose only object calls a planted FOLDER member
+    local d=$TMP/link && rm -rf "$d" && mkdir -p "$d"
+    printf 'void %s(void);\nvoid ddp_planted(void);\nvoid ddp_planted(void) { %s(); }\n' "$2" "$2" >"$d/planted.c"
+    printf 'void ddp_planted(void);\nint main(void) { ddp_planted(); return 0; }\n' >"$d/main.c"
+    cc $san -c -o "$d/planted.o" "$d/planted.c" && cc $san -c -o "$d/main.o" "$d/main.c" || fail "cc failed"
+    local order=() l
+    for l in $libs; do
+        cp "$l" "$d/" && order+=("$d/$(basename "$l")")
+    done
+    ar rs "$d/lib$1.a" "$d/planted.o" 2>/dev/null || fail "ar failed"
+    # shellcheck disable=SC2086
+    cc $san -o "$d/prog" "$d/main.o" "${order[@]}" $deplibs 2>"$d/err"
+}
+link_planted topo ddp_now_ms || fail "a downward call (topo -> base) did not link: $(head -n 3 "$TMP/link/err")"
+echo "planted downward call topo -> base: links"
+link_planted base ddp_policy_init && fail "a planted upward call (base -> driver) linked"
+grep -q "undefined reference to .ddp_policy_init" "$TMP/link/err" || fail "upward call: $(head -n 3 "$TMP/link/err")"
+echo "planted upward call base -> driver: $(grep -m1 -o "undefined reference to .*" "$TMP/link/err")"
+link_planted topo ddp_plan_build && fail "a planted upward call (topo -> run) linked"
+echo "planted upward call topo -> run: does not link"
+
+# Each source opens with its module's name ("/* stall: ..."), never an old name (issue 42 item 6)
+for f in "$DDP_SRCDIR"/launcher/*/*.[ch]; do
+    m=$(basename "$f") && m=${m%.*} && m=${m%_internal}
+    head -n 1 "$f" | grep -qE "^/\* $m(_internal)?: " || fail "${f#"$DDP_SRCDIR"/} opens with '$(head -n 1 "$f" | cut -c1-40)', not '/* $m: '"
+done
+echo "every source opens with its module's name"
+
+# Commit subjects of at most 72 characters, from the commit where the rule began being checked (issue 42)
+if git -C "$DDP_SRCDIR" rev-parse -q --verify 3a0b4ff^{commit} >/dev/null 2>&1; then
+    long=$(git -C "$DDP_SRCDIR" log --format='%h %s' 3a0b4ff..HEAD | awk 'length($0) - index($0, " ") > 72')
+    [ -z "$long" ] || fail "commit subjects over 72 characters:"$'\n'"$long"
+    echo "commit subjects since 3a0b4ff: at most 72 characters"
+fi
 
 # README's layout: one line per folder of launcher/, and where a timeout source goes
 layout=$(sed -n '/^## Layout/,/^## Contributing/p' "$DDP_SRCDIR/README.md")
