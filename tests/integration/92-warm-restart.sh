@@ -64,4 +64,36 @@ cold, warm = (json.load(open("%s/%s.json" % (tmp, m)))["first"] for m in ("cold"
 print("restart decision to first line (s): cold %s, warm %s" % (cold, warm))
 sys.exit(0 if all(warm[r] + 0.5 <= cold[r] for r in ("0", "1")) else 1)
 PYEOF
+# Two agents (nodes 0 and 1 of a static job on this host), one rank each: rank 1 dies, node 0 restarts both
+# nodes, and each agent's own standby takes its rank.
+cat >"$TMP/mn.py" <<'PYEOF'
+import os, signal, time
+import torch.distributed as dist
+a, r = os.environ["TORCHELASTIC_RESTART_COUNT"], os.environ["RANK"]
+dist.init_process_group("gloo")
+if a == "0":
+    while not os.path.exists(os.environ["MN_GO"]):
+        time.sleep(0.05)
+    if r == "1":
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)
+dist.barrier()
+print("attempt", a, "rank", r, "done", flush=True)
+PYEOF
+hold_port port 2
+for n in 0 1; do
+    MN_GO=$TMP/mn.go "$DDP" --nnodes 2 --node-rank $n --master-addr 127.0.0.1 --master-port "$port" --nproc-per-node 1 \
+        --max-restarts 1 --set restart.backoff=0 --warm-restart "$TMP/mn.py" >"$TMP/mn$n.out" 2>"$TMP/mn$n.err" &
+    eval "mn$n=\$!"
+done
+for _ in $(seq 1200); do
+    [ "$(cat "$TMP"/mn0.err "$TMP"/mn1.err | grep -c 'standby interpreter ready')" = 2 ] && break
+    sleep 0.05
+done
+touch "$TMP/mn.go"
+wait "$mn0" || { cat "$TMP/mn0.err"; fail "node 0 failed"; }
+wait "$mn1" || { cat "$TMP/mn1.err"; fail "node 1 failed"; }
+expect_grep 'attempt 1: rank 0 started warm' "$TMP/mn0.err"
+expect_grep 'attempt 1: rank 1 started warm' "$TMP/mn1.err"
+expect_grep 'attempt 1 rank 1 done' "$TMP/mn1.out"
 echo "PASS"
