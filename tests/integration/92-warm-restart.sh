@@ -17,15 +17,21 @@ run() { # run MODE [ddplaunch options...]: attempt 0's rank 0 dies by SIGKILL, a
     expect_eq "$mode: exit status" "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["rc"])' "$TMP/$mode.json")" 0
 }
 run cold --set restart.warm=no
-run warm --warm-restart
+run warm --warm-restart --log-dir "$TMP/logs"
 run fallback --warm-restart
 
 # the restart was warm for both ranks, and for rank 0 only when rank 1's standby had been killed
 expect_grep 'attempt 1: ranks 0,1 started warm' "$TMP/warm/launcher.txt"
 expect_grep 'attempt 1: rank 0 started warm \(standby interpreter\), 1 fresh' "$TMP/fallback/launcher.txt"
 grep -q 'started warm' "$TMP/cold/launcher.txt" && fail "cold: a rank started warm"
+sum=$(ls "$TMP"/logs/*/summary.json)
+$PY -c "import json,sys; w=json.load(open(sys.argv[1]))['warm_starts']; sys.exit(w != [{'attempt': 1, 'ranks': [0, 1]}])" \
+    "$sum" || fail "summary.json: warm_starts: $(grep -o '"warm_starts".*' "$sum" | head -c 200)"
+$PY "$DDP_SRCDIR/tests/integration/records_check.py" "$DDP_SRCDIR/man/ddplaunch.1" "$(dirname "$sum")" ||
+    fail "records do not match the documented schema"
 
-# identical starts: the run's own directory and port differ between runs, nothing else may
+# identical starts: the run's own directories and port differ between runs (the warm one has a log_dir), nothing
+# else may
 $PY - "$TMP" <<'PYEOF' || fail "a warm start saw something a fresh start did not (above)"
 import json, sys
 tmp = sys.argv[1]
@@ -34,7 +40,8 @@ def load(mode, r):
     run = d["environ"]["DDPLAUNCH_ATTEMPT_DIR"].rsplit("/attempt_", 1)[0]
     d["environ"]["MASTER_PORT"] = "PORT"
     d["environ"].pop("PROBE_OUT")
-    return json.loads(json.dumps(d).replace(run, "RUNDIR"))
+    private = d["environ"]["DDPLAUNCH_HEARTBEAT_FILE"].rsplit("/", 1)[0]  # the run dir, also with a log_dir
+    return json.loads(json.dumps(d).replace(run, "RUNDIR").replace(private, "RUNDIR"))
 bad = 0
 for mode in ("warm", "fallback"):
     for r in (0, 1):
