@@ -87,8 +87,8 @@ def one(name):
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
     res["tail"] = [s for _, s in lines[-6:] if s]
-    one.n = getattr(one, "n", 0) + 1
-    with open("%s.%s.%d.txt" % (outfile, name, one.n), "w") as f:  # the whole output, with arrival times
+    with open(outfile + ".out.txt", "a") as f:  # every run's whole output, with arrival times
+        f.write("=== %s\n" % name)
         f.writelines("%.3f %s\n" % (t - t0, s) for t, s in lines if s is not None)
     print(json.dumps(res), flush=True)
     with open(outfile, "a") as f:

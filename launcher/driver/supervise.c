@@ -212,6 +212,7 @@ static void standbys_open(struct sup *s)
                                    .rn = s->rn,
                                    .preload = &sp->restart_preload,
                                    .site = s->site,
+                                   .sample_signal = s->ctx->sample_signal,
                                    .cgroup_base = s->cgroup_base,
                                    .quiet = sp->restart_warm == DDP_AUTO};
     s->standbys = ddp_standby_new(&c);

@@ -370,6 +370,7 @@ static void sb_start(struct ddp_standby_pool *p, const struct ddp_worker *w, int
     ddp_buf_add(&pre, "", 1);
     ddp_strv_push(&prog, pre.data);
     ddp_buf_free(&pre);
+    ddp_strv_pushf(&prog, "%d", p->cfg.site ? p->cfg.sample_signal : 0);
     ddp_runner_shim_argv(p->cfg.rn, w, p->cgroup, &prog, &args);
     ddp_standby_env(&w->envp, &env);
 

@@ -57,6 +57,7 @@ struct ddp_standby_config {
     struct ddp_runner *rn;          /* spawns through its shim set-up (runner_internal.h) */
     const struct ddp_strv *preload; /* the modules to import */
     const char *site;               /* the sitecustomize.py workers run (sample.h), or NULL */
+    int sample_signal;              /* with site: the signal its sampler takes, blocked in what preload starts */
     const char *cgroup_base;        /* the standbys' own cgroup goes there, or NULL */
     bool quiet;                     /* warm = auto: say why standbys are not started only with -v */
 };

@@ -1,9 +1,11 @@
 # ddplaunch's standby interpreter (ddplaunch(1), WARM RESTART). Built into the ddplaunch binary (run/standby.c)
 # and handed to "python -c" on descriptor 4, a socket to the launcher; never read from disk at run time.
 #
-# It imports the preload list (argv[1], comma-separated) in a helper thread at nice 19 (its IO priority follows:
-# best-effort 7), so that a running attempt keeps the CPU and the disk, and with descriptors 1 and 2 on /dev/null,
-# so that nothing an import prints reaches the next attempt's output. It then says "ready PID RSS_KIB" and waits.
+# It imports the preload list (argv[1], comma-separated; argv[2]: the sampler signal to block there, or 0) in a
+# helper thread at nice 19 (its IO priority follows: best-effort 7), so that a running attempt keeps the CPU and
+# the disk, and with descriptors 1 and 2 on /dev/null, so that nothing an import prints reaches the next attempt's
+# output. Threads an import starts (torch 2.11 starts one) inherit that thread's signal mask and nice; at "go"
+# they are set back to nice 0 where the user may (root, CAP_SYS_NICE, RLIMIT_NICE). It then says "ready PID RSS_KIB" and waits.
 # It initialises no CUDA, creates no process group, keeps no thread and reads no rank variable: it is started with
 # the job's environment less the per-rank and per-attempt variables (standby.c).
 #
@@ -23,6 +25,7 @@ def _ddplaunch_standby(main0):
 
     ctl = 4
     preload = [m.strip() for m in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if m.strip()]
+    block = int(sys.argv[2]) if len(sys.argv) > 2 else 0  # the stack sampler's signal, 0 without sampling
     failed = []
     done = _thread.allocate_lock()
     done.acquire()
@@ -33,6 +36,10 @@ def _ddplaunch_standby(main0):
         except OSError:
             pass
         try:
+            if block:  # a thread an import starts gets this mask, as under a fresh worker's sitecustomize
+                import signal
+
+                signal.pthread_sigmask(signal.SIG_BLOCK, {block})
             for m in preload:
                 __import__(m)
         except BaseException as e:  # noqa: B902 - whatever it was, the standby is unfit
@@ -86,6 +93,12 @@ def _ddplaunch_standby(main0):
     for e in env:
         k, _, v = e.partition(b"=")
         os.environ[os.fsdecode(k)] = os.fsdecode(v)
+    for tid in os.listdir("/proc/self/task"):  # threads an import started inherited nice 19: back, where allowed
+        try:
+            if int(tid) != os.getpid():
+                os.setpriority(os.PRIO_PROCESS, int(tid), 0)
+        except OSError:
+            pass
     if site:  # what the launcher's sitecustomize does at a fresh interpreter's start, with this rank's variables
         ns = {"__name__": "_ddplaunch_site", "__file__": site}
         with open(site, "rb") as fh:
