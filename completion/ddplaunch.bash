@@ -40,6 +40,15 @@ _ddplaunch_lists() {
     done < <("$1" --help-keys 2>/dev/null)
 }
 
+# _ddplaunch_cmd_flags BINARY COMMAND: the flags COMMAND's own help lists (topo, report and ps take only those),
+# one per line.
+_ddplaunch_cmd_flags() {
+    local line re_opt='^  (-[a-zA-Z], |    )--([a-z][a-z-]*)'
+    while IFS= read -r line; do
+        [[ $line =~ $re_opt ]] && echo "--${BASH_REMATCH[2]}"
+    done < <("$1" "$2" --help 2>/dev/null)
+}
+
 _ddplaunch() {
     # Words split at blanks only (bash also splits at '=' and ':'; those pieces are put back together here and
     # taken off the answers at the end, as readline replaces only the text after the last '=' or ':').
@@ -135,12 +144,21 @@ _ddplaunch_answer() {
     if [[ " ${_ddplaunch_argflags[*]} " == *" $prev "* ]]; then
         return 0 # a value nobody can guess
     fi
+    local cmd=
+    ((cword > 1)) && [[ " $_ddplaunch_commands " == *" ${words[1]} "* ]] && cmd=${words[1]}
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "${_ddplaunch_flags[*]}" -- "$cur"))
+        case $cmd in
+        topo | report | ps) COMPREPLY=($(compgen -W "$(_ddplaunch_cmd_flags "$bin" "$cmd")" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "${_ddplaunch_flags[*]}" -- "$cur")) ;;
+        esac
         return 0
     fi
     compopt -o filenames 2>/dev/null
-    COMPREPLY=($(compgen -f -- "$cur"))
+    case $cmd in
+    report) COMPREPLY=($(compgen -d -- "$cur")) ;; # a LOG_DIR or RUN_DIR
+    ps | topo) ;;                                 # no argument but options
+    *) COMPREPLY=($(compgen -f -- "$cur")) ;;
+    esac
     ((cword == 1)) && COMPREPLY+=($(compgen -W "$_ddplaunch_commands" -- "$cur"))
     return 0
 }

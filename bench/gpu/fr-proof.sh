@@ -24,7 +24,7 @@ start() {
     shift 3
     [ "$n" = 1 ] && sel=()
     date +%s.%N >"$out/$name.t0"
-    env "$@" timeout 300 "$ddp" --nproc-per-node "$n" "${sel[@]}" --log-dir "$out/$name" "$worker" \
+    env "$@" timeout 300 "$ddp" --nproc-per-node "$n" "${sel[@]}" ${GARGS:-} --log-dir "$out/$name" "$worker" \
         >"$out/$name.out" 2>"$out/$name.err" &
     echo $! >"$out/$name.pid"
 }
@@ -35,6 +35,11 @@ live() {
     pid=$(cat "$out/$name.pid")
     for _ in $(seq 1 1000); do
         grep -q "suspected hang" "$out/$name.err" && { t1=$(date +%s.%N); break; }
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    # LIVE_WAIT=S: the job stops itself (on_suspect = restart): give it S seconds for the post-mortem verdict
+    for _ in $(seq 1 $((${LIVE_WAIT:-0} * 5))); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.2
     done
@@ -59,6 +64,76 @@ finished() {
     run=$(ls -d "$out/$name"/*/ | head -n 1)
     python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('  summary flight_recorder:', json.dumps(s.get('flight_recorder'))[:600]); print('  summary stragglers:', json.dumps(s.get('stragglers'))[:300])" "$run/summary.json"
 }
+
+# groups: issue 38's cases only (several process groups; bash fr-proof.sh groups): each rank dumps its recorder
+# after 25 s of waiting (FR_DUMP_DIR: JSON for the fixtures, pickles for torch's analyzer, run on them), the live
+# line and when it came, the post-mortem verdict, hang.chain; then a 1-rank NCCL job's RAS port and query.
+if [ "${1:-}" = groups ]; then
+    # the hangs: live line with every [timeout] default, then stopped as a hang 5 s later for the post-mortem verdict
+    GARGS="--set timeout.on_suspect=restart --set timeout.on_suspect_after=5s"
+    start g-pair2 "$fw" 4 FR_KIND=pair FR_RANK=3 FR_PAIR01=2 FR_DUMP_DIR="$out/dumps/pair2"
+    start g-pair1 "$fw" 4 FR_KIND=pair FR_RANK=3 FR_PAIR01=1 FR_DUMP_DIR="$out/dumps/pair1"
+    start g-mesh2x2 "$fw" 4 FR_KIND=mesh FR_RANK=3 FR_DUMP_DIR="$out/dumps/mesh2x2"
+    start g-mesh2x4 "$fw" 8 FR_KIND=mesh FR_RANK=6 FR_DUMP_DIR="$out/dumps/mesh2x4"
+    start g-order "$fw" 4 FR_KIND=order FR_RANK=1 FR_AT=0 FR_DUMP_DIR="$out/dumps/order"
+    start g-order3 "$fw" 4 FR_KIND=order FR_RANK=1 FR_AT=3 FR_DUMP_DIR="$out/dumps/order3"
+    start g-tpshape "$fw" 8 FR_KIND=tpshape FR_RANK=5 FR_DUMP_DIR="$out/dumps/tpshape"
+    GARGS=
+    start g-dtype "$fw" 4 FR_KIND=dtype FR_RANK=1 FR_PAIR01=1 FR_DUMP_DIR="$out/dumps/dtype"
+    start g-dpslow "$fw" 4 FR_KIND=dpslow FR_RANK=3 FR_STEPS=80
+    sleep 40 # the dumps come after 25 s of waiting; the lines from 45 s (suspect_setup)
+    for k in g-pair2 g-pair1 g-mesh2x2 g-mesh2x4 g-order g-order3 g-tpshape; do LIVE_WAIT=30 live $k; done
+    for k in g-dtype g-dpslow; do finished $k; done
+    for k in g-pair2 g-pair1 g-mesh2x2 g-mesh2x4 g-order g-order3 g-tpshape g-dtype g-dpslow; do
+        run=$(ls -d "$out/$k"/*/ | head -n 1)
+        "$ddp" report --svg "$out/$k.svg" "$run" >"$out/$k.report" 2>&1
+        python3 -c "import json,sys; s=json.load(open(sys.argv[1])); h=s.get('hang') or {}; r=s.get('root_cause') or {}; print(sys.argv[2], 'root rank', r.get('rank'), r.get('class'), 'verdict:', (h.get('why') or '')[:700], 'chain', json.dumps(h.get('chain')), 'stragglers', [x.get('rank') for x in s.get('stragglers') or []])" "$run/summary.json" "$k"
+    done
+    for d in "$out"/dumps/*/; do
+        echo "== torch's analyzer on $d"
+        (cd "$d" && timeout 60 python3 -m torch.distributed.flight_recorder.fr_trace pkl -p rank_ 2>&1 | tail -30)
+    done
+    python3 -m torch.distributed.flight_recorder.fr_trace --help 2>&1 | head -30
+    # NCCL RAS: a 1-rank NCCL job with its own port (NCCL_RAS_ADDR), queried while it runs (STATUS text and JSON)
+    "$ddp" doctor --nproc-per-node 1 "$fw" 2>&1 | grep -i "ras"
+    env FR_BACKEND=nccl FR_KIND=slow FR_RANK=9 FR_STEPS=100 timeout 120 "$ddp" \
+        --nproc-per-node 1 --log-dir "$out/ras" "$fw" >"$out/ras.out" 2>"$out/ras.err" &
+    rpid=$!
+    sleep 22
+    grep -h "NCCL_RAS_ADDR" "$out/ras.out"
+    port=$(grep -hoE "NCCL_RAS_ADDR=[^ ]*:[0-9]+" "$out/ras.out" | head -1 | sed 's/.*://')
+    for p in ${port:-28123} 28028; do
+        python3 - "$p" >"$out/ras-$p.txt" 2>&1 <<'PY'
+import socket, sys
+for fmt in ("text", "json"):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.sendall(b"CLIENT PROTOCOL 2\n")
+    print("<", s.recv(100).decode().strip())
+    if fmt == "json":
+        s.sendall(b"SET FORMAT json\n")
+        print("<", s.recv(100).decode().strip())
+    s.sendall(b"STATUS\n")
+    data = b""
+    s.settimeout(3)
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except socket.timeout:
+        pass
+    print("== STATUS", fmt)
+    print(data.decode(errors="replace"))
+    s.close()
+PY
+        echo "ras port $p: $(wc -c <"$out/ras-$p.txt") bytes"; head -c 1500 "$out/ras-$p.txt"
+    done
+    which ncclras && timeout 10 ncclras -p "${port:-28028}" 2>&1 | head -40
+    wait $rpid
+    echo "ras job exit $?"
+    exit 0
+fi
 
 start a-stuck "$fw" 3 FR_KIND=stuck FR_RANK=2
 start a-op "$fw" 3 FR_KIND=other FR_RANK=1

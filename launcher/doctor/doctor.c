@@ -599,6 +599,36 @@ static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, str
     free(eph);
 }
 
+/* NCCL's RAS port (NCCL 2.24+ listens on localhost:28028 in every rank by default): the user's NCCL_RAS_ADDR, RAS
+ * off, or each job's own port reserved at launch from DDP_PORT_RAS_RANGE. */
+static void check_ras(const struct ddp_spec *spec, char *const *envp, const char *lock_dir, struct ddp_check_report *r)
+{
+    const char *set = nccl_value(spec, envp, "NCCL_RAS_ADDR"), *on = nccl_value(spec, envp, "NCCL_RAS_ENABLE");
+    struct ddp_port_spec range;
+    struct ddp_strv held = {0};
+    int busy = 0;
+    if (on && strcmp(on, "0") == 0) {
+        ddp_check_add(r, DDP_CHECK_OK, "nccl-ras", NULL, "NCCL's RAS is off (NCCL_RAS_ENABLE=0): no port given");
+        return;
+    }
+    if (set && *set) {
+        ddp_check_add(r, DDP_CHECK_OK, "nccl-ras", NULL,
+                      "NCCL_RAS_ADDR=%s is yours: ddplaunch keeps it (two jobs with the same one on a host share "
+                      "NCCL's RAS port)",
+                      set);
+        return;
+    }
+    ddp_port_spec_parse(DDP_PORT_RAS_RANGE, &range, NULL);
+    if (ddp_port_locks_held(lock_dir, &held) == 0)
+        for (int p = range.lo; p <= range.hi; p++)
+            busy += ddp_port_lock_listed(&held, lock_dir, p);
+    ddp_strv_clear(&held);
+    ddp_check_add(r, DDP_CHECK_OK, "nccl-ras", NULL,
+                  "each job gets its own NCCL_RAS_ADDR port, localhost:%d-%d reserved as MASTER_PORT is (%d of them "
+                  "held now), instead of NCCL's default 28028 that every job would share",
+                  range.lo, range.hi, busy);
+}
+
 /* master_addr, its route and the socket interface variables. */
 static void check_network(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_check_report *r)
 {
@@ -758,6 +788,7 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report 
     check_python(ctx, envp, r);
     ddp_check_nccl_env(r, &ctx->spec->nccl, envp);
     check_port(ctx, lock_dir, r);
+    check_ras(ctx->spec, envp, lock_dir, r);
     check_network(ctx, envp, r);
     check_cpus(ctx, &gs, r);
     getrlimit(RLIMIT_NOFILE, &rl);

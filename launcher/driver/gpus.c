@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topo/nvml.h"
+
 #include "spec/spec.h"
 
 void ddp_gpus_held_free(char **held, size_t n)
@@ -14,43 +16,203 @@ void ddp_gpus_held_free(char **held, size_t n)
     free(held);
 }
 
-int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, const struct ddp_attempt *a,
-                          FILE *f, char ***held, struct ddp_err *err)
+int ddp_gpus_check_with(const struct ddp_topo *topo, const struct ddp_nvml *nv, const struct ddp_spec *spec,
+                        const struct ddp_attempt *a, FILE *f, char ***held, struct ddp_err *err)
 {
     size_t ngpus = ddp_topo_ngpus(topo);
     char **h = ddp_xcalloc(ngpus + 1, sizeof *h);
     int rc = 0;
+    bool gpus = false;
 
     if (held)
         *held = NULL;
+    for (size_t i = 0; topo && i < a->nworkers; i++)
+        gpus |= a->workers[i].gpu >= 0;
+    if (gpus && nv->late) {
+        if (spec->gpus_busy == DDP_BUSY_FAIL)
+            rc = ddp_errf(err, -EBUSY,
+                          "%s, so the GPUs could not be checked for other processes; [gpus] busy = fail, so nothing "
+                          "was started",
+                          nv->status);
+        else if (f)
+            fprintf(f, "ddplaunch: warning: %s: the job's GPUs were not checked for other processes\n", nv->status);
+    }
     for (size_t i = 0; topo && i < a->nworkers && rc == 0; i++) {
         int g = a->workers[i].gpu;
-        struct ddp_topo_gpu_facts facts;
-        if (g < 0 || (size_t)g >= ngpus || h[g] || ddp_topo_gpu_facts(topo, (size_t)g, &facts) < 0 || !facts.nvml)
+        const char *busid = g >= 0 ? ddp_topo_gpu_busid(topo, (size_t)g) : NULL;
+        const struct ddp_nvml_gpu *ng = busid ? ddp_nvml_find(nv, busid) : NULL;
+        if (!ng || h[g])
             continue;
-        const struct ddp_nvml_proc *p = ddp_nvml_foreign(facts.nvml, DDP_GPU_BUSY_THRESHOLD, NULL, 0);
+        const struct ddp_nvml_proc *p = ddp_nvml_foreign(ng, DDP_GPU_BUSY_THRESHOLD, NULL, 0);
         if (!p)
             continue;
         char who[160];
         ddp_nvml_proc_describe(p, who, sizeof who);
         h[g] = ddp_xstrdup(who);
-        double used = (double)facts.nvml->mem_used / 1073741824.0, total = (double)facts.nvml->mem_total / 1073741824.0;
+        double used = (double)ng->mem_used / 1073741824.0, total = (double)ng->mem_total / 1073741824.0;
         if (spec->gpus_busy == DDP_BUSY_FAIL)
             rc = ddp_errf(err, -EBUSY,
                           "GPU %d (%s) is held by %s: %.1f of %.1f GiB in use; [gpus] busy = fail, so nothing was "
                           "started (busy = skip chooses other GPUs)",
-                          g, facts.busid, who, used, total);
+                          g, busid, who, used, total);
         else if (f)
             fprintf(f,
                     "ddplaunch: warning: GPU %d (%s) is held by %s: %.1f of %.1f GiB in use, the job may run out of "
                     "memory ([gpus] busy = skip chooses other GPUs, fail refuses)\n",
-                    g, facts.busid, who, used, total);
+                    g, busid, who, used, total);
     }
     if (held && rc == 0)
         *held = h;
     else
         ddp_gpus_held_free(h, ngpus);
     return rc;
+}
+
+int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, const struct ddp_attempt *a,
+                          FILE *f, char ***held, struct ddp_err *err)
+{
+    static const struct ddp_nvml none;
+    return ddp_gpus_check_with(topo, topo ? ddp_topo_nvml(topo) : &none, spec, a, f, held, err);
+}
+
+/* ---- NVML read off the loop ---- */
+
+struct ddp_gpus_read {
+    uv_async_t async;
+    uv_timer_t deadline;
+    int open; /* handles not yet closed */
+    bool answered;
+    struct ddp_nvml_reader *r;
+    int ms;
+    ddp_gpus_read_fn *fn;
+    void *arg;
+    /* the busy check (ddp_gpus_check_start) */
+    const struct ddp_topo *topo;
+    const struct ddp_spec *spec;
+    struct ddp_attempt a; /* only nworkers and each worker's gpu */
+    ddp_gpus_check_fn *check_fn;
+    void *check_arg;
+};
+
+static void read_closed(uv_handle_t *h)
+{
+    struct ddp_gpus_read *rd = h->data;
+    if (--rd->open == 0) {
+        free(rd->a.workers);
+        free(rd);
+    }
+}
+
+void ddp_gpus_read_close(struct ddp_gpus_read *rd)
+{
+    if (!rd || rd->answered)
+        return;
+    rd->answered = true;
+    ddp_nvml_reader_drop(rd->r);
+    rd->r = NULL;
+    uv_close((uv_handle_t *)&rd->async, read_closed);
+    uv_close((uv_handle_t *)&rd->deadline, read_closed);
+}
+
+/* the answer (or the deadline): to fn once, then close */
+static void answer(struct ddp_gpus_read *rd, int wait_ms)
+{
+    struct ddp_nvml nv;
+    if (rd->answered || !ddp_nvml_reader_wait(rd->r, wait_ms, &nv, NULL)) {
+        if (rd->answered || wait_ms >= 0)
+            return;
+        memset(&nv, 0, sizeof nv);
+        nv.late = true;
+        snprintf(nv.status, sizeof nv.status, "NVML: did not answer in %g s", rd->ms / 1000.0);
+    }
+    ddp_gpus_read_fn *fn = rd->fn;
+    void *arg = rd->arg;
+    ddp_gpus_read_close(rd);
+    fn(arg, &nv);
+    ddp_nvml_free(&nv);
+}
+
+static void on_read_async(uv_async_t *a)
+{
+    answer(a->data, 0);
+}
+
+static void on_read_deadline(uv_timer_t *t)
+{
+    answer(t->data, -1);
+}
+
+static void read_done(void *arg) /* the reader's thread */
+{
+    uv_async_send(arg);
+}
+
+struct ddp_gpus_read *ddp_gpus_read_start(uv_loop_t *loop, unsigned what, const struct ddp_nvml *base,
+                                          const char *const *busids, size_t nbusids, ddp_gpus_read_fn *fn, void *arg)
+{
+    struct ddp_gpus_read *rd = ddp_xcalloc(1, sizeof *rd);
+    rd->fn = fn;
+    rd->arg = arg;
+    rd->ms = ddp_nvml_deadline_ms();
+    uv_async_init(loop, &rd->async, on_read_async);
+    uv_timer_init(loop, &rd->deadline);
+    rd->async.data = rd->deadline.data = rd;
+    rd->open = 2;
+    rd->r = ddp_nvml_reader_start(what, base, busids, nbusids, read_done, &rd->async);
+    if (!rd->r) {
+        rd->fn = NULL;
+        ddp_gpus_read_close(rd);
+        return NULL;
+    }
+    uv_timer_start(&rd->deadline, on_read_deadline, (uint64_t)rd->ms, 0);
+    return rd;
+}
+
+void ddp_gpus_read_settle(struct ddp_gpus_read *rd, int ms)
+{
+    if (rd && !rd->answered)
+        answer(rd, ms > 0 ? ms : 0);
+}
+
+static void check_answered(void *arg, const struct ddp_nvml *nv)
+{
+    struct ddp_gpus_read *rd = arg;
+    char **held = NULL;
+    struct ddp_err err = {0};
+    ddp_gpus_check_with(rd->topo, nv, rd->spec, &rd->a, stderr, &held, &err);
+    rd->check_fn(rd->check_arg, held);
+}
+
+struct ddp_gpus_read *ddp_gpus_check_start(uv_loop_t *loop, const struct ddp_topo *topo, const struct ddp_spec *spec,
+                                           const struct ddp_attempt *a, ddp_gpus_check_fn *fn, void *arg)
+{
+    const struct ddp_nvml *nv = topo ? ddp_topo_nvml(topo) : NULL;
+    if (nv && nv->late) { /* the topology's read of NVML did not answer: say so now */
+        struct ddp_err err = {0};
+        ddp_gpus_check_with(topo, nv, spec, a, stderr, NULL, &err);
+        return NULL;
+    }
+    const char **busids = ddp_xcalloc(a->nworkers + 1, sizeof *busids);
+    size_t n = 0;
+    for (size_t i = 0; nv && nv->found && i < a->nworkers; i++) {
+        const char *b = a->workers[i].gpu >= 0 ? ddp_topo_gpu_busid(topo, (size_t)a->workers[i].gpu) : NULL;
+        if (b && ddp_nvml_find(nv, b))
+            busids[n++] = b;
+    }
+    struct ddp_gpus_read *rd = n ? ddp_gpus_read_start(loop, 0, nv, busids, n, check_answered, NULL) : NULL;
+    free(busids);
+    if (!rd)
+        return NULL;
+    rd->arg = rd;
+    rd->topo = topo;
+    rd->spec = spec;
+    rd->check_fn = fn;
+    rd->check_arg = arg;
+    rd->a.nworkers = a->nworkers;
+    rd->a.workers = ddp_xcalloc(a->nworkers + 1, sizeof *rd->a.workers);
+    for (size_t i = 0; i < a->nworkers; i++)
+        rd->a.workers[i].gpu = a->workers[i].gpu;
+    return rd;
 }
 
 bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *buf, size_t size)

@@ -29,6 +29,53 @@ static int fail(struct ddp_launch *l, int status, int rc)
     return rc;
 }
 
+/* err's message, prefixed with "FILE:LINE: " when [job] key was set in a file (spec or site config). Returns rc. */
+static int at_key(const struct ddp_spec *spec, const char *key, int rc, struct ddp_err *err)
+{
+    int i = ddp_spec_key_find("job", key);
+    if (i >= 0 && spec->set_file[i]) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        ddp_errf(err, rc, "%s:%d: %s", spec->set_file[i], spec->set_line[i], msg);
+    }
+    return rc;
+}
+
+static char *find_on_path(const char *name, char *const *envp);
+
+/* --no-python PROGRAM or [job] program that cannot be found (a bare name on PATH, or a path): one line, exit 2,
+ * before anything starts, as a missing script. The PATH is the workers' own when [env] sets it. */
+static int check_program(const struct ddp_spec *spec, char *const *envp, struct ddp_err *err)
+{
+    const char *prog = spec->program, *path = ddp_env_get(envp, "PATH");
+    if (!prog || !*prog)
+        return 0;
+    for (size_t i = 0; i < spec->env.n; i++)
+        if (strcmp(spec->env.v[i].key, "PATH") == 0)
+            path = strchr(spec->env.v[i].value, '$') ? NULL : spec->env.v[i].value;
+    if (!path && !strchr(prog, '/'))
+        return 0; /* [env] PATH names variables: the workers' PATH is not known here */
+    struct stat st;
+    if (strchr(prog, '/')) { /* one that is there but cannot be executed is the shim's 126, with its errno */
+        char *at = prog[0] != '/' && spec->workdir && *spec->workdir ? ddp_xasprintf("%s/%s", spec->workdir, prog)
+                                                                     : ddp_xstrdup(prog);
+        int missing = stat(at, &st) < 0 && errno == ENOENT;
+        free(at);
+        return missing ? at_key(spec, "program", ddp_errf(err, -ENOENT, "program: no such file: '%s'", prog), err) : 0;
+    }
+    char *pathvar = ddp_xasprintf("PATH=%s", path);
+    char *const penv[] = {pathvar, NULL};
+    char *found = find_on_path(prog, penv);
+    free(pathvar);
+    bool on_path = found != NULL;
+    free(found);
+    return on_path ? 0
+                   : at_key(spec, "program",
+                            ddp_errf(err, -ENOENT, "program: '%s' is not on PATH (as an executable file; PATH=%s)",
+                                     prog, path),
+                            err);
+}
+
 void ddp_launch_init(struct ddp_launch *l, enum ddp_cmd cmd)
 {
     memset(l, 0, sizeof *l);
@@ -42,10 +89,10 @@ void ddp_launch_free(struct ddp_launch *l)
 {
     ddp_lease_release(l->gpus);
     ddp_port_release(l->port);
+    ddp_port_release(l->ras_port);
     ddp_port_release(l->coord_port);
     if (l->listen_fd >= 0)
         close(l->listen_fd);
-    ddp_slurm_free(&l->slurm);
     ddp_scheduler_free(&l->sched);
     ddp_logdir_close(l->logdir);
     /* The run dir holds only what ddplaunch made; removed without following symlinks. */
@@ -139,6 +186,21 @@ static bool has_program(const struct ddp_spec *s)
     return s->command.n || s->script || s->module || s->program;
 }
 
+int ddp_launch_scheduler(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
+{
+    const struct ddp_spec *spec = &l->spec;
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) < 0)
+        host[0] = 0;
+    struct ddp_scheduler_opts so = {
+        .slurm = spec->slurm_enabled,
+        .dynamic_rdzv = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0,
+        .hostname = host[0] ? host : NULL,
+    };
+    ddp_scheduler_free(&l->sched);
+    return ddp_scheduler_detect(envp, &so, &l->sched, err);
+}
+
 int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err)
 {
     struct ddp_spec *spec = &l->spec;
@@ -156,8 +218,13 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         struct stat st;
         if (check && stat(check, &st) < 0 && errno == ENOENT) {
             l->fail_usage = true;
-            rc = ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are %s)", check,
-                          ddp_cli_command_names());
+            rc = ddp_cli_is_command(cli->target)
+                     ? ddp_errf(err, -ENOENT,
+                                "no such file: '%s'; the command comes first: ddplaunch %s [OPTIONS] ... (the "
+                                "commands are %s)",
+                                check, cli->target, ddp_cli_command_names())
+                     : ddp_errf(err, -ENOENT, "no such file: '%s' (the training script to run; the commands are %s)",
+                                check, ddp_cli_command_names());
             free(check);
             return fail(l, DDP_EXIT_USAGE, rc);
         }
@@ -176,6 +243,10 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
     if ((rc = ddp_spec_validate(spec, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, rc);
+    if (spec->log_dir && *spec->log_dir && (rc = ddp_logdir_check(spec->log_dir, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, at_key(spec, "log_dir", rc, err));
+    if (l->cmd == DDP_CMD_RUN && (rc = check_program(spec, envp, err)) < 0)
+        return fail(l, DDP_EXIT_USAGE, rc);
 
     /* NCCL: the preset's variables (below explicit ones), then every NCCL/torch variable checked. */
     if (spec->nccl_preset && *spec->nccl_preset &&
@@ -189,18 +260,13 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
     if (rc < 0 && !doctor) /* doctor reports it as a failed check */
         return fail(l, DDP_EXIT_USAGE, rc);
 
-    /* SLURM: inside an srun step, nodes, ranks, rank 0's address and the GPU set come from Slurm, unless the
-     * command line says otherwise. */
-    if ((rc = ddp_slurm_detect(envp, spec->slurm_enabled, &l->slurm, err)) < 0)
+    /* The scheduler (scheduler.h: Slurm, LSF, PBS, SkyPilot, ...): nodes, this node's rank, node 0's address,
+     * the GPUs it gave and the job's id, unless the command line says otherwise. */
+    if ((rc = ddp_launch_scheduler(l, envp, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, rc);
-    if (l->slurm.warning)
-        ddp_warn("%s", l->slurm.warning);
-    if ((rc = ddp_slurm_apply(&l->slurm, spec, err)) < 0)
-        return fail(l, DDP_EXIT_USAGE, rc);
-    /* Other schedulers and launchers that know the node ranks (scheduler.h), for a static rendezvous outside Slurm. */
-    bool c10d = spec->rdzv_backend && strcmp(spec->rdzv_backend, "static") != 0;
-    if (!l->slurm.active && !c10d &&
-        ((rc = ddp_scheduler_detect(envp, &l->sched, err)) < 0 || (rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0))
+    if (l->sched.warning)
+        ddp_warn("%s", l->sched.warning);
+    if ((rc = ddp_scheduler_apply(&l->sched, spec, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, rc);
     return 0;
 }
@@ -214,20 +280,24 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err)
 {
-    /* run and plan use the topology cache and, for GPU workers, NVML's memory in use and its holders (the busy
-     * check: gpus.h); CPU workers read no NVML. topo and doctor report the machine as it is now (and refresh
-     * the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads NVML for an XML topology too (the tests' fake NVML). */
+    /* run and plan use the topology cache. A job without GPUs never loads NVML (no library, no /dev/nvidia*,
+     * no thread). For GPU workers, plan and the busy = skip and fail launches read NVML's memory in use and its
+     * holders now (the busy check: gpus.h); a busy = warn launch reads them beside the spawn (ddp_gpus_check_start).
+     * topo and doctor report the machine as it is now (and refresh the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads
+     * NVML for an XML topology too (the tests' fake NVML). */
     bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
     const struct ddp_spec *spec = &l->spec;
     bool want_gpus = spec->nproc_per_node.kind != DDP_NPROC_CPU &&
                      !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
+    bool mem_limit = spec->gpus_max_memory_used.bytes || spec->gpus_max_memory_used.percent; /* chooses by it */
     const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
     struct ddp_topo_opts o = {
         .xml_path = path,
         .envp = envp,
         .refresh = report,
-        .gpu_usage = want_gpus,
+        .gpu_usage = want_gpus && (l->cmd != DDP_CMD_RUN || spec->gpus_busy != DDP_BUSY_WARN || mem_limit),
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
+        .no_nvml = !want_gpus && !report,
     };
     int rc = ddp_topo_load_opts(&o, &l->topo, err);
     if (rc < 0) {
@@ -386,13 +456,12 @@ void ddp_launch_holders_free(char **holders, size_t n)
     free(holders);
 }
 
-static char *run_id_of(const struct ddp_spec *spec, const struct ddp_launch_facts *f)
+static char *run_id_of(const struct ddp_spec *spec, const struct ddp_scheduler *sched, const struct ddp_launch_facts *f)
 {
     if (spec->run_id && *spec->run_id && strcmp(spec->run_id, "none") != 0)
         return ddp_xstrdup(spec->run_id);
-    const char *slurm = ddp_env_get(f->envp, "SLURM_JOB_ID");
-    if (slurm && *slurm && spec->slurm_enabled != DDP_NO)
-        return ddp_xasprintf("slurm-%s", slurm);
+    if (sched->name && sched->job_id && *sched->job_id)
+        return ddp_xasprintf("%s-%s", sched->name, sched->job_id); /* "slurm-1234": the same on every node */
     if (spec->nnodes.max > 1)
         return ddp_xstrdup("none"); /* as torchrun: the same on every node without anything to agree on */
     return ddp_xstrdup(f->random_id);
@@ -416,7 +485,9 @@ static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f,
         if (spec->nproc_per_node.kind == DDP_NPROC_GPU && l->cmd == DDP_CMD_DOCTOR)
             return 1; /* the gpus check explains what is missing */
         if (spec->nproc_per_node.kind == DDP_NPROC_GPU)
-            return ddp_errf(err, -ENODEV, "nproc_per_node = gpu, but no usable GPU was found%s",
+            return ddp_errf(err, -ENODEV,
+                            "nproc_per_node = gpu, but no usable GPU was found%s (for CPU workers give cpu, auto "
+                            "or a number)",
                             l->topo ? "" : " (no topology)");
     } /* fall through: auto without GPUs = one per CPU */
     /* FALLTHROUGH */
@@ -444,8 +515,7 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
     struct ddp_spec *spec = &l->resolved;
     struct ddp_plan_ctx *ctx = &l->ctx;
     struct ddp_rdzv rdzv;
-    const char *sched = l->slurm.active ? "slurm" : l->sched.name;
-    int rc = ddp_rdzv_decide(spec, ctx->nnodes > 1 ? sched : NULL, &rdzv, err);
+    int rc = ddp_rdzv_decide(spec, ctx->nnodes > 1 && l->sched.rendezvous ? l->sched.name : NULL, &rdzv, err);
     if (rc < 0)
         return rc;
     ctx->rdzv_source = rdzv.source;
@@ -464,11 +534,11 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
         port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);
         return 0;
     }
-    if (rdzv.several && spec->master_port.is_auto && !l->slurm.active)
+    if (rdzv.several && spec->master_port.is_auto && !l->sched.key_job)
         ddp_port_spec_parse("29500", &spec->master_port, NULL); /* torchrun's default for several nodes */
     if (ctx->node_rank != 0 && spec->master_port.is_auto) {
         /* Node 0 reserves the port; the others compute the same one from the job id. */
-        int port = ddp_slurm_port(&l->slurm, spec->master_port.lo, spec->master_port.hi);
+        int port = ddp_scheduler_port(&l->sched, spec->master_port.lo, spec->master_port.hi);
         if (port <= 0)
             return ddp_errf(err, -EINVAL,
                             "master_port = auto on node %d needs Slurm (to derive node 0's port); "
@@ -494,7 +564,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 
     free(l->run_id);
     free(l->python);
-    l->run_id = run_id_of(spec, f);
+    l->run_id = run_id_of(spec, &l->sched, f);
     snprintf(l->hostname, sizeof l->hostname, "%s", f->hostname);
     const char *python_why = NULL;
     l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, f->torchrun_python, f->path_python, &python_why));
@@ -507,8 +577,8 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
         .python_why = python_why,
         .console_tty = {f->console_tty[0], f->console_tty[1]},
         .topo = l->topo,
-        .inherited_cvd = l->slurm.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
-        .slurm_gpus = l->slurm.active ? l->slurm.gpus : NULL,
+        .inherited_cvd = l->sched.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
+        .sched_gpus = l->sched.gpus,
         .nnodes = spec->nnodes.max,
         .node_rank = spec->node_rank,
         .master_addr = spec->standalone ? "127.0.0.1" : spec->master_addr,
@@ -534,7 +604,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     struct ddp_place_req req;
     ddp_plan_place_req(ctx, ctx->nproc, &req);
     l->lease = l->cmd == DDP_CMD_RUN && l->topo && req.want_gpus && ddp_topo_ngpus(l->topo) > 0 &&
-               (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->slurm.active));
+               (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->sched.allocates_gpus));
     ddp_launch_holders_free(l->holders, l->nholders);
     l->holders = NULL;
     l->nholders = 0;
@@ -554,6 +624,26 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 
 /* ---- acquire ---- */
 
+/* NCCL 2.24+ runs a RAS thread in every rank, listening on localhost:28028 unless NCCL_RAS_ADDR says otherwise: two
+ * jobs on one host would share it. This job gets its own port, reserved host-wide as MASTER_PORT is (a lock per
+ * port), unless NCCL_RAS_ADDR is set or RAS is off (NCCL_RAS_ENABLE=0); with no free port it runs on NCCL's
+ * default. */
+static void reserve_ras_port(struct ddp_launch *l, char *const *envp)
+{
+    const char *set = ddp_env_get(envp, "NCCL_RAS_ADDR"), *on = ddp_env_get(envp, "NCCL_RAS_ENABLE");
+    if ((set && *set) || (on && strcmp(on, "0") == 0))
+        return;
+    char *ephemeral = ddp_port_ephemeral_range();
+    struct ddp_port_req preq = {
+        .lock_dir = ddp_rundir_lock_dir(envp), .addr = "localhost", .ephemeral_range = ephemeral};
+    struct ddp_err e = {0};
+    int got = 0;
+    ddp_port_spec_parse(DDP_PORT_RAS_RANGE, &preq.spec, NULL);
+    if (ddp_port_reserve(&preq, &l->ras_port, &got, &e) == 0)
+        l->ctx.ras_port = got;
+    free(ephemeral);
+}
+
 static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     const struct ddp_spec *spec = &l->resolved;
@@ -564,17 +654,17 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
         .spec = spec->master_port,
         .ephemeral_range = ephemeral,
     };
-    if (l->slurm.active && l->slurm.job_id) {
-        preq.slurm_job_id = l->slurm.job_id_num;
-        preq.slurm_step_id = l->slurm.step_id_num;
+    if (l->sched.key_job) {
+        preq.job_key = l->sched.key_job;
+        preq.job_step_key = l->sched.key_step;
         preq.max_candidates = l->ctx.nnodes > 1 ? 1 : 0;
     }
     int got = 0;
     int rc = ddp_port_reserve(&preq, &l->port, &got, err);
     free(ephemeral);
     port_decided(l, DDP_LAUNCH_PORT_RESERVE, rc < 0 ? 0 : got);
-    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic && !l->slurm.active &&
-        !l->sched.name) {
+    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic &&
+        !l->sched.rendezvous) {
         /* a second agent of a static job as node 0 (often without --node-rank: torchrun's default is 0) */
         char *why = ddp_xstrdup(err->msg), *cut = strstr(why, "; use master_port");
         if (cut)
@@ -587,6 +677,7 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
     }
     if (rc < 0)
         return fail(l, rc == -EADDRINUSE && !spec->master_port.is_auto ? DDP_EXIT_USAGE : DDP_EXIT_LAUNCHER, rc);
+    reserve_ras_port(l, envp);
     return 0;
 }
 
@@ -687,6 +778,22 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
     return 0;
 }
 
+/* `plan` makes no run directory: the variables that name it (heartbeat and stacks files, PYTHONPATH's sampler
+ * entry, the timer FIFO, the attempt directory) show "<run dir>" in its place, so plan lists every variable a
+ * worker gets, by the rules a run uses. */
+static void plan_run_dir(struct ddp_launch *l)
+{
+    l->ctx.run_dir = "<run dir>";
+    if (l->resolved.timeout_sample) {
+        ddp_watch_where(l->ctx.run_dir, &l->sample_pydir, &l->ctx.sample_signal);
+        l->ctx.sample_pydir = l->sample_pydir;
+    }
+    if (l->resolved.timer_file) {
+        l->timer_path = ddp_xasprintf("%s/timer", l->ctx.run_dir);
+        l->ctx.timer_file = l->timer_path;
+    }
+}
+
 /* Reserve port explicitly against other ddplaunch jobs on this host (its lock, and a bind test). */
 static int reserve_exact(struct ddp_launch *l, char *const *envp, int port, bool quiet, struct ddp_port_resv **resv,
                          struct ddp_err *err)
@@ -733,13 +840,15 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
         return rc;
     if (l->lease && (rc = lease_gpus(l, envp, err)) < 0)
         return rc;
-    if (l->cmd != DDP_CMD_PLAN && (rc = make_run_dir(l, envp, err)) < 0)
+    if (l->cmd == DDP_CMD_PLAN)
+        plan_run_dir(l);
+    else if ((rc = make_run_dir(l, envp, err)) < 0)
         return rc;
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
     if (l->cmd == DDP_CMD_RUN && l->resolved.log_dir) {
         if ((rc = ddp_logdir_create(l->resolved.log_dir, l->run_id, &l->logdir, err)) < 0) {
             l->fail_status = DDP_EXIT_USAGE;
-            return rc;
+            return at_key(&l->resolved, "log_dir", rc, err);
         }
         ddp_info("logs in %s", ddp_logdir_path(l->logdir));
         l->ctx.logdir = l->logdir;
@@ -765,8 +874,7 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
                         ddp_errf(err, rc, "control port (master_port + 1): %s", msg));
         }
     }
-    int rc = ddp_token_job_secret(spec, envp, l->slurm.active && l->slurm.job_id ? l->slurm.job_id : l->run_id,
-                                  &l->secret, err);
+    int rc = ddp_token_job_secret(spec, envp, l->sched.job_id ? l->sched.job_id : l->run_id, &l->secret, err);
     if (rc < 0) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);

@@ -13,7 +13,6 @@
 #include "base/util.h"
 #include "host/lease.h"
 #include "nodes/scheduler.h"
-#include "nodes/slurm.h"
 #include "run/plan.h"
 #include "spec/cli.h"
 #include "spec/spec.h"
@@ -48,8 +47,7 @@ struct ddp_launch_facts {
 struct ddp_launch {
     enum ddp_cmd cmd;
     struct ddp_spec spec;
-    struct ddp_slurm slurm;
-    struct ddp_scheduler sched; /* another scheduler's node rank (scheduler.h), not Slurm's; name NULL: none */
+    struct ddp_scheduler sched; /* what the scheduler that started us says (scheduler.h); name NULL: none */
     struct ddp_topo *topo;      /* NULL: no topology (the job runs unbound) */
     /* The spec as resolved (ddp_launch_resolve, then acquire), beside spec, which keeps what the user wrote:
      * spec's values with what was decided from the facts: name (the program's when none is given),
@@ -69,6 +67,7 @@ struct ddp_launch {
     size_t nholders;
     /* acquired */
     struct ddp_port_resv *port;
+    struct ddp_port_resv *ras_port; /* NCCL_RAS_ADDR's (= ctx.ras_port), or NULL */
     struct ddp_lease *gpus;
     char *run_dir;             /* removed again by ddp_launch_free() */
     int run_dir_lock;          /* its lock (rundir.h), valid while run_dir is set */
@@ -120,13 +119,17 @@ void ddp_launch_facts_free(struct ddp_launch_facts *f);
 char **ddp_launch_holders(const struct ddp_topo *topo, const struct ddp_lease_info *leases, size_t nleases, pid_t self);
 void ddp_launch_holders_free(char **holders, size_t n);
 
-/* The pure resolve step: fills l->ctx from l->spec, l->slurm, l->topo and facts: the number of workers on this
+/* What the scheduler that started this agent says (scheduler.h) into l->sched, from envp and the spec's
+ * [slurm] enabled and rendezvous backend; ddp_launch_check_spec calls it. 0, 1 (one found) or -EINVAL with err. */
+int ddp_launch_scheduler(struct ddp_launch *l, char *const *envp, struct ddp_err *err);
+
+/* The pure resolve step: fills l->ctx from l->spec, l->sched, l->topo and facts: the number of workers on this
  * node (nproc_per_node: an int, one per usable GPU, one per CPU), the defaults the spec leaves open
  * (min_nproc_per_node, name: written into l->spec), the run id, the interpreter, the master address and where
  * the port comes from (port_source), whether to lease GPUs, and the GPUs other jobs hold (ctx.gpu_holders;
  * none when this launch leases, whose acquire decides). Reads no file and no variable outside facts.
  * 0, or a negative errno with err and fail_status (nproc_per_node = gpu without a usable GPU; master_port =
- * auto on several nodes without Slurm). */
+ * auto on several nodes without a scheduler job id). */
 int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *facts, struct ddp_err *err);
 
 /* The acquire step: the master port (port_source RESERVE), the GPU leases (lease: waits up to

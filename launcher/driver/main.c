@@ -22,14 +22,22 @@
 #include "run/shim.h"
 #include "run/standby.h"
 #include "spec/cli.h"
+#include "topo/nvml.h"
 #include "topo/topo.h"
 #include "topo/topo_print.h"
 
 extern char **environ;
 
+/* An error before the workers start: labelled and coloured as the supervisor's errors are (util.h ddp_log). */
+static void error_line(const char *msg)
+{
+    fprintf(stderr, "ddplaunch: %serror: %s%s\n", ddp_colour(DDP_COLOUR_RED), ddp_colour(DDP_COLOUR_RESET), msg);
+}
+
 static int usage_error(const char *msg)
 {
-    fprintf(stderr, "ddplaunch: %s\nTry 'ddplaunch --help'.\n", msg);
+    error_line(msg);
+    fputs("Try 'ddplaunch --help'.\n", stderr);
     return DDP_EXIT_USAGE;
 }
 
@@ -38,7 +46,7 @@ static int launch_error(const struct ddp_launch *l, const struct ddp_err *err)
 {
     if (l->fail_usage)
         return usage_error(err->msg);
-    fprintf(stderr, "ddplaunch: %s\n", err->msg);
+    error_line(err->msg);
     return l->fail_status;
 }
 
@@ -110,8 +118,10 @@ static int topo_command(const struct ddp_cli *cli, const char *argv0)
         goto out;
     }
     ddp_launch_facts_gather(&facts, environ);
+    if (ddp_launch_scheduler(&l, environ, &err) < 0) /* the picks then ignore the scheduler's GPUs */
+        ddp_debug("topo: %s", err.msg);
     char **holders = ddp_launch_holders(l.topo, facts.leases, facts.nleases, facts.self);
-    status = ddp_topo_print(l.topo, &l.spec, environ, (const char *const *)holders, cli->json, stdout);
+    status = ddp_topo_print(l.topo, &l.spec, environ, l.sched.gpus, (const char *const *)holders, cli->json, stdout);
     ddp_launch_holders_free(holders, ddp_topo_ngpus(l.topo));
     ddp_launch_facts_free(&facts);
 out:
@@ -142,13 +152,16 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
     if (ddp_launch_acquire(l, environ, err) < 0)
         return launch_error(l, err);
     if (ddp_plan_build(&l->ctx, 0, l->ctx.nproc, NULL, 0, attempt, err) < 0) {
-        fprintf(stderr, "ddplaunch: %s\n", err->msg);
+        error_line(err->msg);
         return DDP_EXIT_USAGE;
     }
     /* the chosen GPUs as NVML sees them now: a warning per GPU another process holds, or ([gpus] busy = fail)
-     * a refusal before anything starts (75: the GPU may be free later) */
-    if (l->topo && ddp_gpus_launch_check(l->topo, &l->spec, attempt, stderr, held, err) < 0) {
-        fprintf(stderr, "ddplaunch: %s\n", err->msg);
+     * a refusal before anything starts (75: the GPU may be free later). A run with busy = warn checks beside the
+     * spawn instead (supervise.c, ddp_gpus_check_start): its topology read no NVML memory. */
+    const struct ddp_mem_limit *lim = &l->spec.gpus_max_memory_used;
+    bool beside = l->cmd == DDP_CMD_RUN && l->spec.gpus_busy == DDP_BUSY_WARN && !lim->bytes && !lim->percent;
+    if (l->topo && !beside && ddp_gpus_launch_check(l->topo, &l->spec, attempt, stderr, held, err) < 0) {
+        error_line(err->msg);
         return DDP_EXIT_TEMPFAIL;
     }
     l->ctx.gpu_held = held ? (const char *const *)*held : NULL;
@@ -194,7 +207,7 @@ static int run_command(const struct ddp_cli *cli, const char *argv0)
     int status = resolve(&l, cli, &err);
     /* before anything starts: the open files this job needs (the soft limit raised toward the hard one) */
     if (status == 0 && ddp_nofile_ensure(l.ctx.nproc, &err) < 0) {
-        fprintf(stderr, "ddplaunch: %s\n", err.msg);
+        error_line(err.msg);
         status = DDP_EXIT_USAGE;
     }
     char **held = NULL;
@@ -208,7 +221,7 @@ static int run_command(const struct ddp_cli *cli, const char *argv0)
         snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", self_fd);
         status = ddp_supervise_run(&l.ctx, exe, self_fd >= 0 ? fdpath : exe, &err);
         if (status == DDP_EXIT_LAUNCHER && err.msg[0])
-            fprintf(stderr, "ddplaunch: %s\n", err.msg);
+            error_line(err.msg);
         free(exe);
     }
     ddp_gpus_held_free(held, ddp_topo_ngpus(l.topo));
@@ -277,13 +290,17 @@ int main(int argc, char **argv)
     struct ddp_cli cli;
     struct ddp_err err = {0};
     int status;
+    ddp_log_colour = ddp_log_colour_wanted(isatty(STDERR_FILENO) == 1, environ);
     if (ddp_cli_parse(argc, argv, &cli, &err) < 0) {
         status = usage_error(err.msg);
     } else {
         ddp_log_verbosity = DDP_LOG_INFO + cli.verbosity;
-        ddp_log_colour = ddp_log_colour_wanted(isatty(STDERR_FILENO) == 1, environ);
         status = commands[cli.cmd](&cli, argv[0]);
     }
     ddp_cli_free(&cli);
+    if (ddp_nvml_stuck()) { /* an NVML call that never returned: its library's destructors could wait for it */
+        fflush(NULL);
+        _exit(status);
+    }
     return status;
 }

@@ -193,6 +193,21 @@ static struct ddp_policy_action exit_with(struct ddp_policy *p, int status)
     return a;
 }
 
+/* The pause before attempt `attempt` (1 = the first restart): none for the first (one rank died: the common
+ * case, and torchrun restarts at once), then [restart] backoff, doubling from the second on, up to a minute (or
+ * backoff itself when it is longer): a rank that keeps failing is not restarted in a tight loop. */
+#define BACKOFF_MAX_MS 60000
+static int backoff_delay(const struct ddp_spec *spec, int attempt)
+{
+    long long ms = spec->backoff_ms > 0 ? spec->backoff_ms : 0;
+    long long cap = ms > BACKOFF_MAX_MS ? ms : BACKOFF_MAX_MS;
+    if (attempt <= 1)
+        return 0;
+    for (int i = 2; i < attempt && ms < cap; i++)
+        ms *= 2;
+    return (int)(ms < cap ? ms : cap);
+}
+
 static struct ddp_policy_action backoff_for(struct ddp_policy *p, int nproc, bool counts)
 {
     struct ddp_policy_action a = {0};
@@ -204,9 +219,9 @@ static struct ddp_policy_action backoff_for(struct ddp_policy *p, int nproc, boo
     p->nproc = nproc;
     p->state = DDP_PS_BACKOFF;
     a.flags = DDP_ACT_ARM_BACKOFF;
-    a.delay_ms = p->spec->backoff_ms;
     a.nproc = nproc;
     a.attempt = p->attempt + 1;
+    a.delay_ms = backoff_delay(p->spec, a.attempt);
     return a;
 }
 

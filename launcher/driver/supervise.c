@@ -56,6 +56,11 @@ struct sup {
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force, join, joinlog;
     struct ddp_policy_action pending; /* START waiting for the backoff timer */
+    struct ddp_gpus_read *gpucheck;   /* busy = warn: the holder check beside attempt 0's spawn, until it answers */
+    bool gpucheck_started;
+    char **held;                          /* its holders per topology GPU (gpus.h), or NULL */
+    struct ddp_gpus_read *recheck;        /* NVML's state before a restart, until it answers */
+    struct ddp_policy_action recheck_act; /* the restart's action, carried out once it answers */
     int exit_status;
     bool closed;          /* exit decided: handles closed, the loop ends */
     bool launcher_failed; /* exit 1 whatever the policy says */
@@ -72,6 +77,9 @@ struct sup {
 };
 
 static void apply(struct sup *s, const struct ddp_policy_action *a);
+/* How long a worker's failure waits for the busy check beside the spawn (its cause may be the holder): bounded,
+ * the loop does not run meanwhile. */
+#define SETTLE_MS 1000
 static void all_done(struct sup *s);
 
 static int cur_attempt(const struct sup *s)
@@ -147,6 +155,9 @@ static void close_all(struct sup *s)
     ddp_standby_close(s->standbys);
     ddp_runner_close(s->rn);
     ddp_watch_close(s->watch);
+    ddp_gpus_read_close(s->gpucheck); /* the job's end does not wait for NVML */
+    ddp_gpus_read_close(s->recheck);
+    s->gpucheck = s->recheck = NULL;
     ddp_signals_close(s->sigs);
 }
 
@@ -219,6 +230,18 @@ static void standbys_open(struct sup *s)
     ddp_runner_set_adopt(s->rn, ddp_standby_take, s->standbys);
 }
 
+/* The busy check beside the spawn answered (its warnings printed): its holders are the OOM cause's evidence and
+ * what the check before a restart compares with. */
+static void gpucheck_answered(void *arg, char **held)
+{
+    struct sup *s = arg;
+    s->gpucheck = NULL;
+    s->held = held;
+    for (size_t g = 0; held && g < ddp_topo_ngpus(s->ctx->topo); g++)
+        if (held[g])
+            ddp_records_gpu_held(s->rec, (int)g, held[g]);
+}
+
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
  * started is a failure of the attempt, said on stderr), or a negative errno with s->err set and nothing
  * started. */
@@ -259,6 +282,10 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     say_warm(r);
     if (s->standbys && r->plan.attempt < s->spec->max_restarts) /* the next attempt's, while this one runs */
         ddp_standby_fill(s->standbys, &r->plan);
+    if (!s->gpucheck_started && !s->ctx->gpu_held) { /* else main.c checked before the spawn */
+        s->gpucheck_started = true;
+        s->gpucheck = ddp_gpus_check_start(&s->loop, s->ctx->topo, s->spec, &r->plan, gpucheck_answered, s);
+    }
     return 0;
 }
 
@@ -500,15 +527,47 @@ static void capture_decided(void *arg)
     feed_kind(arg, DDP_PE_CAPTURE_DONE);
 }
 
-static void gpu_recheck(struct sup *s, struct ddp_policy_action *a);
+static bool gpu_recheck_start(struct sup *s, const struct ddp_policy_action *a);
+static void gpu_recheck(struct sup *s, struct ddp_policy_action *a, const struct ddp_nvml *nv);
+static void apply_now(struct sup *s, const struct ddp_policy_action *act);
+
+/* The stop's grace passed with workers still running: one line naming them and the signal they outlived, before
+ * SIGKILL (issue 43: the escalation was silent after a Ctrl-C). False when no worker runs (leftover processes
+ * only: the policy's own reason says that). */
+static bool say_escalation(struct sup *s, int attempt)
+{
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
+    struct ddp_buf b = {0};
+    size_t n = 0;
+    for (size_t i = 0; r && i < r->nw; i++)
+        if (ddp_runner_worker_running(&r->w[i]))
+            ddp_buf_printf(&b, "%s%d", n++ ? ", " : "", r->w[i].w->rank);
+    if (n > 0) {
+        int sig = s->pol.stop == DDP_STOP_SIGNAL ? s->pol.stop_signo : SIGTERM;
+        char *d = ddp_timeout_duration(s->spec->shutdown_timeout_ms);
+        ddp_warn("attempt %d: rank%s %s still running %s after SIG%s (shutdown_timeout): SIGKILL", attempt,
+                 n > 1 ? "s" : "", b.data, d, sigabbrev_np(sig));
+        free(d);
+    }
+    ddp_buf_free(&b);
+    return n > 0;
+}
 
 static void apply(struct sup *s, const struct ddp_policy_action *act)
 {
-    int attempt = cur_attempt(s);
+    /* before a restart: NVML's state of the GPUs, read off the loop (gpu_recheck_answered carries on) */
+    if ((act->flags & DDP_ACT_ARM_BACKOFF) && gpu_recheck_start(s, act))
+        return;
     struct ddp_policy_action next = *act;
-    const struct ddp_policy_action *a = &next;
     if (next.flags & DDP_ACT_ARM_BACKOFF)
-        gpu_recheck(s, &next); /* before the restart: leave out GPUs that became unfit, fit the size to them */
+        gpu_recheck(s, &next, NULL); /* events left GPUs out: fit the size to those left */
+    apply_now(s, &next);
+}
+
+static void apply_now(struct sup *s, const struct ddp_policy_action *act)
+{
+    int attempt = cur_attempt(s);
+    const struct ddp_policy_action *a = act;
     if (a->flags & DDP_ACT_TERM_ALL)
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
@@ -516,7 +575,10 @@ static void apply(struct sup *s, const struct ddp_policy_action *act)
     if (a->flags & DDP_ACT_FORWARD)
         ddp_runner_signal_all(s->rn, a->signo);
     if (a->flags & DDP_ACT_KILL_ALL) {
-        if (a->why[0] && !(s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL))
+        /* grace timer no longer running while stopping: it expired (a second SIGINT comes while it runs) */
+        bool grace_passed = s->pol.state == DDP_PS_STOPPING && !uv_is_active((uv_handle_t *)&s->grace);
+        bool said = grace_passed && say_escalation(s, attempt);
+        if (!said && a->why[0] && !(s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL))
             ddp_warn("attempt %d: %s", attempt, a->why);
         ddp_runner_signal_all(s->rn, SIGKILL);
         uv_timer_start(&s->force, on_force, 1000, 0);
@@ -630,33 +692,67 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
     free(text);
 }
 
-/* Before a restart: NVML's state now for the attempt's GPUs; one that became unfit (gpus.h) is left out. When
- * GPUs were left out for their own faults (here or by an event), the next attempt is fitted to the GPUs left,
- * downsizing as for a hung rank's GPU (one node only; not below one worker). */
-static void gpu_recheck(struct sup *s, struct ddp_policy_action *a)
+/* Before a restart, for an attempt with GPU workers: NVML's state now, read off the loop with its deadline; the
+ * restart's action waits for the answer (signals are answered meanwhile). false when nothing is read. */
+static void gpu_recheck_answered(void *arg, const struct ddp_nvml *nv);
+
+static bool gpu_recheck_start(struct sup *s, const struct ddp_policy_action *a)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     const struct ddp_topo *topo = s->ctx->topo;
-    if (!r || !topo || !ddp_topo_nvml(topo)->found)
-        return;
-    struct ddp_nvml nv;
-    ddp_nvml_read_what(&nv, DDP_NVML_MEMORY | DDP_NVML_HEALTH); /* no UUIDs, names or NVLinks */
-    for (size_t i = 0; nv.found && i < r->plan.nworkers; i++) {
+    bool gpus = false;
+    for (size_t i = 0; r && i < r->plan.nworkers; i++)
+        gpus |= r->plan.workers[i].gpu >= 0;
+    if (!gpus || !topo || !ddp_topo_nvml(topo)->found || s->recheck) /* a job without GPUs never loads NVML */
+        return false;
+    /* no UUIDs, names or NVLinks */
+    s->recheck =
+        ddp_gpus_read_start(&s->loop, DDP_NVML_MEMORY | DDP_NVML_HEALTH, NULL, NULL, 0, gpu_recheck_answered, s);
+    if (s->recheck)
+        s->recheck_act = *a;
+    return s->recheck != NULL;
+}
+
+static void gpu_recheck_answered(void *arg, const struct ddp_nvml *nv)
+{
+    struct sup *s = arg;
+    struct ddp_policy_action next = s->recheck_act;
+    s->recheck = NULL;
+    if (nv->late) {
+        ddp_warn("attempt %d: %s: the GPUs were not checked before the restart%s", cur_attempt(s), nv->status,
+                 s->spec->gpus_busy == DDP_BUSY_FAIL ? "; [gpus] busy = fail, so no restart" : "");
+        if (s->spec->gpus_busy == DDP_BUSY_FAIL) {
+            ddp_records_decision(s->rec, cur_attempt(s), "exit", -1, -1, -1, DDP_EXIT_TEMPFAIL, nv->status);
+            finish(s, DDP_EXIT_TEMPFAIL);
+            return;
+        }
+    }
+    gpu_recheck(s, &next, nv->late ? NULL : nv);
+    apply_now(s, &next);
+}
+
+/* Before a restart: NVML's state now (nv; NULL: not read) for the attempt's GPUs; one that became unfit (gpus.h)
+ * is left out. When GPUs were left out for their own faults (here or by an event), the next attempt is fitted to
+ * the GPUs left, downsizing as for a hung rank's GPU (one node only; not below one worker). */
+static void gpu_recheck(struct sup *s, struct ddp_policy_action *a, const struct ddp_nvml *nv)
+{
+    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
+    const struct ddp_topo *topo = s->ctx->topo;
+    for (size_t i = 0; r && nv && nv->found && i < r->plan.nworkers; i++) {
         int g = r->plan.workers[i].gpu;
         const char *busid = r->plan.workers[i].gpu_busid;
         char why[512];
         if (g < 0 || !busid)
             continue;
-        const char *held = s->ctx->gpu_held ? s->ctx->gpu_held[g] : NULL;
-        if (ddp_gpus_unfit(&nv, busid, held, why, sizeof why))
+        const char *held = s->held ? s->held[g] : s->ctx->gpu_held ? s->ctx->gpu_held[g] : NULL;
+        if (ddp_gpus_unfit(nv, busid, held, why, sizeof why))
             left_out(s, g, busid, why);
-        const struct ddp_nvml_proc *p = ddp_nvml_foreign(ddp_nvml_find(&nv, busid), DDP_GPU_BUSY_THRESHOLD, NULL, 0);
+        const struct ddp_nvml_proc *p = ddp_nvml_foreign(ddp_nvml_find(nv, busid), DDP_GPU_BUSY_THRESHOLD, NULL, 0);
         if (p) {
             char who[160];
             ddp_records_gpu_held(s->rec, g, ddp_nvml_proc_describe(p, who, sizeof who));
         }
     }
-    ddp_nvml_free(&nv);
     if (!s->gpu_left_out || s->role != ROLE_SINGLE || s->spec->gpus_share)
         return;
     s->gpu_left_out = false;
@@ -769,6 +865,8 @@ static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle
     ddp_records_worker_exit(s->rec, k);
     if (!ddp_runner_is_current(k))
         return;
+    if (k->status != 0) /* a failure's cause may be the holder the check beside the spawn is about to name */
+        ddp_gpus_read_settle(s->gpucheck, SETTLE_MS);
     ddp_records_exited(s->rec, k, timeout_cls(s));
     if (from != DDP_WS_ENDING) { /* else its failure was fed when the shim said the program ended */
         struct ddp_policy_event_data ev = {.kind = k->status == 0 ? DDP_PE_WORKER_OK : DDP_PE_WORKER_FAILED};
@@ -911,6 +1009,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     ddp_nodes_free(s->nodes);
     free(s->sigs);
     free(s->exclude);
+    ddp_gpus_held_free(s->held, ddp_topo_ngpus(ctx->topo));
     free(s->cgroup_base);
     free(s->timeout_reason);
     free(s);

@@ -195,6 +195,11 @@ int ddp_jobs_command(const char *lock_dir, bool json, FILE *out)
         json_decref(a);
         return 0;
     }
+    if (json_array_size(a) == 0) { /* not a bare header: say there are none, and where they would be */
+        fprintf(out, "no ddplaunch jobs running on this host (none registered in %s)\n", lock_dir);
+        json_decref(a);
+        return 0;
+    }
     fprintf(out, "%-16s %-10s %-8s %-6s %-7s %-5s %-8s %-7s %-20s %s\n", "JOB", "USER", "PID", "PORT", "ATTEMPT",
             "WORLD", "ALIVE", "AGE", "GPUS", "LOG_DIR");
     json_array_foreach(a, i, o)

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define MAX_SYMLINKS 40 /* as the kernel's path walk */
@@ -18,6 +20,45 @@ struct ddp_logdir {
     int fd;     /* the run directory */
     char *path; /* LOG_DIR/<run_id>_XXXXXXXX */
 };
+
+int ddp_logdir_check(const char *log_dir, struct ddp_err *err)
+{
+    char cwd[PATH_MAX];
+    char *p =
+        log_dir[0] == '/' ? ddp_xstrdup(log_dir) : ddp_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", log_dir);
+    char *missing = NULL; /* the first component that does not exist */
+    struct stat st;
+    int rc = 0;
+    /* climb to the nearest existing ancestor */
+    for (;;) {
+        size_t n = strlen(p);
+        while (n > 1 && p[n - 1] == '/')
+            p[--n] = '\0';
+        if (stat(p, &st) == 0 || n <= 1)
+            break;
+        char *slash = strrchr(p, '/');
+        free(missing);
+        missing = ddp_xstrdup(slash + 1);
+        *(slash == p ? slash + 1 : slash) = '\0';
+    }
+    struct statfs fs;
+    struct statvfs vfs;
+    const char *why = NULL;
+    char *comp = missing ? missing : p;
+    if (!S_ISDIR(st.st_mode))
+        rc = ddp_errf(err, -ENOTDIR, "log_dir %s: '%s' is not a directory", log_dir, strrchr(p, '/') + 1);
+    else if (statfs(p, &fs) == 0 && (fs.f_type == 0x9fa0 /* PROC_SUPER_MAGIC */ || fs.f_type == 0x62656572 /* SYSFS */))
+        why = "a /proc or /sys file system takes no new directories";
+    else if (statvfs(p, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+        why = strerror(EROFS);
+    else if (access(p, W_OK | X_OK) != 0)
+        why = strerror(errno);
+    if (why)
+        rc = ddp_errf(err, -EACCES, "log_dir %s: cannot create '%s' in %s: %s", log_dir, comp, p, why);
+    free(missing);
+    free(p);
+    return rc;
+}
 
 static bool trusted_owner(uid_t u)
 {

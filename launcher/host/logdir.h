@@ -20,6 +20,12 @@ struct ddp_logdir;
  * *out (caller frees with ddp_logdir_close), or a negative errno with err ("log_dir DIR: what is wrong"). */
 int ddp_logdir_create(const char *log_dir, const char *run_id, struct ddp_logdir **out, struct ddp_err *err);
 
+/* Whether LOG_DIR could be made, making nothing (`plan`, `doctor`, and a run before anything starts): its
+ * nearest existing ancestor must be a directory this process may write, on a file system that takes new
+ * directories (not read-only, not /proc or /sys). 0, or a negative errno with err in ddp_logdir_create's words
+ * ("log_dir DIR: cannot create 'COMPONENT': why"). */
+int ddp_logdir_check(const char *log_dir, struct ddp_err *err);
+
 /* The run directory's path: LOG_DIR/<run_id>_XXXXXXXX, LOG_DIR as given (prefixed with the working directory
  * when relative), not canonicalised. */
 const char *ddp_logdir_path(const struct ddp_logdir *ld);

@@ -105,7 +105,7 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-int ddp_port_slurm_candidate(unsigned long long job_id, unsigned long long step_id, int lo, int hi, unsigned i)
+int ddp_port_job_candidate(unsigned long long job_id, unsigned long long step_id, int lo, int hi, unsigned i)
 {
     if (hi < lo)
         return lo;
@@ -114,11 +114,11 @@ int ddp_port_slurm_candidate(unsigned long long job_id, unsigned long long step_
     return lo + (int)((h % n + i % n) % n);
 }
 
-int ddp_port_slurm_port(unsigned long long job_id, unsigned long long step_id, const struct ddp_port_spec *ps)
+int ddp_port_job_port(unsigned long long job_id, unsigned long long step_id, const struct ddp_port_spec *ps)
 {
     int lo = ps->lo > 0 ? ps->lo : DDP_PORT_AUTO_LO;
     int hi = ps->hi > 0 ? ps->hi : DDP_PORT_AUTO_HI;
-    return ddp_port_slurm_candidate(job_id, step_id, lo, hi, 0);
+    return ddp_port_job_candidate(job_id, step_id, lo, hi, 0);
 }
 
 /* "0100007F" -> 127.0.0.1; 32 hex digits -> IPv6. The kernel prints each 32-bit word in host order. */
@@ -438,8 +438,8 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
     if (req->spec.is_auto) {
         lo = req->spec.lo;
         hi = req->spec.hi;
-        if ((lo <= 0 || hi <= 0) && req->slurm_job_id) {
-            lo = DDP_PORT_AUTO_LO; /* the same on every node: see ddp_port_slurm_port() */
+        if ((lo <= 0 || hi <= 0) && req->job_key) {
+            lo = DDP_PORT_AUTO_LO; /* the same on every node: see ddp_port_job_port() */
             hi = DDP_PORT_AUTO_HI;
         } else if (lo <= 0 || hi <= 0) {
             ddp_port_default_range(req->ephemeral_range, &lo, &hi);
@@ -458,9 +458,9 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
     unsigned held = 0, in_use = 0;
     struct ddp_strv holders = {0};
     for (unsigned i = 0; i < n; i++) {
-        int port = !req->spec.is_auto  ? req->spec.port
-                   : req->slurm_job_id ? ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, i)
-                                       : lo + (int)i;
+        int port = !req->spec.is_auto ? req->spec.port
+                   : req->job_key     ? ddp_port_job_candidate(req->job_key, req->job_step_key, lo, hi, i)
+                                      : lo + (int)i;
         int fd = -1;
         {
             int rc = lock_port(req->lock_dir, port, &fd, err);
@@ -513,12 +513,12 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
         ddp_buf_printf(&who, "%s%s", k ? "; " : ": reserved by ", holders.v[k]);
     ddp_strv_clear(&holders);
     int rc;
-    if (req->slurm_job_id && n < (unsigned)(hi - lo + 1))
+    if (req->job_key && n < (unsigned)(hi - lo + 1))
         rc = ddp_errf(err, -EBUSY,
-                      "the MASTER_PORT derived from Slurm job %llu (%d) is busy on this host "
+                      "the MASTER_PORT derived from the job id %llu (%d) is busy on this host "
                       "(%u reserved%s, %u in use); set master_port explicitly",
-                      req->slurm_job_id, ddp_port_slurm_candidate(req->slurm_job_id, req->slurm_step_id, lo, hi, 0),
-                      held, who.data ? who.data : "", in_use);
+                      req->job_key, ddp_port_job_candidate(req->job_key, req->job_step_key, lo, hi, 0), held,
+                      who.data ? who.data : "", in_use);
     else
         rc = ddp_errf(err, -EBUSY,
                       "no free port for master_port = auto in %d-%d on this host (%u reserved%s, %u in use); "

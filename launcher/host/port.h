@@ -17,6 +17,8 @@
 /* Default range for `master_port = auto` (below the kernel's default ephemeral range 32768-60999). */
 #define DDP_PORT_AUTO_LO 29500
 #define DDP_PORT_AUTO_HI 29999
+/* Where a job's NCCL_RAS_ADDR port comes from (NCCL's own default is 28028, which every job would share). */
+#define DDP_PORT_RAS_RANGE "auto:28029-28499"
 
 /* Parse a master_port value: "N" (1-65535), "auto", "auto:LO-HI", "0" (= auto). LO/HI default to lo==hi==0,
  * which means the default range (ddp_port_default_range). 0 or -EINVAL with err ("expected ..."). */
@@ -33,16 +35,16 @@ char *ddp_port_ephemeral_range(void);
  * connections, which can take a port between the check and the bind). Pure; false when text is NULL. */
 bool ddp_port_range_overlaps_ephemeral(const char *ip_local_port_range, int lo, int hi);
 
-/* Under Slurm: candidate i (0, 1, ...) of the port sequence for a job step, in [lo, hi]. The same on every
- * node; jobs whose ids share their last digits get unrelated sequences (unlike 15000 + jobid % 10000).
- * Candidates 0..(hi-lo) are all distinct. Pure. */
-int ddp_port_slurm_candidate(unsigned long long job_id, unsigned long long step_id, int lo, int hi, unsigned i);
+/* Under a scheduler that gives a job id (Slurm, LSF, PBS): candidate i (0, 1, ...) of the port sequence for a job step,
+ * in [lo, hi]. The same on every node; jobs whose ids share their last digits get unrelated sequences (unlike 15000 +
+ * jobid % 10000). Candidates 0..(hi-lo) are all distinct. Pure. */
+int ddp_port_job_candidate(unsigned long long job_id, unsigned long long step_id, int lo, int hi, unsigned i);
 
-/* The port every node of a multi-node Slurm job computes for master_port = auto (ps->is_auto): candidate 0 of
- * ddp_port_slurm_candidate() in ps's range, or in DDP_PORT_AUTO_LO-HI when ps gives none (fixed, so that nodes
+/* The port every node of a multi-node scheduled job computes for master_port = auto (ps->is_auto): candidate 0 of
+ * ddp_port_job_candidate() in ps's range, or in DDP_PORT_AUTO_LO-HI when ps gives none (fixed, so that nodes
  * with different ephemeral ranges agree). Node 0 reserves the same port with ddp_port_reserve() and
  * max_candidates = 1. Pure. */
-int ddp_port_slurm_port(unsigned long long job_id, unsigned long long step_id, const struct ddp_port_spec *ps);
+int ddp_port_job_port(unsigned long long job_id, unsigned long long step_id, const struct ddp_port_spec *ps);
 
 /* A LISTEN socket from /proc/net/tcp or /proc/net/tcp6. */
 struct ddp_port_listener {
@@ -77,15 +79,15 @@ struct ddp_port_req {
     const char *lock_dir;            /* ddp_rundir_lock_dir(envp): the lock namespace */
     const char *addr;                /* master_addr, for messages; NULL = "localhost" */
     struct ddp_port_spec spec;       /* explicit port, or auto with its range (lo == hi == 0: default range) */
-    unsigned long long slurm_job_id; /* nonzero: auto candidates come from ddp_port_slurm_candidate() */
-    unsigned long long slurm_step_id;
-    unsigned max_candidates;     /* auto: how many candidates to try at most; 0 = the whole range. A
-                                  * multi-node Slurm job whose nodes cannot tell each other the port sets 1:
-                                  * every node then computes the same candidate 0. */
-    const char *ephemeral_range; /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
-    bool quiet;                  /* an explicit port that is held: -EADDRINUSE without naming its holder (the
-                                  * caller joins the agent that holds it: asking who it is would cost each of a
-                                  * thousand joining agents a walk of every process's open files) */
+    unsigned long long job_key;      /* nonzero: auto candidates come from ddp_port_job_candidate() */
+    unsigned long long job_step_key; /* the step of that job (Slurm), else 0 */
+    unsigned max_candidates;         /* auto: how many candidates to try at most; 0 = the whole range. A
+                                      * multi-node scheduled job whose nodes cannot tell each other the port sets 1:
+                                      * every node then computes the same candidate 0. */
+    const char *ephemeral_range;     /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
+    bool quiet;                      /* an explicit port that is held: -EADDRINUSE without naming its holder (the
+                                      * caller joins the agent that holds it: asking who it is would cost each of a
+                                      * thousand joining agents a walk of every process's open files) */
 };
 
 /* A held reservation: the port and the lock. */

@@ -233,7 +233,7 @@ int ddp_slurm_port(const struct ddp_slurm *s, int lo, int hi)
     if (!s->active)
         return -EINVAL;
     struct ddp_port_spec ps = {.is_auto = true, .lo = lo, .hi = hi};
-    return ddp_port_slurm_port(s->job_id_num, s->step_id_num, &ps);
+    return ddp_port_job_port(s->job_id_num, s->step_id_num, &ps);
 }
 
 void ddp_slurm_free(struct ddp_slurm *s)

@@ -49,8 +49,8 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
 int ddp_slurm_apply(const struct ddp_slurm *s, struct ddp_spec *spec, struct ddp_err *err);
 
 /* The master port of this job step with master_port = auto:LO-HI (LO = HI = 0: port.c's default range), the
- * same on every node: ddp_port_slurm_port() (port.h) of the numeric job and step ids, which is the port node 0
- * reserves with ddp_port_reserve(slurm_job_id, slurm_step_id, max_candidates = 1). Returns the port, or -EINVAL
+ * same on every node: ddp_port_job_port() (port.h) of the numeric job and step ids, which is the port node 0
+ * reserves with ddp_port_reserve(job_key, job_step_key, max_candidates = 1). Returns the port, or -EINVAL
  * when !s->active. */
 int ddp_slurm_port(const struct ddp_slurm *s, int lo, int hi);
 

@@ -44,7 +44,8 @@ static const struct class_info infos[DDP_CLASS__COUNT] = {
     [DDP_CLASS_HANG] =
         {"hang", 65,
          "a rank made no progress (no heartbeat/output for [timeout] stall, or a torch timer.expires() block ran "
-         "out): py-spy dump --pid PID shows where it is stuck; raise the limit if a step is just slow"},
+         "out): the Hang verdict says where each rank stood when it was stopped; raise the limit if a step is just "
+         "slow"},
     [DDP_CLASS_INIT_TIMEOUT] =
         {"init-timeout", 64,
          "a rank showed no sign of life within [timeout] init: slow imports or data loading before the first "
@@ -61,6 +62,10 @@ static const struct class_info infos[DDP_CLASS__COUNT] = {
     [DDP_CLASS_EXEC_FAILED] =
         {"exec-failed", 90,
          "the worker program could not be started: check the path, its permissions and the interpreter"},
+    [DDP_CLASS_MISSING_MODULE] =
+        {"missing-module", 85,
+         "the workers' Python could not import a module: install it for that python, or run with "
+         "PYTHON_EXEC=<a python that has it> (`ddplaunch doctor` names one for torch)"},
     [DDP_CLASS_RENDEZVOUS_TIMEOUT] =
         {"rendezvous-timeout", 70,
          "a rank never reached the rendezvous (TCP store at master_addr:master_port): another rank died or hung "

@@ -26,6 +26,7 @@ enum ddp_class {
     DDP_CLASS_EXEC_FAILED,        /* the worker program could not be started */
     DDP_CLASS_RENDEZVOUS_TIMEOUT, /* the TCP store/rendezvous timed out: a rank never arrived or the master was
                                      unreachable */
+    DDP_CLASS_MISSING_MODULE,     /* the workers' Python could not import a module (ModuleNotFoundError) */
     DDP_CLASS__COUNT
 };
 

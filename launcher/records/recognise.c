@@ -38,6 +38,8 @@ static const struct pattern patterns[] = {
     /* Out of memory. torch: "CUDA out of memory. Tried to allocate ..."; CUDA runtime: "CUDA error: out of
      * memory"; torch 2.x type names "torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError"; NCCL:
      * "NCCL WARN Cuda failure 'out of memory'". */
+    /* "ModuleNotFoundError: No module named 'torch'": the interpreter lacks what the script imports */
+    {"ModuleNotFoundError: No module named ", NULL, DDP_CLASS_MISSING_MODULE, false},
     {"CUDA out of memory", NULL, DDP_CLASS_CUDA_OOM, false},
     {"CUDA error: out of memory", NULL, DDP_CLASS_CUDA_OOM, false},
     {"OutOfMemoryError", NULL, DDP_CLASS_CUDA_OOM, false},

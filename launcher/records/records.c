@@ -1,6 +1,8 @@
 /* records: see records.h. */
 #include "records/records.h"
 
+#include <ctype.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,8 @@ struct ended {
     char *error_file, *class_name, *class_line, *hint, *reason, *cause;
     struct ddp_strv tail;
     bool set;
-    bool exited; /* false: recorded while it still ran (a timeout); updated when it exits */
+    bool exited;   /* false: recorded while it still ran (a timeout); updated when it exits */
+    bool captured; /* its SIGABRT was the hang capture's */
 };
 
 struct ddp_records {
@@ -53,6 +56,7 @@ struct ddp_records {
     struct seen {
         enum ddp_class cls;
         char *line;
+        bool captured; /* the hang capture sent it SIGABRT */
     } * seen;
     /* per topology GPU (ngpu): a fault NVML reported, a holder seen after the launch */
     char **gpu_fault, **gpu_held;
@@ -84,13 +88,13 @@ static void forget_seen(struct ddp_records *r)
 /* What k's output was recognised as (DDP_CLASS_NONE: nothing), and the line (NULL: none). */
 static const struct seen *seen_of(const struct ddp_records *r, const struct ddp_runner_worker *k)
 {
-    static const struct seen none = {DDP_CLASS_NONE, NULL};
+    static const struct seen none = {DDP_CLASS_NONE, NULL, false};
     bool same = r->seen && r->seen_attempt == k->run->plan.attempt && k->index < r->nseen;
     return same ? &r->seen[k->index] : &none;
 }
 
-void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class cls,
-                            const char *line, size_t len)
+/* k's entry, made for its attempt. */
+static struct seen *seen_for(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     if (!r->seen || r->seen_attempt != k->run->plan.attempt || r->nseen != k->run->nw) {
         forget_seen(r);
@@ -98,7 +102,18 @@ void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worke
         r->nseen = k->run->nw;
         r->seen = ddp_xcalloc(r->nseen, sizeof(*r->seen));
     }
-    struct seen *s = &r->seen[k->index];
+    return &r->seen[k->index];
+}
+
+void ddp_records_captured(struct ddp_records *r, const struct ddp_runner_worker *k)
+{
+    seen_for(r, k)->captured = true;
+}
+
+void ddp_records_recognised(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class cls,
+                            const char *line, size_t len)
+{
+    struct seen *s = seen_for(r, k);
     if (s->cls != DDP_CLASS_NONE || cls == DDP_CLASS_NONE)
         return;
     s->cls = cls;
@@ -389,6 +404,25 @@ void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const
     json_array_append_new(r->left_out, o);
 }
 
+/* missing-module's hint, naming the interpreter the worker ran (its argv[0] for a Python job) and the module of
+ * the line ("ModuleNotFoundError: No module named 'torch'"). Caller frees. */
+static char *missing_module_hint(const struct ddp_runner_worker *k, const char *line)
+{
+    const char *q = line ? strstr(line, "No module named '") : NULL, *name = q ? q + 17 : NULL;
+    const char *end = name ? strchr(name, '\'') : NULL;
+    char module[128] = "a module";
+    bool plain = end && end > name && end - name < 100; /* a module name, nothing a terminal would act on */
+    for (const char *c = name; plain && c < end; c++)
+        plain = isalnum((unsigned char)*c) || *c == '_' || *c == '.';
+    if (plain)
+        snprintf(module, sizeof module, "'%.*s'", (int)(end - name), name);
+    if (!k->w->python || !k->w->argv.n)
+        return ddp_xstrdup(ddp_class_hint(DDP_CLASS_MISSING_MODULE));
+    return ddp_xasprintf("the workers' Python %s has no module %s: install it for that python, or run with "
+                         "PYTHON_EXEC=<a python that has it> (`ddplaunch doctor` names one for torch)",
+                         k->w->argv.v[0], module);
+}
+
 static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_runner_worker *k,
                          const char *reason, enum ddp_class tcls)
 {
@@ -406,6 +440,7 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
     e->attempt = k->run->plan.attempt;
     e->when = e->exited ? k->end_wall : time(NULL);
     e->error_file = ef ? ddp_xstrdup(ef) : NULL;
+    e->captured = o->captured && k->signo == SIGABRT;
     c = o->cls;
     if (c == DDP_CLASS_NONE) {
         if (k->fail == DDP_WF_EXEC)
@@ -424,7 +459,13 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
         e->class_name = ddp_xasprintf("exit-%d", k->status);
     else if (c != DDP_CLASS_NONE)
         e->class_name = ddp_xstrdup(ddp_class_name(c));
-    if (c != DDP_CLASS_NONE) {
+    const char *fh = ddp_runner_worker_env(k, "PYTHONFAULTHANDLER");
+    if (c == DDP_CLASS_MISSING_MODULE)
+        e->hint = missing_module_hint(k, o->line);
+    else if (c == DDP_CLASS_SEGFAULT && k->w->python && fh && *fh)
+        e->hint = ddp_xstrdup("the worker crashed in native code: an extension/ABI mismatch or a CUDA driver "
+                              "problem; its Python stack (PYTHONFAULTHANDLER) is in its stderr above");
+    else if (c != DDP_CLASS_NONE) {
         const char *h = ddp_class_hint(c);
         if (h && *h)
             e->hint = ddp_xstrdup(h);
@@ -573,6 +614,7 @@ static struct ddp_report_entry entry_of(const struct ddp_records *r, const struc
                                      .pid = e->pid,
                                      .exit_code = e->status,
                                      .signo = e->signo,
+                                     .captured = e->captured,
                                      .when = e->when,
                                      .error_file = e->error_file,
                                      .error_file_kept = r->ctx->logdir != NULL,

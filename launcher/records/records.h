@@ -55,6 +55,9 @@ void ddp_records_root(struct ddp_records *r, const struct ddp_runner_worker *k, 
                       enum ddp_class tcls);
 /* k failed on its own while the attempt was being stopped: listed after the root cause. */
 void ddp_records_other(struct ddp_records *r, const struct ddp_runner_worker *k);
+/* k got SIGABRT from the hang capture (capture.c): its summary entry says it was stopped by ddplaunch for the
+ * stack capture, not that it aborted. */
+void ddp_records_captured(struct ddp_records *r, const struct ddp_runner_worker *k);
 /* k exited: when the root cause was recorded while k still ran (a timeout), it now says how k ended. */
 void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class tcls);
 /* The hang verdict named k: it becomes the root cause (the earlier root cause, another rank, one of the

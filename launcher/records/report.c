@@ -128,7 +128,19 @@ static void print_stderr_log(FILE *f, const struct ddp_report_entry *e)
     free(log);
 }
 
-static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
+/* Whether a and b kept the same stderr lines (both some). */
+static bool same_tail(const struct ddp_report_entry *a, const struct ddp_report_entry *b)
+{
+    if (!a || !b || a->ntail == 0 || a->ntail != b->ntail)
+        return false;
+    for (size_t i = 0; i < a->ntail; i++)
+        if (strcmp(a->tail[i], b->tail[i]) != 0)
+            return false;
+    return true;
+}
+
+/* same: an entry printed in full whose stderr lines e repeats (two ranks failing alike print them once), or NULL. */
+static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e, const struct ddp_report_entry *same)
 {
     char when[64] = "-";
     struct tm tm;
@@ -142,6 +154,9 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
     fprintf(f, "  %-10s: %d (local_rank: %d)\n", "rank", e->rank, e->local_rank);
     if (e->running)
         fprintf(f, "  %-10s: - (pid: %d) still running when the launcher stopped waiting\n", "exitcode", e->pid);
+    else if (e->signo && e->captured)
+        fprintf(f, "  %-10s: -%d (pid: %d) %s: stopped by ddplaunch for the stack capture\n", "exitcode", e->signo,
+                e->pid, ddp_report_signame(e->signo));
     else if (e->signo)
         fprintf(f, "  %-10s: -%d (pid: %d) %s\n", "exitcode", e->signo, e->pid, ddp_report_signame(e->signo));
     else
@@ -167,7 +182,24 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e)
             print_indented(f, "traceback", tb);
     } else {
         fprintf(f, "  %-10s: <N/A>\n", "error_file");
-        if (e->ntail) {
+        size_t ntail = e->ntail;
+        if (e->captured) /* the capture's own dump (faulthandler's, from "Fatal Python error") is in the verdict */
+            for (size_t i = 0; i < e->ntail; i++)
+                if (strncmp(e->tail[i], "Fatal Python error: Aborted", 27) == 0) {
+                    ntail = i;
+                    break;
+                }
+        if (e->captured && ntail == 0 && e->ntail) {
+            fprintf(f, "  %-10s: only the stack capture's dump (printed above; see the Hang verdict)\n", "stderr");
+        } else if (ntail < e->ntail) {
+            fprintf(f, "  %-10s: last %zu line%s of stderr before the stack capture:\n", "stderr", ntail,
+                    ntail == 1 ? "" : "s");
+            for (size_t i = 0; i < ntail; i++)
+                fprintf(f, "    %s\n", e->tail[i]);
+        } else if (e->ntail && same) {
+            fprintf(f, "  %-10s: last %zu line%s of stderr: the same as rank %d's\n", "stderr", e->ntail,
+                    e->ntail == 1 ? "" : "s", same->rank);
+        } else if (e->ntail) {
             fprintf(f, "  %-10s: last %zu line%s of stderr:\n", "stderr", e->ntail, e->ntail == 1 ? "" : "s");
             for (size_t i = 0; i < e->ntail; i++)
                 fprintf(f, "    %s\n", e->tail[i]);
@@ -190,11 +222,17 @@ void ddp_report_print(FILE *f, const char *title, const struct ddp_report_entry 
     fprintf(f, "Failures:\n");
     if (nothers == 0)
         fprintf(f, "  <NO_OTHER_FAILURES>\n");
-    for (size_t i = 0; i < nothers; i++)
-        print_entry(f, (int)i + 1, &others[i]);
+    /* the root cause is printed in full (below); a failure that repeats its stderr, or an earlier one's, says so */
+    for (size_t i = 0; i < nothers; i++) {
+        const struct ddp_report_entry *same = same_tail(&others[i], root) ? root : NULL;
+        for (size_t j = 0; j < i && !same; j++)
+            if (!same_tail(&others[j], root) && same_tail(&others[i], &others[j]))
+                same = &others[j];
+        print_entry(f, (int)i + 1, &others[i], same);
+    }
     fprintf(f, "%s\nRoot Cause (first observed failure):\n", thin);
     if (root)
-        print_entry(f, 0, root);
+        print_entry(f, 0, root, NULL);
     fprintf(f, "%s\n", rule);
     fflush(f);
 }

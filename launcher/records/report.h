@@ -18,6 +18,7 @@ struct ddp_report_entry {
     int exit_code;           /* when signo == 0 */
     int signo;               /* death by this signal, or 0 */
     bool running;            /* it had not exited when the launcher gave up on it (exit_code/signo unknown) */
+    bool captured;           /* its SIGABRT was ddplaunch's, for the hang capture */
     time_t when;             /* wall clock of the ending */
     const char *error_file;  /* TORCHELASTIC_ERROR_FILE path, or NULL */
     bool error_file_kept;    /* it lies under --log-dir (stays after the run, beside stderr.log); false: in the

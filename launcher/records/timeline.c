@@ -26,7 +26,7 @@ struct tl_mark {
     int attempt;
     double t;
     char kind[16];
-    char text[400];
+    char text[1200];
 };
 
 struct ddp_timeline {
@@ -179,6 +179,10 @@ static void mark_suspect(struct ddp_timeline *t, const json_t *e, int attempt, d
             break;
         }
     }
+    json_array_foreach(json_object_get(fr, "chain"), j, c) if (len < sizeof(m->text)) /* who waits for whom */
+        len += (size_t)snprintf(m->text + len, sizeof(m->text) - len, "%s %s -> group %s #%lld -> %s",
+                                j ? ";" : "; chain (waiting -> in -> for):", jstr(c, "waiting"), jstr(c, "group"),
+                                (long long)json_integer_value(json_object_get(c, "seq")), jstr(c, "on"));
     if (len < sizeof(m->text))
         snprintf(m->text + len, sizeof(m->text) - len, " (%s)", jstr(e, "action"));
 }
@@ -308,16 +312,16 @@ void ddp_timeline_print(FILE *f, const struct ddp_timeline *t)
         fprintf(f, "  %-6s %-9s %-12s %-9s %s\n", "rank", "start", "last output", "end", "how it ended");
         for (size_t i = 0; i < t->nr; i++) {
             const struct tl_rank *r = &t->r[i];
-            char lo[32] = "-", end[32] = "-";
+            char lo[32] = "-", end[32] = "-", start[32];
             if (r->attempt != a)
                 continue;
+            snprintf(start, sizeof(start), "+%.3fs", r->start); /* seconds, as every other time here */
             if (r->last_out >= 0)
                 snprintf(lo, sizeof(lo), "+%.3fs", r->last_out);
             if (r->end >= 0)
                 snprintf(end, sizeof(end), "+%.3fs", r->end);
-            fprintf(f, "  %-6d +%-8.3f %-12s %-9s %s%s%s%s%s\n", r->rank, r->start, lo, end,
-                    r->end >= 0 ? r->cls : "running", r->end >= 0 ? " (" : "", r->end >= 0 ? r->ended : "",
-                    r->end >= 0 ? ")" : "",
+            fprintf(f, "  %-6d %-9s %-12s %-9s %s%s%s%s%s\n", r->rank, start, lo, end, r->end >= 0 ? r->cls : "running",
+                    r->end >= 0 ? " (" : "", r->end >= 0 ? r->ended : "", r->end >= 0 ? ")" : "",
                     r->culprit ? "  CULPRIT"
                     : r->root  ? "  ROOT CAUSE"
                                : "");

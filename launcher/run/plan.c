@@ -344,7 +344,7 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->max_memory_used = s->gpus_max_memory_used;
     req->skip_held_over = s->gpus_busy == DDP_BUSY_SKIP ? DDP_GPU_BUSY_THRESHOLD : 0;
     req->inherited_cvd = ctx->inherited_cvd;
-    req->slurm_gpus = ctx->slurm_gpus;
+    req->sched_gpus = ctx->sched_gpus;
     req->holders = ctx->gpu_holders;
 }
 
@@ -386,6 +386,8 @@ static void set_torchrun_env(struct ddp_kvlist *env, const struct ddp_plan_ctx *
     if (ctx->timer_file)
         env_set(env, "TORCHELASTIC_TIMER_FILE", ctx->timer_file);
     env_default(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+    if (ctx->ras_port > 0 && !env_lookup(env, "NCCL_RAS_ADDR")) /* NCCL's RAS thread: this job's own port */
+        env_setf(env, "NCCL_RAS_ADDR", "localhost:%d", ctx->ras_port);
     if (out->nproc > 1)
         env_default(env, "OMP_NUM_THREADS", "1");
 }
@@ -477,7 +479,7 @@ static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s, struc
 /* Live stack sampling ([timeout] sample, progress.c): the directory holding ddplaunch's sitecustomize.py
  * (sample.c writes it into the run directory) goes first on PYTHONPATH, and the rank's stacks file in the attempt's
  * directory and the signal go in DDPLAUNCH_STACKS_FILE/SIGNAL, which the sitecustomize takes out of the
- * environment. Not in `plan` (no run directory). */
+ * environment. `plan` shows them with "<run dir>" for the run directory it does not make. */
 static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, int lr,
                            struct ddp_kvlist *env)
 {
@@ -580,6 +582,15 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 
 /* ---- printing ---- */
 
+/* Whether v holds the string e. */
+static bool strv_has(const struct ddp_strv *v, const char *e)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (strcmp(v->v[i], e) == 0)
+            return true;
+    return false;
+}
+
 /* The variables ddplaunch sets or changes for a worker, relative to the launcher's environment. */
 static bool env_changed(const struct ddp_plan_ctx *ctx, const char *entry)
 {
@@ -597,6 +608,26 @@ static char *key_value(const struct ddp_spec *s, size_t i)
         return ddp_xstrdup("(redacted)");
     return ddp_spec_format(s, i);
 }
+/* A key as plan shows it, with what a 0 left at its default stands for: join_timeout's 0 is 600 s (c10d) or 900 s
+ * (static), min_nproc_per_node's 0 is resolved (policy.c) to nproc_per_node, or 1 with on_timeout = downsize. The
+ * value shown is the one the job uses. *note (static) is NULL or the meaning of the default. Caller frees. */
+static char *key_value_used(const struct ddp_plan_ctx *ctx, size_t i, const char **note)
+{
+    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_key *k = &ddp_spec_keys[i];
+    *note = NULL;
+    if (s->origin[i] == DDP_ORIGIN_DEFAULT && strcmp(k->section, "job") == 0) {
+        if (strcmp(k->name, "join_timeout") == 0) { /* 0 on one node, which waits for no other */
+            *note = "0 = 600s with c10d, 900s static";
+            return ddp_xasprintf("%llds", ctx->join_timeout_ms / 1000);
+        }
+        if (strcmp(k->name, "min_nproc_per_node") == 0)
+            *note = s->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? "0 = 1 with on_timeout = downsize"
+                                                            : "0 = nproc_per_node unless on_timeout = downsize";
+    }
+    return key_value(s, i);
+}
+
 /* NVML's view of topology GPU g now (memory in use, processes), or NULL. */
 static const struct ddp_nvml_gpu *gpu_now(const struct ddp_plan_ctx *ctx, int g)
 {
@@ -657,7 +688,8 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
     struct ddp_buf b = {0};
     ddp_buf_puts(&b, "{\n  \"spec\": {");
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
-        char *v = key_value(s, i);
+        const char *note;
+        char *v = key_value_used(ctx, i, &note);
         ddp_buf_printf(&b, "%s\n    \"%s.%s\": {\"value\": ", i ? "," : "", ddp_spec_keys[i].section,
                        ddp_spec_keys[i].name);
         ddp_buf_json_str(&b, v);
@@ -744,10 +776,13 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
             section = k->section;
             fprintf(f, "  [%s]\n", section);
         }
-        char *v = key_value(s, i);
+        const char *note;
+        char *v = key_value_used(ctx, i, &note);
         char where[300] = "";
         if (s->set_file[i])
             snprintf(where, sizeof where, " %s:%d", s->set_file[i], s->set_line[i]);
+        else if (note)
+            snprintf(where, sizeof where, " %s", note);
         fprintf(f, "    %-20s = %-30s (%s%s)\n", k->name, v, ddp_origin_name(s->origin[i]), where);
         free(v);
     }
@@ -799,9 +834,25 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
         fprintf(f, "\nlocal rank %d:\n  command:", w->local_rank);
         for (size_t j = 0; j < w->argv.n; j++)
             fprintf(f, " %s", w->argv.v[j]);
-        fprintf(f, "\n  environment (set or changed by ddplaunch):\n");
+        if (i == 0) {
+            fprintf(f, "\n  environment (set or changed by ddplaunch):\n");
+            for (size_t j = 0; j < w->envp.n; j++)
+                if (env_changed(ctx, w->envp.v[j]))
+                    fprintf(f, "    %s\n", w->envp.v[j]);
+            continue;
+        }
+        /* the others: only what differs from local rank 0 (an environment is some 30 lines a rank) */
+        const struct ddp_worker *w0 = &a->workers[0];
+        fprintf(f, "\n  environment: as local rank %d's, except:\n", w0->local_rank);
         for (size_t j = 0; j < w->envp.n; j++)
-            if (env_changed(ctx, w->envp.v[j]))
+            if (env_changed(ctx, w->envp.v[j]) && !strv_has(&w0->envp, w->envp.v[j]))
                 fprintf(f, "    %s\n", w->envp.v[j]);
+        for (size_t j = 0; j < w0->envp.n; j++) {
+            const char *e = w0->envp.v[j], *eq = strchr(e, '=');
+            char *name = ddp_xstrndup(e, eq ? (size_t)(eq - e) : strlen(e));
+            if (env_changed(ctx, e) && ddp_strv_env_find(&w->envp, name) < 0)
+                fprintf(f, "    (no %s)\n", name);
+            free(name);
+        }
     }
 }

@@ -68,6 +68,7 @@ struct ddp_plan_ctx {
     const char *run_id;
     const char *master_addr;
     int master_port;
+    int ras_port; /* NCCL_RAS_ADDR's port reserved for this job on this host (0: none, NCCL's default 28028) */
     int nnodes;
     int node_rank;
     int nproc;                      /* resolved local worker count */
@@ -78,14 +79,14 @@ struct ddp_plan_ctx {
     struct ddp_topo *topo;          /* may be NULL (no topology: no GPUs, no binding) */
     const char *inherited_cvd;      /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
     const char *run_dir;            /* private runtime dir of this launch (0700): heartbeat files, error files
-                                       when there is no log_dir, the timer FIFO; NULL in `plan` */
+                                       when there is no log_dir, the timer FIFO; "<run dir>" in `plan` */
     const char *timer_file;         /* TORCHELASTIC_TIMER_FILE path, or NULL */
     const char *sample_pydir;       /* live stack sampling: the sitecustomize's directory (prepended to PYTHONPATH),
-                                       or NULL (no sampling; always in `plan`) */
+                                       or NULL (no sampling); "<run dir>/python" in `plan` */
     int sample_signal;              /* the signal the sitecustomize takes (DDPLAUNCH_STACKS_SIGNAL) */
     struct ddp_logdir *logdir;      /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
                                        and without log_dir */
-    const char *slurm_gpus;         /* Slurm's GPU list (global indices), or NULL */
+    const char *sched_gpus;         /* the scheduler's GPUs for this node (global indices), or NULL */
     const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
     const char *const *gpu_held;    /* per topology GPU: a process that held memory on it at launch ("pid N
                                        (user, command, X GiB)", gpus.h), or NULL; may be NULL */

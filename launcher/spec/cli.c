@@ -69,7 +69,7 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
       "more workers than GPUs: they share them, round-robin", LAUNCHING },
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },
     { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor, ps)",
-      LAUNCHING | CMD(DDP_CMD_PS) },
+      CMD(DDP_CMD_PLAN) | CMD(DDP_CMD_TOPO) | CMD(DDP_CMD_DOCTOR) | CMD(DDP_CMD_PS) }, /* a run ignored it */
     { "svg", 0, F_SVG, NULL, NULL, NULL, NULL, "FILE", "report: also draw the run as an SVG image",
       CMD(DDP_CMD_REPORT) },
     { "topology", 0, F_TOPOLOGY, NULL, NULL, NULL, NULL, "FILE.xml",
@@ -252,7 +252,9 @@ const struct ddp_cli_subcmd ddp_cli_subcmds[] = {
      "\n"
      "Dry run: print every setting and where it came from, the GPUs ddplaunch would\n"
      "pick and why, and per local rank the command, GPU, NUMA node, CPUs, memory nodes\n"
-     "and environment it would get. Starts nothing and reserves nothing.\n"
+     "and environment it would get (every variable ddplaunch adds, \"<run dir>\" for the\n"
+     "directory a run makes; ranks after the first show what differs). Starts nothing\n"
+     "and reserves nothing.\n"
      "\n"
      "Takes every option of a launch (see 'ddplaunch --help'), and:\n",
      plan_listed, "Exit status: 0 printed; 2 bad command line or job spec; 1 launcher failure.\n"},
@@ -309,6 +311,14 @@ const struct ddp_cli_subcmd *ddp_cli_subcmd_of(enum ddp_cmd cmd)
     return &ddp_cli_subcmds[0];
 }
 
+bool ddp_cli_is_command(const char *word)
+{
+    for (size_t i = 1; i < NSUBCMDS; i++)
+        if (strcmp(word, ddp_cli_subcmds[i].name) == 0)
+            return true;
+    return false;
+}
+
 const char *ddp_cli_command_names(void)
 {
     static char names[128];
@@ -323,8 +333,9 @@ const char *ddp_cli_command_names(void)
 }
 
 /* "unknown option '--x'" for command sc, with the flag it may have meant; err's message names the command
- * when it is not a launching one ("ps: ..."). */
-static int unknown_long(const struct ddp_cli_subcmd *sc, const char *name, size_t len,
+ * when it is not a launching one ("ps: ..."). A launch's unknown option that resembles none of ours was likely
+ * the program's: the message says where those go (after the script, or after '--' behind the job spec). */
+static int unknown_long(const struct ddp_cli_subcmd *sc, const struct ddp_cli *cli, const char *name, size_t len,
                         const struct ddp_cli_flag *const *cands, size_t ncands, struct ddp_err *err)
 {
     char *word = ddp_xstrndup(name, len);
@@ -355,8 +366,24 @@ static int unknown_long(const struct ddp_cli_subcmd *sc, const char *name, size_
                 names[n++] = ddp_cli_flags[k].name;
         names[n] = NULL;
         const char *dym = ddp_did_you_mean(word, names);
-        rc = dym ? ddp_errf(err, -EINVAL, "%s%sunknown option '--%s' (did you mean '--%s'?)", who, colon, word, dym)
-                 : ddp_errf(err, -EINVAL, "%s%sunknown option '--%s'", who, colon, word);
+        if (sc->positional == POS_LAUNCH && strcmp(word, "use-env") == 0)
+            rc = ddp_errf(err, -EINVAL,
+                          "unknown option '--use-env' (torch.distributed.launch's: not needed, every worker gets "
+                          "LOCAL_RANK in its environment and no --local-rank argument, as under torchrun; drop it)");
+        else if (dym)
+            rc = ddp_errf(err, -EINVAL, "%s%sunknown option '--%s' (did you mean '--%s'?)", who, colon, word, dym);
+        else if (sc->positional == POS_LAUNCH && cli->spec_path)
+            rc = ddp_errf(err, -EINVAL,
+                          "unknown option '--%s' (the program's own options go after '--': ddplaunch [OPTIONS] %s -- "
+                          "--%s ...)",
+                          word, cli->spec_path, word);
+        else if (sc->positional == POS_LAUNCH)
+            rc = ddp_errf(err, -EINVAL,
+                          "unknown option '--%s' (the program's own options go after the script: ddplaunch "
+                          "[OPTIONS] train.py --%s ...)",
+                          word, word);
+        else
+            rc = ddp_errf(err, -EINVAL, "%s%sunknown option '--%s'", who, colon, word);
     }
     ddp_buf_free(&b);
     free(word);
@@ -374,7 +401,7 @@ static int parse_long(int argc, char **argv, int *i, const struct ddp_cli_subcmd
     size_t ncands;
     const struct ddp_cli_flag *f = find_long(name, len, sc->cmd, cands, &ncands);
     if (!f)
-        return unknown_long(sc, name, len, cands, ncands, err);
+        return unknown_long(sc, cli, name, len, cands, ncands, err);
     const char *arg = NULL;
     if (takes_arg(f)) {
         if (eq)

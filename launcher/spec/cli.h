@@ -71,6 +71,8 @@ char *ddp_cli_script_to_check(const struct ddp_cli *cli, const char *workdir, ch
 
 /* The subcommands' words for a message: "plan, topo, doctor, report and ps". Static storage. */
 const char *ddp_cli_command_names(void);
+/* Whether word is a subcommand's name ("plan"): a target that is one was meant as the command, given too late. */
+bool ddp_cli_is_command(const char *word);
 
 /* For the test that keeps --help and the man page in step: NULL-terminated long flag names ("--nnodes"). */
 const char *const *ddp_cli_flag_names(void);

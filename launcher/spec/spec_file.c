@@ -45,6 +45,14 @@ static const char *long_line_eq(const char *line, size_t n)
     return memchr(line, '=', n < 128 ? n : 128);
 }
 
+/* The one comment rule of ddplaunch.ini(5): ';' or '#' starts a comment at the start of a line (inih's own
+ * rule, after leading blanks) or after a space or tab anywhere in a line; with no blank before it, it is part of
+ * the value ("--tag=a#b"). q points into a line or value that starts at start. */
+static bool starts_comment(const char *q, const char *start)
+{
+    return (*q == ';' || *q == '#') && q > start && isspace((unsigned char)q[-1]);
+}
+
 /* inih reads through this: one line per call, so ctx->line is the line the handler is looking at. A line
  * too long for inih's buffer is a "key = value" line (prescan checked): inih gets "key = \001N" and the
  * handler takes value N from ctx->long_values, trimmed and inline comments removed as inih would. */
@@ -66,7 +74,7 @@ static char *reader(char *str, int num, void *stream)
         while (v < end && isspace((unsigned char)*v))
             v++;
         for (const char *q = v; q < end; q++)
-            if (*q == ';' && q > v && isspace((unsigned char)q[-1])) {
+            if (starts_comment(q, v)) {
                 end = q;
                 break;
             }
@@ -78,6 +86,15 @@ static char *reader(char *str, int num, void *stream)
     }
     memcpy(str, start, n);
     str[n] = '\0';
+    /* inih as Debian builds it ends a value only at ';', and not on a continuation line: the comment is cut here,
+     * so the rule is one for every kind of line. A whole-line comment is left to inih. */
+    char *first = str + strspn(str, " \t");
+    if (*first != ';' && *first != '#')
+        for (char *q = first; *q; q++)
+            if (starts_comment(q, str)) {
+                *q = '\0';
+                break;
+            }
     return str;
 }
 

@@ -7,10 +7,12 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "base/util.h"
 
@@ -393,6 +395,199 @@ int ddp_nvml_read_memory(struct ddp_nvml *n, const char *const *busids, size_t n
     return 0;
 }
 
+/* ---- reading off the caller's thread ---- */
+
+struct ddp_nvml_reader {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;     /* the thread and the caller */
+    bool done;    /* the read returned */
+    bool dropped; /* the caller let go: no done() */
+    unsigned what;
+    bool memory; /* a memory read into a copy of the caller's base */
+    char **busids;
+    size_t nbusids;
+    int rc;
+    struct ddp_nvml out;
+    ddp_nvml_reader_fn *fn;
+    void *arg;
+};
+
+static pthread_mutex_t stuck_mu = PTHREAD_MUTEX_INITIALIZER;
+static int stuck_n;   /* readers let go of while their thread was inside NVML */
+static int opening_n; /* event sets being opened (the library loading, nvmlInit) */
+
+int ddp_nvml_deadline_ms(void)
+{
+    const char *v = getenv("DDPLAUNCH_NVML_TIMEOUT");
+    char *end;
+    double s = v && *v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end || !(s > 0) || s > 3600)
+        s = DDP_NVML_DEADLINE_S;
+    return (int)(s * 1000);
+}
+
+static void reader_unref(struct ddp_nvml_reader *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool last = --r->refs == 0;
+    pthread_mutex_unlock(&r->mu);
+    if (!last)
+        return;
+    for (size_t i = 0; i < r->nbusids; i++)
+        free(r->busids[i]);
+    free(r->busids);
+    ddp_nvml_free(&r->out);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+static void *reader_thread(void *p)
+{
+    struct ddp_nvml_reader *r = p;
+    if (r->memory)
+        r->rc = ddp_nvml_read_memory(&r->out, (const char *const *)r->busids, r->nbusids);
+    else
+        ddp_nvml_read_what(&r->out, r->what);
+    pthread_mutex_lock(&r->mu);
+    r->done = true;
+    pthread_cond_broadcast(&r->cv);
+    if (r->dropped) {
+        pthread_mutex_lock(&stuck_mu);
+        stuck_n--;
+        pthread_mutex_unlock(&stuck_mu);
+    } else if (r->fn) {
+        r->fn(r->arg);
+    }
+    pthread_mutex_unlock(&r->mu);
+    reader_unref(r);
+    return NULL;
+}
+
+struct ddp_nvml_reader *ddp_nvml_reader_start(unsigned what, const struct ddp_nvml *base, const char *const *busids,
+                                              size_t nbusids, ddp_nvml_reader_fn *done, void *arg)
+{
+    struct ddp_nvml_reader *r = ddp_xcalloc(1, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->refs = 2;
+    r->what = what;
+    r->fn = done;
+    r->arg = arg;
+    if (base) {
+        r->memory = true;
+        r->out = *base;
+        r->out.gpus = ddp_xcalloc(base->ngpus + 1, sizeof *r->out.gpus);
+        memcpy(r->out.gpus, base->gpus, base->ngpus * sizeof *base->gpus);
+        r->busids = ddp_xcalloc(nbusids + 1, sizeof *r->busids);
+        for (size_t i = 0; i < nbusids; i++)
+            r->busids[r->nbusids++] = ddp_xstrdup(busids[i]);
+    }
+    pthread_attr_t attr;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits it: signals stay the caller's */
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, reader_thread, r);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        r->refs = 1;
+        reader_unref(r);
+        return NULL;
+    }
+    return r;
+}
+
+int ddp_nvml_reader_wait(struct ddp_nvml_reader *r, int timeout_ms, struct ddp_nvml *out, int *rc)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->mu);
+    while (!r->done && timeout_ms > 0 && pthread_cond_timedwait(&r->cv, &r->mu, &until) == 0)
+        ;
+    bool done = r->done;
+    if (done) {
+        *out = r->out;
+        memset(&r->out, 0, sizeof r->out);
+        if (rc)
+            *rc = r->rc;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return done;
+}
+
+void ddp_nvml_reader_drop(struct ddp_nvml_reader *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->dropped = true;
+    if (!r->done) {
+        pthread_mutex_lock(&stuck_mu);
+        stuck_n++;
+        pthread_mutex_unlock(&stuck_mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    reader_unref(r);
+}
+
+bool ddp_nvml_stuck(void)
+{
+    pthread_mutex_lock(&stuck_mu);
+    bool stuck = stuck_n > 0 || opening_n > 0;
+    pthread_mutex_unlock(&stuck_mu);
+    return stuck;
+}
+
+static void late(struct ddp_nvml *n, int ms)
+{
+    n->found = false;
+    n->late = true;
+    snprintf(n->status, sizeof n->status, "NVML: did not answer in %g s", ms / 1000.0);
+}
+
+void ddp_nvml_read_deadline(struct ddp_nvml *out, unsigned what)
+{
+    int ms = ddp_nvml_deadline_ms();
+    struct ddp_nvml_reader *r = ddp_nvml_reader_start(what, NULL, NULL, 0, NULL, NULL);
+    memset(out, 0, sizeof *out);
+    if (!r) {
+        ddp_nvml_read_what(out, what);
+        return;
+    }
+    if (!ddp_nvml_reader_wait(r, ms, out, NULL))
+        late(out, ms);
+    ddp_nvml_reader_drop(r);
+}
+
+int ddp_nvml_read_memory_deadline(struct ddp_nvml *n, const char *const *busids, size_t nbusids)
+{
+    int ms = ddp_nvml_deadline_ms(), rc = 0;
+    struct ddp_nvml_reader *r = ddp_nvml_reader_start(0, n, busids, nbusids, NULL, NULL);
+    struct ddp_nvml got;
+    if (!r)
+        return ddp_nvml_read_memory(n, busids, nbusids);
+    if (ddp_nvml_reader_wait(r, ms, &got, &rc)) {
+        ddp_nvml_free(n);
+        *n = got;
+    } else {
+        late(n, ms);
+        rc = -ETIMEDOUT;
+    }
+    ddp_nvml_reader_drop(r);
+    return rc;
+}
+
 const struct ddp_nvml_gpu *ddp_nvml_find(const struct ddp_nvml *n, const char *busid)
 {
     for (size_t i = 0; i < n->ngpus; i++)
@@ -629,7 +824,7 @@ struct ddp_nvml_events {
     unsigned long long *hw; /* [n] hardware clock-event reasons last seen */
 };
 
-int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
+static int events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
 {
     struct ddp_nvml_events *e = ddp_xcalloc(1, sizeof *e);
     unsigned count = 0;
@@ -716,6 +911,20 @@ static int poll_clocks(struct ddp_nvml_events *e, struct ddp_nvml_event *ev)
         }
     }
     return 0;
+}
+
+/* The event thread loads NVML and calls nvmlInit here, at the job's start: counted as inside NVML, so that a job
+ * that ends meanwhile does not wait for the loader (ddp_nvml_stuck). */
+int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
+{
+    pthread_mutex_lock(&stuck_mu);
+    opening_n++;
+    pthread_mutex_unlock(&stuck_mu);
+    int rc = events_open(busids, n, out, why, whysz);
+    pthread_mutex_lock(&stuck_mu);
+    opening_n--;
+    pthread_mutex_unlock(&stuck_mu);
+    return rc;
 }
 
 int ddp_nvml_events_wait(struct ddp_nvml_events *e, int timeout_ms, struct ddp_nvml_event *ev)

@@ -58,6 +58,7 @@ struct ddp_nvml_gpu {
 
 struct ddp_nvml {
     bool found;       /* the library loaded and nvmlInit succeeded */
+    bool late;        /* a read did not answer within NVML's deadline (status says so): nothing known */
     char status[256]; /* "NVML: not found (libnvidia-ml.so.1: cannot open ...)" or "NVML 12.535 driver ..." */
     char driver[80];
     struct ddp_nvml_gpu *gpus;
@@ -81,6 +82,37 @@ void ddp_nvml_read(struct ddp_nvml *out);
  * NVML) or -EIO (nvmlInit failed), n unchanged. */
 int ddp_nvml_read_memory(struct ddp_nvml *n, const char *const *busids, size_t nbusids);
 void ddp_nvml_free(struct ddp_nvml *n);
+
+/* ---- reading off the caller's thread, with a deadline ----
+ * A hung NVML call (a GPU that fell off the bus, a stuck driver) must never hang the launcher: each read runs in
+ * a thread of its own, and the caller waits at most NVML's deadline for it. A thread still inside NVML when its
+ * caller lets go finishes (or stays blocked) on its own, holding only its own copies. */
+
+/* NVML's deadline in ms: DDPLAUNCH_NVML_TIMEOUT seconds (a decimal, > 0), else DDP_NVML_DEADLINE_S. */
+#define DDP_NVML_DEADLINE_S 5
+int ddp_nvml_deadline_ms(void);
+/* ddp_nvml_read_what() within the deadline; when it passes, found is false, late is true and status says
+ * "NVML: did not answer in N s". */
+void ddp_nvml_read_deadline(struct ddp_nvml *out, unsigned what);
+/* ddp_nvml_read_memory() within the deadline: 0, -ENOENT, -EIO as it, or -ETIMEDOUT (n's GPUs keep their memory
+ * unknown; n->late set, n->found cleared, n->status says so). */
+int ddp_nvml_read_memory_deadline(struct ddp_nvml *n, const char *const *busids, size_t nbusids);
+
+struct ddp_nvml_reader;
+typedef void ddp_nvml_reader_fn(void *arg); /* called from the reader's thread when it has read */
+/* Start reading in a thread: with base, ddp_nvml_read_memory() of busids[0..nbusids) into a copy of base; else
+ * ddp_nvml_read_what(what). done(arg) (may be NULL) runs in that thread once read, never after
+ * ddp_nvml_reader_drop(). NULL when no thread could be started. */
+struct ddp_nvml_reader *ddp_nvml_reader_start(unsigned what, const struct ddp_nvml *base, const char *const *busids,
+                                              size_t nbusids, ddp_nvml_reader_fn *done, void *arg);
+/* Wait up to timeout_ms (0: do not wait) for the read: 1 with *out (caller owns; ddp_nvml_free), and for a memory
+ * read *rc its result; 0 while still reading. */
+int ddp_nvml_reader_wait(struct ddp_nvml_reader *r, int timeout_ms, struct ddp_nvml *out, int *rc);
+/* Let go (NULL is a no-op): the thread frees what it holds when its read returns. */
+void ddp_nvml_reader_drop(struct ddp_nvml_reader *r);
+/* A reader's thread is still inside NVML, or the event thread is loading it: the process must end with _exit()
+ * (exit() would wait for the loader, and the library's destructors could wait for that thread for ever). */
+bool ddp_nvml_stuck(void);
 
 /* The GPU with PCI bus id busid (any case), or NULL when NVML does not list it. Owned by n. */
 const struct ddp_nvml_gpu *ddp_nvml_find(const struct ddp_nvml *n, const char *busid);

@@ -122,7 +122,7 @@ static void sel_req(const struct ddp_place_req *req, int n, struct ddp_sel_req *
         .max_memory_used = req->max_memory_used,
         .skip_held_over = req->skip_held_over,
         .inherited_cvd = req->inherited_cvd,
-        .slurm_gpus = req->slurm_gpus,
+        .sched_gpus = req->sched_gpus,
         .holders = req->holders,
     };
 }

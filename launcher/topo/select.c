@@ -80,6 +80,11 @@ static int name_error(const struct ddp_sel_topo *t, const char *what, const char
                         "[gpus] %s: '%s': GPU UUIDs need NVML (libnvidia-ml.so.1), which was not found;"
                         " use an index or a PCI bus id",
                         what, s);
+    if (t->ngpus == 0)
+        return ddp_errf(err, -EINVAL,
+                        "[gpus] %s: '%s' is not a GPU of this machine, which has none (leave [gpus] %s unset and "
+                        "run CPU workers: nproc_per_node = cpu, auto or a number; see `ddplaunch topo`)",
+                        what, s, what);
     return ddp_errf(err, -EINVAL,
                     "[gpus] %s: '%s' is not a GPU of this machine (%zu GPUs: give an index 0-%zd, a PCI"
                     " bus id or a UUID; see `ddplaunch topo`)",
@@ -212,7 +217,7 @@ static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_se
         if (r == NOT_CVD)
             ddp_buf_printf(&b, "='%s'", req->inherited_cvd);
         else if (r == NOT_SLURM)
-            ddp_buf_printf(&b, " (%s)", req->slurm_gpus);
+            ddp_buf_printf(&b, " (%s)", req->sched_gpus);
         else if (r == LEASED || r == BUSY || r == HELD)
             for (size_t i = 0; i < n; i++) {
                 if (!in[i])
@@ -245,10 +250,10 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
 
     if (req->inherited_cvd)
         leave_out_cvd(t, req->inherited_cvd, in, name, reason);
-    if (req->slurm_gpus) {
+    if (req->sched_gpus) {
         memset(in, 0, n * sizeof *in);
-        if (parse_index_list(req->slurm_gpus, in, n) < 0) {
-            rc = ddp_errf(err, -EINVAL, "Slurm GPU list '%s': expected indices like 0,1 or 0-3", req->slurm_gpus);
+        if (parse_index_list(req->sched_gpus, in, n) < 0) {
+            rc = ddp_errf(err, -EINVAL, "Slurm GPU list '%s': expected indices like 0,1 or 0-3", req->sched_gpus);
             goto out;
         }
         for (size_t i = 0; i < n; i++)

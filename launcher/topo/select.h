@@ -54,7 +54,7 @@ struct ddp_sel_req {
     struct ddp_mem_limit max_memory_used;
     long long skip_held_over;   /* [gpus] busy = skip: leave out a GPU a process holds more than this on; 0 off */
     const char *inherited_cvd;  /* the launcher's CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), or NULL */
-    const char *slurm_gpus;     /* Slurm's GPU indices ("0,1" or "0-3"), or NULL */
+    const char *sched_gpus;     /* the scheduler's GPU indices ("0,1" or "0-3"), or NULL */
     const char *const *holders; /* per GPU: leased by another job (who), or NULL; the array may be NULL */
 };
 

@@ -438,13 +438,14 @@ static int from_cache(struct ddp_topo *topo, const char *key, char *const *envp)
 }
 
 /* After a discovery of the live machine: what it found, for the next launch. NVML facts are kept only when NVML
- * answered or there is no NVIDIA GPU for it to answer about (a failed read is tried again next time). */
+ * answered, was not read on purpose (a job without GPUs: the next GPU launch reads and caches them), or there is
+ * no NVIDIA GPU for it to answer about (a failed read is tried again next time). */
 static void to_cache(const struct ddp_topo *topo, const char *key, char *const *envp)
 {
     bool nvidia = false;
     for (size_t i = 0; i < topo->ngpus; i++)
         nvidia |= topo->gpus[i].vendor == 0x10de;
-    if (nvidia && !topo->nvml.found)
+    if (nvidia && !topo->nvml.found && !topo->nvml_skipped)
         return;
     char *xml = NULL;
     int len = 0;
@@ -459,9 +460,11 @@ static void to_cache(const struct ddp_topo *topo, const char *key, char *const *
 }
 
 /* NVML for the live machine (or, with xml_nvml, the tests' fake one): everything for the full report (refresh);
- * else the facts that do not change from the cache, or read now when a discovery found NVIDIA GPUs (an XML
- * topology reads them as a discovery would have cached them). Then, when the caller needs the live state, only
- * the memory and compute processes of the NVIDIA GPUs (ddp_nvml_read_memory): no NVLinks, no health. */
+ * nothing at all for a job without GPUs (no_nvml: the cache's facts or none, the library never loaded); else the
+ * facts that do not change from the cache, or read now when a discovery found NVIDIA GPUs or the cache lacks
+ * them (an XML topology reads them as a discovery would have cached them). Then, when the caller needs the live
+ * state, only the memory and compute processes of the NVIDIA GPUs (ddp_nvml_read_memory): no NVLinks, no
+ * health. Every read has NVML's deadline (ddp_nvml_deadline_ms): one that passes leaves NVML not found, late. */
 static void load_nvml(struct ddp_topo *topo, const struct ddp_topo_opts *o)
 {
     const char **busids = ddp_xcalloc(topo->ngpus + 1, sizeof *busids);
@@ -471,20 +474,28 @@ static void load_nvml(struct ddp_topo *topo, const struct ddp_topo_opts *o)
             busids[n++] = topo->gpus[i].busid;
     if (o->refresh) {
         ddp_nvml_free(&topo->nvml);
-        ddp_nvml_read(&topo->nvml);
+        ddp_nvml_read_deadline(&topo->nvml, DDP_NVML_STATIC | DDP_NVML_MEMORY | DDP_NVML_HEALTH);
         n = 0;
-    } else if (!topo->cached) {
-        bool discovery = !topo->from_xml;
+    } else if (o->no_nvml) {
+        if (!topo->cached) {
+            ddp_nvml_free(&topo->nvml);
+            snprintf(topo->nvml.status, sizeof topo->nvml.status, "NVML: not read (no GPU used)");
+            topo->nvml_skipped = n > 0;
+        }
+        n = 0;
+    } else if (!topo->cached || (n && !topo->nvml.found)) {
+        bool discovery = !topo->from_xml, recache = topo->cached;
         ddp_nvml_free(&topo->nvml);
         if (n)
-            ddp_nvml_read_what(&topo->nvml, DDP_NVML_STATIC | (discovery && o->gpu_usage ? DDP_NVML_MEMORY : 0));
+            ddp_nvml_read_deadline(&topo->nvml, DDP_NVML_STATIC | (discovery && o->gpu_usage ? DDP_NVML_MEMORY : 0));
         else
             snprintf(topo->nvml.status, sizeof topo->nvml.status, "NVML: not read (no NVIDIA GPU)");
+        topo->recache = recache && topo->nvml.found;
         if (discovery)
             n = 0; /* read above */
     }
     if (n && o->gpu_usage && topo->nvml.found)
-        ddp_nvml_read_memory(&topo->nvml, busids, n);
+        ddp_nvml_read_memory_deadline(&topo->nvml, busids, n);
     free(busids);
 }
 
@@ -570,7 +581,7 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
     apply_nvml(topo);
     load_links(topo);
     build_sel(topo);
-    if (key && !topo->cached)
+    if (key && (!topo->cached || topo->recache))
         to_cache(topo, key, o->envp);
     if (cache_lock >= 0)
         close(cache_lock);

@@ -21,13 +21,15 @@ struct ddp_topo_opts {
     bool refresh;         /* discover now even when the cache matches (and rewrite it); read NVML in full */
     bool gpu_usage;       /* NVML's memory in use and compute processes of the NVIDIA GPUs are needed */
     bool xml_nvml;        /* an XML topology: read NVML too (tests pair a fixture with a fake NVML) */
+    bool no_nvml;         /* a job that uses no GPU: NVML is never loaded (the cache's facts only); not with refresh */
 };
 
 /* Load the topology: xml_path or, when NULL, the live machine, restricted to the CPUs this process may use.
  * The live machine comes from the cache when its key matches (and refresh is off), else from hwloc's discovery,
  * which then rewrites the cache. NVML is read in full (health included) with refresh; its facts that do not change
  * are read for a discovery that finds NVIDIA GPUs, else come from the cache; with gpu_usage, memory in use and the
- * compute processes are read too (else memory in use is -1).
+ * compute processes are read too (else memory in use is -1). With no_nvml the library is never loaded: a
+ * discovery then caches the topology without NVML's facts, and the next launch that uses GPUs reads them.
  * 0 or negative errno with err. Caller owns; free with ddp_topo_destroy(). */
 int ddp_topo_load_opts(const struct ddp_topo_opts *opts, struct ddp_topo **out, struct ddp_err *err);
 /* ddp_topo_load_opts() without the cache, NVML read in full. */

@@ -33,7 +33,9 @@ struct ddp_topo {
     hwloc_topology_t t;
     char *source; /* "live machine" or the XML path */
     bool from_xml;
-    bool cached; /* the live machine, from the cache */
+    bool cached;       /* the live machine, from the cache */
+    bool nvml_skipped; /* no_nvml: NVML's facts were not read (the cache is written without them) */
+    bool recache;      /* the cache lacked NVML's facts and they were read now: write it again */
     hwloc_bitmap_t allowed;
     struct topo_node *nodes;
     size_t nnodes;

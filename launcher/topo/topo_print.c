@@ -49,19 +49,16 @@ static char *gpu_numa_label(const struct ddp_topo *topo, const struct topo_gpu *
     return ddp_xasprintf("%d", topo->nodes[g->node].os_index);
 }
 
-static void req_from_spec(const struct ddp_spec *spec, char *const *envp, struct ddp_place_req *req)
+static void req_from_spec(const struct ddp_spec *spec, char *const *envp, const char *sched_gpus,
+                          struct ddp_place_req *req)
 {
-    const char *slurm = ddp_env_get(envp, "SLURM_STEP_GPUS");
-
-    if (!slurm)
-        slurm = ddp_env_get(envp, "SLURM_JOB_GPUS");
     *req = (struct ddp_place_req){
         .policy = DDP_POLICY_SAME_NUMA,
         .visible = DDP_VISIBLE_PER_JOB,
         .bind = DDP_BIND_NODE,
         .mem = DDP_MEM_LOCAL,
         .inherited_cvd = ddp_env_get(envp, "CUDA_VISIBLE_DEVICES"),
-        .slurm_gpus = slurm,
+        .sched_gpus = sched_gpus,
     };
     if (spec) {
         req->select = &spec->gpus_select;
@@ -351,12 +348,12 @@ static void print_json(const struct ddp_topo *topo, const struct ddp_place_req *
     free(allowed);
 }
 
-int ddp_topo_print(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp,
+int ddp_topo_print(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp, const char *sched_gpus,
                    const char *const *holders, bool json, FILE *out)
 {
     struct ddp_place_req req;
 
-    req_from_spec(spec, envp, &req);
+    req_from_spec(spec, envp, sched_gpus, &req);
     req.holders = holders;
     req.want_gpus = picks_want_gpus(topo, spec, &req);
     if (json)

@@ -10,10 +10,11 @@
 #include "topo/topo.h"
 
 /* `ddplaunch topo`: print the link matrix, NUMA nodes and picks, as text or one JSON document. The picks
- * read CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS/SLURM_JOB_GPUS from envp; spec may be NULL (defaults);
+ * read CUDA_VISIBLE_DEVICES from envp and keep to sched_gpus (the GPUs a scheduler gave this node, global
+ * indices "0,1"; NULL: no such list); spec may be NULL (defaults);
  * holders (per topology GPU, may be NULL) name the GPUs other jobs hold. Exit status 0, or 1 when writing
  * failed. */
-int ddp_topo_print(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp,
+int ddp_topo_print(const struct ddp_topo *topo, const struct ddp_spec *spec, char *const *envp, const char *sched_gpus,
                    const char *const *holders, bool json, FILE *out);
 
 #endif

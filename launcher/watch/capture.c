@@ -9,8 +9,12 @@
 #include <unistd.h>
 
 #include "host/logdir.h"
+#include "watch/coll_timeout.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
+#include "watch/live.h"
+#include "watch/source.h"
+#include "watch/stall.h"
 
 /* ---------------------------------------------------------------- the table */
 
@@ -239,8 +243,10 @@ static void abort_ranks(struct ddp_capture *c)
     struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     for (size_t i = 0; r && i < r->nw; i++) {
         struct ddp_runner_worker *k = &r->w[i];
-        if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting)
+        if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting) {
+            ddp_records_captured(c->rec, k);
             ddp_runner_signal_program(k, SIGABRT);
+        }
     }
 }
 
@@ -353,10 +359,7 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attem
             g->v.mismatch = v.kind != DDP_FR_BEHIND && !v.nculprits;
             snprintf(g->v.op, sizeof(g->v.op), "%s", v.op);
             snprintf(g->v.why, sizeof(g->v.why), "flight recorder: %s", v.why);
-            g->recorder = json_pack("{s:s, s:s, s:s?, s:I, s:s?, s:s?, s:s?, s:I}", "verdict", ddp_fr_kind_name(v.kind),
-                                    "pg", v.group, "ranks", v.ranks[0] ? v.ranks : NULL, "seq", (json_int_t)v.seq, "op",
-                                    v.op[0] ? v.op : NULL, "other", v.other[0] ? v.other : NULL, "shape",
-                                    v.shape[0] ? v.shape : NULL, "waited_ms", (json_int_t)v.waited_ms);
+            g->recorder = ddp_fr_verdict_json(&v);
         }
     }
     free(in);
@@ -503,6 +506,8 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
                              "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
     g->ranks = g->fr = NULL; /* hang owns them now */
     json_object_set_new(hang, "mismatch", json_boolean(v->mismatch));
+    json_object_set_new(hang, "chain",
+                        g->recorder ? json_deep_copy(json_object_get(g->recorder, "chain")) : json_array());
     json_object_set_new(hang, "recorder", g->recorder ? g->recorder : json_null());
     g->recorder = NULL;
     ddp_records_hang(c->rec, hang, txt.data);
@@ -576,3 +581,75 @@ static void feed(struct ddp_capture *c, const struct ddp_capture_event_data *ev)
         next = (struct ddp_capture_event_data){.kind = DDP_CE_PROGRESS, .complete = complete(c)};
     }
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+/* the capture's verdict reads the flight recorders the live watch saw last */
+static const struct ddp_fr_state *live_fr(void *arg, size_t i, long long *still_ms)
+{
+    const struct ddp_watch_env *env = arg;
+    const struct ddp_live *live = ddp_live_of(env->peer(env, "live"));
+    return live ? ddp_live_fr(live, i, still_ms) : NULL;
+}
+
+/* what the other sources know of worker i, for the capture's verdict */
+static void evidence(void *arg, size_t i, struct ddp_capture_evidence *ev)
+{
+    const struct ddp_watch_env *env = arg;
+    const struct ddp_stall *stall = env->peer(env, "stall");
+    const struct ddp_coll_timeout *coll = env->peer(env, "coll_timeout");
+    if (stall)
+        ev->last_progress_ms = ddp_stall_progress_ms(stall, i);
+    if (coll)
+        ev->reported_timeout = ddp_coll_timeout_of(coll, i, &ev->tmo);
+}
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    const struct ddp_watch_config *cfg = &env->cfg;
+    struct ddp_capture *c = ddp_capture_new(cfg->loop, cfg->ctx, cfg->rn, cfg->rec, cfg->decided, cfg->arg);
+    ddp_capture_recorder(c, live_fr, (void *)env, env->remote);
+    ddp_capture_evidence(c, evidence, (void *)env);
+    *self = c;
+    return 0;
+}
+
+static void source_prepare(void *self, const struct ddp_attempt *plan)
+{
+    ddp_capture_prepare(self, plan);
+}
+
+static bool source_line(void *self, struct ddp_runner_worker *k, int which, const char *line, size_t len)
+{
+    return ddp_capture_line(self, k, which, line, len);
+}
+
+static void source_changed(void *self)
+{
+    ddp_capture_changed(self);
+}
+
+static void source_all_gone(void *self)
+{
+    ddp_capture_all_gone(self); /* every rank is gone: decide before the policy ends the attempt */
+}
+
+static void source_close(void *self)
+{
+    ddp_capture_close(self);
+}
+
+static void source_free(void *self)
+{
+    ddp_capture_free(self);
+}
+
+const struct ddp_watch_source ddp_capture_source = {.name = "capture",
+                                                    .open = source_open,
+                                                    .prepare = source_prepare,
+                                                    .line = source_line,
+                                                    .changed = source_changed,
+                                                    .all_gone = source_all_gone,
+                                                    .close = source_close,
+                                                    .free = source_free};

@@ -102,4 +102,8 @@ void ddp_capture_changed(struct ddp_capture *c);
 void ddp_capture_all_gone(struct ddp_capture *c);
 bool ddp_capture_active(const struct ddp_capture *c);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_capture_source;
+
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "records/recognise.h"
+#include "watch/source.h"
 
 /* What a worker of the current attempt reported. */
 struct reported {
@@ -68,3 +69,33 @@ bool ddp_coll_timeout_of(const struct ddp_coll_timeout *ct, size_t i, struct ddp
     *tmo = ct->of[i].tmo;
     return ct->of[i].timeout;
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    *self = ddp_coll_timeout_new(env->cfg.sink);
+    return 0;
+}
+
+static void source_prepare(void *self, const struct ddp_attempt *plan)
+{
+    ddp_coll_timeout_prepare(self, plan);
+}
+
+static void source_classified(void *self, struct ddp_runner_worker *k, enum ddp_class c, const char *line, size_t len)
+{
+    ddp_coll_timeout_line(self, k, c, line, len);
+}
+
+static void source_free(void *self)
+{
+    ddp_coll_timeout_free(self);
+}
+
+const struct ddp_watch_source ddp_coll_timeout_source = {.name = "coll_timeout",
+                                                         .open = source_open,
+                                                         .prepare = source_prepare,
+                                                         .classified = source_classified,
+                                                         .free = source_free};

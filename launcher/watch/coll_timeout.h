@@ -30,4 +30,8 @@ void ddp_coll_timeout_line(struct ddp_coll_timeout *ct, struct ddp_runner_worker
  * (tmo->waiting: it waited inside a collective); false with *tmo zeroed otherwise. */
 bool ddp_coll_timeout_of(const struct ddp_coll_timeout *ct, size_t i, struct ddp_hang_timeout *tmo);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_coll_timeout_source;
+
 #endif

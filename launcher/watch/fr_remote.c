@@ -20,11 +20,11 @@ static json_t *encode(const struct ddp_fr_state *st, const struct ddp_fr_remote_
             json_array_append_new(e, json_pack("{s:I, s:I, s:b, s:s, s:s, s:I}", "n", (json_int_t)x->e[k].seq, "p",
                                                (json_int_t)x->e[k].p2p_seq, "pp", x->e[k].p2p, "o", x->e[k].op, "sh",
                                                x->e[k].shape, "t", (json_int_t)x->e[k].created_ns));
-        json_array_append_new(g, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "id", x->id, "r", x->ranks, "q",
-                                           (json_int_t)x->enqueued, "s", (json_int_t)x->started, "c",
-                                           (json_int_t)x->completed, "e", e));
+        json_array_append_new(g, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", x->id, "k", x->key, "d",
+                                           x->desc, "r", x->ranks, "q", (json_int_t)x->enqueued, "s",
+                                           (json_int_t)x->started, "c", (json_int_t)x->completed, "e", e));
     }
-    return json_pack("{s:i, s:i, s:i, s:s, s:b, s:o}", "v", 1, "lr", where ? where->local_rank : -1, "gpu",
+    return json_pack("{s:i, s:i, s:i, s:s, s:b, s:o}", "v", 2, "lr", where ? where->local_rank : -1, "gpu",
                      where ? where->gpu : -1, "bus", where ? where->busid : "", "he", st->has_entries, "g", g);
 }
 
@@ -71,7 +71,7 @@ int ddp_fr_remote_decode(const char *json, struct ddp_fr_state *st, struct ddp_f
     if (!doc || json_unpack(doc, "{s:i, s:i, s:i, s:s, s:b, s:o !}", "v", &v, "lr", &lr, "gpu", &gpu, "bus", &bus, "he",
                             &he, "g", &g) != 0)
         goto out;
-    if (v != 1 || lr < -1 || gpu < -1 || !json_is_array(g) || json_array_size(g) > DDP_FR_GROUPS ||
+    if (v != 2 || lr < -1 || gpu < -1 || !json_is_array(g) || json_array_size(g) > DDP_FR_GROUPS ||
         !str_in(bus, where->busid, sizeof(where->busid), false))
         goto out;
     where->local_rank = lr;
@@ -82,16 +82,18 @@ int ddp_fr_remote_decode(const char *json, struct ddp_fr_state *st, struct ddp_f
     json_array_foreach(g, i, x)
     {
         struct ddp_fr_group *gr = &st->g[st->ngroups++];
-        const char *id, *ranks;
+        const char *id, *key, *desc, *ranks;
         json_int_t q, s, c;
         json_t *e;
-        if (json_unpack(x, "{s:s, s:s, s:I, s:I, s:I, s:o !}", "id", &id, "r", &ranks, "q", &q, "s", &s, "c", &c, "e",
-                        &e) != 0 ||
-            !str_in(id, gr->id, sizeof(gr->id), true) || !str_in(ranks, gr->ranks, sizeof(gr->ranks), false) ||
-            !json_is_array(e) || json_array_size(e) > DDP_FR_PER_GROUP || q < -1 || s < -1 || c < -1)
+        if (json_unpack(x, "{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o !}", "id", &id, "k", &key, "d", &desc, "r", &ranks,
+                        "q", &q, "s", &s, "c", &c, "e", &e) != 0 ||
+            !str_in(id, gr->id, sizeof(gr->id), false) || !str_in(key, gr->key, sizeof(gr->key), false) ||
+            !str_in(desc, gr->desc, sizeof(gr->desc), false) || (!id[0] && !key[0]) ||
+            !str_in(ranks, gr->ranks, sizeof(gr->ranks), false) || !json_is_array(e) ||
+            json_array_size(e) > DDP_FR_PER_GROUP || q < -1 || s < -1 || c < -1)
             goto out;
         for (size_t j = 0; j < i; j++)
-            if (strcmp(st->g[j].id, gr->id) == 0)
+            if (gr->id[0] ? strcmp(st->g[j].id, gr->id) == 0 : !st->g[j].id[0] && strcmp(st->g[j].key, gr->key) == 0)
                 goto out; /* one group twice */
         gr->enqueued = q;
         gr->started = s;

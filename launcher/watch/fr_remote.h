@@ -5,8 +5,9 @@
  * the live line, the post-mortem verdict, summary.json and the events. Node 0 knows no stack and no pid of a
  * remote rank: its recorder is the whole evidence.
  *
- * The JSON ({"v":1, "lr", "gpu", "bus", "he", "g": [{"id", "r", "q", "s", "c", "e": [{"n", "p", "pp", "o", "sh",
- * "t"}]}]}) is this module's own: encoded on the sending node, decoded strictly here (it comes from the network). */
+ * The JSON ({"v":2, "lr", "gpu", "bus", "he", "g": [{"id", "k", "d", "r", "q", "s", "c", "e": [{"n", "p", "pp", "o",
+ * "sh", "t"}]}]}) is this module's own: encoded on the sending node, decoded strictly here (it comes from the network).
+ */
 #ifndef DDP_FR_REMOTE_H
 #define DDP_FR_REMOTE_H
 

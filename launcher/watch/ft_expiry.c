@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "run/plan.h"
 #include "watch/ft_server.h"
+#include "watch/source.h"
 
 struct ddp_ft_expiry {
     struct ddp_runner *rn;
@@ -65,3 +67,35 @@ void ddp_ft_expiry_free(struct ddp_ft_expiry *f)
 {
     free(f);
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    const struct ddp_plan_ctx *ctx = env->cfg.ctx;
+    struct ddp_ft_expiry *f = NULL;
+    int rc = 0;
+    if (ctx->timer_file && ctx->spec->timer_file)
+        rc = ddp_ft_expiry_start(env->cfg.loop, ctx->timer_file, env->cfg.rn, env->cfg.sink, &f, err);
+    *self = f;
+    return rc;
+}
+
+static void source_prepare(void *self, const struct ddp_attempt *plan)
+{
+    (void)plan;
+    ddp_ft_expiry_clear(self);
+}
+
+static void source_close(void *self)
+{
+    ddp_ft_expiry_close(self);
+}
+
+static void source_free(void *self)
+{
+    ddp_ft_expiry_free(self);
+}
+
+const struct ddp_watch_source ddp_ft_expiry_source = {
+    .name = "filetimer", .open = source_open, .prepare = source_prepare, .close = source_close, .free = source_free};

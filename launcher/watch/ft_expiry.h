@@ -22,4 +22,8 @@ void ddp_ft_expiry_clear(struct ddp_ft_expiry *f);
 void ddp_ft_expiry_close(struct ddp_ft_expiry *f);
 void ddp_ft_expiry_free(struct ddp_ft_expiry *f);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_ft_expiry_source;
+
 #endif

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "run/plan.h"
+#include "watch/source.h"
 
 #define WAIT_MS 250
 #define QUEUE 64
@@ -210,3 +212,49 @@ void ddp_gpuwatch_free(struct ddp_gpuwatch *w)
 {
     free(w);
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+/* The event set is opened once the first attempt with a GPU worker has its workers spawned (it costs loading NVML
+ * and an nvmlInit: never before the workers, never for a job without GPUs). */
+struct source {
+    const struct ddp_watch_env *env;
+    struct ddp_gpuwatch *w;
+};
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    struct source *src = ddp_xcalloc(1, sizeof *src);
+    src->env = env;
+    *self = src;
+    return 0;
+}
+
+static void source_start(void *self, struct ddp_runner_attempt *r)
+{
+    struct source *src = self;
+    bool gpus = false;
+    for (size_t i = 0; i < r->plan.nworkers; i++)
+        gpus |= r->plan.workers[i].gpu >= 0;
+    if (gpus && !src->w)
+        src->w =
+            ddp_gpuwatch_start(src->env->cfg.loop, src->env->cfg.ctx->topo, src->env->cfg.gpu_event, src->env->cfg.arg);
+}
+
+static void source_close(void *self)
+{
+    struct source *src = self;
+    ddp_gpuwatch_close(src->w);
+}
+
+static void source_free(void *self)
+{
+    struct source *src = self;
+    if (src)
+        ddp_gpuwatch_free(src->w);
+    free(src);
+}
+
+const struct ddp_watch_source ddp_gpuwatch_source = {
+    .name = "gpuwatch", .open = source_open, .start = source_start, .close = source_close, .free = source_free};

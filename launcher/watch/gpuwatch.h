@@ -34,4 +34,8 @@ void ddp_gpuwatch_free(struct ddp_gpuwatch *w); /* after the loop ran the close;
 const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long data, bool *fault, char *buf,
                                   size_t size);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_gpuwatch_source;
+
 #endif

@@ -55,7 +55,16 @@ void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_ran
     }
     if (lim->stall_ms <= 0)
         return;
-    if (lim->heartbeat == DDP_HEARTBEAT_FILE) {
+    enum ddp_heartbeat measure = lim->heartbeat;
+    if (measure == DDP_HEARTBEAT_FILE) {
+        out->on_output = true;
+        for (size_t i = 0; i < n; i++)
+            if (r[i].has_heartbeat && !r[i].untouched)
+                out->on_output = false;
+        if (out->on_output)
+            measure = DDP_HEARTBEAT_OUTPUT;
+    }
+    if (measure == DDP_HEARTBEAT_FILE) {
         for (size_t i = 0; i < n; i++) {
             if (!r[i].running || !r[i].has_heartbeat)
                 continue;
@@ -71,7 +80,7 @@ void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_ran
             out->kind = DDP_HANG_STALL;
             out->blame_gpus = out->nstalled < n;
         }
-    } else if (lim->heartbeat == DDP_HEARTBEAT_OUTPUT) {
+    } else if (measure == DDP_HEARTBEAT_OUTPUT) {
         if (paused || (lim->init_ms > 0 && !any_output))
             return;
         if (now - last_output_ms >= lim->stall_ms)

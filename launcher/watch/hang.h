@@ -18,7 +18,8 @@ struct ddp_hang_rank {
     bool alive;         /* showed life (heartbeat touched or a line of output) */
     bool has_heartbeat; /* its heartbeat file is watched */
     long long start_ms, last_progress_ms;
-    char state; /* its /proc state: 'T'/'t' stopped, 'Z' zombie, 0 unknown (ddp_proc_state) */
+    char state;     /* its /proc state: 'T'/'t' stopped, 'Z' zombie, 0 unknown (ddp_proc_state) */
+    bool untouched; /* it has a heartbeat file and never touched it */
 };
 
 /* A /proc state that cannot make progress whatever the others do: stopped (SIGSTOP, a debugger) or zombie. */
@@ -38,15 +39,17 @@ struct ddp_hang_check {
     bool blame_gpus; /* leave out the blamed ranks' GPUs (not when every rank stalled: nobody is to blame) */
     bool stuck;      /* the blamed ranks are stopped or zombies while the others run (first suspects) */
     bool alone;      /* stuck, and the others ended: the blamed ranks are all that still run */
+    bool on_output;  /* heartbeat = file, but no rank ever touched its heartbeat file: measured on output */
 };
 
 /* Is the attempt hung at now? init first (a running rank not alive for init_ms), then stall: with heartbeat
  * file, a running rank with a heartbeat file and no progress for stall_ms (ranks not yet alive are left to init
  * when init is set); with heartbeat output, no output from any rank for stall_ms (once any output came, when init
- * is set; never while the console is paused). stalled[i] (n entries, caller's) is set for the blamed ranks.
- * When a stall is found and some but not all running ranks are stopped or zombies, or every running rank is
- * and some rank ended (alone), those are the ones blamed (stuck is set, kind STALL): the others wait for them,
- * or they are all that is left. */
+ * is set; never while the console is paused). With heartbeat file and no rank that ever touched its file, the
+ * stall is measured on output (on_output is set): a job that never heartbeats is not hung while it prints. stalled[i]
+ * (n entries, caller's) is set for the blamed ranks. When a stall is found and some but not all running ranks are
+ * stopped or zombies, or every running rank is and some rank ended (alone), those are the ones blamed (stuck is set,
+ * kind STALL): the others wait for them, or they are all that is left. */
 void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_rank *r, size_t n, long long now,
                     bool any_output, long long last_output_ms, bool paused, bool *stalled, struct ddp_hang_check *out);
 
@@ -109,7 +112,7 @@ struct ddp_hang_verdict {
     size_t nculprits;
     bool mismatch;        /* ranks wait in different collectives and no majority says which is wrong (LOW) */
     char op[DDP_HANG_OP]; /* the collective the others wait in, "" when none was seen */
-    char why[1024];       /* one line: how the culprits were found */
+    char why[1600];       /* one line: how the culprits were found */
 };
 
 /* Decide the culprits (culprit[i], n entries, caller's). Each rank is "in a collective" (its timeout line says

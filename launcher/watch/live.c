@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include "watch/progress.h"
+#include "watch/source.h"
+#include "watch/stall.h"
 
 struct ddp_live {
     uv_loop_t *loop;
@@ -157,4 +159,86 @@ void ddp_live_stop(struct ddp_live *l)
     ddp_progress_stop(l->progress);
     l->progress = NULL;
     l->run = NULL;
+}
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+/* What the live watch keeps besides itself: the environment, for the progress watch's heartbeat files. */
+struct live_source {
+    struct ddp_live *live;
+    const struct ddp_watch_env *env;
+};
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    const struct ddp_watch_config *cfg = &env->cfg;
+    struct live_source *s = ddp_xcalloc(1, sizeof *s);
+    s->env = env;
+    s->live = ddp_live_new(cfg->loop, cfg->ctx->spec, cfg->ctx->hostname, ddp_records_record(cfg->rec),
+                           ddp_records_stragglers(cfg->rec), cfg->sink);
+    ddp_live_recorder(s->live, ddp_records_recorder(cfg->rec), env->remote);
+    *self = s;
+    return 0;
+}
+
+static void source_prepare(void *self, const struct ddp_attempt *plan)
+{
+    ddp_live_prepare(((struct live_source *)self)->live, plan);
+}
+
+/* worker i's heartbeat file, which the live watch reads as a sign of progress (the progress watch made it) */
+static const char *heartbeat_of(void *arg, size_t i)
+{
+    const struct ddp_watch_env *env = arg;
+    const struct ddp_stall *stall = env->peer(env, "stall");
+    return stall ? ddp_stall_heartbeat(stall, i) : NULL;
+}
+
+static void source_start(void *self, struct ddp_runner_attempt *r)
+{
+    struct live_source *s = self;
+    ddp_live_start(s->live, r, heartbeat_of, (void *)s->env);
+}
+
+static void source_stopping(void *self)
+{
+    ddp_live_stop(((struct live_source *)self)->live);
+}
+
+static void source_started(void *self, const struct ddp_runner_worker *k)
+{
+    ddp_live_program(((struct live_source *)self)->live, k);
+}
+
+static void source_output(void *self, struct ddp_runner_worker *k, long long now)
+{
+    ddp_live_output(((struct live_source *)self)->live, k, now);
+}
+
+static void source_exited(void *self, const struct ddp_runner_worker *k)
+{
+    ddp_live_exited(((struct live_source *)self)->live, k);
+}
+
+static void source_free(void *self)
+{
+    struct live_source *s = self;
+    ddp_live_free(s->live);
+    free(s);
+}
+
+const struct ddp_watch_source ddp_live_source = {.name = "live",
+                                                 .open = source_open,
+                                                 .prepare = source_prepare,
+                                                 .start = source_start,
+                                                 .stopping = source_stopping,
+                                                 .started = source_started,
+                                                 .output = source_output,
+                                                 .exited = source_exited,
+                                                 .free = source_free};
+
+struct ddp_live *ddp_live_of(void *self)
+{
+    return self ? ((struct live_source *)self)->live : NULL;
 }

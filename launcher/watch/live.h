@@ -45,4 +45,10 @@ const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long 
  * long it has not moved; NULL when none or not watching. Borrowed until the next sample. */
 const struct ddp_fr_state *ddp_live_fr_now(const struct ddp_live *l, size_t i, long long now, long long *still_ms);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_live_source;
+/* The live watch inside its source state (self of ddp_live_source), or NULL. */
+struct ddp_live *ddp_live_of(void *self);
+
 #endif

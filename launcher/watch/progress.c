@@ -236,10 +236,7 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
         snprintf(v.op, sizeof(v.op), "%s", fv.op);
         snprintf(v.why, sizeof(v.why), "flight recorder: %s", fv.why);
         json_decref(recorder);
-        recorder = json_pack("{s:s, s:s, s:s?, s:I, s:s?, s:s?, s:s?, s:I}", "verdict", ddp_fr_kind_name(fv.kind), "pg",
-                             fv.group, "ranks", fv.ranks[0] ? fv.ranks : NULL, "seq", (json_int_t)fv.seq, "op",
-                             fv.op[0] ? fv.op : NULL, "other", fv.other[0] ? fv.other : NULL, "shape",
-                             fv.shape[0] ? fv.shape : NULL, "waited_ms", (json_int_t)fv.waited_ms);
+        recorder = ddp_fr_verdict_json(&fv);
     }
     free(fin);
     free(frc);

@@ -29,8 +29,7 @@ static void copy(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src ? src : "");
 }
 
-/* A sorted list of ranks as "0-2,5" */
-static void ranks_text(char *dst, size_t cap, const long long *r, size_t n)
+void ddp_fr_ranks_text(char *dst, size_t cap, const long long *r, size_t n)
 {
     size_t len = 0;
     dst[0] = 0;
@@ -76,7 +75,7 @@ static void ranks_from(char *dst, size_t cap, const json_t *j)
         }
     }
     qsort(r, n, sizeof(*r), cmp_ll);
-    ranks_text(dst, cap, r, n);
+    ddp_fr_ranks_text(dst, cap, r, n);
 }
 
 /* "[[2], [3, 4]] Float,Half" from input_sizes and input_dtypes */
@@ -100,31 +99,42 @@ static void shape_of(char *dst, size_t cap, const json_t *e)
     free(sizes);
 }
 
-static struct ddp_fr_group *group_add(struct ddp_fr_state *st, const char *id)
+/* The group named name (or, unnamed, this rank's key), made when new (enqueued -1); NULL when full. */
+static struct ddp_fr_group *group_add(struct ddp_fr_state *st, const char *name, const char *key)
 {
     for (size_t i = 0; i < st->ngroups; i++)
-        if (strcmp(st->g[i].id, id) == 0)
+        if (name[0] ? strcmp(st->g[i].id, name) == 0 : !st->g[i].id[0] && strcmp(st->g[i].key, key) == 0)
             return &st->g[i];
     if (st->ngroups >= DDP_FR_GROUPS)
         return NULL;
     struct ddp_fr_group *g = &st->g[st->ngroups++];
     memset(g, 0, sizeof(*g));
-    copy(g->id, sizeof(g->id), id);
+    copy(g->id, sizeof(g->id), name);
+    copy(g->key, sizeof(g->key), key);
     g->enqueued = g->started = g->completed = -1;
     return g;
 }
 
+/* An entry's group: its name and desc (process_group), and this rank's key for it (pg_id). */
+static bool entry_group(const json_t *e, char *name, char *key, char *desc)
+{
+    const json_t *pg = json_object_get(e, "process_group"), *id = json_object_get(e, "pg_id");
+    name[0] = key[0] = desc[0] = 0;
+    if (json_is_integer(id))
+        snprintf(key, DDP_FR_ID, "%lld", (long long)json_integer_value(id));
+    if (json_is_array(pg) && json_is_string(json_array_get(pg, 0))) {
+        copy(name, DDP_FR_ID, json_string_value(json_array_get(pg, 0)));
+        copy(desc, DDP_FR_ID, json_string_value(json_array_get(pg, 1)));
+    }
+    return name[0] || key[0];
+}
+
 static void entry_add(struct ddp_fr_state *st, const json_t *e)
 {
-    const json_t *pg = json_object_get(e, "process_group");
-    char id[DDP_FR_ID];
-    if (json_is_array(pg) && json_is_string(json_array_get(pg, 0)))
-        copy(id, sizeof(id), json_string_value(json_array_get(pg, 0)));
-    else if (json_is_integer(json_object_get(e, "pg_id")))
-        snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(e, "pg_id")));
-    else
+    char name[DDP_FR_ID], key[DDP_FR_ID], desc[DDP_FR_ID];
+    if (!entry_group(e, name, key, desc))
         return;
-    struct ddp_fr_group *g = group_add(st, id);
+    struct ddp_fr_group *g = group_add(st, name, key);
     if (!g)
         return;
     if (g->nentries == DDP_FR_PER_GROUP) {
@@ -141,6 +151,30 @@ static void entry_add(struct ddp_fr_state *st, const json_t *e)
     x->created_ns = num(json_object_get(e, "time_created_ns"), 0);
 }
 
+/* The name and desc of this rank's pg_status key: from its entries (pg_id -> process_group), else the sampler's
+ * ddp_pgmap (the same join, made in the rank), else "0" for key "0" (every process's first backend is the default
+ * group); "" unknown. torch keys pg_status by the process's own backend counter, so the key itself means different
+ * groups on different ranks. */
+static void key_name(const json_t *doc, const char *key, char *name, char *desc)
+{
+    const json_t *entries = json_object_get(doc, "entries"), *map = json_object_get(doc, "ddp_pgmap"), *v;
+    char n[DDP_FR_ID], k[DDP_FR_ID], d[DDP_FR_ID];
+    size_t i;
+    name[0] = desc[0] = 0;
+    json_array_foreach(entries, i, v) if (entry_group(v, n, k, d) && n[0] && strcmp(k, key) == 0)
+    {
+        copy(name, DDP_FR_ID, n);
+        copy(desc, DDP_FR_ID, d);
+        return;
+    }
+    v = json_object_get(map, key);
+    if (json_is_array(v) && json_is_string(json_array_get(v, 0)) && json_string_length(json_array_get(v, 0))) {
+        copy(name, DDP_FR_ID, json_string_value(json_array_get(v, 0)));
+        copy(desc, DDP_FR_ID, json_string_value(json_array_get(v, 1)));
+    } else if (strcmp(key, "0") == 0)
+        copy(name, DDP_FR_ID, "0");
+}
+
 static int from_doc(const json_t *doc, struct ddp_fr_state *st)
 {
     const json_t *status = json_object_get(doc, "pg_status");
@@ -154,28 +188,36 @@ static int from_doc(const json_t *doc, struct ddp_fr_state *st)
         return -EINVAL;
     json_object_foreach((json_t *)status, key, v)
     {
-        struct ddp_fr_group *g = group_add(st, key);
+        char name[DDP_FR_ID], desc[DDP_FR_ID];
+        key_name(doc, key, name, desc);
+        struct ddp_fr_group *g = group_add(st, name, key);
+        long long enq = num(json_object_get(v, "last_enqueued_collective"), -1);
         if (!g)
             break;
-        g->enqueued = num(json_object_get(v, "last_enqueued_collective"), -1);
+        if (enq < g->enqueued) /* two backends of one group (cpu:gloo,cuda:nccl): the one further on */
+            continue;
+        copy(g->desc, sizeof(g->desc), desc);
+        g->enqueued = enq;
         g->started = num(json_object_get(v, "last_started_collective"), -1);
         g->completed = num(json_object_get(v, "last_completed_collective"), -1);
-    }
-    for (size_t i = 0; i < st->ngroups; i++) {
-        struct ddp_fr_group *g = &st->g[i];
-        const json_t *r = json_object_get(groups, g->id);
-        const json_t *c = json_object_get(config, g->id);
-        if (!r && c)
-            r = json_object_get(c, "ranks");
-        if (!r && st->ngroups == 1 && json_object_size(config) == 1) { /* gloo names its one group "" */
-            json_object_foreach((json_t *)config, key, v) r = json_object_get(v, "ranks");
-        }
-        ranks_from(g->ranks, sizeof(g->ranks), r);
     }
     if (json_is_array(entries)) {
         size_t i;
         json_array_foreach(entries, i, v) entry_add(st, v);
         st->has_entries = true;
+    }
+    for (size_t i = 0; i < st->ngroups; i++) {
+        struct ddp_fr_group *g = &st->g[i];
+        const json_t *c = g->id[0] ? json_object_get(config, g->id) : NULL;
+        const json_t *r = g->id[0] ? json_object_get(groups, g->id) : NULL;
+        if (!r && c)
+            r = json_object_get(c, "ranks");
+        if (!g->desc[0] && c)
+            copy(g->desc, sizeof(g->desc), json_string_value(json_object_get(c, "desc")));
+        if (!r && st->ngroups == 1 && json_object_size(config) == 1) { /* gloo names its one group "" */
+            json_object_foreach((json_t *)config, key, v) r = json_object_get(v, "ranks");
+        }
+        ranks_from(g->ranks, sizeof(g->ranks), r);
     }
     return 0;
 }
@@ -213,7 +255,7 @@ int ddp_fr_parse(const char *text, size_t len, struct ddp_fr_state *st)
 
 const struct ddp_fr_group *ddp_fr_group(const struct ddp_fr_state *st, const char *id)
 {
-    for (size_t i = 0; st && i < st->ngroups; i++)
+    for (size_t i = 0; st && id[0] && i < st->ngroups; i++)
         if (strcmp(st->g[i].id, id) == 0)
             return &st->g[i];
     return NULL;
@@ -222,287 +264,14 @@ const struct ddp_fr_group *ddp_fr_group(const struct ddp_fr_state *st, const cha
 bool ddp_fr_moved(const struct ddp_fr_state *a, const struct ddp_fr_state *b)
 {
     for (size_t i = 0; i < b->ngroups; i++) {
-        const struct ddp_fr_group *x = ddp_fr_group(a, b->g[i].id);
+        const struct ddp_fr_group *x = NULL;
+        for (size_t k = 0; k < a->ngroups && !x; k++)
+            if (strcmp(a->g[k].id, b->g[i].id) == 0 && strcmp(a->g[k].key, b->g[i].key) == 0)
+                x = &a->g[k];
         if (!x || x->enqueued != b->g[i].enqueued || x->completed != b->g[i].completed)
             return true;
     }
     return false;
-}
-
-/* ---------------------------------------------------------------- the verdict */
-
-static const struct ddp_fr_entry *entry_at(const struct ddp_fr_group *g, long long seq)
-{
-    for (size_t i = g->nentries; i-- > 0;)
-        if (!g->e[i].p2p && g->e[i].seq == seq)
-            return &g->e[i];
-    return NULL;
-}
-
-/* "rank 2" or "ranks 0-1" for the members i of in[] where set[i] */
-static void who(char *dst, size_t cap, const struct ddp_fr_input *in, size_t n, const bool *set)
-{
-    long long r[1024];
-    size_t k = 0;
-    for (size_t i = 0; i < n && k < 1024; i++)
-        if (set[i])
-            r[k++] = in[i].rank;
-    qsort(r, k, sizeof(*r), cmp_ll);
-    char list[DDP_FR_RANKS];
-    ranks_text(list, sizeof(list), r, k);
-    snprintf(dst, cap, "%s %s", k == 1 ? "rank" : "ranks", list);
-}
-
-struct finding {
-    struct ddp_fr_verdict v;
-    bool *culprit;
-    long long first_ns; /* when the waiting ranks enqueued N (earliest), 0 unknown */
-};
-
-/* the value (an op or a shape) of most members, and whether it is a strict majority */
-static const char *majority(const char *const *val, size_t n, bool *strict)
-{
-    const char *best = NULL;
-    size_t best_n = 0, total = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!val[i])
-            continue;
-        total++;
-        size_t c = 0;
-        for (size_t j = 0; j < n; j++)
-            c += val[j] && strcmp(val[i], val[j]) == 0;
-        if (c > best_n) {
-            best_n = c;
-            best = val[i];
-        }
-    }
-    *strict = best_n * 2 > total;
-    return best;
-}
-
-static void where_of(struct ddp_buf *b, const struct ddp_fr_input *in, size_t n, const bool *culprit)
-{
-    for (size_t i = 0; i < n; i++)
-        if (culprit[i] && in[i].frame && in[i].frame[0])
-            ddp_buf_printf(b, "; rank %d is at %s", in[i].rank, in[i].frame);
-}
-
-/* At collective seq of a group, different ops (pass 0) or shapes (pass 1) across its members: the minority are the
- * culprits (none without a strict majority). Fills f and b; false when all that is known there agrees. */
-static bool compare_at(const struct ddp_fr_input *in, size_t n, const struct ddp_fr_group *const *g, long long seq,
-                       const char *grp, struct finding *f, struct ddp_buf *b)
-{
-    const char **val = ddp_xcalloc(n, sizeof(*val));
-    bool *mine = ddp_xcalloc(n, sizeof(*mine)), *rest = ddp_xcalloc(n, sizeof(*rest));
-    bool found = false;
-    char lead[128], late[128];
-    for (int pass = 0; pass < 2 && !found; pass++) {
-        size_t known = 0, differ = 0;
-        for (size_t i = 0; i < n; i++) {
-            const struct ddp_fr_entry *e = g[i] ? entry_at(g[i], seq) : NULL;
-            val[i] = e ? (pass == 0 ? e->op : e->shape) : NULL;
-            known += val[i] != NULL;
-        }
-        if (known < 2)
-            break;
-        bool strict;
-        const char *most = majority(val, n, &strict), *other = NULL;
-        for (size_t i = 0; i < n; i++)
-            differ += val[i] && strcmp(val[i], most) != 0;
-        if (!differ)
-            continue;
-        found = true;
-        memset(f->culprit, 0, n * sizeof(*f->culprit));
-        f->v.nculprits = 0;
-        f->v.kind = pass == 0 ? DDP_FR_OP : DDP_FR_SHAPE;
-        f->v.seq = seq;
-        const struct ddp_fr_entry *e0 = NULL;
-        for (size_t i = 0; i < n; i++) {
-            mine[i] = val[i] && strcmp(val[i], most) == 0;
-            rest[i] = val[i] && !mine[i];
-            if (mine[i] && !e0)
-                e0 = entry_at(g[i], seq);
-            if (rest[i] && !other)
-                other = val[i];
-            if (rest[i] && strict) {
-                f->culprit[i] = true;
-                f->v.nculprits++;
-            }
-        }
-        copy(f->v.op, sizeof(f->v.op), e0 ? e0->op : "");
-        copy(f->v.other, sizeof(f->v.other), other);
-        copy(f->v.shape, sizeof(f->v.shape), pass == 1 ? most : "");
-        f->first_ns = e0 ? e0->created_ns : 0;
-        who(lead, sizeof(lead), in, n, mine);
-        who(late, sizeof(late), in, n, rest);
-        bool many = strncmp(late, "ranks", 5) == 0, lmany = strncmp(lead, "ranks", 5) == 0;
-        if (pass == 0)
-            ddp_buf_printf(b, "op mismatch at #%lld %s: %s %s in %s, %s in %s", seq, grp, late, many ? "are" : "is",
-                           other, lead, most);
-        else
-            ddp_buf_printf(b, "shape mismatch at %s #%lld %s: %s %s %s, %s %s %s", f->v.op, seq, grp, late,
-                           many ? "have" : "has", other, lead, lmany ? "have" : "has", most);
-        if (!strict)
-            ddp_buf_puts(b, "; no majority: only the program says which side is wrong");
-        where_of(b, in, n, f->culprit);
-    }
-    free(val);
-    free(mine);
-    free(rest);
-    return found;
-}
-
-/* One group's finding, or false */
-static bool decide_group(const struct ddp_fr_input *in, size_t n, const char *id, struct finding *f)
-{
-    const struct ddp_fr_group **g = ddp_xcalloc(n, sizeof(*g));
-    bool *leaders = ddp_xcalloc(n, sizeof(*leaders));
-    size_t nmem = 0;
-    long long top = -1, behind_last = -1;
-    bool pending = false, found = false, same = true;
-    struct ddp_buf b = {0};
-    char lead[128], late[128], grp[160];
-    for (size_t i = 0; i < n; i++) {
-        g[i] = in[i].fr ? ddp_fr_group(in[i].fr, id) : NULL;
-        nmem += g[i] != NULL;
-        if (g[i] && g[i]->enqueued > top)
-            top = g[i]->enqueued;
-    }
-    memset(&f->v, 0, sizeof(f->v));
-    memset(f->culprit, 0, n * sizeof(*f->culprit));
-    f->first_ns = 0;
-    for (size_t i = 0; i < n; i++)
-        if (g[i] && g[i]->enqueued == top && (g[i]->completed < 0 || g[i]->completed < top))
-            pending = true;
-    if (nmem < 2 || top < 0 || !pending)
-        goto out;
-    copy(f->v.group, sizeof(f->v.group), id);
-    f->v.seq = top;
-    f->v.waited_ms = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (!g[i])
-            continue;
-        if (!f->v.ranks[0] && g[i]->ranks[0])
-            copy(f->v.ranks, sizeof(f->v.ranks), g[i]->ranks);
-        if (g[i]->enqueued < top) {
-            f->culprit[i] = true;
-            f->v.nculprits++;
-            same &= behind_last < 0 || g[i]->enqueued == behind_last;
-            if (g[i]->enqueued > behind_last)
-                behind_last = g[i]->enqueued;
-            continue;
-        }
-        leaders[i] = true;
-        const struct ddp_fr_entry *e = entry_at(g[i], top);
-        if (e && (!f->first_ns || (e->created_ns && e->created_ns < f->first_ns)))
-            f->first_ns = e->created_ns;
-        if (e && !f->v.op[0])
-            copy(f->v.op, sizeof(f->v.op), e->op);
-        if (f->v.waited_ms < 0 || in[i].still_ms < f->v.waited_ms)
-            f->v.waited_ms = in[i].still_ms;
-    }
-    snprintf(grp, sizeof(grp), "(pg %s%s%s)", id, f->v.ranks[0] ? ", ranks " : "", f->v.ranks);
-    if (!f->v.nculprits) { /* all at the same N: what differs there */
-        found = compare_at(in, n, g, top, grp, f, &b);
-        goto out;
-    }
-    /* the ranks behind all stopped at one collective that the others got through: a mismatch there (gloo lets
-     * the larger side of a shape mismatch through) is the cause, else they never reached N */
-    struct finding at = *f;
-    at.culprit = ddp_xcalloc(n, sizeof(bool));
-    if (same && compare_at(in, n, g, behind_last, grp, &at, &b)) {
-        memcpy(f->culprit, at.culprit, n * sizeof(bool));
-        f->v = at.v;
-        f->first_ns = at.first_ns;
-        free(at.culprit);
-        found = true;
-        goto out;
-    }
-    free(at.culprit);
-    f->v.kind = DDP_FR_BEHIND;
-    who(lead, sizeof(lead), in, n, leaders);
-    who(late, sizeof(late), in, n, f->culprit);
-    ddp_buf_printf(&b, "%s %s in %s #%lld %s", lead, strncmp(lead, "ranks", 5) == 0 ? "wait" : "waits",
-                   f->v.op[0] ? f->v.op : "collective", top, grp);
-    if (f->v.waited_ms >= 0)
-        ddp_buf_printf(&b, " for %lld s", f->v.waited_ms / 1000);
-    if (same)
-        ddp_buf_printf(&b, "; %s%s last is #%lld", late, f->v.nculprits == 1 ? "'s" : "'", behind_last);
-    else
-        for (size_t i = 0; i < n; i++)
-            if (f->culprit[i])
-                ddp_buf_printf(&b, "; rank %d's last is #%lld", in[i].rank, g[i]->enqueued);
-    where_of(&b, in, n, f->culprit);
-    found = true;
-out:
-    if (found)
-        copy(f->v.why, sizeof(f->v.why), b.data);
-    ddp_buf_free(&b);
-    free(g);
-    free(leaders);
-    return found;
-}
-
-void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struct ddp_fr_verdict *v)
-{
-    struct finding best = {0}, cur = {0};
-    bool have = false;
-    memset(v, 0, sizeof(*v));
-    memset(culprit, 0, n * sizeof(*culprit));
-    best.culprit = ddp_xcalloc(n ? n : 1, sizeof(bool));
-    cur.culprit = ddp_xcalloc(n ? n : 1, sizeof(bool));
-    for (size_t i = 0; i < n; i++) {
-        for (size_t k = 0; in[i].fr && k < in[i].fr->ngroups; k++) {
-            const char *id = in[i].fr->g[k].id;
-            bool seen = false; /* decide each group once: at the first rank that has it */
-            for (size_t j = 0; j < i && !seen; j++)
-                seen = in[j].fr && ddp_fr_group(in[j].fr, id);
-            if (seen || !decide_group(in, n, id, &cur))
-                continue;
-            bool better = !have;
-            if (have && cur.first_ns && best.first_ns)
-                better = cur.first_ns < best.first_ns;
-            else if (have)
-                better = cur.v.nculprits && (!best.v.nculprits || cur.v.nculprits < best.v.nculprits);
-            if (better) {
-                bool *keep = best.culprit;
-                best = cur;
-                cur.culprit = keep;
-                have = true;
-            }
-        }
-    }
-    if (have) {
-        *v = best.v;
-        memcpy(culprit, best.culprit, n * sizeof(*culprit));
-    }
-    free(best.culprit);
-    free(cur.culprit);
-}
-
-bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n, enum ddp_suspect_place *place)
-{
-    const char *id = NULL;
-    long long top = -1;
-    size_t have = 0;
-    for (size_t i = 0; i < n && !id; i++)
-        if (fr[i] && fr[i]->ngroups)
-            id = fr[i]->g[0].id;
-    for (size_t i = 0; id && i < n; i++) {
-        const struct ddp_fr_group *g = fr[i] ? ddp_fr_group(fr[i], id) : NULL;
-        have += g != NULL;
-        if (g && g->enqueued > top)
-            top = g->enqueued;
-    }
-    if (have < 2)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        const struct ddp_fr_group *g = fr[i] ? ddp_fr_group(fr[i], id) : NULL;
-        place[i] = !g                                                               ? DDP_SUSPECT_NONE
-                   : g->enqueued == top && (g->completed < 0 || g->completed < top) ? DDP_SUSPECT_INSIDE
-                                                                                    : DDP_SUSPECT_OUTSIDE;
-    }
-    return true;
 }
 
 const char *ddp_fr_kind_name(enum ddp_fr_kind k)
@@ -510,6 +279,7 @@ const char *ddp_fr_kind_name(enum ddp_fr_kind k)
     return k == DDP_FR_BEHIND  ? "behind"
            : k == DDP_FR_OP    ? "op_mismatch"
            : k == DDP_FR_SHAPE ? "shape_mismatch"
+           : k == DDP_FR_ORDER ? "order_deadlock"
                                : "none";
 }
 

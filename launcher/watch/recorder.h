@@ -18,19 +18,30 @@
  * ring) are read once per standstill of the status, not per sample. */
 #define DDP_RECORDER_PY                                                                                                \
     "def _ddplaunch_fr_state():\n"                                                                                     \
-    "    return {'key': None, 'since': 0.0, 'last': None, 'off': False, 'groups': None, 'ngroups': -1}\n"              \
+    "    return {'key': None, 'since': 0.0, 'last': None, 'off': False, 'groups': None, 'ngroups': -1, 'pgmap': {},\n" \
+    "            'tried': set()}\n"                                                                                    \
     "\n"                                                                                                               \
     "\n"                                                                                                               \
-    "def _ddplaunch_fr_last(fns):\n"                                                                                   \
+    "def _ddplaunch_fr_entries(st, fns):\n"                                                                            \
     "    import json\n"                                                                                                \
+    "    out = []\n"                                                                                                   \
+    "    for f in fns:\n"                                                                                              \
+    "        for e in json.loads(f(includeCollectives=True, onlyActive=False).decode()).get('entries') or []:\n"       \
+    "            pg = e.get('process_group') or []\n"                                                                  \
+    "            if len(pg) == 2 and 'pg_id' in e:\n"                                                                  \
+    "                st['pgmap'].setdefault(str(e['pg_id']), [str(pg[0]), str(pg[1])])\n"                              \
+    "            out.append(e)\n"                                                                                      \
+    "    return out\n"                                                                                                 \
+    "\n"                                                                                                               \
+    "\n"                                                                                                               \
+    "def _ddplaunch_fr_last(entries):\n"                                                                               \
     "    keep = ('record_id', 'pg_id', 'process_group', 'collective_seq_id', 'p2p_seq_id', 'profiling_name',\n"        \
     "            'state', 'time_created_ns', 'input_sizes', 'input_dtypes', 'is_p2p')\n"                               \
     "    per = {}\n"                                                                                                   \
-    "    for f in fns:\n"                                                                                              \
-    "        for e in json.loads(f(includeCollectives=True, onlyActive=False).decode()).get('entries') or []:\n"       \
-    "            pg = e.get('process_group') or [e.get('pg_id')]\n"                                                    \
-    "            per.setdefault(str(pg[0]), []).append({k: e[k] for k in keep if k in e})\n"                           \
-    "    return [e for pg in per.values() for e in pg[-3:]]\n"                                                         \
+    "    for e in entries:\n"                                                                                          \
+    "        pg = e.get('process_group') or [e.get('pg_id')]\n"                                                        \
+    "        per.setdefault(str(pg[0]), []).append({k: e[k] for k in keep if k in e})\n"                               \
+    "    return [e for pg in per.values() for e in pg[-8:]]\n"                                                         \
     "\n"                                                                                                               \
     "\n"                                                                                                               \
     "def _ddplaunch_fr_groups(st, dist):\n"                                                                            \
@@ -73,23 +84,30 @@
     "        key, now = json.dumps(status, sort_keys=True), time.monotonic()\n"                                        \
     "        if key != st['key']:\n"                                                                                   \
     "            st['key'], st['since'], st['last'] = key, now, None\n"                                                \
+    "        new = [k for k, v in status.items() if k not in st['pgmap'] and k not in st['tried']\n"                   \
+    "               and int(v.get('last_enqueued_collective', -1)) > 0]\n"                                             \
     "        if st['last'] is None and (want or now - st['since'] >= 10):\n"                                           \
-    "            st['last'] = _ddplaunch_fr_last(fns)\n"                                                               \
-    "        doc = {'pg_status': status, 'pg_config': config, 'ddp_groups': _ddplaunch_fr_groups(st, dist)}\n"         \
+    "            st['last'] = _ddplaunch_fr_last(_ddplaunch_fr_entries(st, fns))\n"                                    \
+    "        elif new:\n"                                                                                              \
+    "            _ddplaunch_fr_entries(st, fns)\n"                                                                     \
+    "        st['tried'].update(new)\n"                                                                                \
+    "        doc = {'pg_status': status, 'pg_config': config, 'ddp_groups': _ddplaunch_fr_groups(st, dist),\n"         \
+    "               'ddp_pgmap': st['pgmap']}\n"                                                                       \
     "        if st['last'] is not None:\n"                                                                             \
     "            doc['entries'] = st['last']\n"                                                                        \
     "        return 'ddplaunch-fr ' + json.dumps(doc, separators=(',', ':')) + '\\n'\n"                                \
     "    except Exception:\n"                                                                                          \
     "        return ''\n"                                                                                              \
     "\n"                                                                                                               \
-    "\n"
+    "\n"                                                                                                               \
+    ""
 
 #define DDP_FR_GROUPS 16   /* process groups kept per rank */
-#define DDP_FR_PER_GROUP 3 /* last entries kept per group */
+#define DDP_FR_PER_GROUP 8 /* last entries kept per group (enough steps to see the order of two groups) */
 #define DDP_FR_ID 32
 #define DDP_FR_OPLEN 48
 #define DDP_FR_SHAPELEN 96
-#define DDP_FR_RANKS 96
+#define DDP_FR_RANKS 256
 
 /* One entry of the recorder: one collective (or point-to-point op) as one rank enqueued it. */
 struct ddp_fr_entry {
@@ -103,7 +121,12 @@ struct ddp_fr_entry {
 
 /* One process group as one rank's recorder sees it. */
 struct ddp_fr_group {
-    char id[DDP_FR_ID];       /* pg_status's key ("0", "1"), the entries' process_group[0] */
+    char id[DDP_FR_ID];       /* its name: the entries' process_group[0], pg_config's key; the same on every rank
+                                 ("" unknown: a group with no entry yet, from an old sampler) */
+    char key[DDP_FR_ID];      /* this rank's pg_status key (the entries' pg_id): torch counts the backends each
+                                 process made, so "1" is [0,1] on ranks 0-1 and [2,3] on ranks 2-3; used only to
+                                 join this rank's status to its entries */
+    char desc[DDP_FR_ID];     /* process_group[1] or pg_config's desc ("default_pg", "mesh_tp"), "" unknown */
     long long enqueued;       /* last_enqueued_collective, -1 unknown */
     long long started;        /* last_started_collective */
     long long completed;      /* last_completed_collective, -1 unknown (NCCL without timing) */
@@ -123,7 +146,10 @@ struct ddp_fr_state {
  * *st filled, -ENOENT when there is none, -EINVAL when it is not a recorder document. Pure. */
 int ddp_fr_parse(const char *text, size_t len, struct ddp_fr_state *st);
 
-/* The group with id in st, or NULL. */
+/* A sorted list of n ranks as "0-2,5" into dst (cap bytes; cut at a whole item when it does not fit). */
+void ddp_fr_ranks_text(char *dst, size_t cap, const long long *r, size_t n);
+
+/* The group named id in st, or NULL. */
 const struct ddp_fr_group *ddp_fr_group(const struct ddp_fr_state *st, const char *id);
 
 /* Each process group's last collective in st, as summary.json's flight_recorder.ranks holds it per rank: a new
@@ -146,36 +172,64 @@ enum ddp_fr_kind {
     DDP_FR_BEHIND, /* ranks never reached collective N that the others enqueued */
     DDP_FR_OP,     /* at the same N, different ops */
     DDP_FR_SHAPE,  /* at the same N, the same op with different shapes or dtypes */
+    DDP_FR_ORDER,  /* a cycle: ranks entered two groups' collectives in different orders (a deadlock) */
+};
+
+#define DDP_FR_HOPS 8 /* links of a chain kept for summary.json's hang.chain */
+
+/* One link of the wait-for chain: ranks `waiting` wait in collective seq of group `group` for ranks `on`, which have
+ * not enqueued it (their last there is `last`; -1 mixed or unknown). */
+struct ddp_fr_hop {
+    char waiting[DDP_FR_RANKS];
+    char group[DDP_FR_ID];
+    char ranks[DDP_FR_RANKS]; /* the group's members, "" unknown */
+    long long seq;
+    char op[DDP_FR_OPLEN];
+    char on[DDP_FR_RANKS];
+    long long last;
 };
 
 struct ddp_fr_verdict {
     enum ddp_fr_kind kind;
     size_t nculprits;            /* 0 with OP/SHAPE: no majority (only the program says which side is wrong) */
-    char group[DDP_FR_ID];       /* the process group */
+    char group[DDP_FR_ID];       /* the process group (its name) */
     char ranks[DDP_FR_RANKS];    /* its ranks */
     long long seq;               /* N: the collective the others wait in */
     char op[DDP_FR_OPLEN];       /* what the others (the majority) are in at N, "" unknown */
     char other[DDP_FR_SHAPELEN]; /* OP: the minority's op; SHAPE: the minority's shape; BEHIND: "" */
     char shape[DDP_FR_SHAPELEN]; /* SHAPE: the majority's shape */
     long long waited_ms;         /* how long the waiting ranks' recorders stood still */
-    char why[960];               /* one line naming the culprits, the group, N, both ops or shapes and where */
+    char group2[DDP_FR_ID];      /* ORDER: the second group of the cycle */
+    size_t nhops;                /* the chain from the culprits out to the ranks that wait on them */
+    struct ddp_fr_hop hop[DDP_FR_HOPS];
+    char why[1536]; /* one line naming the culprits, the group, N, both ops or shapes, the chain */
 };
 
-/* Decide from the recorders of n ranks (culprit[i], caller's, n entries). Per process group that two or more
- * ranks report: the members whose last enqueued collective is behind the others' are the culprits (BEHIND), when
- * a leader's last collective is not known to have completed; else, all at the same N with entries for it,
- * different ops (OP) or shapes/dtypes (SHAPE) name the minority. Several groups with a finding: the one whose N was
- * enqueued first (the others wait because of it), else the one with fewest culprits. Pure. */
+/* Decide from the recorders of n ranks (culprit[i], caller's, n entries), across all their process groups. A group
+ * is known by its name (the same on every rank) and its members (the rank's own torch map, pg_config, else the
+ * ranks that report it). Each rank's oldest collective that is pending, (group, N), points to the members of that
+ * group that have not enqueued N; the chains are followed (watch/waitfor.c). The culprits are at their ends: ranks
+ * that wait on nothing (BEHIND), the minority where all entered N with different ops (OP) or shapes/dtypes
+ * (SHAPE), or, in a cycle, the rank that left the order its own history shows (BEHIND), else nobody (ORDER, both
+ * groups and orders named). Linear in ranks x groups. Pure. */
 void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struct ddp_fr_verdict *v);
 
+/* v as summary.json's hang.recorder and the suspect event's recorder: a new object {"verdict", "pg", "pg2" (ORDER:
+ * the other group), "ranks", "seq", "op", "other", "shape", "waited_ms", "chain"}. */
+json_t *ddp_fr_verdict_json(const struct ddp_fr_verdict *v);
+
+/* The chain of v as summary.json's hang.chain: a new JSON array of {"waiting", "group", "ranks", "seq", "op", "on",
+ * "last"}. */
+json_t *ddp_fr_chain_json(const struct ddp_fr_verdict *v);
+
+/* "none", "behind", "op_mismatch", "shape_mismatch", "order_deadlock" */
 const char *ddp_fr_kind_name(enum ddp_fr_kind k);
 
-/* One sample round's places from the recorders (fr[i], NULL: none), for stragglers (suspect.h): in the first
- * process group of the first rank that has one, a rank at the highest enqueued collective that has not completed
- * it waits (INSIDE); a rank behind it, or one that completed it, is OUTSIDE; a rank without that group NONE.
- * Returns false (place untouched) unless two or more ranks have the group. Under NCCL, where every stack shows
- * a CUDA sync, this is what says who makes the others wait. Pure. */
-bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n,
-                   enum ddp_suspect_place *place); /* "none", "behind", "op_mismatch", "shape_mismatch" */
+/* One sample round's places from the recorders (fr[i], NULL: none), for stragglers (suspect.h), across all process
+ * groups: a rank whose oldest pending collective no member of that group is past waits (INSIDE); a rank with a
+ * recorder that waits in none, or is behind where it waits, is OUTSIDE; a rank without one NONE. Returns false
+ * (place untouched) unless two or more ranks have a named group. Under NCCL, where every stack shows a CUDA sync,
+ * this is what says who makes the others wait. Pure (watch/waitfor.c). */
+bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n, enum ddp_suspect_place *place);
 
 #endif

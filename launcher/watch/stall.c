@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "run/plan.h"
 #include "watch/hang.h"
+#include "watch/source.h"
 
 /* What the watch knows of a worker of the current attempt, by its index in it: its heartbeat file, its
  * progress. */
@@ -17,6 +19,7 @@ struct heartbeat {
     struct timespec mtime;
     long long last_progress_ms; /* monotonic time of the last sign of progress */
     bool alive;                 /* showed life (heartbeat touched or a line of output) */
+    bool touched;               /* touched its heartbeat file in this attempt */
 };
 
 struct ddp_stall {
@@ -30,6 +33,7 @@ struct ddp_stall {
     bool any_output;
     long long last_tick_ms; /* when on_watch last ran (0: not yet) */
     long long lost_ms;      /* time this attempt's launcher did not run (stopped, suspended): not silence */
+    bool told_on_output;    /* said that this attempt's stall is measured on output (no heartbeat touched) */
 };
 
 struct ddp_stall *ddp_stall_new(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_runner *rn,
@@ -122,12 +126,16 @@ static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc
 {
     char *d = ddp_timeout_duration(hc->kind == DDP_HANG_INIT ? sp->timeout_init_ms : sp->timeout_stall_ms);
     char *why;
-    if (hc->stuck)
+    if (hc->on_output && hc->kind == DDP_HANG_SILENT && !hc->stuck)
+        why = ddp_xasprintf("no rank wrote any output for %s (output: no rank ever touched the heartbeat file; set "
+                            "heartbeat = output)",
+                            d);
+    else if (hc->stuck)
         why = ddp_xasprintf("rank %d%s %s %s: no progress for %s (%s)", first->w->rank,
                             hc->nstalled > 1 ? " and others" : "",
                             hc->nstalled > 1 ? "are stopped or zombies" : "is stopped or a zombie",
                             hc->alone ? "and the others ended" : "while the others wait", d,
-                            sp->heartbeat == DDP_HEARTBEAT_FILE ? "heartbeat" : "output");
+                            sp->heartbeat == DDP_HEARTBEAT_FILE && !hc->on_output ? "heartbeat" : "output");
     else if (hc->kind == DDP_HANG_INIT)
         why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,
                             hc->nstalled > 1 ? " and others" : "", d);
@@ -188,6 +196,7 @@ static void on_watch(uv_timer_t *t)
             h->mtime = st.st_mtim;
             h->last_progress_ms = now;
             h->alive = true;
+            h->touched = true;
         }
         hr[i] = (struct ddp_hang_rank){k->w->rank,
                                        running,
@@ -195,9 +204,18 @@ static void on_watch(uv_timer_t *t)
                                        h->path != NULL,
                                        k->start_ms,
                                        h->last_progress_ms,
-                                       running ? ddp_proc_state(k->pid) : 0};
+                                       running ? ddp_proc_state(k->pid) : 0,
+                                       h->path != NULL && !h->touched};
     }
     ddp_hang_check(&lim, hr, r->nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
+    if (hc.on_output && !w->told_on_output && now - r->start_ms - w->lost_ms >= sp->timeout_stall_ms) {
+        char *d = ddp_timeout_duration(sp->timeout_stall_ms);
+        ddp_info("attempt %d: no rank touched its heartbeat file (DDPLAUNCH_HEARTBEAT_FILE) in %s: stall is measured "
+                 "on output until one does (set [timeout] heartbeat = output to say so)",
+                 r->plan.attempt, d);
+        free(d);
+        w->told_on_output = true;
+    }
     if (hc.kind != DDP_HANG_NONE) {
         struct ddp_runner_worker *first = hc.kind == DDP_HANG_SILENT && !hc.stuck ? NULL : &r->w[hc.first];
         for (size_t i = 0; i < r->nw && hc.blame_gpus; i++)
@@ -222,6 +240,7 @@ void ddp_stall_start(struct ddp_stall *w, struct ddp_runner_attempt *r)
     w->last_output_ms = r->start_ms;
     w->last_tick_ms = ddp_now_ms();
     w->lost_ms = 0;
+    w->told_on_output = false;
     for (size_t i = 0; i < r->nw && i < w->nhb; i++)
         if (w->hb[i].last_progress_ms == 0)
             w->hb[i].last_progress_ms = r->w[i].start_ms;
@@ -267,3 +286,57 @@ void ddp_stall_resumed(struct ddp_stall *w, long long now)
         for (size_t i = 0; i < r->nw && i < w->nhb; i++)
             w->hb[i].last_progress_ms = now;
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    *self = ddp_stall_new(env->cfg.loop, env->cfg.ctx->spec, env->cfg.rn, env->cfg.sink);
+    return 0;
+}
+
+static void source_prepare(void *self, const struct ddp_attempt *plan)
+{
+    ddp_stall_prepare(self, plan);
+}
+
+static void source_start(void *self, struct ddp_runner_attempt *r)
+{
+    ddp_stall_start(self, r);
+}
+
+static void source_stop(void *self)
+{
+    ddp_stall_stop(self);
+}
+
+static void source_output(void *self, struct ddp_runner_worker *k, long long now)
+{
+    ddp_stall_output(self, k, now);
+}
+
+static void source_resumed(void *self, long long now)
+{
+    ddp_stall_resumed(self, now);
+}
+
+static void source_close(void *self)
+{
+    ddp_stall_close(self);
+}
+
+static void source_free(void *self)
+{
+    ddp_stall_free(self);
+}
+
+const struct ddp_watch_source ddp_stall_source = {.name = "stall",
+                                                  .open = source_open,
+                                                  .prepare = source_prepare,
+                                                  .start = source_start,
+                                                  .stop = source_stop,
+                                                  .output = source_output,
+                                                  .resumed = source_resumed,
+                                                  .close = source_close,
+                                                  .free = source_free};

@@ -35,4 +35,8 @@ long long ddp_stall_progress_ms(const struct ddp_stall *w, size_t i);
 /* The console was blocked until now: that time is not the workers' silence. */
 void ddp_stall_resumed(struct ddp_stall *w, long long now);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_stall_source;
+
 #endif

@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include "base/util.h"
+#include "run/plan.h"
+#include "watch/source.h"
 
 struct ddp_wall {
     long long limit_ms;
@@ -74,3 +76,40 @@ void ddp_wall_stop(struct ddp_wall *w)
 {
     uv_timer_stop(&w->timer);
 }
+
+/* ---------------------------------------------------------------- as a source of the hang watch (source.h) */
+
+static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
+{
+    (void)err;
+    *self = ddp_wall_new(env->cfg.loop, env->cfg.ctx->spec->timeout_wall_ms, env->cfg.sink);
+    return 0;
+}
+
+static void source_start(void *self, struct ddp_runner_attempt *r)
+{
+    (void)r;
+    ddp_wall_start(self);
+}
+
+static void source_stop(void *self)
+{
+    ddp_wall_stop(self);
+}
+
+static void source_close(void *self)
+{
+    ddp_wall_close(self);
+}
+
+static void source_free(void *self)
+{
+    ddp_wall_free(self);
+}
+
+const struct ddp_watch_source ddp_wall_source = {.name = "wall",
+                                                 .open = source_open,
+                                                 .start = source_start,
+                                                 .stop = source_stop,
+                                                 .close = source_close,
+                                                 .free = source_free};

@@ -25,4 +25,8 @@ void ddp_wall_stop(struct ddp_wall *w);
  * left, at most DDP_WALL_CHECK_MS (the loop's timers run on CLOCK_MONOTONIC, which a suspend stops). */
 long long ddp_wall_wait_ms(long long limit_ms, long long elapsed_ms);
 
+/* This module as a source of the hang watch (source.h; a row of watch.c's table). */
+struct ddp_watch_source;
+extern const struct ddp_watch_source ddp_wall_source;
+
 #endif

@@ -2,7 +2,8 @@
  * source of an attempt (the progress watch stall.c, [timeout] wall, torch's FileTimer, the collective timeouts
  * ranks print, the live watch with its stack sampler and flight recorder, NVML's GPU events, the hang capture)
  * and feeds each the runner's facts it needs; each source keeps its own per-worker state. The sources are listed
- * in one table in watch.c: a new evidence or timeout source is a module beside these and one row there.
+ * in one table in watch.c, each row a module's own operations (source.h): a new evidence or timeout source is a
+ * module beside these, exporting its struct ddp_watch_source, and one row there.
  * It decides nothing about what follows: timeouts go to the sink (timeout.h), the capture's end to decided, GPU
  * events to gpu_event; the driver (supervise.c) and its policy decide. */
 #ifndef DDP_WATCH_H
@@ -20,25 +21,17 @@
 #include "watch/fr_remote.h"
 #include "watch/gpuwatch.h"
 #include "watch/recorder.h"
+#include "watch/source.h"
 #include "watch/timeout.h"
 
 struct ddp_watch;
-
-struct ddp_watch_config {
-    uv_loop_t *loop;
-    const struct ddp_plan_ctx *ctx; /* its spec, hostname, topology, timer FIFO; outlives the watch */
-    struct ddp_runner *rn;          /* outlives the watch */
-    struct ddp_records *rec;        /* outlives the watch */
-    struct ddp_timeout_sink sink;   /* every timeout source reports here */
-    void (*decided)(void *arg);     /* the hang capture's verdict is out (or there was none to make) */
-    ddp_gpuwatch_fn *gpu_event;     /* an NVML event of the job's GPUs (gpuwatch.h) */
-    void *arg;                      /* for decided and gpu_event */
-};
 
 /* Before the launch: write the stack sampler's sitecustomize.py into run_dir (sample.h). 0 with *pydir_out (the
  * directory for PYTHONPATH; caller frees), or a negative errno with err. *signo_out is the signal it takes,
  * either way. */
 int ddp_watch_install(const char *run_dir, char **pydir_out, int *signo_out, struct ddp_err *err);
+/* Where ddp_watch_install would put it, writing nothing (`plan`): *pydir_out (caller frees) and *signo_out. */
+void ddp_watch_where(const char *run_dir, char **pydir_out, int *signo_out);
 
 /* Open every source. *out is set always (caller owns; ddp_watch_close, then ddp_watch_free after the loop
  * ended); returns 0, or a negative errno with err when a source the spec asks for could not start (torch's

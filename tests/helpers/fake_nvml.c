@@ -12,12 +12,16 @@
  *   persistence GPU 0|1 / mig GPU 0|1 / ecc_mode GPU 0|1
  *   event GPU AT xid N | event GPU AT ecc  what nvmlEventSetWait_v2 delivers once AT has come
  *   unsupported CALL                       that call answers NOT_SUPPORTED (remap, retired, ecc, clocks, events)
+ *   slow CALL MS                           that call (init, memory, procs, count) sleeps MS ms first: a hung driver
+ * FAKE_NVML_SLEEP_MS=MS with FAKE_NVML_SLEEP_CALL=CALL (default init) does the same from the environment, and
+ * FAKE_NVML_LOADED=FILE appends "loaded PID" to FILE when the library is loaded (a test that NVML is not).
  * Never used by the launcher itself. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAXG 16
@@ -53,6 +57,35 @@ static struct event events[MAXE];
 static int nevents, events_read, inits;
 static double t0 = -1;
 static char unsupported[512];
+static char slow_call[32];
+static long slow_ms;
+
+__attribute__((constructor)) static void loaded(void)
+{
+    const char *path = getenv("FAKE_NVML_LOADED");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "loaded %ld\n", (long)getpid());
+        fclose(f);
+    }
+}
+
+/* the knob: call sleeps, outside the lock (a hung driver call) */
+static void maybe_slow(const char *call)
+{
+    const char *env = getenv("FAKE_NVML_SLEEP_MS"), *which = getenv("FAKE_NVML_SLEEP_CALL");
+    long ms = 0;
+    pthread_mutex_lock(&mu);
+    if (slow_ms > 0 && !strcmp(slow_call, call))
+        ms = slow_ms;
+    pthread_mutex_unlock(&mu);
+    if (env && !strcmp(which && *which ? which : "init", call))
+        ms = atol(env);
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static double now_s(void)
 {
@@ -83,6 +116,7 @@ static void load(void)
     int read_events = !events_read;
 
     ngpus = 0;
+    slow_ms = 0;
     snprintf(unsupported, sizeof unsupported, " ");
     if (!f)
         return;
@@ -125,6 +159,8 @@ static void load(void)
             v->at = atof(a);
             v->type = !strcmp(b, "xid") ? 0x8 : !strcmp(b, "ecc") ? 0x2 : 0x10;
             v->data = e[0] ? strtoull(e, NULL, 0) : 0;
+        } else if (sscanf(line, "slow %31s %63s", slow_call, a) == 2) {
+            slow_ms = atol(a);
         } else if (sscanf(line, "unsupported %63s", a) == 1) {
             size_t n = strlen(unsupported);
             snprintf(unsupported + n, sizeof unsupported - n, "%s ", a);
@@ -148,6 +184,7 @@ EXPORT int nvmlInit_v2(void)
     inits++;
     load();
     pthread_mutex_unlock(&mu);
+    maybe_slow("init");
     return 0;
 }
 EXPORT int nvmlShutdown(void)
@@ -168,6 +205,7 @@ EXPORT int nvmlSystemGetDriverVersion(char *v, unsigned n)
 }
 EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
 {
+    maybe_slow("count");
     *n = (unsigned)ngpus;
     return 0;
 }
@@ -211,6 +249,7 @@ EXPORT int nvmlDeviceGetMemoryInfo(void *d, struct memory *m)
     struct gpu *g = dev(d);
     if (!g)
         return 2;
+    maybe_slow("memory");
     m->total = g->total;
     m->used = g->used < g->total ? g->used : g->total;
     m->free = m->total - m->used;
@@ -226,6 +265,7 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, struct 
     struct gpu *g = dev(d);
     if (!g)
         return 2;
+    maybe_slow("procs");
     if (*n < (unsigned)g->nprocs) {
         *n = (unsigned)g->nprocs;
         return 7; /* INSUFFICIENT_SIZE */

@@ -36,7 +36,7 @@ spec_case() {
     local name=$1 line=$2 want=$3 content=$4 f=$TMP/case.ini
     # shellcheck disable=SC2059
     printf "$content" "$GOOD" >"$f"
-    check "$name" "^ddplaunch: $f:$line: $want" "$f"
+    check "$name" "^ddplaunch: error: $f:$line: $want" "$f"
 }
 
 spec_case "unknown section" 3 "unknown section \[jobz\] \(did you mean \[job\]\?\)" '[job]\n%s\n[jobz]\nx = 1\n'
@@ -66,36 +66,36 @@ spec_case "MIN:MAX with node_rank" 3 "job.node_rank: expected a non-negative int
 
 # Whole-file problems: no line to name, but the file.
 printf '' >"$TMP/empty.ini"
-check "empty file" "^ddplaunch: $TMP/empty.ini: empty job spec" "$TMP/empty.ini"
+check "empty file" "^ddplaunch: error: $TMP/empty.ini: empty job spec" "$TMP/empty.ini"
 printf '; only a comment\n' >"$TMP/comments.ini"
-check "comments only" "^ddplaunch: $TMP/comments.ini: empty job spec" "$TMP/comments.ini"
-check "unreadable file" "^ddplaunch: $TMP/none.ini: cannot read: No such file or directory" "$TMP/none.ini"
+check "comments only" "^ddplaunch: error: $TMP/comments.ini: empty job spec" "$TMP/comments.ini"
+check "unreadable file" "^ddplaunch: error: $TMP/none.ini: cannot read: No such file or directory" "$TMP/none.ini"
 mkdir "$TMP/dir.ini"
-check "directory" "^ddplaunch: $TMP/dir.ini: cannot read: Is a directory" "$TMP/dir.ini"
+check "directory" "^ddplaunch: error: $TMP/dir.ini: cannot read: Is a directory" "$TMP/dir.ini"
 printf '[job]\nname = x\n' >"$TMP/nocmd.ini"
-check "missing command" "^ddplaunch: $TMP/nocmd.ini: missing command: set \[job\] command, script, module or program" \
+check "missing command" "^ddplaunch: error: $TMP/nocmd.ini: missing command: set \[job\] command, script, module or program" \
     "$TMP/nocmd.ini"
 printf '[job]\n%s\nnode_rank = 2\nnnodes = 2\n' "$GOOD" >"$TMP/rank.ini"
-check "node_rank out of range" "^ddplaunch: $TMP/rank.ini: job.node_rank 2 is out of range for nnodes 2" "$TMP/rank.ini"
+check "node_rank out of range" "^ddplaunch: error: $TMP/rank.ini: job.node_rank 2 is out of range for nnodes 2" "$TMP/rank.ini"
 
 # A bad site config is reported the same way, naming the site file.
 printf '[restart]\nbackoff = 1y\n' >"$TMP/site.ini"
-DDPLAUNCH_CONFIG=$TMP/site.ini check "bad site config" "^ddplaunch: $TMP/site.ini:2: restart.backoff: unknown duration unit 'y'" \
+DDPLAUNCH_CONFIG=$TMP/site.ini check "bad site config" "^ddplaunch: error: $TMP/site.ini:2: restart.backoff: unknown duration unit 'y'" \
     "$TMP/good.ini"
-DDPLAUNCH_CONFIG=$TMP/site.ini check "bad site config (--config)" "^ddplaunch: $TMP/site.ini:2: restart.backoff" \
+DDPLAUNCH_CONFIG=$TMP/site.ini check "bad site config (--config)" "^ddplaunch: error: $TMP/site.ini:2: restart.backoff" \
     --config "$TMP/site.ini" "$TMP/good.ini"
-DDPLAUNCH_CONFIG=$TMP/missing-site.ini check "missing DDPLAUNCH_CONFIG" "^ddplaunch: $TMP/missing-site.ini: cannot read" \
+DDPLAUNCH_CONFIG=$TMP/missing-site.ini check "missing DDPLAUNCH_CONFIG" "^ddplaunch: error: $TMP/missing-site.ini: cannot read" \
     "$TMP/good.ini"
 
 # Environment layers name the variable.
-DDPLAUNCH_RESTART_BACKOFF=5x check "DDPLAUNCH_ variable" "^ddplaunch: DDPLAUNCH_RESTART_BACKOFF: restart.backoff: unknown duration unit 'x'" \
+DDPLAUNCH_RESTART_BACKOFF=5x check "DDPLAUNCH_ variable" "^ddplaunch: error: DDPLAUNCH_RESTART_BACKOFF: restart.backoff: unknown duration unit 'x'" \
     "$TMP/good.ini"
-PET_NNODES=two check "PET_ variable" "^ddplaunch: PET_NNODES: job.nnodes: expected N or MIN:MAX" "$TMP/good.ini"
+PET_NNODES=two check "PET_ variable" "^ddplaunch: error: PET_NNODES: job.nnodes: expected N or MIN:MAX" "$TMP/good.ini"
 
 # [env] ${VAR} without a default and not set: named by file:line before anything starts.
 printf '[job]\n%s\n[env]\nDATA = ${DDP_TEST_UNSET_VAR}/x\n' "$GOOD" >"$TMP/expand.ini"
 unset DDP_TEST_UNSET_VAR
-check "unset \${VAR}" "^ddplaunch: $TMP/expand.ini:4: DATA: \\$\{DDP_TEST_UNSET_VAR\} is not set" "$TMP/expand.ini"
+check "unset \${VAR}" "^ddplaunch: error: $TMP/expand.ini:4: DATA: \\$\{DDP_TEST_UNSET_VAR\} is not set" "$TMP/expand.ini"
 # issue 23 item 11: a spec's relative script and log_dir are its own directory's, from anywhere; a missing
 # script is file:line, exit 2, before anything starts
 mkdir -p "$TMP/proj/sub" "$TMP/elsewhere"
@@ -109,6 +109,21 @@ printf '[job]\nscript = nosuch.py\n' >"$TMP/proj/missing.ini"
 rc=0
 (cd "$TMP/elsewhere" && "$DDP" ../proj/missing.ini >"$TMP/miss.out" 2>&1) || rc=$?
 expect_eq "missing script: exit status" "$rc" 2
-expect_grep "^ddplaunch: \.\./proj/missing\.ini:2: script: no such file: '\.\./proj/nosuch\.py'" "$TMP/miss.out"
+expect_grep "^ddplaunch: error: \.\./proj/missing\.ini:2: script: no such file: '\.\./proj/nosuch\.py'" "$TMP/miss.out"
 expect_eq "missing script: lines" "$(grep -vc "^Try 'ddplaunch --help'" "$TMP/miss.out")" 1
+
+# issue 43 trap 3: one comment rule for ';' and '#': at the start of a line, or after a space or tab anywhere in a
+# line; with no space before it, either is part of the value. The worker prints the argv it saw.
+printf '[job]\ncommand = %s -c "import sys; print(repr(sys.argv[1:]))"\nargs = --steps 3 # three steps\n  --tag=a#b;c ; more\nnproc_per_node = 1 # one\n[env]\nDDP_T = x # y\n' \
+    "$PY" >"$TMP/hash.ini"
+"$DDP" "$TMP/hash.ini" >"$TMP/hash.out" 2>&1 || { cat "$TMP/hash.out"; fail "# comments: the job failed"; }
+expect_grep "^\['--steps', '3', '--tag=a#b;c'\]$" "$TMP/hash.out"
+"$DDP" plan "$TMP/hash.ini" >"$TMP/hash.plan" 2>&1 || { cat "$TMP/hash.plan"; fail "# comments: plan failed"; }
+expect_grep "DDP_T=x$" "$TMP/hash.plan"
+grep -q "three steps\|# one\|# y\|more" "$TMP/hash.plan" && { cat "$TMP/hash.plan"; fail "# comments: a comment reached the plan"; }
+# a long [env] line (beyond inih's buffer) follows the same rule
+long=$(printf 'v%.0s' $(seq 1 300))
+printf '[job]\ncommand = %s -c "import os; print(len(os.environ[\x27DDP_LONG\x27]))"\n[env]\nDDP_LONG = %s # long\n' "$PY" "$long" >"$TMP/hashlong.ini"
+"$DDP" "$TMP/hashlong.ini" >"$TMP/hashlong.out" 2>&1 || { cat "$TMP/hashlong.out"; fail "# comments: long line failed"; }
+expect_grep "^300$" "$TMP/hashlong.out"
 echo "all bad specs rejected with one line and exit 2; nothing started"

@@ -107,4 +107,39 @@ printf '[job]\nprogram = /bin/true\nname = q"uo\\\\te\n[env]\nWEIRD = tab\there 
 "$DDP" plan --json "$TMP/odd.ini" >"$TMP/p4.json" 2>"$TMP/err" || { cat "$TMP/err"; fail "plan odd.ini failed"; }
 $PY -c 'import json,sys; e=json.load(open(sys.argv[1]))["workers"][0]["env"]["WEIRD"]; assert e == "tab\there \"quoted\" back\\\\slash ünï", repr(e)' \
     "$TMP/p4.json" || { cat "$TMP/p4.json"; fail "awkward values not escaped right"; }
+
+# issue 43 trap 2: plan lists every variable a worker gets from ddplaunch, with "<run dir>" where the run directory
+# goes (heartbeat and stacks files, the sampler's PYTHONPATH entry, DDPLAUNCH_PYTHONPATH...): the names a real
+# worker (/usr/bin/env, --no-python) has beyond the launcher's environment are all in plan --json's env.
+env >"$TMP/launcher.env"
+"$DDP" --no-python --nproc-per-node 1 --set timeout.stall=1h /usr/bin/env >"$TMP/worker.env" 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "env worker failed"; }
+"$DDP" plan --json --no-python --nproc-per-node 1 --set timeout.stall=1h /usr/bin/env >"$TMP/envplan.json" 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "plan of the env worker failed"; }
+$PY - "$TMP/launcher.env" "$TMP/worker.env" "$TMP/envplan.json" <<'PYEOF' || fail "plan does not list every variable ddplaunch adds"
+import json, sys
+names = lambda f: {l.split("=", 1)[0] for l in open(f) if "=" in l and l[0].isalpha()}
+added = names(sys.argv[2]) - names(sys.argv[1])
+planned = set(json.load(open(sys.argv[3]))["workers"][0]["env"])
+for must in ("PYTHONPATH", "DDPLAUNCH_PYTHONPATH", "DDPLAUNCH_STACKS_FILE", "DDPLAUNCH_STACKS_SIGNAL",
+             "DDPLAUNCH_HEARTBEAT_FILE"):
+    assert must in added, "precondition: the worker did not get %s" % must
+missing = sorted(added - planned)
+assert not missing, "a worker gets %s, which plan does not list" % missing
+print("ok: plan lists all %d variables ddplaunch adds" % len(added))
+PYEOF
+
+# issue 43 item 6: plan shows the values the job uses for defaults whose 0 means something else, and per rank only
+# what differs from local rank 0.
+"$DDP" plan --nnodes 2 --node-rank 1 --master-addr 10.0.0.1 --nproc-per-node 4 --no-python /bin/true \
+    >"$TMP/p6.txt" 2>"$TMP/err" || { cat "$TMP/err"; fail "plan for item 6 failed"; }
+expect_grep '^    join_timeout += 900s +\(default 0 = 600s with c10d, 900s static\)$' "$TMP/p6.txt"
+expect_grep '^    min_nproc_per_node += 4 +\(default 0 = nproc_per_node unless on_timeout = downsize\)$' "$TMP/p6.txt"
+expect_eq "WORLD_SIZE lines (rank 0 only)" "$(grep -c '^    WORLD_SIZE=8$' "$TMP/p6.txt")" 1
+expect_grep '^  environment: as local rank 0.s, except:$' "$TMP/p6.txt"
+sed -n '/^local rank 3:/,$p' "$TMP/p6.txt" >"$TMP/p6.r3"
+expect_grep '^    RANK=7$' "$TMP/p6.r3"
+expect_grep '^    LOCAL_RANK=3$' "$TMP/p6.r3"
+grep -q 'MASTER_ADDR' "$TMP/p6.r3" && fail "rank 3 repeats what rank 0 has"
+[ "$(wc -l <"$TMP/p6.r3")" -lt 15 ] || { cat "$TMP/p6.r3"; fail "rank 3's part of plan is $(wc -l <"$TMP/p6.r3") lines"; }
 echo "plan ok"

@@ -49,14 +49,14 @@ rc=0
 "$DDP" help >"$TMP/out" 2>"$TMP/err" || rc=$?
 expect_eq "ddplaunch help: exit status" "$rc" 2
 expect_eq "ddplaunch help: stdout" "$(cat "$TMP/out")" ""
-expect_grep "^ddplaunch: no such file: 'help' \(the training script to run; the commands are plan, topo, doctor, report and ps\)$" "$TMP/err"
+expect_grep "^ddplaunch: error: no such file: 'help' \(the training script to run; the commands are plan, topo, doctor, report and ps\)$" "$TMP/err"
 expect_grep "^Try 'ddplaunch --help'\.$" "$TMP/err"
 expect_eq "ddplaunch help: stderr lines" "$(wc -l <"$TMP/err")" 2
 # a missing script.py is the same, before any worker starts (no rank-prefixed output, no summary)
 rc=0
 "$DDP" --nproc-per-node 2 nosuch.py --lr 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
 expect_eq "missing script: exit status" "$rc" 2
-expect_grep "^ddplaunch: no such file: 'nosuch.py'" "$TMP/err"
+expect_grep "^ddplaunch: error: no such file: 'nosuch.py'" "$TMP/err"
 grep -q "rank" "$TMP/err" && { cat "$TMP/err"; fail "missing script: a worker was started"; }
 # --set job.workdir: a relative script is looked for there
 mkdir "$TMP/wd"
@@ -69,8 +69,41 @@ expect_grep "ran help in $TMP/wd" "$TMP/out"
 cp "$TMP/wd/help" "$TMP/help"
 "$DDP" help >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "a script named help did not run"; }
 expect_grep "ran help in $TMP$" "$TMP/out"
-# -m help and --no-python help are not files: nothing is checked before launch
+# --no-python help is a program looked up on PATH: missing, it is one line and exit 2 before anything starts
+# (issue 43 item 9; it was a started job ending in 127)
 rc=0
 "$DDP" --no-python help-no-such-program >"$TMP/out" 2>&1 || rc=$?
-expect_eq "--no-python missing program: exit status" "$rc" 127
+expect_eq "--no-python missing program: exit status" "$rc" 2
+expect_grep "^ddplaunch: error: program: 'help-no-such-program' is not on PATH" "$TMP/out"
+
+# issue 43 item 12: -h and --json as documented. Every command takes -h (its help lists it); the commands that take
+# --json are exactly those --help and the man page name.
+takes_json=""
+for cmd in run plan topo doctor report ps; do
+    c=$cmd; [ $cmd = run ] && c=""
+    "$DDP" $c -h >"$TMP/h.out" 2>"$TMP/h.err" || fail "$cmd -h: exit $?"
+    expect_grep '^  -h, --help ' "$TMP/h.out"
+    "$DDP" $c --json --help >"$TMP/j.out" 2>"$TMP/j.err"
+    grep -q "'--json' is not an option" "$TMP/j.err" || takes_json="$takes_json $cmd"
+done
+expect_eq "commands taking --json" "$takes_json" " plan topo doctor ps"
+expect_grep '^ +--json +machine-readable output \(plan, topo, doctor, ps\)$' <("$DDP" --help)
+sed -n '/^\.B \\-\\-json$/{n;p}' "$DDP_SRCDIR/man/ddplaunch.1" >"$TMP/manjson"
+expect_grep '^Machine\\-readable output for plan, topo, doctor and ps ' "$TMP/manjson"
+for cmd in plan doctor ps topo; do
+    grep -A1 "^\.B ddplaunch $cmd\$" "$DDP_SRCDIR/man/ddplaunch.1" | grep -q '\\-\\-json' ||
+        sed -n "/^\.B ddplaunch $cmd\$/,/^\.br/p" "$DDP_SRCDIR/man/ddplaunch.1" | grep -q '\\-\\-json' ||
+        fail "man SYNOPSIS: ddplaunch $cmd without [--json]"
+done
+# README and --help name the same site config for this build
+site=$("$DDP" --help | sed -n 's/.*(\$DDPLAUNCH_CONFIG or \([^)]*\)).*/\1/p')
+[ -n "$site" ] || fail "precondition: --help names no site config"
+grep -qF "\`$site\`" "$DDP_SRCDIR/README.md" || fail "README does not name the site config this build reads ($site)"
+# README's log layout names every file a run leaves in its log directory and a rank's directory
+"$DDP" --no-python --nproc-per-node 1 --log-dir "$TMP/lay" /bin/true >/dev/null 2>&1 || fail "--log-dir run"
+line=$(grep -F 'ls logs/*/ logs/*/attempt_0/0/' "$DDP_SRCDIR/README.md")
+[ -n "$line" ] || fail "README has no log layout line"
+for f in "$TMP"/lay/*/* "$TMP"/lay/*/attempt_0/0/*; do
+    case " ${line#*#} " in *" $(basename "$f")"[" ;"]*) ;; *) fail "README's log layout leaves out $(basename "$f")" ;; esac
+done
 echo "help: ok"

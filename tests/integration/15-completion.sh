@@ -40,4 +40,15 @@ want=$("$DDP" --help-keys | awk '/^\[[a-z_]+\]$/ { s = substr($0, 2, length($0) 
 got=$(comp "$DDP --set " | tr ' ' '\n' | sort)
 [ "$(echo "$want" | wc -l)" -ge 40 ] || fail "--help-keys listed too few keys"
 expect_eq "every key" "$got" "$want"
+
+# issue 43 item 12: a command's own options after it (ps and topo do not take a launch's), and directories only
+# after report.
+expect_eq "ps options" "$(comp "$DDP ps --" | tr ' ' '\n' | sort | xargs)" "--help --json"
+got=$(comp "$DDP topo --" | tr ' ' '\n' | sort | xargs)
+want=$("$DDP" topo --help | grep -oE '^  (-[a-zA-Z], |    )--[a-z-]+' | grep -oE -- '--[a-z-]+' | sort | xargs)
+expect_eq "topo options (its --help's)" "$got" "$want"
+case " $got " in *" --max-restarts "* | *" --nnodes "*) fail "topo offers a launch's options: $got" ;; esac
+expect_eq "report options" "$(comp "$DDP report --" | tr ' ' '\n' | sort | xargs)" "--help --svg"
+expect_eq "after report: directories only" "$(comp "$DDP report tests/fixtures/golden/" | tr ' ' '\n' | sort | xargs)" \
+    "tests/fixtures/golden/out tests/fixtures/golden/runs"
 echo "completion: ok"

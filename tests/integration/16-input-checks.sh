@@ -73,5 +73,5 @@ grep -q 'restarting' "$TMP/err" && fail "restarted after SIGTERM"
 )
 cat "$TMP/err"
 expect_eq "fd exhaustion: status" "$(cat "$TMP/rc")" 2
-expect_eq "fd exhaustion: 'open files limit' lines" "$(grep -c '^ddplaunch: open files limit 48 ' "$TMP/err")" 1
+expect_eq "fd exhaustion: 'open files limit' lines" "$(grep -c '^ddplaunch: error: open files limit 48 ' "$TMP/err")" 1
 echo ok

@@ -73,6 +73,19 @@ if git -C "$DDP_SRCDIR" rev-parse -q --verify 3a0b4ff^{commit} >/dev/null 2>&1; 
     echo "commit subjects since 3a0b4ff: at most 72 characters"
 fi
 
+# watch.c keeps the table and the dispatch only: struct ddp_watch holds the environment and each source's state,
+# no field and no adapter of a source (each module exports its struct ddp_watch_source; issue 42 item 3)
+fields=$(sed -n '/^struct ddp_watch {/,/^};/p' "$DDP_SRCDIR/launcher/watch/watch.c" | grep -cE '^    [a-z].*;')
+[ "$fields" = 2 ] || fail "struct ddp_watch in watch.c has $fields fields, not the environment and the states"
+adapters=$(grep -cE '^static [a-z].*\((struct ddp_watch|void) \*(w|self)[,)]' "$DDP_SRCDIR/launcher/watch/watch.c")
+[ "$adapters" = 0 ] || fail "watch.c has $adapters per-source adapters"
+for f in "$DDP_SRCDIR"/launcher/watch/*.c; do
+    grep -q "^const struct ddp_watch_source ddp_" "$f" || continue
+    m=$(basename "$f" .c)
+    grep -q "&ddp_${m}_source" "$DDP_SRCDIR/launcher/watch/watch.c" || fail "$m exports a source that watch.c's table lacks"
+done
+echo "watch.c: the table and the dispatch, no per-source field or adapter"
+
 # README's layout: one line per folder of launcher/, and where a timeout source goes
 layout=$(sed -n '/^## Layout/,/^## Contributing/p' "$DDP_SRCDIR/README.md")
 [ -n "$layout" ] || fail "README.md has no Layout section"

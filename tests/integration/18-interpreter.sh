@@ -49,4 +49,15 @@ expect_eq "plan --json: python" "$($real -c 'import json,sys; print(json.load(op
 # PYTHON_EXEC still wins
 PYTHON_EXEC=$real PATH=$TMP/trbin:$PATH "$DDP" plan s.py >"$TMP/plan4" 2>&1 || fail "plan failed"
 expect_grep "^Python: $real \(PYTHON_EXEC\)$" "$TMP/plan4"
+
+# issue 43 item 5: workers whose python lacks torch end with class missing-module, whose hint names that
+# interpreter and the module (what doctor says too), not "exit-1, read its traceback above".
+printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' >"$TMP/py-notorch"
+chmod +x "$TMP/py-notorch"
+printf 'import torch\n' >"$TMP/needs_torch.py"
+PYTHON_EXEC=$TMP/py-notorch "$DDP" --nproc-per-node 2 "$TMP/needs_torch.py" >"$TMP/out" 2>"$TMP/err"
+expect_eq "missing torch: status" "$?" 1
+sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
+expect_grep '^  class +: missing-module$' "$TMP/root"
+expect_grep "^  hint +: the workers' Python $TMP/py-notorch has no module 'torch': install it for that python, or run with PYTHON_EXEC=" "$TMP/root"
 echo "interpreter: ok"

@@ -29,8 +29,10 @@ expect_grep 'rank +: 1 ' "$TMP/root"
 expect_grep 'SIGSEGV' "$TMP/root"
 expect_grep 'class +: segfault' "$TMP/root"
 
-# Not found: 127 and a clear message.
-"$DDP" --no-python --nproc-per-node 2 /nonexistent/prog-xyz >"$TMP/out" 2>"$TMP/err"
+# Not found: 127 and a clear message, from the exec shim (a job spec's command is not looked for before the start;
+# --no-python PROGRAM is, and ends with exit 2 before anything starts: issue 43 item 9, test 11).
+printf '[job]\nnproc_per_node = 2\ncommand = /nonexistent/prog-xyz\n' >"$TMP/notfound.ini"
+"$DDP" "$TMP/notfound.ini" >"$TMP/out" 2>"$TMP/err"
 expect_eq "not found" "$?" 127
 expect_grep "^ddplaunch: (error: )?rank [01]: cannot execute '/nonexistent/prog-xyz': No such file or directory" "$TMP/err"
 
@@ -44,4 +46,31 @@ expect_grep "rank 0: cannot execute '$TMP/noexec': Permission denied" "$TMP/err"
 # A bare name is looked up in PATH.
 "$DDP" --no-python --nproc-per-node 1 true >"$TMP/out" 2>"$TMP/err"
 expect_eq "PATH lookup" "$?" 0
+
+# issue 43 item 10: ranks that fail alike (an argparse error on every rank) print their stderr lines once.
+cat >"$TMP/usage.sh" <<'EOS'
+#!/bin/sh
+trap '' TERM # every rank prints and fails, however soon the first failure stops the others
+echo "usage: train.py [-h] --steps STEPS" >&2
+echo "train.py: error: the following arguments are required: --steps" >&2
+sleep 0.3 # the first exit stops the others: by then they have set the trap
+exit 2
+EOS
+chmod +x "$TMP/usage.sh"
+"$DDP" --no-python --nproc-per-node 2 "$TMP/usage.sh" >"$TMP/out" 2>"$TMP/err"
+expect_eq "alike failures: status" "$?" 2
+sed -n '/^=====/,$p' "$TMP/err" >"$TMP/summary"
+expect_eq "usage lines in the summary" "$(grep -c 'error: the following arguments are required' "$TMP/summary")" 1
+expect_eq "'the same' lines" "$(grep -cE "^  stderr +: last 2 lines of stderr: the same as rank [01]'s$" "$TMP/summary")" 1
+
+# issue 43 item 4: a Python rank that segfaults under ddplaunch already printed its Python stack (PYTHONFAULTHANDLER
+# is set for it): the hint says where it is, not to rerun with PYTHONFAULTHANDLER=1.
+printf 'import ctypes\nctypes.string_at(0)\n' >"$TMP/segv.py"
+"$DDP" --nproc-per-node 1 "$TMP/segv.py" >"$TMP/out" 2>"$TMP/err"
+expect_eq "python segfault: status" "$?" 139
+expect_grep 'File ".*segv.py", line 2' "$TMP/err"
+sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
+expect_grep '^  class +: segfault$' "$TMP/root"
+expect_grep '^  hint +: .*its Python stack \(PYTHONFAULTHANDLER\) is in its stderr above$' "$TMP/root"
+grep -q 'rerun with PYTHONFAULTHANDLER' "$TMP/root" && fail "the hint asks for a stack that is printed above"
 echo ok

@@ -36,6 +36,16 @@ expect_eq "status after two SIGINTs" "$rc" 130
 # at once: well before the 60 s grace (a bound a loaded machine cannot break, and the grace cannot meet)
 [ "$ms" -lt 15000 ] || fail "second SIGINT did not kill at once (${ms} ms; the grace is 60 s)"
 
+# issue 43 item 11: one SIGINT that the workers ignore: after shutdown_timeout the escalation is said, naming them.
+IGNORE_INT=1 "$DDP" --no-python --nproc-per-node 2 --shutdown-timeout 1 "$HELPERS/ignoreterm" 3600 \
+    >"$TMP/out" 2>"$TMP/err" &
+L=$!
+for _ in $(seq 100); do [ "$(grep -c ready "$TMP/out")" = 2 ] && break; sleep 0.05; done
+kill -INT $L
+wait $L
+expect_eq "status after one SIGINT and the grace" "$?" 130
+expect_grep '^ddplaunch: warning: attempt 0: ranks 0, 1 still running 1s after SIGINT \(shutdown_timeout\): SIGKILL$' "$TMP/err"
+
 # SIGUSR1 forwarded with --signals-to-handle; the workers die of it -> 128+10.
 mkdir -p "$TMP/c"
 "$DDP" --no-python --nproc-per-node 2 --signals-to-handle SIGTERM,SIGINT,SIGUSR1 "$HELPERS/hang" 3600 "$TMP/c" \

@@ -65,6 +65,35 @@ chmod +x "$TMP/chatty.sh"
     --set restart.on_timeout=fail "$TMP/chatty.sh" >"$TMP/out" 2>"$TMP/err"
 expect_eq "status chatty job" "$?" 0
 
+# issue 43 trap 1: heartbeat = file (the default) and a script that never touches its heartbeat file: the stall is
+# measured on output, and the console says so. The chatty job (1.2 s of ticks, stall 600ms) completes...
+"$DDP" --no-python --nproc-per-node 2 --set timeout.stall=600ms --set restart.on_timeout=fail "$TMP/chatty.sh" \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "status chatty job, heartbeat = file never touched" "$?" 0
+expect_grep '^ddplaunch: attempt 0: no rank touched its heartbeat file \(DDPLAUNCH_HEARTBEAT_FILE\) in 600ms: stall is measured on output' "$TMP/err"
+# ...and a silent one is a stall on output, whose verdict says why and whose hint names no process to py-spy.
+"$DDP" --no-python --nproc-per-node 2 --set timeout.stall=600ms --set restart.on_timeout=fail "$HELPERS/hang" 3600 \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "status silent job, heartbeat = file never touched" "$?" 124
+expect_grep '^ddplaunch: (error: )?attempt 0: no rank wrote any output for 600ms \(output: no rank ever touched the heartbeat file; set heartbeat = output\); stopping the workers$' "$TMP/err"
+grep -n -- '--pid' "$TMP/err" && fail "the hang hint names a process that is stopped"
+
+# issue 43 item 4: a rank the hang capture aborted is "stopped by ddplaunch for the stack capture" in the summary,
+# whose stderr part leaves the capture's dump (ddplaunch's own sampler thread in it) to the console above.
+cat >"$TMP/hb.py" <<'EOS'
+import os, pathlib, time
+hb = pathlib.Path(os.environ["DDPLAUNCH_HEARTBEAT_FILE"])
+for i in range(300):
+    if os.environ["RANK"] == "0" or i < 3:
+        hb.touch()
+    time.sleep(0.1)
+EOS
+"$DDP" --nproc-per-node 2 --set timeout.stall=1s --set restart.on_timeout=fail "$TMP/hb.py" >"$TMP/out" 2>"$TMP/err"
+expect_eq "captured hang: status" "$?" 124
+sed -n '/^Root Cause/,/^=====/p' "$TMP/err" >"$TMP/root"
+expect_grep '^  exitcode +: -6 \(pid: [0-9]+\) SIGABRT: stopped by ddplaunch for the stack capture$' "$TMP/root"
+grep -q '_ddplaunch_wait\|Fatal Python error' "$TMP/root" && { cat "$TMP/root"; fail "the summary repeats the capture's dump"; }
+
 # A recognised collective-timeout line in a worker's output is a timeout event (class collective-timeout).
 cat >"$TMP/nccl.sh" <<'EOS'
 #!/bin/sh

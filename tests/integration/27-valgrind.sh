@@ -35,7 +35,9 @@ expect_eq "fail status" "$(cat "$TMP/rc.fail")" 3
 run downsize --nproc-per-node 4 --set timeout.stall=1s --set restart.on_timeout=downsize \
     "$HELPERS/heartbeat" 40 50 1 2
 expect_eq "downsize status" "$(cat "$TMP/rc.downsize")" 0
-run noexec --nproc-per-node 2 /nonexistent/x
+# (a job spec's command: --no-python /nonexistent/x is refused before anything starts, issue 43 item 9)
+printf '[job]\nnproc_per_node = 2\ncommand = /nonexistent/x\n' >"$TMP/noexec.ini"
+run noexec "$TMP/noexec.ini"
 expect_eq "noexec status" "$(cat "$TMP/rc.noexec")" 127
 run output --nproc-per-node 2 "$HELPERS/printlines" 2000 both 100
 expect_eq "output status" "$(cat "$TMP/rc.output")" 0

@@ -31,9 +31,9 @@ expect_grep '^Hang verdict \(high confidence\): rank 1 .* at worker.py:5 in load
 expect_eq "report status" "$?" 0
 cat "$TMP/report"
 expect_grep '^job worker.py on .*: timeout, exit status 124, 1 attempt' "$TMP/report"
-expect_grep '^  1 +\+[0-9.]+ +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)  CULPRIT$' "$TMP/report"
+expect_grep '^  1 +\+[0-9.]+s +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)  CULPRIT$' "$TMP/report"
 expect_grep '^         at worker.py:5 in load_batch$' "$TMP/report"
-expect_grep '^  0 +\+[0-9.]+ +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)$' "$TMP/report"
+expect_grep '^  0 +\+[0-9.]+s +\+[0-9.]+s +\+[0-9.]+s +abort \(SIGABRT\)$' "$TMP/report"
 expect_grep '^  \+[0-9.]+s timeout: no rank wrote any output for 2s \(output\)$' "$TMP/report"
 expect_grep '^  \+[0-9.]+s decision: exit(: | with status )[^ ]' "$TMP/report"
 expect_grep '^  \+[0-9.]+s hang: verdict \(high confidence\): ' "$TMP/report"
@@ -46,7 +46,7 @@ EXITN_RANK=1 "$DDP" --no-python --nproc-per-node 3 --log-dir "$TMP/logs2" "$HELP
     >"$TMP/out" 2>"$TMP/err"
 expect_eq "ordinary failure status" "$?" 3
 "$DDP" report --svg "$TMP/t2.svg" "$TMP/logs2" >"$TMP/report2" 2>"$TMP/report.err" || fail "report of a failure"
-expect_grep '^  1 +\+[0-9.]+ +\+?[0-9.s-]+ +\+[0-9.]+s +exit-3 \(exit 3\)  ROOT CAUSE$' "$TMP/report2"
+expect_grep '^  1 +\+[0-9.]+s +\+?[0-9.s-]+ +\+[0-9.]+s +exit-3 \(exit 3\)  ROOT CAUSE$' "$TMP/report2"
 expect_eq "one root cause" "$(grep -c 'ROOT CAUSE' "$TMP/report2")" 1
 expect_grep '^  \+[0-9.]+s decision: exit(: | with status )[^ ]' "$TMP/report2"
 expect_eq "root cause lane" "$(grep -c '<rect class="rank" data-rank="1" .*fill="#e65100"' "$TMP/t2.svg")" 1
@@ -69,4 +69,14 @@ read -r red grey < <($PY "$DDP_SRCDIR/tests/integration/png_colours.py" "$TMP/t.
 echo "screenshot: $red red and $grey grey pixels"
 [ "$red" -gt 3000 ] || fail "the culprit's red bar is not in the screenshot ($red pixels)"
 [ "$grey" -gt 6000 ] || fail "the two stopped ranks' grey bars are not in the screenshot ($grey pixels)"
+
+# issue 43 item 12: every label of the SVG's legend is in the man page's words for --svg.
+"$DDP" report --svg "$TMP/legend.svg" "$FIXTURES/golden/runs/hang" >/dev/null 2>&1 || fail "report --svg on the golden hang run"
+sed -n '/^also draws it as a standalone SVG image/,/^output)/p' "$DDP_SRCDIR/man/ddplaunch.1" | tr '\n' ' ' >"$TMP/man.svg"
+n=0
+while IFS= read -r label; do
+    n=$((n + 1))
+    grep -qF "$label" "$TMP/man.svg" || fail "the man page's --svg paragraph leaves out the legend's '$label'"
+done < <(grep -o '<text x="[0-9]*" y="45">[^<|]*</text>' "$TMP/legend.svg" | sed 's/<[^>]*>//g')
+[ "$n" -ge 6 ] || fail "precondition: $n legend labels in the SVG"
 echo ok

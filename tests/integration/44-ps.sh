@@ -47,5 +47,8 @@ kill -INT "$b"
 wait "$a" "$b" 2>/dev/null
 [ -e "$LD/job-$a.json" ] || echo "(the killed job left no file)"
 expect_eq "after the jobs" "$("$DDP" ps --json | jq length)" 0
+# issue 43 item 12: no jobs is said, not a bare header
+"$DDP" ps >"$TMP/ps0" || fail "ps with no jobs: exit $?"
+expect_eq "ps with no jobs" "$(cat "$TMP/ps0")" "no ddplaunch jobs running on this host (none registered in $LD)"
 [ -e "$LD/job-$b.json" ] && fail "the job that ended left its ps file"
 echo ok

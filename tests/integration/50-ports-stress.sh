@@ -93,4 +93,19 @@ EOF
 else
     echo "no torch: gloo round skipped"
 fi
+
+# NCCL's RAS thread (NCCL 2.24+) listens on localhost:28028 in every rank unless NCCL_RAS_ADDR says otherwise
+# (issue 38): two jobs running at once get their own NCCL_RAS_ADDR ports, reserved as MASTER_PORT is; a port the
+# user set is kept.
+ras() { "$DDP" --nproc-per-node 1 --no-python /bin/sh -c 'echo "$NCCL_RAS_ADDR" >"$0"; sleep 2' "$1"; }
+ras "$TMP/ras.1" >"$TMP/ras.1.out" 2>&1 &
+r1=$!
+ras "$TMP/ras.2" >"$TMP/ras.2.out" 2>&1 || { cat "$TMP/ras.2.out"; fail "ras job 2"; }
+wait $r1 || { cat "$TMP/ras.1.out"; fail "ras job 1"; }
+a=$(cat "$TMP/ras.1") b=$(cat "$TMP/ras.2")
+echo "NCCL_RAS_ADDR of two jobs at once: $a, $b"
+[[ $a =~ ^localhost:28[0-4][0-9][0-9]$ && $b =~ ^localhost:28[0-4][0-9][0-9]$ ]] || fail "ras ports: '$a' '$b'"
+[ "$a" != "$b" ] || fail "two jobs at once got the same NCCL_RAS_ADDR $a"
+NCCL_RAS_ADDR=127.0.0.1:28100 ras "$TMP/ras.3" >/dev/null 2>&1 || fail "ras job 3"
+expect_eq "a user's NCCL_RAS_ADDR" "$(cat "$TMP/ras.3")" 127.0.0.1:28100
 echo "ok"

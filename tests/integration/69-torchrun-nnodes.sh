@@ -48,7 +48,7 @@ for _ in $(seq 100); do grep -q 'waiting up to' "$TMP/a.err" && break; sleep 0.1
 "$DDP" --nnodes 1:2 --master_port "$port" --nproc_per_node 1 "$TMP/w.py" "$TMP" >"$TMP/b.out" 2>"$TMP/b.err"
 expect_eq "second node 0's status" "$?" 2
 expect_eq "second node 0's message" "$(wc -l <"$TMP/b.err")" 1
-expect_grep '^ddplaunch: node rank 0 is taken \(.*\): start this node with --node-rank 1$' "$TMP/b.err"
+expect_grep '^ddplaunch: error: node rank 0 is taken \(.*\): start this node with --node-rank 1$' "$TMP/b.err"
 kill -0 $first 2>/dev/null || { cat "$TMP/a.err"; fail "the first node 0 did not wait for node 1"; }
 kill -TERM $first
 wait $first

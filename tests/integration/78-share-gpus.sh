@@ -35,7 +35,7 @@ unset CUDA_VISIBLE_DEVICES
 "$DDP" --topology "$one" --nproc-per-node 3 --no-python /bin/sh "$TMP/worker.sh" >"$TMP/no.out" 2>"$TMP/no.err"
 expect_eq "1 GPU, 3 workers, no setting: exit status" "$?" 2
 expect_eq "1 GPU, 3 workers, no setting: workers started" "$(grep -c '^lr=' "$TMP/no.out")" 0
-expect_grep '^ddplaunch: asked for 3 GPUs, but only 1 of the 1 GPUs here is usable; .*--share-gpus \(\[gpus\] share = yes\)$' \
+expect_grep '^ddplaunch: error: asked for 3 GPUs, but only 1 of the 1 GPUs here is usable; .*--share-gpus \(\[gpus\] share = yes\)$' \
     "$TMP/no.err"
 "$DDP" --topology "$two" --nproc-per-node 3 --no-python /bin/sh "$TMP/worker.sh" >"$TMP/no2.out" 2>"$TMP/no2.err"
 expect_eq "2 GPUs, 3 workers, no setting: exit status" "$?" 2

@@ -22,7 +22,7 @@ proc 0 $holder 139.5G
 C
 
 # the warning, before anything starts, naming GPU, holder and amount; the job starts (busy = warn, the default)
-"$DDP" --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c 'echo started on $DDPLAUNCH_GPU_BUSID' \
+"$DDP" --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c 'echo started on $DDPLAUNCH_GPU_BUSID; sleep 0.3' \
     >"$TMP/out" 2>"$TMP/err"
 expect_eq "warn: exit status" "$?" 0
 expect_grep "warning: GPU 0 \(0000:00:06.0\) is held by pid $holder \($me, sleep, 139.5 GiB\): 140.0 of 140.0 GiB in use" "$TMP/err"

@@ -18,7 +18,7 @@ FR_KIND=shape FR_RANK=1 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 
     --set timeout.suspect_setup=15s --set timeout.suspect_floor=14s "$FAKE" "$W" >"$TMP/shape.out" 2>"$TMP/shape.err"
 rc=$?
 [ $rc = 124 ] || { cat "$TMP/shape.err"; fail "shape: exit $rc, want 124"; }
-expect_grep "suspected hang: rank 1 \(local 1, host [^,]+, GPU none\) at fr_worker.py:[0-9]+ in wait_for; no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: shape mismatch at gloo:all_reduce #6 \(pg 0, ranks 0-2\): rank 1 has \[\[2\]\] Float, ranks 0,2 have \[\[1\]\] Float; rank 1 is at fr_worker.py:[0-9]+ in wait_for" "$TMP/shape.err"
+expect_grep "suspected hang: rank 1 \(local 1, host [^,]+, GPU none\) at fr_worker.py:[0-9]+ in wait_for; no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: shape mismatch at gloo:all_reduce #6 of group 0 \(ranks 0-2\): rank 1 has \[\[2\]\] Float, ranks 0, 2 have \[\[1\]\] Float; ranks 0, 2 wait in group 0's #7 for rank 1; no progress in the recorders for [0-9]+ s; rank 1 is at fr_worker.py:[0-9]+ in wait_for" "$TMP/shape.err"
 expect_grep "Hang verdict \(high confidence\): rank 1 \(local 1" "$TMP/shape.err"
 expect_grep "why: flight recorder: shape mismatch at gloo:all_reduce #6" "$TMP/shape.err"
 R=$(echo "$TMP/shape"/*/)
@@ -34,6 +34,23 @@ expect_eq "shape: suspect event" "$(echo "$S" | jq -r '"\(.recorder.verdict) \(.
     "shape_mismatch [[2]] Float"
 "$DDP" report "$R" >"$TMP/report.txt" 2>&1 || fail "report failed"
 expect_grep "reached rank [0-9] #[67] \(pg 0\)" "$TMP/report.txt"
+
+# issue 38: two pair groups [0,1], [2,3] and the world (4 ranks); rank 3 skips its pair all_reduce at step 3 while
+# pair [0,1] runs two a step, so each rank's pg_status key "1" is another group. The live line names rank 3 and
+# tells the chain; summary.json's hang.chain and the report carry it.
+FR_KIND=pair FR_RANK=3 FR_PAIR01=2 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 4 --set gpus.select=none \
+    --log-dir "$TMP/pair" --set timeout.on_suspect=restart --set timeout.on_suspect_after=1s \
+    --set timeout.suspect_setup=15s --set timeout.suspect_floor=14s "$FAKE" "$W" >"$TMP/pair.out" 2>"$TMP/pair.err"
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/pair.err"; fail "pair: exit $rc, want 124"; }
+expect_grep "suspected hang: rank 3 \(local 3, host [^,]+, GPU none\) at fr_worker.py:[0-9]+ in wait_for; no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: rank 3 never entered gloo:all_reduce #4 of group 2 \(ranks 2-3; its last there is #3\), where rank 2 waits; ranks 0, 1, 3 wait in group 0's #4 for rank 2" "$TMP/pair.err"
+R=$(echo "$TMP/pair"/*/)
+$CHECK "$R" >/dev/null || fail "pair: records do not match the documented schema"
+expect_eq "pair: root cause" "$(jq -r .root_cause.rank "$R/summary.json")" 3
+expect_eq "pair: chain" "$(jq -r '[.hang.chain[] | "\(.waiting) -> \(.group)#\(.seq) -> \(.on)"] | join("; ")' "$R/summary.json")" \
+    "2 -> 2#4 -> 3; 0, 1, 3 -> 0#4 -> 2"
+"$DDP" report "$R" >"$TMP/report-pair.txt" 2>&1 || fail "report failed"
+expect_grep "chain \(waiting -> in -> for\): 2 -> group 2 #4 -> 3; 0, 1, 3 -> group 0 #4 -> 2" "$TMP/report-pair.txt"
 
 # rank 1's data loading 40% slower: every stack shows wait_for (no collective), the recorder shows rank 1 behind
 # the all_reduce the others enqueued: a straggler, and the job ends normally

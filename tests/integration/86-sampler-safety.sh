@@ -125,4 +125,24 @@ for pp in ":$TMP/opt" "$TMP/opt::" "" unset; do
     [ "$(wc -l <"$TMP/pp.want")" = 2 ] || { cat "$TMP/pp.want"; fail "precondition: two lines"; }
     diff "$TMP/pp.want" "$TMP/pp.got" >/dev/null || { diff "$TMP/pp.want" "$TMP/pp.got"; cat "$TMP/pp.raw"; fail "item 7: PYTHONPATH='$pp': not what the program sees without ddplaunch"; }
 done
+
+# issue 43 trap 2: a wrapper script (--no-python) that prepends its own library to PYTHONPATH keeps it: the sampler
+# takes out only ddplaunch's entry when PYTHONPATH changed on the way, and the Python child imports from the library.
+mkdir -p "$TMP/mylib"
+echo 'X = "from mylib"' >"$TMP/mylib/mymod.py"
+cat >"$TMP/wrap.sh" <<EOF
+#!/bin/sh
+export PYTHONPATH=$TMP/mylib\${PYTHONPATH:+:\$PYTHONPATH}
+exec $PY $TMP/pp.py
+EOF
+chmod +x "$TMP/wrap.sh"
+sed -i 's/^print(subprocess.run/import mymod; print("import", mymod.X)\nprint(subprocess.run/' "$TMP/pp.py"
+for pp in unset "$TMP/opt" ":$TMP/opt"; do
+    if [ "$pp" = unset ]; then run() { (cd "$TMP/cwd" && env -u PYTHONPATH "$@"); }; else run() { (cd "$TMP/cwd" && PYTHONPATH=$pp "$@"); }; fi
+    run "$TMP/wrap.sh" >"$TMP/wr.want" 2>&1 || { cat "$TMP/wr.want"; fail "wrap.sh failed"; }
+    run "$DDP" --no-python --nproc-per-node 1 "$TMP/wrap.sh" >"$TMP/wr.raw" 2>&1 || { cat "$TMP/wr.raw"; fail "trap 2: PYTHONPATH='$pp': wrap.sh failed under ddplaunch"; }
+    grep -E "^(\[[^]]*\] ?)?(rank|child|import) " "$TMP/wr.raw" | sed -E 's/^\[[^]]*\] ?//' >"$TMP/wr.got"
+    [ "$(wc -l <"$TMP/wr.want")" = 3 ] || { cat "$TMP/wr.want"; fail "precondition: three lines"; }
+    diff "$TMP/wr.want" "$TMP/wr.got" >/dev/null || { diff "$TMP/wr.want" "$TMP/wr.got"; cat "$TMP/wr.raw"; fail "trap 2: PYTHONPATH='$pp': a wrapper's PYTHONPATH is not what it is without ddplaunch"; }
+done
 echo ok

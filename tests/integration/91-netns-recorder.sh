@@ -36,9 +36,9 @@ wait "${pids[1]}"
 rc1=$?
 [ $rc0 = 124 ] || { cat "$TMP"/n*.err; fail "node 0: exit $rc0, want 124 (the hang)"; }
 [ $rc1 != 0 ] || { cat "$TMP/n1.err"; fail "node 1: exit 0 after the job's hang"; }
-expect_grep "suspected hang: rank 1 on node 1 \(local 0, host node-b, GPU none\); no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: rank 0 waits in gloo:all_reduce #[0-9]+ \(pg 0, ranks 0-1\) for [0-9]+ s; rank 1's last is #[0-9]+; rank 1 is on node 1 \(node-b\)" "$TMP/n0.err"
+expect_grep "suspected hang: rank 1 on node 1 \(local 0, host node-b, GPU none\); no progress for [0-9]+s \(limit [0-9]+s\): flight recorder: rank 1 never entered gloo:all_reduce #[0-9]+ of group 0 \(ranks 0-1; its last there is #[0-9]+\), where rank 0 waits; no progress in the recorders for [0-9]+ s; rank 1 is on node 1 \(node-b\)" "$TMP/n0.err"
 expect_grep "Hang verdict \(high confidence\): rank 1 on node 1 \(local 0, host node-b, GPU none\)" "$TMP/n0.err"
-expect_grep "why: flight recorder: rank 0 waits in gloo:all_reduce #[0-9]+ .*rank 1 is on node 1 \(node-b\)" "$TMP/n0.err"
+expect_grep "why: flight recorder: rank 1 never entered gloo:all_reduce #[0-9]+ .*rank 1 is on node 1 \(node-b\)" "$TMP/n0.err"
 R=$(echo "$TMP/logs"/*/)
 $CHECK "$R" >/dev/null || fail "records do not match the documented schema"
 expect_eq "hang culprit" "$(jq -c '.hang.culprits | map({rank, node, host, pid})' "$R/summary.json")" \

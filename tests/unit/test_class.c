@@ -1,6 +1,8 @@
 /* Unit tests for class: which classes are timeouts, their stable names and hints, which class explains an
  * attempt when several were seen, and hints made specific with facts. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "records/class.h"
@@ -69,4 +71,98 @@ Test(class, hint_names_the_numa_split)
     char tiny[8];
     h = ddp_class_hint_facts(DDP_CLASS_PORT_IN_USE, &p, tiny, sizeof(tiny));
     cr_expect_eq(strlen(h), 7);
+}
+
+/* issue 43 item 12: man/ddplaunch.1's FAILURE CLASSES names every class the program has, and only those; its
+ * sentence on timeouts names exactly the timeout classes. (The man page named nccl-timeout, a name the program
+ * never printed.) */
+static char *man_failure_classes(void)
+{
+    const char *src = getenv("DDP_SRCDIR");
+    char path[4096], line[1024];
+    snprintf(path, sizeof path, "%s/man/ddplaunch.1", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s (run with DDP_SRCDIR set)", path);
+    static char text[16384];
+    size_t n = 0;
+    bool in = false;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, ".SH", 3) == 0)
+            in = strstr(line, "FAILURE CLASSES") != NULL;
+        else if (in && n + strlen(line) < sizeof text)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%s", line);
+    }
+    fclose(f);
+    /* roff's "\-" is a '-' */
+    char *w = text;
+    for (const char *r = text; *r; r++)
+        if (!(r[0] == '\\' && r[1] == '-'))
+            *w++ = *r;
+    *w = '\0';
+    return text;
+}
+
+/* The class names on the section's ".B"/".BR"/".BI" tag lines (after .TP), as one " a b c " string. */
+static void man_tags(const char *text, char *out, size_t size)
+{
+    size_t n = (size_t)snprintf(out, size, " ");
+    bool tag = false;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (tag && len > 3 && p[0] == '.' && p[1] == 'B') {
+            for (const char *q = strchr(p, ' '); q && q < p + len;) {
+                while (q < p + len && strchr(" \",", *q))
+                    q++;
+                const char *e = q;
+                while (e < p + len && !strchr(" \",", *e))
+                    e++;
+                if (e > q && n + (size_t)(e - q) + 2 < size)
+                    n += (size_t)snprintf(out + n, size - n, "%.*s ", (int)(e - q), q);
+                q = e;
+            }
+        }
+        tag = strncmp(p, ".TP", 3) == 0;
+        p += len + (nl != NULL);
+    }
+}
+
+Test(class, man_page_names_every_class_and_no_other)
+{
+    const char *text = man_failure_classes();
+    char tags[4096], want[80];
+    man_tags(text, tags, sizeof tags);
+    for (int c = 1; c < DDP_CLASS__COUNT; c++) {
+        const char *name = ddp_class_name((enum ddp_class)c);
+        snprintf(want, sizeof want, " %s%s ", name, c == DDP_CLASS_EXIT ? "-" : ""); /* ".BI exit\- N" */
+        cr_expect(strstr(tags, want), "the man page's FAILURE CLASSES does not name '%s' (it names:%s)", name, tags);
+    }
+    for (const char *p = tags; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t len = strcspn(p, " ");
+        if (!len)
+            break;
+        bool known = len == 1 && *p == 'N'; /* exit-N's N */
+        for (int c = 1; c < DDP_CLASS__COUNT && !known; c++) {
+            const char *name = ddp_class_name((enum ddp_class)c);
+            known = (strlen(name) == len && strncmp(p, name, len) == 0) ||
+                    (c == DDP_CLASS_EXIT && len == 5 && strncmp(p, "exit-", 5) == 0);
+        }
+        cr_expect(known, "the man page names a class the program does not have: '%.*s'", (int)len, p);
+        p += len;
+    }
+    /* "X, Y, ... are timeouts": exactly the timeout classes */
+    const char *t = strstr(text, " are timeouts");
+    cr_assert_not_null(t, "no sentence on which classes are timeouts");
+    const char *start = t;
+    while (start > text && start[-1] != '\n')
+        start--;
+    for (int c = 1; c < DDP_CLASS__COUNT; c++) {
+        const char *name = ddp_class_name((enum ddp_class)c);
+        const char *hit = strstr(start, name);
+        bool listed = hit && hit < t;
+        cr_expect_eq(listed, ddp_class_is_timeout((enum ddp_class)c), "'%s' %s in the man page's timeouts sentence",
+                     name, listed ? "wrongly" : "missing");
+    }
 }

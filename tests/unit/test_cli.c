@@ -519,7 +519,9 @@ Test(cli_errors, parse_errors)
         {"--svg", "x", "'--svg' is not an option of a launch (only of: report)"},
         {"--standlone", NULL, "unknown option '--standlone' (did you mean '--standalone'?)"},
         {"--master_adr=x", NULL, "unknown option '--master-adr' (did you mean '--master-addr'?)"},
-        {"--frobnicate", NULL, "unknown option '--frobnicate'"},
+        {"--frobnicate", NULL,
+         "unknown option '--frobnicate' (the program's own options go after the script: ddplaunch [OPTIONS] "
+         "train.py --frobnicate ...)"},
         {"-x", NULL, "unknown option '-x'"},
         {"--nnodes", NULL, "--nnodes: expected a value (N|MIN:MAX)"},
         {"--node_rank", NULL, "--node-rank: expected a value (N)"},
@@ -531,7 +533,12 @@ Test(cli_errors, parse_errors)
         {"--set", ".role=1", "--set: expected SECTION.KEY=VALUE, got '.role=1'"},
         {"job.ini", "extra",
          "unexpected argument 'extra' after job.ini (put the program's extra arguments after '--')"},
-        {"job.ini", "--epochs", "unknown option '--epochs'"},
+        {"job.ini", "--epochs",
+         "unknown option '--epochs' (the program's own options go after '--': ddplaunch [OPTIONS] job.ini -- "
+         "--epochs ...)"},
+        {"--epochs", "t.py",
+         "unknown option '--epochs' (the program's own options go after the script: ddplaunch [OPTIONS] train.py "
+         "--epochs ...)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ddp_cli cli;
@@ -588,9 +595,7 @@ Test(cli_pos, report_and_ps)
     } bad[] = {
         {"report", NULL, NULL, "report: a LOG_DIR or RUN_DIR is needed"},
         {"report", "a", "b", "report: one LOG_DIR or RUN_DIR expected, got 'b' too"},
-        {"report", "--json", "a",
-         "report: '--json' is not an option of report (only of: run, plan, topo, doctor, "
-         "ps)"},
+        {"report", "--json", "a", "report: '--json' is not an option of report (only of: plan, topo, doctor, ps)"},
         {"ps", "x", NULL, "ps: unexpected argument 'x' (see 'ddplaunch ps --help')"},
         {"ps", "--nnodes", "2", "ps: '--nnodes' is not an option of ps (only of: run, plan, topo, doctor)"},
         {"ps", "--frob", NULL, "ps: unknown option '--frob'"},

@@ -52,6 +52,31 @@ Test(hang, check_init_then_stall_then_silence)
     cr_expect_eq(c.nstalled, 0);
 }
 
+/* issue 43 trap 1: heartbeat = file, but no rank ever touched its file: measured on output (a printing job is not
+ * hung); once one rank touched its file, the file rule is back. */
+Test(hang, check_file_never_touched_is_measured_on_output)
+{
+    struct ddp_hang_limits lim = {.init_ms = 0, .stall_ms = 2000, .heartbeat = DDP_HEARTBEAT_FILE};
+    struct ddp_hang_rank r[2] = {
+        {0, true, true, true, 0, 0, 0, true},
+        {1, true, true, true, 0, 0, 0, true},
+    };
+    bool st[2];
+    struct ddp_hang_check c;
+    ddp_hang_check(&lim, r, 2, 5000, true, 4500, false, st, &c);
+    cr_expect_eq(c.kind, DDP_HANG_NONE, "output 0.5 s ago: not hung although no heartbeat for 5 s");
+    cr_expect(c.on_output);
+    ddp_hang_check(&lim, r, 2, 7000, true, 4500, false, st, &c);
+    cr_expect_eq(c.kind, DDP_HANG_SILENT);
+    cr_expect(c.on_output);
+    r[1].untouched = false;
+    r[1].last_progress_ms = 6500;
+    ddp_hang_check(&lim, r, 2, 7000, true, 6900, false, st, &c);
+    cr_expect_eq(c.kind, DDP_HANG_STALL, "rank 1 heartbeats, rank 0 does not: the file rule");
+    cr_expect_eq(c.first, 0);
+    cr_expect_not(c.on_output);
+}
+
 static const char dump_outside[] = "Fatal Python error: Aborted\n\n"
                                    "Thread 0x00007f8bb37616c0 (most recent call first):\n"
                                    "  File \"/usr/lib/python3.11/threading.py\", line 324 in wait\n"

@@ -88,12 +88,15 @@ Test(launch, nproc_int_and_derived_defaults)
 Test(launch, run_id_python_and_address_from_the_environment)
 {
     struct ddp_launch l;
-    char *env[] = {"SLURM_JOB_ID=777", "PYTHON_EXEC=/opt/py/bin/python", NULL};
+    char *env[] = {"SLURM_JOB_ID=777", "SLURM_JOB_NODELIST=n1", "SLURM_JOB_NUM_NODES=1",
+                   "PYTHON_EXEC=/opt/py/bin/python", NULL};
     struct ddp_launch_facts f = facts(env);
+    struct ddp_err err;
 
     setup(&l, DDP_CMD_PLAN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = 1\nstandalone = yes\n");
+    cr_assert_eq(ddp_launch_scheduler(&l, env, &err), 1, "%s", err.msg); /* as check_spec does */
     resolve_ok(&l, &f);
-    cr_expect_str_eq(l.ctx.run_id, "slurm-777");
+    cr_expect_str_eq(l.ctx.run_id, "slurm-777", "the scheduler's job id, the same on every node");
     cr_expect_str_eq(l.ctx.python, "/opt/py/bin/python");
     cr_expect_str_eq(l.ctx.master_addr, "127.0.0.1");
     ddp_launch_free(&l);
@@ -157,7 +160,8 @@ Test(launch, nproc_gpu_without_gpus_is_a_usage_error_except_in_doctor)
 
     setup(&l, DDP_CMD_RUN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\n");
     cr_expect_eq(ddp_launch_resolve(&l, &f, &err), -ENODEV);
-    cr_expect_str_eq(err.msg, "nproc_per_node = gpu, but no usable GPU was found (no topology)");
+    cr_expect_str_eq(err.msg, "nproc_per_node = gpu, but no usable GPU was found (no topology) (for CPU workers give "
+                              "cpu, auto or a number)");
     cr_expect_eq(l.fail_status, 2);
     ddp_launch_free(&l);
 

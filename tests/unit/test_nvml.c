@@ -3,6 +3,9 @@
  * gpus.h's restart judgement. The NVML calls themselves are driven by the fake NVML in
  * tests/integration/82-gpu-health.sh. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_expect.h"
@@ -136,4 +139,58 @@ Test(check_gpu, healthy_h200_is_ok_and_unknowns_are_not_failures)
     ddp_check_gpu_health(&r, &g);
     cr_expect_eq(r.v[0].status, DDP_CHECK_SKIP);
     ddp_check_report_free(&r);
+}
+
+/* The busy check against an NVML read of its own (ddp_gpus_check_with: the check beside the spawn): the same
+ * warning as at launch; when NVML did not answer in time, one line saying the GPUs were not checked, and
+ * busy = fail refuses. */
+Test(nvml, check_with_a_late_nvml_says_so_and_fail_refuses)
+{
+    const char *src = getenv("DDP_SRCDIR");
+    cr_assert(src, "DDP_SRCDIR is not set (run through `make unit`)");
+    char *path = ddp_xasprintf("%s/tests/fixtures/topo/2s-8gpu-aws-g4dn-metal-t4.xml", src);
+    struct ddp_topo *topo = NULL;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_topo_load(path, &topo, &err), 0, "%s", err.msg);
+    free(path);
+    struct ddp_worker w = {.gpu = 0};
+    struct ddp_attempt a = {.workers = &w, .nworkers = 1};
+    struct ddp_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.gpus_busy = DDP_BUSY_WARN;
+
+    struct ddp_nvml late = {.late = true};
+    snprintf(late.status, sizeof late.status, "NVML: did not answer in 5 s");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    char **held = NULL;
+    cr_expect_eq(ddp_gpus_check_with(topo, &late, &spec, &a, f, &held, &err), 0);
+    fclose(f);
+    cr_expect_str_eq(text, "ddplaunch: warning: NVML: did not answer in 5 s: the job's GPUs were not checked for "
+                           "other processes\n");
+    free(text);
+    ddp_gpus_held_free(held, ddp_topo_ngpus(topo));
+    spec.gpus_busy = DDP_BUSY_FAIL;
+    cr_expect_eq(ddp_gpus_check_with(topo, &late, &spec, &a, NULL, NULL, &err), -EBUSY);
+    cr_expect(strstr(err.msg, "did not answer in 5 s") && strstr(err.msg, "busy = fail, so nothing was started"), "%s",
+              err.msg);
+
+    /* an answer naming a holder: the launch's warning, word for word */
+    struct ddp_nvml_gpu g = {.mem_used = 139LL << 30, .mem_total = 140LL << 30, .nprocs = 1};
+    snprintf(g.busid, sizeof g.busid, "%s", ddp_topo_gpu_busid(topo, 0));
+    g.procs[0] = (struct ddp_nvml_proc){.pid = 4242, .mem_used = 139LL << 30};
+    struct ddp_nvml nv = {.found = true, .gpus = &g, .ngpus = 1};
+    spec.gpus_busy = DDP_BUSY_WARN;
+    f = open_memstream(&text, &len);
+    cr_expect_eq(ddp_gpus_check_with(topo, &nv, &spec, &a, f, &held, &err), 0);
+    fclose(f);
+    cr_expect(strstr(text, "ddplaunch: warning: GPU 0 (") && strstr(text, ") is held by pid 4242 (") &&
+                  strstr(text, "139.0 of 140.0 GiB in use, the job may run out of memory ([gpus] busy = skip "
+                               "chooses other GPUs, fail refuses)\n"),
+              "%s", text);
+    cr_expect(held && held[0] && strstr(held[0], "pid 4242"));
+    free(text);
+    ddp_gpus_held_free(held, ddp_topo_ngpus(topo));
+    ddp_topo_destroy(topo);
 }

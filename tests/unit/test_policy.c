@@ -218,7 +218,7 @@ Test(policy, restarts_count_and_run_out)
         struct ddp_policy_action a = ddp_policy_step(&p, &fin);
         if (i <= 2) {
             cr_assert_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF);
-            cr_expect_eq(a.delay_ms, 50);
+            cr_expect_eq(a.delay_ms, i == 1 ? 0 : 50); /* the first restart at once */
             cr_expect(strstr(a.why, "restart") != NULL, "why: %s", a.why);
             a = ddp_policy_step(&p, &bo);
             cr_assert_eq(a.flags, (unsigned)DDP_ACT_START);
@@ -461,4 +461,24 @@ Test(policy, local_status_by_why_it_stopped)
     struct ddp_policy_event_data a = {.kind = DDP_PE_ALL_FINISHED};
     ddp_policy_step(&p, &a);
     cr_expect_eq(ddp_policy_local_status(&p, 7), 7, "done: the exit status");
+}
+
+/* The first restart starts at once; the pause is [restart] backoff from the second, doubling, up to a minute. */
+Test(policy, first_restart_at_once_then_backoff_grows)
+{
+    struct ddp_spec s = spec_with(12, DDP_ONTIMEOUT_RESTART, 0);
+    s.backoff_ms = 1000;
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 2);
+    static const int want[] = {0, 1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 1};
+        struct ddp_policy_event_data fin = {.kind = DDP_PE_ALL_FINISHED};
+        struct ddp_policy_event_data bo = {.kind = DDP_PE_BACKOFF_DONE};
+        ddp_policy_step(&p, &f);
+        struct ddp_policy_action a = ddp_policy_step(&p, &fin);
+        cr_assert_eq(a.flags, (unsigned)DDP_ACT_ARM_BACKOFF);
+        cr_expect_eq(a.delay_ms, want[i], "restart %zu: %d ms, want %d", i + 1, a.delay_ms, want[i]);
+        ddp_policy_step(&p, &bo);
+    }
 }

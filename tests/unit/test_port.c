@@ -99,20 +99,18 @@ Test(port, slurm_candidates_same_everywhere_distinct_and_spread)
     int n = 500;
     char *seen = calloc((size_t)n, 1);
     for (unsigned i = 0; i < (unsigned)n; i++) {
-        int p = ddp_port_slurm_candidate(123456, 0, 29500, 29999, i);
+        int p = ddp_port_job_candidate(123456, 0, 29500, 29999, i);
         cr_assert(p >= 29500 && p <= 29999, "%d", p);
         cr_expect_eq(seen[p - 29500], 0, "candidate %u repeats %d", i, p);
         seen[p - 29500] = 1;
-        cr_expect_eq(p, ddp_port_slurm_candidate(123456, 0, 29500, 29999, i)); /* deterministic */
+        cr_expect_eq(p, ddp_port_job_candidate(123456, 0, 29500, 29999, i)); /* deterministic */
     }
     free(seen);
     /* job ids that share their last 4 digits (Lightning's 15000 + id % 10000 collides) */
-    cr_expect_neq(ddp_port_slurm_candidate(10042, 0, 29500, 29999, 0),
-                  ddp_port_slurm_candidate(20042, 0, 29500, 29999, 0));
+    cr_expect_neq(ddp_port_job_candidate(10042, 0, 29500, 29999, 0), ddp_port_job_candidate(20042, 0, 29500, 29999, 0));
     /* two steps of one job running at once on a node */
-    cr_expect_neq(ddp_port_slurm_candidate(10042, 0, 29500, 29999, 0),
-                  ddp_port_slurm_candidate(10042, 1, 29500, 29999, 0));
-    cr_expect_eq(ddp_port_slurm_candidate(7, 0, 30000, 30000, 3), 30000);
+    cr_expect_neq(ddp_port_job_candidate(10042, 0, 29500, 29999, 0), ddp_port_job_candidate(10042, 1, 29500, 29999, 0));
+    cr_expect_eq(ddp_port_job_candidate(7, 0, 30000, 30000, 3), 30000);
 }
 
 static const char fake_tcp[] =
@@ -369,19 +367,19 @@ Test(port, slurm_job_uses_its_derived_port)
 {
     int lo = test_range(7), hi = lo + 19;
     struct ddp_port_req req = auto_req(lo, hi);
-    req.slurm_job_id = 4711;
+    req.job_key = 4711;
     struct ddp_port_resv *r, *r2;
     int p, p2;
     struct ddp_err err = {0};
     cr_assert_eq(ddp_port_reserve(&req, &r, &p, &err), 0, "%s", err.msg);
-    cr_expect_eq(p, ddp_port_slurm_candidate(4711, 0, lo, hi, 0));
+    cr_expect_eq(p, ddp_port_job_candidate(4711, 0, lo, hi, 0));
     /* a node that cannot be told another port: one candidate only, and a clear error when it is taken */
     req.max_candidates = 1;
     cr_expect_eq(ddp_port_reserve(&req, &r2, &p2, &err), -EBUSY);
-    cr_expect(strstr(err.msg, "Slurm job 4711"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "derived from the job id 4711"), "%s", err.msg);
     req.max_candidates = 0;
     cr_assert_eq(ddp_port_reserve(&req, &r2, &p2, &err), 0, "%s", err.msg);
-    cr_expect_eq(p2, ddp_port_slurm_candidate(4711, 0, lo, hi, 1));
+    cr_expect_eq(p2, ddp_port_job_candidate(4711, 0, lo, hi, 1));
     ddp_port_release(r);
     ddp_port_release(r2);
 }
@@ -389,16 +387,16 @@ Test(port, slurm_job_uses_its_derived_port)
 Test(port, slurm_port_of_other_nodes_matches_node0_reservation)
 {
     struct ddp_port_spec ps = {.is_auto = true};
-    int other = ddp_port_slurm_port(987654, 2, &ps);
+    int other = ddp_port_job_port(987654, 2, &ps);
     cr_expect(other >= DDP_PORT_AUTO_LO && other <= DDP_PORT_AUTO_HI, "%d", other);
-    cr_expect_eq(other, ddp_port_slurm_candidate(987654, 2, DDP_PORT_AUTO_LO, DDP_PORT_AUTO_HI, 0));
+    cr_expect_eq(other, ddp_port_job_candidate(987654, 2, DDP_PORT_AUTO_LO, DDP_PORT_AUTO_HI, 0));
     /* node 0 ignores a narrow ephemeral range for Slurm jobs, so that all nodes agree */
     if (ddp_port_probe(other) < 0)
         cr_skip_test("port %d busy on this host", other);
     struct ddp_port_req req = {.lock_dir = lockdir,
                                .spec = ps,
-                               .slurm_job_id = 987654,
-                               .slurm_step_id = 2,
+                               .job_key = 987654,
+                               .job_step_key = 2,
                                .max_candidates = 1,
                                .ephemeral_range = "20000 60999"};
     struct ddp_port_resv *r;
@@ -409,6 +407,6 @@ Test(port, slurm_port_of_other_nodes_matches_node0_reservation)
     ddp_port_release(r);
     ps.lo = 30000;
     ps.hi = 30099;
-    int q = ddp_port_slurm_port(987654, 2, &ps);
+    int q = ddp_port_job_port(987654, 2, &ps);
     cr_expect(q >= 30000 && q <= 30099);
 }

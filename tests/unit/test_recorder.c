@@ -50,11 +50,13 @@ Test(recorder, parses_torch_gloo_document)
     cr_expect_str_eq(st.g[0].ranks, "0-2", "gloo's one group is named \"\" in pg_config");
     cr_expect(st.has_entries);
     cr_assert_eq(st.g[0].nentries, DDP_FR_PER_GROUP, "the last entries of the group are kept");
-    cr_expect_eq(st.g[0].e[2].seq, 20);
-    cr_expect_eq(st.g[0].e[0].seq, 18);
-    cr_expect_str_eq(st.g[0].e[2].op, "gloo:all_reduce");
-    cr_expect_str_eq(st.g[0].e[2].shape, "[[1]] Float");
-    cr_expect_gt(st.g[0].e[2].created_ns, st.g[0].e[1].created_ns);
+    cr_expect_eq(st.g[0].e[DDP_FR_PER_GROUP - 1].seq, 20);
+    cr_expect_eq(st.g[0].e[0].seq, 21 - DDP_FR_PER_GROUP);
+    cr_expect_str_eq(st.g[0].e[DDP_FR_PER_GROUP - 1].op, "gloo:all_reduce");
+    cr_expect_str_eq(st.g[0].e[DDP_FR_PER_GROUP - 1].shape, "[[1]] Float");
+    cr_expect_gt(st.g[0].e[DDP_FR_PER_GROUP - 1].created_ns, st.g[0].e[DDP_FR_PER_GROUP - 2].created_ns);
+    cr_expect_str_eq(st.g[0].key, "0");
+    cr_expect_str_eq(st.g[0].desc, "default_pg");
 }
 
 Test(recorder, sampler_line_beside_stacks)
@@ -64,15 +66,19 @@ Test(recorder, sampler_line_beside_stacks)
         "  File \"train.py\", line 3 in main\n\n"
         "ddplaunch-fr {\"pg_status\":{\"0\":{\"last_enqueued_collective\":\"5\",\"last_completed_collective\":\"4\"},"
         "\"1\":{\"last_enqueued_collective\":\"2\",\"last_completed_collective\":\"2\"}},"
-        "\"pg_config\":{\"\":{\"ranks\":\"[0, 1, 2, 3]\"}},\"ddp_groups\":{\"0\":[0,1,2,3],\"1\":[0,2]}}\n";
+        "\"pg_config\":{\"\":{\"ranks\":\"[0, 1, 2, 3]\"}},\"ddp_groups\":{\"0\":[0,1,2,3],\"3\":[0,2]},"
+        "\"ddp_pgmap\":{\"1\":[\"3\",\"mesh_dp\"]}}\n";
     struct ddp_fr_state st;
     cr_assert_eq(ddp_fr_parse(text, sizeof(text) - 1, &st), 0);
     cr_assert_eq(st.ngroups, 2);
     cr_expect_not(st.has_entries, "the status only: no entries before a standstill");
-    const struct ddp_fr_group *g = ddp_fr_group(&st, "1");
-    cr_assert(g);
+    const struct ddp_fr_group *g = ddp_fr_group(&st, "3");
+    cr_assert(g, "pg_status key \"1\" is group \"3\" in this rank (ddp_pgmap, from its entries' pg_id)");
+    cr_expect_str_eq(g->key, "1");
+    cr_expect_str_eq(g->desc, "mesh_dp");
     cr_expect_eq(g->enqueued, 2);
     cr_expect_str_eq(g->ranks, "0,2", "ddp_groups (torch.distributed's own map) names a subgroup's ranks");
+    cr_expect_null(ddp_fr_group(&st, "1"), "the key is no name");
     cr_expect_str_eq(ddp_fr_group(&st, "0")->ranks, "0-3");
     cr_expect_null(ddp_fr_group(&st, "7"));
 }
@@ -180,18 +186,24 @@ static const struct {
     {"stuck",
      DDP_FR_BEHIND,
      1u << 2,
-     {"ranks 0-1 wait in gloo:all_reduce #6 (pg 0, ranks 0-2) for 41 s", "rank 2's last is #5",
-      "rank 2 is at loader.py:9 in load_batch", NULL}},
+     {"rank 2 never entered gloo:all_reduce #6 of group 0 (ranks 0-2; its last there is #5), where ranks 0, 1 wait",
+      "for 41 s", "rank 2 is at loader.py:9 in load_batch", NULL}},
     {"op",
      DDP_FR_OP,
      1u << 1,
-     {"op mismatch at #6 (pg 0, ranks 0-2)", "rank 1 is in gloo:broadcast", "ranks 0,2 in gloo:all_reduce", NULL}},
+     {"op mismatch at gloo:all_reduce #6 of group 0 (ranks 0-2)", "rank 1 is in gloo:broadcast",
+      "ranks 0, 2 in gloo:all_reduce", NULL}},
     {"shape",
      DDP_FR_SHAPE,
      1u << 1,
-     {"shape mismatch at gloo:all_reduce #6 (pg 0, ranks 0-2)", "rank 1 has [[2]] Float", "ranks 0,2 have [[1]] Float",
+     {"shape mismatch at gloo:all_reduce #6 of group 0 (ranks 0-2)", "rank 1 has [[2]] Float",
+      "ranks 0, 2 have [[1]] Float", NULL}},
+    {"subgroup",
+     DDP_FR_BEHIND,
+     1u << 1,
+     {"rank 1 never entered gloo:all_reduce #4 of group 1 (ranks 0-1; its last there is #3), where rank 0 waits; "
+      "rank 2 waits in group 0's #5 for ranks 0, 1",
       NULL}},
-    {"subgroup", DDP_FR_BEHIND, 1u << 1, {"rank 0 waits in gloo:all_reduce #4 (pg 1)", "rank 1's last is #3", NULL}},
     {"healthy", DDP_FR_NONE, 0, {NULL}},
     {"p2p", DDP_FR_NONE, 0, {NULL}},
 };
@@ -339,10 +351,67 @@ Test(recorder, sampler_python)
     cr_assert_eq(ddp_fr_parse(first, (size_t)(second - first), &st), 0);
     cr_expect_not(st.has_entries, "the first sample: status only");
     cr_expect_eq(st.g[0].enqueued, 6);
+    cr_expect_str_eq(st.g[0].desc, "default_pg", "a new pg_status key is joined to its group name at once");
     cr_assert_eq(ddp_fr_parse(second, strlen(second), &st), 0);
     cr_expect(st.has_entries, "after 10 s standing still: the last entries");
-    cr_expect_eq(st.g[0].nentries, 3);
-    cr_expect_str_eq(st.g[0].e[2].op, "gloo:broadcast");
+    cr_expect_eq(st.g[0].nentries, 6, "all 6 of the group (at most DDP_FR_PER_GROUP)");
+    cr_expect_str_eq(st.g[0].e[5].op, "gloo:broadcast");
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* The sampler across process groups: a rank's pg_status key is its own backend counter, so the line carries the
+ * join of each key to its group name (ddp_pgmap, read from the entries once when a key first shows a collective)
+ * and torch's own member map by name (ddp_groups): rank 2 of the pair-group case (tests/fixtures/fr/groups) has
+ * key "1" for group "2" = ranks 2-3, and no group "1". */
+Test(recorder, sampler_python_groups)
+{
+    char dir[] = "/tmp/ddp-test-recorder-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char py[4200], out[4200], cmd[16384];
+    snprintf(py, sizeof(py), "%s/t.py", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    FILE *f = fopen(py, "w");
+    cr_assert(f);
+    fputs(DDP_RECORDER_PY, f);
+    fputs(
+        "import json, sys, types\n"
+        "torch = types.ModuleType('torch'); dist = types.ModuleType('torch.distributed')\n"
+        "sys.modules['torch'] = torch; sys.modules['torch.distributed'] = dist\n"
+        "dist.is_available = lambda: True; dist.is_initialized = lambda: True\n"
+        "world, pair = object(), object()\n"
+        "dist.distributed_c10d = types.SimpleNamespace(_world=types.SimpleNamespace(\n"
+        "    pg_names={world: '0', pair: '2'}, pg_group_ranks={world: {0: 0, 1: 1, 2: 2, 3: 3}, pair: {2: 0, 3: 1}}))\n"
+        "doc = json.load(open(sys.argv[1]))\n"
+        "def fr(includeCollectives, onlyActive):\n"
+        "    d = dict(doc)\n"
+        "    if not includeCollectives: d.pop('entries')\n"
+        "    return json.dumps(d).encode()\n"
+        "torch._C = types.SimpleNamespace(_distributed_c10d=types.SimpleNamespace(_dump_fr_trace_json=fr))\n"
+        "sys.stdout.write(_ddplaunch_fr_line(_ddplaunch_fr_state(), False))\n",
+        f);
+    fclose(f);
+    const char *src = getenv("DDP_SRCDIR");
+    snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -S %s %s/tests/fixtures/fr/groups/pair2.rank2.json > %s 2>&1", py,
+             src ? src : ".", out);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    FILE *o = fopen(out, "rb");
+    cr_assert(o);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof(text) - 1, o);
+    text[len] = 0;
+    fclose(o);
+    struct ddp_fr_state st;
+    cr_assert_eq(ddp_fr_parse(text, len, &st), 0, "%s", text);
+    cr_expect_not(st.has_entries, "status only: the entries were read for the join, not sent");
+    const struct ddp_fr_group *g = ddp_fr_group(&st, "2");
+    cr_assert(g, "%s", text);
+    cr_expect_str_eq(g->key, "1");
+    cr_expect_str_eq(g->desc, "undefined");
+    cr_expect_str_eq(g->ranks, "2-3", "torch's own map, joined by name");
+    cr_expect_eq(g->enqueued, 4);
+    cr_expect_null(ddp_fr_group(&st, "1"), "key \"1\" is no name: %s", text);
+    cr_expect_str_eq(ddp_fr_group(&st, "0")->ranks, "0-3");
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }

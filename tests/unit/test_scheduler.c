@@ -1,18 +1,23 @@
 /* Unit tests for launcher/scheduler: each scheduler's real variables give the node rank, the node count and node 0's
- * address; more than one ddplaunch per node is refused; the command line wins over what a scheduler says. */
+ * address; more than one ddplaunch per node is refused; the command line wins over what a scheduler says. Slurm,
+ * LSF and PBS are rows of the same table and fill the same struct (job key, GPUs). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nodes/scheduler.h"
 
 static struct ddp_scheduler s;
 static struct ddp_err err;
 
+static struct ddp_scheduler_opts opts = {.slurm = DDP_AUTO, .hostname = "node-b"};
+
 static int detect(char **envp)
 {
     ddp_scheduler_free(&s);
-    return ddp_scheduler_detect(envp, &s, &err);
+    return ddp_scheduler_detect(envp, &opts, &s, &err);
 }
 
 Test(scheduler, none)
@@ -105,5 +110,118 @@ Test(scheduler, apply_below_the_command_line)
     cr_expect_eq(ddp_scheduler_apply(&s, &spec, &err), -EINVAL);
     cr_expect(strstr(err.msg, "node rank 3 is not below nnodes 2"), "%s", err.msg);
     ddp_spec_free(&spec);
+    ddp_scheduler_free(&s);
+}
+
+Test(scheduler, slurm_is_a_row)
+{
+    char *step[] = {"SLURM_JOB_ID=4711",
+                    "SLURM_STEP_ID=2",
+                    "SLURM_STEP_NUM_NODES=2",
+                    "SLURM_NODEID=1",
+                    "SLURM_STEP_NODELIST=gpu[01-02]",
+                    "SLURM_STEP_NUM_TASKS=2",
+                    "SLURM_STEP_TASKS_PER_NODE=1(x2)",
+                    "SLURM_STEP_GPUS=2,3",
+                    "CUDA_VISIBLE_DEVICES=0,1",
+                    "SLURM_JOB_NUM_NODES=2",
+                    NULL};
+    cr_assert_eq(detect(step), 1, "%s", err.msg);
+    cr_expect_str_eq(s.name, "slurm");
+    cr_expect(s.sets_nodes && s.rendezvous);
+    cr_expect_eq(s.node_rank, 1);
+    cr_expect_eq(s.nnodes, 2);
+    cr_expect_str_eq(s.master_addr, "gpu01");
+    cr_expect_str_eq(s.job_id, "4711");
+    cr_expect_eq(s.key_job, 4711ULL);
+    cr_expect_eq(s.key_step, 2ULL);
+    cr_expect_str_eq(s.gpus, "2,3");
+    cr_expect(s.allocates_gpus);
+    cr_expect(ddp_scheduler_port(&s, 0, 0) > 0, "node 0's port derived from the job key");
+    struct ddp_spec spec;
+    ddp_spec_init(&spec);
+    cr_assert_eq(ddp_scheduler_apply(&s, &spec, &err), 0, "%s", err.msg);
+    cr_expect_eq(spec.node_rank, 1);
+    cr_expect_str_eq(spec.master_addr, "gpu01");
+    ddp_spec_free(&spec);
+    /* [slurm] enabled = no: not read; a batch step: its ids and GPUs, no node ranks */
+    struct ddp_scheduler_opts no = {.slurm = DDP_NO};
+    ddp_scheduler_free(&s);
+    cr_expect_eq(ddp_scheduler_detect(step, &no, &s, &err), 0);
+    cr_expect_null(s.name);
+    char *batch[] = {"SLURM_JOB_ID=4712", "SLURM_JOB_GPUS=0", "SLURM_JOB_NUM_NODES=1", "SLURM_JOB_NODELIST=gpu01",
+                     NULL};
+    cr_assert_eq(detect(batch), 1, "%s", err.msg);
+    cr_expect(!s.sets_nodes);
+    cr_expect_str_eq(s.gpus, "0");
+    ddp_scheduler_free(&s);
+}
+
+Test(scheduler, lsf_hosts_give_the_rank)
+{
+    char *m[] = {"LSB_JOBID=81234", "LSB_MCPU_HOSTS=node-a 8 node-b 8 node-c 8", "LSB_DJOB_NUMPROC=24", NULL};
+    cr_assert_eq(detect(m), 1, "%s", err.msg);
+    cr_expect_str_eq(s.name, "lsf");
+    cr_expect(s.sets_nodes && s.rendezvous);
+    cr_expect_eq(s.nnodes, 3);
+    cr_expect_eq(s.node_rank, 1, "node-b is the second host");
+    cr_expect_str_eq(s.master_addr, "node-a");
+    cr_expect_eq(s.key_job, 81234ULL);
+    cr_expect_str_eq(s.vars, "LSB_MCPU_HOSTS");
+    cr_expect(!s.allocates_gpus);
+    /* LSB_HOSTS: one word per slot; a fully qualified hostname matches the short name */
+    char *h[] = {"LSB_JOBID=5", "LSB_HOSTS=n1 n1 n2 n2", NULL};
+    struct ddp_scheduler_opts fq = {.slurm = DDP_AUTO, .hostname = "n2.cluster.example"};
+    ddp_scheduler_free(&s);
+    cr_assert_eq(ddp_scheduler_detect(h, &fq, &s, &err), 1, "%s", err.msg);
+    cr_expect_eq(s.nnodes, 2);
+    cr_expect_eq(s.node_rank, 1);
+    /* this host not in the list: said, with the way out */
+    char *x[] = {"LSB_JOBID=6", "LSB_MCPU_HOSTS=other 4", NULL};
+    cr_assert_eq(detect(x), 1, "%s", err.msg);
+    struct ddp_spec spec;
+    ddp_spec_init(&spec);
+    cr_expect_eq(ddp_scheduler_apply(&s, &spec, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "LSB_MCPU_HOSTS: this host (node-b) is not in the job's host list"), "%s", err.msg);
+    ddp_spec_free(&spec);
+    ddp_spec_init(&spec); /* the command line's rank wins */
+    cr_assert_eq(ddp_spec_set(&spec, "job", "node_rank", "0", DDP_ORIGIN_CLI, "--node-rank", &err), 0);
+    cr_assert_eq(ddp_spec_set(&spec, "job", "nnodes", "1", DDP_ORIGIN_CLI, "--nnodes", &err), 0);
+    cr_expect_eq(ddp_scheduler_apply(&s, &spec, &err), 0, "%s", err.msg);
+    ddp_spec_free(&spec);
+    /* under a c10d rendezvous: the job id, no node ranks */
+    struct ddp_scheduler_opts c10d = {.slurm = DDP_AUTO, .hostname = "node-b", .dynamic_rdzv = true};
+    ddp_scheduler_free(&s);
+    cr_assert_eq(ddp_scheduler_detect(m, &c10d, &s, &err), 1, "%s", err.msg);
+    cr_expect(!s.sets_nodes && !s.rendezvous);
+    cr_expect_str_eq(s.job_id, "81234");
+    ddp_scheduler_free(&s);
+}
+
+Test(scheduler, pbs_nodefile_gives_the_rank)
+{
+    char path[] = "/tmp/ddp-test-pbs-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *text = "node-a\nnode-a\nnode-b\nnode-b\nnode-c\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    char nf[64], *env[] = {"PBS_JOBID=4567.pbs01", nf, NULL};
+    snprintf(nf, sizeof nf, "PBS_NODEFILE=%s", path);
+    cr_assert_eq(detect(env), 1, "%s", err.msg);
+    cr_expect_str_eq(s.name, "pbs");
+    cr_expect_eq(s.nnodes, 3);
+    cr_expect_eq(s.node_rank, 1);
+    cr_expect_str_eq(s.master_addr, "node-a");
+    cr_expect_eq(s.key_job, 4567ULL, "the number of 4567.pbs01");
+    cr_expect_str_eq(s.job_id, "4567.pbs01");
+    /* pbsdsh's PBS_NODENUM wins over the host name */
+    char *env2[] = {"PBS_JOBID=4567.pbs01", nf, "PBS_NODENUM=2", NULL};
+    cr_assert_eq(detect(env2), 1, "%s", err.msg);
+    cr_expect_eq(s.node_rank, 2);
+    unlink(path);
+    char *gone[] = {"PBS_JOBID=1", "PBS_NODEFILE=/nonexistent/nodefile", NULL};
+    cr_expect_eq(detect(gone), -EINVAL);
+    cr_expect(strstr(err.msg, "PBS_NODEFILE=/nonexistent/nodefile: cannot read it"), "%s", err.msg);
     ddp_scheduler_free(&s);
 }

@@ -404,7 +404,7 @@ Test(select_candidates, slurm_select_exclude_downsize)
     struct ddp_err err = {0};
     int down[] = {5};
 
-    req.slurm_gpus = "1,4-6";
+    req.sched_gpus = "1,4-6";
     cr_expect_eq(ddp_place_count_usable(t, &req), 4);
     p = place_ok(t, &req, "4,5");
     ddp_place_free(&p);
@@ -544,7 +544,7 @@ Test(select_pure, deterministic_and_mig_stops_cvd)
         free(reason);
     }
     r.inherited_cvd = NULL;
-    r.slurm_gpus = "0,x";
+    r.sched_gpus = "0,x";
     cr_expect_eq(ddp_select_usable(&t, &r, NULL, NULL, NULL, &err), -EINVAL);
     cr_expect(strstr(err.msg, "Slurm GPU list '0,x'"), "%s", err.msg);
     cr_expect_str_eq(ddp_link_name(DDP_LINK_PXB), "PXB");

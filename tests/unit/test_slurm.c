@@ -280,7 +280,7 @@ Test(slurm, port_is_the_one_node0_reserves)
     int p = ddp_slurm_port(&a, 0, 0);
     cr_expect(p >= DDP_PORT_AUTO_LO && p <= DDP_PORT_AUTO_HI, "port %d", p);
     /* Candidate 0 of port.c's sequence for job 2 step 0: what node 0's ddp_port_reserve() tries. */
-    cr_expect_eq(p, ddp_port_slurm_candidate(2, 0, DDP_PORT_AUTO_LO, DDP_PORT_AUTO_HI, 0));
+    cr_expect_eq(p, ddp_port_job_candidate(2, 0, DDP_PORT_AUTO_LO, DDP_PORT_AUTO_HI, 0));
     int q = ddp_slurm_port(&a, 40000, 40099);
     cr_expect(q >= 40000 && q <= 40099, "port %d", q);
     cr_expect_neq(ddp_slurm_port(&b, 0, 0), -EINVAL);

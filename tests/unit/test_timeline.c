@@ -57,9 +57,9 @@ Test(timeline, text_and_svg_from_events)
     cr_assert_eq(ddp_timeline_build(ev, last_output, NULL, &t, &err), 0, "%s", err.msg);
     char *txt = render(t, false);
     cr_expect(strstr(txt, "job train on gpu7: timeout, exit status 124, 1 attempt, 10.4 s\n") != NULL, "%s", txt);
-    cr_expect(strstr(txt, "  0      +0.500    +9.000s      +10.200s  collective-timeout (exit 1)\n") != NULL, "%s",
+    cr_expect(strstr(txt, "  0      +0.500s   +9.000s      +10.200s  collective-timeout (exit 1)\n") != NULL, "%s",
               txt);
-    cr_expect(strstr(txt, "  1      +0.500    +2.000s      +10.100s  abort (SIGABRT)  CULPRIT\n"
+    cr_expect(strstr(txt, "  1      +0.500s   +2.000s      +10.100s  abort (SIGABRT)  CULPRIT\n"
                           "         at t.py:18 in load_batch <x>\n") != NULL,
               "%s", txt);
     cr_expect(strstr(txt, "  +10.000s timeout: rank 0 reported") != NULL, "%s", txt);

@@ -47,7 +47,7 @@ static char *topo_output(const char *name, const struct ddp_spec *spec, char *co
     FILE *f = open_memstream(&buf, &len);
     char *empty[] = {NULL};
 
-    cr_assert_eq(ddp_topo_print(t, spec, envp ? envp : empty, NULL, json, f), 0);
+    cr_assert_eq(ddp_topo_print(t, spec, envp ? envp : empty, NULL, NULL, json, f), 0);
     fclose(f);
     ddp_topo_destroy(t);
     return buf;

@@ -89,7 +89,7 @@ static char *print(const struct ddp_topo *t, char *const *envp)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ddp_spec_init(&spec);
-    cr_assert_eq(ddp_topo_print(t, &spec, envp, NULL, false, f), 0);
+    cr_assert_eq(ddp_topo_print(t, &spec, envp, NULL, NULL, false, f), 0);
     fclose(f);
     ddp_spec_free(&spec);
     char *nv = strstr(buf, "\nNVML");
