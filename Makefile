@@ -32,7 +32,7 @@ DEP_LIBS    = $(eval DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/nul
 CRIT_LIBS   = $(eval CRIT_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null))$(CRIT_LIBS)
 
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
-DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -g $(WARN) -Ilauncher -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
+DDP_CFLAGS  = -std=c11 -D_GNU_SOURCE -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -g $(WARN) -Ilauncher -I$(BUILD)/gen -MMD -MP $(SANFLAGS) $(DEP_CFLAGS) \
               -DDDP_VERSION='"$(VERSION)"' -DDDP_SYSCONFDIR='"$(SYSCONFDIR)"' \
               -DDDP_DATADIR='"$(DATADIR)"'
 DDP_LDFLAGS := $(SANFLAGS)
@@ -62,7 +62,7 @@ DEPS_PACKAGE := debhelper dpkg-dev fakeroot lintian python3-build python3-setupt
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
 .SECONDEXPANSION:
-.PHONY: print-layers all test unit integration test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
+.PHONY: print-layers all test unit integration integration-warm test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
         clean lint-man static deps-build-check deb wheel format format-check
 
 all: $(BUILD)/ddplaunch
@@ -93,6 +93,14 @@ $(BUILD)/libddp.a: $(LIB_OBJS)
 $(BUILD)/obj/%.o: launcher/%.c
 	@mkdir -p $(@D)
 	$(CC) $(DDP_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The standby interpreter's Python (warm restart) is built into the binary: nothing is read from disk at run time.
+$(BUILD)/gen/standby_py.h: launcher/run/standby.py
+	@mkdir -p $(@D)
+	{ echo '/* generated from $< by the Makefile */'; echo 'static const unsigned char standby_py[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; \
+	  echo 'static const size_t standby_py_len = sizeof standby_py;'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/run/standby.o: $(BUILD)/gen/standby_py.h
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libddp.a
 	@mkdir -p $(@D)
@@ -187,6 +195,14 @@ unit: $(BUILD)/ddplaunch $(UNIT_BINS)
 
 integration: $(BUILD)/ddplaunch $(HELP_BINS)
 	@DDP_BUILD=$(CURDIR)/$(BUILD) DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh
+
+# The restart, signal, output and torchrun-compatibility tests again, every job with warm restart on (DDP_WARM=1:
+# lib.sh sets [restart] warm = yes; ddplaunch(1) WARM RESTART). About 80 s on a 2-CPU VM.
+WARM_TESTS := 21-output 22-failure-restart 23-signals 24-kill9 31-torchrun-compare 36-torchrun-dropin \
+              60-gloo-timeout-downsize
+integration-warm: $(BUILD)/ddplaunch $(HELP_BINS)
+	@fail=0; for t in $(WARM_TESTS); do DDP_WARM=1 DDP_TESTS=$$t DDP_BUILD=$(CURDIR)/$(BUILD) \
+	    DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh || fail=1; done; exit $$fail
 
 # The integration tests while every CPU is kept busy by stress-ng (as on a shared build host): a test that
 # passes only on an idle machine is a flake. LOAD_CPUS=N busy workers (default: one per CPU).

@@ -20,6 +20,7 @@
 #include "records/timeline.h"
 #include "run/plan.h"
 #include "run/shim.h"
+#include "run/standby.h"
 #include "spec/cli.h"
 #include "topo/nvml.h"
 #include "topo/topo.h"
@@ -187,8 +188,11 @@ static int plan_command(const struct ddp_cli *cli, const char *argv0)
     (void)argv0;
     char **held = NULL;
     int status = resolve(&l, cli, &err);
-    if (status == 0 && (status = acquire_and_plan(&l, &attempt, &held, &err)) == 0)
+    if (status == 0 && (status = acquire_and_plan(&l, &attempt, &held, &err)) == 0) {
         ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
+        if (!cli->json)
+            ddp_standby_print_plan(stdout, l.ctx.spec, &attempt);
+    }
     ddp_attempt_free(&attempt);
     ddp_gpus_held_free(held, ddp_topo_ngpus(l.topo));
     ddp_launch_free(&l);

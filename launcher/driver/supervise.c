@@ -32,6 +32,7 @@
 #include "run/plan.h"
 #include "run/runner.h"
 #include "run/shim.h"
+#include "run/standby.h"
 #include "topo/place.h"
 #include "watch/gpuwatch.h"
 #include "watch/timeout.h"
@@ -78,7 +79,9 @@ struct sup {
     enum ddp_class timeout_class;
     const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
     long long join_start_ms;
-    char *cgroup_base; /* where attempt cgroups go (cgroup.h), or NULL */
+    char *cgroup_base;                 /* where attempt cgroups go (cgroup.h), or NULL */
+    struct ddp_standby_pool *standbys; /* warm restart (standby.h), or NULL */
+    char *site;                        /* the sitecustomize.py the standbys run at "go", or NULL */
     struct ddp_err *err;
 };
 
@@ -158,6 +161,7 @@ static void close_all(struct sup *s)
     uv_timer_t *timers[] = {&s->join, &s->grace, &s->backoff, &s->force, &s->joinlog};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
         uv_close((uv_handle_t *)timers[i], NULL);
+    ddp_standby_close(s->standbys);
     ddp_runner_close(s->rn);
     ddp_watch_close(s->watch);
     ddp_gpus_read_close(s->gpucheck); /* the job's end does not wait for NVML */
@@ -195,6 +199,45 @@ static void launcher_failed(struct sup *s)
 }
 
 /* ---------------------------------------------------------------- starting an attempt */
+
+/* Warm restart: which ranks of r started in a standby interpreter. */
+static void say_warm(const struct ddp_runner_attempt *r)
+{
+    struct ddp_buf b = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < r->nw; i++)
+        if (r->w[i].warm) {
+            ddp_buf_printf(&b, "%s%d", n++ ? "," : "", r->w[i].w->rank);
+        }
+    if (n)
+        ddp_info("attempt %d: rank%s %s started warm (standby interpreter%s), %zu fresh", r->plan.attempt,
+                 n == 1 ? "" : "s", b.data, n == 1 ? "" : "s", r->nw - n);
+    ddp_buf_free(&b);
+}
+
+/* Warm restart ([restart] warm = yes, or auto): the standby pool, when restarts are allowed. */
+static void standbys_open(struct sup *s)
+{
+    const struct ddp_spec *sp = s->spec;
+    if (sp->restart_warm == DDP_NO)
+        return;
+    if (sp->max_restarts == 0) {
+        if (sp->restart_warm == DDP_YES)
+            ddp_debug("warm restart: no standby interpreters: no restarts allowed ([restart] max_restarts = 0)");
+        return;
+    }
+    if (s->ctx->sample_pydir)
+        s->site = ddp_xasprintf("%s/sitecustomize.py", s->ctx->sample_pydir);
+    struct ddp_standby_config c = {.loop = &s->loop,
+                                   .rn = s->rn,
+                                   .preload = &sp->restart_preload,
+                                   .site = s->site,
+                                   .sample_signal = s->ctx->sample_signal,
+                                   .cgroup_base = s->cgroup_base,
+                                   .quiet = sp->restart_warm == DDP_AUTO};
+    s->standbys = ddp_standby_new(&c);
+    ddp_runner_set_adopt(s->rn, ddp_standby_take, s->standbys);
+}
 
 /* The busy check beside the spawn answered (its warnings printed): its holders are the OOM cause's evidence and
  * what the check before a restart compares with. */
@@ -250,6 +293,9 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     }
     ddp_records_attempt_begin(s->rec, r);
     ddp_watch_attempt_start(s->watch, r);
+    say_warm(r);
+    if (s->standbys && r->plan.attempt < s->spec->max_restarts) /* the next attempt's, while this one runs */
+        ddp_standby_fill(s->standbys, &r->plan);
     if (!s->gpucheck_started && !s->ctx->gpu_held) { /* else main.c checked before the spawn */
         s->gpucheck_started = true;
         s->gpucheck = ddp_gpus_check_start(&s->loop, s->ctx->topo, s->spec, &r->plan, gpucheck_answered, s);
@@ -1015,6 +1061,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         .arg = s,
     };
     s->rn = ddp_runner_new(&rcfg);
+    standbys_open(s);
     uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->force, &s->join, &s->joinlog};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
         uv_timer_init(&s->loop, timers[i]);
@@ -1051,6 +1098,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     uv_run(&s->loop, UV_RUN_DEFAULT);
     uv_loop_close(&s->loop);
     ddp_runner_free(s->rn);
+    ddp_standby_free(s->standbys);
+    free(s->site);
     ddp_records_close(s->rec);
     ddp_watch_free(s->watch);
     ddp_nodes_free(s->nodes);

@@ -214,6 +214,15 @@ int ddp_cgroup_join(const char *path)
     return rc;
 }
 
+int ddp_cgroup_move(const char *path, int pid)
+{
+    char *procs = ddp_xasprintf("%s/cgroup.procs", path), num[24];
+    snprintf(num, sizeof num, "%d", pid);
+    int rc = write_text(procs, num);
+    free(procs);
+    return rc;
+}
+
 static long long field(const char *text, const char *key)
 {
     char line[256];

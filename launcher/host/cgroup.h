@@ -29,6 +29,9 @@ int ddp_cgroup_create(const char *base, const char *name, char **path_out);
 
 /* Move the calling process into the cgroup path (for the exec shim, before it starts the program). */
 int ddp_cgroup_join(const char *path);
+/* Move process pid (all its threads) into the cgroup path (a standby interpreter joining the attempt it runs
+ * for). 0 or a negative errno. */
+int ddp_cgroup_move(const char *path, int pid);
 
 /* What the attempt used: CPU time (cpu.stat usage_usec) and peak memory (memory.peak; -1 when the memory
  * controller is not enabled there). 0 or a negative errno. */

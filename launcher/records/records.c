@@ -43,6 +43,7 @@ struct ddp_records {
     size_t nothers;
     json_t *hang;       /* the last verdict (summary.json "hang"), or NULL */
     json_t *stragglers; /* every straggler named live (progress.h), for summary.json */
+    json_t *warm;       /* the attempts with ranks that started warm (standby.h): {attempt, ranks}, summary.json */
     json_t *recorder;   /* each rank's flight recorder as last sampled (progress.h), for summary.json */
     char *hang_text;    /* the same for the console summary, or NULL */
     const struct ddp_runner_attempt *unrecorded; /* its attempt_start waits for its programs' pids */
@@ -193,6 +194,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     r->spec = ctx->spec;
     r->job_start_ms = ddp_now_ms();
     r->stragglers = json_array();
+    r->warm = json_array();
     r->ngpu = ddp_topo_ngpus(ctx->topo);
     r->left_out = json_array();
     r->gpu_fault = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_fault));
@@ -229,6 +231,7 @@ void ddp_records_close(struct ddp_records *r)
     free(r->stopped);
     json_decref(r->hang);
     json_decref(r->stragglers);
+    json_decref(r->warm);
     json_decref(r->recorder);
     free(r->hang_text);
     forget_seen(r);
@@ -277,18 +280,24 @@ void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_at
 
 static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt *run)
 {
-    json_t *workers = json_array(), *argv = json_array(), *gpus = json_array();
+    json_t *workers = json_array(), *argv = json_array(), *gpus = json_array(), *warm = json_array();
     const struct ddp_attempt *a = &run->plan;
     r->nattempts++;
     for (size_t i = 0; i < run->nw; i++) {
         const struct ddp_runner_worker *k = &run->w[i];
-        json_array_append_new(workers, ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b}", "rank",
-                                                        k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid,
-                                                        "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid, "numa_node",
-                                                        k->w->numa_node, "cpus", k->w->cpus, "started", k->pgid > 0));
+        json_array_append_new(workers,
+                              ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b, s:b}", "rank", k->w->rank,
+                                               "local_rank", k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu,
+                                               "gpu_busid", k->w->gpu_busid, "numa_node", k->w->numa_node, "cpus",
+                                               k->w->cpus, "started", k->pgid > 0, "warm", k->warm));
+        if (k->warm)
+            json_array_append_new(warm, json_integer(k->w->rank));
         if (k->w->gpu_busid)
             json_array_append_new(gpus, json_string(k->w->gpu_busid));
     }
+    if (json_array_size(warm))
+        json_array_append_new(r->warm, ddp_jsonlog_pack("{s:i, s:O}", "attempt", a->attempt, "ranks", warm));
+    json_decref(warm);
     if (run->nw)
         for (size_t i = 0; i < run->w[0].w->argv.n; i++)
             json_array_append_new(argv, ddp_jsonlog_text(run->w[0].w->argv.v[i]));
@@ -745,6 +754,7 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
     json_object_set_new(sum, "gpus_left_out", json_deep_copy(r->left_out));
+    json_object_set_new(sum, "warm_starts", json_deep_copy(r->warm));
     json_object_set_new(sum, "flight_recorder",
                         json_object_size(r->recorder) ? json_deep_copy(r->recorder) : json_null());
     struct ddp_buf text = {0};

@@ -23,8 +23,10 @@ struct ddp_runner {
     struct ddp_output out;
     struct ddp_runner_attempt *cur;
     uv_timer_t unblock;
-    uv_signal_t winch; /* SIGWINCH, when fd 1 or 2 is a terminal: workers' pseudo-terminals follow its size */
-    bool paused;       /* the console is full: worker pipes are not read until it drains (back-pressure) */
+    uv_signal_t winch;         /* SIGWINCH, when fd 1 or 2 is a terminal: workers' pseudo-terminals follow its size */
+    bool paused;               /* the console is full: worker pipes are not read until it drains (back-pressure) */
+    ddp_runner_adopt_fn adopt; /* warm restart: offers a running process for a worker (ddp_runner_set_adopt) */
+    void *adopt_arg;
     char readbuf[64 * 1024];
 };
 
@@ -565,7 +567,7 @@ static int open_out(const struct ddp_worker *w, int which, int p[2], struct ddp_
 /* Real pipes (libuv's UV_CREATE_PIPE makes socketpairs, whose per-write skbs cost both sides dearly when
  * a worker prints many short lines), or pseudo-terminals for a terminal console. Close-on-exec here; libuv
  * dup2s them onto 1, 2 and 3 in the child. */
-static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
+int ddp_runner_open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
 {
     if (pipe2(rp, O_CLOEXEC) != 0)
         return ddp_errf(err, -errno, "rank %d: pipe: %s", w->rank, strerror(errno));
@@ -588,19 +590,19 @@ static int open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2
     return 0;
 }
 
-/* The exec shim's command line: what it needs to know (see shim.h), then "--" and the worker's argv. */
-static void shim_argv(const struct ddp_runner *rn, const struct ddp_runner_worker *k, struct ddp_strv *args)
+/* The exec shim's command line: what it needs to know (see shim.h), then "--" and prog (the worker's argv, or
+ * a standby's). */
+void ddp_runner_shim_argv(const struct ddp_runner *rn, const struct ddp_worker *w, const char *cgroup,
+                          const struct ddp_strv *prog, struct ddp_strv *args)
 {
-    const struct ddp_worker *w = k->w;
-
     ddp_strv_push(args, rn->cfg.self_exe);
     ddp_strv_push(args, "--exec-shim");
     ddp_strv_pushf(args, "--rank=%d", w->rank);
     ddp_strv_pushf(args, "--ppid=%d", (int)getpid());
     ddp_strv_pushf(args, "--report-fd=3");
     ddp_strv_pushf(args, "--grace-ms=%lld", rn->cfg.grace_ms);
-    if (k->run->cgroup)
-        ddp_strv_pushf(args, "--cgroup=%s", k->run->cgroup);
+    if (cgroup)
+        ddp_strv_pushf(args, "--cgroup=%s", cgroup);
     if (w->cpus && *w->cpus)
         ddp_strv_pushf(args, "--cpus=%s", w->cpus);
     if (w->mems && *w->mems) {
@@ -610,12 +612,13 @@ static void shim_argv(const struct ddp_runner *rn, const struct ddp_runner_worke
     if (w->bind_strict)
         ddp_strv_push(args, "--strict");
     /* the program the job started with, should it have been deleted or replaced since */
-    const char *via = w->argv.n ? ddp_shim_reach(w->argv.v[0], ddp_runner_worker_env(k, "PATH")) : NULL;
+    int path = ddp_strv_env_find(&w->envp, "PATH");
+    const char *via = prog->n ? ddp_shim_reach(prog->v[0], path >= 0 ? w->envp.v[path] + 5 : NULL) : NULL;
     if (via)
         ddp_strv_pushf(args, "--exec-path=%s", via);
     ddp_strv_push(args, "--");
-    for (size_t i = 0; i < w->argv.n; i++)
-        ddp_strv_push(args, w->argv.v[i]);
+    for (size_t i = 0; i < prog->n; i++)
+        ddp_strv_push(args, prog->v[i]);
 }
 
 static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
@@ -631,10 +634,10 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     rc = open_streams(rn, k, err);
     if (rc < 0)
         return rc;
-    rc = open_pipes(w, rp, op, ep, err);
+    rc = ddp_runner_open_pipes(w, rp, op, ep, err);
     if (rc < 0)
         return rc;
-    shim_argv(rn, k, &args);
+    ddp_runner_shim_argv(rn, w, k->run->cgroup, &w->argv, &args);
 
     uv_pipe_init(loop, &k->io->out, 0);
     uv_pipe_init(loop, &k->io->err, 0);
@@ -653,7 +656,7 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     io[3].flags = UV_INHERIT_FD;
     io[3].data.fd = rp[1];
     o.exit_cb = on_exit_cb;
-    o.file = rn->cfg.self_exec ? rn->cfg.self_exec : rn->cfg.self_exe;
+    o.file = ddp_runner_shim_file(rn);
     o.args = args.v;
     o.env = w->envp.v;
     o.cwd = w->cwd;
@@ -688,6 +691,59 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     return 0;
 }
 
+/* Start k in a process the adopt hook offers (a standby interpreter) instead of a fresh one: its shim, pipes and
+ * program become k's. 0, or -1 when none fits (k is then started fresh; nothing of k changed). */
+static int adopt(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
+{
+    struct ddp_runner_adopted t;
+    char why[128];
+    if (!rn->adopt)
+        return -1;
+    if (rn->adopt(rn->adopt_arg, k->w, k->run->cgroup, &t, why, sizeof why) < 0) {
+        if (k->run->plan.attempt > 0)
+            ddp_debug("rank %d: starts fresh: %s", k->w->rank, why);
+        return -1;
+    }
+    free(k->io);
+    k->io = t.io;
+    k->io->proc.data = k;
+    k->io->proc.exit_cb = on_exit_cb;
+    k->run->open_handles++; /* the process */
+    uv_pipe_init(rn->cfg.loop, &k->io->out, 0);
+    uv_pipe_init(rn->cfg.loop, &k->io->err, 0);
+    uv_pipe_init(rn->cfg.loop, &k->io->rep, 0);
+    k->io->out.data = k->io->err.data = k->io->rep.data = k;
+    k->run->open_handles += 3;
+    uv_pipe_open(&k->io->out, t.out_fd);
+    uv_pipe_open(&k->io->err, t.err_fd);
+    uv_pipe_open(&k->io->rep, t.rep_fd);
+    for (int j = 0; j < 2; j++) /* a pseudo-terminal made earlier: the console's size now */
+        if (k->w->tty[j])
+            (void)ddp_pty_resize(j ? t.err_fd : t.out_fd, j ? STDERR_FILENO : STDOUT_FILENO);
+    k->start_ms = ddp_now_ms();
+    step(k, DDP_WE_SPAWNED, 0);
+    k->pid = t.py_pid;
+    k->pgid = t.shim_pid;
+    k->warm = true;
+    if (open_streams(rn, k, err) < 0) /* its log files: the program runs on, as a fresh one would not */
+        ddp_warn("%s", err->msg);
+    if (!rn->paused)
+        read_streams(k);
+    uv_read_start((uv_stream_t *)&k->io->rep, on_alloc, on_read);
+    return 0;
+}
+
+void ddp_runner_set_adopt(struct ddp_runner *rn, ddp_runner_adopt_fn fn, void *arg)
+{
+    rn->adopt = fn;
+    rn->adopt_arg = arg;
+}
+
+const char *ddp_runner_shim_file(const struct ddp_runner *rn)
+{
+    return rn->cfg.self_exec ? rn->cfg.self_exec : rn->cfg.self_exe;
+}
+
 int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
                      struct ddp_err *err)
 {
@@ -715,6 +771,8 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
     rn->cur = r;
     *out = r;
     for (size_t i = 0; i < r->nw; i++) {
+        if (adopt(rn, &r->w[i], err) == 0)
+            continue;
         int rc = spawn_one(rn, &r->w[i], err);
         if (rc < 0) {
             /* the workers started so far run on; the rest never will */

@@ -39,6 +39,7 @@ struct ddp_runner_worker {
     int signo;      /* death by signal N, or 0 */
     int pid;        /* the program's pid (from the shim), else the shim's */
     int pgid;       /* the group to signal (the shim's pid), 0 = never started */
+    bool warm;      /* its program runs in a standby interpreter (standby.h), not a fresh one */
     long long start_ms, end_ms;
     time_t end_wall;
     struct ddp_runner_io *io; /* the runner's own (libuv handles, pipes, line buffers): run/runner_internal.h,
@@ -107,6 +108,21 @@ struct ddp_output *ddp_runner_output(struct ddp_runner *rn);
  * then DONE (status 1) and the ones before run on; the attempt is still current (*out set). */
 int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
                      struct ddp_err *err);
+
+/* A process already running that a worker may take in place of a fresh one (warm restart: standby.h): its
+ * shim's process handle (running; the runner sets its data and exit callback and closes it), the read ends of
+ * its stdout, stderr and report pipes, the shim's and the program's pids. */
+struct ddp_runner_adopted {
+    struct ddp_runner_io *io;
+    int out_fd, err_fd, rep_fd;
+    int shim_pid, py_pid;
+};
+/* Offers worker w (of the attempt whose cgroup is cgroup, or NULL) such a process: 0 with *t, or -1 (why in
+ * why[0..whylen)): w starts fresh. */
+typedef int (*ddp_runner_adopt_fn)(void *arg, const struct ddp_worker *w, const char *cgroup,
+                                   struct ddp_runner_adopted *t, char *why, size_t whylen);
+/* From now on, each worker is first offered to adopt(arg, ...) (NULL: never). */
+void ddp_runner_set_adopt(struct ddp_runner *rn, ddp_runner_adopt_fn adopt, void *arg);
 
 /* The current attempt, or NULL. */
 struct ddp_runner_attempt *ddp_runner_current(const struct ddp_runner *rn);

@@ -63,6 +63,8 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "duplicate-stderr-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported", LAUNCHING },
     { "console", 0, F_KEY, "job", "console", NULL, NULL, "auto|raw|lines",
       "worker output: raw bytes, or prefixed lines [auto]", LAUNCHING },
+    { "warm-restart", 0, F_KEY_YES, "restart", "warm", NULL, NULL, NULL,
+      "restarted ranks run in standby interpreters that imported torch before the failure", LAUNCHING },
     { "share-gpus", 0, F_KEY_YES, "gpus", "share", NULL, NULL, NULL,
       "more workers than GPUs: they share them, round-robin", LAUNCHING },
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },

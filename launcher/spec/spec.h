@@ -129,6 +129,8 @@ struct ddp_spec {
     int downsize_after;
     struct ddp_downsize downsize_to;
     long long shutdown_timeout_ms;
+    enum ddp_tristate restart_warm;  /* standby interpreters for restarts (standby.h) */
+    struct ddp_strv restart_preload; /* what they import */
     /* [timeout] (0 = off) */
     long long timeout_init_ms;
     long long timeout_stall_ms;

@@ -111,10 +111,8 @@ static const char sitecustomize[] =
     "        return None\n"
     "\n"
     "\n"
-    "def _ddplaunch_chain():\n"
-    "    import os, sys, importlib.machinery, importlib.util\n"
-    "    here = os.path.dirname(os.path.abspath(__file__))\n"
-    "    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]\n"
+    "def _ddplaunch_pythonpath(here):\n"
+    "    import os\n"
     "    was = os.environ.pop('DDPLAUNCH_PYTHONPATH', None)\n"
     "    now = os.environ.get('PYTHONPATH')\n"
     "    parts = now.split(os.pathsep) if now is not None else []\n"
@@ -133,6 +131,13 @@ static const char sitecustomize[] =
     "            os.environ['PYTHONPATH'] = os.pathsep.join(parts)\n"
     "        else:\n"
     "            os.environ.pop('PYTHONPATH', None)\n"
+    "\n"
+    "\n"
+    "def _ddplaunch_chain():\n"
+    "    import os, sys, importlib.machinery, importlib.util\n"
+    "    here = os.path.dirname(os.path.abspath(__file__))\n"
+    "    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]\n"
+    "    _ddplaunch_pythonpath(here)\n"
     "    spec = importlib.machinery.PathFinder.find_spec('sitecustomize', sys.path)\n"
     "    if spec is None or spec.loader is None:\n"
     "        return\n"
@@ -141,8 +146,11 @@ static const char sitecustomize[] =
     "    spec.loader.exec_module(mod)\n"
     "\n"
     "\n"
-    "_ddplaunch_stacks = _ddplaunch_register()\n"
-    "_ddplaunch_chain()\n";
+    "# a warm restart's standby interpreter (ddplaunch(1), WARM RESTART) runs this file under another name and\n"
+    "# calls the two functions above once it is given the rank's environment\n"
+    "if __name__ == 'sitecustomize':\n"
+    "    _ddplaunch_stacks = _ddplaunch_register()\n"
+    "    _ddplaunch_chain()\n";
 
 const char *ddp_sample_sitecustomize(void)
 {

@@ -38,10 +38,12 @@ VARIES = {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"}
 #  - TORCHELASTIC_ENABLE_FILE_TIMER / TIMER_FILE only when the file timer is on;
 #  - hang forensics (ddplaunch(1), DIFFERENCES FROM TORCHRUN): the fault handler and torch's flight recorder.
 #    and the live hang watch's on-demand flight-recorder dump (LIVE HANG WATCH);
+#  - NCCL_RAS_ADDR: each job's own NCCL RAS port, reserved host-wide, so two jobs on one host do not share
+#    NCCL's default localhost:28028 (ddplaunch(1), ENVIRONMENT and DIFFERENCES FROM TORCHRUN; issue 38);
 FORENSICS = {"PYTHONFAULTHANDLER", "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
              "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"}
 OURS_ONLY = lambda k: k.startswith("DDPLAUNCH_") or k in {"CUDA_DEVICE_ORDER", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-                                                             "TORCHELASTIC_SIGNALS_TO_HANDLE"} | FORENSICS
+                                                             "TORCHELASTIC_SIGNALS_TO_HANDLE", "NCCL_RAS_ADDR"} | FORENSICS
 TR_ONLY = {"NCCL_ASYNC_ERROR_HANDLING"}
 DIFFER = {"TORCHELASTIC_USE_AGENT_STORE"}
 bad = 0

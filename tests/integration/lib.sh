@@ -24,6 +24,12 @@ if [ -z "${DDPLAUNCH_JOB_MASTER_PORT+set}" ]; then
     export DDPLAUNCH_JOB_MASTER_PORT=auto:$_lo-$((_lo + 399))
 fi
 
+# DDP_WARM=1: every job of the test restarts warm ([restart] warm = yes, ddplaunch(1) WARM RESTART): CI runs the
+# restart, signal, output and torchrun-compatibility tests a second time so (make integration-warm).
+if [ "${DDP_WARM:-0}" = 1 ]; then
+    export DDPLAUNCH_RESTART_WARM=yes
+fi
+
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "$*"; exit 77; }
 # expect_eq WHAT GOT WANT

@@ -6,6 +6,7 @@
 #define DDP_TEST_FAKE_RUNNER_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "base/exit.h"
 #include "run/runner.h"
+#include "run/runner_internal.h"
 
 /* ---------------------------------------------------------------- the script */
 
@@ -274,6 +276,39 @@ void ddp_runner_close(struct ddp_runner *rn)
 {
     if (!uv_is_closing((uv_handle_t *)&rn->tick))
         uv_close((uv_handle_t *)&rn->tick, NULL);
+}
+
+/* Warm restart (standby.c links against these): no worker is ever offered a standby here. */
+void ddp_runner_set_adopt(struct ddp_runner *rn, ddp_runner_adopt_fn fn, void *arg)
+{
+    (void)rn;
+    (void)fn;
+    (void)arg;
+}
+
+int ddp_runner_open_pipes(const struct ddp_worker *w, int rp[2], int op[2], int ep[2], struct ddp_err *err)
+{
+    (void)w;
+    (void)rp;
+    (void)op;
+    (void)ep;
+    return ddp_errf(err, -ENOSYS, "fake runner: no pipes");
+}
+
+void ddp_runner_shim_argv(const struct ddp_runner *rn, const struct ddp_worker *w, const char *cgroup,
+                          const struct ddp_strv *prog, struct ddp_strv *args)
+{
+    (void)rn;
+    (void)w;
+    (void)cgroup;
+    (void)prog;
+    (void)args;
+}
+
+const char *ddp_runner_shim_file(const struct ddp_runner *rn)
+{
+    (void)rn;
+    return "/nonexistent";
 }
 
 #endif

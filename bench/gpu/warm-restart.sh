@@ -1,0 +1,17 @@
+#!/bin/bash
+# Warm restart proof on the GPU host (issue 41): warm-restart.sh [DIR]. DIR (default .devrt) holds the static
+# ddplaunch and the DDP tutorial (multigpu_torchrun.py, datautils.py from pytorch/examples). Writes under $OUT.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+D=$(cd "${1:-.devrt}" && pwd); DDP=$D/ddplaunch; HERE=$(cd "$(dirname "$0")" && pwd)
+{ python3 -c 'import torch,sys; print("torch", torch.__version__, sys.executable)'
+  for i in 1 2 3; do python3 -c 'import time; t=time.time(); import torch, torch.distributed; print("import torch, torch.distributed: %.2f s" % (time.time()-t))'; done
+  python3 -c 'import torch, torch.distributed, os; print("RSS after import:", [l for l in open("/proc/self/status") if l.startswith("VmRSS")][0].strip())'
+} > "$OUT/import.txt" 2>&1
+cat "$OUT/import.txt"
+# the hang restart: 3 gloo ranks, warm
+( cd "$D" && timeout 150 "$DDP" -v --nproc-per-node 3 --max-restarts 1 --warm-restart --set restart.backoff=0 \
+    --set gpus.select=none --set timeout.stall=8s --set timeout.heartbeat=file "$HERE/warm_hang.py" ) > "$OUT/hang.txt" 2>&1
+echo "hang restart: exit $?"; grep -E "warm|standby|attempt 1|done|timeout|stall" "$OUT/hang.txt" | tail -15
+timeout ${TUT_TIMEOUT:-280} python3 "$HERE/warm_restart.py" "$D" "$DDP" "$OUT/tutorial.jsonl" "${RUNS:-3}" ${NAMES:-}

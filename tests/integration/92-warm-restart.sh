@@ -1,0 +1,106 @@
+#!/bin/bash
+# Warm restart (issue 41): a restarted rank that starts in a standby interpreter sees what a fresh one sees
+# (os.environ, sys.argv, __file__, sys.path[0], cwd, signal dispositions and masks, isatty, the main thread,
+# its descriptors), prints its first line at least 0.5 s sooner than a cold restart of the same job (torch 1.13's
+# import takes about 1 s here), and a standby killed before the restart leaves its rank to a fresh start.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+have_torch || skip "SKIP: no torch"
+cp "$DDP_SRCDIR/tests/integration/warm_probe.py" "$TMP/probe.py"
+mkdir -p "$TMP/work/sub"
+run() { # run MODE [ddplaunch options...]: attempt 0's rank 0 dies by SIGKILL, attempt 1 runs
+    local mode=$1
+    shift
+    mkdir -p "$TMP/$mode"
+    (cd "$TMP/work/sub" && PROBE_OUT=$TMP/$mode $PY "$DDP_SRCDIR/tests/integration/warm_run.py" "$mode" "$TMP/$mode" \
+        "$TMP/$mode.json" -- "$DDP" -v --nproc-per-node 2 --max-restarts 1 --set restart.backoff=0 --rdzv-id warmtest \
+        "$@" ../../probe.py one "two words" --three)
+    expect_eq "$mode: exit status" "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["rc"])' "$TMP/$mode.json")" 0
+}
+run cold --set restart.warm=no
+run warm --warm-restart --log-dir "$TMP/logs"
+run fallback --warm-restart
+
+# the restart was warm for both ranks, and for rank 0 only when rank 1's standby had been killed
+expect_grep 'attempt 1: ranks 0,1 started warm' "$TMP/warm/launcher.txt"
+expect_grep 'attempt 1: rank 0 started warm \(standby interpreter\), 1 fresh' "$TMP/fallback/launcher.txt"
+grep -q 'started warm' "$TMP/cold/launcher.txt" && fail "cold: a rank started warm"
+sum=$(ls "$TMP"/logs/*/summary.json)
+$PY -c "import json,sys; w=json.load(open(sys.argv[1]))['warm_starts']; sys.exit(w != [{'attempt': 1, 'ranks': [0, 1]}])" \
+    "$sum" || fail "summary.json: warm_starts: $(grep -o '"warm_starts".*' "$sum" | head -c 200)"
+$PY "$DDP_SRCDIR/tests/integration/records_check.py" "$DDP_SRCDIR/man/ddplaunch.1" "$(dirname "$sum")" ||
+    fail "records do not match the documented schema"
+
+# identical starts: the run's own directories and port differ between runs (the warm one has a log_dir), nothing
+# else may
+$PY - "$TMP" <<'PYEOF' || fail "a warm start saw something a fresh start did not (above)"
+import json, sys
+tmp = sys.argv[1]
+def load(mode, r):
+    d = json.load(open("%s/%s/r%d_a1.json" % (tmp, mode, r)))
+    run = d["environ"]["DDPLAUNCH_ATTEMPT_DIR"].rsplit("/attempt_", 1)[0]
+    d["environ"]["MASTER_PORT"] = "PORT"
+    d["environ"].pop("PROBE_OUT")
+    private = d["environ"]["DDPLAUNCH_HEARTBEAT_FILE"].rsplit("/", 1)[0]  # the run dir, also with a log_dir
+    return json.loads(json.dumps(d).replace(run, "RUNDIR").replace(private, "RUNDIR"))
+bad = 0
+for mode in ("warm", "fallback"):
+    for r in (0, 1):
+        a, b = load("cold", r), load(mode, r)
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                bad += 1
+                if isinstance(a.get(k), dict):
+                    diff = {x: (a[k].get(x), b[k].get(x)) for x in set(a[k]) | set(b[k]) if a[k].get(x) != b[k].get(x)}
+                    print("rank %d %s: %s: cold vs %s: %s" % (r, mode, k, mode, diff))
+                else:
+                    print("rank %d %s: %s: cold %r, %s %r" % (r, mode, k, a.get(k), mode, b.get(k)))
+# the probe's view is the real one, not an empty one
+d = load("warm", 1)
+assert d["argv"] == ["../../probe.py", "one", "two words", "--three"], d["argv"]
+assert d["file"].endswith("/probe.py") and d["file"].startswith("/"), d["file"]
+assert d["name"] == "__main__" and d["environ"]["RANK"] == "1" and d["environ"]["TORCHELASTIC_RESTART_COUNT"] == "1"
+assert d["cwd"].endswith("/work/sub") and d["path0"] == tmp, (d["cwd"], d["path0"])
+sys.exit(1 if bad else 0)
+PYEOF
+
+# sooner: from the launcher's restart decision to each rank's first line of attempt 1
+$PY - "$TMP" <<'PYEOF' || fail "a warm restart's first line did not come 0.5 s sooner than a cold one's"
+import json, sys
+tmp = sys.argv[1]
+cold, warm = (json.load(open("%s/%s.json" % (tmp, m)))["first"] for m in ("cold", "warm"))
+print("restart decision to first line (s): cold %s, warm %s" % (cold, warm))
+sys.exit(0 if all(warm[r] + 0.5 <= cold[r] for r in ("0", "1")) else 1)
+PYEOF
+# Two agents (nodes 0 and 1 of a static job on this host), one rank each: rank 1 dies, node 0 restarts both
+# nodes, and each agent's own standby takes its rank.
+cat >"$TMP/mn.py" <<'PYEOF'
+import os, signal, time
+import torch.distributed as dist
+a, r = os.environ["TORCHELASTIC_RESTART_COUNT"], os.environ["RANK"]
+dist.init_process_group("gloo")
+if a == "0":
+    while not os.path.exists(os.environ["MN_GO"]):
+        time.sleep(0.05)
+    if r == "1":
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)
+dist.barrier()
+print("attempt", a, "rank", r, "done", flush=True)
+PYEOF
+hold_port port 2
+for n in 0 1; do
+    MN_GO=$TMP/mn.go "$DDP" --nnodes 2 --node-rank $n --master-addr 127.0.0.1 --master-port "$port" --nproc-per-node 1 \
+        --max-restarts 1 --set restart.backoff=0 --warm-restart "$TMP/mn.py" >"$TMP/mn$n.out" 2>"$TMP/mn$n.err" &
+    eval "mn$n=\$!"
+done
+for _ in $(seq 1200); do
+    [ "$(cat "$TMP"/mn0.err "$TMP"/mn1.err | grep -c 'standby interpreter ready')" = 2 ] && break
+    sleep 0.05
+done
+touch "$TMP/mn.go"
+wait "$mn0" || { cat "$TMP/mn0.err"; fail "node 0 failed"; }
+wait "$mn1" || { cat "$TMP/mn1.err"; fail "node 1 failed"; }
+expect_grep 'attempt 1: rank 0 started warm' "$TMP/mn0.err"
+expect_grep 'attempt 1: rank 1 started warm' "$TMP/mn1.err"
+expect_grep 'attempt 1 rank 1 done' "$TMP/mn1.out"
+echo "PASS"
