@@ -336,6 +336,8 @@ void ddp_buf_printf(struct ddp_buf *b, const char *fmt, ...)
     free(s);
 }
 
+static size_t utf8_len(const unsigned char *p, unsigned *cp);
+
 void ddp_buf_json_str(struct ddp_buf *b, const char *s)
 {
     if (!s) {
@@ -361,10 +363,19 @@ void ddp_buf_json_str(struct ddp_buf *b, const char *s)
             ddp_buf_puts(b, "\\r");
             break;
         default:
-            if (*p < 0x20)
+            if (*p < 0x20) {
                 ddp_buf_printf(b, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 ddp_buf_add(b, (const char *)p, 1);
+            } else { /* valid UTF-8 as it is; a byte that is not part of it as U+FFFD: the JSON stays valid */
+                unsigned c = 0;
+                size_t n = utf8_len(p, &c);
+                if (n == 0)
+                    ddp_buf_puts(b, "\\ufffd");
+                else
+                    ddp_buf_add(b, (const char *)p, n);
+                p += n ? n - 1 : 0;
+            }
         }
     }
     ddp_buf_add(b, "\"", 1);
@@ -442,6 +453,31 @@ char *ddp_printable(char *s)
         p += n;
     }
     return s;
+}
+
+size_t ddp_utf8_cut(const char *s, size_t max)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t at = 0;
+    while (p && p[at]) {
+        unsigned c = 0;
+        size_t n = utf8_len(p + at, &c);
+        n = n ? n : 1;
+        if (at + n > max)
+            break;
+        at += n;
+    }
+    return at;
+}
+
+char *ddp_text_copy(char *dst, size_t size, const char *src)
+{
+    if (size == 0)
+        return dst;
+    size_t n = ddp_utf8_cut(src ? src : "", size - 1);
+    memmove(dst, src ? src : "", n);
+    dst[n] = '\0';
+    return ddp_printable(dst);
 }
 
 int ddp_open_regular(int dirfd, const char *path)

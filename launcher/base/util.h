@@ -80,6 +80,13 @@ const char *ddp_line_next(const char *text, char *buf, size_t size);
  * becomes '?' per byte, so that escape sequences and reordering in a job name or a process name are shown,
  * not obeyed. The length never changes. Returns s. */
 char *ddp_printable(char *s);
+/* The length of s's first bytes, at most max, that end on a character boundary: a cut there never splits a
+ * UTF-8 sequence (bytes that are not valid UTF-8 count one each). Pure. */
+size_t ddp_utf8_cut(const char *s, size_t max);
+/* The one copy of text from others into a buffer: src (NULL: "") cut to size - 1 bytes on a character boundary
+ * (ddp_utf8_cut), then ddp_printable. The result is valid UTF-8 with no control character, NUL-terminated
+ * (size > 0). Returns dst. */
+char *ddp_text_copy(char *dst, size_t size, const char *src);
 
 /* Open files the launcher needs for nproc workers, every descriptor it holds counted: 8 per worker (its stdout
  * and stderr pipes or terminals and the shim's report pipe, stdout.log, stderr.log and timed.log under log_dir,

@@ -18,7 +18,8 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
     }
     ddp_buf_puts(&bad, "");
     ddp_buf_puts(&info, "");
-    int ecc_on = 0, ecc_known = 0, pers_off = 0, remap_known = 0, mig_known = 0;
+    int ecc_on = 0, ecc_known = 0, pers_off = 0, remap_known = 0, mig_known = 0, recovery_known = 0, pcie_known = 0;
+    int gen = 0, gen_max = 0, width = 0, width_max = 0; /* the slowest link's */
     for (size_t i = 0; i < g->npicked; i++) {
         const struct ddp_check_gpu *x = &g->all[g->picked[i]];
         const struct ddp_nvml_health *h = &x->health;
@@ -31,9 +32,26 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
         pers_off += h->persistence == 0;
         mig_known += h->mig >= 0;
         remap_known += h->remap_failure >= 0;
-        if (h->remap_failure > 0 || h->ecc_uncorrected > 0) {
+        recovery_known += h->recovery >= 0;
+        if (h->remap_failure > 0 || h->ecc_uncorrected > 0 || h->recovery > 0) {
             st = DDP_CHECK_FAIL;
-            todo = "leave the GPU out ([gpus] exclude) and have it reset or serviced";
+            todo = h->recovery == DDP_NVML_RECOVERY_NODE_REBOOT
+                       ? "reboot the node (NVML's recovery action); until then leave the GPU out ([gpus] exclude)"
+                       : "leave the GPU out ([gpus] exclude) and have it reset or serviced";
+        }
+        if (h->pcie_gen > 0 && h->pcie_gen_max > 0 && h->pcie_width > 0 && h->pcie_width_max > 0) {
+            if (!pcie_known++ || h->pcie_width * h->pcie_gen < width * gen)
+                gen = h->pcie_gen, gen_max = h->pcie_gen_max, width = h->pcie_width, width_max = h->pcie_width_max;
+            if (h->pcie_width < h->pcie_width_max) { /* lanes do not train down when idle: a degraded link */
+                if (st < DDP_CHECK_WARN)
+                    st = DDP_CHECK_WARN, todo = "reseat the GPU or check its riser and slot (lspci -vv: LnkSta)";
+                ddp_buf_printf(&bad, "%s%s: PCIe link x%d of x%d (gen %d of %d): every host transfer is slower",
+                               bad.len ? "; " : "", x->busid, h->pcie_width, h->pcie_width_max, h->pcie_gen,
+                               h->pcie_gen_max);
+            } else if (h->pcie_gen < h->pcie_gen_max) {
+                ddp_buf_printf(&info, "; %s: PCIe gen %d of %d now (an idle GPU may train down; compare under load)",
+                               x->busid, h->pcie_gen, h->pcie_gen_max);
+            }
         }
         if (*ddp_nvml_health_fault(h, fault, sizeof fault)) {
             if (st < DDP_CHECK_WARN)
@@ -70,10 +88,15 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
         char ecc[64] = "ECC not reported";
         if (ecc_known)
             snprintf(ecc, sizeof ecc, "ECC on %d of %d, no uncorrectable errors", ecc_on, ecc_known);
-        ddp_check_add(r, DDP_CHECK_OK, "gpu-health", NULL, "%zu GPU%s: %s, %s, %s, clocks not slowed%s%s", n,
+        char pcie[96] = "PCIe link not reported";
+        if (pcie_known)
+            snprintf(pcie, sizeof pcie, "PCIe link gen %d of %d, x%d of x%d%s", gen, gen_max, width, width_max,
+                     pcie_known > 1 ? " (the slowest)" : "");
+        ddp_check_add(r, DDP_CHECK_OK, "gpu-health", NULL, "%zu GPU%s: %s, %s, %s, clocks not slowed, %s, %s%s%s", n,
                       n == 1 ? "" : "s", ecc,
                       remap_known ? "no row remapping failed or pending" : "row remapping not reported",
                       mig_known ? "MIG off" : "MIG not reported",
+                      recovery_known ? "recovery action none" : "recovery action not reported", pcie,
                       pers_off ? ", persistence mode off (each job's first CUDA call is slower; nvidia-smi -pm 1)" : "",
                       info.data);
     }

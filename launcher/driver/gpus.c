@@ -218,8 +218,16 @@ struct ddp_gpus_read *ddp_gpus_check_start(uv_loop_t *loop, const struct ddp_top
 bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *buf, size_t size)
 {
     const struct ddp_nvml_gpu *g = nv ? ddp_nvml_find(nv, busid) : NULL;
+    if (!g && nv && nv->found) { /* it was there at launch: a GPU that fell off the bus is no longer listed */
+        snprintf(buf, size, "NVML no longer lists it (lost: fallen off the bus or reset)");
+        return true;
+    }
     if (!g)
         return false;
+    if (g->lost) {
+        snprintf(buf, size, "NVML says the GPU is lost (GPU_IS_LOST: fallen off the bus)");
+        return true;
+    }
     char fault[256];
     if (*ddp_nvml_health_fault(&g->health, fault, sizeof fault)) {
         snprintf(buf, size, "%s", fault);

@@ -741,6 +741,7 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
             l->holders[g] = ddp_xstrdup("not leased by this job");
     }
     l->ctx.gpu_holders = (const char *const *)l->holders;
+    l->ctx.lease_dir = ddp_rundir_lock_dir(envp);
     ddp_strv_clear(&chosen);
     return 0;
 }

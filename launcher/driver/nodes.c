@@ -9,6 +9,7 @@
 
 #include "base/exit.h"
 #include "nodes/layout.h"
+#include "records/jsonlog.h"
 
 struct ddp_nodes {
     const struct ddp_plan_ctx *ctx;
@@ -107,7 +108,7 @@ static bool leader_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, 
         free(n->hosts[ev->node]);
         n->hosts[ev->node] = ddp_xstrdup(ev->host);
         n->nodes[ev->node] = (struct ddp_layout_node){true, ev->nproc, n->hosts[ev->node]};
-        ddp_records_event(n->rec, "node_join", json_pack("{s:i}", "node", ev->node));
+        ddp_records_event(n->rec, "node_join", ddp_jsonlog_pack("{s:i}", "node", ev->node));
         ddp_info("node %d joined from %s with %d worker%s (%d of %d nodes up)%s", ev->node, ev->host, ev->nproc,
                  ev->nproc == 1 ? "" : "s", 1 + ddp_coord_joined(n->coord), nn,
                  v->agent == DDP_AS_JOINING ? "" : "; it takes part from the next restart");
@@ -119,7 +120,7 @@ static bool leader_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, 
             return false;
         n->nodes[ev->node].up = false;
         snprintf(why, why_size, "node %d lost: %s", ev->node, ev->reason);
-        ddp_records_event(n->rec, "node_lost", json_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
+        ddp_records_event(n->rec, "node_lost", ddp_jsonlog_pack("{s:i, s:s}", "node", ev->node, "reason", ev->reason));
         ddp_error("%s", why);
         ae->kind = DDP_AE_NODE_LOST;
         ae->status = DDP_EXIT_LAUNCHER;

@@ -24,7 +24,9 @@
 #include "driver/policy.h"
 #include "driver/signals.h"
 #include "host/cgroup.h"
+#include "host/lease.h"
 #include "host/logdir.h"
+#include "records/jsonlog.h"
 #include "records/records.h"
 #include "records/report.h"
 #include "run/plan.h"
@@ -66,6 +68,13 @@ struct sup {
     bool launcher_failed; /* exit 1 whatever the policy says */
     int *exclude;         /* GPUs of stalled ranks, left out of the next attempt */
     size_t nexclude;
+    int *faulted;       /* GPUs left out for their own faults (left_out): never given back */
+    char **faulted_why; /* [nfaulted] why */
+    size_t nfaulted;
+    bool *gpu_ran;             /* per topology GPU: an attempt of this job has run on it (the job holds it) */
+    const char **holders;      /* actx.gpu_holders, ours: a GPU leased for a restart becomes this job's (NULL) */
+    struct ddp_lease **leases; /* [nleases] GPUs leased for restarts, in place of failed ones */
+    size_t nleases;
     char *timeout_reason; /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
     const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
@@ -250,11 +259,16 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     struct ddp_attempt plan = {0};
     struct ddp_runner_attempt *r;
     int rc = ddp_plan_build(&s->actx, attempt, nproc, s->exclude, s->nexclude, &plan, s->err);
-    if (rc < 0 && s->nexclude > 0) {
+    if (rc < 0 && s->nexclude > s->nfaulted) { /* a GPU's own fault stays out; a stalled rank's GPU may return */
         ddp_warn("attempt %d: %s; trying again without leaving out the GPUs of the stalled ranks", attempt,
                  s->err->msg);
-        rc = ddp_plan_build(&s->actx, attempt, nproc, NULL, 0, &plan, s->err);
+        ddp_attempt_free(&plan);
+        plan = (struct ddp_attempt){0};
+        rc = ddp_plan_build(&s->actx, attempt, nproc, s->faulted, s->nfaulted, &plan, s->err);
     }
+    for (size_t i = 0; rc == 0 && s->gpu_ran && i < plan.nworkers; i++)
+        if (plan.workers[i].gpu >= 0 && (size_t)plan.workers[i].gpu < ddp_topo_ngpus(s->ctx->topo))
+            s->gpu_ran[plan.workers[i].gpu] = true;
     if (rc == 0 && s->ctx->logdir)
         rc = ddp_logdir_attempt(s->ctx->logdir, attempt, nproc, s->err);
     if (rc < 0) {
@@ -530,6 +544,7 @@ static void capture_decided(void *arg)
 static bool gpu_recheck_start(struct sup *s, const struct ddp_policy_action *a);
 static void gpu_recheck(struct sup *s, struct ddp_policy_action *a, const struct ddp_nvml *nv);
 static void apply_now(struct sup *s, const struct ddp_policy_action *act);
+static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a);
 
 /* The stop's grace passed with workers still running: one line naming them and the signal they outlived, before
  * SIGKILL (issue 43: the escalation was silent after a Ctrl-C). False when no worker runs (leftover processes
@@ -567,7 +582,8 @@ static void apply(struct sup *s, const struct ddp_policy_action *act)
 static void apply_now(struct sup *s, const struct ddp_policy_action *act)
 {
     int attempt = cur_attempt(s);
-    const struct ddp_policy_action *a = act;
+    struct ddp_policy_action next = *act; /* fit_to_gpus_left may change a START */
+    const struct ddp_policy_action *a = &next;
     if (a->flags & DDP_ACT_TERM_ALL)
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
@@ -596,6 +612,8 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
         s->pending = *a;
         uv_timer_start(&s->backoff, on_backoff, (uint64_t)(a->delay_ms > 0 ? a->delay_ms : 0), 0);
     }
+    if (next.flags & DDP_ACT_START)
+        fit_to_gpus_left(s, &next); /* a GPU fault that came during the backoff */
     if (a->flags & DDP_ACT_START) {
         ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
         int rc;
@@ -647,6 +665,12 @@ static int rank_on_gpu(const struct sup *s, int gpu)
     return -1;
 }
 
+/* Whether the job holds GPU gpu: an attempt of it ran there (between attempts too). */
+static bool job_holds(const struct sup *s, int gpu)
+{
+    return gpu >= 0 && s->gpu_ran && (size_t)gpu < ddp_topo_ngpus(s->ctx->topo) && s->gpu_ran[gpu];
+}
+
 static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
 {
     bool known = false;
@@ -655,6 +679,10 @@ static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
     if (known)
         return;
     exclude_gpu(s, gpu);
+    s->faulted = ddp_xrealloc(s->faulted, (s->nfaulted + 1) * sizeof *s->faulted);
+    s->faulted_why = ddp_xrealloc(s->faulted_why, (s->nfaulted + 1) * sizeof *s->faulted_why);
+    s->faulted[s->nfaulted] = gpu;
+    s->faulted_why[s->nfaulted++] = ddp_xasprintf("GPU %d (%s): %s", gpu, busid ? busid : "?", why);
     s->gpu_left_out = true;
     char *text = ddp_xasprintf("GPU %d (%s) is left out of a restart: %s", gpu, busid ? busid : "?", why);
     ddp_warn("%s", text);
@@ -668,11 +696,20 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
 {
     struct sup *s = arg;
     int rank = rank_on_gpu(s, ev->gpu);
-    if (rank < 0) {
-        ddp_debug("GPU %d (%s), not used by this attempt: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
+    if (rank < 0 && !job_holds(s, ev->gpu)) {
+        ddp_debug("GPU %d (%s), not held by this job: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
         return;
     }
-    char *text = ddp_xasprintf("GPU %d (%s) of rank %d: %s", ev->gpu, ev->busid ? ev->busid : "?", rank, ev->text);
+    char again[96] = "";
+    if (ev->repeats)
+        snprintf(again, sizeof again, " (%llu more time%s in the last minute)", ev->repeats,
+                 ev->repeats == 1 ? "" : "s");
+    char of[40] = "of this job, between attempts";
+    if (rank < 0 && s->pol.state == DDP_PS_RUNNING) /* left out, or beyond a downsized attempt */
+        snprintf(of, sizeof of, "of this job, no rank on it now");
+    else if (rank >= 0)
+        snprintf(of, sizeof of, "of rank %d", rank);
+    char *text = ddp_xasprintf("GPU %d (%s) %s: %s%s", ev->gpu, ev->busid ? ev->busid : "?", of, ev->text, again);
     if (ev->fault || ev->type == DDP_NVML_EV_CLOCK)
         ddp_warn("attempt %d: %s", cur_attempt(s), text);
     else
@@ -682,9 +719,10 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
                        : ev->type == DDP_NVML_EV_CLOCK   ? "clocks"
                                                          : "other";
     ddp_records_event(s->rec, "gpu_event",
-                      json_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:s}", "attempt", cur_attempt(s), "gpu", ev->gpu,
-                                "busid", ev->busid, "rank", rank, "kind", kind, "data", (json_int_t)ev->data, "fault",
-                                ev->fault, "text", text));
+                      ddp_jsonlog_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:I, s:s}", "attempt", cur_attempt(s),
+                                       "gpu", ev->gpu, "busid", ev->busid, "rank", rank, "kind", kind, "data",
+                                       (json_int_t)ev->data, "fault", ev->fault, "repeats", (json_int_t)ev->repeats,
+                                       "text", text));
     if (ev->fault) {
         ddp_records_gpu_fault(s->rec, ev->gpu, ev->busid, ev->text);
         left_out(s, ev->gpu, ev->busid, ev->text);
@@ -731,18 +769,15 @@ static void gpu_recheck_answered(void *arg, const struct ddp_nvml *nv)
     apply_now(s, &next);
 }
 
-/* Before a restart: NVML's state now (nv; NULL: not read) for the attempt's GPUs; one that became unfit (gpus.h)
- * is left out. When GPUs were left out for their own faults (here or by an event), the next attempt is fitted to
- * the GPUs left, downsizing as for a hung rank's GPU (one node only; not below one worker). */
+/* Before a restart: NVML's state now (nv; NULL: not read) for the GPUs the job holds; one that became unfit
+ * (gpus.h) is left out; then the next attempt is fitted to the GPUs left (fit_to_gpus_left). */
 static void gpu_recheck(struct sup *s, struct ddp_policy_action *a, const struct ddp_nvml *nv)
 {
-    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     const struct ddp_topo *topo = s->ctx->topo;
-    for (size_t i = 0; r && nv && nv->found && i < r->plan.nworkers; i++) {
-        int g = r->plan.workers[i].gpu;
-        const char *busid = r->plan.workers[i].gpu_busid;
+    for (size_t g = 0; nv && nv->found && g < ddp_topo_ngpus(topo); g++) { /* every GPU the job holds */
+        const char *busid = ddp_topo_gpu_busid(topo, g);
         char why[512];
-        if (g < 0 || !busid)
+        if (!job_holds(s, (int)g) || !busid)
             continue;
         const char *held = s->held ? s->held[g] : s->ctx->gpu_held ? s->ctx->gpu_held[g] : NULL;
         if (ddp_gpus_unfit(nv, busid, held, why, sizeof why))
@@ -753,14 +788,69 @@ static void gpu_recheck(struct sup *s, struct ddp_policy_action *a, const struct
             ddp_records_gpu_held(s->rec, g, ddp_nvml_proc_describe(p, who, sizeof who));
         }
     }
+    fit_to_gpus_left(s, a);
+}
+
+/* Lease one more GPU for the job: a free one (no other job's lease) that the placement req would take (usable
+ * GPUs now), not left out, with no process holding memory there at launch. true when one was leased (its holder
+ * entry becomes this job's), false when none. */
+static bool lease_spare(struct sup *s, const struct ddp_place_req *req, int usable)
+{
+    const struct ddp_topo *topo = s->ctx->topo;
+    if (!s->ctx->lease_dir || !s->holders)
+        return false;
+    for (size_t g = 0; g < ddp_topo_ngpus(topo); g++) {
+        bool out = false;
+        for (size_t i = 0; i < s->nexclude; i++)
+            out |= s->exclude[i] == (int)g;
+        if (!s->holders[g] || out || (s->ctx->gpu_held && s->ctx->gpu_held[g]))
+            continue;
+        const char *busid = ddp_topo_gpu_busid(topo, g), *was = s->holders[g];
+        struct ddp_lease *l = NULL;
+        struct ddp_err e = {0};
+        s->holders[g] = NULL; /* would the job's placement take it ([gpus] select, exclude)? */
+        bool takes = ddp_place_count_usable(topo, req) > usable;
+        if (!takes || ddp_lease_take(s->ctx->lease_dir, &busid, 1, s->spec->name, &l, &e) < 0) {
+            if (takes)
+                ddp_debug("GPU %zu (%s): not leased for the restart: %s", g, busid, e.msg);
+            s->holders[g] = was;
+            continue;
+        }
+        s->leases = ddp_xrealloc(s->leases, (s->nleases + 1) * sizeof *s->leases);
+        s->leases[s->nleases++] = l;
+        ddp_warn("GPU %zu (%s) is leased for the restart, in place of the GPUs left out", g, busid);
+        return true;
+    }
+    return false;
+}
+
+/* GPUs were left out for their own faults (the restart check, or an event, also during the backoff): the next
+ * attempt a is fitted to the GPUs left, downsizing as for a hung rank's GPU (one node only; not below one
+ * worker); with none left the job ends, saying why, instead of restarting on a GPU that failed. */
+static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
+{
+    const struct ddp_topo *topo = s->ctx->topo;
     if (!s->gpu_left_out || s->role != ROLE_SINGLE || s->spec->gpus_share)
         return;
     s->gpu_left_out = false;
     struct ddp_place_req req;
-    ddp_plan_place_req(s->ctx, a->nproc, &req);
+    ddp_plan_place_req(&s->actx, a->nproc, &req);
     req.exclude_idx = s->exclude;
     req.nexclude_idx = s->nexclude;
     int usable = req.want_gpus ? ddp_place_count_usable(topo, &req) : a->nproc;
+    while (req.want_gpus && usable < a->nproc && lease_spare(s, &req, usable)) /* a free GPU for a failed one */
+        usable = ddp_place_count_usable(topo, &req);
+    if (usable < 1 && s->nfaulted > 0) { /* no restart on a GPU that failed: the job ends, saying why */
+        struct ddp_buf b = {0};
+        ddp_buf_printf(&b, "no usable GPU left%s: ", s->ctx->gpu_holders ? " among the GPUs this job may use" : "");
+        for (size_t i = 0; i < s->nfaulted; i++)
+            ddp_buf_printf(&b, "%s%s", i ? "; " : "", s->faulted_why[i]);
+        snprintf(a->why, sizeof a->why, "%s", b.data);
+        ddp_buf_free(&b);
+        a->flags = (a->flags & ~(unsigned)(DDP_ACT_ARM_BACKOFF | DDP_ACT_START)) | DDP_ACT_EXIT;
+        a->exit_status = s->pol.stop_status > 0 ? s->pol.stop_status : DDP_EXIT_LAUNCHER;
+        return;
+    }
     if (usable >= 1 && usable < a->nproc) {
         char why[sizeof a->why];
         snprintf(why, sizeof why, "downsizing %d -> %d workers (GPUs left out for their faults)", a->nproc, usable);
@@ -933,6 +1023,12 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->spec = ctx->spec;
     s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
+    s->gpu_ran = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->gpu_ran);
+    if (ctx->gpu_holders) { /* ours to change: a GPU leased for a restart */
+        s->holders = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->holders);
+        memcpy(s->holders, ctx->gpu_holders, ddp_topo_ngpus(ctx->topo) * sizeof *s->holders);
+        s->actx.gpu_holders = s->holders;
+    }
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
@@ -1009,6 +1105,15 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     ddp_nodes_free(s->nodes);
     free(s->sigs);
     free(s->exclude);
+    free(s->faulted);
+    for (size_t i = 0; i < s->nfaulted; i++)
+        free(s->faulted_why[i]);
+    free(s->faulted_why);
+    free(s->gpu_ran);
+    free(s->holders);
+    for (size_t i = 0; i < s->nleases; i++)
+        ddp_lease_release(s->leases[i]);
+    free(s->leases);
     ddp_gpus_held_free(s->held, ddp_topo_ngpus(ctx->topo));
     free(s->cgroup_base);
     free(s->timeout_reason);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -255,6 +256,83 @@ json_t *ddp_jsonlog_text(const char *s)
     json_t *j = json_stringn(b.data ? b.data : "", b.len);
     ddp_buf_free(&b);
     return j;
+}
+
+static json_t *pack_value(const char **f, va_list *ap);
+
+static void pack_skip(const char **f)
+{
+    while (**f == ' ' || **f == ',' || **f == ':')
+        (*f)++;
+}
+
+static _Noreturn void pack_bad(const char *f)
+{
+    fprintf(stderr, "ddplaunch: internal error: ddp_jsonlog_pack format at '%s'\n", f);
+    abort();
+}
+
+/* The value (or container) that starts at *f, its arguments taken from ap; *f moves past it. */
+static json_t *pack_value(const char **f, va_list *ap)
+{
+    pack_skip(f);
+    char c = *(*f)++;
+    json_t *v;
+    switch (c) {
+    case '{':
+    case '[':
+        v = c == '{' ? json_object() : json_array();
+        for (pack_skip(f); **f != (c == '{' ? '}' : ']'); pack_skip(f)) {
+            if (!**f)
+                pack_bad(*f);
+            if (c == '[') {
+                json_array_append_new(v, pack_value(f, ap));
+                continue;
+            }
+            if (*(*f)++ != 's')
+                pack_bad(*f - 1);
+            const char *key = va_arg(*ap, const char *);
+            json_t *x = pack_value(f, ap);
+            json_object_set_new(v, key, x);
+        }
+        (*f)++;
+        return v;
+    case 's':
+        if (**f == '?')
+            (*f)++;
+        return ddp_jsonlog_text(va_arg(*ap, const char *));
+    case 'i':
+        return json_integer(va_arg(*ap, int));
+    case 'I':
+        return json_integer(va_arg(*ap, json_int_t));
+    case 'b':
+        return json_boolean(va_arg(*ap, int));
+    case 'f':
+        return json_real(va_arg(*ap, double));
+    case 'n':
+        return json_null();
+    case 'o':
+    case 'O':
+        if (**f == '?')
+            (*f)++;
+        v = va_arg(*ap, json_t *);
+        return !v ? json_null() : c == 'O' ? json_incref(v) : v;
+    default:
+        pack_bad(*f - 1);
+    }
+}
+
+json_t *ddp_jsonlog_pack(const char *fmt, ...)
+{
+    va_list ap;
+    const char *f = fmt;
+    va_start(ap, fmt);
+    json_t *v = pack_value(&f, &ap);
+    va_end(ap);
+    pack_skip(&f);
+    if (*f)
+        pack_bad(f);
+    return v;
 }
 
 const char *ddp_jsonlog_dir(const struct ddp_jsonlog *r)

@@ -47,6 +47,13 @@ int ddp_jsonlog_summary(struct ddp_jsonlog *r, json_t *summary);
  * json_string() returns NULL for such text, and a NULL value silently drops its key from an object. */
 json_t *ddp_jsonlog_text(const char *s);
 
+/* The one writer of a record's fields: json_pack's format ("{s:i, s:s?, s:o, s:[]}": objects and arrays of i int,
+ * I json_int_t, b bool, f double, n null, s and s? text (NULL is null), o (taken; NULL is null), O (borrowed), []
+ * and {} empty) with every text through ddp_jsonlog_text, so that text that is not valid UTF-8 becomes U+FFFD in
+ * its field instead of making json_pack fail and the whole record lose its fields. Never NULL; a format outside
+ * that grammar is a programming error (abort). Caller owns. */
+json_t *ddp_jsonlog_pack(const char *fmt, ...);
+
 /* The path given to ddp_jsonlog_open (borrowed), or NULL for r == NULL. */
 const char *ddp_jsonlog_dir(const struct ddp_jsonlog *r);
 

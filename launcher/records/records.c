@@ -172,17 +172,18 @@ static void job_start(struct ddp_records *r)
 {
     const struct ddp_spec *sp = r->spec;
     const struct ddp_plan_ctx *ctx = r->ctx;
-    json_t *plan =
-        json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:I}", "max_restarts", sp->max_restarts, "on_failure",
-                  sp->on_failure == DDP_ONFAIL_FAIL ? "fail" : "restart", "on_timeout", on_timeout_name(sp->on_timeout),
-                  "timeout_init_ms", ms_or_null(sp->timeout_init_ms), "timeout_stall_ms",
-                  ms_or_null(sp->timeout_stall_ms), "timeout_wall_ms", ms_or_null(sp->timeout_wall_ms), "heartbeat",
-                  heartbeat_name(sp->heartbeat), "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
+    json_t *plan = ddp_jsonlog_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:I}", "max_restarts", sp->max_restarts,
+                                    "on_failure", sp->on_failure == DDP_ONFAIL_FAIL ? "fail" : "restart", "on_timeout",
+                                    on_timeout_name(sp->on_timeout), "timeout_init_ms", ms_or_null(sp->timeout_init_ms),
+                                    "timeout_stall_ms", ms_or_null(sp->timeout_stall_ms), "timeout_wall_ms",
+                                    ms_or_null(sp->timeout_wall_ms), "heartbeat", heartbeat_name(sp->heartbeat),
+                                    "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
     ddp_jsonlog_event(r->rec, "job_start",
-                      json_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name, "host",
-                                ctx->hostname, "run_id", ctx->run_id, "pid", (int)getpid(), "nnodes", ctx->nnodes,
-                                "node_rank", ctx->node_rank, "nproc", ctx->nproc, "master_addr", ctx->master_addr,
-                                "master_port", ctx->master_port, "log_dir", ddp_jsonlog_dir(r->rec), "plan", plan));
+                      ddp_jsonlog_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name,
+                                       "host", ctx->hostname, "run_id", ctx->run_id, "pid", (int)getpid(), "nnodes",
+                                       ctx->nnodes, "node_rank", ctx->node_rank, "nproc", ctx->nproc, "master_addr",
+                                       ctx->master_addr, "master_port", ctx->master_port, "log_dir",
+                                       ddp_jsonlog_dir(r->rec), "plan", plan));
 }
 
 struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out)
@@ -207,10 +208,10 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
         job_start(r);
     }
     struct ddp_err perr = {0};
-    json_t *st = json_pack("{s:i, s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:i, s:s?, s:[]}", "v", 1, "job", r->spec->name,
-                           "host", ctx->hostname, "start", r->job_start_iso, "start_unix", (json_int_t)time(NULL),
-                           "master_port", ctx->master_port, "attempt", 0, "nproc", ctx->nproc, "ranks_alive", 0,
-                           "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
+    json_t *st = ddp_jsonlog_pack("{s:i, s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:i, s:s?, s:[]}", "v", 1, "job",
+                                  r->spec->name, "host", ctx->hostname, "start", r->job_start_iso, "start_unix",
+                                  (json_int_t)time(NULL), "master_port", ctx->master_port, "attempt", 0, "nproc",
+                                  ctx->nproc, "ranks_alive", 0, "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
     if (ddp_jobs_publish(ddp_rundir_lock_dir(ctx->base_env), st, &r->ps, &perr) < 0)
         ddp_debug("not listed in ddplaunch ps: %s", perr.msg);
     json_decref(st);
@@ -284,29 +285,30 @@ static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt
     r->nattempts++;
     for (size_t i = 0; i < run->nw; i++) {
         const struct ddp_runner_worker *k = &run->w[i];
-        json_array_append_new(workers, json_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b, s:b}", "rank", k->w->rank,
-                                                 "local_rank", k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu,
-                                                 "gpu_busid", k->w->gpu_busid, "numa_node", k->w->numa_node, "cpus",
-                                                 k->w->cpus, "started", k->pgid > 0, "warm", k->warm));
+        json_array_append_new(workers,
+                              ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b, s:b}", "rank", k->w->rank,
+                                               "local_rank", k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu,
+                                               "gpu_busid", k->w->gpu_busid, "numa_node", k->w->numa_node, "cpus",
+                                               k->w->cpus, "started", k->pgid > 0, "warm", k->warm));
         if (k->warm)
             json_array_append_new(warm, json_integer(k->w->rank));
         if (k->w->gpu_busid)
             json_array_append_new(gpus, json_string(k->w->gpu_busid));
     }
     if (json_array_size(warm))
-        json_array_append_new(r->warm, json_pack("{s:i, s:O}", "attempt", a->attempt, "ranks", warm));
+        json_array_append_new(r->warm, ddp_jsonlog_pack("{s:i, s:O}", "attempt", a->attempt, "ranks", warm));
     json_decref(warm);
     if (run->nw)
         for (size_t i = 0; i < run->w[0].w->argv.n; i++)
             json_array_append_new(argv, ddp_jsonlog_text(run->w[0].w->argv.v[i]));
     ddp_jsonlog_fill(r->rec, "attempt_start",
-                     json_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc", a->nproc,
-                               "world_size", a->world_size, "master_port", a->master_port, "dir",
-                               ddp_jsonlog_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers",
-                               workers));
-    ps_update(r, json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size,
-                           "nproc", (int)run->nw, "ranks_alive", (int)(run->nw - run->nexited), "master_port",
-                           a->master_port, "gpus", gpus));
+                     ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc",
+                                      a->nproc, "world_size", a->world_size, "master_port", a->master_port, "dir",
+                                      ddp_jsonlog_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers",
+                                      workers));
+    ps_update(r, ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size,
+                                  "nproc", (int)run->nw, "ranks_alive", (int)(run->nw - run->nexited), "master_port",
+                                  a->master_port, "gpus", gpus));
 }
 
 static const char *worker_class(const struct ddp_records *r, const struct ddp_runner_worker *k, char *buf, size_t n)
@@ -333,21 +335,21 @@ void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_work
     char cbuf[32];
     ddp_records_attempt_flush(r, k->run); /* k no longer holds it back */
     ddp_jsonlog_event(r->rec, "worker_exit",
-                      json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt, "rank",
-                                k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
-                                k->signo ? json_null() : json_integer(k->status), "signal",
-                                k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
-                                worker_class(r, k, cbuf, sizeof(cbuf)), "ran_ms",
-                                (json_int_t)(k->end_ms - k->start_ms)));
-    ps_update(r, json_pack("{s:i}", "ranks_alive", (int)(k->run->nw - k->run->nexited)));
+                      ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt,
+                                       "rank", k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
+                                       k->signo ? json_null() : json_integer(k->status), "signal",
+                                       k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
+                                       worker_class(r, k, cbuf, sizeof(cbuf)), "ran_ms",
+                                       (json_int_t)(k->end_ms - k->start_ms)));
+    ps_update(r, ddp_jsonlog_pack("{s:i}", "ranks_alive", (int)(k->run->nw - k->run->nexited)));
 }
 
 void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_runner_worker *k,
                          const char *why)
 {
     ddp_jsonlog_event(r->rec, "timeout",
-                      json_pack("{s:i, s:s, s:o, s:o}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
-                                k ? json_integer(k->w->rank) : json_null(), "reason", ddp_jsonlog_text(why)));
+                      ddp_jsonlog_pack("{s:i, s:s, s:o, s:o}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
+                                       k ? json_integer(k->w->rank) : json_null(), "reason", ddp_jsonlog_text(why)));
 }
 
 /* ---------------------------------------------------------------- the failure ledger */
@@ -371,12 +373,26 @@ static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct
                                 "(nvidia-smi -r) or have the node drained, and see NVIDIA's Xid catalog",
                                 e->rank, g);
     } else if (c == DDP_CLASS_CUDA_OOM && held) {
-        e->cause = ddp_xasprintf("GPU memory held by %s", held);
+        /* the holder seen at launch is the holder now only while that pid runs the process that started before
+         * the launch: an exited holder's pid may have gone to an unrelated process, maybe another user's */
+        const char *pid_at = strstr(held, "pid ");
+        int pid = pid_at ? atoi(pid_at + 4) : 0;
+        long long age = 0;
+        bool here = !strstr(held, "not visible here") && !strstr(held, "pid namespace");
+        bool now = here && pid > 0 && ddp_nvml_proc_age_ms((unsigned)pid, &age) == 0 &&
+                   age + 1000 >= ddp_now_ms() - r->job_start_ms;
         free(e->hint);
-        const char *pid = strstr(held, "pid ");
-        e->hint = ddp_xasprintf("another process held GPU %d's memory, not this job's batch size: stop it (kill %d) or "
-                                "set [gpus] busy = skip to choose other GPUs",
-                                g, pid ? atoi(pid + 4) : 0);
+        if (now) {
+            e->cause = ddp_xasprintf("GPU memory held by %s", held);
+            e->hint = ddp_xasprintf("another process held GPU %d's memory, not this job's batch size: stop it (kill "
+                                    "%d) or set [gpus] busy = skip to choose other GPUs",
+                                    g, pid);
+        } else {
+            e->cause = ddp_xasprintf("GPU memory held at launch by %s%s", held, here ? ", which has exited since" : "");
+            e->hint = ddp_xasprintf("another process held GPU %d's memory, not this job's batch size: set [gpus] "
+                                    "busy = skip to choose other GPUs",
+                                    g);
+        }
     }
 }
 
@@ -398,8 +414,8 @@ void ddp_records_gpu_held(struct ddp_records *r, int gpu, const char *held)
 void ddp_records_gpu_left_out(struct ddp_records *r, int attempt, int gpu, const char *busid, const char *why,
                               const char *text)
 {
-    json_t *o = json_pack("{s:i, s:i, s:s?, s:s, s:s}", "attempt", attempt, "gpu", gpu, "busid", busid, "reason", why,
-                          "text", text);
+    json_t *o = ddp_jsonlog_pack("{s:i, s:i, s:s?, s:s, s:s}", "attempt", attempt, "gpu", gpu, "busid", busid, "reason",
+                                 why, "text", text);
     ddp_jsonlog_event(r->rec, "gpu_left_out", json_deep_copy(o));
     json_array_append_new(r->left_out, o);
 }
@@ -577,13 +593,13 @@ void ddp_records_decision(struct ddp_records *r, int attempt, const char *action
     json_t *root = r->root.set && (!exiting || status != 0) ? json_integer(r->root.rank) : json_null();
     if (exiting)
         ddp_jsonlog_event(r->rec, "decision",
-                          json_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", action, "exit_status",
-                                    status, "why", why, "root_rank", root));
+                          ddp_jsonlog_pack("{s:i, s:s, s:i, s:s, s:o}", "attempt", attempt, "action", action,
+                                           "exit_status", status, "why", why, "root_rank", root));
     else
         ddp_jsonlog_event(r->rec, "decision",
-                          json_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action", action,
-                                    "next_attempt", next_attempt, "next_nproc", next_nproc, "delay_ms",
-                                    (json_int_t)delay_ms, "why", why, "root_rank", root));
+                          ddp_jsonlog_pack("{s:i, s:s, s:i, s:i, s:I, s:s, s:o}", "attempt", attempt, "action", action,
+                                           "next_attempt", next_attempt, "next_nproc", next_nproc, "delay_ms",
+                                           (json_int_t)delay_ms, "why", why, "root_rank", root));
 }
 
 void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text)
@@ -639,9 +655,9 @@ void ddp_records_stopped(struct ddp_records *r, const char *file, uint64_t bytes
 static void stopped_log(json_t *a, struct ddp_buf *text, const struct ddp_logfile *f)
 {
     const char *name = f->name ? f->name : "?", *why = strerror(f->err);
-    json_array_append_new(a,
-                          json_pack("{s:o, s:s, s:I, s:s}", "rank", f->rank >= 0 ? json_integer(f->rank) : json_null(),
-                                    "file", name, "bytes", (json_int_t)f->len, "error", why));
+    json_array_append_new(a, ddp_jsonlog_pack("{s:o, s:s, s:I, s:s}", "rank",
+                                              f->rank >= 0 ? json_integer(f->rank) : json_null(), "file", name, "bytes",
+                                              (json_int_t)f->len, "error", why));
     if (f->rank >= 0)
         ddp_buf_printf(text, "  rank %d ", f->rank);
     else
@@ -716,18 +732,19 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
     r->written = true;
     if (r->root.set && r->root.cause && status != 0)
         ddp_jsonlog_event(r->rec, "gpu_cause",
-                          json_pack("{s:i, s:i, s:s, s:s}", "attempt", r->root.attempt, "rank", r->root.rank, "text",
-                                    r->root.cause, "class", r->root.class_name ? r->root.class_name : ""));
+                          ddp_jsonlog_pack("{s:i, s:i, s:s, s:s}", "attempt", r->root.attempt, "rank", r->root.rank,
+                                           "text", r->root.cause, "class",
+                                           r->root.class_name ? r->root.class_name : ""));
     ddp_jsonlog_event(r->rec, "job_end",
-                      json_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
-                                r->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms)));
+                      ddp_jsonlog_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
+                                       r->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms)));
     json_t *others = json_array();
     for (size_t i = 0; i < r->nothers && status != 0; i++) {
         struct ddp_report_entry e = entry_of(r, &r->others[i]);
         json_array_append_new(others, ddp_report_entry_json(&e));
     }
     struct ddp_report_entry root = entry_of(r, &r->root);
-    json_t *sum = json_pack(
+    json_t *sum = ddp_jsonlog_pack(
         "{s:s, s:s?, s:s?, s:s?, s:i, s:s, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:s?}", "program", prog_name(r->spec),
         "job", r->spec->name, "host", r->ctx->hostname, "run_id", r->ctx->run_id, "exit_status", status, "result",
         result, "attempts", r->nattempts, "started", r->job_start_iso, "ended", ddp_time_iso(NULL, now), "duration_ms",

@@ -126,9 +126,9 @@ static void end_rank(struct ddp_timeline *t, const json_t *e, int attempt, doubl
     if (!r)
         return;
     r->end = at;
-    snprintf(r->cls, sizeof(r->cls), "%s", jstr(e, "class"));
+    ddp_text_copy(r->cls, sizeof(r->cls), jstr(e, "class"));
     if (json_is_string(json_object_get(e, "signal")))
-        snprintf(r->ended, sizeof(r->ended), "%s", jstr(e, "signal"));
+        ddp_text_copy(r->ended, sizeof(r->ended), jstr(e, "signal"));
     else
         snprintf(r->ended, sizeof(r->ended), "exit %d", jint(e, "exit_code", -1));
     if (strcmp(r->cls, "ok") != 0)
@@ -150,7 +150,7 @@ static void mark_hang(struct ddp_timeline *t, const json_t *e, int attempt, doub
         struct tl_rank *r = find_rank(t, attempt, jint(c, "rank", -1));
         if (r) {
             r->culprit = true;
-            snprintf(r->frame, sizeof(r->frame), "%s", jstr(c, "frame"));
+            ddp_text_copy(r->frame, sizeof(r->frame), jstr(c, "frame"));
         }
     }
 }
@@ -199,6 +199,25 @@ static void mark_straggler(struct ddp_timeline *t, const json_t *e, int attempt,
         r->straggler = share;
 }
 
+/* The texts of t came from others (job names, frames, verdicts naming recorder strings) and were cut to their
+ * buffers, maybe mid-character: each is made printable, a cut character shown as '?', so that the terminal
+ * obeys no escape and the SVG stays well-formed XML. */
+static void made_safe(struct ddp_timeline *t)
+{
+    ddp_printable(t->job);
+    ddp_printable(t->host);
+    ddp_printable(t->result);
+    for (size_t i = 0; i < t->nr; i++) {
+        ddp_printable(t->r[i].cls);
+        ddp_printable(t->r[i].ended);
+        ddp_printable(t->r[i].frame);
+    }
+    for (size_t i = 0; i < t->nm; i++) {
+        ddp_printable(t->m[i].kind);
+        ddp_printable(t->m[i].text);
+    }
+}
+
 int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, void *arg, struct ddp_timeline **out,
                        struct ddp_err *err)
 {
@@ -215,8 +234,8 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
         double at = iso_seconds(jstr(e, "ts"));
         if (strcmp(ev, "job_start") == 0) {
             t0 = at;
-            snprintf(t->job, sizeof(t->job), "%s", jstr(e, "job"));
-            snprintf(t->host, sizeof(t->host), "%s", jstr(e, "host"));
+            ddp_text_copy(t->job, sizeof(t->job), jstr(e, "job"));
+            ddp_text_copy(t->host, sizeof(t->host), jstr(e, "host"));
             continue;
         }
         if (t0 < 0 || at < 0)
@@ -260,7 +279,7 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             else if (json_is_integer(json_object_get(e, "exit_status")))
                 snprintf(m->text, sizeof(m->text), "%s with status %d", jstr(e, "action"), jint(e, "exit_status", -1));
             else
-                snprintf(m->text, sizeof(m->text), "%s", jstr(e, "action"));
+                ddp_text_copy(m->text, sizeof(m->text), jstr(e, "action"));
         } else if (strcmp(ev, "node_join") == 0 || strcmp(ev, "node_lost") == 0) {
             struct tl_mark *m = add_mark(t, attempt, at, ev[5] == 'j' ? "node" : "node-lost");
             snprintf(m->text, sizeof(m->text), "node %d %s %s", jint(e, "node", -1),
@@ -269,7 +288,7 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             snprintf(add_mark(t, attempt, at, "gpu")->text, sizeof(t->m[0].text), "%s", jstr(e, "text"));
         } else if (strcmp(ev, "job_end") == 0) {
             t->exit_status = jint(e, "exit_status", -1);
-            snprintf(t->result, sizeof(t->result), "%s", jstr(e, "result"));
+            ddp_text_copy(t->result, sizeof(t->result), jstr(e, "result"));
         }
     }
     if (t0 < 0) {
@@ -289,6 +308,7 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
     for (int k = 0; k < ntimeout_iso; k++)
         free(timeout_iso[k]);
     free(timeout_iso);
+    made_safe(t);
     *out = t;
     return 0;
 }

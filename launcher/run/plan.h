@@ -88,6 +88,8 @@ struct ddp_plan_ctx {
                                        and without log_dir */
     const char *sched_gpus;         /* the scheduler's GPUs for this node (global indices), or NULL */
     const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
+    const char *lease_dir;          /* the lock directory of this job's GPU leases (lease.h), NULL when it leases
+                                       none: a restart may lease a free GPU there for one that failed */
     const char *const *gpu_held;    /* per topology GPU: a process that held memory on it at launch ("pid N
                                        (user, command, X GiB)", gpus.h), or NULL; may be NULL */
     /* An attempt laid out over nodes with their own worker counts (layout.h): this node's first global rank

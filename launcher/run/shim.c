@@ -732,6 +732,8 @@ int ddp_shim_main(int argc, char **argv)
     pid_t child;
     int rc;
 
+    /* Started from /proc/self/fd/N, the kernel names us "N" (ps, top, pgrep, the OOM killer's log): our name. */
+    prctl(PR_SET_NAME, "ddplaunch", 0, 0, 0);
     /* Block every signal first, before arming PDEATHSIG, so none is lost and none kills the shim. */
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &old);

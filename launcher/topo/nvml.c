@@ -2,6 +2,7 @@
 #include "topo/nvml.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
@@ -13,10 +14,12 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
 typedef int nvml_return;
+#define NVML_ERROR_GPU_IS_LOST 15
 typedef void *nvml_device;
 /* nvmlPciInfo_t (v3 layout) */
 struct nvml_pci {
@@ -45,6 +48,24 @@ struct nvml_event_data {
 };
 typedef void *nvml_event_set;
 
+/* nvmlFieldValue_t: the value is a union of 8 bytes; valueType 1 is unsigned int */
+struct nvml_field_value {
+    unsigned field_id, scope_id;
+    long long timestamp, latency_us;
+    int value_type;
+    nvml_return ret;
+    union {
+        double d;
+        unsigned ui;
+        unsigned long ul;
+        unsigned long long ull;
+        long long sll;
+        int si;
+        unsigned short us;
+    } value;
+};
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+
 struct nvml_fns {
     nvml_return (*init)(void);
     nvml_return (*shutdown)(void);
@@ -70,6 +91,11 @@ struct nvml_fns {
     nvml_return (*retired_pending)(nvml_device, int *);
     nvml_return (*clocks_event)(nvml_device, unsigned long long *);
     nvml_return (*temperature)(nvml_device, int, unsigned *);
+    nvml_return (*field_values)(nvml_device, int, struct nvml_field_value *);
+    nvml_return (*pcie_gen)(nvml_device, unsigned *);
+    nvml_return (*pcie_gen_max)(nvml_device, unsigned *);
+    nvml_return (*pcie_width)(nvml_device, unsigned *);
+    nvml_return (*pcie_width_max)(nvml_device, unsigned *);
     /* events */
     nvml_return (*set_create)(nvml_event_set *);
     nvml_return (*set_free)(nvml_event_set);
@@ -128,6 +154,11 @@ static void load_fns(void *lib, struct nvml_fns *f)
     SYM(retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus", NULL);
     SYM(clocks_event, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
     SYM(temperature, "nvmlDeviceGetTemperature", NULL);
+    SYM(field_values, "nvmlDeviceGetFieldValues", NULL);
+    SYM(pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", NULL);
+    SYM(pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration", NULL);
+    SYM(pcie_width, "nvmlDeviceGetCurrPcieLinkWidth", NULL);
+    SYM(pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", NULL);
     SYM(set_create, "nvmlEventSetCreate", NULL);
     SYM(set_free, "nvmlEventSetFree", NULL);
     SYM(supported_events, "nvmlDeviceGetSupportedEventTypes", NULL);
@@ -171,18 +202,59 @@ static void read_health(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
         h->clocks_event = (long long)n;
     if (f->temperature && f->temperature(d, 0, &ua) == 0)
         h->temp_c = (int)ua;
+    struct nvml_field_value fv = {.field_id = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION};
+    if (f->field_values && f->field_values(d, 1, &fv) == 0 && fv.ret == 0)
+        h->recovery = fv.value_type == 1 ? (int)fv.value.ui : (int)fv.value.ull;
+    if (f->pcie_gen && f->pcie_gen(d, &ua) == 0)
+        h->pcie_gen = (int)ua;
+    if (f->pcie_gen_max && f->pcie_gen_max(d, &ua) == 0)
+        h->pcie_gen_max = (int)ua;
+    if (f->pcie_width && f->pcie_width(d, &ua) == 0)
+        h->pcie_width = (int)ua;
+    if (f->pcie_width_max && f->pcie_width_max(d, &ua) == 0)
+        h->pcie_width_max = (int)ua;
 }
 
-/* user and command of pid from /proc, when this pid namespace shows it */
+/* Whether pid has an NVIDIA device open (every process holding GPU memory has): 1, 0, or -1 when its fds are
+ * not readable here (another user's, without root). */
+static int holds_nvidia(unsigned pid)
+{
+    char path[64], link[64];
+    snprintf(path, sizeof path, "/proc/%u/fd", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        char fd[384];
+        snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+        ssize_t n = readlink(fd, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = '\0';
+            found = strncmp(link, "/dev/nvidia", 11) == 0;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* user and command of pid from /proc, when this pid namespace shows it; on a host with NVIDIA devices, a pid
+ * whose process here holds none is another namespace's (NVML answers with the host's pids): not looked up */
 static void proc_owner(struct ddp_nvml_proc *p)
 {
     char path[64], line[256];
     FILE *fp;
 
+    if (access("/dev/nvidiactl", F_OK) == 0 && holds_nvidia(p->pid) == 0) {
+        p->other_ns = true;
+        return;
+    }
+
     snprintf(path, sizeof path, "/proc/%u/comm", p->pid);
     if ((fp = fopen(path, "re")) != NULL) {
         if (fgets(p->comm, sizeof p->comm, fp))
             p->comm[strcspn(p->comm, "\n")] = '\0';
+        ddp_printable(p->comm); /* another user names it; the kernel cut it at 15 bytes, maybe mid-character */
         fclose(fp);
     }
     snprintf(path, sizeof path, "/proc/%u/status", p->pid);
@@ -194,7 +266,7 @@ static void proc_owner(struct ddp_nvml_proc *p)
             struct passwd pw, *res = NULL;
             char buf[1024];
             if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res)
-                snprintf(p->user, sizeof p->user, "%s", res->pw_name);
+                ddp_text_copy(p->user, sizeof p->user, res->pw_name);
             else
                 snprintf(p->user, sizeof p->user, "uid %u", uid);
             break;
@@ -253,6 +325,24 @@ static nvml_return nvml_init(const struct nvml_fns *f, bool keep, char *status, 
     return 0;
 }
 
+/* The device count, or -EIO with status set when NVML fails it or answers a count no machine has (a broken
+ * driver answered 2^32-1: allocating and walking that many would abort or spin). */
+static int device_count(const struct nvml_fns *f, unsigned *n, char *status, size_t size)
+{
+    *n = 0;
+    if (f->count(n) != 0) {
+        *n = 0;
+        return 0;
+    }
+    if (*n > DDP_NVML_MAX_DEVICES) {
+        snprintf(status, size, "NVML: broken (nvmlDeviceGetCount answered %u devices, more than %d)", *n,
+                 DDP_NVML_MAX_DEVICES);
+        *n = 0;
+        return -EIO;
+    }
+    return 0;
+}
+
 /* Memory of device d into g, and (procs) its compute processes. */
 static void read_memory(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_gpu *g, bool procs)
 {
@@ -260,15 +350,26 @@ static void read_memory(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
     struct nvml_process pr[DDP_NVML_MAX_PROCS];
     unsigned n = DDP_NVML_MAX_PROCS;
 
+    memset(pr, 0, sizeof pr);
     g->mem_used = -1;
     g->nprocs = 0;
-    if (f->memory && f->memory(d, &mem) == 0) {
+    nvml_return r = f->memory ? f->memory(d, &mem) : 3;
+    if (r == 0) {
         g->mem_used = (long long)mem.used;
         g->mem_total = (long long)mem.total;
     }
-    if (!procs || !f->processes || f->processes(d, &n, pr) != 0)
+    g->lost |= r == NVML_ERROR_GPU_IS_LOST;
+    if (!procs || !f->processes || (r = f->processes(d, &n, pr)) != 0) {
+        g->lost |= r == NVML_ERROR_GPU_IS_LOST;
         return;
-    for (unsigned k = 0; k < n && k < DDP_NVML_MAX_PROCS; k++) {
+    }
+    if (n > DDP_NVML_MAX_PROCS) { /* "OK" with more entries than the buffer holds: only the buffer is NVML's */
+        ddp_debug("NVML: %s: %u compute processes in a buffer of %d", g->busid, n, DDP_NVML_MAX_PROCS);
+        n = DDP_NVML_MAX_PROCS;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        if (pr[k].pid == 0) /* an entry NVML did not fill (the buffer was zeroed): no phantom holder */
+            continue;
         g->procs[g->nprocs] = (struct ddp_nvml_proc){
             .pid = pr[k].pid,
             .mem_used = pr[k].used != ~0ULL ? (long long)pr[k].used : -1,
@@ -309,8 +410,12 @@ void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
         return;
     if (f->driver_version)
         f->driver_version(out->driver, sizeof out->driver);
-    if (f->count(&n) != 0)
-        n = 0;
+    out->driver[sizeof out->driver - 1] = '\0';
+    ddp_printable(out->driver);
+    if (device_count(f, &n, out->status, sizeof out->status) != 0) {
+        f->shutdown();
+        return;
+    }
     out->gpus = ddp_xcalloc(n ? n : 1, sizeof *out->gpus);
     for (unsigned i = 0; i < n; i++) {
         struct ddp_nvml_gpu *g = &out->gpus[out->ngpus];
@@ -328,6 +433,9 @@ void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
                 f->uuid(d, g->uuid, sizeof g->uuid);
             if (f->name)
                 f->name(d, g->name, sizeof g->name);
+            g->uuid[sizeof g->uuid - 1] = g->name[sizeof g->name - 1] = '\0';
+            ddp_printable(g->uuid); /* the driver's text: the topology cache's JSON must take it */
+            ddp_printable(g->name);
             read_links(f, d, g);
         }
         if (what & (DDP_NVML_STATIC | DDP_NVML_MEMORY)) /* total memory is a static fact too */
@@ -373,8 +481,10 @@ int ddp_nvml_read_memory(struct ddp_nvml *n, const char *const *busids, size_t n
         return -ENOENT;
     if (nvml_init(f, true, status, sizeof status) != 0)
         return -EIO;
-    if (f->count(&count) != 0)
-        count = 0;
+    if (device_count(f, &count, status, sizeof status) != 0) {
+        f->shutdown();
+        return -EIO;
+    }
     for (unsigned i = 0; i < count && done < nbusids; i++) {
         struct nvml_pci pci;
         nvml_device d;
@@ -725,7 +835,9 @@ const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long 
 const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size)
 {
     double gib = p->mem_used >= 0 ? (double)p->mem_used / 1073741824.0 : 0;
-    if (p->comm[0] || p->user[0])
+    if (p->other_ns)
+        snprintf(buf, size, "pid %u in the host's pid namespace (%.1f GiB)", p->pid, gib);
+    else if (p->comm[0] || p->user[0])
         snprintf(buf, size, "pid %u (%s, %s, %.1f GiB)", p->pid, p->user[0] ? p->user : "?", p->comm[0] ? p->comm : "?",
                  gib);
     else
@@ -733,10 +845,46 @@ const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, siz
     return buf;
 }
 
+int ddp_nvml_proc_age_ms(unsigned pid, long long *age_ms)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    FILE *fp = fopen(path, "re");
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    if (fp)
+        fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+    unsigned long long start = 0;
+    struct timespec up;
+    /* after ") ": state is field 3, starttime field 22 */
+    if (!p ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) !=
+            1 ||
+        clock_gettime(CLOCK_BOOTTIME, &up) != 0)
+        return -ENOENT;
+    long hz = sysconf(_SC_CLK_TCK);
+    *age_ms = (long long)up.tv_sec * 1000 + up.tv_nsec / 1000000 - (long long)(start * 1000 / (hz > 0 ? hz : 100));
+    return 0;
+}
+
+const char *ddp_nvml_recovery_name(int action, char *buf, size_t size)
+{
+    static const char *const names[] = {
+        "none", "GPU reset", "node reboot", "drain peer-to-peer traffic", "drain and reset", "GPU bus reset"};
+    if (action >= 0 && (size_t)action < sizeof names / sizeof names[0])
+        return names[action];
+    snprintf(buf, size, "action %d", action);
+    return buf;
+}
+
 const char *ddp_nvml_health_fault(const struct ddp_nvml_health *h, char *buf, size_t size)
 {
     struct ddp_buf b = {0};
+    char name[32];
     ddp_buf_puts(&b, "");
+    if (h->recovery > 0)
+        ddp_buf_printf(&b, "NVML's recovery action: %s", ddp_nvml_recovery_name(h->recovery, name, sizeof name));
     if (h->remap_failure > 0)
         ddp_buf_printf(&b, "%sa row remapping failed (retire the GPU)", b.len ? "; " : "");
     if (h->remap_pending > 0)
@@ -858,8 +1006,10 @@ static int events_open(const char *const *busids, size_t n, struct ddp_nvml_even
         snprintf(why, whysz, "nvmlEventSetCreate failed");
         goto fail;
     }
-    if (e->f.count(&count) != 0)
-        count = 0;
+    if (device_count(&e->f, &count, status, sizeof status) != 0) {
+        snprintf(why, whysz, "%s", status);
+        goto fail;
+    }
     for (unsigned i = 0; i < count; i++) {
         nvml_device d;
         struct nvml_pci pci;

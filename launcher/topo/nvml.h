@@ -9,6 +9,7 @@
 
 #define DDP_NVML_MAX_LINKS 18
 #define DDP_NVML_MAX_PROCS 64
+#define DDP_NVML_MAX_DEVICES 4096 /* a device count above it is a broken driver's */
 
 /* A compute process on a GPU. */
 struct ddp_nvml_proc {
@@ -16,6 +17,7 @@ struct ddp_nvml_proc {
     long long mem_used; /* bytes, -1 unknown */
     char user[32];      /* its owner from /proc/PID, "" when the pid is not visible here */
     char comm[64];      /* its command (/proc/PID/comm), "" when not visible */
+    bool other_ns;      /* the pid here is not the GPU's holder (no /dev/nvidia* open): NVML's pid is the host's */
 };
 
 /* A GPU's health as NVML says it now; -1 wherever the call is missing (an older NVML) or answers NOT_SUPPORTED.
@@ -32,7 +34,19 @@ struct ddp_nvml_health {
     int retired_pending;              /* page retirement waits for a reset (pre-Ampere GPUs) */
     long long clocks_event;           /* clock-event (throttle) reason bits, DDP_NVML_CLOCKS_* */
     int temp_c;                       /* GPU temperature, Celsius */
+    int recovery;                     /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (drivers 570+): DDP_NVML_RECOVERY_* */
+    int pcie_gen, pcie_gen_max;       /* PCIe link generation now / the most device and host support */
+    int pcie_width, pcie_width_max;   /* PCIe link width (lanes) now / at most */
 };
+
+/* NVML's recovery action for a GPU (nvmlDeviceGpuRecoveryAction_t) */
+#define DDP_NVML_RECOVERY_NONE 0
+#define DDP_NVML_RECOVERY_GPU_RESET 1
+#define DDP_NVML_RECOVERY_NODE_REBOOT 2
+#define DDP_NVML_RECOVERY_DRAIN_P2P 3
+#define DDP_NVML_RECOVERY_DRAIN_AND_RESET 4
+/* "GPU reset", "node reboot", ... for a recovery action; "none" for 0, "action N" when unknown. Static or buf. */
+const char *ddp_nvml_recovery_name(int action, char *buf, size_t size);
 
 /* Clock-event reason bits (nvmlClocksEventReasons): the ones that mean hardware trouble. */
 #define DDP_NVML_CLOCKS_IDLE 0x1ULL
@@ -54,6 +68,7 @@ struct ddp_nvml_gpu {
     char link_peer[DDP_NVML_MAX_LINKS][32];  /* bus id at the other end of each active link */
     bool link_to_switch[DDP_NVML_MAX_LINKS]; /* the other end is an NVSwitch (or not a GPU NVML knows) */
     struct ddp_nvml_health health;
+    bool lost; /* a call answered NVML_ERROR_GPU_IS_LOST: the GPU fell off the bus */
 };
 
 struct ddp_nvml {
@@ -134,11 +149,15 @@ int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out);
 const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long long threshold, const int *pids,
                                              size_t npids);
 /* "pid 11661 (alice, python3, 139.5 GiB)" for p; "pid 11661 (not visible here: another pid namespace, 139.5 GiB)"
- * when /proc does not show it. Writes at most size bytes; returns buf. */
+ * when /proc does not show it; "pid 11661 in the host's pid namespace (139.5 GiB)" when the process this pid
+ * names here holds no NVIDIA device (a container's own pid namespace). Writes at most size bytes; returns buf. */
 const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size);
-/* One line of the hardware faults in h that make a GPU unfit for a new attempt (a row remapping failure, a
- * remapping or page retirement waiting for a reset, uncorrectable ECC errors since the driver loaded), or ""
- * when none. Returns buf. */
+/* How long pid has been running, from /proc/PID/stat's start time: 0 with *age_ms, or -ENOENT when there is no
+ * such process here (it exited, or lives in another pid namespace). */
+int ddp_nvml_proc_age_ms(unsigned pid, long long *age_ms);
+/* One line of the hardware faults in h that make a GPU unfit for a new attempt (a recovery action NVML asks for:
+ * a reset, a reboot or a drain; a row remapping failure, a remapping or page retirement waiting for a reset,
+ * uncorrectable ECC errors since the driver loaded), or "" when none. Returns buf. */
 const char *ddp_nvml_health_fault(const struct ddp_nvml_health *h, char *buf, size_t size);
 /* The clock-event reasons in bits as words ("HW slowdown, HW thermal"), "" for none. Returns buf. */
 const char *ddp_nvml_clocks_describe(long long bits, char *buf, size_t size);

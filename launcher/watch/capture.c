@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "host/logdir.h"
+#include "records/jsonlog.h"
 #include "watch/coll_timeout.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
@@ -431,9 +432,9 @@ static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
         if (g->texts[i].len)
             ddp_buf_add(&all, g->texts[i].data, g->texts[i].len);
         ddp_buf_add(&all, "\n", 1);
-        json_t *jr = json_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective", op[0] ? op : NULL,
-                               "frame", g->views[i].nframes ? g->views[i].frame : NULL, "stack",
-                               g->views[i].nframes > 0, "reported_timeout", o->reported_timeout);
+        json_t *jr = ddp_jsonlog_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective",
+                                      op[0] ? op : NULL, "frame", g->views[i].nframes ? g->views[i].frame : NULL,
+                                      "stack", g->views[i].nframes > 0, "reported_timeout", o->reported_timeout);
         json_object_set_new(jr, "seq", o->tmo.waiting && o->tmo.seq >= 0 ? json_integer(o->tmo.seq) : json_null());
         json_array_append_new(g->ranks, jr);
     }
@@ -483,10 +484,10 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
         ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s)%s%s%s%s", first == k ? "" : "; ", k->w->rank,
                        k->w->local_rank, host, k->w->gpu_busid ? k->w->gpu_busid : "none", frame ? " at " : "",
                        frame ? frame : "", op[0] ? " in " : "", op);
-        json_array_append_new(culprits,
-                              json_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank", k->w->rank, "local_rank",
-                                        k->w->local_rank, "host", host, "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid,
-                                        "pid", k->pid, "collective", op[0] ? op : NULL, "frame", frame));
+        json_array_append_new(culprits, ddp_jsonlog_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank",
+                                                         k->w->rank, "local_rank", k->w->local_rank, "host", host,
+                                                         "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid, "pid", k->pid,
+                                                         "collective", op[0] ? op : NULL, "frame", frame));
     }
     if (g->remote.n) { /* after this node's culprits: those on other nodes (fr_remote.h) */
         ddp_buf_printf(&txt, "%s%s", first ? "; " : "", g->remote.text.data);
@@ -500,10 +501,10 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
                    : c->ctx->logdir ? "printed on each rank's stderr above (stacks.txt could not be written)"
                                     : "printed on each rank's stderr above (no log_dir)");
     ddp_info("attempt %d: %.*s", r->plan.attempt, (int)txt.len - 1, txt.data);
-    json_t *hang = json_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt,
-                             "confidence", ddp_hang_confidence_name(v->confidence), "culprits", culprits, "collective",
-                             v->op[0] ? v->op : NULL, "why", v->why, "stacks", stacks, "ranks", g->ranks,
-                             "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
+    json_t *hang = ddp_jsonlog_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt,
+                                    "confidence", ddp_hang_confidence_name(v->confidence), "culprits", culprits,
+                                    "collective", v->op[0] ? v->op : NULL, "why", v->why, "stacks", stacks, "ranks",
+                                    g->ranks, "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
     g->ranks = g->fr = NULL; /* hang owns them now */
     json_object_set_new(hang, "mismatch", json_boolean(v->mismatch));
     json_object_set_new(hang, "chain",

@@ -1,6 +1,8 @@
 /* fr_remote: see fr_remote.h. */
 #include "watch/fr_remote.h"
 
+#include "records/jsonlog.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +19,16 @@ static json_t *encode(const struct ddp_fr_state *st, const struct ddp_fr_remote_
         json_t *e = json_array();
         size_t from = x->nentries > per_group ? x->nentries - per_group : 0;
         for (size_t k = from; k < x->nentries; k++)
-            json_array_append_new(e, json_pack("{s:I, s:I, s:b, s:s, s:s, s:I}", "n", (json_int_t)x->e[k].seq, "p",
-                                               (json_int_t)x->e[k].p2p_seq, "pp", x->e[k].p2p, "o", x->e[k].op, "sh",
-                                               x->e[k].shape, "t", (json_int_t)x->e[k].created_ns));
-        json_array_append_new(g, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", x->id, "k", x->key, "d",
-                                           x->desc, "r", x->ranks, "q", (json_int_t)x->enqueued, "s",
-                                           (json_int_t)x->started, "c", (json_int_t)x->completed, "e", e));
+            json_array_append_new(e,
+                                  ddp_jsonlog_pack("{s:I, s:I, s:b, s:s, s:s, s:I}", "n", (json_int_t)x->e[k].seq, "p",
+                                                   (json_int_t)x->e[k].p2p_seq, "pp", x->e[k].p2p, "o", x->e[k].op,
+                                                   "sh", x->e[k].shape, "t", (json_int_t)x->e[k].created_ns));
+        json_array_append_new(g, ddp_jsonlog_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", x->id, "k", x->key,
+                                                  "d", x->desc, "r", x->ranks, "q", (json_int_t)x->enqueued, "s",
+                                                  (json_int_t)x->started, "c", (json_int_t)x->completed, "e", e));
     }
-    return json_pack("{s:i, s:i, s:i, s:s, s:b, s:o}", "v", 2, "lr", where ? where->local_rank : -1, "gpu",
-                     where ? where->gpu : -1, "bus", where ? where->busid : "", "he", st->has_entries, "g", g);
+    return ddp_jsonlog_pack("{s:i, s:i, s:i, s:s, s:b, s:o}", "v", 2, "lr", where ? where->local_rank : -1, "gpu",
+                            where ? where->gpu : -1, "bus", where ? where->busid : "", "he", st->has_entries, "g", g);
 }
 
 int ddp_fr_remote_encode(const struct ddp_fr_state *st, const struct ddp_fr_remote_rank *where, char *out, size_t cap)
@@ -260,10 +263,10 @@ void ddp_fr_remote_decide(const struct ddp_fr_remote *r, int attempt, long long 
         ddp_buf_printf(&named->text, "%srank %d on node %d (local %d, host %s, GPU %s)", named->n ? "; " : "", k->rank,
                        k->node, k->where.local_rank, k->host, gpu);
         ddp_buf_printf(&where, "; rank %d is on node %d (%s)", k->rank, k->node, k->host);
-        json_t *j = json_pack("{s:i, s:i, s:s, s:i, s:s?, s:n, s:s?, s:n, s:i}", "rank", k->rank, "local_rank",
-                              k->where.local_rank, "host", k->host, "gpu", k->where.gpu, "gpu_busid",
-                              k->where.busid[0] ? k->where.busid : NULL, "pid", "collective", coll[0] ? coll : NULL,
-                              "frame", "node", k->node);
+        json_t *j = ddp_jsonlog_pack("{s:i, s:i, s:s, s:i, s:s?, s:n, s:s?, s:n, s:i}", "rank", k->rank, "local_rank",
+                                     k->where.local_rank, "host", k->host, "gpu", k->where.gpu, "gpu_busid",
+                                     k->where.busid[0] ? k->where.busid : NULL, "pid", "collective",
+                                     coll[0] ? coll : NULL, "frame", "node", k->node);
         json_array_append_new(named->culprits, j);
         named->n++;
     }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/util.h"
 #include "run/plan.h"
@@ -14,6 +15,8 @@
 
 #define WAIT_MS 250
 #define QUEUE 64
+#define PACE_WINDOW_MS 100 /* the thread takes at most PACE_EVENTS events a window, then sleeps out the window */
+#define PACE_EVENTS 20
 
 struct shared {
     pthread_mutex_t mu;
@@ -57,6 +60,47 @@ const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long da
     if (fault)
         *fault = f;
     return buf;
+}
+
+bool ddp_gpuwatch_limit_event(struct ddp_gpuwatch_limit *l, int gpu, unsigned long long type, unsigned long long data,
+                              long long now_ms, unsigned long long *repeats)
+{
+    *repeats = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->k[i].gpu != gpu || l->k[i].type != type || l->k[i].data != data)
+            continue;
+        if (now_ms - l->k[i].last_ms < DDP_GPUWATCH_REPEAT_MS) {
+            l->k[i].folded++;
+            return false;
+        }
+        *repeats = l->k[i].folded;
+        l->k[i].folded = 0;
+        l->k[i].last_ms = now_ms;
+        return true;
+    }
+    if (l->n == DDP_GPUWATCH_KEYS) {
+        l->overflow++;
+        return false;
+    }
+    l->k[l->n].gpu = gpu;
+    l->k[l->n].type = type;
+    l->k[l->n].data = data;
+    l->k[l->n].folded = 0;
+    l->k[l->n++].last_ms = now_ms;
+    return true;
+}
+
+bool ddp_gpuwatch_limit_due(struct ddp_gpuwatch_limit *l, long long now_ms, int *gpu, unsigned long long *type,
+                            unsigned long long *data, unsigned long long *repeats)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->k[i].folded && now_ms - l->k[i].last_ms >= DDP_GPUWATCH_REPEAT_MS) {
+            *gpu = l->k[i].gpu, *type = l->k[i].type, *data = l->k[i].data, *repeats = l->k[i].folded;
+            l->k[i].folded = 0;
+            l->k[i].last_ms = now_ms;
+            return true;
+        }
+    return false;
 }
 
 static void let_go(struct shared *sh)
@@ -116,20 +160,42 @@ static void *watch_thread(void *p)
         snprintf(status, sizeof status, "GPU events: watching %zu GPU%s (NVML event set opened in %.1f ms)", sh->n,
                  sh->n == 1 ? "" : "s", ms);
     post(sh, NULL, status);
+    struct ddp_gpuwatch_limit *lim = ddp_xcalloc(1, sizeof *lim);
+    long long window = 0;
+    int taken = 0;
     while (e && !stopped(sh)) {
         struct ddp_nvml_event ev;
-        rc = ddp_nvml_events_wait(e, WAIT_MS, &ev);
-        if (rc < 0) {
-            post(sh, NULL, "GPU events off: nvmlEventSetWait_v2 failed");
-            break;
-        }
-        if (rc == 0 || ev.gpu < 0 || (size_t)ev.gpu >= sh->n)
+        long long now = ddp_now_ms();
+        if (now - window >= PACE_WINDOW_MS) {
+            window = now;
+            taken = 0;
+        } else if (taken >= PACE_EVENTS) { /* a storm: paced, not a CPU spent on it */
+            long long rest = PACE_WINDOW_MS - (now - window);
+            nanosleep(&(struct timespec){rest / 1000, (rest % 1000) * 1000000L}, NULL);
             continue;
-        struct ddp_gpuwatch_event out = {.gpu = sh->gpu[ev.gpu], .type = ev.type, .data = ev.data};
-        ddp_gpuwatch_describe(ev.type, ev.data, &out.fault, out.text, sizeof out.text);
+        }
+        struct ddp_gpuwatch_event out = {.gpu = -1};
+        int g;
+        if (ddp_gpuwatch_limit_due(lim, now, &g, &out.type, &out.data, &out.repeats)) {
+            out.gpu = g;
+        } else {
+            rc = ddp_nvml_events_wait(e, WAIT_MS, &ev);
+            if (rc < 0) {
+                post(sh, NULL, "GPU events off: nvmlEventSetWait_v2 failed");
+                break;
+            }
+            if (rc == 0 || ev.gpu < 0 || (size_t)ev.gpu >= sh->n)
+                continue;
+            taken++;
+            if (!ddp_gpuwatch_limit_event(lim, sh->gpu[ev.gpu], ev.type, ev.data, ddp_now_ms(), &out.repeats))
+                continue;
+            out.gpu = sh->gpu[ev.gpu], out.type = ev.type, out.data = ev.data;
+        }
+        ddp_gpuwatch_describe(out.type, out.data, &out.fault, out.text, sizeof out.text);
         if (!post(sh, &out, NULL))
             break;
     }
+    free(lim);
     ddp_nvml_events_close(e);
     let_go(sh);
     return NULL;
@@ -151,8 +217,8 @@ static void on_async(uv_async_t *a)
     pthread_mutex_unlock(&sh->mu);
     if (status[0])
         ddp_debug("%s", status);
-    if (dropped)
-        ddp_warn("GPU events: %zu dropped (more than %d at once)", dropped, QUEUE);
+    if (dropped) /* distinct events beyond the queue: the job's own ones are said when they come again */
+        ddp_debug("GPU events: %zu dropped (more than %d at once)", dropped, QUEUE);
     for (size_t i = 0; i < n; i++) {
         q[i].busid = ddp_topo_gpu_busid(w->topo, (size_t)q[i].gpu);
         w->fn(w->arg, &q[i]);

@@ -11,12 +11,13 @@
 #include "topo/topo.h"
 
 struct ddp_gpuwatch_event {
-    int gpu;                 /* topology GPU index */
-    const char *busid;       /* its PCI bus id (owned by the topology) */
-    unsigned long long type; /* DDP_NVML_EV_XID, DDP_NVML_EV_ECC_DBE, DDP_NVML_EV_CLOCK */
-    unsigned long long data; /* the Xid, or the clock-event reason bits */
-    bool fault;              /* the GPU itself failed (a double-bit ECC error, an Xid the catalog says so of) */
-    char text[256];          /* what happened, in words ("Xid 79: GPU has fallen off the bus (...)") */
+    int gpu;                    /* topology GPU index */
+    const char *busid;          /* its PCI bus id (owned by the topology) */
+    unsigned long long type;    /* DDP_NVML_EV_XID, DDP_NVML_EV_ECC_DBE, DDP_NVML_EV_CLOCK */
+    unsigned long long data;    /* the Xid, or the clock-event reason bits */
+    bool fault;                 /* the GPU itself failed (a double-bit ECC error, an Xid the catalog says so of) */
+    unsigned long long repeats; /* the same (GPU, type, data) this many times more since it was last handed on */
+    char text[256];             /* what happened, in words ("Xid 79: GPU has fallen off the bus (...)") */
 };
 typedef void ddp_gpuwatch_fn(void *arg, const struct ddp_gpuwatch_event *ev);
 
@@ -28,6 +29,28 @@ struct ddp_gpuwatch *ddp_gpuwatch_start(uv_loop_t *loop, const struct ddp_topo *
 /* Stop: no callback after this; the thread ends at its next wake-up (at most 250 ms) without being waited for. */
 void ddp_gpuwatch_close(struct ddp_gpuwatch *w);
 void ddp_gpuwatch_free(struct ddp_gpuwatch *w); /* after the loop ran the close; NULL is a no-op */
+
+/* The rate limit of events, per (GPU, type, data): the first is handed on at once, the same again within
+ * DDP_GPUWATCH_REPEAT_MS is counted and handed on as one event with repeats once that time has passed (an Xid
+ * storm made 448,000 lines). Pure; zero-initialise. */
+#define DDP_GPUWATCH_REPEAT_MS 60000
+#define DDP_GPUWATCH_KEYS 64
+struct ddp_gpuwatch_limit {
+    struct {
+        int gpu;
+        unsigned long long type, data, folded;
+        long long last_ms; /* when it was last handed on */
+    } k[DDP_GPUWATCH_KEYS];
+    size_t n;
+    unsigned long long overflow; /* events of keys beyond DDP_GPUWATCH_KEYS, not handed on */
+};
+/* An event at now_ms: true to hand it on now with *repeats (the ones counted before it), false when counted. */
+bool ddp_gpuwatch_limit_event(struct ddp_gpuwatch_limit *l, int gpu, unsigned long long type, unsigned long long data,
+                              long long now_ms, unsigned long long *repeats);
+/* A count that is due at now_ms (repeats counted, DDP_GPUWATCH_REPEAT_MS since the key was last handed on):
+ * true with the key and *repeats, the count then starts again; false when none is due. */
+bool ddp_gpuwatch_limit_due(struct ddp_gpuwatch_limit *l, long long now_ms, int *gpu, unsigned long long *type,
+                            unsigned long long *data, unsigned long long *repeats);
 
 /* The words for one NVML event (pure): "Xid 79: GPU has fallen off the bus (...)", "double-bit ECC error",
  * "hardware clock slowdown: HW thermal slowdown"; *fault as above. Returns buf. */

@@ -225,6 +225,7 @@ static void block_frame(const struct block *b, char out[DDP_HANG_FRAME])
             base = f->file + i + 1;
     snprintf(out, DDP_HANG_FRAME, "%.*s:%ld in %.*s", (int)(f->file_len - (size_t)(base - f->file)), base, f->line,
              (int)f->func_len, f->func);
+    ddp_printable(out); /* the program's own text, maybe cut mid-character */
 }
 
 /* torch 2.x prefixes each line of an uncaught exception's traceback with "[rank3]: ": its length, or 0. */
@@ -723,7 +724,7 @@ static bool blame_stopped(const struct ddp_hang_input *in, size_t n, bool *culpr
     return true;
 }
 
-void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
+static void decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
 {
     struct decide d = {.in = in, .n = n, .culprit = culprit, .v = v};
     size_t nunknown = 0;
@@ -761,4 +762,10 @@ void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, s
                      d.nout ? "no rank is inside a collective and none lags in progress"
                             : "no stack, no timeout report and no progress difference to go by");
     }
+}
+
+void ddp_hang_decide(const struct ddp_hang_input *in, size_t n, bool *culprit, struct ddp_hang_verdict *v)
+{
+    decide(in, n, culprit, v);
+    ddp_printable(v->why); /* frames and ops cut to fit ("%.200s") may end mid-character */
 }

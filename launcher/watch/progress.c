@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "records/jsonlog.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
 #include "watch/recorder.h"
@@ -78,11 +79,11 @@ static void rank_desc(struct ddp_buf *b, const struct ddp_progress *w, const str
 
 static json_t *rank_json(const struct ddp_progress *w, const struct wrank *k, bool with_place)
 {
-    json_t *j = json_pack("{s:i, s:i, s:s, s:i, s:s?}", "rank", k->r.rank, "local_rank", k->r.local_rank, "host",
-                          w->host, "gpu", k->r.gpu, "gpu_busid", k->r.gpu_busid);
+    json_t *j = ddp_jsonlog_pack("{s:i, s:i, s:s, s:i, s:s?}", "rank", k->r.rank, "local_rank", k->r.local_rank, "host",
+                                 w->host, "gpu", k->r.gpu, "gpu_busid", k->r.gpu_busid);
     if (with_place) {
-        json_object_set_new(j, "collective", k->has_view && k->view.op[0] ? json_string(k->view.op) : json_null());
-        json_object_set_new(j, "frame", k->has_view ? json_string(k->view.frame) : json_null());
+        json_object_set_new(j, "collective", k->has_view && k->view.op[0] ? ddp_jsonlog_text(k->view.op) : json_null());
+        json_object_set_new(j, "frame", k->has_view ? ddp_jsonlog_text(k->view.frame) : json_null());
     }
     return j;
 }
@@ -103,7 +104,7 @@ static void straggler_named(struct ddp_progress *w, size_t i)
     struct ddp_buf b = {0};
     json_t *j = rank_json(w, k, false);
     json_object_set_new(j, "attempt", json_integer(w->attempt));
-    json_object_set_new(j, "frame", k->has_view ? json_string(k->view.frame) : json_null());
+    json_object_set_new(j, "frame", k->has_view ? ddp_jsonlog_text(k->view.frame) : json_null());
     k->straggler = j;
     straggler_update(w, i);
     rank_desc(&b, w, k);
@@ -263,12 +264,13 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
     if (json_array_size(fr))
         ddp_info("attempt %d: asked torch's flight recorder of %zu rank%s to dump (TORCH_FR_DUMP_TEMP_FILE)",
                  w->attempt, json_array_size(fr), json_array_size(fr) == 1 ? "" : "s");
-    ddp_jsonlog_event(w->rec, "suspect",
-                      json_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o, s:o, s:o}", "attempt", w->attempt,
-                                "quiet_ms", (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus),
-                                "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits,
-                                "collective", v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action",
-                                on_suspect_name(act), "flight_recorder", fr, "recorder", recorder, "reached", reached));
+    ddp_jsonlog_event(
+        w->rec, "suspect",
+        ddp_jsonlog_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o, s:o, s:o}", "attempt", w->attempt,
+                         "quiet_ms", (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus),
+                         "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
+                         v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action", on_suspect_name(act),
+                         "flight_recorder", fr, "recorder", recorder, "reached", reached));
     w->warned_ms = now;
     if (act != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms && w->hooks.act) {
         char *why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s", quiet / 1000,
@@ -291,7 +293,7 @@ static void evaluate(struct ddp_progress *w, long long now)
             ddp_info("attempt %d: progress again: the suspected hang ended after about %llds", w->attempt,
                      lasted / 1000);
             ddp_jsonlog_event(w->rec, "suspect_end",
-                              json_pack("{s:i, s:I}", "attempt", w->attempt, "quiet_ms", (json_int_t)lasted));
+                              ddp_jsonlog_pack("{s:i, s:I}", "attempt", w->attempt, "quiet_ms", (json_int_t)lasted));
         }
         w->suspected_ms = 0;
         w->fr_asked = false;

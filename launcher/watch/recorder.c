@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "records/jsonlog.h"
 
 static const char tag[] = "ddplaunch-fr ";
 
@@ -26,7 +27,7 @@ static long long num(const json_t *j, long long dflt)
 
 static void copy(char *dst, size_t cap, const char *src)
 {
-    snprintf(dst, cap, "%s", src ? src : "");
+    ddp_text_copy(dst, cap, src);
 }
 
 void ddp_fr_ranks_text(char *dst, size_t cap, const long long *r, size_t n)
@@ -96,6 +97,7 @@ static void shape_of(char *dst, size_t cap, const json_t *e)
             len += (size_t)w;
         }
     snprintf(dst, cap, "%s %s", sizes ? sizes : "[]", types);
+    ddp_printable(dst); /* a dtype cut mid-character shows as ?, never as half a character */
     free(sizes);
 }
 
@@ -294,10 +296,10 @@ json_t *ddp_fr_summary_json(const struct ddp_fr_state *fr)
         for (size_t j = x->nentries; j-- > 0 && !e;)
             if (!x->e[j].p2p && x->e[j].seq == x->enqueued)
                 e = &x->e[j];
-        json_array_append_new(a, json_pack("{s:s, s:s?, s:I, s:I, s:s?, s:s?}", "pg", x->id, "ranks",
-                                           x->ranks[0] ? x->ranks : NULL, "last_enqueued", (json_int_t)x->enqueued,
-                                           "last_completed", (json_int_t)x->completed, "op", e ? e->op : NULL, "shape",
-                                           e ? e->shape : NULL));
+        json_array_append_new(a, ddp_jsonlog_pack("{s:s, s:s?, s:I, s:I, s:s?, s:s?}", "pg", x->id, "ranks",
+                                                  x->ranks[0] ? x->ranks : NULL, "last_enqueued",
+                                                  (json_int_t)x->enqueued, "last_completed", (json_int_t)x->completed,
+                                                  "op", e ? e->op : NULL, "shape", e ? e->shape : NULL));
     }
     return a;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "records/jsonlog.h"
 #include "watch/recorder.h"
 
 #define NONE ((size_t)-1)
@@ -975,19 +976,19 @@ json_t *ddp_fr_chain_json(const struct ddp_fr_verdict *v)
     json_t *a = json_array();
     for (size_t h = 0; h < v->nhops && h < DDP_FR_HOPS; h++) {
         const struct ddp_fr_hop *x = &v->hop[h];
-        json_array_append_new(a, json_pack("{s:s, s:s, s:s?, s:I, s:s?, s:s, s:o?}", "waiting", x->waiting, "group",
-                                           x->group, "ranks", x->ranks[0] ? x->ranks : NULL, "seq", (json_int_t)x->seq,
-                                           "op", x->op[0] ? x->op : NULL, "on", x->on, "last",
-                                           x->last >= 0 ? json_integer(x->last) : NULL));
+        json_array_append_new(a, ddp_jsonlog_pack("{s:s, s:s, s:s?, s:I, s:s?, s:s, s:o?}", "waiting", x->waiting,
+                                                  "group", x->group, "ranks", x->ranks[0] ? x->ranks : NULL, "seq",
+                                                  (json_int_t)x->seq, "op", x->op[0] ? x->op : NULL, "on", x->on,
+                                                  "last", x->last >= 0 ? json_integer(x->last) : NULL));
     }
     return a;
 }
 
 json_t *ddp_fr_verdict_json(const struct ddp_fr_verdict *v)
 {
-    return json_pack("{s:s, s:s, s:s?, s:s?, s:I, s:s?, s:s?, s:s?, s:I, s:o}", "verdict", ddp_fr_kind_name(v->kind),
-                     "pg", v->group, "pg2", v->group2[0] ? v->group2 : NULL, "ranks", v->ranks[0] ? v->ranks : NULL,
-                     "seq", (json_int_t)v->seq, "op", v->op[0] ? v->op : NULL, "other", v->other[0] ? v->other : NULL,
-                     "shape", v->shape[0] ? v->shape : NULL, "waited_ms", (json_int_t)v->waited_ms, "chain",
-                     ddp_fr_chain_json(v));
+    return ddp_jsonlog_pack("{s:s, s:s, s:s?, s:s?, s:I, s:s?, s:s?, s:s?, s:I, s:o}", "verdict",
+                            ddp_fr_kind_name(v->kind), "pg", v->group, "pg2", v->group2[0] ? v->group2 : NULL, "ranks",
+                            v->ranks[0] ? v->ranks : NULL, "seq", (json_int_t)v->seq, "op", v->op[0] ? v->op : NULL,
+                            "other", v->other[0] ? v->other : NULL, "shape", v->shape[0] ? v->shape : NULL, "waited_ms",
+                            (json_int_t)v->waited_ms, "chain", ddp_fr_chain_json(v));
 }

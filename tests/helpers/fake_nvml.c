@@ -11,7 +11,15 @@
  *   throttle GPU BITS [AT]                 clock-event reasons (hex or decimal), from AT on
  *   persistence GPU 0|1 / mig GPU 0|1 / ecc_mode GPU 0|1
  *   event GPU AT xid N | event GPU AT ecc  what nvmlEventSetWait_v2 delivers once AT has come
+ *   storm GPU AT xid N COUNT               that Xid COUNT times, as fast as the waits ask (an Xid storm)
+ *   lost GPU [AT]                          from AT on, its memory and processes calls answer GPU_IS_LOST (15)
+ *   recovery GPU N                         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (0 none, 1 reset, 2 reboot, 3/4 drain)
+ *   pcie GPU GEN GEN_MAX WIDTH WIDTH_MAX   the PCIe link now and at most (default 5 5 16 16)
+ *   name GPU BYTES                         nvmlDeviceGetName's answer (default "Fake H200"), any bytes but blanks
  *   unsupported CALL                       that call answers NOT_SUPPORTED (remap, retired, ecc, clocks, events)
+ *   count N                                garbage: nvmlDeviceGetCount answers N (4294967295), whatever is listed
+ *   proc_count GPU N                       garbage: the processes call answers OK and count N, filling only its
+ *                                          own entries (a driver that says more than it gave)
  *   slow CALL MS                           that call (init, memory, procs, count) sleeps MS ms first: a hung driver
  * FAKE_NVML_SLEEP_MS=MS with FAKE_NVML_SLEEP_CALL=CALL (default init) does the same from the environment, and
  * FAKE_NVML_LOADED=FILE appends "loaded PID" to FILE when the library is loaded (a test that NVML is not).
@@ -41,6 +49,10 @@ struct gpu {
     unsigned remap[4];
     unsigned long long throttle;
     double throttle_at;
+    long long proc_count; /* >= 0: the count the processes call answers */
+    double lost_at;       /* >= 0: lost from then on */
+    unsigned recovery, pcie[4];
+    char name[64];
     int persistence, mig, ecc_mode;
 };
 struct event {
@@ -48,6 +60,7 @@ struct event {
     double at;
     unsigned long long type, data;
     int delivered;
+    long long left; /* a storm: deliveries still to come */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -57,6 +70,7 @@ static struct event events[MAXE];
 static int nevents, events_read, inits;
 static double t0 = -1;
 static char unsupported[512];
+static long long count_says = -1; /* "count N" */
 static char slow_call[32];
 static long slow_ms;
 
@@ -116,6 +130,7 @@ static void load(void)
     int read_events = !events_read;
 
     ngpus = 0;
+    count_says = -1;
     slow_ms = 0;
     snprintf(unsupported, sizeof unsupported, " ");
     if (!f)
@@ -134,6 +149,10 @@ static void load(void)
             x->used = c[0] ? size_of(c) : 0;
             x->persistence = 1;
             x->ecc_mode = 1;
+            x->proc_count = -1;
+            x->lost_at = -1;
+            x->pcie[0] = x->pcie[1] = 5, x->pcie[2] = x->pcie[3] = 16;
+            snprintf(x->name, sizeof x->name, "Fake H200");
         } else if (sscanf(line, "proc %d %63s %63s", &g, a, b) == 3 && g >= 0 && g < ngpus && gpus[g].nprocs < MAXP) {
             gpus[g].procs[gpus[g].nprocs++] = (struct proc){(unsigned)atoi(a), size_of(b)};
             gpus[g].used += size_of(b);
@@ -159,6 +178,21 @@ static void load(void)
             v->at = atof(a);
             v->type = !strcmp(b, "xid") ? 0x8 : !strcmp(b, "ecc") ? 0x2 : 0x10;
             v->data = e[0] ? strtoull(e, NULL, 0) : 0;
+        } else if (sscanf(line, "lost %d %63s", &g, a) >= 1 && g >= 0 && g < ngpus) {
+            gpus[g].lost_at = a[0] ? atof(a) : 0;
+        } else if (sscanf(line, "name %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
+            snprintf(gpus[g].name, sizeof gpus[g].name, "%s", a);
+        } else if (sscanf(line, "recovery %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
+            gpus[g].recovery = (unsigned)atoi(a);
+        } else if (sscanf(line, "pcie %d %63s %63s %63s %63s", &g, a, b, c, d) == 5 && g >= 0 && g < ngpus) {
+            gpus[g].pcie[0] = (unsigned)atoi(a), gpus[g].pcie[1] = (unsigned)atoi(b);
+            gpus[g].pcie[2] = (unsigned)atoi(c), gpus[g].pcie[3] = (unsigned)atoi(d);
+        } else if (sscanf(line, "count %63s", a) == 1) {
+            count_says = strtoll(a, NULL, 0);
+        } else if (sscanf(line, "proc_count %d %63s", &g, a) == 2 && g >= 0 && g < ngpus) {
+            gpus[g].proc_count = strtoll(a, NULL, 0);
+        } else if (sscanf(line, "storm %d %63s xid %63s %63s", &g, a, b, c) == 4 && read_events && nevents < MAXE) {
+            events[nevents++] = (struct event){g, atof(a), 0x8, strtoull(b, NULL, 0), 0, atoll(c)};
         } else if (sscanf(line, "slow %31s %63s", slow_call, a) == 2) {
             slow_ms = atol(a);
         } else if (sscanf(line, "unsupported %63s", a) == 1) {
@@ -174,6 +208,11 @@ static struct gpu *dev(void *d)
 {
     struct gpu *g = d;
     return g >= gpus && g < gpus + ngpus ? g : NULL;
+}
+
+static int lost(const struct gpu *g)
+{
+    return g->lost_at >= 0 && now_s() - t0 >= g->lost_at;
 }
 
 EXPORT int nvmlInit_v2(void)
@@ -206,7 +245,7 @@ EXPORT int nvmlSystemGetDriverVersion(char *v, unsigned n)
 EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
 {
     maybe_slow("count");
-    *n = (unsigned)ngpus;
+    *n = count_says >= 0 ? (unsigned)count_says : (unsigned)ngpus;
     return 0;
 }
 EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d)
@@ -238,8 +277,9 @@ EXPORT int nvmlDeviceGetUUID(void *d, char *u, unsigned n)
 }
 EXPORT int nvmlDeviceGetName(void *d, char *s, unsigned n)
 {
-    snprintf(s, n, "Fake H200");
-    return dev(d) ? 0 : 2;
+    struct gpu *g = dev(d);
+    snprintf(s, n, "%s", g ? g->name : "?");
+    return g ? 0 : 2;
 }
 struct memory {
     unsigned long long total, free, used;
@@ -249,6 +289,8 @@ EXPORT int nvmlDeviceGetMemoryInfo(void *d, struct memory *m)
     struct gpu *g = dev(d);
     if (!g)
         return 2;
+    if (lost(g))
+        return 15; /* GPU_IS_LOST */
     maybe_slow("memory");
     m->total = g->total;
     m->used = g->used < g->total ? g->used : g->total;
@@ -265,6 +307,8 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, struct 
     struct gpu *g = dev(d);
     if (!g)
         return 2;
+    if (lost(g))
+        return 15;
     maybe_slow("procs");
     if (*n < (unsigned)g->nprocs) {
         *n = (unsigned)g->nprocs;
@@ -272,7 +316,7 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, struct 
     }
     for (int i = 0; i < g->nprocs; i++)
         out[i] = (struct procinfo){g->procs[i].pid, g->procs[i].used, ~0u, ~0u};
-    *n = (unsigned)g->nprocs;
+    *n = g->proc_count >= 0 ? (unsigned)g->proc_count : (unsigned)g->nprocs;
     return 0;
 }
 EXPORT int nvmlDeviceGetPersistenceMode(void *d, int *m)
@@ -338,6 +382,46 @@ EXPORT int nvmlDeviceGetRemappedRows(void *d, unsigned *corr, unsigned *unc, uns
     *corr = g->remap[0], *unc = g->remap[1], *pend = g->remap[2], *fail = g->remap[3];
     return 0;
 }
+struct field_value {
+    unsigned id, scope;
+    long long ts, latency;
+    int type, ret;
+    unsigned long long value;
+};
+EXPORT int nvmlDeviceGetFieldValues(void *d, int n, struct field_value *v)
+{
+    struct gpu *g = dev(d);
+    if (!g)
+        return 2;
+    for (int i = 0; i < n; i++) {
+        v[i].ret = v[i].id == 230 ? 0 : 3; /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION */
+        v[i].type = 1;                     /* unsigned int */
+        v[i].value = 0;
+        memcpy(&v[i].value, &g->recovery, sizeof g->recovery);
+    }
+    return 0;
+}
+static int pcie(void *d, int k, unsigned *out)
+{
+    struct gpu *g = dev(d);
+    return g ? (*out = g->pcie[k], 0) : 2;
+}
+EXPORT int nvmlDeviceGetCurrPcieLinkGeneration(void *d, unsigned *v)
+{
+    return pcie(d, 0, v);
+}
+EXPORT int nvmlDeviceGetMaxPcieLinkGeneration(void *d, unsigned *v)
+{
+    return pcie(d, 1, v);
+}
+EXPORT int nvmlDeviceGetCurrPcieLinkWidth(void *d, unsigned *v)
+{
+    return pcie(d, 2, v);
+}
+EXPORT int nvmlDeviceGetMaxPcieLinkWidth(void *d, unsigned *v)
+{
+    return pcie(d, 3, v);
+}
 #endif
 
 /* ---- events ---- */
@@ -381,11 +465,14 @@ EXPORT int nvmlEventSetWait_v2(void *s, struct event_data *out, unsigned timeout
     for (;;) {
         pthread_mutex_lock(&mu);
         double t = now_s() - t0;
-        for (int i = 0; i < nevents; i++) {
+        static int next; /* round robin: two storms interleave */
+        for (int k = 0; k < nevents; k++) {
+            int i = (next + k) % nevents;
             struct event *v = &events[i];
             if (v->delivered || v->at > t || v->gpu < 0 || v->gpu >= ngpus || !(set->mask[v->gpu] & v->type))
                 continue;
-            v->delivered = 1;
+            next = i + 1;
+            v->delivered = --v->left <= 0;
             *out = (struct event_data){&gpus[v->gpu], v->type, v->data, ~0u, ~0u};
             pthread_mutex_unlock(&mu);
             return 0;

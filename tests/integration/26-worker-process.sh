@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a worker process sees (issue 3): its own process group and session (the exec shim leads it), the
 # torchrun variables, stdin inherited, the working directory; and the launcher keeps no fd open in it
-# other than 0-2.
+# other than 0-2. Issue 39: the exec shim above it is named ddplaunch (ps, top, pgrep, the OOM killer), not
+# "11" after the /proc/self/fd/11 it was started from.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 
 mkdir -p "$TMP/d"
@@ -47,4 +48,8 @@ expect_eq "worker fds" "$(cat "$TMP/out")" "$("$TMP/fds.sh" </dev/null)" # one w
 # stdin is the launcher's.
 echo "from-stdin" | "$DDP" --no-python --nproc-per-node 1 head -n 1 >"$TMP/out" 2>"$TMP/err"
 expect_eq "stdin passed" "$(cat "$TMP/out")" "from-stdin"
+
+# the exec shim (the worker's parent) is named ddplaunch
+"$DDP" --no-python --nproc-per-node 1 /bin/sh -c 'cat /proc/$PPID/comm' >"$TMP/out" 2>"$TMP/err"
+expect_eq "the shim's name" "$(cat "$TMP/out")" "ddplaunch"
 echo ok

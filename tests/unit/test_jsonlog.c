@@ -127,3 +127,19 @@ Test(record, the_summary_has_its_room_reserved)
     close(dfd);
     cr_expect_eq(rmdir(dir), 0);
 }
+
+/* issue 39 item 1: a field that is not valid UTF-8 (a command name cut at 15 bytes mid-character) costs that
+ * field its bad bytes, never the record its other fields (json_pack returns NULL for it) */
+Test(record, pack_keeps_every_field_when_one_is_not_utf8)
+{
+    const char *bad = "py\xe2\x80"; /* cut mid-character */
+    cr_expect_null(json_pack("{s:i, s:s}", "gpu", 0, "reason", bad));
+    json_t *o = ddp_jsonlog_pack("{s:i, s:s, s:s?, s:I, s:b, s:o, s:n, s:[], s:{s:f}}", "gpu", 0, "reason", bad, "none",
+                                 NULL, "big", (json_int_t)1 << 40, "yes", 1, "arr", json_pack("[i]", 7), "null",
+                                 "empty", "sub", "x", 1.5);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    cr_expect_str_eq(text, "{\"arr\":[7],\"big\":1099511627776,\"empty\":[],\"gpu\":0,\"none\":null,\"null\":null,"
+                           "\"reason\":\"py\xef\xbf\xbd\xef\xbf\xbd\",\"sub\":{\"x\":1.5},\"yes\":true}");
+    free(text);
+    json_decref(o);
+}

@@ -57,6 +57,12 @@ Test(nvml, health_faults_and_unknowns)
     cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
     memset(&h, 0xff, sizeof h); /* nothing known (an old NVML, NOT_SUPPORTED everywhere): no fault */
     cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
+    /* issue 39 item 7: the GPU's own verdict: a reset or a drain NVML asks for makes it unfit */
+    h = healthy();
+    h.recovery = DDP_NVML_RECOVERY_DRAIN_AND_RESET;
+    cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "NVML's recovery action: drain and reset");
+    h.recovery = DDP_NVML_RECOVERY_NONE;
+    cr_expect_str_eq(ddp_nvml_health_fault(&h, buf, sizeof buf), "");
     h = healthy();
     h.remap_failure = 1;
     h.ecc_uncorrected = 3;
@@ -95,7 +101,15 @@ Test(gpus, unfit_before_a_restart)
     struct ddp_nvml nv = {.found = true, .gpus = &g, .ngpus = 1};
     char why[512];
     cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
-    cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:08.0", NULL, why, sizeof why), "not listed: nothing known");
+    /* issue 39 item 4: a GPU NVML no longer lists (it fell off the bus) or reports lost is unfit */
+    cr_expect(ddp_gpus_unfit(&nv, "0000:00:08.0", NULL, why, sizeof why), "not listed any more: unfit");
+    cr_expect(strstr(why, "no longer lists"), "%s", why);
+    struct ddp_nvml none = {.found = false};
+    cr_expect_not(ddp_gpus_unfit(&none, "0000:00:08.0", NULL, why, sizeof why), "no NVML: nothing known");
+    g.lost = true;
+    cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
+    cr_expect(strstr(why, "lost"), "%s", why);
+    g.lost = false;
     g.nprocs = 1;
     g.procs[0] = (struct ddp_nvml_proc){.pid = 7, .mem_used = 20LL << 30, .user = "bob", .comm = "python3"};
     cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));

@@ -2,6 +2,7 @@
  * MANIFEST there) and the sampler's "ddplaunch-fr" line; the verdict rules as a table over those recordings. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,4 +437,44 @@ Test(recorder, places_for_stragglers)
     place[0] = DDP_SUSPECT_INSIDE;
     cr_expect_not(ddp_fr_places(fr, 3, place), "one rank with a recorder: the stacks decide");
     cr_expect_eq(place[0], DDP_SUSPECT_INSIDE, "untouched");
+}
+
+/* issue 39 item 1: strings from the recorder (written by the program: a group name, an op) longer than their
+ * buffers are cut on a character boundary and made printable: the verdict's text stays valid UTF-8 (jansson
+ * refuses anything else, and the record lost every field) and carries no escape sequence */
+static bool valid_utf8(const char *s)
+{
+    json_t *j = json_string(s);
+    bool ok = j != NULL;
+    json_decref(j);
+    return ok;
+}
+
+Test(recorder, strings_cut_on_a_character_boundary_and_printable)
+{
+    char op[512] = "nccl:\\u001b[2J"; /* an escape, as JSON writes it */
+    for (int i = 0; i < 100; i++)
+        strcat(op, "\xc3\xa9"); /* U+00E9, 2 bytes: an odd buffer size cuts one in two */
+    char line[2][2048];
+    for (int r = 0; r < 2; r++)
+        snprintf(line[r], sizeof line[r],
+                 "ddplaunch-fr {\"pg_status\":{\"0\":{\"last_enqueued_collective\":\"6\",\"last_completed_collective\":"
+                 "\"5\"}},\"entries\":[{\"process_group\":[\"0\",\"default_pg\"],\"collective_seq_id\":6,"
+                 "\"profiling_name\":\"%s%s\",\"input_sizes\":[[4]],\"input_dtypes\":[\"Float\"],\"is_p2p\":false}]}",
+                 r ? "x" : "", op);
+    struct ddp_fr_state st[2];
+    struct ddp_fr_input in[2];
+    bool culprit[2];
+    struct ddp_fr_verdict v;
+    for (int r = 0; r < 2; r++) {
+        parse_line(line[r], &st[r]);
+        in[r] = (struct ddp_fr_input){r, &st[r], 31000, NULL};
+        cr_expect(valid_utf8(st[r].g[0].e[0].op), "rank %d op '%s'", r, st[r].g[0].e[0].op);
+        cr_expect_null(strchr(st[r].g[0].e[0].op, '\033'));
+    }
+    ddp_fr_decide(in, 2, culprit, &v);
+    cr_expect_eq(v.kind, DDP_FR_OP);
+    cr_expect(valid_utf8(v.why), "%s", v.why);
+    cr_expect(valid_utf8(v.op) && valid_utf8(v.other), "%s / %s", v.op, v.other);
+    cr_expect_null(strchr(v.why, '\033'));
 }

@@ -64,6 +64,30 @@ Test(util, printable_replaces_raw_c1_invalid_utf8_and_bidi_controls)
     cr_expect_str_eq(s, "a?31mb?c??d???gpj.exe???x???y \xe2\x80\x93 \xf0\x9f\x98\x80");
 }
 
+/* issue 39 item 1: one copy of others' text that never cuts a character in two and is always printable */
+Test(util, text_copy_cuts_on_a_character_boundary_and_is_printable)
+{
+    char buf[8];
+    /* "ab\033c" then U+00E9 U+00E9 (2 bytes each): 7 bytes fit, the second U+00E9 would be cut at byte 7 */
+    cr_expect_str_eq(ddp_text_copy(buf, sizeof buf, "ab\033c\xc3\xa9\xc3\xa9"), "ab?c\xc3\xa9");
+    cr_expect_str_eq(ddp_text_copy(buf, sizeof buf, "\xf0\x9f\x98\x80\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
+    cr_expect_str_eq(ddp_text_copy(buf, sizeof buf, NULL), "");
+    /* a comm the kernel cut at 15 bytes, mid-character: the stray lead byte is shown as '?' */
+    cr_expect_str_eq(ddp_text_copy(buf, sizeof buf, "x\xe2\x80"), "x??");
+    cr_expect_eq(ddp_utf8_cut("a\xe2\x80\x93"
+                              "b",
+                              3),
+                 1);
+    cr_expect_eq(ddp_utf8_cut("a\xe2\x80\x93"
+                              "b",
+                              4),
+                 4);
+    cr_expect_eq(ddp_utf8_cut("a\xff"
+                              "b",
+                              2),
+                 2);
+}
+
 Test(util, path_normalize_one_spelling)
 {
     const char *cases[][2] = {
@@ -85,4 +109,14 @@ Test(util, path_normalize_one_spelling)
         cr_expect_str_eq(n, cases[i][1], "'%s'", cases[i][0]);
         free(n);
     }
+}
+
+/* issue 39 item 1: JSON written by hand (plan --json, ps --json) stays valid UTF-8 whatever the text's bytes */
+Test(util, json_str_keeps_utf8_and_replaces_bad_bytes)
+{
+    struct ddp_buf b = {0};
+    ddp_buf_json_str(&b, "caf\xc3\xa9 py\xe2\x80"
+                         "\x01\xff");
+    cr_expect_str_eq(b.data, "\"caf\xc3\xa9 py\\ufffd\\ufffd\\u0001\\ufffd\"");
+    ddp_buf_free(&b);
 }
