@@ -7,8 +7,8 @@
 
 #include "base/util.h"
 #include "nodes/frame.h"
+#include "watch/fr.h"
 #include "watch/fr_remote.h"
-#include "watch/recorder.h"
 
 struct sent {
     bool has;
