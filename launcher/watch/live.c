@@ -137,6 +137,16 @@ const struct ddp_fr_state *ddp_live_fr_now(const struct ddp_live *l, size_t i, l
     return l && l->progress ? ddp_progress_fr(l->progress, i, now, still_ms) : NULL;
 }
 
+int ddp_live_ask(struct ddp_live *l, long long now)
+{
+    return l && l->progress ? ddp_progress_ask(l->progress, now) : 0;
+}
+
+bool ddp_live_answered(struct ddp_live *l, long long now)
+{
+    return !l || !l->progress || ddp_progress_answered(l->progress, now);
+}
+
 void ddp_live_stop(struct ddp_live *l)
 {
     if (l->progress) { /* what the recorders said last, for the verdict of a capture that follows (capture.h) */

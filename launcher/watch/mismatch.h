@@ -1,4 +1,4 @@
-/* mismatch: what differed at a collective failure. From the flight recorders of an attempt's ranks (recorder.h:
+/* mismatch: what differed at a collective failure. From the flight recorders of an attempt's ranks (fr.h:
  * the survivors' read when a rank failed with a collective error, the failed rank's as last sampled), finds the
  * first collective (group, N) whose members enqueued different ops, shapes or dtypes, and names the ranks whose
  * values differ: the minority, or, with no majority, the side the failed rank is not on. Pure: no loop, no files
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "watch/recorder.h"
+#include "watch/fr.h"
 
 /* One rank's recorder at the failure. */
 struct ddp_mismatch_input {

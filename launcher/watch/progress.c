@@ -34,6 +34,7 @@ struct wrank {
     json_t *straggler;       /* its entry in stragglers once named (borrowed from the array) */
     struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (fr.h), NULL: none yet */
     long long fr_moved_ms;   /* when its recorder status last moved */
+    enum { ASK_NO, ASK_POKE, ASK_SENT, ASK_ANSWERED } ask; /* ddp_progress_ask's state for this rank */
 };
 
 struct ddp_progress {
@@ -57,6 +58,7 @@ struct ddp_progress {
     long long round_ms;     /* when the last sample round was taken */
     long long warned_ms;
     bool acted;
+    bool asking; /* ddp_progress_ask: the regular samples pause */
 };
 
 static const char *on_suspect_name(enum ddp_on_suspect a)
@@ -315,6 +317,8 @@ static void on_collect(uv_timer_t *t)
 {
     struct ddp_progress *w = t->data;
     long long now = ddp_now_ms();
+    if (w->asking)
+        return;
     for (size_t i = 0; i < w->n; i++) {
         struct wrank *k = &w->rk[i];
         struct ddp_buf text = {0};
@@ -346,6 +350,8 @@ static void on_tick(uv_timer_t *t)
     struct ddp_progress *w = t->data;
     long long now = ddp_now_ms();
     bool poked = false;
+    if (w->asking)
+        return;
     for (size_t i = 0; i < w->n; i++) {
         struct wrank *k = &w->rk[i];
         struct stat st;
@@ -441,6 +447,49 @@ void ddp_progress_exited(struct ddp_progress *w, size_t i)
 {
     if (w && i < w->n)
         w->rk[i].running = false;
+}
+
+int ddp_progress_ask(struct ddp_progress *w, long long now)
+{
+    int asked = 0;
+    if (!w)
+        return 0;
+    w->asking = true;
+    for (size_t i = 0; i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        k->ask = k->running && k->sampled && k->fr ? ASK_POKE : ASK_NO;
+        asked += k->ask == ASK_POKE;
+    }
+    ddp_progress_answered(w, now); /* sends the signals */
+    return asked;
+}
+
+bool ddp_progress_answered(struct ddp_progress *w, long long now)
+{
+    bool all = true;
+    for (size_t i = 0; w && i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        if (k->ask == ASK_POKE && k->running) {
+            k->file.want_fr = true;
+            int rc = ddp_sample_poke(&k->file, k->groups, 2, now);
+            k->file.want_fr = false;
+            if (rc == 0)
+                k->ask = ASK_SENT;
+            else if (rc != -EBUSY)
+                k->ask = ASK_NO; /* gone, or sampling stopped: nothing to wait for */
+        } else if (k->ask == ASK_SENT) {
+            struct ddp_buf text = {0};
+            struct ddp_fr_state *fr = ddp_xcalloc(1, sizeof(*fr));
+            if (ddp_sample_take(&k->file, &text) > 0 && ddp_fr_parse(text.data, text.len, fr) == 0 && fr->has_entries) {
+                recorder_sample(w, i, text.data, text.len, now);
+                k->ask = ASK_ANSWERED;
+            }
+            free(fr);
+            ddp_buf_free(&text);
+        }
+        all &= k->ask == ASK_NO || k->ask == ASK_ANSWERED;
+    }
+    return all;
 }
 
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now)

@@ -58,6 +58,14 @@ void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder, const struc
 const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
 
+/* A rank failed with a collective error (atfail.h): ask every running sampled rank whose sampler has shown a
+ * flight recorder for its recorder with its entries now (ddp_sample_poke with want_fr). The regular samples and
+ * the suspicion pause until ddp_progress_stop. Returns how many ranks were asked (0: none has a recorder). */
+int ddp_progress_ask(struct ddp_progress *w, long long now);
+/* Read what the asked ranks wrote so far (ddp_progress_fr then gives it); true once every asked rank answered
+ * with its entries. A rank whose signal was still pending is asked again. */
+bool ddp_progress_answered(struct ddp_progress *w, long long now);
+
 /* Stop the timers; the memory goes once libuv closed them. NULL is a no-op. */
 void ddp_progress_stop(struct ddp_progress *w);
 

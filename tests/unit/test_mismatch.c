@@ -1,5 +1,5 @@
 /* Unit tests for mismatch.c: what differed at a collective failure. The inputs are the sampler's "ddplaunch-fr"
- * lines in torch 2.11's format (recorder.h parses them): pg_status keyed by each process's own backend counter,
+ * lines in torch 2.11's format (fr.h parses them): pg_status keyed by each process's own backend counter,
  * process_group [name, desc], the members from torch's own map (ddp_groups). */
 #include <criterion/criterion.h>
 #include <stdio.h>
