@@ -2,9 +2,10 @@
  * on torch 2.x, its flight recorder at [timeout] sample_interval (sample.h, fr.h), counts signs of progress
  * (output, heartbeat files, stacks or recorders that moved), and when the job has made no progress for longer
  * than its own cadence allows (suspect.h) names the rank the others wait for (fr.h's rules, then hang.h's)
- * in one console line and a `suspect` event, repeated every minute while it lasts; names stragglers from the same
- * samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks its owner (hooks.act)
- * once the suspicion lasted on_suspect_after. */
+ * in one console line and a `suspect` event, repeated every minute while it lasts; where no rank has a flight
+ * recorder, asks NCCL's RAS (ras.h, rasq.h) and says what it found in a second line and a `ras` event; names
+ * stragglers from the same samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks
+ * its owner (hooks.act) once the suspicion lasted on_suspect_after. */
 #ifndef DDP_PROGRESS_H
 #define DDP_PROGRESS_H
 
@@ -26,6 +27,7 @@ struct ddp_progress_rank {
     const char *gpu_busid;   /* borrowed, or NULL */
     const char *stacks_path; /* borrowed: its DDPLAUNCH_STACKS_FILE, NULL when it is not sampled */
     const char *fr_pipe;     /* borrowed: torch's flight-recorder dump FIFO (may not exist), or NULL */
+    int ras_port;            /* the NCCL RAS port its NCCL_RAS_ADDR names on this host (rasq.h), 0 none */
 };
 
 struct ddp_progress_hooks {
