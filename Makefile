@@ -94,13 +94,19 @@ $(BUILD)/obj/%.o: launcher/%.c
 	@mkdir -p $(@D)
 	$(CC) $(DDP_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# The standby interpreter's Python (warm restart) is built into the binary: nothing is read from disk at run time.
-$(BUILD)/gen/standby_py.h: launcher/run/standby.py
+# Python built into the binary, so that nothing is read from disk at run time: each launcher/FOLDER/NAME.py (the
+# sampler's sitecustomize, the warm-restart standby) becomes $(BUILD)/gen/NAME_py.h, which its one C user includes as
+# <NAME_py.h>: NAME_py[] (the file's bytes, then a NUL) and NAME_py_len (the bytes without the NUL). Every object waits
+# for them on a first build; the .d files name the one that includes each.
+PY_SRCS    := $(sort $(wildcard launcher/*/*.py))
+PY_HDRS    := $(foreach p,$(PY_SRCS),$(BUILD)/gen/$(basename $(notdir $(p)))_py.h)
+
+$(BUILD)/gen/%_py.h: $$(wildcard launcher/*/$$*.py) Makefile
 	@mkdir -p $(@D)
-	{ echo '/* generated from $< by the Makefile */'; echo 'static const unsigned char standby_py[] = {'; \
-	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; \
-	  echo 'static const size_t standby_py_len = sizeof standby_py;'; } > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/run/standby.o: $(BUILD)/gen/standby_py.h
+	{ echo '/* generated from $< by the Makefile */'; echo 'static const unsigned char $*_py[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0x00};'; \
+	  echo 'static const size_t $*_py_len = sizeof $*_py - 1;'; } > $@.tmp && mv $@.tmp $@
+$(OBJS): | $(PY_HDRS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libddp.a
 	@mkdir -p $(@D)
