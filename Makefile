@@ -53,7 +53,7 @@ HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%) $(FAKE_NVML)
 # Debian packages for building, testing and the demo.
 DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
 DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps stress-ng \
-              groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq \
+              groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq pyflakes3 \
               slurmctld slurmd slurm-client munge chromium
 DEPS_DEMO  := python3 python3-torch
 # make deb, make wheel and their check (tests/packaging/run.sh)
@@ -63,7 +63,7 @@ DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
 .SECONDEXPANSION:
 .PHONY: print-layers all test unit integration integration-warm test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
-        clean lint-man static deps-build-check deb wheel format format-check
+        clean lint-man lint-py static deps-build-check deb wheel format format-check
 
 all: $(BUILD)/ddplaunch
 
@@ -218,8 +218,8 @@ test-load: $(BUILD)/ddplaunch $(HELP_BINS)
 	    DDP_BUILD=$(CURDIR)/$(BUILD) DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh; rc=$$?; \
 	    kill $$hog; wait $$hog 2>/dev/null; exit $$rc
 
-# The tests again, built with sanitizers (default ASan + UBSan) in their own build directory.
-check:
+# The tests again, built with sanitizers (default ASan + UBSan) in their own build directory, after lint-py.
+check: lint-py
 	@$(MAKE) --no-print-directory test SANITIZE=$(if $(SANITIZE),$(SANITIZE),address$(comma)undefined)
 
 # Install Debian packages: as root with apt-get, otherwise through sudo; with neither, one line saying what to
@@ -273,6 +273,14 @@ demo-run: $(BUILD)/ddplaunch
 
 lint-man:
 	groff -ww -man -z man/ddplaunch.1 man/ddplaunch.ini.5
+
+# The Python built into the binary (PY_SRCS): each file compiles (py_compile, its cache under $(BUILD)) and
+# pyflakes (Debian's pyflakes3) finds nothing in it. Missing pyflakes fails the check, it does not skip it.
+PYFLAKES ?= $(shell command -v pyflakes3 || command -v pyflakes)
+lint-py:
+	@[ -n "$(PYFLAKES)" ] || { echo "lint-py: pyflakes not found (apt-get install pyflakes3)" >&2; exit 1; }
+	@PYTHONPYCACHEPREFIX=$(CURDIR)/$(BUILD)/pycache $(PYTHON3) -m py_compile $(PY_SRCS)
+	@$(PYFLAKES) $(PY_SRCS) && echo "lint-py: $(words $(PY_SRCS)) files clean (py_compile, pyflakes)"
 
 # `make fuzz`: every libFuzzer harness of tests/fuzz for FUZZ_TIME seconds each (CI: 20).
 FUZZ_TIME ?= 60
