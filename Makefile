@@ -194,9 +194,12 @@ wheel: static
 test: deps-check
 	@$(MAKE) --no-print-directory unit integration
 
+# The Criterion binaries, then the Python built into the binary (tests/unit/test_*.py, plain unittest).
 unit: $(BUILD)/ddplaunch $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
 	    echo "== $$t"; DDP_SRCDIR=$(CURDIR) $$t --jobs=2 || fail=1; done; \
+	    echo "== tests/unit/test_*.py"; \
+	    DDP_SRCDIR=$(CURDIR) $(PYTHON3) -B -m unittest discover -s tests/unit -p 'test_*.py' || fail=1; \
 	    [ $$fail = 0 ] || { echo "unit tests FAILED"; exit 1; }
 
 integration: $(BUILD)/ddplaunch $(HELP_BINS)
@@ -274,13 +277,14 @@ demo-run: $(BUILD)/ddplaunch
 lint-man:
 	groff -ww -man -z man/ddplaunch.1 man/ddplaunch.ini.5
 
-# The Python built into the binary (PY_SRCS): each file compiles (py_compile, its cache under $(BUILD)) and
-# pyflakes (Debian's pyflakes3) finds nothing in it. Missing pyflakes fails the check, it does not skip it.
+# The Python built into the binary (PY_SRCS) and its unit tests: each file compiles (py_compile, its cache under
+# $(BUILD)) and pyflakes (Debian's pyflakes3) finds nothing in it. Missing pyflakes fails the check, never skips it.
 PYFLAKES ?= $(shell command -v pyflakes3 || command -v pyflakes)
+PY_LINT  := $(PY_SRCS) $(sort $(wildcard tests/unit/*.py))
 lint-py:
 	@[ -n "$(PYFLAKES)" ] || { echo "lint-py: pyflakes not found (apt-get install pyflakes3)" >&2; exit 1; }
-	@PYTHONPYCACHEPREFIX=$(CURDIR)/$(BUILD)/pycache $(PYTHON3) -m py_compile $(PY_SRCS)
-	@$(PYFLAKES) $(PY_SRCS) && echo "lint-py: $(words $(PY_SRCS)) files clean (py_compile, pyflakes)"
+	@PYTHONPYCACHEPREFIX=$(CURDIR)/$(BUILD)/pycache $(PYTHON3) -m py_compile $(PY_LINT)
+	@$(PYFLAKES) $(PY_LINT) && echo "lint-py: $(words $(PY_LINT)) files clean (py_compile, pyflakes)"
 
 # `make fuzz`: every libFuzzer harness of tests/fuzz for FUZZ_TIME seconds each (CI: 20).
 FUZZ_TIME ?= 60

@@ -10,7 +10,8 @@
 # This file is launcher/watch/sitecustomize.py, built into the ddplaunch binary (the Makefile makes it
 # $(BUILD)/gen/sitecustomize_py.h) and written by watch/sample.c into the launch's private run directory, which
 # goes first on the workers' PYTHONPATH; the launcher never reads it from disk. The signal and the file come in
-# DDPLAUNCH_STACKS_SIGNAL and DDPLAUNCH_STACKS_FILE.
+# DDPLAUNCH_STACKS_SIGNAL and DDPLAUNCH_STACKS_FILE. `make check` runs py_compile and pyflakes on it; `make unit`
+# tests it (tests/unit/test_sitecustomize.py) against a stand-in torch of 1.x's and 2.x's shapes (fake_torch.py).
 
 
 # ---- torch's flight recorder, read with each sample (watch/recorder.c parses the line):
