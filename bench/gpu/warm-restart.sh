@@ -10,8 +10,12 @@ D=$(cd "${1:-.devrt}" && pwd); DDP=$D/ddplaunch; HERE=$(cd "$(dirname "$0")" && 
   python3 -c 'import torch, torch.distributed, os; print("RSS after import:", [l for l in open("/proc/self/status") if l.startswith("VmRSS")][0].strip())'
 } > "$OUT/import.txt" 2>&1
 cat "$OUT/import.txt"
-# the hang restart: 3 gloo ranks, warm
-( cd "$D" && timeout 150 "$DDP" -v --nproc-per-node 3 --max-restarts 1 --warm-restart --set restart.backoff=0 \
+# the hang restart: 3 gloo ranks, warm (HANG=0: not this time)
+[ "${HANG:-1}" = 0 ] || ( cd "$D" && timeout 150 "$DDP" -v --nproc-per-node 3 --max-restarts 1 --warm-restart --set restart.backoff=0 \
     --set gpus.select=none --set timeout.stall=8s --set timeout.heartbeat=file "$HERE/warm_hang.py" ) > "$OUT/hang.txt" 2>&1
-echo "hang restart: exit $?"; grep -E "warm|standby|attempt 1|done|timeout|stall" "$OUT/hang.txt" | tail -15
+rc=$?; [ "${HANG:-1}" = 0 ] || { echo "hang restart: exit $rc"; grep -E "warm|standby|attempt 1|done|timeout|stall" "$OUT/hang.txt" | tail -15; }
 timeout ${TUT_TIMEOUT:-280} python3 "$HERE/warm_restart.py" "$D" "$DDP" "$OUT/tutorial.jsonl" "${RUNS:-3}" ${NAMES:-}
+# where a restarted rank's seconds go (PHASES=0: not this time): the tutorial's set-up step by step in a fresh
+# python, a warm rank and a cold one (warm_phases_run.py), medians of PHASE_ROUNDS
+[ "${PHASES:-1}" = 0 ] || timeout ${PHASES_TIMEOUT:-280} python3 "$HERE/warm_phases_run.py" "$D" "$DDP" "$OUT/phases" \
+    "${PHASE_ROUNDS:-3}" ${PHASE_MODES:-fresh,warm,warm-nosample,warm-preload,cold,fresh-profile,warm-profile}
