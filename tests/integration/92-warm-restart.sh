@@ -2,7 +2,8 @@
 # Warm restart (issue 41): a restarted rank that starts in a standby interpreter sees what a fresh one sees
 # (os.environ, sys.argv, __file__, sys.path[0], cwd, signal dispositions and masks, isatty, the main thread,
 # its descriptors), prints its first line at least 0.5 s sooner than a cold restart of the same job (torch 1.13's
-# import takes about 1 s here), and a standby killed before the restart leaves its rank to a fresh start.
+# import takes about 1 s here), and a standby killed before the restart leaves its rank to a fresh start. A preload
+# module that is not installed is skipped and named.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "SKIP: no torch"
 cp "$DDP_SRCDIR/tests/integration/warm_probe.py" "$TMP/probe.py"
@@ -18,12 +19,22 @@ run() { # run MODE [ddplaunch options...]: attempt 0's rank 0 dies by SIGKILL, a
 }
 run cold --set restart.warm=no
 run warm --warm-restart --log-dir "$TMP/logs"
-run fallback --warm-restart
+run fallback --warm-restart --set "restart.preload=torch, torch.distributed, ddplaunch_no_such_module"
 
 # the restart was warm for both ranks, and for rank 0 only when rank 1's standby had been killed
 expect_grep 'attempt 1: ranks 0,1 started warm' "$TMP/warm/launcher.txt"
 expect_grep 'attempt 1: rank 0 started warm \(standby interpreter\), 1 fresh' "$TMP/fallback/launcher.txt"
 grep -q 'started warm' "$TMP/cold/launcher.txt" && fail "cold: a rank started warm"
+# a preload module that is not installed is skipped and named, and the standby is used all the same: one the user
+# listed, and the default's torch._dynamo where torch is older than 2.0
+expect_grep 'standby interpreters ready \([0-9]+ MiB in all; not installed, not preloaded: ddplaunch_no_such_module\)$' \
+    "$TMP/fallback/launcher.txt"
+if $PY -c 'import torch._dynamo' 2>/dev/null; then
+    grep 'not installed' "$TMP/warm/launcher.txt" && fail "warm: torch._dynamo is installed, yet said not to be"
+else
+    expect_grep 'standby interpreters ready \([0-9]+ MiB in all; not installed, not preloaded: torch\._dynamo\)$' \
+        "$TMP/warm/launcher.txt"
+fi
 sum=$(ls "$TMP"/logs/*/summary.json)
 $PY -c "import json,sys; w=json.load(open(sys.argv[1]))['warm_starts']; sys.exit(w != [{'attempt': 1, 'ranks': [0, 1]}])" \
     "$sum" || fail "summary.json: warm_starts: $(grep -o '"warm_starts".*' "$sum" | head -c 200)"
