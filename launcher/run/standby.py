@@ -23,7 +23,7 @@ def _ddplaunch_standby(main0):
     import os
     import sys
     import _thread
-    import threading  # in the main thread, so that threading's main thread is this one (torch imports it)
+    __import__("threading")  # in the main thread, so that threading's main thread is this one (torch imports it)
 
     ctl = 4
     preload = [m.strip() for m in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if m.strip()]
