@@ -14,7 +14,7 @@
 # tests it (tests/unit/test_sitecustomize.py) against a stand-in torch of 1.x's and 2.x's shapes (fake_torch.py).
 
 
-# ---- torch's flight recorder, read with each sample (watch/recorder.c parses the line):
+# ---- torch's flight recorder, read with each sample (watch/fr.c parses the line):
 # _ddplaunch_fr_line(state, want) returns one "ddplaunch-fr {json}" line, or '' where torch was not imported by the
 # program, has no process group yet, or has no recorder (torch 1.x). It never imports torch. The entries (3-35 ms
 # for a full ring) are read once per standstill of the status, not per sample.

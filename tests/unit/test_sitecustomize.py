@@ -49,7 +49,7 @@ def fixture(path):
 
 
 def parse_line(line):
-    """The JSON of one "ddplaunch-fr {json}" line, checked for the shape watch/recorder.c reads."""
+    """The JSON of one "ddplaunch-fr {json}" line, checked for the shape watch/fr.c reads."""
     assert line.startswith("ddplaunch-fr ") and line.endswith("\n") and line.count("\n") == 1, line
     return json.loads(line[len("ddplaunch-fr ") :])
 
@@ -100,7 +100,7 @@ class FlightRecorder(unittest.TestCase):
 
     def test_torch2_every_case_as_the_c_side_reads_it(self):
         """For every synthesized case (tests/fixtures/fr/groups), the line after a 10 s standstill is the .line
-        beside the dump, which tests/unit/test_recorder.c parses and decides on; but for the join of a key with no
+        beside the dump, which tests/unit/test_fr.c parses and decides on; but for the join of a key with no
         collective yet, which the line there has from synth.py's knowledge and the sampler only from an entry."""
         cases = sorted(glob.glob(os.path.join(FR, "groups", "*.json")))
         self.assertGreater(len(cases), 30)
