@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "host/rundir.h"
-#include "watch/fr.h"
 /* The Python the workers run first: generated from watch/sitecustomize.py (Makefile): sitecustomize_py[], its _len */
 #include <sitecustomize_py.h>
 
