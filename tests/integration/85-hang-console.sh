@@ -64,14 +64,17 @@ fi
 v=$(grep -n '^ddplaunch: attempt 0: Hang verdict' "$E" | cut -d: -f1)
 [ -n "$v" ] || { cat "$E"; fail "three ranks: no verdict"; }
 sed -n "$v,$((v + 5))p" "$E" >"$TMP/verdict"
-expect_eq "three ranks: verdict block" "$(cut -c1-17 "$TMP/verdict")" "ddplaunch: attemp
-  why: ranks 0 an
-  rank 0: in all_
-  rank 1 (culprit
-  rank 2: in all_
-  stacks: $(echo "$S" | cut -c1-7)"
+# (the why and a waiting rank's place vary when a rank is caught ending on its own timeout: test 42)
+expect_eq "three ranks: verdict block" "$(sed -E 's/^(  why|  rank [0-9]+( \(culprit\))?|  stacks):.*/\1/' "$TMP/verdict" |
+    cut -c1-24)" "ddplaunch: attempt 0: Ha
+  why
+  rank 0
+  rank 1 (culprit)
+  rank 2
+  stacks"
+expect_grep "^  stacks: $S\$" "$TMP/verdict"
 expect_grep '^  rank 1 \(culprit\): at hang_worker.py:24 in load_batch < hang_worker.py:34 in <module>$' "$E"
-expect_grep '^  rank 0: in all_reduce.*, at distributed_c10d.py:[0-9]+ in all_reduce < ' "$E"
+expect_grep '^  rank [02]: in all_reduce.*at distributed_c10d.py:[0-9]+ in all_reduce < ' "$E"
 # the whole dump is in the stacks file, sampler thread included (it is the rank's full stack)
 expect_grep '^Fatal Python error: Aborted$' "$S"
 expect_grep '^Current thread 0x[0-9a-f]+ \(most recent call first\):$' "$S"
