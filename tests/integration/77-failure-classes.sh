@@ -45,6 +45,13 @@ oom_cgroup() {
     echo $((96 << 20)) >"$d/memory.max" || return 1
     [ ! -e "$d/memory.swap.max" ] || echo 0 >"$d/memory.swap.max"
 }
+# ... and a process can join it (cgroup v2 refuses some moves)
+oom_cgroup_usable() {
+    oom_cgroup && sh -c 'echo $$ >"$1/cgroup.procs"' sh "$CG" 2>&1 || {
+        echo "cannot move a process into $CG"
+        return 1
+    }
+}
 trap '[ -z "$CG" ] || rmdir "$CG" 2>/dev/null; rm -rf "$TMP"' EXIT
 
 # The jobs: CLASS -> ddplaunch's arguments. NOTES: how a class was produced where it is not the real thing.
@@ -62,7 +69,7 @@ JOB[init-timeout]="--set timeout.init=2s $W silent"
 JOB[wall-timeout]="--set timeout.wall=2s $W silent"
 # rank 1 stops touching its heartbeat file after 2 beats
 JOB[hang]="--nproc-per-node 2 --set timeout.stall=2s --no-python $DDP_BUILD/helpers/heartbeat 100 100 1"
-if oom_cgroup >"$TMP/no-cgroup" 2>&1; then
+if oom_cgroup_usable >"$TMP/no-cgroup" 2>&1; then
     printf '#!/bin/sh\necho $$ >"%s/cgroup.procs" || exit 99\nexec %s %s oom\n' "$CG" "$PY" "$W" >"$TMP/oom.sh"
     chmod +x "$TMP/oom.sh"
     JOB[killed]="--no-python $TMP/oom.sh"
