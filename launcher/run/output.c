@@ -278,12 +278,18 @@ bool ddp_output_fault_line(const char *line, size_t len)
     return p > at + 8 && end - p >= 4 && memcmp(p, " in ", 4) == 0;
 }
 
-void ddp_stream_hold_dump(struct ddp_stream *s)
+void ddp_stream_hold_dump(struct ddp_output *o, struct ddp_stream *s, bool hold)
 {
-    if (s->hold_dump)
+    if (s->hold_dump == hold)
         return;
-    s->hold_dump = true;
-    s->raw_shown = s->raw && !s->cr_pending ? s->partial.len : 0; /* a raw console already has these bytes */
+    s->hold_dump = hold;
+    if (hold) {
+        s->raw_shown = s->raw && !s->cr_pending ? s->partial.len : 0; /* a raw console already has these bytes */
+        return;
+    }
+    if (s->to_console && s->raw && !s->cr_pending && s->partial.len > s->raw_shown)
+        ddp_buf_add(&o->buf[s->which], s->partial.data + s->raw_shown, s->partial.len - s->raw_shown);
+    s->raw_shown = 0;
 }
 
 /* A line the stream holds back (ddp_stream_hold_dump): true for the whole line; else *len may be cut to the

@@ -105,10 +105,11 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
  * added; raw or no prefix: the bytes stay as the worker left them, and another stream's next line first ends
  * it). Idempotent. */
 void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s);
-/* From now on (the hang capture sent SIGABRT), the lines of Python's fault handler dump (ddp_output_fault_line)
- * are held back: they still go to the log files and to on_line, but not to the console nor the tail; every
- * other line is released as before (a raw stream's console then gets whole lines). Until the stream ends. */
-void ddp_stream_hold_dump(struct ddp_stream *s);
+/* hold: from now on (the hang capture sent SIGABRT), the lines of Python's fault handler dump
+ * (ddp_output_fault_line) are held back: they still go to the log files and to on_line, but not to the console
+ * nor the tail; every other line is released as before (a raw stream's console then gets whole lines). !hold:
+ * back to normal (a raw console first gets what it has not had of the open line). */
+void ddp_stream_hold_dump(struct ddp_output *o, struct ddp_stream *s, bool hold);
 /* True when line (len bytes, no '\n') is one Python's fault handler writes in a dump (faulthandler.c, Python
  * 3.8 to 3.14): "Fatal Python error: ...", "Python runtime state: ...", "Thread 0x... (most recent call
  * first):", "Current thread 0x...", "Stack (most recent call first):", a frame "  File \"f.py\", line 3 in g"

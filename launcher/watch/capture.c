@@ -246,7 +246,7 @@ static void abort_ranks(struct ddp_capture *c)
         struct ddp_runner_worker *k = &r->w[i];
         if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting) {
             ddp_records_captured(c->rec, k);
-            ddp_runner_hold_dump(k); /* its dump goes to stacks.txt, not over the console */
+            ddp_runner_hold_dump(k, true); /* its dump goes to stacks.txt, not over the console */
             ddp_runner_signal_program(k, SIGABRT);
         }
     }
@@ -609,6 +609,8 @@ static void decide(struct ddp_capture *c)
     char *stacks = write_stacks(c, r, &all);
     struct ddp_runner_worker *first = report(c, r, &g, stacks, &all, now - c->start_ms);
     ddp_buf_free(&all);
+    for (size_t i = 0; !stacks && i < g.n; i++) /* no stacks file: what a rank still prints reaches the console */
+        ddp_runner_hold_dump(&r->w[i], false);
     if (first) {
         /* the culprit is the root cause; the rank that reported the timeout becomes another failure */
         char *why =

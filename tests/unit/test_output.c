@@ -439,7 +439,7 @@ static void hold_case(bool raw)
     ddp_stream_feed(&f.o, &s, "before\nopen ", 12);
     ddp_output_flush(&f.o);
     free(slurp(f.err[0], &len));
-    ddp_stream_hold_dump(&s);
+    ddp_stream_hold_dump(&f.o, &s, true);
     static const char dump[] = "Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n"
                                "  File \"x.py\", line 6 in stuck\n\nmine, after\nExtension modules: a (total: 1)\n";
     ddp_stream_feed(&f.o, &s, dump, sizeof(dump) - 1);
@@ -473,4 +473,27 @@ Test(output, a_held_dump_reaches_the_log_not_the_console)
 Test(output, a_held_dump_on_a_raw_console)
 {
     hold_case(true);
+}
+
+/* Released (no stacks file to take the rest): the console gets lines again, a raw one the open line's bytes it
+ * has not had yet first. */
+Test(output, a_released_raw_stream_shows_its_open_line)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len;
+    fx_init(&f);
+    ddp_stream_init(&s, 1, "", true, true, -1);
+    ddp_stream_feed(&f.o, &s, "ab", 2);
+    ddp_stream_hold_dump(&f.o, &s, true);
+    const char *held = "c\nThread 0x1 (most recent call first):\nde", *after = "f\n  File \"x.py\", line 6 in g\n";
+    ddp_stream_feed(&f.o, &s, held, strlen(held));
+    ddp_stream_hold_dump(&f.o, &s, false);
+    ddp_stream_feed(&f.o, &s, after, strlen(after));
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, "abc\ndef\n  File \"x.py\", line 6 in g\n");
+    free(got);
+    ddp_stream_free(&s);
+    fx_free(&f);
 }
