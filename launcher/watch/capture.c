@@ -479,9 +479,11 @@ static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
 }
 
 /* text less the fault handler's blocks of ddplaunch's own sampler thread ("Thread 0x...:" up to the blank line
- * after it, one of whose frames is in _ddplaunch_wait), appended to out. */
+ * after it, one of whose frames is in DDP_HANG_SAMPLER_FUNC), appended to out. */
 static void without_sampler(const char *text, size_t len, struct ddp_buf *out)
 {
+    static const char tail[] = " in " DDP_HANG_SAMPLER_FUNC;
+    const size_t n = sizeof(tail) - 1;
     const char *p = text, *end = text + len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p)), *q = nl ? nl + 1 : end;
@@ -491,7 +493,7 @@ static void without_sampler(const char *text, size_t len, struct ddp_buf *out)
             bool sampler = false;
             while (q < end && *q != '\n') {
                 const char *e = memchr(q, '\n', (size_t)(end - q)), *le = e ? e : end;
-                sampler |= le - q >= 19 && memcmp(le - 19, " in _ddplaunch_wait", 19) == 0;
+                sampler |= (size_t)(le - q) >= n && memcmp(le - n, tail, n) == 0;
                 q = e ? e + 1 : end;
             }
             if (q < end)

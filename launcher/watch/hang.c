@@ -265,8 +265,9 @@ static size_t rank_prefix(const char *l, size_t n)
 /* The idle thread of ddplaunch's sitecustomize that takes the sampling signal (sample.c): never the answer. */
 static bool sampler_thread(const struct block *b)
 {
+    size_t n = strlen(DDP_HANG_SAMPLER_FUNC);
     for (size_t i = 0; i < b->n; i++)
-        if (b->f[i].func_len == 15 && memcmp(b->f[i].func, "_ddplaunch_wait", 15) == 0)
+        if (b->f[i].func_len == n && memcmp(b->f[i].func, DDP_HANG_SAMPLER_FUNC, n) == 0)
             return true;
     return false;
 }

@@ -58,6 +58,8 @@ void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_ran
 #define DDP_HANG_OP 64
 #define DDP_HANG_FRAME 256
 #define DDP_HANG_TOP 3 /* frames in a view's top */
+/* The function of ddplaunch's own sampler thread (sitecustomize's, sample.c): a stack in it is never the answer. */
+#define DDP_HANG_SAMPLER_FUNC "_ddplaunch_wait"
 
 /* What one rank's stack says. */
 struct ddp_hang_view {
