@@ -139,7 +139,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "restart", "warm", DDP_T_TRISTATE, OFF(restart_warm), "no", tristate_names, 0, 0,
       "warm restart: keep one standby interpreter per local rank that imported preload, and run a restarted rank's "
       "program in it (yes; auto: for Python jobs with restarts allowed; no)" },
-    { "restart", "preload", DDP_T_LIST, OFF(restart_preload), "torch, torch.distributed", NULL, 0, 0,
+    { "restart", "preload", DDP_T_LIST, OFF(restart_preload), "torch, torch.distributed, torch._dynamo", NULL, 0, 0,
       "the modules a standby interpreter imports before it waits (warm restart)" },
     { "timeout", "init", DDP_T_DURATION, OFF(timeout_init_ms), "off", NULL, 0, 0,
       "every rank must show life (heartbeat or output) within this after start" },
