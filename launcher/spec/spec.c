@@ -153,7 +153,8 @@ const struct ddp_key ddp_spec_keys[] = {
     { "timeout", "timer_file", DDP_T_BOOL, OFF(timer_file), "no", NULL, 0, 0,
       "serve torch's file-based watchdog (TORCHELASTIC_TIMER_FILE)" },
     { "timeout", "stacks", DDP_T_BOOL, OFF(timeout_stacks), "yes", NULL, 0, 0,
-      "before a hung attempt is stopped, capture each Python rank's stack and name the culprit rank" },
+      "before a hung attempt is stopped, capture each Python rank's stack (into attempt_N/stacks.txt, not over "
+      "the console) and name the culprit rank" },
     { "timeout", "sample", DDP_T_BOOL, OFF(timeout_sample), "yes", NULL, 0, 0,
       "sample each Python rank's stacks while it runs (signal 39, SIGRTMIN+5): suspected hangs, stragglers" },
     { "timeout", "sample_interval", DDP_T_DURATION, OFF(sample_interval_ms), "1s", NULL, 0, 0,
