@@ -45,10 +45,12 @@ OBJS       := $(SRCS:launcher/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS   := $(LIB_SRCS:launcher/%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-HELP_SRCS  := $(filter-out tests/helpers/fake_nvml.c,$(sort $(wildcard tests/helpers/*.c)))
-# the fake NVML (a shared library, tests/helpers/fake_nvml.c), and an older one without the newer calls
+HELP_SRCS  := $(filter-out tests/helpers/fake_nvml.c tests/helpers/fake_cuda.c,$(sort $(wildcard tests/helpers/*.c)))
+# the fake NVML (a shared library, tests/helpers/fake_nvml.c), and an older one without the newer calls; a fake
+# libcuda.so.1 (tests/helpers/fake_cuda.c)
 FAKE_NVML  := $(BUILD)/helpers/fake_nvml/libnvidia-ml.so.1 $(BUILD)/helpers/fake_nvml_old/libnvidia-ml.so.1
-HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%) $(FAKE_NVML)
+FAKE_CUDA  := $(BUILD)/helpers/fake_cuda/libcuda.so.1
+HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%) $(FAKE_NVML) $(FAKE_CUDA)
 
 # Debian packages for building, testing and the demo.
 DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
@@ -121,6 +123,10 @@ $(BUILD)/helpers/fake_nvml_old/libnvidia-ml.so.1: tests/helpers/fake_nvml.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE -DFAKE_NVML_OLD -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
 	    $(CFLAGS) -o $@ $< -lpthread
+
+$(FAKE_CUDA): tests/helpers/fake_cuda.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden $(CFLAGS) -o $@ $<
 
 $(BUILD)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(@D)

@@ -5,11 +5,12 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 D=$(cd "${1:-.devrt}" && pwd); DDP=$D/ddplaunch; HERE=$(cd "$(dirname "$0")" && pwd)
+# IMPORT=0: only the version line (what a python holds after each preload list: warm_restart.py asks the standbys)
 { python3 -c 'import torch,sys; print("torch", torch.__version__, sys.executable)'
-  for i in 1 2 3; do python3 -c 'import time; t=time.time(); import torch, torch.distributed; print("import torch, torch.distributed: %.2f s" % (time.time()-t))'; done
-  python3 -c 'import torch, torch.distributed, os; print("RSS after import:", [l for l in open("/proc/self/status") if l.startswith("VmRSS")][0].strip())'
+  [ "${IMPORT:-1}" = 0 ] || for i in 1 2 3; do python3 -c 'import time; t=time.time(); import torch, torch.distributed; print("import torch, torch.distributed: %.2f s" % (time.time()-t))'; done
+  [ "${IMPORT:-1}" = 0 ] || python3 -c 'import torch, torch.distributed, os; print("RSS after import:", [l for l in open("/proc/self/status") if l.startswith("VmRSS")][0].strip())'
   # does a standby's preload touch CUDA's driver? (what a standby holds after it: GPU device descriptors, libcuda)
-  for pre in "torch, torch.distributed" "torch, torch.distributed, torch._dynamo"; do
+  [ "${IMPORT:-1}" = 0 ] || for pre in "torch, torch.distributed" "torch, torch.distributed, torch._dynamo"; do
     python3 -c 'import os, sys, torch
 for m in sys.argv[1].split(","):
     try:

@@ -7,6 +7,8 @@ that adds what the first warm run imported after its go), cold (restart.warm=no)
 one run each under cProfile. Also times CUDA's own context creation through the driver API (ctypes, no torch)."""
 import json, os, re, shutil, signal, socket, statistics, subprocess, sys, threading, time
 
+from standby_gpu import gpu_state
+
 here = os.path.dirname(os.path.abspath(__file__))
 d, ddp, outdir = (os.path.abspath(a) for a in sys.argv[1:4])
 rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
@@ -75,24 +77,6 @@ def run_fresh(mode, n):
     return results(w)
 
 
-def gpu_state(pid):
-    """What a standby holds once ready: descriptors on /dev/nvidia* and whether libcuda is mapped (issue 41: a
-    standby must not initialise CUDA, or its devices are fixed before the rank's CUDA_VISIBLE_DEVICES)."""
-    fds = set()
-    try:
-        for f in os.listdir("/proc/%d/fd" % pid):
-            try:
-                t = os.readlink("/proc/%d/fd/%s" % (pid, f))
-            except OSError:
-                continue
-            if t.startswith("/dev/nvidia"):
-                fds.add(t)
-        cuda = any("libcuda.so" in ln for ln in open("/proc/%d/maps" % pid))
-    except OSError as e:
-        return "standby %d: %s" % (pid, e)
-    return "standby %d: /dev/nvidia* descriptors %s, libcuda mapped %s" % (pid, sorted(fds) or "none", cuda)
-
-
 def run_ddp(mode, n):
     w = workdir(mode, n)
     argv = [ddp, "-v", "--nproc-per-node", "1", "--max-restarts", "1", "--set", "restart.backoff=0"]
@@ -123,7 +107,7 @@ def run_ddp(mode, n):
         lines.append("%.3f %s" % (time.time() - t0, s))
         if "attempt 0 done" in s:
             state["done0"] = True
-        if "standby interpreter" in s and "ready" in s:
+        if ("standby interpreter" in s and "ready" in s) or "warm restart off" in s:  # off: the restart is cold
             state["ready"] = True
         m = re.search(r"standby of local rank \d+ ready in .* \(pid (\d+)", s)
         if m:

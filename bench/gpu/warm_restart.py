@@ -1,9 +1,15 @@
 """Warm restart on the GPU host (issue 41): the unmodified DDP tutorial (pytorch/examples ddp-tutorial-series
 multigpu_torchrun.py + datautils.py, taken there beside this file, never committed), 1 rank on the one H200.
 For each launcher: start it, wait until epoch 0's snapshot is saved (and, warm, until the standby is ready), kill -9
-the rank, and time from the kill to the restarted rank's "Loading snapshot" line. Usage:
-  warm_restart.py DIR DDPLAUNCH OUTFILE RUNS [NAMES,...]   (DIR holds the tutorial; prints and appends one JSON line per run)"""
+the rank, and time from the kill to the restarted rank's "Loading snapshot" line. Warm, once the standby is ready,
+it also records what each standby holds (/dev/nvidia* descriptors, libcuda mapped: a standby must not), or the
+launcher's "warm restart off" line. Usage:
+  warm_restart.py DIR DDPLAUNCH OUTFILE RUNS [NAMES,...]   (DIR holds the tutorial; prints and appends one JSON line per run)
+TUT_DEADLINE_S=N: start no run that would end later than N s after the start (the last run of that launcher's
+length), so that the summary is printed within a device call's limit."""
 import json, os, signal, statistics, subprocess, sys, threading, time
+
+from standby_gpu import gpu_state, standby_pids
 
 d, ddp, outfile, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 script = "multigpu_torchrun.py"
@@ -28,6 +34,11 @@ def rank_pid():
         if len(a) > 2 and b"python" in a[0] and a[1] == b"-u" and a[2] == script.encode():
             return int(p)
     return None
+
+
+def standby_gpu():
+    """Each standby interpreter and what it holds: /dev/nvidia* descriptors, libcuda."""
+    return [gpu_state(pid) for pid in standby_pids()] or ["no standby process found"]
 
 
 def one(name):
@@ -68,7 +79,12 @@ def one(name):
     t0 = time.monotonic()
     i = wait_for(lambda s: "snapshot saved" in s, 0, 90)
     if i is not None and name == "ddplaunch-warm":
-        i = wait_for(lambda s: "standby interpreter" in s and "ready" in s, 0, 60)
+        k = wait_for(lambda s: ("standby interpreter" in s and "ready" in s) or "warm restart off" in s, 0, 60)
+        if k is not None and "warm restart off" in lines[k][1]:
+            res["warm_off"] = lines[k][1]
+        elif k is not None:
+            res["standby_gpu"] = standby_gpu()
+        i = max(i, k) if k is not None else None
     pid = rank_pid() if i is not None else None
     if pid:
         res["first_snapshot_s"] = round(lines[i][0] - t0, 2)
@@ -99,9 +115,16 @@ def one(name):
 if len(sys.argv) > 5:  # only these launchers
     cmds = {k: v for k, v in cmds.items() if k in sys.argv[5].split(",")}
 allr = {k: [] for k in cmds}
+deadline = time.monotonic() + float(os.environ.get("TUT_DEADLINE_S", "1e9"))
+took = {}
 for r in range(runs):
     for name in cmds:
+        if time.monotonic() + took.get(name, 0) > deadline:
+            print("%s, round %d: not run (TUT_DEADLINE_S)" % (name, r + 1), flush=True)
+            continue
+        t = time.monotonic()
         x = one(name).get("kill_to_loading_snapshot_s")
+        took[name] = time.monotonic() - t
         if x is not None:
             allr[name].append(x)
 summary = {k: {"runs": v, "median_s": statistics.median(v) if v else None} for k, v in allr.items()}

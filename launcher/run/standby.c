@@ -185,6 +185,7 @@ struct ddp_standby_pool {
     bool told_ready;   /* the first "ready" line was said */
     char skipped[256]; /* the preload modules a standby found not installed ("" for none) */
     bool closing;
+    bool off; /* a standby's preload brought CUDA's driver in: no more standbys for this job */
 };
 
 static void sb_free(struct standby *sb)
@@ -261,11 +262,36 @@ static long long mem_available_kib(void)
     return v;
 }
 
+/* A standby said "cuda MODULE WHAT": its preload put CUDA's driver into the process before the rank's
+ * CUDA_VISIBLE_DEVICES was set. Every standby of the job preloads the same: all are ended, none is started again,
+ * and restarts start fresh; said once. */
+static void sb_cuda(struct standby *sb, const char *said)
+{
+    struct ddp_standby_pool *p = sb->pool;
+    char mod[128] = "", what[256];
+    int end = 0;
+    if (sscanf(said, "%127s %n", mod, &end) != 1 || end == 0)
+        end = (int)strlen(said);
+    ddp_text_copy(what, sizeof what, said + end);
+    ddp_printable(mod);
+    p->off = true;
+    ddp_log(p->cfg.quiet ? DDP_LOG_DEBUG : DDP_LOG_WARN,
+            "warm restart off: %s%s initialised CUDA (%s); a standby must not: restarting cold",
+            strcmp(mod, "-") == 0 ? "the standby interpreter's start, before its preload," : "preloading ",
+            strcmp(mod, "-") == 0 ? "" : mod, what);
+    while (p->list)
+        sb_drop(p->list, NULL);
+}
+
 static void sb_ready_line(struct standby *sb)
 {
     struct ddp_standby_pool *p = sb->pool;
     int pid, end = 0;
     long long rss;
+    if (strncmp(sb->line, "cuda ", 5) == 0) {
+        sb_cuda(sb, sb->line + 5);
+        return;
+    }
     if (strncmp(sb->line, "unfit ", 6) == 0) {
         ddp_warn("warm restart: the standby interpreter of local rank %d cannot preload: %s", sb->local_rank,
                  sb->line + 6);
@@ -460,7 +486,7 @@ static struct standby *find(struct ddp_standby_pool *p, int local_rank)
 
 void ddp_standby_fill(struct ddp_standby_pool *p, const struct ddp_attempt *a)
 {
-    if (p->closing)
+    if (p->closing || p->off)
         return;
     for (struct standby *sb = p->list, *next; sb; sb = next) {
         next = sb->next;
@@ -525,7 +551,10 @@ int ddp_standby_take(void *pool, const struct ddp_worker *w, const char *cgroup,
     struct standby *sb = find(p, w->local_rank);
     bool module;
     int at = ddp_standby_split(&w->argv, &module);
-    const char *bad = !sb ? "no standby" : at < 0 ? "not a Python program it can run" : unfit(sb, w, at);
+    const char *bad = p->off   ? "warm restart is off (CUDA in a standby)"
+                      : !sb    ? "no standby"
+                      : at < 0 ? "not a Python program it can run"
+                               : unfit(sb, w, at);
     if (why && whylen)
         snprintf(why, whylen, "%s", bad ? bad : "");
     if (bad) {

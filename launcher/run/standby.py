@@ -9,7 +9,10 @@
 # at "go" they are set back to nice 0 where the user may (root, CAP_SYS_NICE, RLIMIT_NICE). It then says
 # "ready PID RSS_KIB SKIPPED" (SKIPPED: the modules not installed, comma-separated, or "-") and waits.
 # It initialises no CUDA, creates no process group, keeps no thread and reads no rank variable: it is started with
-# the job's environment less the per-rank and per-attempt variables (standby.c).
+# the job's environment less the per-rank and per-attempt variables (standby.c). Before the preload and after each
+# module it checks that CUDA's driver is not in the process (libcuda mapped, /dev/nvidia* open: cuInit reads
+# CUDA_VISIBLE_DEVICES once, before the rank's is set); if it is, it says "cuda MODULE WHAT" ("-": before the
+# first) instead of "ready" and exits, and the launcher turns warm restart off for the job.
 #
 # "Go" is one message: 8 decimal digits of length, then NUL-separated fields: cwd, mode ("s" script, "m" module),
 # target, the launcher's sitecustomize.py path or "", argc, the program's arguments (after the target), envc,
@@ -29,9 +32,29 @@ def _ddplaunch_standby(main0):
     preload = [m.strip() for m in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if m.strip()]
     block = int(sys.argv[2]) if len(sys.argv) > 2 else 0  # the stack sampler's signal, 0 without sampling
     failed = []
+    cuda = []
     missing = []
     done = _thread.allocate_lock()
     done.acquire()
+
+    def cuda_held(m):
+        # CUDA's driver in this process: libcuda mapped (cuInit reads CUDA_VISIBLE_DEVICES once, and this process
+        # has not the rank's yet) or GPU device files open. Said as "cuda MODULE WHAT" ("-": before the preload).
+        with open("/proc/self/maps") as fh:
+            libs = sorted({n for n in (ln.split()[-1].rsplit("/", 1)[-1] for ln in fh) if n.startswith("libcuda.so")})
+        devs = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                link = os.readlink("/proc/self/fd/" + fd)
+            except OSError:
+                continue
+            if link.startswith("/dev/nvidia"):
+                devs.append(link)
+        what = ["%s mapped" % ", ".join(libs)] if libs else []
+        what += ["%s open" % ", ".join(sorted(set(devs)))] if devs else []
+        if what and not cuda:
+            cuda.append("cuda %s %s" % (m or "-", "; ".join(what)))
+        return bool(what)
 
     def load():
         try:
@@ -43,13 +66,16 @@ def _ddplaunch_standby(main0):
                 import signal
 
                 signal.pthread_sigmask(signal.SIG_BLOCK, {block})
-            for m in preload:
+            for m in [""] + preload:  # "": before the first (a sitecustomize, LD_PRELOAD)
                 try:
-                    __import__(m)
+                    if m:
+                        __import__(m)
                 except ModuleNotFoundError as e:  # not installed (torch._dynamo before torch 2.0): skipped, said
                     if e.name is None or not (m == e.name or m.startswith(e.name + ".")):
                         raise  # a module m imports is missing: m cannot be imported
                     missing.append(m)
+                if cuda_held(m):
+                    break
         except BaseException as e:  # noqa: B902 - whatever it was, the standby is unfit
             failed.append("%s: %s" % (type(e).__name__, e))
         finally:
@@ -70,8 +96,9 @@ def _ddplaunch_standby(main0):
     os.dup2(saved[1], 2)
     for fd in saved + (null,):
         os.close(fd)
-    if failed:
-        os.write(ctl, ("unfit %s\n" % failed[0].replace("\n", " ")[:300]).encode("utf-8", "replace"))
+    if failed or cuda:
+        said = cuda[0] if cuda else "unfit %s" % failed[0]
+        os.write(ctl, ("%s\n" % said.replace("\n", " ")[:300]).encode("utf-8", "replace"))
         os._exit(0)
     with open("/proc/self/status", "rb") as f:
         rss = [ln.split()[1] for ln in f.read().splitlines() if ln.startswith(b"VmRSS:")]

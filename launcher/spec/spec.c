@@ -140,7 +140,8 @@ const struct ddp_key ddp_spec_keys[] = {
       "warm restart: keep one standby interpreter per local rank that imported preload, and run a restarted rank's "
       "program in it (yes; auto: for Python jobs with restarts allowed; no)" },
     { "restart", "preload", DDP_T_LIST, OFF(restart_preload), "torch, torch.distributed, torch._dynamo", NULL, 0, 0,
-      "the modules a standby interpreter imports before it waits (warm restart)" },
+      "the modules a standby interpreter imports before it waits (warm restart; one whose import loads CUDA's "
+      "driver turns warm restart off for the job)" },
     { "timeout", "init", DDP_T_DURATION, OFF(timeout_init_ms), "off", NULL, 0, 0,
       "every rank must show life (heartbeat or output) within this after start" },
     { "timeout", "stall", DDP_T_DURATION, OFF(timeout_stall_ms), "off", NULL, 0, 0,
