@@ -281,8 +281,10 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
                              struct ddp_err *err)
 {
     /* run and plan use the topology cache. A job without GPUs never loads NVML (no library, no /dev/nvidia*,
-     * no thread). For GPU workers, plan and the busy = skip and fail launches read NVML's memory in use and its
-     * holders now (the busy check: gpus.h); a busy = warn launch reads them beside the spawn (ddp_gpus_check_start).
+     * no thread). For GPU workers, plan and the busy = skip and fail launches need the GPUs' holders now (the
+     * busy check: gpus.h): /proc first, NVML's memory in use and holders only when /proc cannot say that no
+     * other process holds a GPU (holders.h; a memory limit always reads NVML); a busy = warn launch reads them
+     * beside the spawn (ddp_gpus_check_start). DDPLAUNCH_TOPOLOGY_PROC (tests) names the /proc to scan.
      * topo and doctor report the machine as it is now (and refresh the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads
      * NVML for an XML topology too (the tests' fake NVML). */
     bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
@@ -291,6 +293,7 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
                      !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
     bool mem_limit = spec->gpus_max_memory_used.bytes || spec->gpus_max_memory_used.percent; /* chooses by it */
     const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
+    const char *proc_root = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_PROC");
     struct ddp_topo_opts o = {
         .xml_path = path,
         .envp = envp,
@@ -298,6 +301,8 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
         .gpu_usage = want_gpus && (l->cmd != DDP_CMD_RUN || spec->gpus_busy != DDP_BUSY_WARN || mem_limit),
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
         .no_nvml = !want_gpus && !report,
+        .holders_first = !mem_limit,
+        .proc_root = proc_root && *proc_root ? proc_root : NULL,
     };
     int rc = ddp_topo_load_opts(&o, &l->topo, err);
     if (rc < 0) {
