@@ -535,8 +535,8 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
     } else if (o->envp && (key = ddp_topo_cache_key(o->envp)) != NULL && !o->refresh) {
         rc = from_cache(topo, key, o->envp);
         if (rc == -ENOENT || rc == -ESTALE) { /* a miss: the first to lock discovers, the others read its file */
-            cache_lock = ddp_topo_cache_lock(o->envp, DISCOVERY_WAIT_MS);
-            if (cache_lock >= 0)
+            cache_lock = ddp_topo_cache_lock(o->envp);
+            if (cache_lock >= 0 || ddp_topo_cache_wait(o->envp, DISCOVERY_WAIT_MS) == 0)
                 rc = from_cache(topo, key, o->envp);
         }
         topo->cached = rc == 0;

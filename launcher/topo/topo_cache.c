@@ -212,18 +212,33 @@ int ddp_topo_cache_write(char *const *envp, const char *key, const char *nvml, c
     return rc;
 }
 
-int ddp_topo_cache_lock(char *const *envp, int wait_ms)
+int ddp_topo_cache_lock(char *const *envp)
 {
     int dfd;
     if (cache_dir(envp, &dfd) < 0)
         return -1;
-    for (int waited = 0;; waited += 10) {
-        if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
-            return dfd;
-        if (errno != EWOULDBLOCK || waited >= wait_ms)
-            break;
-        usleep(10000);
-    }
+    if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
+        return dfd;
     close(dfd);
     return -1;
+}
+
+int ddp_topo_cache_wait(char *const *envp, int wait_ms)
+{
+    int dfd, rc;
+    if ((rc = cache_dir(envp, &dfd)) < 0)
+        return rc;
+    for (int waited = 0;; waited += 2) { /* a shared lock is granted once the discovering launch let go */
+        if (flock(dfd, LOCK_SH | LOCK_NB) == 0) {
+            rc = 0;
+            break;
+        }
+        if (errno != EWOULDBLOCK || waited >= wait_ms) {
+            rc = errno != EWOULDBLOCK ? -errno : -ETIMEDOUT;
+            break;
+        }
+        usleep(2000);
+    }
+    close(dfd);
+    return rc;
 }
