@@ -277,6 +277,18 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
     return path && *path ? path : NULL;
 }
 
+/* Whether the spec's workers may use GPUs (not nproc_per_node = cpu, not [gpus] select = none). */
+static bool spec_wants_gpus(const struct ddp_spec *spec)
+{
+    return spec->nproc_per_node.kind != DDP_NPROC_CPU &&
+           !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
+}
+
+bool ddp_launch_wants_gpus(const struct ddp_launch *l)
+{
+    return l->topo && ddp_topo_ngpus(l->topo) > 0 && spec_wants_gpus(&l->spec);
+}
+
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err)
 {
@@ -289,8 +301,7 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
      * NVML for an XML topology too (the tests' fake NVML). */
     bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
     const struct ddp_spec *spec = &l->spec;
-    bool want_gpus = spec->nproc_per_node.kind != DDP_NPROC_CPU &&
-                     !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
+    bool want_gpus = spec_wants_gpus(spec);
     bool mem_limit = spec->gpus_max_memory_used.bytes || spec->gpus_max_memory_used.percent; /* chooses by it */
     const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
     const char *proc_root = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_PROC");
@@ -393,8 +404,9 @@ static char *torchrun_python_probe(char *const *envp)
     return py;
 }
 
-void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
+void ddp_launch_facts_gather(struct ddp_launch_facts *f, const struct ddp_launch *l, char *const *envp)
 {
+    bool leases = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR || ddp_launch_wants_gpus(l);
     memset(f, 0, sizeof *f);
     f->envp = envp;
     snprintf(f->hostname, sizeof f->hostname, "localhost");
@@ -411,7 +423,7 @@ void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
     snprintf(f->random_id, sizeof f->random_id, "%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3], raw[4],
              raw[5]);
     struct ddp_lease_info *info = NULL;
-    if (ddp_lease_list(ddp_rundir_lock_dir(envp), &info, &f->nleases) < 0) {
+    if (leases && ddp_lease_list(ddp_rundir_lock_dir(envp), &info, &f->nleases) < 0) {
         info = NULL;
         f->nleases = 0;
     }
