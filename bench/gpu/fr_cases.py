@@ -1,5 +1,5 @@
 """Issue 31: record torch's flight recorder as JSON, read in process from a thread of each rank, for the unit tests
-of launcher/watch/recorder.c (tests/fixtures/fr/), and measure what reading it costs. Run on the GPU machine:
+of launcher/watch/fr.c (tests/fixtures/fr/), and measure what reading it costs. Run on the GPU machine:
     python3 bench/gpu/fr_cases.py OUTDIR
 Cases (3 gloo CPU ranks unless said; every collective is async and each rank polls work.is_completed(), as a rank
 waits in a CUDA sync under NCCL; the process-group timeout is 30 minutes):

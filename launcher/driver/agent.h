@@ -1,7 +1,7 @@
 /* agent: the node agent's decisions on several nodes as one table of role x state x event -> next state + action
  * bits, beside policy.h's table for one attempt on one node. Node 0 (the leader) runs the policy for the whole
  * job and this table for the rounds across the nodes; every other node (a follower) runs this table for what
- * node 0 tells it, and policy.h only to stop its own workers. Pure: no loop, no sockets, no clock; nodes.c feeds
+ * node 0 tells it, and policy.h only to stop its own workers. Pure: no loop, no sockets, no clock; roles.c feeds
  * the events in (from coord.h's events, the workers' ends and signals) and carries the actions out. */
 #ifndef DDP_AGENT_H
 #define DDP_AGENT_H

@@ -7,8 +7,8 @@
 
 #include "base/util.h"
 #include "nodes/frame.h"
+#include "watch/fr.h"
 #include "watch/fr_remote.h"
-#include "watch/recorder.h"
 
 struct sent {
     bool has;
@@ -20,7 +20,7 @@ struct ddp_frshare {
     bool leader;
     struct ddp_runner *rn;
     struct ddp_watch *watch;
-    struct ddp_nodes *nodes;
+    struct ddp_roster *nodes;
     struct ddp_records *rec;
     int attempt; /* the attempt sent[] is about, -1 none */
     struct sent *sent;
@@ -55,7 +55,7 @@ static void on_tick(uv_timer_t *t)
         char json[DDP_FRAME_FR_MAX + 1];
         snprintf(where.busid, sizeof(where.busid), "%s", w->gpu_busid ? w->gpu_busid : "");
         if (ddp_fr_remote_encode(fr, &where, json, sizeof(json)) < 0 ||
-            ddp_nodes_send_fr(f->nodes, r->plan.attempt, w->rank, still, json) < 0)
+            ddp_roster_send_fr(f->nodes, r->plan.attempt, w->rank, still, json) < 0)
             continue;
         f->sent[i].has = true;
         f->sent[i].fr = *fr;
@@ -63,7 +63,7 @@ static void on_tick(uv_timer_t *t)
 }
 
 struct ddp_frshare *ddp_frshare_new(uv_loop_t *loop, const struct ddp_spec *spec, bool leader, struct ddp_runner *rn,
-                                    struct ddp_watch *watch, struct ddp_nodes *nodes, struct ddp_records *rec)
+                                    struct ddp_watch *watch, struct ddp_roster *nodes, struct ddp_records *rec)
 {
     if (!spec->timeout_sample || spec->sample_interval_ms <= 0)
         return NULL;
@@ -85,7 +85,7 @@ void ddp_frshare_received(struct ddp_frshare *f, const struct ddp_coord_event *e
 {
     if (!f || !f->leader)
         return;
-    const char *host = ddp_nodes_runs_rank(f->nodes, ev->attempt, ev->node, ev->rank);
+    const char *host = ddp_roster_runs_rank(f->nodes, ev->attempt, ev->node, ev->rank);
     if (!host) {
         ddp_debug("node %d: flight recorder of rank %d in attempt %d ignored: not one of its ranks now", ev->node,
                   ev->rank, ev->attempt);

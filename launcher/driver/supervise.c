@@ -1,12 +1,14 @@
 /* supervise: the driver, see supervise.h. One libuv loop, one driver for one node and for several: it owns the
- * policy (policy.h) and, on several nodes, the node agent's table (agent.h); everything that happens reaches it
- * as an event (the runner's workers, the timeout sources, signals, the control channel through nodes.h), goes
- * through the tables, and the actions they return are carried out here: the runner (runner.h) starts and signals
- * workers, records.h writes what happened, watch.h captures a hang's stacks, nodes.h sends to the other nodes.
+ * policy (policy.h); everything that happens reaches it as an event (the runner's workers, the timeout sources,
+ * signals; on several nodes the node agent, roles.h, which steps agent.h's table and calls back here), goes
+ * through the policy's table, and the actions it returns are carried out here: the runner (runner.h) starts and
+ * signals workers, records.h writes what happened, watch.h captures a hang's stacks, roles.h tells the other
+ * nodes.
  *
  * Who calls whom (no module is passed twice on one event's way):
- *   runner / timeout source / signal / coord -> supervise -> [nodes: translate] -> agent table -> policy table
- *   -> supervise carries the actions out -> runner, records, watch (the hang capture), nodes (send).
+ *   runner / timeout source / signal -> supervise -> policy table -> supervise carries the actions out ->
+ *   runner, records, watch (the hang capture), roles (STOP, START, EXIT to the other nodes);
+ *   coord -> roles [roster: translate] -> agent table -> supervise (roles.h's operations) -> policy table.
  * Every timeout and evidence source is the watch's (watch.h): the driver calls its one interface. */
 #include "driver/supervise.h"
 
@@ -17,11 +19,9 @@
 #include <unistd.h>
 
 #include "base/exit.h"
-#include "driver/agent.h"
-#include "driver/frshare.h"
 #include "driver/gpus.h"
-#include "driver/nodes.h"
 #include "driver/policy.h"
+#include "driver/roles.h"
 #include "driver/signals.h"
 #include "host/cgroup.h"
 #include "host/lease.h"
@@ -48,15 +48,13 @@ struct sup {
     struct ddp_plan_ctx actx; /* ctx with this attempt's group rank, node count and port */
     enum role role;
     struct ddp_policy pol;
-    struct ddp_agent agent; /* several nodes: the node agent's state (agent.h) */
     struct ddp_runner *rn;
     struct ddp_records *rec;
-    struct ddp_watch *watch;     /* the hang watch: every timeout and evidence source (watch.h) */
-    bool gpu_left_out;           /* a GPU fault or the restart check left a GPU out: the next attempt fits */
-    struct ddp_nodes *nodes;     /* several nodes */
-    struct ddp_frshare *frshare; /* several nodes: the flight recorders, shared with node 0 */
+    struct ddp_watch *watch; /* the hang watch: every timeout and evidence source (watch.h) */
+    bool gpu_left_out;       /* a GPU fault or the restart check left a GPU out: the next attempt fits */
+    struct ddp_roles *roles; /* several nodes: the node agent (roles.h) */
     struct ddp_signals *sigs;
-    uv_timer_t grace, backoff, force, join, joinlog;
+    uv_timer_t grace, backoff, force;
     struct ddp_policy_action pending; /* START waiting for the backoff timer */
     struct ddp_gpus_read *gpucheck;   /* busy = warn: the holder check beside attempt 0's spawn, until it answers */
     bool gpucheck_started;
@@ -77,8 +75,7 @@ struct sup {
     size_t nleases;
     char *timeout_reason; /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
-    const char *stop_why; /* node 0: why the attempt stops, for STOP (during one feed) */
-    long long join_start_ms;
+    const char *stop_why;              /* node 0: why the attempt stops, for STOP (during one feed) */
     char *cgroup_base;                 /* where attempt cgroups go (cgroup.h), or NULL */
     struct ddp_standby_pool *standbys; /* warm restart (standby.h), or NULL */
     char *site;                        /* the sitecustomize.py the standbys run at "go", or NULL */
@@ -121,13 +118,12 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
         ddp_watch_attempt_stop(s->watch); /* a timeout is news only while the attempt runs */
     if (a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL))
         ddp_watch_stopping(s->watch); /* no suspicion while it is stopped */
-    if (s->role == ROLE_LEADER && ddp_agent_round_live(&s->agent) && before == DDP_PS_RUNNING &&
-        s->pol.state == DDP_PS_STOPPING) {
+    if (s->role == ROLE_LEADER && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
         const char *why = s->stop_why                       ? s->stop_why
                           : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
                           : s->pol.stop == DDP_STOP_TIMEOUT ? "a timeout on node 0"
                                                             : "a worker on node 0 failed";
-        ddp_nodes_stop(s->nodes, why);
+        ddp_roles_stopping(s->roles, why);
     }
     if (ev->kind == DDP_PE_SIGNAL && a.flags) {
         int alive = ddp_runner_alive(s->rn);
@@ -156,9 +152,8 @@ static void close_all(struct sup *s)
     if (s->closed)
         return;
     s->closed = true;
-    ddp_nodes_close(s->nodes, s->exit_status);
-    ddp_frshare_close(s->frshare);
-    uv_timer_t *timers[] = {&s->join, &s->grace, &s->backoff, &s->force, &s->joinlog};
+    ddp_roles_close(s->roles, s->exit_status);
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->force};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
         uv_close((uv_handle_t *)timers[i], NULL);
     ddp_standby_close(s->standbys);
@@ -303,22 +298,26 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     return 0;
 }
 
-/* ---------------------------------------------------------------- several nodes */
+/* ---------------------------------------------------------------- several nodes: the driver's side of roles.h */
 
-/* Node 0: lay the attempt out over the nodes, send START, start its own workers. */
-static int leader_start(struct sup *s, int attempt, int nproc)
+static void roles_policy(void *arg, const struct ddp_policy_event_data *ev)
 {
-    int rc = ddp_nodes_start(s->nodes, attempt, nproc, &s->actx, s->err);
-    return rc < 0 ? rc : start_attempt(s, attempt, nproc);
+    feed(arg, ev);
+}
+
+static int roles_start(void *arg, int attempt, int nproc)
+{
+    return start_attempt(arg, attempt, nproc);
 }
 
 /* Node 0: another node failed (or was lost) in the current attempt: the whole job stops. */
-static void leader_node_failed(struct sup *s, int status, const char *why, bool disarm_grace)
+static void roles_node_failed(void *arg, int attempt, int status, const char *why, bool disarm_grace)
 {
+    struct sup *s = arg;
     struct ddp_policy_event_data ev = {.kind = DDP_PE_NODE_FAILED, .status = status};
     if (s->pol.state != DDP_PS_RUNNING)
         return;
-    ddp_error("attempt %d: %s; stopping the workers on every node", ddp_nodes_round_attempt(s->nodes), why);
+    ddp_error("attempt %d: %s; stopping the workers on every node", attempt, why);
     if (status == DDP_EXIT_TIMEOUT) {
         free(s->timeout_reason);
         s->timeout_reason = ddp_xstrdup(why);
@@ -332,8 +331,9 @@ static void leader_node_failed(struct sup *s, int status, const char *why, bool 
 }
 
 /* Other nodes: tell node 0 how this node's part of the attempt ended (the workers all ended: LOCAL_DONE). */
-static void follower_report(struct sup *s)
+static void roles_report(void *arg)
 {
+    struct sup *s = arg;
     int st = ddp_policy_local_status(&s->pol, s->exit_status);
     char why[600] = "", root[512];
     if (st != 0 && s->pol.stop != DDP_STOP_REMOTE) {
@@ -345,176 +345,38 @@ static void follower_report(struct sup *s)
         if (s->pol.stop != DDP_STOP_SIGNAL)
             ddp_records_print_summary(s->rec, st, ddp_runner_output(s->rn));
     }
-    ddp_nodes_report(s->nodes, cur_attempt(s), st, why);
+    ddp_roles_report(s->roles, cur_attempt(s), st, why);
     retire(s);
 }
 
-/* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
-static void follower_start(struct sup *s, const struct ddp_coord_event *cev)
+static void roles_finish(void *arg, int status)
 {
-    struct ddp_agent_event_data failed = {.kind = DDP_AE_START_FAILED};
-    if (cev->attempt > 0)
-        ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
-                 cev->attempt - 1, cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size);
-    s->actx.node_rank = cev->group_rank;
-    s->actx.nnodes = cev->group_world_size;
-    s->actx.master_port = cev->master_port;
-    s->actx.rank_base = cev->rank_base;
-    s->actx.world_size = cev->world_size;
-    ddp_policy_init(&s->pol, s->spec, cev->nproc);
-    s->pol.attempt = cev->attempt;
-    ddp_records_forget(s->rec);
-    ddp_info("attempt %d: starting %d worker%s (ranks %d-%d of %d)", cev->attempt, cev->nproc,
-             cev->nproc == 1 ? "" : "s", cev->rank_base, cev->rank_base + cev->nproc - 1, cev->world_size);
-    if (start_attempt(s, cev->attempt, cev->nproc) < 0) {
-        ddp_error("attempt %d: %s", cev->attempt, s->err->msg);
-        if (ddp_agent_step(&s->agent, &failed).flags & DDP_AA_REPORT)
-            ddp_nodes_report(s->nodes, cev->attempt, DDP_EXIT_LAUNCHER, s->err->msg);
-    }
-}
-
-/* Feed one event to the node agent's table (agent.h) and carry out its actions. why: for NODE_FAILED, the line
- * saying which node failed; cev: the control channel's event behind it (a follower's START), or NULL. Returns
- * the result of starting an attempt on node 0 (START), else 0. */
-static int agent_feed(struct sup *s, const struct ddp_agent_event_data *ev, const char *why,
-                      const struct ddp_coord_event *cev)
-{
-    enum ddp_agent_state before = s->agent.state;
-    struct ddp_agent_action a = ddp_agent_step(&s->agent, ev);
-    int rc = 0;
-    if (a.flags & DDP_AA_POLICY) {
-        struct ddp_policy_event_data pe = {.kind = DDP_PE_SIGNAL, .signo = ev->signo};
-        feed(s, &pe);
-    }
-    if ((a.flags & DDP_AA_STOP_WORKERS) && ddp_runner_current(s->rn))
-        feed_kind(s, DDP_PE_REMOTE_STOP); /* the policy stops only a RUNNING attempt: a stop under way goes on */
-    if (a.flags & DDP_AA_NODE_FAILED)
-        leader_node_failed(s, a.status, why ? why : "", a.flags & DDP_AA_DISARM_GRACE);
-    if (a.flags & DDP_AA_REPORT)
-        follower_report(s);
-    if (a.flags & DDP_AA_DECIDE)
-        feed_kind(s, DDP_PE_ALL_FINISHED);
-    if (a.flags & DDP_AA_START) {
-        if (s->role == ROLE_LEADER)
-            rc = leader_start(s, s->pol.attempt, s->pol.nproc);
-        else if (cev)
-            follower_start(s, cev);
-    }
-    if (a.flags & DDP_AA_EXIT) {
-        /* a signal ends the agent (not node 0's EXIT nor its loss, which win over a signal here) */
-        if (ev->kind == DDP_AE_SIGNAL ||
-            (ev->kind == DDP_AE_LOCAL_DONE && ev->signo > 0 && before != DDP_AS_EXITING && before != DDP_AS_LOST))
-            ddp_error("stopped by %s", ddp_report_signame(ev->signo));
-        finish(s, a.exit_status);
-    }
-    return rc;
-}
-
-/* Node 0: attempt 0 once the nodes joined (or enough of them at the join timeout). */
-static void leader_begin(struct sup *s, const struct ddp_agent_event_data *ev)
-{
-    struct ddp_agent_event_data failed = {.kind = DDP_AE_START_FAILED};
-    uv_timer_stop(&s->join);
-    if (agent_feed(s, ev, NULL, NULL) < 0) {
-        ddp_error("attempt 0: %s", s->err->msg);
-        s->launcher_failed = true;
-        ddp_agent_step(&s->agent, &failed);
-        finish(s, DDP_EXIT_LAUNCHER);
-    }
-}
-
-static void on_join_progress(uv_timer_t *t)
-{
-    struct sup *s = t->data;
-    if (s->agent.state != DDP_AS_JOINING || s->closed || ddp_runner_current(s->rn) ||
-        !ddp_nodes_join_progress(s->nodes, ddp_now_ms() - s->join_start_ms))
-        uv_timer_stop(&s->joinlog);
-}
-
-static void on_join_timeout(uv_timer_t *t)
-{
-    struct sup *s = t->data;
-    struct ddp_agent_event_data ev;
-    if (s->agent.state != DDP_AS_JOINING || s->closed)
-        return;
-    ddp_nodes_join_timeout(s->nodes, &ev, s->err);
-    if (ev.all) {
-        leader_begin(s, &ev);
-        return;
-    }
-    ddp_error("%s; exit status 75 (EX_TEMPFAIL: retry)", s->err->msg);
-    uv_timer_stop(&s->joinlog);
-    agent_feed(s, &ev, NULL, NULL); /* exits 75: a refusal a scheduler should retry, not a launcher failure */
-}
-
-/* Node 0, c10d with MIN < MAX (torchrun's rendezvous timing): once MIN nodes are in, and again at each join
- * after that, wait last_call more for others (never past the join timeout), then start with those in. */
-static void arm_last_call(struct sup *s)
-{
-    int nup = ddp_nodes_last_call(s->nodes);
-    long long left = s->join_start_ms + s->ctx->join_timeout_ms - ddp_now_ms();
-    if (!nup || s->agent.state != DDP_AS_JOINING || left <= 0)
-        return;
-    long long wait = s->ctx->last_call_ms < left ? s->ctx->last_call_ms : left;
-    uv_timer_start(&s->join, on_join_timeout, (uint64_t)wait, 0);
-    ddp_info("node 0: %d of %d nodes in (at least %d wanted): last call, %.1fs for more to join", nup, s->ctx->nnodes,
-             s->ctx->min_nnodes, (double)wait / 1000.0);
-}
-
-static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
-{
-    struct sup *s = data;
-    struct ddp_agent_event_data ae;
-    char why[700];
-    (void)c;
-    if (s->closed)
-        return;
-    if (ev->kind == DDP_COORD_FR)
-        return ddp_frshare_received(s->frshare, ev);
-    struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
-    struct ddp_nodes_view v = {s->agent.state, r ? r->plan.attempt : -1, s->pol.state != DDP_PS_RUNNING};
-    if (!ddp_nodes_translate(s->nodes, ev, &v, &ae, why, sizeof(why)))
-        return;
-    if (s->role == ROLE_LEADER && ae.kind == DDP_AE_JOINED && s->agent.state == DDP_AS_JOINING && ae.all) {
-        leader_begin(s, &ae);
-    } else {
-        agent_feed(s, &ae, why, ev);
-        if (s->role == ROLE_LEADER && ae.kind == DDP_AE_JOINED)
-            arm_last_call(s);
-    }
+    finish(arg, status);
 }
 
 /* Start listening (node 0) or joining (others); node 0 starts attempt 0 once every node joined. */
-static int nodes_begin(struct sup *s)
+static int roles_begin(struct sup *s)
 {
-    ddp_agent_init(&s->agent, s->role == ROLE_LEADER ? DDP_AR_LEADER : DDP_AR_FOLLOWER);
-    int rc = ddp_nodes_new(&s->loop, s->ctx, s->rec, on_coord, s, &s->nodes, s->err);
-    if (rc == 0)
-        s->frshare = ddp_frshare_new(&s->loop, s->spec, s->role == ROLE_LEADER, s->rn, s->watch, s->nodes, s->rec);
-    if (rc < 0 || s->role != ROLE_LEADER)
-        return rc;
-    uv_timer_start(&s->join, on_join_timeout, (uint64_t)s->ctx->join_timeout_ms, 0);
-    s->join_start_ms = ddp_now_ms();
-    uv_timer_start(&s->joinlog, on_join_progress, 5000, 5000);
-    arm_last_call(s); /* MIN may be 1: node 0 alone */
-    return 0;
+    struct ddp_roles_config c = {.loop = &s->loop,
+                                 .ctx = s->ctx,
+                                 .actx = &s->actx,
+                                 .pol = &s->pol,
+                                 .rn = s->rn,
+                                 .rec = s->rec,
+                                 .watch = s->watch,
+                                 .err = s->err,
+                                 .ops = {roles_policy, roles_start, roles_node_failed, roles_report, roles_finish},
+                                 .arg = s};
+    return ddp_roles_begin(&c, &s->roles);
 }
 
 /* This node's workers of the current attempt all ended. */
 static void all_done(struct sup *s)
 {
-    struct ddp_agent_event_data ae = {.kind = DDP_AE_LOCAL_DONE};
-    if (s->role == ROLE_SINGLE) {
+    if (s->role == ROLE_SINGLE)
         feed_kind(s, DDP_PE_ALL_FINISHED);
-        return;
-    }
-    if (s->role == ROLE_LEADER) {
-        if (ddp_agent_round_live(&s->agent))
-            ae.round_done = ddp_nodes_local_end(s->nodes, ddp_policy_local_status(&s->pol, s->exit_status));
-    } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop == DDP_STOP_SIGNAL) {
-        ae.signo = s->pol.stop_signo;
-    }
-    agent_feed(s, &ae, NULL, NULL);
+    else
+        ddp_roles_local_done(s->roles, ddp_policy_local_status(&s->pol, s->exit_status));
 }
 
 /* ---------------------------------------------------------------- carrying out the policy's actions */
@@ -617,14 +479,10 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
     if (a->flags & DDP_ACT_START) {
         ddp_info("attempt %d: starting %d worker%s", a->attempt, a->nproc, a->nproc == 1 ? "" : "s");
         int rc;
-        if (s->role == ROLE_LEADER) { /* the agent lays the attempt out over the nodes (the policy's size) */
-            struct ddp_agent_event_data st = {.kind = DDP_AE_START}, failed = {.kind = DDP_AE_START_FAILED};
-            rc = agent_feed(s, &st, NULL, NULL);
-            if (rc < 0)
-                ddp_agent_step(&s->agent, &failed); /* DONE: exit 1 */
-        } else {
+        if (s->role == ROLE_LEADER) /* the agent lays the attempt out over the nodes (the policy's size) */
+            rc = ddp_roles_start(s->roles);
+        else
             rc = start_attempt(s, a->attempt, a->nproc);
-        }
         if (rc < 0) {
             ddp_error("attempt %d: %s", a->attempt, s->err->msg);
             launcher_failed(s);
@@ -643,10 +501,8 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
         else
             ddp_records_print_success(s->rec);
         ddp_records_decision(s->rec, attempt, "exit", -1, -1, -1, status, a->why);
-        if (s->role == ROLE_LEADER) {
-            struct ddp_agent_event_data ex = {.kind = DDP_AE_EXIT, .status = status};
-            ddp_agent_step(&s->agent, &ex); /* EXIT goes to every node when the channel closes */
-        }
+        if (s->role == ROLE_LEADER)
+            ddp_roles_exit(s->roles, status); /* EXIT goes to every node when the channel closes */
         finish(s, status);
     }
 }
@@ -1002,8 +858,7 @@ static void on_signal(void *arg, int signo)
 {
     struct sup *s = arg;
     if (s->role != ROLE_SINGLE) {
-        struct ddp_agent_event_data ae = {.kind = DDP_AE_SIGNAL, .signo = signo};
-        agent_feed(s, &ae, NULL, NULL); /* to the policy while an attempt is under way or decided */
+        ddp_roles_signal(s->roles, signo); /* to the policy while an attempt is under way or decided */
         return;
     }
     struct ddp_policy_event_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
@@ -1062,7 +917,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     };
     s->rn = ddp_runner_new(&rcfg);
     standbys_open(s);
-    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->force, &s->join, &s->joinlog};
+    uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->force};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
         uv_timer_init(&s->loop, timers[i]);
         timers[i]->data = s;
@@ -1083,10 +938,10 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         s->launcher_failed = true;
     }
     ddp_policy_init(&s->pol, s->spec, ctx->nproc);
-    rc = s->launcher_failed ? -1 : multi ? nodes_begin(s) : start_attempt(s, 0, ctx->nproc);
+    rc = s->launcher_failed ? -1 : multi ? roles_begin(s) : start_attempt(s, 0, ctx->nproc);
     if (rc < 0) {
         if (!s->launcher_failed && !multi)
-            ddp_error("%s", err->msg); /* nodes_begin said it already */
+            ddp_error("%s", err->msg); /* roles_begin said it already */
         launcher_failed(s);
     }
     uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -1102,7 +957,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     free(s->site);
     ddp_records_close(s->rec);
     ddp_watch_free(s->watch);
-    ddp_nodes_free(s->nodes);
+    ddp_roles_free(s->roles);
     free(s->sigs);
     free(s->exclude);
     free(s->faulted);

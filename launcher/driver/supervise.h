@@ -1,7 +1,7 @@
 /* supervise: the driver that runs one job on this node, alone or as one of several: one libuv loop that turns
  * what happens (workers ending, output lines, timeouts, signals, the other nodes) into events for the policy
  * (policy.h) and the node agent (agent.h) and carries out the actions their tables return, through the runner
- * (runner.h: the workers), records.h, capture.h and nodes.h. It does not decide what to run (plan.c) nor what a
+ * (runner.h: the workers), records.h, capture.h and roster.h. It does not decide what to run (plan.c) nor what a
  * decision should be (the tables): it carries them out. */
 #ifndef DDP_SUPERVISE_H
 #define DDP_SUPERVISE_H

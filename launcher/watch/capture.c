@@ -338,7 +338,7 @@ struct gathered {
     struct ddp_fr_remote_named remote; /* culprits on other nodes (fr_remote.h) */
 };
 
-/* The flight recorder's finding (recorder.h) replaces the stacks' verdict when it names something. */
+/* The flight recorder's finding (fr.h) replaces the stacks' verdict when it names something. */
 static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g)
 {
     size_t n = g->n ? g->n : 1;

@@ -15,9 +15,9 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/fr.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
-#include "watch/recorder.h"
 
 #define DDP_CAPTURE_MS 3000 /* the longest wait for the stacks (at most half of shutdown_timeout) */
 #define DDP_CAPTURE_SETTLE_MS 300
@@ -64,7 +64,7 @@ struct ddp_capture;
 /* decided: the verdict is out (or there was nothing to decide); the driver feeds DDP_PE_CAPTURE_DONE. */
 struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_runner *rn,
                                     struct ddp_records *rec, void (*decided)(void *arg), void *arg);
-/* Where the verdict finds each worker's flight recorder as last sampled (recorder.h; the live watch's, stopped
+/* Where the verdict finds each worker's flight recorder as last sampled (fr.h; the live watch's, stopped
  * before the capture): fr(arg, i, &still_ms) for worker i, NULL when none. The recorder's finding wins over the
  * stacks, which still say where each culprit is; remote (borrowed, may be NULL): the other nodes' ranks'
  * recorders (node 0, fr_remote.h), judged with them. Unset: stacks only. */

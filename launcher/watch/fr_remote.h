@@ -1,7 +1,7 @@
 /* fr_remote: the flight recorders of ranks on other nodes, so that node 0's verdict names them (issue 31). Each
- * joined node sends its ranks' recorder summaries (recorder.h's state, as this module's compact JSON) to node 0
+ * joined node sends its ranks' recorder summaries (fr.h's state, as this module's compact JSON) to node 0
  * over the control channel (driver/frshare.h); node 0 keeps the latest one per rank for the current attempt and
- * decides over its own ranks and these together with recorder.h's rules, so that "rank 3 on node 1" is named in
+ * decides over its own ranks and these together with fr.h's rules, so that "rank 3 on node 1" is named in
  * the live line, the post-mortem verdict, summary.json and the events. Node 0 knows no stack and no pid of a
  * remote rank: its recorder is the whole evidence.
  *
@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "base/util.h"
-#include "watch/recorder.h"
+#include "watch/fr.h"
 
 /* Where a rank runs on its node, as its summary carries it. */
 struct ddp_fr_remote_rank {
@@ -56,7 +56,7 @@ struct ddp_fr_remote_named {
     json_t *culprits; /* array, owned */
 };
 
-/* recorder.h's ddp_fr_decide over this node's n ranks in[] and the remote ranks of attempt held in r (NULL r: the
+/* fr.h's ddp_fr_decide over this node's n ranks in[] and the remote ranks of attempt held in r (NULL r: the
  * local ranks alone): culprit[0..n) for the local ranks, the remote culprits in *named (caller frees with
  * ddp_fr_remote_named_take or _free); v's why says on which node each remote culprit is. A remote rank with the
  * rank number of a local one is left out (the local process is the truth). */

@@ -37,7 +37,7 @@ void ddp_live_exited(struct ddp_live *l, const struct ddp_runner_worker *k);
 /* Stop watching (the attempt is being stopped or is over). */
 void ddp_live_stop(struct ddp_live *l);
 
-/* Worker i's flight recorder (recorder.h) as the watch last saw it when it stopped (kept until the next stop),
+/* Worker i's flight recorder (fr.h) as the watch last saw it when it stopped (kept until the next stop),
  * *still_ms how long it had not moved then; NULL when none. For the capture's verdict (ddp_capture_recorder). */
 const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long long *still_ms);
 

@@ -11,9 +11,9 @@
 
 #include "base/util.h"
 #include "records/jsonlog.h"
+#include "watch/fr.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
-#include "watch/recorder.h"
 #include "watch/sample.h"
 #include "watch/suspect.h"
 
@@ -32,7 +32,7 @@ struct wrank {
     const char *hb_path; /* its heartbeat file (borrowed), or NULL */
     struct timespec hb;
     json_t *straggler;       /* its entry in stragglers once named (borrowed from the array) */
-    struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (recorder.h), NULL: none yet */
+    struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (fr.h), NULL: none yet */
     long long fr_moved_ms;   /* when its recorder status last moved */
 };
 

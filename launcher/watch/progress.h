@@ -1,7 +1,7 @@
 /* progress: the live watcher of a running attempt (a progress source): samples every Python rank's stacks and,
- * on torch 2.x, its flight recorder at [timeout] sample_interval (sample.h, recorder.h), counts signs of progress
+ * on torch 2.x, its flight recorder at [timeout] sample_interval (sample.h, fr.h), counts signs of progress
  * (output, heartbeat files, stacks or recorders that moved), and when the job has made no progress for longer
- * than its own cadence allows (suspect.h) names the rank the others wait for (recorder.h's rules, then hang.h's)
+ * than its own cadence allows (suspect.h) names the rank the others wait for (fr.h's rules, then hang.h's)
  * in one console line and a `suspect` event, repeated every minute while it lasts; names stragglers from the same
  * samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks its owner (hooks.act)
  * once the suspicion lasted on_suspect_after. */
@@ -16,8 +16,8 @@
 
 #include "records/jsonlog.h"
 #include "spec/spec.h"
+#include "watch/fr.h"
 #include "watch/fr_remote.h"
-#include "watch/recorder.h"
 
 struct ddp_progress;
 
@@ -49,11 +49,11 @@ void ddp_progress_program(struct ddp_progress *w, size_t i, pid_t pid);
 void ddp_progress_exited(struct ddp_progress *w, size_t i);
 /* recorder (borrowed JSON object, summary.json's flight_recorder): gets {"attempt", "ranks": {rank: [each process
  * group's "pg", "ranks", "last_enqueued", "last_completed", "op", "shape"]}} from the ranks' flight recorders
- * (torch 2.x, recorder.h) as the samples show them. remote (borrowed, may be NULL): the other nodes' ranks'
+ * (torch 2.x, fr.h) as the samples show them. remote (borrowed, may be NULL): the other nodes' ranks'
  * recorders (node 0, fr_remote.h), judged with this node's. NULL w: no-op. */
 void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder, const struct ddp_fr_remote *remote);
 
-/* Rank i's flight recorder as the last sample showed it (recorder.h), and *still_ms how long it had not moved at
+/* Rank i's flight recorder as the last sample showed it (fr.h), and *still_ms how long it had not moved at
  * now; NULL when it has none (torch 1.x, not sampled yet) or w is NULL. Borrowed until the next sample. */
 const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */

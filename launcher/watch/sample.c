@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "host/rundir.h"
-#include "watch/recorder.h"
+#include "watch/fr.h"
 
 int ddp_sample_signal(void)
 {

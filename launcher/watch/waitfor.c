@@ -1,6 +1,6 @@
-/* waitfor: recorder.h's ddp_fr_decide, the hang verdict across process groups. Builds a wait-for graph from the
+/* waitfor: fr.h's ddp_fr_decide, the hang verdict across process groups. Builds a wait-for graph from the
  * ranks' flight recorders (a rank -> the collective it waits in -> the members of that group that have not enqueued
- * it), follows it to its ends and says the chain in words. Does not parse (recorder.c) nor act (progress.c,
+ * it), follows it to its ends and says the chain in words. Does not parse (fr.c) nor act (progress.c,
  * capture.c). Pure: no files, no clock. */
 #include <stdint.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include "base/util.h"
 #include "records/jsonlog.h"
-#include "watch/recorder.h"
+#include "watch/fr.h"
 
 #define NONE ((size_t)-1)
 

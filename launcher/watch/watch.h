@@ -18,9 +18,9 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/fr.h"
 #include "watch/fr_remote.h"
 #include "watch/gpuwatch.h"
-#include "watch/recorder.h"
 #include "watch/source.h"
 #include "watch/timeout.h"
 

@@ -1,5 +1,5 @@
 /* Unit tests for fr_remote.c: a rank's flight-recorder summary as it travels to node 0 (encoded, decoded
- * strictly), node 0's store of the remote ranks per attempt, and recorder.h's rules over local and remote ranks
+ * strictly), node 0's store of the remote ranks per attempt, and fr.h's rules over local and remote ranks
  * together, on the recordings of tests/fixtures/fr (see MANIFEST there): the culprit on another node is named
  * with its node and host. */
 #include <criterion/criterion.h>

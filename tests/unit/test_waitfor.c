@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "watch/recorder.h"
+#include "watch/fr.h"
 
 #define MAXR 8
 

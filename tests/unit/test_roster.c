@@ -1,4 +1,4 @@
-/* Unit tests for driver/nodes.c: the control channel's events as the node agent's events. Node 0 over a real
+/* Unit tests for driver/roster.c: the control channel's events as the node agent's events. Node 0 over a real
  * channel on 127.0.0.1 with a stand-in node 1 (a bare coord.h agent): JOINED (all in), START laid out and sent
  * (node 1 gets its ranks and MASTER_PORT), node 1's REPORT (fresh, the round not done until node 0's own
  * workers end), EXIT sent at close. A follower fed made-up events: START, STOP of this or an earlier attempt,
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "base/exit.h"
-#include "driver/nodes.h"
+#include "driver/roster.h"
 #include "scratch.h"
 
 SCRATCH_SUITE(nodes);
@@ -26,7 +26,7 @@ struct world {
     char *env[2];
     struct ddp_output out;
     struct ddp_records *rec;
-    struct ddp_nodes *n;
+    struct ddp_roster *n;
     struct ddp_coord *peer; /* node 1, a bare channel agent */
     int listen_fd;
     /* what node 0's agent was told */
@@ -48,7 +48,7 @@ static void finish(struct world *w)
     if (w->peer)
         ddp_coord_close(w->peer, NULL, NULL);
     w->peer = NULL;
-    ddp_nodes_close(w->n, 3);
+    ddp_roster_close(w->n, 3);
     if (!uv_is_closing((uv_handle_t *)&w->guard))
         uv_close((uv_handle_t *)&w->guard, NULL);
 }
@@ -60,15 +60,15 @@ static void on_guard(uv_timer_t *t)
     finish(w);
 }
 
-/* node 0's channel: every event through ddp_nodes_translate, then what the driver would do next */
+/* node 0's channel: every event through ddp_roster_translate, then what the driver would do next */
 static void leader_cb(struct ddp_coord *c, const struct ddp_coord_event *ev, void *arg)
 {
     struct world *w = arg;
     (void)c;
-    struct ddp_nodes_view v = {.agent = w->nae ? DDP_AS_RUNNING : DDP_AS_JOINING, .attempt = w->nae ? 0 : -1};
+    struct ddp_roster_view v = {.agent = w->nae ? DDP_AS_RUNNING : DDP_AS_JOINING, .attempt = w->nae ? 0 : -1};
     struct ddp_agent_event_data ae;
     char why[128];
-    if (!ddp_nodes_translate(w->n, ev, &v, &ae, why, sizeof why) || w->nae == 8)
+    if (!ddp_roster_translate(w->n, ev, &v, &ae, why, sizeof why) || w->nae == 8)
         return;
     w->ae[w->nae] = ae;
     snprintf(w->why[w->nae], sizeof w->why[0], "%s", why);
@@ -77,11 +77,11 @@ static void leader_cb(struct ddp_coord *c, const struct ddp_coord_event *ev, voi
         struct ddp_plan_ctx actx = w->ctx;
         actx.master_port = 29555;
         struct ddp_err err = {0};
-        cr_expect_eq(ddp_nodes_start(w->n, 0, 2, &actx, &err), 0, "%s", err.msg);
+        cr_expect_eq(ddp_roster_start(w->n, 0, 2, &actx, &err), 0, "%s", err.msg);
         cr_expect_eq(actx.world_size, 4, "2 nodes x 2 workers");
         cr_expect_eq(actx.node_rank, 0);
         cr_expect_eq(actx.rank_base, 0);
-        cr_expect_eq(ddp_nodes_round_attempt(w->n), 0);
+        cr_expect_eq(ddp_roster_round_attempt(w->n), 0);
     }
 }
 
@@ -143,7 +143,7 @@ static void world_end(struct world *w)
 {
     uv_run(&w->loop, UV_RUN_DEFAULT);
     cr_expect_eq(uv_loop_close(&w->loop), 0, "every handle closed");
-    ddp_nodes_free(w->n);
+    ddp_roster_free(w->n);
     ddp_records_close(w->rec);
     ddp_output_free(&w->out);
     ddp_spec_free(&w->spec);
@@ -156,8 +156,8 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
     struct world w;
     struct ddp_err err = {0};
     world_init(&w, 0);
-    cr_assert_eq(ddp_nodes_new(&w.loop, &w.ctx, w.rec, leader_cb, &w, &w.n, &err), 0, "%s", err.msg);
-    cr_expect_eq(ddp_nodes_last_call(w.n), 0, "static: no last call");
+    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, leader_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    cr_expect_eq(ddp_roster_last_call(w.n), 0, "static: no last call");
     struct ddp_coord_config pc = {.node_rank = 1,
                                   .nnodes = 2,
                                   .addr = "127.0.0.1",
@@ -176,7 +176,7 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
     cr_assert_eq(w.nae, 2, "JOINED and REPORT, got %d events", w.nae);
     cr_expect_eq(w.ae[0].kind, DDP_AE_JOINED);
     cr_expect(w.ae[0].all, "every node is in");
-    cr_expect_not(ddp_nodes_join_progress(w.n, 100), "nobody missing");
+    cr_expect_not(ddp_roster_join_progress(w.n, 100), "nobody missing");
     cr_expect(w.got_start, "node 1 got START");
     cr_expect_eq(w.start.attempt, 0);
     cr_expect_eq(w.start.world_size, 4);
@@ -188,8 +188,8 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
     cr_expect(w.ae[1].fresh, "the first end of the round");
     cr_expect_not(w.ae[1].round_done, "node 0's own workers still run");
     cr_expect(strstr(w.why[1], "node 1 failed (status 3): rank 2 exited with code 3"), "%s", w.why[1]);
-    cr_expect(ddp_nodes_local_end(w.n, 0), "with node 0's end the round is done");
-    ddp_nodes_close(w.n, 3);
+    cr_expect(ddp_roster_local_end(w.n, 0), "with node 0's end the round is done");
+    ddp_roster_close(w.n, 3);
     w.closed = true;
     while (!w.got_exit && uv_loop_alive(&w.loop))
         uv_run(&w.loop, UV_RUN_ONCE);
@@ -204,11 +204,11 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
 }
 
 static bool feed(struct world *w, enum ddp_coord_event_kind kind, int node, int attempt, int status,
-                 struct ddp_nodes_view v, struct ddp_agent_event_data *ae, char *why)
+                 struct ddp_roster_view v, struct ddp_agent_event_data *ae, char *why)
 {
     struct ddp_coord_event ev = {
         .kind = kind, .node = node, .attempt = attempt, .status = status, .host = "node-x", .reason = "made up"};
-    return ddp_nodes_translate(w->n, &ev, &v, ae, why, 128);
+    return ddp_roster_translate(w->n, &ev, &v, ae, why, 128);
 }
 
 static void ignore_cb(struct ddp_coord *c, const struct ddp_coord_event *ev, void *arg)
@@ -223,9 +223,9 @@ Test(nodes, follower_made_up_events, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 1); /* joins w.listen_fd, which never answers */
-    cr_assert_eq(ddp_nodes_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
-    struct ddp_nodes_view idle = {.agent = DDP_AS_WAITING, .attempt = -1};
-    struct ddp_nodes_view running = {.agent = DDP_AS_RUNNING, .attempt = 1};
+    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_view idle = {.agent = DDP_AS_WAITING, .attempt = -1};
+    struct ddp_roster_view running = {.agent = DDP_AS_RUNNING, .attempt = 1};
 
     cr_expect(feed(&w, DDP_COORD_START, 0, 1, 0, idle, &ae, why));
     cr_expect_eq(ae.kind, DDP_AE_START);
@@ -240,7 +240,7 @@ Test(nodes, follower_made_up_events, .init = cr_redirect_stderr)
     cr_expect(feed(&w, DDP_COORD_LOST, 0, 0, 0, running, &ae, why));
     cr_expect_eq(ae.kind, DDP_AE_COORD_LOST);
     cr_expect_not(feed(&w, DDP_COORD_REPORT, 2, 1, 1, running, &ae, why), "a report is node 0's");
-    ddp_nodes_close(w.n, 0);
+    ddp_roster_close(w.n, 0);
     uv_close((uv_handle_t *)&w.guard, NULL);
     world_end(&w);
     fflush(stderr);
@@ -258,9 +258,9 @@ Test(nodes, leader_made_up_events_and_join_timeout, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 0);
-    cr_assert_eq(ddp_nodes_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
-    struct ddp_nodes_view joining = {.agent = DDP_AS_JOINING, .attempt = -1};
-    cr_expect(ddp_nodes_join_progress(w.n, 1000), "node 1 missing");
+    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_view joining = {.agent = DDP_AS_JOINING, .attempt = -1};
+    cr_expect(ddp_roster_join_progress(w.n, 1000), "node 1 missing");
     cr_expect_not(feed(&w, DDP_COORD_JOINED, 2, 0, 0, joining, &ae, why), "node 2 of a 2-node job");
     cr_expect_not(feed(&w, DDP_COORD_JOINED, 0, 0, 0, joining, &ae, why), "node 0 is this one");
     cr_expect_not(feed(&w, DDP_COORD_REPORT, 1, 0, 1, joining, &ae, why), "no round is live");
@@ -269,11 +269,11 @@ Test(nodes, leader_made_up_events_and_join_timeout, .init = cr_redirect_stderr)
     cr_expect_eq(ae.status, DDP_EXIT_LAUNCHER);
     cr_expect_not(ae.fresh, "no round to end");
     cr_expect_str_eq(why, "node 1 lost: made up");
-    ddp_nodes_join_timeout(w.n, &ae, &err);
+    ddp_roster_join_timeout(w.n, &ae, &err);
     cr_expect_eq(ae.kind, DDP_AE_JOIN_TIMEOUT);
     cr_expect_not(ae.all, "1 of 2 nodes up, 2 needed");
     cr_expect_str_eq(err.msg, "only 1 of 2 nodes joined within 3s (join_timeout)");
-    ddp_nodes_close(w.n, 1);
+    ddp_roster_close(w.n, 1);
     uv_close((uv_handle_t *)&w.guard, NULL);
     world_end(&w);
 }

@@ -1,4 +1,4 @@
-/* Unit tests for recorder.c: torch's flight recorder JSON as recorded on the GPU machine (tests/fixtures/fr, see
+/* Unit tests for fr.c: torch's flight recorder JSON as recorded on the GPU machine (tests/fixtures/fr, see
  * MANIFEST there) and the sampler's "ddplaunch-fr" line; the verdict rules as a table over those recordings. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "watch/recorder.h"
+#include "watch/fr.h"
 
 static char *slurp(const char *name, size_t *len)
 {

@@ -1,5 +1,5 @@
-/* recorder: see recorder.h. */
-#include "watch/recorder.h"
+/* fr: see fr.h. */
+#include "watch/fr.h"
 
 #include <errno.h>
 #include <jansson.h>

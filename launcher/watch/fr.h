@@ -1,10 +1,10 @@
-/* recorder: torch's flight recorder as evidence of a hang. The sampler thread (sample.c's sitecustomize, with
+/* fr: torch's flight recorder as evidence of a hang. The sampler thread (sample.c's sitecustomize, with
  * DDP_RECORDER_PY) writes one "ddplaunch-fr {json}" line beside each stack sample: every process group's last
  * enqueued and completed collective, and (once a group stood still 10 s) its last entries: op, shapes, dtypes.
  * This module parses that line (or torch's own JSON dump) and decides, per process group, which ranks never
  * reached collective N and what differs at N. Pure: no files, no clock, no signals (progress.c feeds it). */
-#ifndef DDP_RECORDER_H
-#define DDP_RECORDER_H
+#ifndef DDP_FR_H
+#define DDP_FR_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
-/* nodes: see nodes.h. The decisions are agent.h's table and the driver's; this file keeps node 0's view of the
+/* roster: see roster.h. The decisions are agent.h's table and the driver's; this file keeps node 0's view of the
  * nodes and speaks the channel. */
-#include "driver/nodes.h"
+#include "driver/roster.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include "nodes/layout.h"
 #include "records/jsonlog.h"
 
-struct ddp_nodes {
+struct ddp_roster {
     const struct ddp_plan_ctx *ctx;
     struct ddp_records *rec;
     struct ddp_coord *coord;
@@ -28,8 +28,8 @@ static bool round_live(enum ddp_agent_state agent)
     return ddp_agent_round_live(&a);
 }
 
-int ddp_nodes_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_records *rec, ddp_coord_cb cb, void *arg,
-                  struct ddp_nodes **out, struct ddp_err *err)
+int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_records *rec, ddp_coord_cb cb, void *arg,
+                   struct ddp_roster **out, struct ddp_err *err)
 {
     struct ddp_coord_config cfg = {
         .node_rank = ctx->coord_node,
@@ -44,7 +44,7 @@ int ddp_nodes_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_re
         .lost_after_ms = ctx->lost_after_ms,
         .join_timeout_ms = ctx->join_timeout_ms,
     };
-    struct ddp_nodes *n = ddp_xcalloc(1, sizeof(*n));
+    struct ddp_roster *n = ddp_xcalloc(1, sizeof(*n));
     n->ctx = ctx;
     n->rec = rec;
     n->leader = ctx->coord_node == 0;
@@ -70,7 +70,7 @@ int ddp_nodes_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_re
     return 0;
 }
 
-void ddp_nodes_free(struct ddp_nodes *n)
+void ddp_roster_free(struct ddp_roster *n)
 {
     if (!n)
         return;
@@ -84,7 +84,7 @@ void ddp_nodes_free(struct ddp_nodes *n)
     free(n);
 }
 
-void ddp_nodes_close(struct ddp_nodes *n, int status)
+void ddp_roster_close(struct ddp_roster *n, int status)
 {
     if (!n || !n->coord)
         return;
@@ -96,7 +96,7 @@ void ddp_nodes_close(struct ddp_nodes *n, int status)
 
 /* ---------------------------------------------------------------- the channel's events */
 
-static bool leader_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
+static bool leader_event(struct ddp_roster *n, const struct ddp_coord_event *ev, const struct ddp_roster_view *v,
                          struct ddp_agent_event_data *ae, char *why, size_t why_size)
 {
     int nn = n->ctx->nnodes;
@@ -144,7 +144,7 @@ static bool leader_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, 
     }
 }
 
-static bool follower_event(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
+static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *ev, const struct ddp_roster_view *v,
                            struct ddp_agent_event_data *ae)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
@@ -186,15 +186,15 @@ static bool follower_event(struct ddp_nodes *n, const struct ddp_coord_event *ev
     }
 }
 
-bool ddp_nodes_translate(struct ddp_nodes *n, const struct ddp_coord_event *ev, const struct ddp_nodes_view *v,
-                         struct ddp_agent_event_data *ae, char *why, size_t why_size)
+bool ddp_roster_translate(struct ddp_roster *n, const struct ddp_coord_event *ev, const struct ddp_roster_view *v,
+                          struct ddp_agent_event_data *ae, char *why, size_t why_size)
 {
     memset(ae, 0, sizeof(*ae));
     why[0] = '\0';
     return n->leader ? leader_event(n, ev, v, ae, why, why_size) : follower_event(n, ev, v, ae);
 }
 
-int ddp_nodes_last_call(const struct ddp_nodes *n)
+int ddp_roster_last_call(const struct ddp_roster *n)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     int nup = 1 + ddp_coord_joined(n->coord);
@@ -204,12 +204,12 @@ int ddp_nodes_last_call(const struct ddp_nodes *n)
                : 0;
 }
 
-void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_agent_event_data *ae, struct ddp_err *err)
+void ddp_roster_join_timeout(struct ddp_roster *n, struct ddp_agent_event_data *ae, struct ddp_err *err)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     int nup = 1 + ddp_coord_joined(n->coord);
     *ae = (struct ddp_agent_event_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->min_nnodes};
-    if (ae->all && ddp_nodes_last_call(n))
+    if (ae->all && ddp_roster_last_call(n))
         ddp_info("%d of %d nodes joined (at least %d wanted); last call (%llds) over: starting with them", nup,
                  ctx->nnodes, ctx->min_nnodes, (ctx->last_call_ms + 500) / 1000);
     else if (ae->all)
@@ -220,7 +220,7 @@ void ddp_nodes_join_timeout(struct ddp_nodes *n, struct ddp_agent_event_data *ae
                  ctx->join_timeout_ms / 1000);
 }
 
-bool ddp_nodes_join_progress(struct ddp_nodes *n, long long waited_ms)
+bool ddp_roster_join_progress(struct ddp_roster *n, long long waited_ms)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     struct ddp_buf missing = {0};
@@ -253,7 +253,7 @@ bool ddp_nodes_join_progress(struct ddp_nodes *n, long long waited_ms)
 
 /* ---------------------------------------------------------------- rounds */
 
-int ddp_nodes_start(struct ddp_nodes *n, int attempt, int nproc, struct ddp_plan_ctx *actx, struct ddp_err *err)
+int ddp_roster_start(struct ddp_roster *n, int attempt, int nproc, struct ddp_plan_ctx *actx, struct ddp_err *err)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     int nn = ctx->nnodes, world = 0, k, nup = 0;
@@ -291,30 +291,30 @@ int ddp_nodes_start(struct ddp_nodes *n, int attempt, int nproc, struct ddp_plan
     return 0;
 }
 
-bool ddp_nodes_local_end(struct ddp_nodes *n, int status)
+bool ddp_roster_local_end(struct ddp_roster *n, int status)
 {
     ddp_layout_round_end(&n->round, n->round.attempt, 0, status, status ? "node 0's workers failed" : "");
     return ddp_layout_round_done(&n->round);
 }
 
-void ddp_nodes_stop(struct ddp_nodes *n, const char *why)
+void ddp_roster_stop(struct ddp_roster *n, const char *why)
 {
     if (n->coord)
         ddp_coord_send_stop(n->coord, n->round.attempt, why);
 }
 
-int ddp_nodes_round_attempt(const struct ddp_nodes *n)
+int ddp_roster_round_attempt(const struct ddp_roster *n)
 {
     return n->round.attempt;
 }
 
-void ddp_nodes_report(struct ddp_nodes *n, int attempt, int status, const char *why)
+void ddp_roster_report(struct ddp_roster *n, int attempt, int status, const char *why)
 {
     if (n->coord)
         ddp_coord_report(n->coord, attempt, status, why);
 }
 
-const char *ddp_nodes_runs_rank(const struct ddp_nodes *n, int attempt, int node, int rank)
+const char *ddp_roster_runs_rank(const struct ddp_roster *n, int attempt, int node, int rank)
 {
     if (!n->leader || !n->assign || attempt != n->round.attempt || node <= 0 || node >= n->ctx->nnodes)
         return NULL;
@@ -324,7 +324,7 @@ const char *ddp_nodes_runs_rank(const struct ddp_nodes *n, int attempt, int node
     return n->hosts[node] && n->hosts[node][0] ? n->hosts[node] : "?";
 }
 
-int ddp_nodes_send_fr(struct ddp_nodes *n, int attempt, int rank, long long still_ms, const char *json)
+int ddp_roster_send_fr(struct ddp_roster *n, int attempt, int rank, long long still_ms, const char *json)
 {
     return n->coord ? ddp_coord_send_fr(n->coord, attempt, rank, still_ms, json) : -ENOTCONN;
 }
