@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "topo/fitness.h"
 #include "topo/holders.h"
 #include "topo/topo_cache.h"
 
@@ -357,12 +358,13 @@ static void build_sel(struct ddp_topo *topo)
             .mem_total = g->mem_total,
             .held_other = -1,
         };
-        const struct ddp_nvml_gpu *ng = ddp_nvml_find(&topo->nvml, g->busid);
-        const struct ddp_nvml_proc *p = ng ? ddp_nvml_foreign(ng, 0, NULL, 0) : NULL;
-        if (ng && ng->mem_used >= 0)
-            topo->sel[i].held_other = p ? p->mem_used : 0;
-        else if (topo->unheld && g->vendor == 0x10de)
-            topo->sel[i].held_other = 0;
+        struct ddp_fitness_verdict v; /* busy = skip leaves out what the judge says others hold */
+        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = g->busid,
+                                                   .nv = &topo->nvml,
+                                                   .unheld = topo->unheld && g->vendor == 0x10de,
+                                                   .threshold = DDP_GPU_BUSY_THRESHOLD},
+                          &v);
+        topo->sel[i].held_other = v.held_bytes;
     }
 }
 
