@@ -53,7 +53,7 @@ HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%) $(FAKE_NVML)
 # Debian packages for building, testing and the demo.
 DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
 DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps stress-ng \
-              groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq \
+              groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq pyflakes3 \
               slurmctld slurmd slurm-client munge chromium
 DEPS_DEMO  := python3 python3-torch
 # make deb, make wheel and their check (tests/packaging/run.sh)
@@ -63,7 +63,7 @@ DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
 .SECONDEXPANSION:
 .PHONY: print-layers all test unit integration integration-warm test-load check deps deps-check deps-demo install uninstall demo demo-run fuzz bench \
-        clean lint-man static deps-build-check deb wheel format format-check
+        clean lint-man lint-py static deps-build-check deb wheel format format-check
 
 all: $(BUILD)/ddplaunch
 
@@ -94,13 +94,19 @@ $(BUILD)/obj/%.o: launcher/%.c
 	@mkdir -p $(@D)
 	$(CC) $(DDP_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# The standby interpreter's Python (warm restart) is built into the binary: nothing is read from disk at run time.
-$(BUILD)/gen/standby_py.h: launcher/run/standby.py
+# Python built into the binary, so that nothing is read from disk at run time: each launcher/FOLDER/NAME.py (the
+# sampler's sitecustomize, the warm-restart standby) becomes $(BUILD)/gen/NAME_py.h, which its one C user includes as
+# <NAME_py.h>: NAME_py[] (the file's bytes, then a NUL) and NAME_py_len (the bytes without the NUL). Every object waits
+# for them on a first build; the .d files name the one that includes each.
+PY_SRCS    := $(sort $(wildcard launcher/*/*.py))
+PY_HDRS    := $(foreach p,$(PY_SRCS),$(BUILD)/gen/$(basename $(notdir $(p)))_py.h)
+
+$(BUILD)/gen/%_py.h: $$(wildcard launcher/*/$$*.py) Makefile
 	@mkdir -p $(@D)
-	{ echo '/* generated from $< by the Makefile */'; echo 'static const unsigned char standby_py[] = {'; \
-	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; \
-	  echo 'static const size_t standby_py_len = sizeof standby_py;'; } > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/run/standby.o: $(BUILD)/gen/standby_py.h
+	{ echo '/* generated from $< by the Makefile */'; echo 'static const unsigned char $*_py[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0x00};'; \
+	  echo 'static const size_t $*_py_len = sizeof $*_py - 1;'; } > $@.tmp && mv $@.tmp $@
+$(OBJS): | $(PY_HDRS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libddp.a
 	@mkdir -p $(@D)
@@ -188,9 +194,12 @@ wheel: static
 test: deps-check
 	@$(MAKE) --no-print-directory unit integration
 
+# The Criterion binaries, then the Python built into the binary (tests/unit/test_*.py, plain unittest).
 unit: $(BUILD)/ddplaunch $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \
 	    echo "== $$t"; DDP_SRCDIR=$(CURDIR) $$t --jobs=2 || fail=1; done; \
+	    echo "== tests/unit/test_*.py"; \
+	    DDP_SRCDIR=$(CURDIR) $(PYTHON3) -B -m unittest discover -s tests/unit -p 'test_*.py' || fail=1; \
 	    [ $$fail = 0 ] || { echo "unit tests FAILED"; exit 1; }
 
 integration: $(BUILD)/ddplaunch $(HELP_BINS)
@@ -212,8 +221,8 @@ test-load: $(BUILD)/ddplaunch $(HELP_BINS)
 	    DDP_BUILD=$(CURDIR)/$(BUILD) DDP_SRCDIR=$(CURDIR) bash tests/run-integration.sh; rc=$$?; \
 	    kill $$hog; wait $$hog 2>/dev/null; exit $$rc
 
-# The tests again, built with sanitizers (default ASan + UBSan) in their own build directory.
-check:
+# The tests again, built with sanitizers (default ASan + UBSan) in their own build directory, after lint-py.
+check: lint-py
 	@$(MAKE) --no-print-directory test SANITIZE=$(if $(SANITIZE),$(SANITIZE),address$(comma)undefined)
 
 # Install Debian packages: as root with apt-get, otherwise through sudo; with neither, one line saying what to
@@ -267,6 +276,15 @@ demo-run: $(BUILD)/ddplaunch
 
 lint-man:
 	groff -ww -man -z man/ddplaunch.1 man/ddplaunch.ini.5
+
+# The Python built into the binary (PY_SRCS) and its unit tests: each file compiles (py_compile, its cache under
+# $(BUILD)) and pyflakes (Debian's pyflakes3) finds nothing in it. Missing pyflakes fails the check, never skips it.
+PYFLAKES ?= $(shell command -v pyflakes3 || command -v pyflakes)
+PY_LINT  := $(PY_SRCS) $(sort $(wildcard tests/unit/*.py))
+lint-py:
+	@[ -n "$(PYFLAKES)" ] || { echo "lint-py: pyflakes not found (apt-get install pyflakes3)" >&2; exit 1; }
+	@PYTHONPYCACHEPREFIX=$(CURDIR)/$(BUILD)/pycache $(PYTHON3) -m py_compile $(PY_LINT)
+	@$(PYFLAKES) $(PY_LINT) && echo "lint-py: $(words $(PY_LINT)) files clean (py_compile, pyflakes)"
 
 # `make fuzz`: every libFuzzer harness of tests/fuzz for FUZZ_TIME seconds each (CI: 20).
 FUZZ_TIME ?= 60

@@ -80,6 +80,14 @@ static const struct pattern patterns[] = {
     {"Some NCCL operations have failed or timed out", NULL, DDP_CLASS_NCCL_ERROR, false},
     {"Connection closed by peer", NULL, DDP_CLASS_NCCL_ERROR, false},
     {"gloo/transport/tcp/", NULL, DDP_CLASS_NCCL_ERROR, false},
+
+    /* Python's fault handler on a fatal signal (Modules/faulthandler.c): "Fatal Python error: Segmentation
+     * fault", then every thread's stack; the process then dies by that signal. Its "Aborted" is not here: the
+     * hang capture's SIGABRT prints it too. */
+    {"Fatal Python error: Segmentation fault", NULL, DDP_CLASS_SEGFAULT, false},
+    {"Fatal Python error: Bus error", NULL, DDP_CLASS_SEGFAULT, false},
+    {"Fatal Python error: Illegal instruction", NULL, DDP_CLASS_SEGFAULT, false},
+    {"Fatal Python error: Floating point exception", NULL, DDP_CLASS_SEGFAULT, false},
 };
 
 #define NPATTERNS (sizeof(patterns) / sizeof(patterns[0]))

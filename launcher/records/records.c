@@ -475,10 +475,9 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
         e->class_name = ddp_xasprintf("exit-%d", k->status);
     else if (c != DDP_CLASS_NONE)
         e->class_name = ddp_xstrdup(ddp_class_name(c));
-    const char *fh = ddp_runner_worker_env(k, "PYTHONFAULTHANDLER");
     if (c == DDP_CLASS_MISSING_MODULE)
         e->hint = missing_module_hint(k, o->line);
-    else if (c == DDP_CLASS_SEGFAULT && k->w->python && fh && *fh)
+    else if (c == DDP_CLASS_SEGFAULT && o->line && strstr(o->line, "Fatal Python error: "))
         e->hint = ddp_xstrdup("the worker crashed in native code: an extension/ABI mismatch or a CUDA driver "
                               "problem; its Python stack (PYTHONFAULTHANDLER) is in its stderr above");
     else if (c != DDP_CLASS_NONE) {

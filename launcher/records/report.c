@@ -183,14 +183,16 @@ static void print_entry(FILE *f, int idx, const struct ddp_report_entry *e, cons
     } else {
         fprintf(f, "  %-10s: <N/A>\n", "error_file");
         size_t ntail = e->ntail;
-        if (e->captured) /* the capture's own dump (faulthandler's, from "Fatal Python error") is in the verdict */
+        /* the capture's own dump (faulthandler's, from "Fatal Python error") is in the verdict's stacks: held
+         * back from the tail (output.h), or cut here from a tail recorded before it was */
+        if (e->captured)
             for (size_t i = 0; i < e->ntail; i++)
                 if (strncmp(e->tail[i], "Fatal Python error: Aborted", 27) == 0) {
                     ntail = i;
                     break;
                 }
-        if (e->captured && ntail == 0 && e->ntail) {
-            fprintf(f, "  %-10s: only the stack capture's dump (printed above; see the Hang verdict)\n", "stderr");
+        if (e->captured && ntail == 0) {
+            fprintf(f, "  %-10s: only the stack capture's dump (see the Hang verdict's stacks)\n", "stderr");
         } else if (ntail < e->ntail) {
             fprintf(f, "  %-10s: last %zu line%s of stderr before the stack capture:\n", "stderr", ntail,
                     ntail == 1 ? "" : "s");

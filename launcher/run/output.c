@@ -243,18 +243,84 @@ static void keep_tail(struct ddp_stream *s, const char *line, size_t len)
         s->ntail++;
 }
 
+bool ddp_output_fault_line(const char *line, size_t len)
+{
+    static const char *const starts[] = {"Fatal Python error: ",
+                                         "Python runtime state: ",
+                                         "Thread 0x",
+                                         "Current thread 0x",
+                                         "Current thread's C stack trace",
+                                         "Stack (most recent call first):",
+                                         "Extension modules: ",
+                                         "  <",
+                                         "  ...",
+                                         "  Garbage-collecting",
+                                         "  Binary file ",
+                                         "<cannot get C stack"};
+    if (len == 0)
+        return true;
+    for (size_t i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
+        size_t n = strlen(starts[i]);
+        if (len >= n && memcmp(line, starts[i], n) == 0)
+            return true;
+    }
+    /* a frame: '  File "f.py", line 3 in g' (a traceback's says "line 3, in g") */
+    if (len < 9 || memcmp(line, "  File \"", 8) != 0)
+        return false;
+    const char *at = NULL;
+    for (const char *p = line + 8; (p = memmem(p, len - (size_t)(p - line), "\", line ", 8)); p++)
+        at = p;
+    if (!at)
+        return false;
+    const char *p = at + 8, *end = line + len;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    return p > at + 8 && end - p >= 4 && memcmp(p, " in ", 4) == 0;
+}
+
+void ddp_stream_hold_dump(struct ddp_output *o, struct ddp_stream *s, bool hold)
+{
+    if (s->hold_dump == hold)
+        return;
+    s->hold_dump = hold;
+    if (hold) {
+        s->raw_shown = s->raw && !s->cr_pending ? s->partial.len : 0; /* a raw console already has these bytes */
+        return;
+    }
+    if (s->to_console && s->raw && !s->cr_pending && s->partial.len > s->raw_shown)
+        ddp_buf_add(&o->buf[s->which], s->partial.data + s->raw_shown, s->partial.len - s->raw_shown);
+    s->raw_shown = 0;
+}
+
+/* A line the stream holds back (ddp_stream_hold_dump): true for the whole line; else *len may be cut to the
+ * text before a dump's first line that followed it without a newline ("step 3 Fatal Python error: Aborted"). */
+static bool held(const struct ddp_stream *s, const char *line, size_t *len)
+{
+    if (!s->hold_dump)
+        return false;
+    if (ddp_output_fault_line(line, *len))
+        return true;
+    const char *f = memmem(line, *len, "Fatal Python error: ", 20);
+    if (f)
+        *len = (size_t)(f - line);
+    return false;
+}
+
 /* One whole line (without its end) for the caller and the tail. */
 static void line_done(struct ddp_output *o, struct ddp_stream *s, const char *line, size_t len)
 {
+    size_t kept = len;
+    bool hold = held(s, line, &kept);
     s->nlines++;
+    s->nheld += hold || kept < len;
     if (s->timed && s->timed->fd >= 0) {
         ddp_buf_puts(&s->timebuf, o->stamp);
         ddp_buf_puts(&s->timebuf, s->which ? " err " : " out ");
         ddp_buf_add(&s->timebuf, line, len);
         ddp_buf_add(&s->timebuf, "\n", 1);
     }
-    if (s->keep_tail)
-        keep_tail(s, line, len);
+    if (s->keep_tail && !hold)
+        keep_tail(s, line, kept);
     if (s->on_line)
         s->on_line(s->arg, s->which, line, len);
 }
@@ -272,11 +338,16 @@ static void console_take(struct ddp_output *o, struct ddp_stream *s, struct ddp_
  * last line left open: both end only when another stream's line comes). */
 static void console_put(struct ddp_output *o, struct ddp_stream *s, const char *text, size_t len, char end)
 {
-    if (!s->to_console || s->raw)
+    if (!s->to_console || (s->raw && !s->hold_dump) || held(s, text, &len))
         return;
     struct ddp_buf *b = &o->buf[s->which];
     console_take(o, s, b);
-    if (s->prefix_time) {
+    if (s->raw) { /* holding back: whole lines, less what the console had as it came */
+        size_t shown = s->raw_shown < len ? s->raw_shown : len;
+        text += shown;
+        len -= shown;
+        s->raw_shown = 0;
+    } else if (s->prefix_time) {
         const char *t = strstr(s->prefix, "${time}");
         ddp_buf_add(b, s->prefix, (size_t)(t - s->prefix));
         ddp_buf_puts(b, o->stamp);
@@ -300,7 +371,7 @@ static void console_put(struct ddp_output *o, struct ddp_stream *s, const char *
 static void console_end_cr(struct ddp_output *o, struct ddp_stream *s)
 {
     unsigned *owner = &o->cr_owner[o->console_of[s->which]];
-    if (!s->to_console || s->raw || *owner != s->id)
+    if (!s->to_console || (s->raw && !s->hold_dump) || *owner != s->id)
         return;
     ddp_buf_add(&o->buf[s->which], "\n", 1);
     o->lines[s->which]++;
@@ -312,7 +383,7 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
     ddp_time_iso(NULL, o->stamp);
     if (s->file.fd >= 0) /* the log file gets the bytes as they are, as torchrun's redirect does */
         ddp_buf_add(&s->filebuf, data, len);
-    if (s->to_console && s->raw && len) {
+    if (s->to_console && s->raw && !s->hold_dump && len) {
         ddp_buf_add(&o->buf[s->which], data, len);
         if (o->buf[s->which].len >= DDP_OUTPUT_FLUSH)
             ddp_output_flush(o);

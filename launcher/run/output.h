@@ -4,6 +4,8 @@
  * it with '\n'); copies the bytes unchanged to per-worker log files; gives whole lines (a '\r' update replaced
  * by the next, "\r\n" as one end) to the caller and keeps the last stderr lines for the summary.
  * A log file whose write fails (a full disk) stops there: said once on the console and listed for the summary.
+ * A stream can hold back a stack dump: from ddp_stream_hold_dump on, the lines of Python's fault handler dump
+ * reach the log files and the caller but neither the console nor the tail (the hang capture files them).
  * It does not read pipes or decide anything: supervise.c feeds it the bytes it read, plan.c decides raw. */
 #ifndef DDP_OUTPUT_H
 #define DDP_OUTPUT_H
@@ -64,6 +66,9 @@ struct ddp_stream {
     char *tail[DDP_OUTPUT_TAIL]; /* ring of the last lines (stderr only), owned */
     size_t tail_next, ntail;
     bool keep_tail;
+    bool hold_dump;       /* ddp_stream_hold_dump: fault handler lines are held back from console and tail */
+    size_t raw_shown;     /* raw console, hold_dump: bytes of partial already written as they came */
+    uint64_t nheld;       /* lines held back */
     ddp_line_fn *on_line; /* called once per whole line (no '\n'), may be NULL */
     void *arg;
 };
@@ -100,6 +105,17 @@ void ddp_stream_feed(struct ddp_output *o, struct ddp_stream *s, const char *dat
  * added; raw or no prefix: the bytes stay as the worker left them, and another stream's next line first ends
  * it). Idempotent. */
 void ddp_stream_finish(struct ddp_output *o, struct ddp_stream *s);
+/* hold: from now on (the hang capture sent SIGABRT), the lines of Python's fault handler dump
+ * (ddp_output_fault_line) are held back: they still go to the log files and to on_line, but not to the console
+ * nor the tail; every other line is released as before (a raw stream's console then gets whole lines). !hold:
+ * back to normal (a raw console first gets what it has not had of the open line). */
+void ddp_stream_hold_dump(struct ddp_output *o, struct ddp_stream *s, bool hold);
+/* True when line (len bytes, no '\n') is one Python's fault handler writes in a dump (faulthandler.c, Python
+ * 3.8 to 3.14): "Fatal Python error: ...", "Python runtime state: ...", "Thread 0x... (most recent call
+ * first):", "Current thread 0x...", "Stack (most recent call first):", a frame "  File \"f.py\", line 3 in g"
+ * (a traceback's has "line 3, in g"), "  <no Python frame>", "  ...", "  Garbage-collecting", the C stack's
+ * lines (3.14), "Extension modules: ...", or a blank line. Pure. */
+bool ddp_output_fault_line(const char *line, size_t len);
 /* The kept tail lines, oldest first: calls fn for each. */
 void ddp_stream_tail(const struct ddp_stream *s, void (*fn)(void *arg, const char *line), void *arg);
 /* Frees buffers and tail, closes the file. */

@@ -60,6 +60,12 @@ void ddp_runner_worker_tail(const struct ddp_runner_worker *k, int which, void (
         ddp_stream_tail(which ? &k->io->s_err : &k->io->s_out, fn, arg);
 }
 
+void ddp_runner_hold_dump(struct ddp_runner_worker *k, bool hold)
+{
+    if (k->io)
+        ddp_stream_hold_dump(&k->run->runner->out, &k->io->s_err, hold);
+}
+
 /* ---------------------------------------------------------------- back-pressure */
 
 static void read_streams(struct ddp_runner_worker *k)

@@ -153,6 +153,11 @@ void ddp_runner_give_up(struct ddp_runner *rn);
 /* The worker of the current attempt that is pid or whose group holds pid, when it runs; NULL otherwise. */
 struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid);
 
+/* hold: from now on k's stderr holds back Python's fault handler dump (output.h's ddp_stream_hold_dump: the
+ * hang capture's SIGABRT is coming; the caller files the dump, which reaches it through the line op and k's
+ * stderr.log); !hold: no longer. No-op for a worker without io. */
+void ddp_runner_hold_dump(struct ddp_runner_worker *k, bool hold);
+
 /* The last lines k wrote on stderr (which 1) or stdout (0), oldest first, each to fn(arg, line) (output.h's
  * ddp_stream_tail: what its stream keeps for the failure summary); nothing for a worker without io. */
 void ddp_runner_worker_tail(const struct ddp_runner_worker *k, int which, void (*fn)(void *arg, const char *line),

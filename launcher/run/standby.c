@@ -183,6 +183,7 @@ struct ddp_standby_pool {
     long long rss_kib; /* the largest a standby measured, 0 before one did */
     bool told_memory;  /* the MemAvailable line was said */
     bool told_ready;   /* the first "ready" line was said */
+    char skipped[256]; /* the preload modules a standby found not installed ("" for none) */
     bool closing;
 };
 
@@ -263,7 +264,7 @@ static long long mem_available_kib(void)
 static void sb_ready_line(struct standby *sb)
 {
     struct ddp_standby_pool *p = sb->pool;
-    int pid;
+    int pid, end = 0;
     long long rss;
     if (strncmp(sb->line, "unfit ", 6) == 0) {
         ddp_warn("warm restart: the standby interpreter of local rank %d cannot preload: %s", sb->local_rank,
@@ -271,10 +272,13 @@ static void sb_ready_line(struct standby *sb)
         sb_drop(sb, NULL);
         return;
     }
-    if (sscanf(sb->line, "ready %d %lld", &pid, &rss) != 2) {
+    if (sscanf(sb->line, "ready %d %lld %n", &pid, &rss, &end) != 2 || end == 0) {
         sb_drop(sb, "said something else than ready");
         return;
     }
+    const char *skipped = strcmp(sb->line + end, "-") == 0 ? "" : sb->line + end; /* not installed */
+    if (!p->skipped[0] && skipped[0])
+        ddp_text_copy(p->skipped, sizeof p->skipped, skipped);
     sb->state = SB_READY;
     sb->py_pid = pid;
     sb->rss_kib = rss;
@@ -287,8 +291,9 @@ static void sb_ready_line(struct standby *sb)
               (double)(ddp_now_ms() - sb->start_ms) / 1000.0, pid, rss / 1024);
     if (ready == all && !p->told_ready) {
         p->told_ready = true;
-        ddp_info("warm restart: %d standby interpreter%s ready (%lld MiB in all)", all, all == 1 ? "" : "s",
-                 (long long)all * p->rss_kib / 1024);
+        ddp_info("warm restart: %d standby interpreter%s ready (%lld MiB in all%s%s)", all, all == 1 ? "" : "s",
+                 (long long)all * p->rss_kib / 1024, p->skipped[0] ? "; not installed, not preloaded: " : "",
+                 p->skipped);
     }
 }
 

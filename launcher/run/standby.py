@@ -4,8 +4,10 @@
 # It imports the preload list (argv[1], comma-separated; argv[2]: the sampler signal to block there, or 0) in a
 # helper thread at nice 19 (its IO priority follows: best-effort 7), so that a running attempt keeps the CPU and
 # the disk, and with descriptors 1 and 2 on /dev/null, so that nothing an import prints reaches the next attempt's
-# output. Threads an import starts (torch 2.11 starts one) inherit that thread's signal mask and nice; at "go"
-# they are set back to nice 0 where the user may (root, CAP_SYS_NICE, RLIMIT_NICE). It then says "ready PID RSS_KIB" and waits.
+# output. A module of the list that is not installed is skipped (said in "ready"); one that fails to import makes
+# the standby unfit. Threads an import starts (torch 2.11 starts one) inherit that thread's signal mask and nice;
+# at "go" they are set back to nice 0 where the user may (root, CAP_SYS_NICE, RLIMIT_NICE). It then says
+# "ready PID RSS_KIB SKIPPED" (SKIPPED: the modules not installed, comma-separated, or "-") and waits.
 # It initialises no CUDA, creates no process group, keeps no thread and reads no rank variable: it is started with
 # the job's environment less the per-rank and per-attempt variables (standby.c).
 #
@@ -21,12 +23,13 @@ def _ddplaunch_standby(main0):
     import os
     import sys
     import _thread
-    import threading  # in the main thread, so that threading's main thread is this one (torch imports it)
+    __import__("threading")  # in the main thread, so that threading's main thread is this one (torch imports it)
 
     ctl = 4
     preload = [m.strip() for m in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if m.strip()]
     block = int(sys.argv[2]) if len(sys.argv) > 2 else 0  # the stack sampler's signal, 0 without sampling
     failed = []
+    missing = []
     done = _thread.allocate_lock()
     done.acquire()
 
@@ -41,7 +44,12 @@ def _ddplaunch_standby(main0):
 
                 signal.pthread_sigmask(signal.SIG_BLOCK, {block})
             for m in preload:
-                __import__(m)
+                try:
+                    __import__(m)
+                except ModuleNotFoundError as e:  # not installed (torch._dynamo before torch 2.0): skipped, said
+                    if e.name is None or not (m == e.name or m.startswith(e.name + ".")):
+                        raise  # a module m imports is missing: m cannot be imported
+                    missing.append(m)
         except BaseException as e:  # noqa: B902 - whatever it was, the standby is unfit
             failed.append("%s: %s" % (type(e).__name__, e))
         finally:
@@ -67,7 +75,7 @@ def _ddplaunch_standby(main0):
         os._exit(0)
     with open("/proc/self/status", "rb") as f:
         rss = [ln.split()[1] for ln in f.read().splitlines() if ln.startswith(b"VmRSS:")]
-    os.write(ctl, b"ready %d %s\n" % (os.getpid(), rss[0] if rss else b"0"))
+    os.write(ctl, b"ready %d %s %s\n" % (os.getpid(), rss[0] if rss else b"0", ",".join(missing).encode() or b"-"))
 
     data = b""
     want = 8

@@ -139,7 +139,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "restart", "warm", DDP_T_TRISTATE, OFF(restart_warm), "no", tristate_names, 0, 0,
       "warm restart: keep one standby interpreter per local rank that imported preload, and run a restarted rank's "
       "program in it (yes; auto: for Python jobs with restarts allowed; no)" },
-    { "restart", "preload", DDP_T_LIST, OFF(restart_preload), "torch, torch.distributed", NULL, 0, 0,
+    { "restart", "preload", DDP_T_LIST, OFF(restart_preload), "torch, torch.distributed, torch._dynamo", NULL, 0, 0,
       "the modules a standby interpreter imports before it waits (warm restart)" },
     { "timeout", "init", DDP_T_DURATION, OFF(timeout_init_ms), "off", NULL, 0, 0,
       "every rank must show life (heartbeat or output) within this after start" },
@@ -152,7 +152,8 @@ const struct ddp_key ddp_spec_keys[] = {
     { "timeout", "timer_file", DDP_T_BOOL, OFF(timer_file), "no", NULL, 0, 0,
       "serve torch's file-based watchdog (TORCHELASTIC_TIMER_FILE)" },
     { "timeout", "stacks", DDP_T_BOOL, OFF(timeout_stacks), "yes", NULL, 0, 0,
-      "before a hung attempt is stopped, capture each Python rank's stack and name the culprit rank" },
+      "before a hung attempt is stopped, capture each Python rank's stack (into attempt_N/stacks.txt, not over "
+      "the console) and name the culprit rank" },
     { "timeout", "sample", DDP_T_BOOL, OFF(timeout_sample), "yes", NULL, 0, 0,
       "sample each Python rank's stacks while it runs (signal 39, SIGRTMIN+5): suspected hangs, stragglers" },
     { "timeout", "sample_interval", DDP_T_DURATION, OFF(sample_interval_ms), "1s", NULL, 0, 0,

@@ -246,6 +246,7 @@ static void abort_ranks(struct ddp_capture *c)
         struct ddp_runner_worker *k = &r->w[i];
         if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting) {
             ddp_records_captured(c->rec, k);
+            ddp_runner_hold_dump(k, true); /* its dump goes to stacks.txt, not over the console */
             ddp_runner_signal_program(k, SIGABRT);
         }
     }
@@ -404,46 +405,61 @@ static void gather(const struct ddp_capture *c, struct ddp_runner_attempt *r, st
     }
 }
 
-/* The stacks, for people: attempt_N/stacks.txt in the run directory (its path, caller frees; NULL without
- * log_dir), and each rank's place for summary.json. */
-static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g)
+/* Where rank i stood, into d: "in all_reduce #3 (it reported a timeout), at train.py:42 in <module>"; with
+ * top, its top frames rather than its frame. */
+static void describe(const struct gathered *g, size_t i, bool top, struct ddp_buf *d)
 {
-    char *stacks = NULL;
-    struct ddp_buf all = {0};
+    const struct ddp_capture_evidence *o = &g->ev[i];
+    const char *op = ddp_hang_input_op(&g->in[i]);
+    size_t start = d->len;
+    if (op[0] || o->tmo.waiting)
+        ddp_buf_printf(d, "in %s", op[0] ? op : "a collective");
+    if (o->tmo.waiting && o->tmo.seq >= 0)
+        ddp_buf_printf(d, " #%lld", o->tmo.seq);
+    if (o->tmo.waiting)
+        ddp_buf_puts(d, " (it reported a timeout)");
+    if (g->views[i].nframes)
+        ddp_buf_printf(d, "%sat %s", d->len > start ? ", " : "", top ? g->views[i].top : g->views[i].frame);
+    else
+        ddp_buf_printf(d, "%sno Python stack", d->len > start ? ", " : "");
+}
+
+/* The stacks, for people (attempt_N/stacks.txt's text, into all), and each rank's place for summary.json. */
+static void gather_stacks(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g,
+                          struct ddp_buf *all)
+{
     for (size_t i = 0; i < g->n; i++) {
         struct ddp_runner_worker *k = &r->w[i];
         const struct ddp_capture_evidence *o = &g->ev[i];
         const char *op = ddp_hang_input_op(&g->in[i]);
         struct ddp_buf d = {0};
-        if (op[0] || o->tmo.waiting)
-            ddp_buf_printf(&d, "in %s", op[0] ? op : "a collective");
-        if (o->tmo.waiting && o->tmo.seq >= 0)
-            ddp_buf_printf(&d, " #%lld", o->tmo.seq);
-        if (o->tmo.waiting)
-            ddp_buf_puts(&d, " (it reported a timeout)");
-        if (g->views[i].nframes)
-            ddp_buf_printf(&d, "%sat %s", d.len ? ", " : "", g->views[i].frame);
-        else
-            ddp_buf_printf(&d, "%sno Python stack", d.len ? ", " : "");
-        ddp_buf_printf(&all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank, k->w->local_rank,
+        describe(g, i, false, &d);
+        ddp_buf_printf(all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank, k->w->local_rank,
                        k->pid, c->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
                        g->culprit[i] ? " CULPRIT" : "", (int)d.len, d.data ? d.data : "");
         ddp_buf_free(&d);
         if (g->texts[i].len)
-            ddp_buf_add(&all, g->texts[i].data, g->texts[i].len);
-        ddp_buf_add(&all, "\n", 1);
+            ddp_buf_add(all, g->texts[i].data, g->texts[i].len);
+        ddp_buf_add(all, "\n", 1);
         json_t *jr = ddp_jsonlog_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective",
                                       op[0] ? op : NULL, "frame", g->views[i].nframes ? g->views[i].frame : NULL,
                                       "stack", g->views[i].nframes > 0, "reported_timeout", o->reported_timeout);
         json_object_set_new(jr, "seq", o->tmo.waiting && o->tmo.seq >= 0 ? json_integer(o->tmo.seq) : json_null());
         json_array_append_new(g->ranks, jr);
     }
+}
+
+/* all into attempt_N/stacks.txt in the run directory: its path (caller frees), NULL without log_dir or when it
+ * could not be written (said). */
+static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt *r, const struct ddp_buf *all)
+{
+    char *stacks = NULL;
     if (c->ctx->logdir) {
         struct ddp_err e = {0};
         char *rel = ddp_xasprintf("attempt_%d/stacks.txt", r->plan.attempt);
         int fd = ddp_logdir_create_file(c->ctx->logdir, rel, &e);
         if (fd >= 0) {
-            int rc = ddp_write_full(fd, all.data ? all.data : "", all.len);
+            int rc = ddp_write_full(fd, all->data ? all->data : "", all->len);
             struct stat st;
             if (rc == 0) {
                 stacks = ddp_xasprintf("%s/%s", ddp_logdir_path(c->ctx->logdir), rel);
@@ -459,13 +475,70 @@ static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
         }
         free(rel);
     }
-    ddp_buf_free(&all);
     return stacks;
+}
+
+/* text less the fault handler's blocks of ddplaunch's own sampler thread ("Thread 0x...:" up to the blank line
+ * after it, one of whose frames is in DDP_HANG_SAMPLER_FUNC), appended to out. */
+static void without_sampler(const char *text, size_t len, struct ddp_buf *out)
+{
+    static const char tail[] = " in " DDP_HANG_SAMPLER_FUNC;
+    const size_t n = sizeof(tail) - 1;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *q = nl ? nl + 1 : end;
+        bool header =
+            (q - p > 9 && memcmp(p, "Thread 0x", 9) == 0) || (q - p > 17 && memcmp(p, "Current thread 0x", 17) == 0);
+        if (header) { /* the block: up to and with its blank line */
+            bool sampler = false;
+            while (q < end && *q != '\n') {
+                const char *e = memchr(q, '\n', (size_t)(end - q)), *le = e ? e : end;
+                sampler |= (size_t)(le - q) >= n && memcmp(le - n, tail, n) == 0;
+                q = e ? e + 1 : end;
+            }
+            if (q < end)
+                q++; /* its blank line */
+            if (sampler) {
+                p = q;
+                continue;
+            }
+        }
+        ddp_buf_add(out, p, (size_t)(q - p));
+        p = q;
+    }
+}
+
+/* The verdict on the console, never inside a rank's dump: its lines, each rank's top frames, where the stacks
+ * are; without stacks.txt, the stacks themselves (less ddplaunch's own thread). */
+static void print_verdict(const struct ddp_capture *c, struct ddp_runner_attempt *r, const struct gathered *g,
+                          const char *verdict, const char *stacks, const struct ddp_buf *all)
+{
+    struct ddp_buf b = {0};
+    if (ddp_log_verbosity < DDP_LOG_INFO)
+        return;
+    const char *why_end = strstr(verdict, "\n  stacks: ");
+    ddp_buf_printf(&b, "ddplaunch: attempt %d: %.*s\n", r->plan.attempt,
+                   (int)(why_end ? (size_t)(why_end - verdict) : strlen(verdict)), verdict);
+    for (size_t i = 0; i < g->n; i++) {
+        ddp_buf_printf(&b, "  rank %d%s: ", r->w[i].w->rank, g->culprit[i] ? " (culprit)" : "");
+        describe(g, i, true, &b);
+        ddp_buf_add(&b, "\n", 1);
+    }
+    if (stacks) {
+        ddp_buf_printf(&b, "  stacks: %s\n", stacks);
+    } else {
+        ddp_buf_printf(&b, "  stacks: below (%s)\n", c->ctx->logdir ? "stacks.txt could not be written" : "no log_dir");
+        without_sampler(all->data ? all->data : "", all->len, &b);
+    }
+    ddp_output_flush(ddp_runner_output(c->rn)); /* the workers' lines before it first */
+    fwrite(b.data, 1, b.len, stderr);
+    fflush(stderr);
+    ddp_buf_free(&b);
 }
 
 /* The verdict, for the console, events.jsonl and summary.json. Returns the first culprit, NULL when none. */
 static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g,
-                                        const char *stacks, long long capture_ms)
+                                        const char *stacks, const struct ddp_buf *all, long long capture_ms)
 {
     const struct ddp_hang_verdict *v = &g->v;
     const char *host = c->ctx->hostname;
@@ -498,9 +571,9 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
         ddp_buf_puts(&txt, v->mismatch ? "collective mismatch, no culprit named" : "no culprit named");
     ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v->why,
                    stacks           ? stacks
-                   : c->ctx->logdir ? "printed on each rank's stderr above (stacks.txt could not be written)"
-                                    : "printed on each rank's stderr above (no log_dir)");
-    ddp_info("attempt %d: %.*s", r->plan.attempt, (int)txt.len - 1, txt.data);
+                   : c->ctx->logdir ? "printed with the verdict above (stacks.txt could not be written)"
+                                    : "printed with the verdict above (no log_dir)");
+    print_verdict(c, r, g, txt.data, stacks, all);
     json_t *hang = ddp_jsonlog_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt,
                                     "confidence", ddp_hang_confidence_name(v->confidence), "culprits", culprits,
                                     "collective", v->op[0] ? v->op : NULL, "why", v->why, "stacks", stacks, "ranks",
@@ -533,8 +606,13 @@ static void decide(struct ddp_capture *c)
     gather(c, r, &g);
     ddp_hang_decide(g.in, g.n, g.culprit, &g.v);
     decide_recorder(c, r, &g);
-    char *stacks = write_stacks(c, r, &g);
-    struct ddp_runner_worker *first = report(c, r, &g, stacks, now - c->start_ms);
+    struct ddp_buf all = {0};
+    gather_stacks(c, r, &g, &all);
+    char *stacks = write_stacks(c, r, &all);
+    struct ddp_runner_worker *first = report(c, r, &g, stacks, &all, now - c->start_ms);
+    ddp_buf_free(&all);
+    for (size_t i = 0; !stacks && i < g.n; i++) /* no stacks file: what a rank still prints reaches the console */
+        ddp_runner_hold_dump(&r->w[i], false);
     if (first) {
         /* the culprit is the root cause; the rank that reported the timeout becomes another failure */
         char *why =

@@ -1,5 +1,5 @@
-/* fr: torch's flight recorder as evidence of a hang. The sampler thread (sample.c's sitecustomize, with
- * DDP_RECORDER_PY) writes one "ddplaunch-fr {json}" line beside each stack sample: every process group's last
+/* fr: torch's flight recorder as evidence of a hang. The sampler thread (the _ddplaunch_fr_* functions of
+ * watch/sitecustomize.py) writes one "ddplaunch-fr {json}" line beside each stack sample: every process group's last
  * enqueued and completed collective, and (once a group stood still 10 s) its last entries: op, shapes, dtypes.
  * This module parses that line (or torch's own JSON dump) and decides, per process group, which ranks never
  * reached collective N and what differs at N. Pure: no files, no clock, no signals (progress.c feeds it). */
@@ -11,96 +11,6 @@
 #include <stddef.h>
 
 #include "watch/suspect.h"
-
-/* The Python the sampler thread runs with each sample (spliced into the sitecustomize by sample.c):
- * _ddplaunch_fr_line(state, want) returns the line, or '' where torch was not imported by the program, has no
- * process group yet, or has no recorder (torch 1.x). It never imports torch. The entries (3-35 ms for a full
- * ring) are read once per standstill of the status, not per sample. */
-#define DDP_RECORDER_PY                                                                                                \
-    "def _ddplaunch_fr_state():\n"                                                                                     \
-    "    return {'key': None, 'since': 0.0, 'last': None, 'off': False, 'groups': None, 'ngroups': -1, 'pgmap': {},\n" \
-    "            'tried': set()}\n"                                                                                    \
-    "\n"                                                                                                               \
-    "\n"                                                                                                               \
-    "def _ddplaunch_fr_entries(st, fns):\n"                                                                            \
-    "    import json\n"                                                                                                \
-    "    out = []\n"                                                                                                   \
-    "    for f in fns:\n"                                                                                              \
-    "        for e in json.loads(f(includeCollectives=True, onlyActive=False).decode()).get('entries') or []:\n"       \
-    "            pg = e.get('process_group') or []\n"                                                                  \
-    "            if len(pg) == 2 and 'pg_id' in e:\n"                                                                  \
-    "                st['pgmap'].setdefault(str(e['pg_id']), [str(pg[0]), str(pg[1])])\n"                              \
-    "            out.append(e)\n"                                                                                      \
-    "    return out\n"                                                                                                 \
-    "\n"                                                                                                               \
-    "\n"                                                                                                               \
-    "def _ddplaunch_fr_last(entries):\n"                                                                               \
-    "    keep = ('record_id', 'pg_id', 'process_group', 'collective_seq_id', 'p2p_seq_id', 'profiling_name',\n"        \
-    "            'state', 'time_created_ns', 'input_sizes', 'input_dtypes', 'is_p2p')\n"                               \
-    "    per = {}\n"                                                                                                   \
-    "    for e in entries:\n"                                                                                          \
-    "        pg = e.get('process_group') or [e.get('pg_id')]\n"                                                        \
-    "        per.setdefault(str(pg[0]), []).append({k: e[k] for k in keep if k in e})\n"                               \
-    "    return [e for pg in per.values() for e in pg[-8:]]\n"                                                         \
-    "\n"                                                                                                               \
-    "\n"                                                                                                               \
-    "def _ddplaunch_fr_groups(st, dist):\n"                                                                            \
-    "    try:\n"                                                                                                       \
-    "        w = dist.distributed_c10d._world\n"                                                                       \
-    "        if len(w.pg_names) != st['ngroups']:\n"                                                                   \
-    "            st['ngroups'] = len(w.pg_names)\n"                                                                    \
-    "            st['groups'] = {str(w.pg_names[pg]): sorted(w.pg_group_ranks[pg]) for pg in w.pg_names\n"             \
-    "                            if pg in w.pg_group_ranks}\n"                                                         \
-    "    except Exception:\n"                                                                                          \
-    "        st['groups'] = None\n"                                                                                    \
-    "    return st['groups']\n"                                                                                        \
-    "\n"                                                                                                               \
-    "\n"                                                                                                               \
-    "def _ddplaunch_fr_line(st, want):\n"                                                                              \
-    "    import sys\n"                                                                                                 \
-    "    torch, dist = sys.modules.get('torch'), sys.modules.get('torch.distributed')\n"                               \
-    "    if st['off'] or torch is None or dist is None:\n"                                                             \
-    "        return ''\n"                                                                                              \
-    "    try:\n"                                                                                                       \
-    "        if not dist.is_available() or not dist.is_initialized():\n"                                               \
-    "            return ''\n"                                                                                          \
-    "        C = getattr(torch._C, '_distributed_c10d', None)\n"                                                       \
-    "        fns = [getattr(C, n) for n in ('_dump_nccl_trace_json', '_dump_fr_trace_json') if hasattr(C, n)]\n"       \
-    "        if not fns:\n"                                                                                            \
-    "            st['off'] = True\n"                                                                                   \
-    "            return ''\n"                                                                                          \
-    "        import json, time\n"                                                                                      \
-    "        status, config = {}, {}\n"                                                                                \
-    "        for f in fns:\n"                                                                                          \
-    "            d = json.loads(f(includeCollectives=False, onlyActive=False).decode())\n"                             \
-    "            for k, v in (d.get('pg_status') or {}).items():\n"                                                    \
-    "                old = status.get(k)\n"                                                                            \
-    "                if old is None or int(v.get('last_enqueued_collective', -1)) > \\\n"                              \
-    "                        int(old.get('last_enqueued_collective', -1)):\n"                                          \
-    "                    status[k] = v\n"                                                                              \
-    "            config.update(d.get('pg_config') or {})\n"                                                            \
-    "        if not status:\n"                                                                                         \
-    "            return ''\n"                                                                                          \
-    "        key, now = json.dumps(status, sort_keys=True), time.monotonic()\n"                                        \
-    "        if key != st['key']:\n"                                                                                   \
-    "            st['key'], st['since'], st['last'] = key, now, None\n"                                                \
-    "        new = [k for k, v in status.items() if k not in st['pgmap'] and k not in st['tried']\n"                   \
-    "               and int(v.get('last_enqueued_collective', -1)) > 0]\n"                                             \
-    "        if st['last'] is None and (want or now - st['since'] >= 10):\n"                                           \
-    "            st['last'] = _ddplaunch_fr_last(_ddplaunch_fr_entries(st, fns))\n"                                    \
-    "        elif new:\n"                                                                                              \
-    "            _ddplaunch_fr_entries(st, fns)\n"                                                                     \
-    "        st['tried'].update(new)\n"                                                                                \
-    "        doc = {'pg_status': status, 'pg_config': config, 'ddp_groups': _ddplaunch_fr_groups(st, dist),\n"         \
-    "               'ddp_pgmap': st['pgmap']}\n"                                                                       \
-    "        if st['last'] is not None:\n"                                                                             \
-    "            doc['entries'] = st['last']\n"                                                                        \
-    "        return 'ddplaunch-fr ' + json.dumps(doc, separators=(',', ':')) + '\\n'\n"                                \
-    "    except Exception:\n"                                                                                          \
-    "        return ''\n"                                                                                              \
-    "\n"                                                                                                               \
-    "\n"                                                                                                               \
-    ""
 
 #define DDP_FR_GROUPS 16   /* process groups kept per rank */
 #define DDP_FR_PER_GROUP 8 /* last entries kept per group (enough steps to see the order of two groups) */

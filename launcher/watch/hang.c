@@ -211,6 +211,18 @@ static bool library_file(const struct frame *f)
     return false;
 }
 
+/* "train.py:42 in load_batch" (the file's base name) into out[0..cap). */
+static void frame_text(const struct frame *f, char *out, size_t cap)
+{
+    const char *base = f->file;
+    for (size_t i = 0; i < f->file_len; i++)
+        if (f->file[i] == '/')
+            base = f->file + i + 1;
+    snprintf(out, cap, "%.*s:%ld in %.*s", (int)(f->file_len - (size_t)(base - f->file)), base, f->line,
+             (int)f->func_len, f->func);
+    ddp_printable(out); /* the program's own text, maybe cut mid-character */
+}
+
 static void block_frame(const struct block *b, char out[DDP_HANG_FRAME])
 {
     const struct frame *f = &b->f[0];
@@ -219,13 +231,21 @@ static void block_frame(const struct block *b, char out[DDP_HANG_FRAME])
             f = &b->f[i];
             break;
         }
-    const char *base = f->file;
-    for (size_t i = 0; i < f->file_len; i++)
-        if (f->file[i] == '/')
-            base = f->file + i + 1;
-    snprintf(out, DDP_HANG_FRAME, "%.*s:%ld in %.*s", (int)(f->file_len - (size_t)(base - f->file)), base, f->line,
-             (int)f->func_len, f->func);
-    ddp_printable(out); /* the program's own text, maybe cut mid-character */
+    frame_text(f, out, DDP_HANG_FRAME);
+}
+
+/* The block's innermost DDP_HANG_TOP frames, " < " between them. */
+static void block_top(const struct block *b, char out[DDP_HANG_TOP * DDP_HANG_FRAME])
+{
+    size_t len = 0, cap = DDP_HANG_TOP * DDP_HANG_FRAME;
+    out[0] = '\0';
+    for (size_t i = 0; i < b->n && i < DDP_HANG_TOP; i++) {
+        char one[DDP_HANG_FRAME];
+        frame_text(&b->f[i], one, sizeof(one));
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? " < " : "", one);
+        if (len >= cap)
+            break;
+    }
 }
 
 /* torch 2.x prefixes each line of an uncaught exception's traceback with "[rank3]: ": its length, or 0. */
@@ -245,8 +265,9 @@ static size_t rank_prefix(const char *l, size_t n)
 /* The idle thread of ddplaunch's sitecustomize that takes the sampling signal (sample.c): never the answer. */
 static bool sampler_thread(const struct block *b)
 {
+    size_t n = strlen(DDP_HANG_SAMPLER_FUNC);
     for (size_t i = 0; i < b->n; i++)
-        if (b->f[i].func_len == 15 && memcmp(b->f[i].func, "_ddplaunch_wait", 15) == 0)
+        if (b->f[i].func_len == n && memcmp(b->f[i].func, DDP_HANG_SAMPLER_FUNC, n) == 0)
             return true;
     return false;
 }
@@ -322,6 +343,7 @@ void ddp_hang_parse_stack(const char *text, size_t len, struct ddp_hang_view *ou
         out->nframes = (int)best.n;
         memcpy(out->op, best_op, sizeof(out->op));
         block_frame(&best, out->frame);
+        block_top(&best, out->top);
         out->where = block_hash(&best);
     }
     free(best.f);

@@ -57,14 +57,20 @@ void ddp_hang_check(const struct ddp_hang_limits *lim, const struct ddp_hang_ran
 
 #define DDP_HANG_OP 64
 #define DDP_HANG_FRAME 256
+#define DDP_HANG_TOP 3 /* frames in a view's top */
+/* The function of ddplaunch's own sampler thread (sitecustomize's, sample.c): a stack in it is never the answer. */
+#define DDP_HANG_SAMPLER_FUNC "_ddplaunch_wait"
 
 /* What one rank's stack says. */
 struct ddp_hang_view {
     int nframes;                /* Python frames found (0: nothing usable) */
     char op[DDP_HANG_OP];       /* the collective it is inside ("all_reduce", "ddp:forward", "backward"), "" none */
     char frame[DDP_HANG_FRAME]; /* where it is: innermost frame of the program ("train.py:42 in load_batch") */
-    unsigned long long where;   /* a hash of the chosen thread's frames (files, lines, functions): two samples
-                                   with the same value stood at the same place */
+    char top[DDP_HANG_TOP * DDP_HANG_FRAME]; /* its innermost DDP_HANG_TOP frames, innermost first, library ones
+                                                too: "distributed_c10d.py:1541 in all_reduce < train.py:42 in
+                                                <module>" */
+    unsigned long long where; /* a hash of the chosen thread's frames (files, lines, functions): two samples
+                                 with the same value stood at the same place */
 };
 
 /* Parse len bytes of text holding a faulthandler dump ("Current thread 0x... (most recent call first):",

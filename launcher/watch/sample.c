@@ -13,148 +13,17 @@
 #include <unistd.h>
 
 #include "host/rundir.h"
-#include "watch/fr.h"
+/* The Python the workers run first: generated from watch/sitecustomize.py (Makefile): sitecustomize_py[], its _len */
+#include <sitecustomize_py.h>
 
 int ddp_sample_signal(void)
 {
     return SIGRTMIN + DDP_SAMPLE_SIGNAL_OFFSET;
 }
 
-/* The Python the workers run first (kept short: it runs at the start of every Python process of the job). The
- * registration is once per process that got DDPLAUNCH_STACKS_FILE (popped, so the program's own Python
- * subprocesses do not register); the chained import is what Python would have done without this directory. */
-static const char sitecustomize[] =
-    "# Written by ddplaunch (ddplaunch(1), LIVE HANG WATCH): lets ddplaunch sample this rank's Python stacks while it\n"
-    "# runs, into a file of the attempt's private directory (never the console), then runs the sitecustomize this one\n"
-    "# hides, if there is one further down sys.path. The signal is blocked in every thread; one idle thread of its own\n"
-    "# takes it with sigwait and writes every other thread's stack (faulthandler's format) holding the GIL, so that\n"
-    "# the signal never interrupts a system call of the program or of torch (a TCPStore connect fails on EINTR) and\n"
-    "# no frame is read while its thread changes it (faulthandler's own handler does, and crashed a rank in import).\n"
-    "# The file is opened by its path for each sample (a descriptor kept open could be closed and reused by the\n"
-    "# program), and nothing it does ever reaches the program's streams: a failure (a full disk) is put in the header.\n" DDP_RECORDER_PY
-    "def _ddplaunch_register():\n"
-    "    import os\n"
-    "    path = os.environ.pop('DDPLAUNCH_STACKS_FILE', None)\n"
-    "    sig = os.environ.pop('DDPLAUNCH_STACKS_SIGNAL', None)\n"
-    "    if not path or not sig:\n"
-    "        return None\n"
-    "    try:\n"
-    "        import signal, sys, threading\n"
-    "        sig = int(sig)\n"
-    "        pid = os.getpid()\n"
-    "        with open('/proc/self/stat', 'rb') as f:\n"
-    "            start = int(f.read().rsplit(b')', 1)[1].split()[19])\n"
-    "        signal.pthread_sigmask(signal.SIG_BLOCK, {sig})\n"
-    "        main = threading.main_thread().ident\n"
-    "        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC\n"
-    "\n"
-    "        def _ddplaunch_head(tid, err):\n"
-    "            return ('ddplaunch-stacks pid=%010d signal=%03d start=%020d tid=%010d err=%03d\\n'\n"
-    "                    % (pid, sig, start, tid, err)).encode()\n"
-    "\n"
-    "        made = threading.Event()\n"
-    "\n"
-    "        def _ddplaunch_wait():\n"
-    "            me = threading.get_ident()\n"
-    "            tid = threading.get_native_id()\n"
-    "            mine = _ddplaunch_head(tid, 0)\n"
-    "            try:\n"
-    "                fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC, 0o600)\n"
-    "                try:\n"
-    "                    os.write(fd, mine)\n"
-    "                finally:\n"
-    "                    os.close(fd)\n"
-    "            except BaseException:\n"
-    "                return\n"
-    "            finally:\n"
-    "                made.set()\n"
-    "            fr = _ddplaunch_fr_state()\n"
-    "            while True:\n"
-    "                try:\n"
-    "                    signal.sigwait({sig})\n"
-    "                    out = []\n"
-    "                    for ident, frame in sys._current_frames().items():\n"
-    "                        if ident == me:\n"
-    "                            continue\n"
-    "                        out.append('%s 0x%016x (most recent call first):\\n'\n"
-    "                                   % ('Current thread' if ident == main else 'Thread', ident))\n"
-    "                        depth = 0\n"
-    "                        while frame is not None and depth < 100:\n"
-    "                            out.append('  File \"%s\", line %s in %s\\n'\n"
-    "                                       % (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name))\n"
-    "                            frame = frame.f_back\n"
-    "                            depth += 1\n"
-    "                        out.append('\\n')\n"
-    "                    out.append(_ddplaunch_fr_line(fr, False))\n"
-    "                    data = memoryview(''.join(out).encode('utf-8', 'backslashreplace'))\n"
-    "                    fd = os.open(path, flags)\n"
-    "                    try:\n"
-    "                        if os.pread(fd, len(mine), 0) != mine:\n"
-    "                            continue  # a newer Python of this rank registered: it answers now\n"
-    "                        off = len(mine)\n"
-    "                        try:\n"
-    "                            while data:\n"
-    "                                n = os.pwrite(fd, data, off)\n"
-    "                                data = data[n:]\n"
-    "                                off += n\n"
-    "                        except OSError as e:\n"
-    "                            os.pwrite(fd, _ddplaunch_head(tid, (e.errno or 1) % 1000), 0)\n"
-    "                    finally:\n"
-    "                        os.close(fd)\n"
-    "                except BaseException:\n"
-    "                    pass\n"
-    "\n"
-    "        threading.Thread(target=_ddplaunch_wait, name='ddplaunch-stacks', daemon=True).start()\n"
-    "        made.wait(2.0)  # the file exists before the program runs, however short it is\n"
-    "        return sig\n"
-    "    except Exception:\n"
-    "        return None\n"
-    "\n"
-    "\n"
-    "def _ddplaunch_pythonpath(here):\n"
-    "    import os\n"
-    "    was = os.environ.pop('DDPLAUNCH_PYTHONPATH', None)\n"
-    "    now = os.environ.get('PYTHONPATH')\n"
-    "    parts = now.split(os.pathsep) if now is not None else []\n"
-    "    ours = [i for i, p in enumerate(parts) if p and os.path.abspath(p) == here]\n"
-    "    old = was[1:] if was is not None and was[:1] == '+' else None\n"
-    "    if ours and ours[0] == 0 and ((len(parts) == 1 and not old) or os.pathsep.join(parts[1:]) == old):\n"
-    "        # as ddplaunch left it: back byte for byte to what the program was given\n"
-    "        if old is None:\n"
-    "            os.environ.pop('PYTHONPATH', None)\n"
-    "        else:\n"
-    "            os.environ['PYTHONPATH'] = old\n"
-    "    elif ours:\n"
-    "        # changed on the way (a wrapper script prepended its own): only ddplaunch's entry goes\n"
-    "        del parts[ours[0]]\n"
-    "        if parts:\n"
-    "            os.environ['PYTHONPATH'] = os.pathsep.join(parts)\n"
-    "        else:\n"
-    "            os.environ.pop('PYTHONPATH', None)\n"
-    "\n"
-    "\n"
-    "def _ddplaunch_chain():\n"
-    "    import os, sys, importlib.machinery, importlib.util\n"
-    "    here = os.path.dirname(os.path.abspath(__file__))\n"
-    "    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]\n"
-    "    _ddplaunch_pythonpath(here)\n"
-    "    spec = importlib.machinery.PathFinder.find_spec('sitecustomize', sys.path)\n"
-    "    if spec is None or spec.loader is None:\n"
-    "        return\n"
-    "    mod = importlib.util.module_from_spec(spec)\n"
-    "    sys.modules['sitecustomize'] = mod\n"
-    "    spec.loader.exec_module(mod)\n"
-    "\n"
-    "\n"
-    "# a warm restart's standby interpreter (ddplaunch(1), WARM RESTART) runs this file under another name and\n"
-    "# calls the two functions above once it is given the rank's environment\n"
-    "if __name__ == 'sitecustomize':\n"
-    "    _ddplaunch_stacks = _ddplaunch_register()\n"
-    "    _ddplaunch_chain()\n";
-
 const char *ddp_sample_sitecustomize(void)
 {
-    return sitecustomize;
+    return (const char *)sitecustomize_py;
 }
 
 int ddp_sample_install(const char *dir, char **pydir_out, struct ddp_err *err)
@@ -166,8 +35,7 @@ int ddp_sample_install(const char *dir, char **pydir_out, struct ddp_err *err)
         return rc;
     }
     int fd = openat(dfd, "sitecustomize.py", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    size_t len = strlen(sitecustomize);
-    if (fd < 0 || write(fd, sitecustomize, len) != (ssize_t)len) {
+    if (fd < 0 || write(fd, sitecustomize_py, sitecustomize_py_len) != (ssize_t)sitecustomize_py_len) {
         rc = ddp_errf(err, -errno, "%s/sitecustomize.py: %s", pydir, strerror(errno));
         free(pydir);
         pydir = NULL;

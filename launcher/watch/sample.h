@@ -26,7 +26,7 @@
 /* The signal number the sitecustomize registers and ddp_sample_poke sends. */
 int ddp_sample_signal(void);
 
-/* The sitecustomize.py text (a static string). */
+/* The sitecustomize.py text: watch/sitecustomize.py as built into the binary (a static string). */
 const char *ddp_sample_sitecustomize(void);
 
 /* Write sitecustomize.py into DIR/python (created 0700), DIR being the launch's private run directory. Returns 0

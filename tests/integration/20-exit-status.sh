@@ -64,7 +64,8 @@ expect_eq "usage lines in the summary" "$(grep -c 'error: the following argument
 expect_eq "'the same' lines" "$(grep -cE "^  stderr +: last 2 lines of stderr: the same as rank [01]'s$" "$TMP/summary")" 1
 
 # issue 43 item 4: a Python rank that segfaults under ddplaunch already printed its Python stack (PYTHONFAULTHANDLER
-# is set for it): the hint says where it is, not to rerun with PYTHONFAULTHANDLER=1.
+# is set for it): the hint says where it is, not to rerun with PYTHONFAULTHANDLER=1. The hint follows the stack
+# printed ("Fatal Python error: Segmentation fault"), not the launcher's guess of whether the program is Python.
 printf 'import ctypes\nctypes.string_at(0)\n' >"$TMP/segv.py"
 "$DDP" --nproc-per-node 1 "$TMP/segv.py" >"$TMP/out" 2>"$TMP/err"
 expect_eq "python segfault: status" "$?" 139
@@ -73,4 +74,18 @@ sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
 expect_grep '^  class +: segfault$' "$TMP/root"
 expect_grep '^  hint +: .*its Python stack \(PYTHONFAULTHANDLER\) is in its stderr above$' "$TMP/root"
 grep -q 'rerun with PYTHONFAULTHANDLER' "$TMP/root" && fail "the hint asks for a stack that is printed above"
+# The same Python behind a wrapper ddplaunch does not see as Python: the stack it printed is what counts.
+printf '#!/bin/sh\nexec %s -X faulthandler "$@"\n' "$PY" >"$TMP/wrap.sh"
+chmod +x "$TMP/wrap.sh"
+"$DDP" --nproc-per-node 1 --no-python "$TMP/wrap.sh" "$TMP/segv.py" >"$TMP/out" 2>"$TMP/err"
+expect_eq "wrapped python segfault: status" "$?" 139
+sed -n '/^Root Cause/,$p' "$TMP/err" >"$TMP/root"
+expect_grep '^  class +: segfault$' "$TMP/root"
+expect_grep '^  hint +: .*its Python stack \(PYTHONFAULTHANDLER\) is in its stderr above$' "$TMP/root"
+grep -q 'rerun with PYTHONFAULTHANDLER' "$TMP/root" && fail "wrapped: the hint asks for a stack that is printed above"
+# No fault handler (PYTHONFAULTHANDLER set empty): no stack printed, so the hint asks for one.
+PYTHONFAULTHANDLER= "$DDP" --nproc-per-node 1 "$TMP/segv.py" >"$TMP/out" 2>"$TMP/err"
+expect_eq "python segfault without fault handler: status" "$?" 139
+grep -q 'Fatal Python error' "$TMP/err" && fail "precondition: PYTHONFAULTHANDLER= still printed a stack"
+expect_grep '^  hint +: .*rerun with PYTHONFAULTHANDLER=1' "$TMP/err"
 echo ok

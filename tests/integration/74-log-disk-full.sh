@@ -99,7 +99,7 @@ grep -q 'capturing the stacks of 2 ranks' "$TMP/err" || fail "precondition: no s
 expect_eq "stacks.txt said once" "$(grep -c 'attempt_0/stacks.txt: log stopped at' "$TMP/err")" 1
 sb=$(sed -nE 's|^ddplaunch: warning: .*/attempt_0/stacks.txt: log stopped at ([0-9]+) bytes: No space left on device; the verdict is in the summary$|\1|p' "$TMP/err")
 expect_eq "stacks.txt: bytes said = its size" "$sb" "$(stat -c %s "$D/attempt_0/stacks.txt")"
-expect_grep '^  stacks: printed on each rank.s stderr above \(stacks.txt could not be written\)$' "$TMP/err"
+expect_grep '^  stacks: below \(stacks.txt could not be written\)$' "$TMP/err"
 expect_grep "^  attempt_0/stacks.txt: stopped at $sb bytes: No space left on device$" "$TMP/err"
 expect_eq "stacks.txt in summary.json" \
     "$(jq -r '.logs_stopped[] | select(.file == "attempt_0/stacks.txt") | "\(.rank) \(.bytes) \(.error)"' "$D/summary.json")" \

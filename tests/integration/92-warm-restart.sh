@@ -1,8 +1,10 @@
 #!/bin/bash
 # Warm restart (issue 41): a restarted rank that starts in a standby interpreter sees what a fresh one sees
 # (os.environ, sys.argv, __file__, sys.path[0], cwd, signal dispositions and masks, isatty, the main thread,
-# its descriptors), prints its first line at least 0.5 s sooner than a cold restart of the same job (torch 1.13's
-# import takes about 1 s here), and a standby killed before the restart leaves its rank to a fresh start.
+# its descriptors; on a terminal: isatty and its size), prints its first line at least 0.5 s sooner than a cold
+# restart of the same job (torch 1.13's import takes about 1 s here), and a standby killed before the restart leaves
+# its rank to a fresh start. A preload module that is not installed is skipped and named; no standby is started
+# when MemAvailable is below twice their expected memory, and a warning says so.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "SKIP: no torch"
 cp "$DDP_SRCDIR/tests/integration/warm_probe.py" "$TMP/probe.py"
@@ -18,19 +20,29 @@ run() { # run MODE [ddplaunch options...]: attempt 0's rank 0 dies by SIGKILL, a
 }
 run cold --set restart.warm=no
 run warm --warm-restart --log-dir "$TMP/logs"
-run fallback --warm-restart
+run fallback --warm-restart --set "restart.preload=torch, torch.distributed, ddplaunch_no_such_module"
 
 # the restart was warm for both ranks, and for rank 0 only when rank 1's standby had been killed
 expect_grep 'attempt 1: ranks 0,1 started warm' "$TMP/warm/launcher.txt"
 expect_grep 'attempt 1: rank 0 started warm \(standby interpreter\), 1 fresh' "$TMP/fallback/launcher.txt"
 grep -q 'started warm' "$TMP/cold/launcher.txt" && fail "cold: a rank started warm"
+# a preload module that is not installed is skipped and named, and the standby is used all the same: one the user
+# listed, and the default's torch._dynamo where torch is older than 2.0
+expect_grep 'standby interpreters ready \([0-9]+ MiB in all; not installed, not preloaded: ddplaunch_no_such_module\)$' \
+    "$TMP/fallback/launcher.txt"
+if $PY -c 'import torch._dynamo' 2>/dev/null; then
+    grep 'not installed' "$TMP/warm/launcher.txt" && fail "warm: torch._dynamo is installed, yet said not to be"
+else
+    expect_grep 'standby interpreters ready \([0-9]+ MiB in all; not installed, not preloaded: torch\._dynamo\)$' \
+        "$TMP/warm/launcher.txt"
+fi
 sum=$(ls "$TMP"/logs/*/summary.json)
 $PY -c "import json,sys; w=json.load(open(sys.argv[1]))['warm_starts']; sys.exit(w != [{'attempt': 1, 'ranks': [0, 1]}])" \
     "$sum" || fail "summary.json: warm_starts: $(grep -o '"warm_starts".*' "$sum" | head -c 200)"
 $PY "$DDP_SRCDIR/tests/integration/records_check.py" "$DDP_SRCDIR/man/ddplaunch.1" "$(dirname "$sum")" ||
     fail "records do not match the documented schema"
 
-# identical starts: the run's own directories and port differ between runs (the warm one has a log_dir), nothing
+# identical starts: the run's own directories and ports differ between runs (the warm one has a log_dir), nothing
 # else may
 $PY - "$TMP" <<'PYEOF' || fail "a warm start saw something a fresh start did not (above)"
 import json, sys
@@ -39,6 +51,8 @@ def load(mode, r):
     d = json.load(open("%s/%s/r%d_a1.json" % (tmp, mode, r)))
     run = d["environ"]["DDPLAUNCH_ATTEMPT_DIR"].rsplit("/attempt_", 1)[0]
     d["environ"]["MASTER_PORT"] = "PORT"
+    if "NCCL_RAS_ADDR" in d["environ"]:  # a port of its own, chosen per run as MASTER_PORT is
+        d["environ"]["NCCL_RAS_ADDR"] = "RAS"
     d["environ"].pop("PROBE_OUT")
     private = d["environ"]["DDPLAUNCH_HEARTBEAT_FILE"].rsplit("/", 1)[0]  # the run dir, also with a log_dir
     return json.loads(json.dumps(d).replace(run, "RUNDIR").replace(private, "RUNDIR"))
@@ -71,6 +85,69 @@ cold, warm = (json.load(open("%s/%s.json" % (tmp, m)))["first"] for m in ("cold"
 print("restart decision to first line (s): cold %s, warm %s" % (cold, warm))
 sys.exit(0 if all(warm[r] + 0.5 <= cold[r] for r in ("0", "1")) else 1)
 PYEOF
+# On a terminal (script(1) gives the launcher one, 123x45): a rank that starts warm sees a terminal as a cold one
+# does (isatty of its descriptors, the terminal's size).
+command -v script >/dev/null || fail "script(1) (bsdutils) is needed to give the launcher a terminal"
+cat >"$TMP/tty.py" <<'PYEOF'
+import os, signal, time
+def size(fd):
+    try:
+        s = os.get_terminal_size(fd)
+        return "%dx%d" % (s.columns, s.lines)
+    except OSError:
+        return "none"
+a = os.environ["TORCHELASTIC_RESTART_COUNT"]
+os.write(1, ("tty attempt=%s isatty=%d,%d,%d size=%s,%s\n"
+             % (a, os.isatty(0), os.isatty(1), os.isatty(2), size(1), size(2))).encode())
+if a == "0":
+    while not os.path.exists(os.environ["TTY_GO"]):
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGKILL)
+PYEOF
+# on_tty MODE [ddplaunch options...]: attempt 0's rank dies once attempt 0 printed and (warm) the standby is ready
+on_tty() {
+    local mode=$1 pid
+    shift
+    printf '%s\0' "$DDP" --nproc-per-node 1 --max-restarts 1 --set restart.backoff=0 "$@" "$TMP/tty.py" >"$TMP/argv"
+    TTY_GO=$TMP/$mode.go script -qfec "stty cols 123 rows 45; xargs -0 -a '$TMP/argv' sh -c 'exec \"\$@\"' sh" \
+        /dev/null </dev/null >"$TMP/$mode.tty" &
+    pid=$!
+    for _ in $(seq 1200); do
+        grep -q '^tty attempt=0' "$TMP/$mode.tty" &&
+            { [ "$mode" = ttycold ] || grep -q 'standby interpreter ready' "$TMP/$mode.tty"; } && break
+        sleep 0.05
+    done
+    touch "$TMP/$mode.go"
+    wait "$pid" || { cat -v "$TMP/$mode.tty"; fail "$mode: exit status $?"; }
+    tr -d '\r' <"$TMP/$mode.tty" >"$TMP/$mode.txt"
+}
+on_tty ttycold --set restart.warm=no
+on_tty ttywarm --warm-restart --set restart.preload=os
+expect_grep 'attempt 1: rank 0 started warm' "$TMP/ttywarm.txt"
+expect_grep '^tty attempt=1 isatty=[01],1,1 size=123x45,123x45$' "$TMP/ttycold.txt"
+expect_eq "a warm rank on a terminal (the cold rank's line)" "$(grep '^tty attempt=1' "$TMP/ttywarm.txt")" \
+    "$(grep '^tty attempt=1' "$TMP/ttycold.txt")"
+
+# Memory: no standby interpreters when MemAvailable is below twice their expected total, and a warning says so.
+# MemAvailable as a container's /proc/meminfo may say it (lxcfs): a file mounted over /proc/meminfo in a mount
+# namespace of this job's own (root only; said and left out otherwise).
+cat >"$TMP/mem.py" <<'PYEOF'
+import os, sys
+sys.exit(3 if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0" and os.environ["RANK"] == "0" else 0)
+PYEOF
+printf 'MemTotal:        1048576 kB\nMemFree:          307200 kB\nMemAvailable:     307200 kB\n' >"$TMP/meminfo"
+if unshare -m sh -c 'mount --bind "$0" /proc/meminfo' "$TMP/meminfo" 2>/dev/null; then
+    unshare -m sh -c 'mount --bind "$0" /proc/meminfo && exec "$@"' "$TMP/meminfo" "$DDP" -v \
+        --nproc-per-node 2 --max-restarts 1 --set restart.backoff=0 --warm-restart "$TMP/mem.py" >"$TMP/mem.out" 2>"$TMP/mem.err"
+    expect_eq "low memory: exit status" "$?" 0
+    expect_grep '^ddplaunch: warning: warm restart: no standby interpreters: MemAvailable 300 MiB is below twice the 2 x 256 MiB they would take; restarts start fresh$' "$TMP/mem.err"
+    grep -E 'standby of local rank|standby interpreters? ready|started warm' "$TMP/mem.err" && fail "low memory: a standby was started"
+    expect_grep 'attempt 1: starting 2 workers' "$TMP/mem.err"
+    echo "low memory: no standbys, said"
+else
+    echo "low memory: not checked (no mount namespace: not root)"
+fi
+
 # Two agents (nodes 0 and 1 of a static job on this host), one rank each: rank 1 dies, node 0 restarts both
 # nodes, and each agent's own standby takes its rank.
 cat >"$TMP/mn.py" <<'PYEOF'

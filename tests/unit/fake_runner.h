@@ -251,6 +251,12 @@ struct ddp_runner_worker *ddp_runner_find_pid(struct ddp_runner *rn, int pid)
     return NULL;
 }
 
+void ddp_runner_hold_dump(struct ddp_runner_worker *k, bool hold)
+{
+    (void)k; /* no streams here: nothing reaches a console */
+    (void)hold;
+}
+
 void ddp_runner_worker_tail(const struct ddp_runner_worker *k, int which, void (*fn)(void *arg, const char *line),
                             void *arg)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "watch/fr.h"
+#include "watch/sample.h"
 
 static char *slurp(const char *name, size_t *len)
 {
@@ -294,7 +295,7 @@ Test(recorder, nccl_one_rank)
     cr_expect_eq(v.kind, DDP_FR_NONE, "one rank: nobody to wait for");
 }
 
-/* The sampler's Python (DDP_RECORDER_PY) run by python3 against stand-in torch modules: it never imports torch,
+/* The sampler's Python (watch/sitecustomize.py) run by python3 against stand-in torch modules: it never imports torch,
  * writes nothing before a process group exists or where the API is missing (torch 1.x), and otherwise a line
  * this module parses, with entries only after a standstill (or when asked). */
 Test(recorder, sampler_python)
@@ -306,7 +307,7 @@ Test(recorder, sampler_python)
     snprintf(out, sizeof(out), "%s/out", dir);
     FILE *f = fopen(py, "w");
     cr_assert(f);
-    fputs(DDP_RECORDER_PY, f);
+    fputs(ddp_sample_sitecustomize(), f); /* run as __main__: only its functions are defined */
     fputs("import json, sys, types\n"
           "st = _ddplaunch_fr_state()\n"
           "print('no-torch', repr(_ddplaunch_fr_line(st, True)), 'torch' in sys.modules)\n"
@@ -374,7 +375,7 @@ Test(recorder, sampler_python_groups)
     snprintf(out, sizeof(out), "%s/out", dir);
     FILE *f = fopen(py, "w");
     cr_assert(f);
-    fputs(DDP_RECORDER_PY, f);
+    fputs(ddp_sample_sitecustomize(), f); /* run as __main__: only its functions are defined */
     fputs(
         "import json, sys, types\n"
         "torch = types.ModuleType('torch'); dist = types.ModuleType('torch.distributed')\n"

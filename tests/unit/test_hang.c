@@ -109,13 +109,20 @@ Test(hang, parse_faulthandler_and_traceback)
     cr_expect_eq(v.nframes, 2, "the current thread, not the helper thread");
     cr_expect_str_eq(v.op, "");
     cr_expect_str_eq(v.frame, "train.py:18 in load_batch");
+    cr_expect_str_eq(v.top, "train.py:18 in load_batch < train.py:30 in <module>");
     ddp_hang_parse_stack(dump_waiting, strlen(dump_waiting), &v);
     cr_expect_str_eq(v.op, "all_reduce");
     cr_expect_str_eq(v.frame, "train.py:33 in <module>", "the program's frame, not torch's");
+    cr_expect_str_eq(v.top,
+                     "distributed_c10d.py:1541 in all_reduce < c10d_logger.py:81 in wrapper < train.py:33 in "
+                     "<module>",
+                     "the innermost three, torch's too");
     ddp_hang_parse_stack(traceback_waiting, strlen(traceback_waiting), &v);
     cr_expect_eq(v.nframes, 2);
     cr_expect_str_eq(v.op, "all_reduce");
     cr_expect_str_eq(v.frame, "train.py:33 in <module>");
+    cr_expect_str_eq(v.top, "distributed_c10d.py:1541 in all_reduce < train.py:33 in <module>",
+                     "a traceback's innermost first");
     const char *none = "Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n"
                        "  Garbage-collecting\n  <no Python frame>\n";
     ddp_hang_parse_stack(none, strlen(none), &v);

@@ -384,3 +384,116 @@ Test(output, a_log_on_a_full_disk_stops_once_and_is_listed)
     ddp_logfile_close(&timed);
     fx_free(&f);
 }
+
+/* issue 43 item 4: Python's fault handler dump, line by line (3.11 as captured, and the other versions' forms). */
+Test(output, fault_handler_lines_are_told_from_a_traceback)
+{
+    static const char *const dump[] = {"Fatal Python error: Aborted",
+                                       "",
+                                       "Thread 0x00007fce39e176c0 (most recent call first):",
+                                       "  File \"/usr/lib/python3.11/signal.py\", line 82 in sigwait",
+                                       "Current thread 0x00007fce3a0d22c0 (most recent call first):",
+                                       "  File \"/w/t, line 9 x.py\", line 24 in load_batch",
+                                       "Stack (most recent call first):",
+                                       "  <no Python frame>",
+                                       "  ...",
+                                       "  Garbage-collecting",
+                                       "Python runtime state: initialized",
+                                       "Current thread's C stack trace (most recent call first):",
+                                       "  Binary file \"/lib/libc.so.6\", at abort+0xd3 [0x7f]",
+                                       "Extension modules: torch._C, numpy.core._multiarray_umath (total: 2)"};
+    static const char *const other[] = {"Traceback (most recent call last):",
+                                        "  File \"/w/x.py\", line 39, in <module>",
+                                        "    dist.all_reduce(x)",
+                                        "RuntimeError: Timed out waiting 5000ms for recv operation to complete",
+                                        "  File \"/w/x.py\", line 39 inside",
+                                        "  File \"/w/x.py\", line  in f",
+                                        "step 3 Fatal Python error: Aborted",
+                                        "Thread 1 done"};
+    for (size_t i = 0; i < sizeof(dump) / sizeof(dump[0]); i++)
+        cr_expect(ddp_output_fault_line(dump[i], strlen(dump[i])), "%s", dump[i]);
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+        cr_expect(!ddp_output_fault_line(other[i], strlen(other[i])), "%s", other[i]);
+}
+
+static void count_line(void *arg, int which, const char *line, size_t len)
+{
+    (void)which;
+    (void)line;
+    (void)len;
+    (*(int *)arg)++;
+}
+
+/* From ddp_stream_hold_dump on, the dump reaches the log file and the caller, not the console nor the tail; the
+ * program's own lines still reach both, and a line left open before the dump is ended without it. */
+static void hold_case(bool raw)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len;
+    int lines = 0, file = tmpfd();
+    fx_init(&f);
+    ddp_stream_init(&s, 1, raw ? "" : "[1]: ", true, raw, dup(file));
+    s.on_line = count_line;
+    s.arg = &lines;
+    ddp_stream_feed(&f.o, &s, "before\nopen ", 12);
+    ddp_output_flush(&f.o);
+    free(slurp(f.err[0], &len));
+    ddp_stream_hold_dump(&f.o, &s, true);
+    static const char dump[] = "Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n"
+                               "  File \"x.py\", line 6 in stuck\n\nmine, after\nExtension modules: a (total: 1)\n";
+    ddp_stream_feed(&f.o, &s, dump, sizeof(dump) - 1);
+    ddp_stream_finish(&f.o, &s);
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, raw ? "\nmine, after\n" : "[1]: open \n[1]: mine, after\n");
+    free(got);
+    cr_expect_eq(lines, 8, "every line still reaches the caller");
+    cr_expect_eq(s.nheld, 6u);
+    struct ddp_strv tail = {0};
+    ddp_stream_tail(&s, push_line, &tail);
+    cr_assert_eq(tail.n, 3u);
+    cr_expect_str_eq(tail.v[0], "before");
+    cr_expect_str_eq(tail.v[1], "open ");
+    cr_expect_str_eq(tail.v[2], "mine, after");
+    ddp_strv_clear(&tail);
+    ddp_stream_free(&s);
+    got = slurp(file, &len);
+    cr_expect_eq(len, 12 + sizeof(dump) - 1, "the log file keeps every byte");
+    free(got);
+    close(file);
+    fx_free(&f);
+}
+
+Test(output, a_held_dump_reaches_the_log_not_the_console)
+{
+    hold_case(false);
+}
+
+Test(output, a_held_dump_on_a_raw_console)
+{
+    hold_case(true);
+}
+
+/* Released (no stacks file to take the rest): the console gets lines again, a raw one the open line's bytes it
+ * has not had yet first. */
+Test(output, a_released_raw_stream_shows_its_open_line)
+{
+    struct fx f;
+    struct ddp_stream s;
+    size_t len;
+    fx_init(&f);
+    ddp_stream_init(&s, 1, "", true, true, -1);
+    ddp_stream_feed(&f.o, &s, "ab", 2);
+    ddp_stream_hold_dump(&f.o, &s, true);
+    const char *held = "c\nThread 0x1 (most recent call first):\nde", *after = "f\n  File \"x.py\", line 6 in g\n";
+    ddp_stream_feed(&f.o, &s, held, strlen(held));
+    ddp_stream_hold_dump(&f.o, &s, false);
+    ddp_stream_feed(&f.o, &s, after, strlen(after));
+    ddp_output_flush(&f.o);
+    char *got = slurp(f.err[0], &len);
+    cr_expect_str_eq(got, "abc\ndef\n  File \"x.py\", line 6 in g\n");
+    free(got);
+    ddp_stream_free(&s);
+    fx_free(&f);
+}

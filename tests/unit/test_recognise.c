@@ -129,6 +129,15 @@ Test(classify, backend_of_a_line)
     cr_expect_null(be(NULL));
 }
 
+/* issue 43 item 4: Python's fault handler on a fatal signal: the stack that follows is shown, and the hint says so */
+Test(classify, fault_handler_on_a_fatal_signal)
+{
+    cr_expect_eq(cl("Fatal Python error: Segmentation fault"), DDP_CLASS_SEGFAULT);
+    cr_expect_eq(cl("Fatal Python error: Bus error"), DDP_CLASS_SEGFAULT);
+    cr_expect_eq(cl("Fatal Python error: Illegal instruction"), DDP_CLASS_SEGFAULT);
+    cr_expect_eq(cl("Fatal Python error: Floating point exception"), DDP_CLASS_SEGFAULT);
+}
+
 Test(classify, benign_lines_are_none)
 {
     const char *benign[] = {
@@ -140,6 +149,7 @@ Test(classify, benign_lines_are_none)
         "NCCL INFO Channel 00/02 :    0   1",
         "the word timeout alone",
         "ProcessGroupNCCL is available",
+        "Fatal Python error: Aborted", /* the hang capture's SIGABRT prints it too */
     };
     for (size_t i = 0; i < sizeof(benign) / sizeof(benign[0]); i++)
         cr_expect_eq(cl(benign[i]), DDP_CLASS_NONE, "'%s' -> %s", benign[i], ddp_class_name(cl(benign[i])));
