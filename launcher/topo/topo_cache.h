@@ -36,10 +36,11 @@ int ddp_topo_cache_write(char *const *envp, const char *key, const char *nvml, c
  * wrote. Taken at once or not at all: returns the fd to close when the cache is written, or -1 when there is no
  * lock (no directory, or another launch holds it: ddp_topo_cache_wait). */
 int ddp_topo_cache_lock(char *const *envp);
-/* Wait up to wait_ms until no launch holds the discovery lock (the one that does writes the cache, with a rename,
- * before it lets go), without taking it: the many launches that wait wake together and read the cache side by
- * side, where taking the lock in turn would have them read it one at a time. 0, or -ETIMEDOUT (discover
- * anyway), or a negative errno (no directory). */
+/* Wait up to wait_ms for the launch that holds the discovery lock, without taking it: until it renames the cache
+ * into place (inotify wakes every waiter once, at that moment) or lets go of the lock. The many launches that
+ * wait wake together and read the cache side by side, where taking the lock in turn would have them read it one
+ * at a time (and polling it would wake a thousand of them hundreds of times a second). 0, or -ETIMEDOUT
+ * (discover anyway), or a negative errno (no directory). */
 int ddp_topo_cache_wait(char *const *envp, int wait_ms);
 
 #endif

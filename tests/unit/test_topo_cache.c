@@ -219,3 +219,37 @@ Test(topo_cache, a_miss_waits_for_the_launch_that_discovers)
     free(path);
     free(xdg);
 }
+
+/* A launch that waits for the discovering one wakes when the cache is renamed into place, even while the
+ * discoverer still holds the lock (a thousand waiters then read it at once instead of polling the lock). */
+Test(topo_cache, a_wait_ends_when_the_cache_is_renamed_in)
+{
+    char dir[] = "/tmp/ddp-topo-wait-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char *xdg = ddp_xasprintf("XDG_RUNTIME_DIR=%s", dir);
+    char *envp[] = {xdg, NULL};
+    int held = ddp_topo_cache_lock(envp);
+    cr_assert_geq(held, 0, "no discovery lock");
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) { /* the discoverer: writes the cache 100 ms on and keeps the lock (the parent's) a while */
+        usleep(100000);
+        _exit(ddp_topo_cache_write(envp, "key", "{}", "<topology/>", 11) == 0 ? 0 : 1);
+    }
+    long long t0 = ddp_now_ms();
+    int rc = ddp_topo_cache_wait(envp, 3000);
+    long long waited = ddp_now_ms() - t0;
+    int st = 0;
+    waitpid(child, &st, 0);
+    cr_expect_eq(WEXITSTATUS(st), 0, "the cache was not written");
+    cr_expect_eq(rc, 0, "the wait ran out (%lld ms) although the cache was renamed in", waited);
+    cr_expect_lt(waited, 2000, "woke %lld ms after the rename", waited);
+    close(held);
+    char *path = ddp_xasprintf("%s/ddplaunch/topology", dir), *sub = ddp_xasprintf("%s/ddplaunch", dir);
+    unlink(path);
+    rmdir(sub);
+    rmdir(dir);
+    free(path);
+    free(sub);
+    free(xdg);
+}
