@@ -18,7 +18,8 @@ Several process groups (issue 38; 4 or 8 ranks), each step's collectives before 
          order   - ranks 0-1 share two groups and all_reduce in the first, then the second; FR_RANK (1) takes
                    the second first from step FR_AT (0: from the start);
          dtype   - the pair groups; FR_RANK (1) all_reduces float64 in [0, 1] at FR_AT where rank 0 sends
-                   float32 (gloo aborts a rank);
+                   float32 (gloo aborts a rank); FR_LATE (0) seconds late to it (its peer waits meanwhile);
+         wdtype  - FR_RANK all_reduces float64 in the world group at FR_AT where the others send float32;
          dpslow  - the mesh; FR_RANK's data loading takes 40% longer; ends normally.
 FR_STEPS steps (40) of FR_STEP_S seconds (0.3) of data loading; a line every 5 steps."""
 import datetime, json, os, time
@@ -113,6 +114,8 @@ def wait_for(work):
 
 def coll(group, n=4, dtype=torch.float32):
     work = dist.all_reduce(torch.ones(n, dtype=dtype, device=device), group=group, async_op=True)
+    if dtype == torch.float64:  # the dtype cases' odd one: its recorder now (its peer may abort it next)
+        dump_recorder()
     if backend == "nccl":
         work.wait()
         torch.cuda.synchronize()
@@ -128,6 +131,8 @@ def subgroups(step):
             if kind == "pair" and me:
                 print(f"rank {rank} skips its pair all_reduce", flush=True)
                 continue
+            if kind == "dtype" and me and float(os.environ.get("FR_LATE", "0")) > 0:
+                time.sleep(float(os.environ["FR_LATE"]))  # late to it: its peer stands still in the collective
             coll(groups["pair"], dtype=torch.float64 if kind == "dtype" and me else torch.float32)
     elif kind in ("mesh", "tpshape", "dpslow"):
         coll(groups["tp"])
@@ -136,6 +141,8 @@ def subgroups(step):
         else:
             coll(groups["tp"], n=8 if kind == "tpshape" and me else 4)
         coll(groups["dp"])
+    elif kind == "wdtype":
+        coll(None, dtype=torch.float64 if me else torch.float32)
     elif kind == "order" and rank < 2:
         first = [groups["a"], groups["b"]]
         if rank == culprit and step >= at:

@@ -68,7 +68,8 @@ static struct ddp_policy_action run_failed(struct ddp_policy *p, const struct dd
 {
     p->stop_status = ev->status;
     p->stop_fatal = ev->fatal;
-    return stop_with(p, DDP_STOP_FAILURE, DDP_ACT_TERM_ALL);
+    /* a collective error: the others' flight recorders first (TERM_ALL comes at CAPTURE_DONE) */
+    return stop_with(p, DDP_STOP_FAILURE, ev->recorders ? DDP_ACT_RECORDERS : DDP_ACT_TERM_ALL);
 }
 
 static struct ddp_policy_action run_remote_stop(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
@@ -164,7 +165,8 @@ static struct ddp_policy_action stop_signal(struct ddp_policy *p, const struct d
     return a;
 }
 
-/* The stacks are in: stop the workers (whatever stops the attempt now: the timeout, or a signal since). */
+/* The stacks or the recorders are in: stop the workers (whatever stops the attempt now: the timeout, the failure,
+ * or a signal since). */
 static struct ddp_policy_action stop_capture_done(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
     struct ddp_policy_action a = {0};

@@ -18,7 +18,8 @@ enum ddp_policy_state { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_
 /* Events.
  *   WORKER_OK      a worker exited 0
  *   WORKER_FAILED  a worker exited non-zero or by a signal (status = exit code or 128+N; fatal = cannot start,
- *                  retrying is pointless: exec failure or strict binding failure)
+ *                  retrying is pointless: exec failure or strict binding failure; recorders = it failed with a
+ *                  collective error and the others' flight recorders can be asked first: atfail.h)
  *   TIMEOUT        hang detected (heartbeat/output stall, init, wall, collective timeout in the output);
  *                  capture = the ranks' stacks can be captured first (capture.h)
  *   SIGNAL         the launcher got signal `signo` (SIGINT/TERM/HUP/QUIT stop the job; others are forwarded)
@@ -32,7 +33,8 @@ enum ddp_policy_state { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_
  *   NODE_FAILED    several nodes, on node 0: another node's part of the attempt failed (status, its REPORT) or
  *                  the node was lost (status 1); the attempt stops on every node as after a failure here, or
  *                  as after a timeout when status is 124 (agent.h decides when it is fed; capture as for TIMEOUT)
- *   CAPTURE_DONE   the hang capture that CAPTURE began made its verdict: the workers may be stopped now */
+ *   CAPTURE_DONE   the hang capture that CAPTURE began, or the recorders RECORDERS asked for, made their verdict:
+ *                  the workers may be stopped now */
 enum ddp_policy_event {
     DDP_PE_WORKER_OK,
     DDP_PE_WORKER_FAILED,
@@ -52,10 +54,11 @@ enum ddp_policy_stop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_ST
 
 struct ddp_policy_event_data {
     enum ddp_policy_event kind;
-    int status;   /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
-    bool fatal;   /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
-    int signo;    /* SIGNAL */
-    bool capture; /* TIMEOUT, NODE_FAILED with status 124: a stack capture is possible (capture.h) */
+    int status;     /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
+    bool fatal;     /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
+    int signo;      /* SIGNAL */
+    bool capture;   /* TIMEOUT, NODE_FAILED with status 124: a stack capture is possible (capture.h) */
+    bool recorders; /* WORKER_FAILED: the flight recorders can be asked before the others stop (atfail.h) */
 };
 
 /* Actions, a bit set: what the supervisor must do now, in this order. */
@@ -69,6 +72,8 @@ enum {
     DDP_ACT_EXIT = 1 << 6,        /* exit with act.exit_status */
     DDP_ACT_CAPTURE = 1 << 7,     /* begin the hang capture (capture.h), whose end is CAPTURE_DONE (instead of
                                      TERM_ALL: the workers are stopped once their stacks are in) */
+    DDP_ACT_RECORDERS = 1 << 8,   /* ask the running ranks' flight recorders (atfail.h), whose end is CAPTURE_DONE
+                                     (instead of TERM_ALL: at most DDP_ATFAIL_MS) */
 };
 
 struct ddp_policy_action {

@@ -443,6 +443,8 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
         ddp_watch_capture_begin(s->watch, s->timeout_class);
+    if (a->flags & DDP_ACT_RECORDERS)
+        ddp_watch_atfail_begin(s->watch);
     if (a->flags & DDP_ACT_FORWARD)
         ddp_runner_signal_all(s->rn, a->signo);
     if (a->flags & DDP_ACT_KILL_ALL) {
@@ -710,7 +712,8 @@ static void on_program_ended(void *arg, struct ddp_runner_worker *k, int status,
         return;
     ddp_runner_program_ended(k, status, signo);
     worker_failed(s, k);
-    struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = status};
+    struct ddp_policy_event_data ev = {
+        .kind = DDP_PE_WORKER_FAILED, .status = status, .recorders = ddp_watch_atfail_possible(s->watch, k)};
     feed(s, &ev);
 }
 
@@ -730,11 +733,12 @@ static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle
         if (k->status != 0) {
             ev.status = k->status;
             ev.fatal = k->fail != DDP_WF_NONE;
-            if (s->pol.state == DDP_PS_RUNNING)
+            if (s->pol.state == DDP_PS_RUNNING) {
                 worker_failed(s, k);
-            else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && k->fail != DDP_WF_EXEC &&
-                     !ddp_watch_captured(s->watch, k) && k->signo != SIGTERM && k->signo != SIGKILL &&
-                     k->status != ddp_exit_signal(SIGTERM))
+                ev.recorders = ddp_watch_atfail_possible(s->watch, k);
+            } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && k->fail != DDP_WF_EXEC &&
+                       !ddp_watch_captured(s->watch, k) && k->signo != SIGTERM && k->signo != SIGKILL &&
+                       k->status != ddp_exit_signal(SIGTERM))
                 ddp_records_other(s->rec, k); /* a failure of its own while we were stopping */
         }
         feed(s, &ev);

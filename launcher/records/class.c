@@ -66,6 +66,11 @@ static const struct class_info infos[DDP_CLASS__COUNT] = {
         {"missing-module", 85,
          "the workers' Python could not import a module: install it for that python, or run with "
          "PYTHON_EXEC=<a python that has it> (`ddplaunch doctor` names one for torch)"},
+    [DDP_CLASS_COLL_MISMATCH] =
+        {"collective-mismatch", 83,
+         "ranks of one process group called the same collective with different ops, shapes or dtypes (the flight "
+         "recorders, read when it failed, show both sides): make every member pass the same tensors in the same "
+         "order"},
     [DDP_CLASS_RENDEZVOUS_TIMEOUT] =
         {"rendezvous-timeout", 70,
          "a rank never reached the rendezvous (TCP store at master_addr:master_port): another rank died or hung "

@@ -27,6 +27,9 @@ enum ddp_class {
     DDP_CLASS_RENDEZVOUS_TIMEOUT, /* the TCP store/rendezvous timed out: a rank never arrived or the master was
                                      unreachable */
     DDP_CLASS_MISSING_MODULE,     /* the workers' Python could not import a module (ModuleNotFoundError) */
+    DDP_CLASS_COLL_MISMATCH,      /* "collective-mismatch": at a collective failure, the flight recorders show ranks
+                                     that enqueued other ops, shapes or dtypes (watch/mismatch.h); never from a
+                                     line */
     DDP_CLASS__COUNT
 };
 

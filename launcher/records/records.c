@@ -41,11 +41,13 @@ struct ddp_records {
     struct ended root; /* root cause of the attempt being stopped / last failed attempt */
     struct ended *others;
     size_t nothers;
-    json_t *hang;       /* the last verdict (summary.json "hang"), or NULL */
-    json_t *stragglers; /* every straggler named live (progress.h), for summary.json */
-    json_t *warm;       /* the attempts with ranks that started warm (standby.h): {attempt, ranks}, summary.json */
-    json_t *recorder;   /* each rank's flight recorder as last sampled (progress.h), for summary.json */
-    char *hang_text;    /* the same for the console summary, or NULL */
+    json_t *hang;        /* the last verdict (summary.json "hang"), or NULL */
+    json_t *mismatch;    /* what differed at a collective failure (summary.json "mismatch"), or NULL */
+    char *mismatch_text; /* the same for the console summary, or NULL */
+    json_t *stragglers;  /* every straggler named live (progress.h), for summary.json */
+    json_t *warm;        /* the attempts with ranks that started warm (standby.h): {attempt, ranks}, summary.json */
+    json_t *recorder;    /* each rank's flight recorder as last sampled (progress.h), for summary.json */
+    char *hang_text;     /* the same for the console summary, or NULL */
     const struct ddp_runner_attempt *unrecorded; /* its attempt_start waits for its programs' pids */
     struct ddp_logfile *stopped;                 /* record files that stopped (ddp_records_stopped), name owned */
     size_t nstopped;
@@ -230,6 +232,8 @@ void ddp_records_close(struct ddp_records *r)
         free(r->stopped[i].name);
     free(r->stopped);
     json_decref(r->hang);
+    json_decref(r->mismatch);
+    free(r->mismatch_text);
     json_decref(r->stragglers);
     json_decref(r->warm);
     json_decref(r->recorder);
@@ -513,9 +517,11 @@ void ddp_records_other(struct ddp_records *r, const struct ddp_runner_worker *k)
     record_ended(r, push_other(r), k, NULL, DDP_CLASS_NONE);
 }
 
-static bool root_is_hang(const struct ddp_records *r)
+/* The root cause a verdict named (hang, collective-mismatch): it stays one however the rank then ended. */
+static bool root_is_named(const struct ddp_records *r)
 {
-    return r->root.class_name && strcmp(r->root.class_name, ddp_class_name(DDP_CLASS_HANG)) == 0;
+    return r->root.class_name && (strcmp(r->root.class_name, ddp_class_name(DDP_CLASS_HANG)) == 0 ||
+                                  strcmp(r->root.class_name, ddp_class_name(DDP_CLASS_COLL_MISMATCH)) == 0);
 }
 
 void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class tcls)
@@ -524,14 +530,15 @@ void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k
         return;
     /* the root cause was recorded at a timeout while it ran: now we know how it ended */
     char *reason = r->root.reason ? ddp_xstrdup(r->root.reason) : NULL;
-    /* a hang culprit stays one (the capture may end on its whole stack, before it exits) */
-    bool culprit = root_is_hang(r);
+    /* a hang culprit stays one (the capture may end on its whole stack, before it exits), as does a mismatch's */
+    bool culprit = root_is_named(r);
+    char *cls = culprit ? ddp_xstrdup(r->root.class_name) : NULL;
     char *hint = culprit && r->root.hint ? ddp_xstrdup(r->root.hint) : NULL;
     record_ended(r, &r->root, k, reason, tcls);
     if (culprit) {
         free(r->root.class_name);
         free(r->root.hint);
-        r->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
+        r->root.class_name = cls;
         r->root.hint = hint;
     }
     free(reason);
@@ -550,6 +557,25 @@ void ddp_records_blame(struct ddp_records *r, const struct ddp_runner_worker *k,
     free(r->root.hint);
     r->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_HANG));
     r->root.hint = ddp_xstrdup(hint);
+}
+
+void ddp_records_mismatch(struct ddp_records *r, const struct ddp_runner_worker *k, const char *why, json_t *mismatch,
+                          char *text)
+{
+    if (r->root.set && r->root.rank != k->w->rank) {
+        *push_other(r) = r->root;
+        memset(&r->root, 0, sizeof(r->root));
+    }
+    record_ended(r, &r->root, k, why, DDP_CLASS_NONE);
+    free(r->root.class_name);
+    free(r->root.hint);
+    r->root.class_name = ddp_xstrdup(ddp_class_name(DDP_CLASS_COLL_MISMATCH));
+    r->root.hint = ddp_xstrdup(ddp_class_hint(DDP_CLASS_COLL_MISMATCH));
+    json_decref(r->mismatch);
+    r->mismatch = mismatch;
+    ddp_jsonlog_event(r->rec, "mismatch", json_deep_copy(mismatch));
+    free(r->mismatch_text);
+    r->mismatch_text = text;
 }
 
 void ddp_records_forget(struct ddp_records *r)
@@ -709,6 +735,8 @@ void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_out
     ddp_report_print(stderr, title, &root, others, r->nothers);
     if (r->hang_text)
         fprintf(stderr, "%s%s%s", ddp_colour(DDP_COLOUR_YELLOW), r->hang_text, ddp_colour(DDP_COLOUR_RESET));
+    if (r->mismatch_text)
+        fprintf(stderr, "%s%s%s", ddp_colour(DDP_COLOUR_YELLOW), r->mismatch_text, ddp_colour(DDP_COLOUR_RESET));
     print_stopped(r);
     free(others);
     free(title);
@@ -751,6 +779,7 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         "root_cause", r->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
         "log_dir", ddp_jsonlog_dir(r->rec));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
+    json_object_set(sum, "mismatch", r->mismatch ? r->mismatch : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
     json_object_set_new(sum, "gpus_left_out", json_deep_copy(r->left_out));
     json_object_set_new(sum, "warm_starts", json_deep_copy(r->warm));

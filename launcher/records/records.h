@@ -63,6 +63,12 @@ void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k
 /* The hang verdict named k: it becomes the root cause (the earlier root cause, another rank, one of the
  * others) with class hang, why and hint. */
 void ddp_records_blame(struct ddp_records *r, const struct ddp_runner_worker *k, const char *why, const char *hint);
+/* A rank failed with a collective error and the flight recorders showed what differed (watch/mismatch.h): k, whose
+ * values differ, becomes the root cause with class collective-mismatch and why (the rank that failed is listed
+ * after it); mismatch (taken) is summary.json's "mismatch" and a "mismatch" event; text (taken) is said after the
+ * console summary. */
+void ddp_records_mismatch(struct ddp_records *r, const struct ddp_runner_worker *k, const char *why, json_t *mismatch,
+                          char *text);
 /* Forget the root cause and the other failures (a follower's next attempt). */
 void ddp_records_forget(struct ddp_records *r);
 /* The root cause in one line for node 0 ("rank 3 (local 1) exited with code 2, exit-2"), "" when none. */

@@ -155,6 +155,27 @@ static void mark_hang(struct ddp_timeline *t, const json_t *e, int attempt, doub
     }
 }
 
+/* mismatch: a mark with what differed at a collective failure; the ranks whose values differ are its culprits. */
+static void mark_mismatch(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    struct tl_mark *m = add_mark(t, attempt, at, "mismatch");
+    snprintf(m->text, sizeof(m->text), "collective mismatch at rank %d's failure: %s", jint(e, "failed_rank", -1),
+             jstr(e, "why"));
+    for (const char *p = jstr(e, "culprits"); *p;) { /* "1, 3" */
+        char *end;
+        long rank = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        for (size_t i = 0; i < t->nr; i++) /* the culprit is the root cause */
+            if (t->r[i].attempt == attempt)
+                t->r[i].root = false;
+        struct tl_rank *r = find_rank(t, attempt, (int)rank);
+        if (r)
+            r->culprit = true;
+        p = end + strspn(end, ", ");
+    }
+}
+
 /* suspect: a mark naming the ranks the others waited for (the job ran on). */
 static void mark_suspect(struct ddp_timeline *t, const json_t *e, int attempt, double at)
 {
@@ -264,6 +285,8 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             mark_hang(t, e, attempt, at);
         } else if (strcmp(ev, "suspect") == 0) {
             mark_suspect(t, e, attempt, at);
+        } else if (strcmp(ev, "mismatch") == 0) {
+            mark_mismatch(t, e, attempt, at);
         } else if (strcmp(ev, "suspect_end") == 0) {
             snprintf(add_mark(t, attempt, at, "progress")->text, sizeof(t->m[0].text),
                      "progress again after about %llds",
@@ -506,9 +529,11 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
     int ly = axis_y + 36;
     for (size_t i = 0; i < t->nm; i++) {
         const struct tl_mark *m = &t->m[i];
-        const char *colour = strcmp(m->kind, "timeout") == 0 || strcmp(m->kind, "hang") == 0        ? "#d32f2f"
-                             : strcmp(m->kind, "suspect") == 0 || strcmp(m->kind, "straggler") == 0 ? "#ef6c00"
-                                                                                                    : "#1565c0";
+        const char *colour =
+            strcmp(m->kind, "timeout") == 0 || strcmp(m->kind, "hang") == 0 || strcmp(m->kind, "mismatch") == 0
+                ? "#d32f2f"
+            : strcmp(m->kind, "suspect") == 0 || strcmp(m->kind, "straggler") == 0 ? "#ef6c00"
+                                                                                   : "#1565c0";
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>\n", X(m->t),
                 top - 6, X(m->t), axis_y, colour);
         if (ly < height - 6) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "watch/progress.h"
+#include "watch/rasq.h"
 #include "watch/source.h"
 #include "watch/stall.h"
 
@@ -94,8 +95,13 @@ void ddp_live_start(struct ddp_live *l, struct ddp_runner_attempt *r, const char
     l->watched = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*l->watched));
     for (size_t i = 0; i < r->nw; i++) {
         const struct ddp_worker *w = r->w[i].w;
-        l->watched[i] =
-            (struct ddp_progress_rank){w->rank, w->local_rank, w->gpu, w->gpu_busid, w->stacks_file, w->fr_pipe};
+        l->watched[i] = (struct ddp_progress_rank){w->rank,
+                                                   w->local_rank,
+                                                   w->gpu,
+                                                   w->gpu_busid,
+                                                   w->stacks_file,
+                                                   w->fr_pipe,
+                                                   ddp_rasq_port(ddp_runner_worker_env(&r->w[i], "NCCL_RAS_ADDR"))};
     }
     l->run = r;
     l->progress = ddp_progress_start(l->loop, l->spec, l->host, r->plan.attempt, l->watched, r->nw, l->rec,
@@ -135,6 +141,16 @@ const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long 
 const struct ddp_fr_state *ddp_live_fr_now(const struct ddp_live *l, size_t i, long long now, long long *still_ms)
 {
     return l && l->progress ? ddp_progress_fr(l->progress, i, now, still_ms) : NULL;
+}
+
+int ddp_live_ask(struct ddp_live *l, long long now)
+{
+    return l && l->progress ? ddp_progress_ask(l->progress, now) : 0;
+}
+
+bool ddp_live_answered(struct ddp_live *l, long long now)
+{
+    return !l || !l->progress || ddp_progress_answered(l->progress, now);
 }
 
 void ddp_live_stop(struct ddp_live *l)

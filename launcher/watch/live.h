@@ -45,6 +45,11 @@ const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long 
  * long it has not moved; NULL when none or not watching. Borrowed until the next sample. */
 const struct ddp_fr_state *ddp_live_fr_now(const struct ddp_live *l, size_t i, long long now, long long *still_ms);
 
+/* A rank failed with a collective error: ask the watched attempt's ranks for their flight recorders now
+ * (ddp_progress_ask; returns how many were asked, 0 when not watching), and whether all have answered. */
+int ddp_live_ask(struct ddp_live *l, long long now);
+bool ddp_live_answered(struct ddp_live *l, long long now);
+
 /* This module as a source of the hang watch (source.h; a row of watch.c's table). */
 struct ddp_watch_source;
 extern const struct ddp_watch_source ddp_live_source;

@@ -14,11 +14,14 @@
 #include "watch/fr.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
+#include "watch/ras.h"
+#include "watch/rasq.h"
 #include "watch/sample.h"
 #include "watch/suspect.h"
 
 #define COLLECT_MS 300  /* from the signals to reading what the ranks wrote (a dump takes ~1-15 ms) */
 #define REPEAT_MS 60000 /* a suspicion's line again while it lasts */
+#define RAS_MS 2000     /* the longest wait for NCCL RAS's answer */
 
 struct wrank {
     struct ddp_progress_rank r;
@@ -34,6 +37,7 @@ struct wrank {
     json_t *straggler;       /* its entry in stragglers once named (borrowed from the array) */
     struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (fr.h), NULL: none yet */
     long long fr_moved_ms;   /* when its recorder status last moved */
+    enum { ASK_NO, ASK_POKE, ASK_SENT, ASK_ANSWERED } ask; /* ddp_progress_ask's state for this rank */
 };
 
 struct ddp_progress {
@@ -57,6 +61,10 @@ struct ddp_progress {
     long long round_ms;     /* when the last sample round was taken */
     long long warned_ms;
     bool acted;
+    bool asking;           /* ddp_progress_ask: the regular samples pause */
+    struct ddp_rasq *rasq; /* NCCL RAS's answer awaited, or NULL */
+    bool *ras_named;       /* the ranks RAS's last answer named (behind, missing, failed), n of them */
+    char ras_why[1024];    /* what it said of them, "" none */
 };
 
 static const char *on_suspect_name(enum ddp_on_suspect a)
@@ -199,6 +207,59 @@ static json_t *dump_flight_recorders(struct ddp_progress *w)
     return asked;
 }
 
+/* NCCL RAS answered (rasq.h): what it says of the job's ranks, as a line and a `ras` event. */
+static void ras_answered(void *arg, int rc, const struct ddp_ras *ras)
+{
+    struct ddp_progress *w = arg;
+    w->rasq = NULL;
+    if (rc < 0) {
+        ddp_debug("attempt %d: NCCL RAS did not answer: %s", w->attempt, strerror(-rc));
+        return;
+    }
+    size_t n = w->n ? w->n : 1;
+    pid_t *pid = ddp_xcalloc(n, sizeof(*pid));
+    int *rank = ddp_xcalloc(n, sizeof(*rank));
+    bool *culprit = ddp_xcalloc(n, sizeof(*culprit));
+    char why[1024];
+    for (size_t i = 0; i < w->n; i++) {
+        pid[i] = w->rk[i].groups[1];
+        rank[i] = w->rk[i].r.rank;
+    }
+    ddp_ras_judge(ras, pid, rank, w->n, culprit, why, sizeof(why));
+    memcpy(w->ras_named, culprit, w->n * sizeof(*culprit)); /* the next verdict's evidence where the stacks name
+                                                               nobody */
+    ddp_text_copy(w->ras_why, sizeof(w->ras_why), why);
+    json_t *named = json_array();
+    for (size_t i = 0; i < w->n; i++)
+        if (culprit[i])
+            json_array_append_new(named, json_integer(w->rk[i].r.rank));
+    if (!why[0])
+        snprintf(why, sizeof(why), "NCCL RAS: no rank behind, missing or failed in %zu communicator%s", ras->ncomms,
+                 ras->ncomms == 1 ? "" : "s");
+    ddp_warn("attempt %d: %s", w->attempt, why);
+    ddp_jsonlog_event(w->rec, "ras",
+                      ddp_jsonlog_pack("{s:i, s:s, s:o, s:i}", "attempt", w->attempt, "why", why, "ranks", named,
+                                       "communicators", (int)ras->ncomms));
+    free(pid);
+    free(rank);
+    free(culprit);
+}
+
+/* No rank has a flight recorder (torch 1.x, the recorder off, a stuck Python): ask NCCL's RAS, if the job has a
+ * port of its own. */
+static void ras_ask(struct ddp_progress *w)
+{
+    int port = 0;
+    bool recorder = false;
+    for (size_t i = 0; i < w->n; i++) {
+        recorder |= w->rk[i].running && w->rk[i].fr;
+        port = port ? port : w->rk[i].r.ras_port;
+    }
+    if (recorder || !port || w->rasq)
+        return;
+    w->rasq = ddp_rasq_start(w->tick.loop, port, RAS_MS, ras_answered, w);
+}
+
 static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
 {
     size_t n = w->n ? w->n : 1;
@@ -241,6 +302,13 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
     }
     free(fin);
     free(frc);
+    if (fv.kind == DDP_FR_NONE && !v.nculprits && w->ras_why[0]) { /* no recorder: NCCL's RAS names them */
+        memcpy(culprit, w->ras_named, w->n * sizeof(*culprit));
+        for (size_t i = 0; i < w->n; i++)
+            v.nculprits += culprit[i];
+        v.confidence = DDP_HANG_MEDIUM;
+        snprintf(v.why, sizeof(v.why), "%s", w->ras_why);
+    }
     for (size_t i = 0; i < w->n; i++) {
         if (!culprit[i])
             continue;
@@ -259,6 +327,7 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
              quiet / 1000, ddp_suspect_limit(&w->sus) / 1000, v.why,
              act == DDP_ONSUSPECT_WARN ? "the job runs on ([timeout] on_suspect = warn)"
                                        : "the job runs on until [timeout] on_suspect_after");
+    ras_ask(w);
     json_t *fr = w->fr_asked ? json_array() : dump_flight_recorders(w);
     w->fr_asked = true;
     if (json_array_size(fr))
@@ -315,6 +384,8 @@ static void on_collect(uv_timer_t *t)
 {
     struct ddp_progress *w = t->data;
     long long now = ddp_now_ms();
+    if (w->asking)
+        return;
     for (size_t i = 0; i < w->n; i++) {
         struct wrank *k = &w->rk[i];
         struct ddp_buf text = {0};
@@ -346,6 +417,8 @@ static void on_tick(uv_timer_t *t)
     struct ddp_progress *w = t->data;
     long long now = ddp_now_ms();
     bool poked = false;
+    if (w->asking)
+        return;
     for (size_t i = 0; i < w->n; i++) {
         struct wrank *k = &w->rk[i];
         struct stat st;
@@ -390,6 +463,7 @@ struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *
     if (hooks)
         w->hooks = *hooks;
     w->rk = ddp_xcalloc(n, sizeof(*w->rk));
+    w->ras_named = ddp_xcalloc(n, sizeof(*w->ras_named));
     for (size_t i = 0; i < n; i++) {
         struct wrank *k = &w->rk[i];
         k->r = ranks[i];
@@ -443,6 +517,49 @@ void ddp_progress_exited(struct ddp_progress *w, size_t i)
         w->rk[i].running = false;
 }
 
+int ddp_progress_ask(struct ddp_progress *w, long long now)
+{
+    int asked = 0;
+    if (!w)
+        return 0;
+    w->asking = true;
+    for (size_t i = 0; i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        k->ask = k->running && k->sampled && k->fr ? ASK_POKE : ASK_NO;
+        asked += k->ask == ASK_POKE;
+    }
+    ddp_progress_answered(w, now); /* sends the signals */
+    return asked;
+}
+
+bool ddp_progress_answered(struct ddp_progress *w, long long now)
+{
+    bool all = true;
+    for (size_t i = 0; w && i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        if (k->ask == ASK_POKE && k->running) {
+            k->file.want_fr = true;
+            int rc = ddp_sample_poke(&k->file, k->groups, 2, now);
+            k->file.want_fr = false;
+            if (rc == 0)
+                k->ask = ASK_SENT;
+            else if (rc != -EBUSY)
+                k->ask = ASK_NO; /* gone, or sampling stopped: nothing to wait for */
+        } else if (k->ask == ASK_SENT) {
+            struct ddp_buf text = {0};
+            struct ddp_fr_state *fr = ddp_xcalloc(1, sizeof(*fr));
+            if (ddp_sample_take(&k->file, &text) > 0 && ddp_fr_parse(text.data, text.len, fr) == 0 && fr->has_entries) {
+                recorder_sample(w, i, text.data, text.len, now);
+                k->ask = ASK_ANSWERED;
+            }
+            free(fr);
+            ddp_buf_free(&text);
+        }
+        all &= k->ask == ASK_NO || k->ask == ASK_ANSWERED;
+    }
+    return all;
+}
+
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now)
 {
     if (w && i < w->n)
@@ -459,6 +576,7 @@ static void on_closed(uv_handle_t *h)
         free(w->rk[i].fr);
     }
     ddp_suspect_free(&w->sus);
+    free(w->ras_named);
     free(w->rk);
     free(w);
 }
@@ -467,6 +585,8 @@ void ddp_progress_stop(struct ddp_progress *w)
 {
     if (!w)
         return;
+    ddp_rasq_cancel(w->rasq);
+    w->rasq = NULL;
     uv_timer_stop(&w->tick);
     uv_timer_stop(&w->collect);
     uv_close((uv_handle_t *)&w->tick, on_closed);

@@ -2,9 +2,10 @@
  * on torch 2.x, its flight recorder at [timeout] sample_interval (sample.h, fr.h), counts signs of progress
  * (output, heartbeat files, stacks or recorders that moved), and when the job has made no progress for longer
  * than its own cadence allows (suspect.h) names the rank the others wait for (fr.h's rules, then hang.h's)
- * in one console line and a `suspect` event, repeated every minute while it lasts; names stragglers from the same
- * samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks its owner (hooks.act)
- * once the suspicion lasted on_suspect_after. */
+ * in one console line and a `suspect` event, repeated every minute while it lasts; where no rank has a flight
+ * recorder, asks NCCL's RAS (ras.h, rasq.h) and says what it found in a second line and a `ras` event; names
+ * stragglers from the same samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks
+ * its owner (hooks.act) once the suspicion lasted on_suspect_after. */
 #ifndef DDP_PROGRESS_H
 #define DDP_PROGRESS_H
 
@@ -26,6 +27,7 @@ struct ddp_progress_rank {
     const char *gpu_busid;   /* borrowed, or NULL */
     const char *stacks_path; /* borrowed: its DDPLAUNCH_STACKS_FILE, NULL when it is not sampled */
     const char *fr_pipe;     /* borrowed: torch's flight-recorder dump FIFO (may not exist), or NULL */
+    int ras_port;            /* the NCCL RAS port its NCCL_RAS_ADDR names on this host (rasq.h), 0 none */
 };
 
 struct ddp_progress_hooks {
@@ -57,6 +59,14 @@ void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder, const struc
  * now; NULL when it has none (torch 1.x, not sampled yet) or w is NULL. Borrowed until the next sample. */
 const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
+
+/* A rank failed with a collective error (atfail.h): ask every running sampled rank whose sampler has shown a
+ * flight recorder for its recorder with its entries now (ddp_sample_poke with want_fr). The regular samples and
+ * the suspicion pause until ddp_progress_stop. Returns how many ranks were asked (0: none has a recorder). */
+int ddp_progress_ask(struct ddp_progress *w, long long now);
+/* Read what the asked ranks wrote so far (ddp_progress_fr then gives it); true once every asked rank answered
+ * with its entries. A rank whose signal was still pending is asked again. */
+bool ddp_progress_answered(struct ddp_progress *w, long long now);
 
 /* Stop the timers; the memory goes once libuv closed them. NULL is a no-op. */
 void ddp_progress_stop(struct ddp_progress *w);

@@ -290,8 +290,9 @@ int ddp_sample_poke(struct ddp_sample_file *f, const pid_t *groups, size_t n, lo
     struct stat st;
     if (fstat(f->fd, &st) == 0 && st.st_size > DDP_SAMPLE_HEAD_LEN && ftruncate(f->fd, DDP_SAMPLE_HEAD_LEN) != 0)
         return -errno;
-    if (kill(f->pid, sig) != 0)
+    if (f->want_fr ? sigqueue(f->pid, sig, (union sigval){.sival_int = 1}) != 0 : kill(f->pid, sig) != 0)
         return -errno;
+    f->want_fr = false;
     f->pending = true;
     f->poked_ms = now_ms;
     return 0;

@@ -58,6 +58,8 @@ struct ddp_sample_file {
     int busy;      /* samples in a row skipped because the last signal was still pending */
     char why[200]; /* set: sampling stopped for this registration, and why (the launcher says it once) */
     bool told;     /* why was said */
+    bool want_fr;  /* the next poke asks for the flight recorder's entries now (sigqueue: si_code SI_QUEUE), not
+                      only after the recorder stood still (recorder.h); cleared by the poke that sent it */
 };
 
 /* Start watching path (caller's string is copied); nothing is opened yet. Free with ddp_sample_file_free(). */
@@ -69,7 +71,8 @@ void ddp_sample_file_free(struct ddp_sample_file *f);
  * registered (its start time), is not the exec shim nor in its group (groups[0], the shim leads it) but in the
  * program's (groups[1..n), those > 0), still has its sampler thread (an exec ends it), blocks the signal in every
  * thread (SigBlk: an unblocked one would kill it), and has taken the previous one (SigPnd, ShdPnd: never a second
- * queued signal); then empties the file down to the header and sends the signal. Returns 0 (sent), -EAGAIN (not
+ * queued signal); then empties the file down to the header and sends the signal (with sigqueue when f->want_fr:
+ * the sampler then adds its recorder's entries). Returns 0 (sent), -EAGAIN (not
  * registered yet: no sitecustomize ran, or -S/-I), -ESRCH (its pid is gone or in no such group), -EBUSY (the
  * last signal is still pending: skipped), -ECANCELED (sampling stopped for this registration: f->why says why;
  * the caller says it once and sets f->told), or another negative errno. */

@@ -17,7 +17,8 @@
 # ---- torch's flight recorder, read with each sample (watch/fr.c parses the line):
 # _ddplaunch_fr_line(state, want) returns one "ddplaunch-fr {json}" line, or '' where torch was not imported by the
 # program, has no process group yet, or has no recorder (torch 1.x). It never imports torch. The entries (3-35 ms
-# for a full ring) are read once per standstill of the status, not per sample.
+# for a full ring) are read once per standstill of the status, not per sample, or now when `want`: ddplaunch sent
+# the signal with sigqueue (si_code SI_QUEUE) because a rank failed with a collective error (watch/atfail.c).
 def _ddplaunch_fr_state():
     return {'key': None, 'since': 0.0, 'last': None, 'off': False, 'groups': None, 'ngroups': -1, 'pgmap': {},
             'tried': set()}
@@ -142,7 +143,7 @@ def _ddplaunch_register():
             fr = _ddplaunch_fr_state()
             while True:
                 try:
-                    signal.sigwait({sig})
+                    want = signal.sigwaitinfo({sig}).si_code == -1  # SI_QUEUE: the entries are wanted now
                     out = []
                     for ident, frame in sys._current_frames().items():
                         if ident == me:
@@ -156,7 +157,7 @@ def _ddplaunch_register():
                             frame = frame.f_back
                             depth += 1
                         out.append('\n')
-                    out.append(_ddplaunch_fr_line(fr, False))
+                    out.append(_ddplaunch_fr_line(fr, want))
                     data = memoryview(''.join(out).encode('utf-8', 'backslashreplace'))
                     fd = os.open(path, flags)
                     try:

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "records/recognise.h"
+#include "watch/atfail.h"
 #include "watch/capture.h"
 #include "watch/coll_timeout.h"
 #include "watch/ft_expiry.h"
@@ -16,10 +17,11 @@
 #include "watch/wall.h"
 
 /* In this order at every step (the capture sees a line before the others; the progress watch sees output before
- * the live watch; the heartbeat files exist before the live watch starts). Each row is its module's own. */
+ * the live watch; the heartbeat files exist before the live watch starts; the recorders at a failure are read
+ * before the live watch stops). Each row is its module's own. */
 static const struct ddp_watch_source *const sources[] = {
-    &ddp_ft_expiry_source,    &ddp_capture_source, &ddp_stall_source,    &ddp_wall_source,
-    &ddp_coll_timeout_source, &ddp_live_source,    &ddp_gpuwatch_source,
+    &ddp_ft_expiry_source,    &ddp_capture_source, &ddp_stall_source, &ddp_wall_source,
+    &ddp_coll_timeout_source, &ddp_atfail_source,  &ddp_live_source,  &ddp_gpuwatch_source,
 };
 #define NSOURCES (sizeof(sources) / sizeof(sources[0]))
 
@@ -184,6 +186,16 @@ void ddp_watch_capture_begin(struct ddp_watch *w, enum ddp_class tcls)
 bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worker *k)
 {
     return ddp_capture_in(state(w, &ddp_capture_source), k);
+}
+
+bool ddp_watch_atfail_possible(struct ddp_watch *w, const struct ddp_runner_worker *k)
+{
+    return ddp_atfail_possible(state(w, &ddp_atfail_source), k);
+}
+
+void ddp_watch_atfail_begin(struct ddp_watch *w)
+{
+    ddp_atfail_begin(state(w, &ddp_atfail_source));
 }
 
 const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms)

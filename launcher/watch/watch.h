@@ -70,6 +70,11 @@ int ddp_watch_capture_possible(const struct ddp_watch *w);
 void ddp_watch_capture_begin(struct ddp_watch *w, enum ddp_class tcls);
 bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worker *k);
 
+/* The flight recorders at a collective failure (atfail.h): whether k's failure lets them be asked (k is
+ * remembered), and asking them; `decided` is called once they answered or DDP_ATFAIL_MS passed. */
+bool ddp_watch_atfail_possible(struct ddp_watch *w, const struct ddp_runner_worker *k);
+void ddp_watch_atfail_begin(struct ddp_watch *w);
+
 /* Worker i's flight recorder as the live watch read it last (NULL: none yet), *still_ms how long its progress
  * has stood still at now (ms); what driver/frshare.c sends to node 0. */
 const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms);

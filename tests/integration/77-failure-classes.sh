@@ -84,8 +84,13 @@ if have_torch; then
     JOB[communication-error]="--nproc-per-node 2 $W peer-exits"
     JOB[cuda-oom]="$W cuda-oom"
     NOTE[cuda-oom]="stand-in: no GPU here, the script raises torch's own torch.cuda.OutOfMemoryError"
+    # rank 1 all_reduces float64 where the others send float32: gloo aborts a rank, and the survivors' recorders
+    # name rank 1 (issue 38)
+    JOB[collective-mismatch]="--nproc-per-node 4 --set env.FR_KIND=wdtype --set env.FR_RANK=1 --set env.FR_STEPS=8
+        $DDP_SRCDIR/tests/integration/fake_recorder.py $DDP_SRCDIR/bench/gpu/fr_worker.py"
+    NOTE[collective-mismatch]="stand-in recorder: torch 1.13 has none, fake_recorder.py answers as torch 2.11's"
 else
-    for c in collective-timeout rendezvous-timeout port-in-use communication-error cuda-oom; do
+    for c in collective-timeout rendezvous-timeout port-in-use communication-error cuda-oom collective-mismatch; do
         NOTE[$c]="skipped: no torch for $PY"
     done
 fi

@@ -52,6 +52,30 @@ expect_eq "pair: chain" "$(jq -r '[.hang.chain[] | "\(.waiting) -> \(.group)#\(.
 "$DDP" report "$R" >"$TMP/report-pair.txt" 2>&1 || fail "report failed"
 expect_grep "chain \(waiting -> in -> for\): 2 -> group 2 #4 -> 3; 0, 1, 3 -> group 0 #4 -> 2" "$TMP/report-pair.txt"
 
+# issue 38: a dtype mismatch that crashes a rank. Pair groups [0,1] and [2,3]; rank 1 comes 12 s late to a pair
+# all_reduce and sends float64 where rank 0 sent float32: gloo aborts rank 0 (SIGABRT) the moment rank 1's data
+# arrives. Before the others are stopped their recorders are asked (rank 0's was read while it waited): rank 1
+# is the root cause (collective-mismatch), both sides named, rank 0 listed as where it showed.
+FR_KIND=dtype FR_RANK=1 FR_LATE=12 FR_STEPS=8 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 4 \
+    --set gpus.select=none --log-dir "$TMP/dtype" "$FAKE" "$W" >"$TMP/dtype.out" 2>"$TMP/dtype.err"
+rc=$?
+[ $rc = 134 ] || { cat "$TMP/dtype.err"; fail "dtype: exit $rc, want 134 (rank 0's SIGABRT)"; }
+SAYS="rank 1 sent \[\[4\]\] Double where rank 0 sent \[\[4\]\] Float in gloo:all_reduce #7 of group 1 \(ranks 0-1\)"
+expect_grep "attempt 0: flight recorder at the failure: $SAYS; rank 0 died by SIGABRT there with a collective error \(recorders read [0-9]+ ms after it\)" "$TMP/dtype.err"
+expect_grep "Collective mismatch at the failure: $SAYS" "$TMP/dtype.err"
+R=$(echo "$TMP/dtype"/*/)
+$CHECK "$R" >/dev/null || fail "dtype: records do not match the documented schema"
+expect_eq "dtype: root cause" "$(jq -r '"\(.root_cause.rank) \(.root_cause.class)"' "$R/summary.json")" \
+    "1 collective-mismatch"
+expect_eq "dtype: where it showed" "$(jq -r '[.failures[] | "\(.rank) \(.class)"] | join(",")' "$R/summary.json")" \
+    "0 communication-error"
+expect_eq "dtype: mismatch" "$(jq -r '.mismatch | "\(.failed_rank) \(.culprits) \(.culprit_shape) \(.others) \(.shape)"' "$R/summary.json")" \
+    "0 1 [[4]] Double 0 [[4]] Float"
+expect_eq "dtype: event" "$(grep -c '"event":"mismatch"' "$R/events.jsonl")" 1
+[ "$(jq -r .mismatch.read_ms "$R/summary.json")" -le 1000 ] || fail "dtype: the recorders took over 1 s"
+"$DDP" report "$R" >"$TMP/report-dtype.txt" 2>&1 || fail "report failed"
+expect_grep "rank 1 sent \[\[4\]\] Double where rank 0 sent" "$TMP/report-dtype.txt"
+
 # rank 1's data loading 40% slower: every stack shows wait_for (no collective), the recorder shows rank 1 behind
 # the all_reduce the others enqueued: a straggler, and the job ends normally
 FR_KIND=slow FR_RANK=1 FR_STEPS=110 PATH=/usr/bin:$PATH timeout 150 "$DDP" --nproc-per-node 3 --set gpus.select=none \

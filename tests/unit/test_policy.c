@@ -110,6 +110,29 @@ Test(policy, timeout_with_capture_stops_at_capture_done)
     cr_expect_eq(p.stop, DDP_STOP_TIMEOUT);
 }
 
+/* A collective error with the others' flight recorders to ask (atfail.h): RECORDERS replaces TERM_ALL, the
+ * workers are stopped at CAPTURE_DONE; a Ctrl-C meanwhile kills them at once; the failure's status stays. */
+Test(policy, collective_failure_asks_the_recorders_first)
+{
+    struct ddp_spec s = spec_with(0, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_policy_event_data f = {.kind = DDP_PE_WORKER_FAILED, .status = 134, .recorders = true};
+    struct ddp_policy_action a = ddp_policy_step(&p, &f);
+    cr_expect_eq(a.flags, DDP_ACT_RECORDERS | DDP_ACT_ARM_GRACE);
+    cr_expect_eq(p.stop, DDP_STOP_FAILURE);
+    struct ddp_policy_event_data done = {.kind = DDP_PE_CAPTURE_DONE};
+    a = ddp_policy_step(&p, &done);
+    cr_expect_eq(a.flags, DDP_ACT_TERM_ALL);
+    a = ddp_policy_step(&p, &(struct ddp_policy_event_data){.kind = DDP_PE_ALL_FINISHED});
+    cr_expect_eq(a.flags, DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 134);
+    ddp_policy_init(&p, &s, 4);
+    ddp_policy_step(&p, &f);
+    a = ddp_policy_step(&p, &(struct ddp_policy_event_data){.kind = DDP_PE_SIGNAL, .signo = SIGINT});
+    cr_expect_eq(a.flags, DDP_ACT_KILL_ALL);
+}
+
 Test(policy, every_state_and_event)
 {
     struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);

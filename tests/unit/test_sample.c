@@ -52,7 +52,7 @@ Test(sample, install_writes_sitecustomize_privately)
     cr_assert_eq(stat(path, &st), 0);
     cr_expect_eq(st.st_mode & 0777, 0600);
     cr_expect_eq((size_t)st.st_size, strlen(ddp_sample_sitecustomize()));
-    cr_expect(strstr(ddp_sample_sitecustomize(), "signal.sigwait({sig})"));
+    cr_expect(strstr(ddp_sample_sitecustomize(), "signal.sigwaitinfo({sig})"));
     cr_expect(strstr(ddp_sample_sitecustomize(), "pthread_sigmask(signal.SIG_BLOCK"), "never interrupts a syscall");
     cr_expect(strstr(ddp_sample_sitecustomize(), "find_spec('sitecustomize'"), "chains to the user's");
     cr_assert_eq(stat(pydir, &st), 0);

@@ -5,6 +5,7 @@ The flight-recorder reader runs against a stand-in torch (fake_torch.py) shaped 
 the recorded and synthesized dumps of tests/fixtures/fr. The stack sampler, the PYTHONPATH restore and the chain to
 the program's own sitecustomize run in real child interpreters, as a worker does. The numbers the C side holds the
 Python to (the header's length, the sample signal, the entries kept per group) are read from its headers."""
+import ctypes
 import glob
 import json
 import os
@@ -283,6 +284,53 @@ class Worker(unittest.TestCase):
                 p.communicate()
         self.assertEqual(p.returncode, 0)
         self.assertEqual(out, "")
+        self.assertEqual(err, "", "nothing reaches the program's streams")
+
+    def test_sigqueue_asks_for_the_entries_now(self):
+        """A rank failed with a collective error (watch/atfail.c): the signal sent with sigqueue (si_code
+        SI_QUEUE) makes the sampler read its recorder's entries at once; a plain kill (a regular sample) does not
+        before the status stood still 10 s."""
+        stacks = os.path.join(self.tmp, "stacks.0")
+        sig = signal.SIGRTMIN + c_define("DDP_SAMPLE_SIGNAL_OFFSET")
+        env = dict(self.env, PYTHONPATH=self.pydir, DDPLAUNCH_PYTHONPATH="-", DDPLAUNCH_STACKS_FILE=stacks,
+                   DDPLAUNCH_STACKS_SIGNAL=str(sig))
+        prog = ("import json, sys\n"
+                "sys.path.insert(0, %r)\n"
+                "import fake_torch\n"
+                "fake_torch.install_torch2(gloo=fake_torch.Dump(json.load(open(%r))), groups={'0': [0, 1, 2]})\n"
+                "print('ready', flush=True)\n"
+                "sys.stdin.readline()\n" % (os.path.dirname(os.path.abspath(__file__)),
+                                            os.path.join(FR, "stuck.rank0.json")))
+        p = subprocess.Popen([sys.executable, "-c", prog], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        libc = ctypes.CDLL(None, use_errno=True)
+        n = c_define("DDP_SAMPLE_HEAD_LEN")
+
+        def sample(send):
+            with open(stacks, "r+b") as f:
+                f.truncate(n)  # as ddp_sample_poke empties it down to the header
+            send()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with open(stacks, "rb") as f:
+                    body = f.read()[n:].decode()
+                if body.endswith("\n") and "ddplaunch-fr " in body:
+                    return parse_line(body[body.index("ddplaunch-fr "):])
+                time.sleep(0.05)
+            self.fail("no recorder line: %r" % body)
+
+        try:
+            self.assertEqual(p.stdout.readline(), "ready\n")
+            self.assertNotIn("entries", sample(lambda: os.kill(p.pid, sig)), "a regular sample: status only")
+            value = ctypes.c_void_p(1)  # union sigval, as ddp_sample_poke's sival_int = 1
+            self.assertIn("entries", sample(lambda: self.assertEqual(libc.sigqueue(p.pid, sig, value), 0)),
+                          "asked with sigqueue: the entries now")
+            out, err = p.communicate("\n", timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        self.assertEqual(p.returncode, 0)
         self.assertEqual(err, "", "nothing reaches the program's streams")
 
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# NCCL's RAS as evidence where torch has no flight recorder (issue 38): ras_worker.py stands in for an NCCL job on
+# this VM (no NCCL here): rank 0 answers on its NCCL_RAS_ADDR port as NCCL 2.28.9's RAS thread does (the protocol
+# and JSON recorded on the GPU machine, tests/fixtures/ras), rank 1 one AllReduce behind; both hang without output.
+# The live watch finds no recorder, asks RAS over the loop, says what it found (a line and a ras event), and names
+# rank 1 by its pid in the next suspicion, which then stops the attempt with rank 1 as the root cause.
+. "$DDP_SRCDIR/tests/integration/lib.sh"
+CHECK="$PY $DDP_SRCDIR/tests/integration/records_check.py $DDP_SRCDIR/man/ddplaunch.1"
+mkdir -p "$TMP/pids"
+RAS_DIR="$TMP/pids" RAS_BEHIND=1 PATH=/usr/bin:$PATH timeout 60 "$DDP" --nproc-per-node 2 --set gpus.select=none \
+    --log-dir "$TMP/log" --set timeout.on_suspect=restart --set timeout.on_suspect_after=6s \
+    --set timeout.suspect_setup=5s --set timeout.suspect_floor=4s "$DDP_SRCDIR/tests/integration/ras_worker.py" \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/err"; fail "exit $rc, want 124"; }
+P1=$(cat "$TMP/pids/pid.1")
+expect_grep "attempt 0: NCCL RAS: communicator 0xe06ea772e6078d80 \(2 ranks\): rank 1 \(pid $P1\) is behind: AllReduce 41 where rank 0 has 42$" "$TMP/err"
+expect_grep "suspected hang: rank 1 \(local 1, host [^,]+, GPU none\) at ras_worker.py:[0-9]+ in <module>; no progress for [0-9]+s \(limit 4s\): NCCL RAS: communicator" "$TMP/err"
+R=$(echo "$TMP/log"/*/)
+$CHECK "$R" >/dev/null || fail "records do not match the documented schema"
+expect_eq "ras event" "$(jq -r 'select(.event == "ras") | "\(.ranks | join(",")) \(.communicators)"' "$R/events.jsonl")" "1 1"
+expect_eq "root cause" "$(jq -r '"\(.root_cause.rank) \(.root_cause.class)"' "$R/summary.json")" "1 hang"
+echo ok
