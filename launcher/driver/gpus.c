@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topo/fitness.h"
 #include "topo/nvml.h"
 
 #include "spec/spec.h"
@@ -43,11 +44,12 @@ int ddp_gpus_check_with(const struct ddp_topo *topo, const struct ddp_nvml *nv, 
         const struct ddp_nvml_gpu *ng = busid ? ddp_nvml_find(nv, busid) : NULL;
         if (!ng || h[g])
             continue;
-        const struct ddp_nvml_proc *p = ddp_nvml_foreign(ng, DDP_GPU_BUSY_THRESHOLD, NULL, 0);
-        if (!p)
+        struct ddp_fitness_verdict v;
+        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = busid, .nv = nv, .threshold = DDP_GPU_BUSY_THRESHOLD}, &v);
+        if (v.fit != DDP_FIT_HELD) /* the launch acts on holders only: NVML's health is not read at launch */
             continue;
         char who[160];
-        ddp_nvml_proc_describe(p, who, sizeof who);
+        ddp_nvml_proc_describe(v.holder, who, sizeof who);
         h[g] = ddp_xstrdup(who);
         double used = (double)ng->mem_used / 1073741824.0, total = (double)ng->mem_total / 1073741824.0;
         if (spec->gpus_busy == DDP_BUSY_FAIL)
@@ -217,28 +219,10 @@ struct ddp_gpus_read *ddp_gpus_check_start(uv_loop_t *loop, const struct ddp_top
 
 bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *buf, size_t size)
 {
-    const struct ddp_nvml_gpu *g = nv ? ddp_nvml_find(nv, busid) : NULL;
-    if (!g && nv && nv->found) { /* it was there at launch: a GPU that fell off the bus is no longer listed */
-        snprintf(buf, size, "NVML no longer lists it (lost: fallen off the bus or reset)");
-        return true;
-    }
-    if (!g)
+    struct ddp_fitness_verdict v;
+    ddp_fitness_judge_restart(nv, busid, held_at_launch, &v);
+    if (ddp_fitness_usable(&v))
         return false;
-    if (g->lost) {
-        snprintf(buf, size, "NVML says the GPU is lost (GPU_IS_LOST: fallen off the bus)");
-        return true;
-    }
-    char fault[256];
-    if (*ddp_nvml_health_fault(&g->health, fault, sizeof fault)) {
-        snprintf(buf, size, "%s", fault);
-        return true;
-    }
-    const struct ddp_nvml_proc *p = ddp_nvml_foreign(g, DDP_GPU_BUSY_THRESHOLD, NULL, 0);
-    if (p && !held_at_launch) {
-        char who[160];
-        snprintf(buf, size, "now held by %s, which was not there at launch",
-                 ddp_nvml_proc_describe(p, who, sizeof who));
-        return true;
-    }
-    return false;
+    snprintf(buf, size, "%s", v.why);
+    return true;
 }

@@ -55,9 +55,10 @@ struct ddp_gpus_read *ddp_gpus_check_start(uv_loop_t *loop, const struct ddp_top
                                            const struct ddp_attempt *a, ddp_gpus_check_fn *fn, void *arg);
 
 /* Why GPU busid (topology GPU g) must be left out of the next attempt, from NVML's state now (nv; NULL or not
- * found: nothing known, no reason) and what the launch saw (held_at_launch[g], may be NULL): a hardware fault
- * (ddp_nvml_health_fault) or a process holding more than DDP_GPU_BUSY_THRESHOLD that was not there at launch.
- * Writes the reason into buf (size bytes) and returns true, or false when the GPU may be used. Pure. */
+ * found: nothing known, no reason) and what the launch saw (held_at_launch[g], may be NULL): the judge's restart
+ * verdict (fitness.h: lost, a hardware fault, a process holding more than DDP_GPU_BUSY_THRESHOLD that was not
+ * there at launch). Writes the reason into buf (size bytes) and returns true, or false when the GPU may be used.
+ * Pure. */
 bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *buf, size_t size);
 
 #endif

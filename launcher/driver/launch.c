@@ -277,20 +277,34 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
     return path && *path ? path : NULL;
 }
 
+/* Whether the spec's workers may use GPUs (not nproc_per_node = cpu, not [gpus] select = none). */
+static bool spec_wants_gpus(const struct ddp_spec *spec)
+{
+    return spec->nproc_per_node.kind != DDP_NPROC_CPU &&
+           !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
+}
+
+bool ddp_launch_wants_gpus(const struct ddp_launch *l)
+{
+    return l->topo && ddp_topo_ngpus(l->topo) > 0 && spec_wants_gpus(&l->spec);
+}
+
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err)
 {
     /* run and plan use the topology cache. A job without GPUs never loads NVML (no library, no /dev/nvidia*,
-     * no thread). For GPU workers, plan and the busy = skip and fail launches read NVML's memory in use and its
-     * holders now (the busy check: gpus.h); a busy = warn launch reads them beside the spawn (ddp_gpus_check_start).
+     * no thread). For GPU workers, plan and the busy = skip and fail launches need the GPUs' holders now (the
+     * busy check: gpus.h): /proc first, NVML's memory in use and holders only when /proc cannot say that no
+     * other process holds a GPU (holders.h; a memory limit always reads NVML); a busy = warn launch reads them
+     * beside the spawn (ddp_gpus_check_start). DDPLAUNCH_TOPOLOGY_PROC (tests) names the /proc to scan.
      * topo and doctor report the machine as it is now (and refresh the cache). DDPLAUNCH_TOPOLOGY_NVML=1 reads
      * NVML for an XML topology too (the tests' fake NVML). */
     bool report = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR;
     const struct ddp_spec *spec = &l->spec;
-    bool want_gpus = spec->nproc_per_node.kind != DDP_NPROC_CPU &&
-                     !(spec->gpus_select.n == 1 && strcmp(spec->gpus_select.v[0], "none") == 0);
+    bool want_gpus = spec_wants_gpus(spec);
     bool mem_limit = spec->gpus_max_memory_used.bytes || spec->gpus_max_memory_used.percent; /* chooses by it */
     const char *xml_nvml = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_NVML");
+    const char *proc_root = ddp_env_get(envp, "DDPLAUNCH_TOPOLOGY_PROC");
     struct ddp_topo_opts o = {
         .xml_path = path,
         .envp = envp,
@@ -298,6 +312,8 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
         .gpu_usage = want_gpus && (l->cmd != DDP_CMD_RUN || spec->gpus_busy != DDP_BUSY_WARN || mem_limit),
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
         .no_nvml = !want_gpus && !report,
+        .holders_first = !mem_limit,
+        .proc_root = proc_root && *proc_root ? proc_root : NULL,
     };
     int rc = ddp_topo_load_opts(&o, &l->topo, err);
     if (rc < 0) {
@@ -388,8 +404,9 @@ static char *torchrun_python_probe(char *const *envp)
     return py;
 }
 
-void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
+void ddp_launch_facts_gather(struct ddp_launch_facts *f, const struct ddp_launch *l, char *const *envp)
 {
+    bool leases = l->cmd == DDP_CMD_TOPO || l->cmd == DDP_CMD_DOCTOR || ddp_launch_wants_gpus(l);
     memset(f, 0, sizeof *f);
     f->envp = envp;
     snprintf(f->hostname, sizeof f->hostname, "localhost");
@@ -406,7 +423,7 @@ void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp)
     snprintf(f->random_id, sizeof f->random_id, "%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3], raw[4],
              raw[5]);
     struct ddp_lease_info *info = NULL;
-    if (ddp_lease_list(ddp_rundir_lock_dir(envp), &info, &f->nleases) < 0) {
+    if (leases && ddp_lease_list(ddp_rundir_lock_dir(envp), &info, &f->nleases) < 0) {
         info = NULL;
         f->nleases = 0;
     }

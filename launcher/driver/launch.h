@@ -108,9 +108,13 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err);
 
-/* Live facts for resolve: hostname, CPUs online, a random id, the current GPU leases. Free with
- * ddp_launch_facts_free(). */
-void ddp_launch_facts_gather(struct ddp_launch_facts *f, char *const *envp);
+/* Live facts for resolve of l (its spec and topology loaded): hostname, CPUs online, a random id and the current
+ * GPU leases, these only for topo, doctor and a job whose workers may use GPUs (one read of /proc/net/unix, which
+ * lists every launcher's locks: a thousand agents of a CPU job need none). Free with ddp_launch_facts_free(). */
+void ddp_launch_facts_gather(struct ddp_launch_facts *f, const struct ddp_launch *l, char *const *envp);
+/* Whether the launch's workers may use GPUs: the topology has some and the spec neither runs CPU workers
+ * (nproc_per_node = cpu) nor selects none. */
+bool ddp_launch_wants_gpus(const struct ddp_launch *l);
 void ddp_launch_facts_free(struct ddp_launch_facts *f);
 
 /* Who holds each topology GPU, from the lease list (leases of pid self left out): "job 'NAME' (pid P, user U)".

@@ -117,7 +117,7 @@ static int topo_command(const struct ddp_cli *cli, const char *argv0)
         status = launch_error(&l, &err);
         goto out;
     }
-    ddp_launch_facts_gather(&facts, environ);
+    ddp_launch_facts_gather(&facts, &l, environ);
     if (ddp_launch_scheduler(&l, environ, &err) < 0) /* the picks then ignore the scheduler's GPUs */
         ddp_debug("topo: %s", err.msg);
     char **holders = ddp_launch_holders(l.topo, facts.leases, facts.nleases, facts.self);
@@ -139,7 +139,7 @@ static int resolve(struct ddp_launch *l, const struct ddp_cli *cli, struct ddp_e
     if (ddp_launch_check_spec(l, cli, environ, err) < 0 ||
         ddp_launch_load_topology(l, ddp_launch_topology_path(cli, environ), false, environ, err) < 0)
         return launch_error(l, err);
-    ddp_launch_facts_gather(&facts, environ);
+    ddp_launch_facts_gather(&facts, l, environ);
     int rc = ddp_launch_resolve(l, &facts, err);
     ddp_launch_facts_free(&facts);
     return rc < 0 ? launch_error(l, err) : 0;

@@ -20,11 +20,11 @@
 
 #include "base/exit.h"
 #include "driver/gpus.h"
+#include "driver/gpuset.h"
 #include "driver/policy.h"
 #include "driver/roles.h"
 #include "driver/signals.h"
 #include "host/cgroup.h"
-#include "host/lease.h"
 #include "host/logdir.h"
 #include "records/jsonlog.h"
 #include "records/records.h"
@@ -33,6 +33,7 @@
 #include "run/runner.h"
 #include "run/shim.h"
 #include "run/standby.h"
+#include "topo/fitness.h"
 #include "topo/place.h"
 #include "watch/gpuwatch.h"
 #include "watch/timeout.h"
@@ -51,29 +52,19 @@ struct sup {
     struct ddp_runner *rn;
     struct ddp_records *rec;
     struct ddp_watch *watch; /* the hang watch: every timeout and evidence source (watch.h) */
-    bool gpu_left_out;       /* a GPU fault or the restart check left a GPU out: the next attempt fits */
     struct ddp_roles *roles; /* several nodes: the node agent (roles.h) */
     struct ddp_signals *sigs;
     uv_timer_t grace, backoff, force;
     struct ddp_policy_action pending; /* START waiting for the backoff timer */
     struct ddp_gpus_read *gpucheck;   /* busy = warn: the holder check beside attempt 0's spawn, until it answers */
     bool gpucheck_started;
-    char **held;                          /* its holders per topology GPU (gpus.h), or NULL */
     struct ddp_gpus_read *recheck;        /* NVML's state before a restart, until it answers */
     struct ddp_policy_action recheck_act; /* the restart's action, carried out once it answers */
     int exit_status;
-    bool closed;          /* exit decided: handles closed, the loop ends */
-    bool launcher_failed; /* exit 1 whatever the policy says */
-    int *exclude;         /* GPUs of stalled ranks, left out of the next attempt */
-    size_t nexclude;
-    int *faulted;       /* GPUs left out for their own faults (left_out): never given back */
-    char **faulted_why; /* [nfaulted] why */
-    size_t nfaulted;
-    bool *gpu_ran;             /* per topology GPU: an attempt of this job has run on it (the job holds it) */
-    const char **holders;      /* actx.gpu_holders, ours: a GPU leased for a restart becomes this job's (NULL) */
-    struct ddp_lease **leases; /* [nleases] GPUs leased for restarts, in place of failed ones */
-    size_t nleases;
-    char *timeout_reason; /* why the current attempt is being stopped for a timeout */
+    bool closed;             /* exit decided: handles closed, the loop ends */
+    bool launcher_failed;    /* exit 1 whatever the policy says */
+    struct ddp_gpuset *gpus; /* the job's GPUs from attempt to attempt: left out, held, leased (gpuset.h) */
+    char *timeout_reason;    /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
     const char *stop_why;              /* node 0: why the attempt stops, for STOP (during one feed) */
     char *cgroup_base;                 /* where attempt cgroups go (cgroup.h), or NULL */
@@ -240,7 +231,7 @@ static void gpucheck_answered(void *arg, char **held)
 {
     struct sup *s = arg;
     s->gpucheck = NULL;
-    s->held = held;
+    ddp_gpuset_set_held(s->gpus, held);
     for (size_t g = 0; held && g < ddp_topo_ngpus(s->ctx->topo); g++)
         if (held[g])
             ddp_records_gpu_held(s->rec, (int)g, held[g]);
@@ -253,17 +244,19 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
 {
     struct ddp_attempt plan = {0};
     struct ddp_runner_attempt *r;
-    int rc = ddp_plan_build(&s->actx, attempt, nproc, s->exclude, s->nexclude, &plan, s->err);
-    if (rc < 0 && s->nexclude > s->nfaulted) { /* a GPU's own fault stays out; a stalled rank's GPU may return */
+    size_t nexclude, nfaulted;
+    const int *exclude = ddp_gpuset_excluded(s->gpus, false, &nexclude);
+    const int *faulted = ddp_gpuset_excluded(s->gpus, true, &nfaulted);
+    int rc = ddp_plan_build(&s->actx, attempt, nproc, exclude, nexclude, &plan, s->err);
+    if (rc < 0 && nexclude > nfaulted) { /* a GPU's own fault stays out; a stalled rank's GPU may return */
         ddp_warn("attempt %d: %s; trying again without leaving out the GPUs of the stalled ranks", attempt,
                  s->err->msg);
         ddp_attempt_free(&plan);
         plan = (struct ddp_attempt){0};
-        rc = ddp_plan_build(&s->actx, attempt, nproc, s->faulted, s->nfaulted, &plan, s->err);
+        rc = ddp_plan_build(&s->actx, attempt, nproc, faulted, nfaulted, &plan, s->err);
     }
-    for (size_t i = 0; rc == 0 && s->gpu_ran && i < plan.nworkers; i++)
-        if (plan.workers[i].gpu >= 0 && (size_t)plan.workers[i].gpu < ddp_topo_ngpus(s->ctx->topo))
-            s->gpu_ran[plan.workers[i].gpu] = true;
+    if (rc == 0)
+        ddp_gpuset_ran(s->gpus, &plan);
     if (rc == 0 && s->ctx->logdir)
         rc = ddp_logdir_attempt(s->ctx->logdir, attempt, nproc, s->err);
     if (rc < 0) {
@@ -509,9 +502,7 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
     }
 }
 
-/* ---------------------------------------------------------------- the GPUs' own state */
-
-static void exclude_gpu(struct sup *s, int gpu);
+/* ---------------------------------------------------------------- the GPUs' own state (gpuset.h) */
 
 /* The rank of the current attempt on topology GPU gpu, or -1. */
 static int rank_on_gpu(const struct sup *s, int gpu)
@@ -523,29 +514,23 @@ static int rank_on_gpu(const struct sup *s, int gpu)
     return -1;
 }
 
-/* Whether the job holds GPU gpu: an attempt of it ran there (between attempts too). */
-static bool job_holds(const struct sup *s, int gpu)
+/* A GPU failed on its own: out of every later attempt, said and recorded. */
+static void left_out(void *arg, int gpu, const char *busid, const char *why)
 {
-    return gpu >= 0 && s->gpu_ran && (size_t)gpu < ddp_topo_ngpus(s->ctx->topo) && s->gpu_ran[gpu];
-}
-
-static void left_out(struct sup *s, int gpu, const char *busid, const char *why)
-{
-    bool known = false;
-    for (size_t i = 0; i < s->nexclude; i++)
-        known |= s->exclude[i] == gpu;
-    if (known)
+    struct sup *s = arg;
+    char *text = ddp_gpuset_left_out(s->gpus, gpu, busid, why);
+    if (!text)
         return;
-    exclude_gpu(s, gpu);
-    s->faulted = ddp_xrealloc(s->faulted, (s->nfaulted + 1) * sizeof *s->faulted);
-    s->faulted_why = ddp_xrealloc(s->faulted_why, (s->nfaulted + 1) * sizeof *s->faulted_why);
-    s->faulted[s->nfaulted] = gpu;
-    s->faulted_why[s->nfaulted++] = ddp_xasprintf("GPU %d (%s): %s", gpu, busid ? busid : "?", why);
-    s->gpu_left_out = true;
-    char *text = ddp_xasprintf("GPU %d (%s) is left out of a restart: %s", gpu, busid ? busid : "?", why);
     ddp_warn("%s", text);
     ddp_records_gpu_left_out(s->rec, cur_attempt(s), gpu, busid, why, text);
     free(text);
+}
+
+/* Before a restart, another process holds a GPU of the job: the evidence for a CUDA OOM's cause. */
+static void held_now(void *arg, int gpu, const char *who)
+{
+    struct sup *s = arg;
+    ddp_records_gpu_held(s->rec, gpu, who);
 }
 
 /* An NVML event (gpuwatch.h), in the loop: a console line, an event, evidence for the verdict; a GPU fault also
@@ -554,7 +539,7 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
 {
     struct sup *s = arg;
     int rank = rank_on_gpu(s, ev->gpu);
-    if (rank < 0 && !job_holds(s, ev->gpu)) {
+    if (rank < 0 && !ddp_gpuset_holds(s->gpus, ev->gpu)) {
         ddp_debug("GPU %d (%s), not held by this job: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
         return;
     }
@@ -627,110 +612,36 @@ static void gpu_recheck_answered(void *arg, const struct ddp_nvml *nv)
     apply_now(s, &next);
 }
 
-/* Before a restart: NVML's state now (nv; NULL: not read) for the GPUs the job holds; one that became unfit
- * (gpus.h) is left out; then the next attempt is fitted to the GPUs left (fit_to_gpus_left). */
+/* Before a restart: NVML's state now (nv; NULL: not read) for the GPUs the job holds; one the judge finds unfit
+ * is left out (gpuset.h); then the next attempt is fitted to the GPUs left (fit_to_gpus_left). */
 static void gpu_recheck(struct sup *s, struct ddp_policy_action *a, const struct ddp_nvml *nv)
 {
-    const struct ddp_topo *topo = s->ctx->topo;
-    for (size_t g = 0; nv && nv->found && g < ddp_topo_ngpus(topo); g++) { /* every GPU the job holds */
-        const char *busid = ddp_topo_gpu_busid(topo, g);
-        char why[512];
-        if (!job_holds(s, (int)g) || !busid)
-            continue;
-        const char *held = s->held ? s->held[g] : s->ctx->gpu_held ? s->ctx->gpu_held[g] : NULL;
-        if (ddp_gpus_unfit(nv, busid, held, why, sizeof why))
-            left_out(s, g, busid, why);
-        const struct ddp_nvml_proc *p = ddp_nvml_foreign(ddp_nvml_find(nv, busid), DDP_GPU_BUSY_THRESHOLD, NULL, 0);
-        if (p) {
-            char who[160];
-            ddp_records_gpu_held(s->rec, g, ddp_nvml_proc_describe(p, who, sizeof who));
-        }
-    }
+    ddp_gpuset_recheck(s->gpus, nv, held_now, left_out, s);
     fit_to_gpus_left(s, a);
 }
 
-/* Lease one more GPU for the job: a free one (no other job's lease) that the placement req would take (usable
- * GPUs now), not left out, with no process holding memory there at launch. true when one was leased (its holder
- * entry becomes this job's), false when none. */
-static bool lease_spare(struct sup *s, const struct ddp_place_req *req, int usable)
-{
-    const struct ddp_topo *topo = s->ctx->topo;
-    if (!s->ctx->lease_dir || !s->holders)
-        return false;
-    for (size_t g = 0; g < ddp_topo_ngpus(topo); g++) {
-        bool out = false;
-        for (size_t i = 0; i < s->nexclude; i++)
-            out |= s->exclude[i] == (int)g;
-        if (!s->holders[g] || out || (s->ctx->gpu_held && s->ctx->gpu_held[g]))
-            continue;
-        const char *busid = ddp_topo_gpu_busid(topo, g), *was = s->holders[g];
-        struct ddp_lease *l = NULL;
-        struct ddp_err e = {0};
-        s->holders[g] = NULL; /* would the job's placement take it ([gpus] select, exclude)? */
-        bool takes = ddp_place_count_usable(topo, req) > usable;
-        if (!takes || ddp_lease_take(s->ctx->lease_dir, &busid, 1, s->spec->name, &l, &e) < 0) {
-            if (takes)
-                ddp_debug("GPU %zu (%s): not leased for the restart: %s", g, busid, e.msg);
-            s->holders[g] = was;
-            continue;
-        }
-        s->leases = ddp_xrealloc(s->leases, (s->nleases + 1) * sizeof *s->leases);
-        s->leases[s->nleases++] = l;
-        ddp_warn("GPU %zu (%s) is leased for the restart, in place of the GPUs left out", g, busid);
-        return true;
-    }
-    return false;
-}
-
 /* GPUs were left out for their own faults (the restart check, or an event, also during the backoff): the next
- * attempt a is fitted to the GPUs left, downsizing as for a hung rank's GPU (one node only; not below one
- * worker); with none left the job ends, saying why, instead of restarting on a GPU that failed. */
+ * attempt a is fitted to the GPUs left (gpuset.h), downsizing as for a hung rank's GPU; with none left the job
+ * ends, saying why, instead of restarting on a GPU that failed. One node only. */
 static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
 {
-    const struct ddp_topo *topo = s->ctx->topo;
-    if (!s->gpu_left_out || s->role != ROLE_SINGLE || s->spec->gpus_share)
+    if (s->role != ROLE_SINGLE || s->spec->gpus_share)
         return;
-    s->gpu_left_out = false;
-    struct ddp_place_req req;
-    ddp_plan_place_req(&s->actx, a->nproc, &req);
-    req.exclude_idx = s->exclude;
-    req.nexclude_idx = s->nexclude;
-    int usable = req.want_gpus ? ddp_place_count_usable(topo, &req) : a->nproc;
-    while (req.want_gpus && usable < a->nproc && lease_spare(s, &req, usable)) /* a free GPU for a failed one */
-        usable = ddp_place_count_usable(topo, &req);
-    if (usable < 1 && s->nfaulted > 0) { /* no restart on a GPU that failed: the job ends, saying why */
-        struct ddp_buf b = {0};
-        ddp_buf_printf(&b, "no usable GPU left%s: ", s->ctx->gpu_holders ? " among the GPUs this job may use" : "");
-        for (size_t i = 0; i < s->nfaulted; i++)
-            ddp_buf_printf(&b, "%s%s", i ? "; " : "", s->faulted_why[i]);
-        snprintf(a->why, sizeof a->why, "%s", b.data);
-        ddp_buf_free(&b);
+    switch (ddp_gpuset_fit(s->gpus, &s->actx, &a->nproc, a->why, sizeof a->why)) {
+    case DDP_GPUSET_NONE_LEFT:
         a->flags = (a->flags & ~(unsigned)(DDP_ACT_ARM_BACKOFF | DDP_ACT_START)) | DDP_ACT_EXIT;
         a->exit_status = s->pol.stop_status > 0 ? s->pol.stop_status : DDP_EXIT_LAUNCHER;
-        return;
-    }
-    if (usable >= 1 && usable < a->nproc) {
-        char why[sizeof a->why];
-        snprintf(why, sizeof why, "downsizing %d -> %d workers (GPUs left out for their faults)", a->nproc, usable);
-        snprintf(a->why, sizeof a->why, "%s", why);
-        a->nproc = usable;
+        break;
+    case DDP_GPUSET_DOWNSIZE:
         a->downsized = true;
-        s->pol.nproc = usable; /* the policy's size from now on */
+        s->pol.nproc = a->nproc; /* the policy's size from now on */
+        break;
+    case DDP_GPUSET_AS_IS:
+        break;
     }
 }
 
 /* ---------------------------------------------------------------- what the timeout sources report */
-
-static void exclude_gpu(struct sup *s, int gpu)
-{
-    if (gpu < 0)
-        return;
-    for (size_t i = 0; i < s->nexclude; i++)
-        if (s->exclude[i] == gpu)
-            return;
-    s->exclude = ddp_xrealloc(s->exclude, (s->nexclude + 1) * sizeof(int));
-    s->exclude[s->nexclude++] = gpu;
-}
 
 /* The one entry point of every timeout source (timeout.h): a timeout stops the attempt while it runs. */
 static void on_timeout(void *arg, struct ddp_timeout *t)
@@ -742,7 +653,7 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
         return;
     }
     for (size_t i = 0; i < t->ngpus; i++)
-        exclude_gpu(s, t->gpus[i]);
+        ddp_gpuset_exclude(s->gpus, t->gpus[i]);
     free(s->timeout_reason);
     s->timeout_reason = t->why;
     s->timeout_class = t->cls;
@@ -882,12 +793,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->spec = ctx->spec;
     s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
-    s->gpu_ran = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->gpu_ran);
-    if (ctx->gpu_holders) { /* ours to change: a GPU leased for a restart */
-        s->holders = ddp_xcalloc(ddp_topo_ngpus(ctx->topo) + 1, sizeof *s->holders);
-        memcpy(s->holders, ctx->gpu_holders, ddp_topo_ngpus(ctx->topo) * sizeof *s->holders);
-        s->actx.gpu_holders = s->holders;
-    }
+    s->gpus = ddp_gpuset_new(ctx);
+    s->actx.gpu_holders = ddp_gpuset_holders(s->gpus); /* ours to change: a GPU leased for a restart */
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
     signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
@@ -963,17 +870,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     ddp_watch_free(s->watch);
     ddp_roles_free(s->roles);
     free(s->sigs);
-    free(s->exclude);
-    free(s->faulted);
-    for (size_t i = 0; i < s->nfaulted; i++)
-        free(s->faulted_why[i]);
-    free(s->faulted_why);
-    free(s->gpu_ran);
-    free(s->holders);
-    for (size_t i = 0; i < s->nleases; i++)
-        ddp_lease_release(s->leases[i]);
-    free(s->leases);
-    ddp_gpus_held_free(s->held, ddp_topo_ngpus(ctx->topo));
+    ddp_gpuset_free(s->gpus);
     free(s->cgroup_base);
     free(s->timeout_reason);
     free(s);

@@ -628,14 +628,18 @@ static char *key_value_used(const struct ddp_plan_ctx *ctx, size_t i, const char
     return key_value(s, i);
 }
 
-/* NVML's view of topology GPU g now (memory in use, processes), or NULL. */
-static const struct ddp_nvml_gpu *gpu_now(const struct ddp_plan_ctx *ctx, int g)
+/* NVML's view of topology GPU g now (memory in use, processes), or NULL; *unheld (may be NULL) set when NVML
+ * was not read because /proc shows that no other process holds an NVIDIA device (topo.h). */
+static const struct ddp_nvml_gpu *gpu_now(const struct ddp_plan_ctx *ctx, int g, bool *unheld)
 {
     struct ddp_topo_gpu_facts facts;
-    if (!ctx->topo || g < 0 || ddp_topo_gpu_facts(ctx->topo, (size_t)g, &facts) < 0 || !facts.nvml ||
-        facts.nvml->mem_used < 0)
+    if (unheld)
+        *unheld = false;
+    if (!ctx->topo || g < 0 || ddp_topo_gpu_facts(ctx->topo, (size_t)g, &facts) < 0)
         return NULL;
-    return facts.nvml;
+    if (unheld)
+        *unheld = facts.unheld;
+    return facts.nvml && facts.nvml->mem_used >= 0 ? facts.nvml : NULL;
 }
 
 /* plan: each GPU of the attempt with its memory in use and the processes holding it. */
@@ -644,15 +648,23 @@ static void print_gpu_state(FILE *f, const struct ddp_plan_ctx *ctx, const struc
     bool header = false;
     for (size_t i = 0; i < a->nworkers; i++) {
         const struct ddp_worker *w = &a->workers[i];
-        const struct ddp_nvml_gpu *g = gpu_now(ctx, w->gpu);
+        bool unheld;
+        const struct ddp_nvml_gpu *g = gpu_now(ctx, w->gpu, &unheld);
         bool seen = false;
         for (size_t j = 0; j < i; j++)
             seen |= a->workers[j].gpu == w->gpu;
-        if (!g || seen)
+        if ((!g && !unheld) || seen)
             continue;
         if (!header)
-            fprintf(f, "\nGPU memory now (NVML):\n");
+            fprintf(f, g ? "\nGPU memory now (NVML):\n" : "\nGPU memory now:\n");
         header = true;
+        if (!g) {
+            fprintf(f,
+                    "  GPU %d (%s): held by no other process (/proc: nothing else has /dev/nvidia* open; NVML not "
+                    "read)\n",
+                    w->gpu, w->gpu_busid ? w->gpu_busid : "?");
+            continue;
+        }
         fprintf(f, "  GPU %d (%s): %.1f of %.1f GiB in use", w->gpu, w->gpu_busid ? w->gpu_busid : "?",
                 (double)g->mem_used / 1073741824.0, (double)g->mem_total / 1073741824.0);
         for (int p = 0; p < g->nprocs; p++) {
@@ -663,12 +675,16 @@ static void print_gpu_state(FILE *f, const struct ddp_plan_ctx *ctx, const struc
     }
 }
 
-/* plan --json: a worker's GPU memory in use and its holders (additive keys). */
+/* plan --json: a worker's GPU memory in use and its holders (additive keys; memory only when NVML was read). */
 static void gpu_state_json(struct ddp_buf *b, const struct ddp_plan_ctx *ctx, int gpu)
 {
-    const struct ddp_nvml_gpu *g = gpu_now(ctx, gpu);
-    if (!g)
+    bool unheld;
+    const struct ddp_nvml_gpu *g = gpu_now(ctx, gpu, &unheld);
+    if (!g) {
+        if (unheld)
+            ddp_buf_puts(b, ", \"gpu_holders\": []");
         return;
+    }
     ddp_buf_printf(b, ", \"gpu_memory_used\": %lld, \"gpu_memory_total\": %lld, \"gpu_holders\": [", g->mem_used,
                    g->mem_total);
     for (int p = 0; p < g->nprocs; p++) {

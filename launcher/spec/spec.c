@@ -332,11 +332,10 @@ int ddp_spec_set(struct ddp_spec *spec, const char *section, const char *key, co
 /* DDPLAUNCH_* variables that are not spec keys: read by ddplaunch (launch.c, rundir.c) or set for workers
  * (plan.c; a ddplaunch started inside a worker sees them). */
 static const char *const env_not_keys[] = {
-    "DDPLAUNCH_CONFIG",         "DDPLAUNCH_TOPOLOGY",       "DDPLAUNCH_LOCK_DIR",
-    "DDPLAUNCH_TOKEN_FILE",     "DDPLAUNCH_TOPOLOGY_CACHE", "DDPLAUNCH_TOPOLOGY_NVML",
-    "DDPLAUNCH_ATTEMPT",        "DDPLAUNCH_ATTEMPT_DIR",    "DDPLAUNCH_ORIG_WORLD_SIZE",
-    "DDPLAUNCH_HEARTBEAT_FILE", "DDPLAUNCH_GPU_BUSID",      "DDPLAUNCH_GPU_UUID",
-    "DDPLAUNCH_NUMA_NODE",      "DDPLAUNCH_NVML_TIMEOUT",   NULL,
+    "DDPLAUNCH_CONFIG",          "DDPLAUNCH_TOPOLOGY",       "DDPLAUNCH_LOCK_DIR",      "DDPLAUNCH_TOKEN_FILE",
+    "DDPLAUNCH_TOPOLOGY_CACHE",  "DDPLAUNCH_TOPOLOGY_NVML",  "DDPLAUNCH_ATTEMPT",       "DDPLAUNCH_ATTEMPT_DIR",
+    "DDPLAUNCH_ORIG_WORLD_SIZE", "DDPLAUNCH_HEARTBEAT_FILE", "DDPLAUNCH_GPU_BUSID",     "DDPLAUNCH_GPU_UUID",
+    "DDPLAUNCH_NUMA_NODE",       "DDPLAUNCH_NVML_TIMEOUT",   "DDPLAUNCH_TOPOLOGY_PROC", NULL,
 };
 
 static void env_key_name(size_t i, char name[128])

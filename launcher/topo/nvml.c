@@ -2,7 +2,6 @@
 #include "topo/nvml.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "topo/holders.h"
 
 typedef int nvml_return;
 #define NVML_ERROR_GPU_IS_LOST 15
@@ -215,29 +215,6 @@ static void read_health(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
         h->pcie_width_max = (int)ua;
 }
 
-/* Whether pid has an NVIDIA device open (every process holding GPU memory has): 1, 0, or -1 when its fds are
- * not readable here (another user's, without root). */
-static int holds_nvidia(unsigned pid)
-{
-    char path[64], link[64];
-    snprintf(path, sizeof path, "/proc/%u/fd", pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    int found = 0;
-    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
-        char fd[384];
-        snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
-        ssize_t n = readlink(fd, link, sizeof link - 1);
-        if (n > 0) {
-            link[n] = '\0';
-            found = strncmp(link, "/dev/nvidia", 11) == 0;
-        }
-    }
-    closedir(d);
-    return found;
-}
-
 /* user and command of pid from /proc, when this pid namespace shows it; on a host with NVIDIA devices, a pid
  * whose process here holds none is another namespace's (NVML answers with the host's pids): not looked up */
 static void proc_owner(struct ddp_nvml_proc *p)
@@ -245,7 +222,7 @@ static void proc_owner(struct ddp_nvml_proc *p)
     char path[64], line[256];
     FILE *fp;
 
-    if (access("/dev/nvidiactl", F_OK) == 0 && holds_nvidia(p->pid) == 0) {
+    if (access("/dev/nvidiactl", F_OK) == 0 && ddp_holders_pid("/proc", p->pid) == 0) {
         p->other_ns = true;
         return;
     }

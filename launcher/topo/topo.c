@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "topo/fitness.h"
+#include "topo/holders.h"
 #include "topo/topo_cache.h"
 
 char *ddp_topo_list(hwloc_const_bitmap_t set)
@@ -356,10 +358,13 @@ static void build_sel(struct ddp_topo *topo)
             .mem_total = g->mem_total,
             .held_other = -1,
         };
-        const struct ddp_nvml_gpu *ng = ddp_nvml_find(&topo->nvml, g->busid);
-        const struct ddp_nvml_proc *p = ng ? ddp_nvml_foreign(ng, 0, NULL, 0) : NULL;
-        if (ng && ng->mem_used >= 0)
-            topo->sel[i].held_other = p ? p->mem_used : 0;
+        struct ddp_fitness_verdict v; /* busy = skip leaves out what the judge says others hold */
+        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = g->busid,
+                                                   .nv = &topo->nvml,
+                                                   .unheld = topo->unheld && g->vendor == 0x10de,
+                                                   .threshold = DDP_GPU_BUSY_THRESHOLD},
+                          &v);
+        topo->sel[i].held_other = v.held_bytes;
     }
 }
 
@@ -494,7 +499,12 @@ static void load_nvml(struct ddp_topo *topo, const struct ddp_topo_opts *o)
         if (discovery)
             n = 0; /* read above */
     }
-    if (n && o->gpu_usage && topo->nvml.found)
+    if (n && o->gpu_usage && topo->nvml.found && o->holders_first && (!topo->from_xml || o->proc_root)) {
+        topo->unheld = ddp_holders_none(o->proc_root ? o->proc_root : "/proc", (int)getpid(), topo->holders_why,
+                                        sizeof topo->holders_why);
+        ddp_debug("GPU holders: %s%s", topo->holders_why, topo->unheld ? ", NVML not read" : ": reading NVML");
+    }
+    if (n && o->gpu_usage && topo->nvml.found && !topo->unheld)
         ddp_nvml_read_memory_deadline(&topo->nvml, busids, n);
     free(busids);
 }
@@ -527,8 +537,8 @@ int ddp_topo_load_opts(const struct ddp_topo_opts *o, struct ddp_topo **out, str
     } else if (o->envp && (key = ddp_topo_cache_key(o->envp)) != NULL && !o->refresh) {
         rc = from_cache(topo, key, o->envp);
         if (rc == -ENOENT || rc == -ESTALE) { /* a miss: the first to lock discovers, the others read its file */
-            cache_lock = ddp_topo_cache_lock(o->envp, DISCOVERY_WAIT_MS);
-            if (cache_lock >= 0)
+            cache_lock = ddp_topo_cache_lock(o->envp);
+            if (cache_lock >= 0 || ddp_topo_cache_wait(o->envp, DISCOVERY_WAIT_MS) == 0)
                 rc = from_cache(topo, key, o->envp);
         }
         topo->cached = rc == 0;
@@ -666,7 +676,13 @@ int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gp
         .mem_total = g->mem_total > 0 ? g->mem_total : -1,
     };
     out->nvml = ddp_nvml_find(&topo->nvml, g->busid);
+    out->unheld = topo->unheld && g->vendor == 0x10de;
     return 0;
+}
+
+const char *ddp_topo_holders_why(const struct ddp_topo *topo)
+{
+    return topo->holders_why;
 }
 
 const struct ddp_nvml *ddp_topo_nvml(const struct ddp_topo *topo)

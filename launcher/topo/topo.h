@@ -15,20 +15,25 @@ struct ddp_topo;
 
 /* How to load the topology (ddp_topo_load_opts). */
 struct ddp_topo_opts {
-    const char *xml_path; /* an hwloc XML export; NULL = the live machine */
-    char *const *envp;    /* live machine: use the topology cache (topo_cache.h) from this environment; NULL = no
-                             cache */
-    bool refresh;         /* discover now even when the cache matches (and rewrite it); read NVML in full */
-    bool gpu_usage;       /* NVML's memory in use and compute processes of the NVIDIA GPUs are needed */
-    bool xml_nvml;        /* an XML topology: read NVML too (tests pair a fixture with a fake NVML) */
-    bool no_nvml;         /* a job that uses no GPU: NVML is never loaded (the cache's facts only); not with refresh */
+    const char *xml_path;  /* an hwloc XML export; NULL = the live machine */
+    char *const *envp;     /* live machine: use the topology cache (topo_cache.h) from this environment; NULL = no
+                              cache */
+    bool refresh;          /* discover now even when the cache matches (and rewrite it); read NVML in full */
+    bool gpu_usage;        /* NVML's memory in use and compute processes of the NVIDIA GPUs are needed */
+    bool xml_nvml;         /* an XML topology: read NVML too (tests pair a fixture with a fake NVML) */
+    bool no_nvml;          /* a job that uses no GPU: NVML is never loaded (the cache's facts only); not with refresh */
+    bool holders_first;    /* with gpu_usage: only who holds a GPU is needed, not memory in use: when /proc shows
+                              that no other process holds an NVIDIA device (holders.h), NVML is not read */
+    const char *proc_root; /* the /proc holders_first reads (NULL: "/proc"); a tests' tree also makes it apply to an
+                              XML topology, which otherwise never reads this host's /proc */
 };
 
 /* Load the topology: xml_path or, when NULL, the live machine, restricted to the CPUs this process may use.
  * The live machine comes from the cache when its key matches (and refresh is off), else from hwloc's discovery,
  * which then rewrites the cache. NVML is read in full (health included) with refresh; its facts that do not change
  * are read for a discovery that finds NVIDIA GPUs, else come from the cache; with gpu_usage, memory in use and the
- * compute processes are read too (else memory in use is -1). With no_nvml the library is never loaded: a
+ * compute processes are read too (else memory in use is -1), unless holders_first and /proc says no other process
+ * holds an NVIDIA device (then the GPUs are unheld: ddp_topo_gpu_facts). With no_nvml the library is never loaded: a
  * discovery then caches the topology without NVML's facts, and the next launch that uses GPUs reads them.
  * 0 or negative errno with err. Caller owns; free with ddp_topo_destroy(). */
 int ddp_topo_load_opts(const struct ddp_topo_opts *opts, struct ddp_topo **out, struct ddp_err *err);
@@ -57,11 +62,15 @@ struct ddp_topo_gpu_facts {
     int package;                     /* OS index of that node's package (socket), -1 unknown */
     long long mem_used, mem_total;   /* bytes, -1 unknown */
     const struct ddp_nvml_gpu *nvml; /* NVML's view of it (utilisation, processes), or NULL */
+    bool unheld; /* no other process holds an NVIDIA device: /proc says so (holders.h), NVML's memory not read */
 };
 /* 0 with out filled, or -EINVAL when there is no GPU i. */
 int ddp_topo_gpu_facts(const struct ddp_topo *topo, size_t i, struct ddp_topo_gpu_facts *out);
 /* NVML as the topology read it (found, status, driver); never read for an XML topology. Owned by topo. */
 const struct ddp_nvml *ddp_topo_nvml(const struct ddp_topo *topo);
+/* Why NVML's memory and processes were not read (holders_first: "no process holds /dev/nvidia* (/proc)"), or
+ * why /proc could not tell and NVML was read; "" when no scan ran. Owned by topo. */
+const char *ddp_topo_holders_why(const struct ddp_topo *topo);
 /* Whether the live machine's topology came from the cache (topo_cache.h). */
 bool ddp_topo_cached(const struct ddp_topo *topo);
 /* Whether the topology came from an XML file (it may describe another machine). */

@@ -5,10 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hwloc.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -212,18 +215,73 @@ int ddp_topo_cache_write(char *const *envp, const char *key, const char *nvml, c
     return rc;
 }
 
-int ddp_topo_cache_lock(char *const *envp, int wait_ms)
+int ddp_topo_cache_lock(char *const *envp)
 {
     int dfd;
     if (cache_dir(envp, &dfd) < 0)
         return -1;
-    for (int waited = 0;; waited += 10) {
-        if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
-            return dfd;
-        if (errno != EWOULDBLOCK || waited >= wait_ms)
-            break;
-        usleep(10000);
-    }
+    if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
+        return dfd;
     close(dfd);
     return -1;
+}
+
+/* Whether the inotify descriptor in reported the cache file renamed into place (and drains it). */
+static bool cache_renamed(int in)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool seen = false;
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            seen |= ev->len > 0 && strcmp(ev->name, CACHE_FILE) == 0;
+            p += sizeof *ev + ev->len;
+        }
+    return seen;
+}
+
+int ddp_topo_cache_wait(char *const *envp, int wait_ms)
+{
+    int dfd, rc;
+    if ((rc = cache_dir(envp, &dfd)) < 0)
+        return rc;
+    /* woken once, when the discovering launch renames the cache into place; a shared lock granted says it let go
+     * (without writing, or before the watch began); a launch without inotify polls */
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", dfd);
+    int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (in >= 0 && inotify_add_watch(in, self, IN_MOVED_TO) < 0) {
+        close(in);
+        in = -1;
+    }
+    long long deadline = ddp_now_ms() + wait_ms;
+    for (;;) {
+        if (flock(dfd, LOCK_SH | LOCK_NB) == 0) {
+            rc = 0;
+            break;
+        }
+        if (errno != EWOULDBLOCK) {
+            rc = -errno;
+            break;
+        }
+        long long left = deadline - ddp_now_ms();
+        if (left <= 0) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+        if (in < 0) {
+            usleep(2000);
+            continue;
+        }
+        struct pollfd p = {.fd = in, .events = POLLIN};
+        if (poll(&p, 1, left < 50 ? (int)left : 50) > 0 && cache_renamed(in)) {
+            rc = 0;
+            break;
+        }
+    }
+    if (in >= 0)
+        close(in);
+    close(dfd);
+    return rc;
 }

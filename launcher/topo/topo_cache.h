@@ -33,8 +33,14 @@ int ddp_topo_cache_read(char *const *envp, const char *key, char **buf, const ch
 int ddp_topo_cache_write(char *const *envp, const char *key, const char *nvml, const char *xml, size_t xml_len);
 /* After a miss: the discovery lock of this user's cache directory (flock on it), so that of many launches that
  * miss at once (a thousand agents starting on one host after a boot) one discovers and the others read what it
- * wrote. Waits up to wait_ms for a launch that discovers now. Returns the fd to close when the cache is written,
- * or -1 when there is no lock (no directory, or the wait ran out: discover anyway). */
-int ddp_topo_cache_lock(char *const *envp, int wait_ms);
+ * wrote. Taken at once or not at all: returns the fd to close when the cache is written, or -1 when there is no
+ * lock (no directory, or another launch holds it: ddp_topo_cache_wait). */
+int ddp_topo_cache_lock(char *const *envp);
+/* Wait up to wait_ms for the launch that holds the discovery lock, without taking it: until it renames the cache
+ * into place (inotify wakes every waiter once, at that moment) or lets go of the lock. The many launches that
+ * wait wake together and read the cache side by side, where taking the lock in turn would have them read it one
+ * at a time (and polling it would wake a thousand of them hundreds of times a second). 0, or -ETIMEDOUT
+ * (discover anyway), or a negative errno (no directory). */
+int ddp_topo_cache_wait(char *const *envp, int wait_ms);
 
 #endif

@@ -36,6 +36,8 @@ struct ddp_topo {
     bool cached;       /* the live machine, from the cache */
     bool nvml_skipped; /* no_nvml: NVML's facts were not read (the cache is written without them) */
     bool recache;      /* the cache lacked NVML's facts and they were read now: write it again */
+    bool unheld;       /* holders_first: /proc showed no other process holding an NVIDIA device; NVML not read */
+    char holders_why[256];
     hwloc_bitmap_t allowed;
     struct topo_node *nodes;
     size_t nnodes;

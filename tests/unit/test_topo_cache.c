@@ -164,7 +164,8 @@ Test(topo_cache, live_machine_from_the_cache_is_the_live_machine)
 }
 
 /* Launches that miss at once (a thousand agents after a boot): one discovers under the cache directory's lock,
- * the others wait for it and read what it wrote; the wait is bounded. */
+ * the others wait for it without taking it (so that they read side by side, not in turn) and read what it wrote;
+ * the wait is bounded. */
 Test(topo_cache, a_miss_waits_for_the_launch_that_discovers)
 {
     char dir[] = "/tmp/ddp-topo-lock-XXXXXX";
@@ -173,9 +174,10 @@ Test(topo_cache, a_miss_waits_for_the_launch_that_discovers)
     char *envp[] = {xdg, NULL};
     char *path = ddp_xasprintf("%s/ddplaunch/topology", dir);
 
-    int held = ddp_topo_cache_lock(envp, 0);
+    int held = ddp_topo_cache_lock(envp);
     cr_assert_geq(held, 0, "no discovery lock");
-    cr_expect_eq(ddp_topo_cache_lock(envp, 50), -1, "a second discovery lock while one is held");
+    cr_expect_eq(ddp_topo_cache_lock(envp), -1, "a second discovery lock while one is held");
+    cr_expect_eq(ddp_topo_cache_wait(envp, 50), -ETIMEDOUT, "the wait for a held lock did not run out");
 
     int p[2];
     cr_assert_eq(pipe(p), 0);
@@ -200,9 +202,13 @@ Test(topo_cache, a_miss_waits_for_the_launch_that_discovers)
     cr_expect_eq(c, 'y', "the launch that waited discovered again instead of reading the cache");
     close(p[0]);
     waitpid(child, NULL, 0);
-    int again = ddp_topo_cache_lock(envp, 0);
+    int again = ddp_topo_cache_lock(envp);
     cr_expect_geq(again, 0, "the lock was not released");
     close(again);
+    cr_expect_eq(ddp_topo_cache_wait(envp, 0), 0, "a wait for no lock at all did not return at once");
+    int waiting = ddp_topo_cache_lock(envp);
+    cr_expect_geq(waiting, 0, "a wait left a lock behind");
+    close(waiting);
 
     ddp_topo_destroy(live);
     unlink(path);
@@ -211,5 +217,39 @@ Test(topo_cache, a_miss_waits_for_the_launch_that_discovers)
     rmdir(dir);
     free(sub);
     free(path);
+    free(xdg);
+}
+
+/* A launch that waits for the discovering one wakes when the cache is renamed into place, even while the
+ * discoverer still holds the lock (a thousand waiters then read it at once instead of polling the lock). */
+Test(topo_cache, a_wait_ends_when_the_cache_is_renamed_in)
+{
+    char dir[] = "/tmp/ddp-topo-wait-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char *xdg = ddp_xasprintf("XDG_RUNTIME_DIR=%s", dir);
+    char *envp[] = {xdg, NULL};
+    int held = ddp_topo_cache_lock(envp);
+    cr_assert_geq(held, 0, "no discovery lock");
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) { /* the discoverer: writes the cache 100 ms on and keeps the lock (the parent's) a while */
+        usleep(100000);
+        _exit(ddp_topo_cache_write(envp, "key", "{}", "<topology/>", 11) == 0 ? 0 : 1);
+    }
+    long long t0 = ddp_now_ms();
+    int rc = ddp_topo_cache_wait(envp, 3000);
+    long long waited = ddp_now_ms() - t0;
+    int st = 0;
+    waitpid(child, &st, 0);
+    cr_expect_eq(WEXITSTATUS(st), 0, "the cache was not written");
+    cr_expect_eq(rc, 0, "the wait ran out (%lld ms) although the cache was renamed in", waited);
+    cr_expect_lt(waited, 2000, "woke %lld ms after the rename", waited);
+    close(held);
+    char *path = ddp_xasprintf("%s/ddplaunch/topology", dir), *sub = ddp_xasprintf("%s/ddplaunch", dir);
+    unlink(path);
+    rmdir(sub);
+    rmdir(dir);
+    free(path);
+    free(sub);
     free(xdg);
 }

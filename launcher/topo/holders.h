@@ -1,0 +1,28 @@
+/* holders: which processes of this host hold an NVIDIA device (/dev/nvidia*) open, read from /proc without
+ * NVML: the cheap, sound answer to "does any other process use a GPU now" (an nvmlInit costs ~20 ms; this scan
+ * well under one). It does not know which GPU or how much memory a process holds: NVML does (nvml.h). */
+#ifndef DDP_HOLDERS_H
+#define DDP_HOLDERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The inode of the host's first pid namespace (the kernel's PROC_PID_INIT_INO): /proc/self/ns/pid names it
+ * when this process sees every process of the host, containers' included. */
+#define DDP_HOLDERS_INIT_PIDNS 4026531836ULL
+
+/* Whether no process but self_pid holds an NVIDIA device, from the proc file system at proc_root ("/proc";
+ * tests give a tree of their own). true only when all of these hold: proc_root/self/ns/pid is the host's first
+ * pid namespace (so no process is out of sight), every process's fd directory was readable (root, or only our
+ * own user's processes), and no process other than self_pid has a descriptor on /dev/nvidia*; the NVIDIA
+ * persistence daemon (root's, running /usr/bin/nvidia-persistenced: it keeps the driver loaded and never holds
+ * GPU memory) is not counted. Otherwise false, with why (one line: "pid 836 (python3) has /dev/nvidia0
+ * open", "pid 1's descriptors are not readable here", "not the host's pid namespace"): NVML must be asked.
+ * Never says "nobody" where NVML would list a compute process, as every such process holds /dev/nvidia* open. */
+bool ddp_holders_none(const char *proc_root, int self_pid, char *why, size_t size);
+
+/* Whether process pid has an NVIDIA device open: 1, 0, or -1 when its descriptors are not readable here
+ * (another user's, without root; or it exited). proc_root as above. */
+int ddp_holders_pid(const char *proc_root, unsigned pid);
+
+#endif
