@@ -14,11 +14,12 @@
 # post-mortem verdict. Beside them, from the start, one light job (1 NCCL rank on the GPU): NCCL RAS as ddplaunch
 # queries it itself (watch/rasq.c, progress.c ras_ask): the rank stays in its data loading after 5 steps, with
 # torch's recorder off (TORCH_FR_BUFFER_SIZE=0: no pg_status, so the sampler has no recorder line), so the
-# suspicion asks RAS on the job's own NCCL_RAS_ADDR port; [timeout] suspect_setup/suspect_floor 10 s to fit.
+# suspicion asks RAS on the job's own NCCL_RAS_ADDR port; [timeout] suspect_setup/suspect_floor 10 s to fit, the
+# job stopped (on_suspect = restart) 25 s into the suspicion, once RAS answered.
 # Each line's time is taken when it reaches ddplaunch's stderr, counted from the job's launch.
 # Everything (console, logs, summary.json, events, dumps, analyzer output) goes into ONE archive,
 # $OUT/fr-final.tar.gz, and the console also into $OUT/fr-final.txt. The whole run stays under FR_BUDGET seconds
-# (190): a case that would not fit is left out and said so; a running job is stopped at the budget (timeout).
+# (198): a case that would not fit is left out and said so; a running job is stopped at the budget (timeout).
 # Usage (repository root on the GPU machine): OUT=... bash bench/gpu/fr-final.sh
 # ddplaunch: $DDPLAUNCH, else .devrt/new/ddplaunch, ddplaunch beside this script, build/static/ddplaunch.
 set -u
@@ -30,8 +31,8 @@ for c in "$root/.devrt/new/ddplaunch" "$here/ddplaunch" "$root/build/static/ddpl
 done
 fw=${FR_WORKER:-$here/fr_worker.py}
 out=${OUT:-fr-final-out}
-budget=${FR_BUDGET:-190}
-pack_s=8 # kept back for the table and the archive
+budget=${FR_BUDGET:-198}
+pack_s=10 # kept back for a stopped job's last seconds, the table and the archive
 t_start=$(date +%s)
 deadline=$((t_start + budget - pack_s))
 mkdir -p "$out"
@@ -41,7 +42,8 @@ exec > >(tee "$work/console.txt") 2>&1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONUNBUFFERED=1
 [ -x "${ddp:-}" ] || { echo "fr-final: no ddplaunch (set DDPLAUNCH)"; exit 2; }
 echo "fr-final: $ddp ($("$ddp" --version 2>&1 | head -1)); budget ${budget}s; work $work"
-timeout 20 python3 -c 'import torch, sys, os; print("torch", torch.__version__, "python", sys.version.split()[0], "cpus", os.cpu_count(), "gpus", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else None)'
+timeout 30 python3 -c 'import torch, sys, os; print("torch", torch.__version__, "python", sys.version.split()[0], "cpus", os.cpu_count(), "gpus", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else None)' &
+vpid=$! # beside the cases, not before them
 
 since() { python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$1" "$2"; }
 
@@ -62,13 +64,14 @@ runcase() {
     crash) pat="flight recorder at the failure" ;;
     straggler) pat="straggler:" ;;
     ras) pat=": NCCL RAS: " args=(-v --set timeout.suspect_setup=10s --set timeout.suspect_floor=10s
-        --set timeout.on_suspect=restart --set timeout.on_suspect_after=14s) ;;
+        --set timeout.on_suspect=restart --set timeout.on_suspect_after=25s) ;; # after RAS's answer (<= 2 s
+        # after the first suspicion line): the second verdict, the post-mortem one, may use it
     esac
     [ "$n" = 1 ] || args+=(--set gpus.select=none)
     t0=$(date +%s.%N)
     echo "$t0" >"$work/$name.t0"
     echo "start $name ($n rank$([ "$n" = 1 ] || echo s)) at +$(since "$t0" "$t_start") s"
-    env "$@" timeout -k 10 "$cap" "$ddp" --nproc-per-node "$n" --set restart.shutdown_timeout=5s "${args[@]}" \
+    env "$@" timeout -k 4 "$cap" "$ddp" --nproc-per-node "$n" --set restart.shutdown_timeout=5s "${args[@]}" \
         --log-dir "$work/$name" "$fw" >"$work/$name.out" 2>"$work/$name.err" &
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do
@@ -86,8 +89,8 @@ runcase() {
     date +%s.%N >"$work/$name.end"
     grep -m1 -E "$pat" "$work/$name.err" >"$work/$name.line"
     echo "end $name: exit $rc after $(since "$(cat "$work/$name.end")" "$t0") s$([ -s "$work/$name.line" ] && echo ", line at +$(since "$(cat "$work/$name.t1")" "$t0") s" || echo ", NO line")"
-    # torch's analyzer on the pickles, where there are dumps and time (post-mortem, by hand, as a user would)
-    if [ -d "$work/dumps/$name/pkl" ] && [ $((deadline - $(date +%s))) -gt 30 ]; then
+    # torch's analyzer on dtype's pickles (post-mortem, by hand, as a user would); the hangs' dumps are only kept
+    if [ "$name" = dtype ] && [ -d "$work/dumps/$name/pkl" ] && [ $((deadline - $(date +%s))) -gt 30 ]; then
         (cd "$work/dumps/$name" && timeout 25 python3 -m torch.distributed.flight_recorder.fr_trace pkl -p rank_ \
             >"$work/$name.fr_trace.txt" 2>&1)
     fi
@@ -95,18 +98,19 @@ runcase() {
 
 d=$work/dumps
 # the NCCL RAS job beside the first cases: one process, the only one on the GPU
-runcase ras ras 1 40 FR_BACKEND=nccl FR_KIND=stuck FR_RANK=0 FR_STEPS=100 TORCH_FR_BUFFER_SIZE=0 \
+runcase ras ras 1 50 FR_BACKEND=nccl FR_KIND=stuck FR_RANK=0 FR_STEPS=100 TORCH_FR_BUFFER_SIZE=0 \
     TORCH_NCCL_TRACE_BUFFER_SIZE=0 &
-pids=($!) # waited for by id: a bare `wait` would wait for the tee of the console too
-# two culprit cases at a time, in this order (the first free slot takes the next)
+pids=("$vpid" $!) # waited for by id: a bare `wait` would wait for the tee of the console too
+# two culprit cases at a time, in this order (the first free slot takes the next; pair1 last: pair2, the same
+# pattern, was measured alone already)
 cases=(
-    "mesh2x4 hang 8 55 FR_KIND=mesh FR_RANK=6 FR_DUMP_DIR=$d/mesh2x4"
-    "pair1 hang 4 55 FR_KIND=pair FR_RANK=3 FR_PAIR01=1 FR_DUMP_DIR=$d/pair1"
-    "dtype crash 4 30 FR_KIND=dtype FR_RANK=1 FR_PAIR01=1 FR_LATE=12 FR_STEPS=10 FR_DUMP_AFTER=5 FR_DUMP_DIR=$d/dtype"
-    "order hang 4 55 FR_KIND=order FR_RANK=1 FR_AT=0 FR_DUMP_DIR=$d/order"
-    "order3 hang 4 55 FR_KIND=order FR_RANK=1 FR_AT=3 FR_DUMP_DIR=$d/order3"
-    "mesh2x2 hang 4 55 FR_KIND=mesh FR_RANK=3 FR_DUMP_DIR=$d/mesh2x2"
     "dpslow straggler 4 50 FR_KIND=dpslow FR_RANK=3 FR_STEPS=90"
+    "mesh2x4 hang 8 50 FR_KIND=mesh FR_RANK=6 FR_DUMP_DIR=$d/mesh2x4"
+    "mesh2x2 hang 4 50 FR_KIND=mesh FR_RANK=3 FR_DUMP_DIR=$d/mesh2x2"
+    "dtype crash 4 30 FR_KIND=dtype FR_RANK=1 FR_PAIR01=1 FR_LATE=12 FR_STEPS=10 FR_DUMP_AFTER=5 FR_DUMP_DIR=$d/dtype"
+    "order hang 4 50 FR_KIND=order FR_RANK=1 FR_AT=0 FR_DUMP_DIR=$d/order"
+    "order3 hang 4 50 FR_KIND=order FR_RANK=1 FR_AT=3 FR_DUMP_DIR=$d/order3"
+    "pair1 hang 4 50 FR_KIND=pair FR_RANK=3 FR_PAIR01=1 FR_DUMP_DIR=$d/pair1"
 )
 slots=(0 0)
 for c in "${cases[@]}"; do
@@ -196,6 +200,9 @@ for name in expect:
     line = read(os.path.join(work, name + ".line"))
     if line:
         print("%s: %s" % (name, line[:350]))
+    elif os.path.exists(os.path.join(work, name + ".err")):
+        print("%s: no line; its stderr ends: %s" % (name, " / ".join(read(os.path.join(work, name + ".err"))
+                                                                     .splitlines()[-3:])[:350]))
 for ev in glob.glob(os.path.join(work, "ras", "*", "events.jsonl")):
     for l in open(ev, errors="replace"):
         if '"ras"' in l:
