@@ -21,6 +21,7 @@
 # $OUT/fr-final.tar.gz, and the console also into $OUT/fr-final.txt. The whole run stays under FR_BUDGET seconds
 # (198): a case that would not fit is left out and said so; a running job is stopped at the budget (timeout).
 # Usage (repository root on the GPU machine): OUT=... bash bench/gpu/fr-final.sh
+# (FR_ONLY="ras dtype" runs only the cases named; FR_BUDGET=S another budget.)
 # ddplaunch: $DDPLAUNCH, else .devrt/new/ddplaunch, ddplaunch beside this script, build/static/ddplaunch.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,6 +54,7 @@ since() { python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.arg
 runcase() {
     local name=$1 watch=$2 n=$3 need=$4 pat args=() pid t0 t1='' left cap rc
     shift 4
+    [ -z "${FR_ONLY:-}" ] || [[ " $FR_ONLY " == *" $name "* ]] || return # FR_ONLY="ras dtype": only those
     left=$((deadline - $(date +%s)))
     if [ "$left" -lt "$need" ]; then
         echo "left out: $name needs ${need}s, ${left}s remained" | tee "$work/$name.skipped"
@@ -201,8 +203,13 @@ for name in expect:
     if line:
         print("%s: %s" % (name, line[:350]))
     elif os.path.exists(os.path.join(work, name + ".err")):
-        print("%s: no line; its stderr ends: %s" % (name, " / ".join(read(os.path.join(work, name + ".err"))
-                                                                     .splitlines()[-3:])[:350]))
+        err = read(os.path.join(work, name + ".err")).splitlines()
+        said = [l for l in err if "NCCL RAS did not answer" in l or "NCCL_RAS_ADDR" in l][:2]  # -v: why not
+        print("%s: no line; %sits stderr ends: %s" % (name, "".join(l.strip()[:200] + "; " for l in said),
+                                                     " / ".join(err[-3:])[:350]))
+for l in read(os.path.join(work, "ras.out")).splitlines():
+    if "NCCL_RAS_ADDR" in l:
+        print("ras job:", l[:200])  # the port ddplaunch gave it (the query's)
 for ev in glob.glob(os.path.join(work, "ras", "*", "events.jsonl")):
     for l in open(ev, errors="replace"):
         if '"ras"' in l:
