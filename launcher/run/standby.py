@@ -10,9 +10,10 @@
 # "ready PID RSS_KIB SKIPPED" (SKIPPED: the modules not installed, comma-separated, or "-") and waits.
 # It initialises no CUDA, creates no process group, keeps no thread and reads no rank variable: it is started with
 # the job's environment less the per-rank and per-attempt variables (standby.c). Before the preload and after each
-# module it checks that CUDA's driver is not in the process (libcuda mapped, /dev/nvidia* open: cuInit reads
-# CUDA_VISIBLE_DEVICES once, before the rank's is set); if it is, it says "cuda MODULE WHAT" ("-": before the
-# first) instead of "ready" and exits, and the launcher turns warm restart off for the job.
+# module it checks that CUDA's driver was not initialised in the process (a /dev/nvidia* descriptor open: cuInit
+# opens the driver's devices and reads CUDA_VISIBLE_DEVICES once, before the rank's is set; libcuda merely mapped
+# is no sign: torch 2.11's `import torch` maps it and opens nothing); if it was, it says "cuda MODULE WHAT" ("-":
+# before the first) instead of "ready" and exits, and the launcher turns warm restart off for the job.
 #
 # "Go" is one message: 8 decimal digits of length, then NUL-separated fields: cwd, mode ("s" script, "m" module),
 # target, the launcher's sitecustomize.py path or "", argc, the program's arguments (after the target), envc,
@@ -38,10 +39,9 @@ def _ddplaunch_standby(main0):
     done.acquire()
 
     def cuda_held(m):
-        # CUDA's driver in this process: libcuda mapped (cuInit reads CUDA_VISIBLE_DEVICES once, and this process
-        # has not the rank's yet) or GPU device files open. Said as "cuda MODULE WHAT" ("-": before the preload).
-        with open("/proc/self/maps") as fh:
-            libs = sorted({n for n in (ln.split()[-1].rsplit("/", 1)[-1] for ln in fh) if n.startswith("libcuda.so")})
+        # CUDA's driver initialised in this process: GPU device files open (cuInit opens them and reads
+        # CUDA_VISIBLE_DEVICES once, and this process has not the rank's yet). Said as "cuda MODULE WHAT" ("-":
+        # before the preload).
         devs = []
         for fd in os.listdir("/proc/self/fd"):
             try:
@@ -50,8 +50,7 @@ def _ddplaunch_standby(main0):
                 continue
             if link.startswith("/dev/nvidia"):
                 devs.append(link)
-        what = ["%s mapped" % ", ".join(libs)] if libs else []
-        what += ["%s open" % ", ".join(sorted(set(devs)))] if devs else []
+        what = ["%s open" % ", ".join(sorted(set(devs)))] if devs else []
         if what and not cuda:
             cuda.append("cuda %s %s" % (m or "-", "; ".join(what)))
         return bool(what)

@@ -5,7 +5,8 @@
 # restart of the same job (torch 1.13's import takes about 1 s here), and a standby killed before the restart leaves
 # its rank to a fresh start. A preload module that is not installed is skipped and named; no standby is started
 # when MemAvailable is below twice their expected memory, and a warning says so. A standby whose preload brings in
-# CUDA's driver (libcuda mapped) turns warm restart off for the job, said in one line; restarts start cold.
+# CUDA's driver initialised in a standby (a /dev/nvidia* descriptor; libcuda merely mapped is fine) turns warm
+# restart off for the job, said in one line; restarts start cold.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "SKIP: no torch"
 cp "$DDP_SRCDIR/tests/integration/warm_probe.py" "$TMP/probe.py"
@@ -129,14 +130,22 @@ expect_grep '^tty attempt=1 isatty=[01],1,1 size=123x45,123x45$' "$TMP/ttycold.t
 expect_eq "a warm rank on a terminal (the cold rank's line)" "$(grep '^tty attempt=1' "$TMP/ttywarm.txt")" \
     "$(grep '^tty attempt=1' "$TMP/ttycold.txt")"
 
-# CUDA's driver in a standby: a preload module that loads libcuda.so.1 (a stand-in, build/helpers/fake_cuda) makes
-# the standby unfit, as cuInit there would read CUDA_VISIBLE_DEVICES before the rank's is set. One line says so
-# and names the module, no standby is started again (attempt 1 runs 1.5 s before it fails as well: no second line),
-# and the restarts start cold and succeed.
+# CUDA's driver in a standby. Loading libcuda is no sign (torch 2.11's `import torch` maps it and opens nothing,
+# measured on the H200 host): a preload module that only loads the stand-in (build/helpers/fake_cuda) leaves the
+# standby ready and the rank starts warm. cuInit is: it opens the driver's devices and reads CUDA_VISIBLE_DEVICES
+# before the rank's is set. A preload module that calls the stand-in's cuInit (it opens FAKE_NVIDIACTL, a file the
+# test makes under /dev as /dev/nvidia...) makes the standby unfit: one line says so and names the module, no
+# standby is started again (attempt 1 runs 1.5 s before it fails as well: no second line), and the restarts start
+# cold and succeed. The second part needs a writable /dev (root); without it, it is said and left out.
 fake_cuda=$DDP_BUILD/helpers/fake_cuda/libcuda.so.1
 [ -f "$fake_cuda" ] || fail "$fake_cuda is not built (make integration builds the helpers)"
 mkdir -p "$TMP/cuda"
-printf 'import ctypes, os\nctypes.CDLL(os.environ["FAKE_CUDA"])\n' >"$TMP/cuda/ddp_cuda_probe.py"
+cat >"$TMP/cuda/ddp_cuda_probe.py" <<'PYEOF'
+import ctypes, os
+lib = ctypes.CDLL(os.environ["FAKE_CUDA"])
+if os.environ.get("FAKE_CUINIT") == "1":
+    lib.cuInit(0)
+PYEOF
 cat >"$TMP/cuda/job.py" <<'PYEOF'
 import os, sys, time
 a, r = os.environ["TORCHELASTIC_RESTART_COUNT"], os.environ["RANK"]
@@ -147,25 +156,41 @@ if a == "1":
     time.sleep(1.5)  # a standby started for attempt 2 (there must be none) would have said its line by then
 sys.exit(3 if a != "2" and r == "0" else 0)
 PYEOF
-(cd "$TMP/cuda" && FAKE_CUDA=$fake_cuda CUDA_GO=$TMP/cuda/go "$DDP" -v --nproc-per-node 2 --max-restarts 2 \
-    --set restart.backoff=0 --warm-restart --set "restart.preload=os, ddp_cuda_probe, json" job.py \
-    >"$TMP/cuda.out" 2>"$TMP/cuda.err") &
-pid=$!
-for _ in $(seq 600); do
-    grep -qE 'warm restart off|standby interpreters? ready' "$TMP/cuda.err" 2>/dev/null && break
-    sleep 0.05
-done
-touch "$TMP/cuda/go"
-wait "$pid" || { cat "$TMP/cuda.err"; fail "CUDA in a standby: exit status $?"; }
-expect_grep '^ddplaunch: warning: warm restart off: preloading ddp_cuda_probe initialised CUDA \(libcuda\.so\.1 mapped\); a standby must not: restarting cold$' \
-    "$TMP/cuda.err"
-expect_eq "CUDA in a standby: the line, once" "$(grep -c 'warm restart off' "$TMP/cuda.err")" 1
-grep -E 'started warm|standby interpreters? ready' "$TMP/cuda.err" && fail "CUDA in a standby: a standby was used"
-expect_grep 'attempt 2: starting 2 workers' "$TMP/cuda.err"
-for r in 0 1; do
-    expect_grep "^attempt 2 rank $r cuda module imported: False\$" "$TMP/cuda.out"
-done
-echo "CUDA in a standby: said once, restarts cold"
+cuda_job() { # NAME [VAR=VALUE...]: the job above, attempt 0 held until a standby spoke
+    local name=$1
+    shift
+    rm -f "$TMP/cuda/go"
+    (cd "$TMP/cuda" && env FAKE_CUDA="$fake_cuda" CUDA_GO="$TMP/cuda/go" "$@" "$DDP" -v --nproc-per-node 2 \
+        --max-restarts 2 --set restart.backoff=0 --warm-restart --set "restart.preload=os, ddp_cuda_probe, json" \
+        job.py >"$TMP/$name.out" 2>"$TMP/$name.err") &
+    local pid=$!
+    for _ in $(seq 600); do
+        grep -qE 'warm restart off|standby interpreters? ready' "$TMP/$name.err" 2>/dev/null && break
+        sleep 0.05
+    done
+    touch "$TMP/cuda/go"
+    wait "$pid" || { cat "$TMP/$name.err"; fail "$name: exit status $?"; }
+}
+cuda_job cudalib
+grep 'warm restart off' "$TMP/cudalib.err" && fail "libcuda loaded (no cuInit): warm restart was turned off"
+expect_grep 'attempt 1: ranks? .*started warm' "$TMP/cudalib.err"
+echo "libcuda loaded without cuInit: the standby is used"
+ctl=/dev/nvidia-ddptest-$$
+if touch "$ctl" 2>/dev/null; then
+    cuda_job cuda FAKE_NVIDIACTL="$ctl" FAKE_CUINIT=1
+    rm -f "$ctl"
+    expect_grep "^ddplaunch: warning: warm restart off: preloading ddp_cuda_probe initialised CUDA \\($ctl open\\); a standby must not: restarting cold\$" \
+        "$TMP/cuda.err"
+    expect_eq "CUDA in a standby: the line, once" "$(grep -c 'warm restart off' "$TMP/cuda.err")" 1
+    grep -E 'started warm|standby interpreters? ready' "$TMP/cuda.err" && fail "CUDA in a standby: a standby was used"
+    expect_grep 'attempt 2: starting 2 workers' "$TMP/cuda.err"
+    for r in 0 1; do
+        expect_grep "^attempt 2 rank $r cuda module imported: False\$" "$TMP/cuda.out"
+    done
+    echo "CUDA in a standby (cuInit): said once, restarts cold"
+else
+    echo "CUDA in a standby (cuInit): left out: /dev is not writable here (needs root)"
+fi
 
 # Memory: no standby interpreters when MemAvailable is below twice their expected total, and a warning says so.
 # MemAvailable as a container's /proc/meminfo may say it (lxcfs): a file mounted over /proc/meminfo in a mount
