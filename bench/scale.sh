@@ -6,6 +6,8 @@
 #   bare     the same for the same processes without the launcher, in the same run: N x `setsid /bin/sh -c
 #            'echo x >>started; exec sleep S'` from this script (what spawning costs on this host at all)
 #   x_bare   start / bare
+#   joined   time from starting the agents until node 0 logged every node up (the rendezvous; start - joined is
+#            node 0's START reaching the agents and each agent starting its worker)
 #   finish   time from starting the agents until every agent has exited 0 (workers sleep 1 s)
 #   stop     time from SIGKILL of one joined agent until every other agent has exited (workers sleep 600 s)
 #   bare_stop  SIGTERM to N bare sessions (sh exec'd sleep) until every one has exited
@@ -47,13 +49,19 @@ launch() {
         pids+=($!)
     done
 }
-wait_started() { # until every worker has started (or 300 s)
-    local n=$1 i
+wait_started() { # until every worker has started (or 300 s); t_joined: until node 0 logged every node up
+    local n=$1 i srv=""
+    t_joined=0
     for i in $(seq 1 30000); do
+        if [ "$t_joined" = 0 ] && [ -n "${2:-}" ]; then
+            [ -n "$srv" ] || srv=$(grep -l "waiting up to" "$TMP"/a*.err 2>/dev/null | head -n 1)
+            [ -n "$srv" ] && grep -q "($n of $n nodes up)" "$srv" && t_joined=$(($(now) - t0))
+        fi
         [ "$(wc -l <"$TMP/started")" -ge "$n" ] && break
         sleep 0.01
     done
     t_start=$(($(now) - t0))
+    [ "$t_joined" = 0 ] && t_joined=$t_start # logged between the last two looks
 }
 # the same process tree without the launcher: sets t_bare (us until every "worker" started) and t_bare_stop
 bare() {
@@ -75,13 +83,13 @@ bare() {
 secs() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1e6 }'; }
 server_pid() { grep -l "waiting up to" "$TMP"/a*.err 2>/dev/null | head -n 1 | sed 's/.*a\([0-9]*\)\.err/\1/'; }
 
-printf '%6s %8s %8s %7s %9s %8s %10s %10s %10s\n' N start_s bare_s x_bare finish_s stop_s bare_stop_s \
-    srv_cpu_s srv_rss_MB
+printf '%6s %8s %8s %7s %9s %8s %10s %10s %10s %8s\n' N start_s bare_s x_bare finish_s stop_s bare_stop_s \
+    srv_cpu_s srv_rss_MB joined_s
 for n in "${Ns[@]}"; do
     bare "$n"
     # finish run, with the serving agent's CPU and peak RSS sampled from /proc until it exits
     launch "$n" 1
-    wait_started "$n"
+    wait_started "$n" joined
     idx=$(server_pid)
     spid=${pids[$((idx - 1))]}
     cpu=0 rss=0
@@ -95,7 +103,7 @@ for n in "${Ns[@]}"; do
     for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
     t_finish=$(($(now) - t0))
     [ $bad = 0 ] || { echo "N=$n: $bad agents failed; first error:"; cat "$TMP"/a*.err | grep -m3 error; }
-    t_start_run=$t_start
+    t_start_run=$t_start t_joined_run=$t_joined
     start_s=$(secs "$t_start")
     finish_s=$(secs "$t_finish")
     cpu_s=$(awk -v t="$cpu" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }')
@@ -115,6 +123,6 @@ for n in "${Ns[@]}"; do
     exec 2>&3 3>&-
     stop_s=$(secs "$t_stop")
     x=$(awk -v a="$t_start_run" -v b="$t_bare" 'BEGIN { printf "%.1f", a / b }')
-    printf '%6s %8s %8s %7s %9s %8s %10s %10s %10s\n' "$n" "$start_s" "$(secs "$t_bare")" "$x" "$finish_s" "$stop_s" \
-        "$(secs "$t_bare_stop")" "$cpu_s" "$rss_mb"
+    printf '%6s %8s %8s %7s %9s %8s %10s %10s %10s %8s\n' "$n" "$start_s" "$(secs "$t_bare")" "$x" "$finish_s" "$stop_s" \
+        "$(secs "$t_bare_stop")" "$cpu_s" "$rss_mb" "$(secs "$t_joined_run")"
 done

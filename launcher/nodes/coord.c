@@ -134,11 +134,15 @@ static struct ddp_coord_conn *conn_new(struct ddp_coord *c)
     struct ddp_coord_conn *k = ddp_xcalloc(1, sizeof *k);
     k->c = c;
     k->node = -1;
+    k->state = DDP_COORD_HELLO_WAIT;
+    c->handshaking++;
     k->opened_ms = k->last_seen_ms = ddp_now_ms();
     uv_tcp_init(c->loop, &k->tcp);
     k->tcp.data = k;
     c->handles++;
     k->next = c->conns;
+    if (c->conns)
+        c->conns->prev = k;
     c->conns = k;
     return k;
 }
@@ -356,6 +360,7 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
     c->handles++;
     if (server) {
         c->by_node = ddp_xcalloc((size_t)cfg->nnodes, sizeof *c->by_node);
+        c->free_from = 1;
         raise_fd_limit(cfg->nnodes);
         uv_tcp_init(loop, &c->listener);
         c->listener.data = c;
@@ -407,20 +412,12 @@ int ddp_coord_port(const struct ddp_coord *c)
 
 int ddp_coord_joined(const struct ddp_coord *c)
 {
-    int n = 0;
-    for (const struct ddp_coord_conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state == DDP_COORD_AUTHED)
-            n++;
-    return n;
+    return c->joined;
 }
 
 int ddp_coord_pending(const struct ddp_coord *c)
 {
-    int n = 0;
-    for (const struct ddp_coord_conn *k = c->conns; k; k = k->next)
-        if (!k->closing && k->state != DDP_COORD_AUTHED)
-            n++;
-    return n;
+    return c->handshaking;
 }
 
 int ddp_coord_send_start(struct ddp_coord *c, int attempt, int world_size, int group_world_size, int master_port,

@@ -62,11 +62,12 @@ static void on_conn_closed(uv_handle_t *h)
 {
     struct ddp_coord_conn *k = h->data;
     struct ddp_coord *c = k->c;
-    struct ddp_coord_conn **pp = &c->conns;
-    while (*pp && *pp != k)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = k->next;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        c->conns = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
     ddp_crypto_wipe(k->key, sizeof k->key);
     free(k->in);
     free(k);
@@ -87,8 +88,16 @@ void ddp_coord_conn_close(struct ddp_coord_conn *k, bool flush)
     if (k->closing)
         return;
     k->closing = true;
-    if (k->c->by_node && k->node >= 0 && k->node < k->c->cfg.nnodes && k->c->by_node[k->node] == k)
-        k->c->by_node[k->node] = NULL;
+    struct ddp_coord *c = k->c;
+    if (k->state == DDP_COORD_AUTHED)
+        c->joined--;
+    else
+        c->handshaking--;
+    if (c->by_node && k->node >= 0 && k->node < c->cfg.nnodes && c->by_node[k->node] == k) {
+        c->by_node[k->node] = NULL;
+        if (k->node < c->free_from)
+            c->free_from = k->node;
+    }
     uv_read_stop((uv_stream_t *)&k->tcp);
     if (flush && k->connected) {
         uv_shutdown_t *req = ddp_xmalloc(sizeof *req);
@@ -97,6 +106,15 @@ void ddp_coord_conn_close(struct ddp_coord_conn *k, bool flush)
         free(req);
     }
     uv_close((uv_handle_t *)&k->tcp, on_conn_closed);
+}
+
+void ddp_coord_conn_authed(struct ddp_coord_conn *k)
+{
+    if (k->closing || k->state == DDP_COORD_AUTHED)
+        return;
+    k->state = DDP_COORD_AUTHED;
+    k->c->handshaking--;
+    k->c->joined++;
 }
 
 static void on_write(uv_write_t *req, int status)

@@ -23,7 +23,7 @@ struct ddp_coord_conn {
     uv_tcp_t tcp;
     uv_connect_t connect_req;
     struct ddp_coord *c;
-    struct ddp_coord_conn *next;
+    struct ddp_coord_conn *next, *prev; /* c->conns: freed only in the close callback, unlinked in O(1) there */
     enum ddp_coord_conn_state state;
     bool closing, connected;
     int node;
@@ -52,6 +52,9 @@ struct ddp_coord {
     long long tick_ms, last_tick_ms; /* the timer's period; when it last ran */
     struct ddp_coord_conn *conns;
     struct ddp_coord_conn **by_node; /* server: the joined connection of each node rank (nnodes entries), or NULL */
+    int free_from;                   /* server: every node rank in 1..free_from-1 is taken (free_rank starts here) */
+    int handshaking, joined;         /* conns not closing: in their handshake; authenticated (coord_conn.c keeps
+                                        both, so that a join costs no walk over a thousand connections) */
     int handles;
     bool closing, dead;
     void (*done)(void *);
@@ -68,6 +71,8 @@ struct ddp_coord {
 void ddp_coord_peer_warn(struct ddp_coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ddp_coord_emit(struct ddp_coord *c, struct ddp_coord_event *ev);
 struct ddp_coord_conn *ddp_coord_node_conn(const struct ddp_coord *c, int node);
+/* k (conn_new counted it as handshaking) finished its handshake: authenticated. */
+void ddp_coord_conn_authed(struct ddp_coord_conn *k);
 /* Close k; with flush, what was written is sent first. */
 void ddp_coord_conn_close(struct ddp_coord_conn *k, bool flush);
 /* Send text on k, MACed once the connection is authenticated. */

@@ -2,6 +2,7 @@
  * ranks, and the bound on connections still in their handshake (coord.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -62,9 +63,10 @@ static void retire_stale(struct ddp_coord_conn *old)
  * earlier join whose connection it closed (stale_join), or -1 when the job is full. */
 static int free_rank(struct ddp_coord *c, const char *host, const char *source)
 {
-    for (int n = 1; n < c->cfg.nnodes; n++)
+    for (int n = c->free_from; n < c->cfg.nnodes; n++)
         if (!ddp_coord_node_conn(c, n))
-            return n;
+            return c->free_from = n;
+    c->free_from = c->cfg.nnodes;
     for (int n = 1; n < c->cfg.nnodes; n++) {
         struct ddp_coord_conn *old = stale_join(c, n, host, source);
         if (old) {
@@ -109,7 +111,7 @@ void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_m
             return client_refused(k, "its answer failed authentication (is the job secret the same on every "
                                      "node?)");
         ddp_frame_session_key(c->secret, c->job, k->snonce, k->cnonce, k->key);
-        k->state = DDP_COORD_AUTHED;
+        ddp_coord_conn_authed(k);
         k->node = 0;
         ddp_coord_live_joined(c);
         struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = m->node};
@@ -155,7 +157,7 @@ void ddp_coord_join_handshake(struct ddp_coord_conn *k, const struct ddp_frame_m
         snprintf(msg, sizeof msg, "DDPC2 WELCOME %d %s", node, want);
         ddp_coord_conn_send(k, msg);
         ddp_frame_session_key(c->secret, c->job, k->snonce, k->cnonce, k->key);
-        k->state = DDP_COORD_AUTHED;
+        ddp_coord_conn_authed(k);
         struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = node, .nproc = m->nproc, .host = m->host};
         ddp_coord_emit(c, &ev);
         return;
@@ -185,6 +187,41 @@ static bool goes_before(struct ddp_coord_conn *a, bool a_waiting, struct ddp_coo
     return a->opened_ms <= b->opened_ms;
 }
 
+static int by_source(const void *a, const void *b)
+{
+    const struct ddp_coord_conn *x = *(struct ddp_coord_conn *const *)a, *y = *(struct ddp_coord_conn *const *)b;
+    return strcmp(x->source, y->source);
+}
+
+/* Of the n connections in their handshake, the one to go when there are too many in all: of the source holding
+ * the most, the first by goes_before. Sorted by source, so that a flood of n connections costs n log n per
+ * newcomer, not n x n (a thousand-node job allows a thousand pending connections). */
+static struct ddp_coord_conn *most_held_oldest(struct ddp_coord *c, int n)
+{
+    struct ddp_coord_conn **v = ddp_xcalloc((size_t)n, sizeof *v), *victim = NULL;
+    int m = 0, most = 0;
+    for (struct ddp_coord_conn *k = c->conns; k && m < n; k = k->next)
+        if (!k->closing && k->state != DDP_COORD_AUTHED)
+            v[m++] = k;
+    qsort(v, (size_t)m, sizeof *v, by_source);
+    bool victim_waiting = false;
+    for (int i = 0, j; i < m; i = j) { /* v[i..j) share a source */
+        for (j = i + 1; j < m && strcmp(v[j]->source, v[i]->source) == 0; j++)
+            ;
+        if (j - i < most)
+            continue;
+        if (j - i > most)
+            most = j - i, victim = NULL;
+        for (int x = i; x < j; x++) {
+            bool w = has_waiting(v[x]);
+            if (goes_before(v[x], w, victim, victim_waiting))
+                victim = v[x], victim_waiting = w;
+        }
+    }
+    free(v);
+    return victim;
+}
+
 /* Make room for one more connection in its handshake from source: past the per-source cap one of the source's
  * goes; past the total cap one of the source holding the most goes: the oldest of those with nothing waiting to
  * be read (goes_before). A newcomer is never refused, so that idle connections cannot keep a real node out; the
@@ -194,6 +231,8 @@ void ddp_coord_join_make_room(struct ddp_coord *c, const char *source)
     /* a job of N nodes may see N of them join at once, all from one address when they share a host */
     int per_source = c->cfg.nnodes > DDP_COORD_MAX_PER_SOURCE ? c->cfg.nnodes : DDP_COORD_MAX_PER_SOURCE;
     int in_all = c->cfg.nnodes > DDP_COORD_MAX_PENDING ? c->cfg.nnodes : DDP_COORD_MAX_PENDING;
+    if (c->handshaking < (per_source < in_all ? per_source : in_all))
+        return; /* neither cap reached (mine <= total = handshaking): no walk over the connections */
     int total = 0, mine = 0;
     struct ddp_coord_conn *my_oldest = NULL;
     bool my_oldest_waiting = false;
@@ -212,21 +251,7 @@ void ddp_coord_join_make_room(struct ddp_coord *c, const char *source)
     if (mine >= per_source) {
         victim = my_oldest;
     } else if (total >= in_all) {
-        int most = 0;
-        bool victim_waiting = false;
-        for (struct ddp_coord_conn *k = c->conns; k; k = k->next) {
-            if (k->closing || k->state == DDP_COORD_AUTHED)
-                continue;
-            int n = 0;
-            for (struct ddp_coord_conn *j = c->conns; j; j = j->next)
-                n += !j->closing && j->state != DDP_COORD_AUTHED && strcmp(j->source, k->source) == 0;
-            bool w = n >= most ? has_waiting(k) : false;
-            if (n > most || (n == most && goes_before(k, w, victim, victim_waiting))) {
-                most = n;
-                victim = k;
-                victim_waiting = w;
-            }
-        }
+        victim = most_held_oldest(c, total);
     }
     if (victim) {
         ddp_coord_peer_warn(c,

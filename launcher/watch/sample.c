@@ -240,6 +240,7 @@ static int announce(struct ddp_sample_file *f)
     f->h = h;
     f->pid = h.pid;
     f->busy = 0;
+    f->no_thread = false;
     f->why[0] = 0;
     f->told = false;
     if (h.signo != ddp_sample_signal())
@@ -272,8 +273,14 @@ int ddp_sample_poke(struct ddp_sample_file *f, const pid_t *groups, size_t n, lo
     if (!ours)
         return -ESRCH;
     snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)f->pid, (int)f->h.tid);
-    if (access(task, F_OK) != 0)
+    if (access(task, F_OK) != 0) { /* an exec, or Python's exit ending its threads just before the process ends */
+        if (!f->no_thread) {
+            f->no_thread = true;
+            return -ESRCH;
+        }
         return stop(f, "the sampler thread of pid %d is gone (it exec'd another program)", (int)f->pid);
+    }
+    f->no_thread = false;
     rc = check_masks(f->pid, f->h.tid, sig, &pending, &tid);
     if (rc == -ENOENT)
         return -ESRCH;

@@ -55,11 +55,12 @@ struct ddp_sample_file {
     long long poked_ms;
     char head[DDP_SAMPLE_HEAD_LEN]; /* the registration in use (a new one replaces it) */
     struct ddp_sample_head h;
-    int busy;      /* samples in a row skipped because the last signal was still pending */
-    char why[200]; /* set: sampling stopped for this registration, and why (the launcher says it once) */
-    bool told;     /* why was said */
-    bool want_fr;  /* the next poke asks for the flight recorder's entries now (sigqueue: si_code SI_QUEUE), not
-                      only after the recorder stood still (recorder.h); cleared by the poke that sent it */
+    int busy;       /* samples in a row skipped because the last signal was still pending */
+    bool no_thread; /* the last poke found the sampler thread gone and the process still there */
+    char why[200];  /* set: sampling stopped for this registration, and why (the launcher says it once) */
+    bool told;      /* why was said */
+    bool want_fr;   /* the next poke asks for the flight recorder's entries now (sigqueue: si_code SI_QUEUE), not
+                       only after the recorder stood still (recorder.h); cleared by the poke that sent it */
 };
 
 /* Start watching path (caller's string is copied); nothing is opened yet. Free with ddp_sample_file_free(). */
@@ -69,7 +70,9 @@ void ddp_sample_file_free(struct ddp_sample_file *f);
 /* Signal the rank for one sample. Reads the registration on every call (a later one, a new Python of the rank,
  * replaces the one in use) and checks, before every signal, that the announced process is still the one that
  * registered (its start time), is not the exec shim nor in its group (groups[0], the shim leads it) but in the
- * program's (groups[1..n), those > 0), still has its sampler thread (an exec ends it), blocks the signal in every
+ * program's (groups[1..n), those > 0), still has its sampler thread (an exec ends it; so does an interpreter's
+ * exit a moment before the process ends: the first poke that finds it gone counts as gone, -ESRCH, the next as an
+ * exec), blocks the signal in every
  * thread (SigBlk: an unblocked one would kill it), and has taken the previous one (SigPnd, ShdPnd: never a second
  * queued signal); then empties the file down to the header and sends the signal (with sigqueue when f->want_fr:
  * the sampler then adds its recorder's entries). Returns 0 (sent), -EAGAIN (not

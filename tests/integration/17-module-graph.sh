@@ -66,6 +66,24 @@ for f in "$DDP_SRCDIR"/launcher/*/*.[ch]; do
 done
 echo "every source opens with its module's name"
 
+# README's Layout names every module in its folder's entry (issue 42: the layout matches the tree): a module that is
+# added, renamed or moved without README following fails here
+layout=$(awk '/^launcher\/     C11/,/^config\//' "$DDP_SRCDIR/README.md")
+[ -n "$layout" ] || fail "README.md has no Layout block (launcher/ ... config/)"
+for d in "$DDP_SRCDIR"/launcher/*/; do
+    folder=$(basename "$d")
+    entry=$(printf '%s\n' "$layout" | awk -v f="  $folder/" 'index($0, f) == 1 { on = 1; print; next }
+        on && /^  [a-z]+\/ / { exit } on && /^[a-z]/ { exit } on { print }')
+    [ -n "$entry" ] || fail "README's Layout has no entry for launcher/$folder/"
+    for f in "$d"*.c "$d"*.py; do
+        [ -e "$f" ] || continue
+        m=$(basename "$f") && m=${m%.c}
+        printf '%s\n' "$entry" | grep -qE "(^|[^a-z_.])$m([^a-z_]|$)" ||
+            fail "README's Layout entry for launcher/$folder/ does not name ${f#"$DDP_SRCDIR"/} ('$m')"
+    done
+done
+echo "README's Layout names every module of every folder"
+
 # Commit subjects of at most 72 characters, from the commit where the rule began being checked (issue 42)
 if git -C "$DDP_SRCDIR" rev-parse -q --verify 3a0b4ff^{commit} >/dev/null 2>&1; then
     long=$(git -C "$DDP_SRCDIR" log --format='%h %s' 3a0b4ff..HEAD | awk 'length($0) - index($0, " ") > 72')

@@ -47,7 +47,7 @@ elif kind == "rendezvous":  # a TCP store client whose server never comes
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))  # bound, never listening: nobody else gets the port, every connect is refused
-    dist.TCPStore("127.0.0.1", s.getsockname()[1], 2, False, datetime.timedelta(seconds=2))
+    dist.TCPStore("127.0.0.1", s.getsockname()[1], 2, False, datetime.timedelta(seconds=2))  # port held: s stays bound
 elif kind == "port":  # the store's port is taken by a listener
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -55,7 +55,7 @@ elif kind == "port":  # the store's port is taken by a listener
     import datetime
     import torch.distributed as dist
 
-    dist.TCPStore("127.0.0.1", s.getsockname()[1], 1, True, datetime.timedelta(seconds=5))
+    dist.TCPStore("127.0.0.1", s.getsockname()[1], 1, True, datetime.timedelta(seconds=5))  # port held: s listens
 elif kind == "peer-exits":  # rank 1 ends well (exit 0) while rank 0 still talks to it
     dist = torch_pg(30)
     import torch

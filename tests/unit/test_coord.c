@@ -1238,3 +1238,66 @@ Test(coord, a_node_waits_for_the_answer_to_its_join)
     cr_expect_eq(count(&w.node[0], DDP_COORD_JOINED), 1, "joined on the late answer");
     cr_expect_eq(s.nconn, 1, "one connection: the node did not give up on its JOIN and retry");
 }
+
+/* Run w's loop until the server has seen n events of kind (or 2 s). */
+static void run_until(struct world *w, enum ddp_coord_event_kind kind, int n)
+{
+    for (int i = 0; i < 2000 && count(&w->server, kind) < n; i++) {
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+}
+
+/* One raw node joining without a rank: the text node 0 answered its JOIN with. */
+static void raw_join_any(struct world *w, int fd, char *text, size_t cap)
+{
+    raw_read(w, fd, text, cap);
+    raw_join(fd, text, DDP_COORD_ANY_RANK);
+    raw_read(w, fd, text, cap);
+}
+
+/* Node 0 counts its nodes without walking its connections (a thousand joins would cost a million steps): the
+ * counts stay right through a connection in its handshake, joins, a lost node, a refusal, and the rank a lost
+ * node held goes to the next node that joins without one, lowest first. */
+Test(coord, counts_and_free_ranks_follow_joins_losses_and_refusals)
+{
+    struct world w;
+    world_init(&w, 4, 5000);
+    int port = start_server(&w, 4);
+    char text[400];
+    int a = raw_connect(port);
+    raw_read(&w, a, text, sizeof text);
+    cr_expect_eq(ddp_coord_pending(w.server.c), 1, "a greeted connection is in its handshake");
+    cr_expect_eq(ddp_coord_joined(w.server.c), 0);
+    raw_join(a, text, DDP_COORD_ANY_RANK);
+    raw_read(&w, a, text, sizeof text);
+    cr_expect(strncmp(text, "DDPC2 WELCOME 1 ", 16) == 0, "%s", text);
+    int b = raw_connect(port);
+    raw_join_any(&w, b, text, sizeof text);
+    cr_expect(strncmp(text, "DDPC2 WELCOME 2 ", 16) == 0, "%s", text);
+    cr_expect_eq(ddp_coord_joined(w.server.c), 2);
+    cr_expect_eq(ddp_coord_pending(w.server.c), 0);
+    close(a);
+    run_until(&w, DDP_COORD_LOST, 1);
+    cr_assert_eq(count(&w.server, DDP_COORD_LOST), 1, "node 1's end closed: lost");
+    cr_expect_eq(ddp_coord_joined(w.server.c), 1);
+    int c = raw_connect(port);
+    raw_join_any(&w, c, text, sizeof text);
+    cr_expect(strncmp(text, "DDPC2 WELCOME 1 ", 16) == 0, "node 1's rank is free again: %s", text);
+    int d = raw_connect(port);
+    raw_join_any(&w, d, text, sizeof text);
+    cr_expect(strncmp(text, "DDPC2 WELCOME 3 ", 16) == 0, "%s", text);
+    int e = raw_connect(port);
+    raw_join_any(&w, e, text, sizeof text);
+    cr_expect(strstr(text, "DENIED the job is full"), "%s", text);
+    run_until(&w, DDP_COORD_JOINED, 4);
+    cr_expect_eq(ddp_coord_joined(w.server.c), 3, "nodes 1, 2 and 3");
+    cr_expect_eq(ddp_coord_pending(w.server.c), 0, "the refused connection is closed");
+    cr_expect_eq(count(&w.server, DDP_COORD_JOINED), 4);
+    close(b);
+    close(c);
+    close(d);
+    close(e);
+    close_all(&w);
+    world_run(&w);
+}

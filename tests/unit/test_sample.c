@@ -259,3 +259,24 @@ Test(sample, revalidates_every_registration)
     ddp_sample_file_free(&f);
     free(path);
 }
+
+/* A registration whose sampler thread is gone while the process is still there: Python's exit ends its threads a
+ * moment before the process ends (the first poke that sees it is "gone", said by nobody: the launcher warned
+ * "exec'd another program" for ranks that had merely exited), an exec leaves the process without it for good (the
+ * next poke stops sampling and says so). */
+Test(sample, a_sampler_thread_gone_once_is_an_exit_twice_an_exec)
+{
+    char *path = ddp_xasprintf("%s/stacks.0", base);
+    struct ddp_sample_file f;
+    ddp_sample_file_init(&f, path);
+    pid_t pid = child(path, NEVER_TAKES), groups[2] = {0, pid};
+    write_head(path, pid, start_of(pid), getpid(), ddp_sample_signal()); /* a tid that is not one of its threads */
+    cr_expect_eq(ddp_sample_poke(&f, groups, 2, 0), -ESRCH, "the first time: gone, silently (%s)", f.why);
+    cr_expect_eq(f.why[0], 0, "%s", f.why);
+    cr_expect_eq(ddp_sample_poke(&f, groups, 2, 0), -ECANCELED, "still there at the next poke: an exec");
+    cr_expect(strstr(f.why, "is gone (it exec'd another program)"), "%s", f.why);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ddp_sample_file_free(&f);
+    free(path);
+}
