@@ -112,3 +112,35 @@ Test(mismatch, agreement_is_no_verdict)
     cr_assert(j);
     json_decref(j);
 }
+
+/* The dtype case as recorded on the H200 (torch 2.11, gloo, 4 ranks: tests/fixtures/fr/gpu/dtype.rankN.json, torch's
+ * own JSON dumps written at the failure by bench/gpu/fr_worker.py, bench/gpu/final): rank 1 all_reduced float64 in
+ * #4 of the pair group [0,1] where rank 0 sent float32, and gloo aborted rank 0. torch's dumps carry no member map
+ * (gloo's pg_config is empty): the members come from which ranks report the group's name. */
+static void load_dump(const char *name, struct ddp_fr_state *s)
+{
+    const char *src = getenv("DDP_SRCDIR");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/fixtures/fr/gpu/%s", src ? src : ".", name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    cr_assert_eq(ddp_fr_parse(buf, n, s), 0, "%s", path);
+}
+
+Test(mismatch, the_h200_dtype_dumps_name_rank_1)
+{
+    char name[64];
+    for (int r = 0; r < 4; r++) {
+        snprintf(name, sizeof(name), "dtype.rank%d.json", r);
+        load_dump(name, &st[r]);
+        in[r] = (struct ddp_mismatch_input){r, &st[r], r == 0};
+    }
+    ddp_mismatch_decide(in, 4, culprit, &m);
+    cr_assert(m.found, "nothing found");
+    cr_expect(strstr(m.why, "rank 1 sent [[4]] Double where rank 0 sent [[4]] Float in gloo:all_reduce #4 of group 1"),
+              "%s", m.why);
+    cr_expect(culprit[1] && !culprit[0] && !culprit[2] && !culprit[3]);
+}
