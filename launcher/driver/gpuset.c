@@ -75,6 +75,14 @@ static bool excluded(const struct ddp_gpuset *g, int gpu)
     return false;
 }
 
+static bool faulted(const struct ddp_gpuset *g, int gpu)
+{
+    for (size_t i = 0; i < g->nfaulted; i++)
+        if (g->faulted[i] == gpu)
+            return true;
+    return false;
+}
+
 void ddp_gpuset_exclude(struct ddp_gpuset *g, int gpu)
 {
     if (gpu < 0 || excluded(g, gpu))
@@ -111,7 +119,7 @@ void ddp_gpuset_set_held(struct ddp_gpuset *g, char **held)
 
 char *ddp_gpuset_left_out(struct ddp_gpuset *g, int gpu, const char *busid, const char *why)
 {
-    if (excluded(g, gpu))
+    if (faulted(g, gpu)) /* a stalled rank's GPU that turns out faulty is left out for its fault all the same */
         return NULL;
     ddp_gpuset_exclude(g, gpu);
     g->faulted = ddp_xrealloc(g->faulted, (g->nfaulted + 1) * sizeof *g->faulted);

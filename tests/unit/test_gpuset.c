@@ -63,6 +63,27 @@ Test(gpuset, a_faulty_gpu_stays_out_and_is_said_once)
     teardown_fixture(&f);
 }
 
+/* A GPU fault often shows first as a hang: the stalled rank's GPU is left out (it may come back), then the restart
+ * check finds the GPU faulty. It is left out for its fault all the same: said, kept out for good, and the next
+ * attempt is fitted to the GPUs left (the GPU left out as a stall was not, and the fault went unsaid). */
+Test(gpuset, a_stalled_ranks_gpu_found_faulty_is_left_out_for_its_fault)
+{
+    struct fixture f;
+    setup_fixture(&f);
+    ddp_gpuset_exclude(f.g, 2); /* the stalled rank's */
+    char *text = ddp_gpuset_left_out(f.g, 2, "0000:5e:00.0", "Xid 79");
+    cr_expect_not_null(text, "the fault was not said");
+    free(text);
+    size_t n, nf;
+    const int *all = ddp_gpuset_excluded(f.g, false, &n);
+    const int *faulted = ddp_gpuset_excluded(f.g, true, &nf);
+    cr_expect_eq(n, 1u, "left out once");
+    cr_expect_eq(all[0], 2);
+    cr_expect_eq(nf, 1u, "not kept out for its fault");
+    cr_expect_eq(nf ? faulted[0] : -1, 2);
+    teardown_fixture(&f);
+}
+
 struct seen {
     int unfit[8], held[8];
     char why[8][384];
