@@ -97,6 +97,11 @@ bool ddp_holders_none(const char *proc_root, int self_pid, char *why, size_t siz
             close(rootfd);
         return false;
     }
+    if (faccessat(rootfd, "1", F_OK, 0) != 0) { /* hidepid: other users' processes are not even listed */
+        snprintf(why, size, "pid 1 is out of sight in %s (hidepid): other users' processes may hold a GPU", proc_root);
+        closedir(d);
+        return false;
+    }
     bool none = true;
     for (struct dirent *e; none && (e = readdir(d)) != NULL;) {
         if (!isdigit((unsigned char)e->d_name[0]) || atoi(e->d_name) == self_pid)

@@ -13,12 +13,13 @@
 
 /* Whether no process but self_pid holds an NVIDIA device, from the proc file system at proc_root ("/proc";
  * tests give a tree of their own). true only when all of these hold: proc_root/self/ns/pid is the host's first
- * pid namespace (so no process is out of sight), every process's fd directory was readable (root, or only our
- * own user's processes), and no process other than self_pid has a descriptor on /dev/nvidia*; the NVIDIA
- * persistence daemon (root's, running /usr/bin/nvidia-persistenced: it keeps the driver loaded and never holds
- * GPU memory) is not counted. Otherwise false, with why (one line: "pid 836 (python3) has /dev/nvidia0
- * open", "pid 1's descriptors are not readable here", "not the host's pid namespace"): NVML must be asked.
- * Never says "nobody" where NVML would list a compute process, as every such process holds /dev/nvidia* open. */
+ * pid namespace (so no process is out of sight), pid 1 is listed (hidepid would hide other users' processes),
+ * every process's fd directory was readable (root, or only our own user's processes), and no process other than
+ * self_pid has a descriptor on /dev/nvidia*; the NVIDIA persistence daemon (root's, running
+ * /usr/bin/nvidia-persistenced: it keeps the driver loaded and never holds GPU memory) is not counted. Otherwise false,
+ * with why (one line: "pid 836 (python3) has /dev/nvidia0 open", "pid 1's descriptors are not readable here", "not the
+ * host's pid namespace", "pid 1 is out of sight in /proc (hidepid)"): NVML must be asked. Never says "nobody" where
+ * NVML would list a compute process, as every such process holds /dev/nvidia* open. */
 bool ddp_holders_none(const char *proc_root, int self_pid, char *why, size_t size);
 
 /* Whether process pid has an NVIDIA device open: 1, 0, or -1 when its descriptors are not readable here

@@ -69,6 +69,12 @@ ln -sfn /usr/local/bin/nvidia-persistenced "$P/91/exe"
 nvml_read "a process named like the persistence daemon"
 rm -rf "${P:?}/91"
 
+# /proc mounted with hidepid: other users' processes are not listed at all (pid 1 is root's and out of sight),
+# so a tree where every listed process is readable still cannot say "nobody": NVML decides
+mv "$P/1" "$TMP/pid1"
+nvml_read "/proc with hidepid (pid 1 not listed)"
+mv "$TMP/pid1" "$P/1"
+
 # a process whose descriptors cannot be read (another user's, without root) may hold one: NVML decides
 proc 92
 rm -rf "${P:?}/92/fd"
