@@ -65,14 +65,27 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
     *buf = uv_buf_init(space, sizeof(space));
 }
 
-/* The answer so far: whole once its JSON document parses. */
+/* The connection ended (EOF) or the deadline came without a JSON document: an NCCL before 2.28.7 knows no SET
+ * FORMAT json and answers STATUS in text, which ddp_ras_parse reads too; else rc. */
+static void settle(struct ddp_rasq *q, int rc)
+{
+    struct ddp_ras ras;
+    if (q->in.len && ddp_ras_parse(q->in.data, q->in.len, &ras) == 0) {
+        finish(q, 0, &ras);
+        ddp_ras_free(&ras);
+        return;
+    }
+    finish(q, rc, NULL);
+}
+
+/* The answer so far: whole once its JSON document parses (or, in text, at EOF or the deadline: settle). */
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct ddp_rasq *q = s->data;
     if (q->answered)
         return;
     if (n < 0) {
-        finish(q, n == UV_EOF ? -EINVAL : (int)n, NULL);
+        settle(q, n == UV_EOF ? -EINVAL : (int)n);
         return;
     }
     ddp_buf_add(&q->in, buf->base, (size_t)n);
@@ -122,7 +135,7 @@ static void on_connect(uv_connect_t *c, int status)
 static void on_deadline(uv_timer_t *t)
 {
     struct ddp_rasq *q = t->data;
-    finish(q, q->early ? q->early : -ETIMEDOUT, NULL);
+    settle(q, q->early ? q->early : -ETIMEDOUT);
 }
 
 void ddp_rasq_cancel(struct ddp_rasq *q)

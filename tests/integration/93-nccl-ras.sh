@@ -20,4 +20,14 @@ R=$(echo "$TMP/log"/*/)
 $CHECK "$R" >/dev/null || fail "records do not match the documented schema"
 expect_eq "ras event" "$(jq -r 'select(.event == "ras") | "\(.ranks | join(",")) \(.communicators)"' "$R/events.jsonl")" "1 1"
 expect_eq "root cause" "$(jq -r '"\(.root_cause.rank) \(.root_cause.class)"' "$R/summary.json")" "1 hang"
+
+# An NCCL before 2.28.7 knows no SET FORMAT json and answers STATUS in text (no counts, and it keeps the connection
+# open): the answer is read as text at the query's deadline, and the line says what the table says.
+rm -f "$TMP/pids"/*
+RAS_TEXT=1 RAS_DIR="$TMP/pids" PATH=/usr/bin:$PATH timeout 60 "$DDP" --nproc-per-node 2 --set gpus.select=none \
+    --set timeout.on_suspect=restart --set timeout.on_suspect_after=6s --set timeout.suspect_setup=5s \
+    --set timeout.suspect_floor=4s "$DDP_SRCDIR/tests/integration/ras_worker.py" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/err"; fail "text: exit $rc, want 124"; }
+expect_grep "attempt 0: NCCL RAS: no rank behind, missing or failed in 1 communicator" "$TMP/err"
 echo ok

@@ -2,7 +2,9 @@
 (issue 38). Each rank writes its pid to $RAS_DIR/pid.RANK; rank 0 then answers on the port of its NCCL_RAS_ADDR
 as NCCL 2.28.9's RAS thread does (tests/fixtures/ras/status-nccl-2.28.9.txt: "SERVER PROTOCOL 2", "OK" to SET
 FORMAT json, then the JSON document), with one communicator of the job's ranks in which rank RAS_BEHIND has one
-AllReduce fewer than the others. Every rank then waits forever, printing nothing."""
+AllReduce fewer than the others. With RAS_TEXT=1 it answers as an NCCL before 2.28.7: an error to SET FORMAT json and
+STATUS in text (the recorded text form: its communicators' table, no counts), and keeps the connection open. Every
+rank then waits forever, printing nothing."""
 import json, os, socket, threading, time
 
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -42,8 +44,17 @@ def serve(conn):
             cmd = line.decode().strip().lower()
             if cmd.startswith("client protocol "):
                 conn.sendall(b"SERVER PROTOCOL 2\n")
+            elif cmd.startswith("set format ") and os.environ.get("RAS_TEXT") == "1":
+                conn.sendall(b"ERROR Unknown command\n")
             elif cmd.startswith("set format "):
                 conn.sendall(b"OK\n")
+            elif cmd == "status" and os.environ.get("RAS_TEXT") == "1":
+                conn.sendall(("NCCL version 2.26.2 compiled with CUDA 12.8\n\nCommunicators... (0.000s)\n"
+                              "=============\n\n"
+                              "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+                              "    #  in group  per comm  per node  per comm  in group\n"
+                              "    0         1         1  %8d  %8d  %8d   RUNNING      OK\n\n"
+                              "Errors\n======\n\nWarnings\n========\n\n" % (world, world, world)).encode())
             elif cmd == "status":
                 text = json.dumps(status(), indent=2) + "\n"
                 for i in range(0, len(text), 512):  # in pieces, as a socket may deliver it
