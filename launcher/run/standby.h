@@ -67,8 +67,8 @@ struct ddp_standby_pool *ddp_standby_new(const struct ddp_standby_config *cfg);
 
 /* After attempt a started: one standby per local rank of a that has none (its workers as the model: their
  * interpreter, options, binding and environment less the rank's variables), unless MemAvailable is below twice
- * their expected total (said once), and none once a standby's preload brought CUDA's driver in (standby.py:
- * libcuda mapped or /dev/nvidia* open; said once, every standby ended, restarts start fresh). Standbys of local
+ * their expected total (said once), and none once a standby's preload initialised CUDA's driver (standby.py: a
+ * /dev/nvidia* descriptor open; said once, every standby ended, restarts start fresh). Standbys of local
  * ranks a has not are ended. */
 void ddp_standby_fill(struct ddp_standby_pool *p, const struct ddp_attempt *a);
 

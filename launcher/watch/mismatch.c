@@ -53,10 +53,8 @@ static bool member(const struct ddp_mismatch_input *in, size_t n, size_t i, cons
         return true;
     for (size_t j = 0; j < n; j++) {
         const struct ddp_fr_group *g = ddp_fr_group(in[j].fr, id);
-        char r[16];
         if (!g || !g->ranks[0])
             continue;
-        snprintf(r, sizeof(r), "%d", in[i].rank);
         long long a, b;
         for (const char *p = g->ranks; *p;) { /* "0-2,5" */
             char *end;
