@@ -623,10 +623,11 @@ static void check_ras(const struct ddp_spec *spec, char *const *envp, const char
         for (int p = range.lo; p <= range.hi; p++)
             busy += ddp_port_lock_listed(&held, lock_dir, p);
     ddp_strv_clear(&held);
-    ddp_check_add(r, DDP_CHECK_OK, "nccl-ras", NULL,
-                  "each job gets its own NCCL_RAS_ADDR port, localhost:%d-%d reserved as MASTER_PORT is (%d of them "
-                  "held now), instead of NCCL's default 28028 that every job would share",
-                  range.lo, range.hi, busy);
+    ddp_check_add(
+        r, DDP_CHECK_OK, "nccl-ras", NULL,
+        "each job with GPUs gets its own NCCL_RAS_ADDR port, localhost:%d-%d reserved as MASTER_PORT is (%d of them "
+        "held now), instead of NCCL's default 28028 that every job would share",
+        range.lo, range.hi, busy);
 }
 
 /* master_addr, its route and the socket interface variables. */

@@ -647,6 +647,8 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
  * default. */
 static void reserve_ras_port(struct ddp_launch *l, char *const *envp)
 {
+    if (!ddp_launch_wants_gpus(l)) /* no NCCL: a thousand agents of a CPU job would search the range in turn */
+        return;
     const char *set = ddp_env_get(envp, "NCCL_RAS_ADDR"), *on = ddp_env_get(envp, "NCCL_RAS_ENABLE");
     if ((set && *set) || (on && strcmp(on, "0") == 0))
         return;

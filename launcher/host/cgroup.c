@@ -4,11 +4,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,8 +167,29 @@ static long long *ps_lock_pids(size_t *n)
     return pids;
 }
 
+/* Whether some attempt cgroup in base is named for a pid that no process has: only then is there anything to
+ * sweep, and only then are the launchers' locks read (/proc/net/unix, whole, by each of a thousand agents). */
+static bool some_launcher_gone(const char *base)
+{
+    DIR *d = opendir(base);
+    struct dirent *e;
+    bool gone = false;
+    while (d && !gone && (e = readdir(d)) != NULL) {
+        long long pid, attempt;
+        char rest[8];
+        if (sscanf(e->d_name, "ddplaunch-%lld-attempt-%lld%7s", &pid, &attempt, rest) == 2 && pid > 0 &&
+            pid != (long long)getpid())
+            gone = kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+    }
+    if (d)
+        closedir(d);
+    return gone;
+}
+
 int ddp_cgroup_sweep(const char *base)
 {
+    if (!some_launcher_gone(base))
+        return 0;
     DIR *d = opendir(base);
     struct dirent *e;
     int removed = 0;
@@ -212,6 +236,22 @@ int ddp_cgroup_join(const char *path)
     int rc = write_text(procs, "0");
     free(procs);
     return rc;
+}
+
+long ddp_cgroup_fork_into(int cgfd)
+{
+#if defined(SYS_clone3) && defined(CLONE_INTO_CGROUP)
+    struct clone_args a;
+    memset(&a, 0, sizeof a);
+    a.flags = CLONE_INTO_CGROUP;
+    a.exit_signal = SIGCHLD;
+    a.cgroup = (uint64_t)cgfd;
+    long pid = syscall(SYS_clone3, &a, sizeof a);
+    return pid < 0 ? -errno : pid;
+#else
+    (void)cgfd;
+    return -ENOSYS;
+#endif
 }
 
 int ddp_cgroup_move(const char *path, int pid)

@@ -20,15 +20,24 @@ int ddp_cgroup_base(char **dir_out);
 
 /* End and remove the attempt cgroups in base ("ddplaunch-PID-attempt-N") whose launcher PID is gone (no process
  * of that pid, or one started after the cgroup was made; its name does not matter): what a SIGKILLed launcher
- * left. Returns how many were removed. */
+ * left. Nothing is looked at further unless some PID has no process at all (the common case costs one readdir
+ * and no read of the launchers' locks), so a cgroup whose pid was taken again waits until that process ends.
+ * Returns how many were removed. */
 int ddp_cgroup_sweep(const char *base);
 
 /* Make base/name (removing a stale empty one; for attempt 0, first ddp_cgroup_sweep(base)). 0 with *path_out
  * (caller frees), or a negative errno. */
 int ddp_cgroup_create(const char *base, const char *name, char **path_out);
 
-/* Move the calling process into the cgroup path (for the exec shim, before it starts the program). */
+/* Move the calling process into the cgroup path (the exec shim's way where ddp_cgroup_fork_into cannot). */
 int ddp_cgroup_join(const char *path);
+/* fork() whose child starts in the cgroup open at cgfd (clone3 with CLONE_INTO_CGROUP, Linux 5.7): no migration,
+ * so none of the system-wide lock and RCU wait that writing cgroup.procs costs (10 ms for the first of a burst,
+ * and a thousand shims joining at once queue behind each other). Returns the child's pid in the parent, 0 in the
+ * child, or a negative errno (ENOSYS, E2BIG or EINVAL on older kernels: join and fork instead). The child has
+ * only the calling thread and must stick to async-signal-safe calls until it execs, as after fork(), and more:
+ * no atfork handler ran. */
+long ddp_cgroup_fork_into(int cgfd);
 /* Move process pid (all its threads) into the cgroup path (a standby interpreter joining the attempt it runs
  * for). 0 or a negative errno. */
 int ddp_cgroup_move(const char *path, int pid);

@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,7 +19,7 @@
 
 struct ddp_jobs {
     char *lock_dir;
-    int dirfd, lock_fd;
+    int dirfd, lock_fd, fd; /* fd: the job's file, open for its life (rewritten in place: rundir.h) */
     char name[64];
     json_t *state;
 };
@@ -32,7 +35,10 @@ static void write_state(struct ddp_jobs *j)
 {
     struct ddp_err err = {0};
     char *text = json_dumps(j->state, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (text && ddp_rundir_write_owned(j->dirfd, j->name, text, &err) < 0)
+    int rc = j->fd < 0 ? ddp_rundir_open_owned(j->dirfd, j->name, &j->fd, &err) : 0;
+    if (rc == 0 && text && (rc = ddp_rundir_rewrite(j->fd, text)) < 0)
+        ddp_errf(&err, rc, "cannot write %s: %s", j->name, strerror(-rc));
+    if (rc < 0)
         ddp_debug("ps record: %s", err.msg);
     free(text);
 }
@@ -46,6 +52,33 @@ static int job_file_lock(const char *file, char *what, size_t cap)
         return 0;
     snprintf(what, cap, "job-%ld", pid);
     return 1;
+}
+
+/* Whether some job file of dirfd names a pid that no process has (in this pid namespace): only then is there
+ * anything to sweep, and only then is every launcher's lock read (/proc/net/unix, which a thousand agents on one
+ * host would each read whole). A file whose pid was taken again by another process waits until that one ends. */
+static bool some_job_gone(int dirfd)
+{
+    int dfd = dup(dirfd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    struct dirent *e;
+    bool gone = false;
+    if (d)
+        rewinddir(d); /* a dup shares dirfd's offset: from the start, and left there for the next reader */
+    while (d && !gone && (e = readdir(d)) != NULL) {
+        char what[64];
+        long pid;
+        if (job_file_lock(e->d_name, what, sizeof what) == 1 && sscanf(what, "job-%ld", &pid) == 1 &&
+            pid != (long)getpid())
+            gone = kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+    }
+    if (d) {
+        rewinddir(d);
+        closedir(d);
+    } else if (dfd >= 0) {
+        close(dfd);
+    }
+    return gone;
 }
 
 int ddp_jobs_publish(const char *lock_dir, const json_t *state, struct ddp_jobs **out, struct ddp_err *err)
@@ -63,13 +96,14 @@ int ddp_jobs_publish(const char *lock_dir, const json_t *state, struct ddp_jobs 
         return ddp_errf(err, rc < 0 ? rc : -EBUSY, "ps lock %s: %s", lname, rc < 0 ? strerror(-rc) : "held");
     }
     /* what SIGKILLed launchers of this user left (their locks are gone with them) */
-    int swept = ddp_rundir_sweep_stale(dirfd, lock_dir, job_file_lock);
+    int swept = some_job_gone(dirfd) ? ddp_rundir_sweep_stale(dirfd, lock_dir, job_file_lock) : 0;
     if (swept > 0)
         ddp_debug("removed %d ps file(s) of jobs that are gone", swept);
     struct ddp_jobs *j = ddp_xcalloc(1, sizeof(*j));
     j->lock_dir = ddp_xstrdup(lock_dir);
     j->dirfd = dirfd;
     j->lock_fd = lock_fd;
+    j->fd = -1;
     snprintf(j->name, sizeof(j->name), "job-%ld.json", (long)getpid());
     j->state = json_deep_copy(state);
     write_state(j);
@@ -90,6 +124,8 @@ void ddp_jobs_close(struct ddp_jobs *j)
     if (!j)
         return;
     unlinkat(j->dirfd, j->name, 0);
+    if (j->fd >= 0)
+        close(j->fd);
     close(j->lock_fd);
     close(j->dirfd);
     json_decref(j->state);
@@ -143,7 +179,8 @@ json_t *ddp_jobs_list(const char *lock_dir, char *skipped, size_t cap)
             skip(skipped, cap, &nskipped, first, e->d_name, strerror(-rc));
             continue;
         }
-        json_t *o = json_loads(text, 0, NULL);
+        /* the first JSON text: a file caught while its job rewrote it may still hold the old one's tail after */
+        json_t *o = json_loads(text, JSON_DISABLE_EOF_CHECK, NULL);
         free(text);
         if (!json_is_object(o)) {
             skip(skipped, cap, &nskipped, first, e->d_name, "not a JSON object");

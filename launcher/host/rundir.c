@@ -180,7 +180,7 @@ static int write_all(int fd, const char *s, size_t n)
     return 0;
 }
 
-int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct ddp_err *err)
+int ddp_rundir_open_owned(int dirfd, const char *name, int *fd_out, struct ddp_err *err)
 {
     int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
     if (fd < 0) {
@@ -194,7 +194,37 @@ int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct
     if (rc == 0 && fstat(fd, &st) == 0 && st.st_uid != geteuid())
         rc =
             ddp_errf(err, -EPERM, "%s is owned by uid %u, not by this user; not writing it", name, (unsigned)st.st_uid);
-    if (rc == 0 && (fchmod(fd, 0644) < 0 || ftruncate(fd, 0) < 0))
+    if (rc == 0 && fchmod(fd, 0644) < 0)
+        rc = ddp_errf(err, -errno, "cannot rewrite %s: %s", name, strerror(errno));
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+int ddp_rundir_rewrite(int fd, const char *text)
+{
+    size_t n = strlen(text), done = 0;
+    while (done < n) {
+        ssize_t w = pwrite(fd, text + done, n - done, (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        done += (size_t)w;
+    }
+    return ftruncate(fd, (off_t)n) < 0 ? -errno : 0;
+}
+
+int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct ddp_err *err)
+{
+    int fd = -1;
+    int rc = ddp_rundir_open_owned(dirfd, name, &fd, err);
+    if (rc < 0)
+        return rc;
+    if (ftruncate(fd, 0) < 0)
         rc = ddp_errf(err, -errno, "cannot rewrite %s: %s", name, strerror(errno));
     if (rc == 0 && (rc = write_all(fd, text, strlen(text))) < 0)
         ddp_errf(err, rc, "cannot write %s: %s", name, strerror(-rc));
@@ -407,6 +437,8 @@ int ddp_rundir_sweep_stale(int dirfd, const char *ns, int (*map)(const char *fil
     struct dirent *e;
     int removed = 0;
     uid_t me = geteuid();
+    if (d)
+        rewinddir(d); /* a dup shares dirfd's offset, wherever an earlier reader left it */
     while (d && (e = readdir(d)) != NULL) {
         char what[64], lname[DDP_KLOCK_NAME_MAX + 1];
         struct stat st;

@@ -31,6 +31,13 @@ int ddp_rundir_open_shared(const char *path, int *dirfd_out, struct ddp_err *err
  * created 0644 when missing; refused when it is a symlink, hard-linked or owned by someone else).
  * 0 or negative errno with err. */
 int ddp_rundir_write_owned(int dirfd, const char *name, const char *text, struct ddp_err *err);
+/* Open name in dirfd for writing as ddp_rundir_write_owned does (the same checks, mode 0644), to rewrite it
+ * many times (ddp_rundir_rewrite). Returns 0 with *fd_out (O_CLOEXEC; caller closes), or a negative errno. */
+int ddp_rundir_open_owned(int dirfd, const char *name, int *fd_out, struct ddp_err *err);
+/* Replace what fd holds with text: written over the old text from the start, then cut to its length. A reader
+ * may catch the new text followed by the rest of the old one (never an empty file); nothing is truncated to
+ * zero, which on ext4 makes the next close() write the file out to disk at once. 0 or a negative errno. */
+int ddp_rundir_rewrite(int fd, const char *text);
 
 /* Read a small regular file name in dirfd (no symlink following) into a new NUL-terminated string of at
  * most max bytes. Returns 0 with *text_out (caller frees), or a negative errno (no message). */

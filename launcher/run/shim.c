@@ -577,20 +577,25 @@ static int parse_args(int argc, char **argv, struct shim_args *sa)
     return 0;
 }
 
-/* Join the attempt's cgroup, then bind CPUs and memory. A failure is a warning; a failed strict binding is the
- * end (returns 1, the shim's exit status). */
+/* Join the attempt's cgroup ourselves, for a kernel that cannot start PROGRAM in it (ddp_cgroup_fork_into). A
+ * failure is a warning. */
+static void join_cgroup(const struct shim_args *sa)
+{
+    int cgrc = ddp_cgroup_join(sa->cgroup);
+    if (cgrc < 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "rank %lld: cannot join the attempt's cgroup %s: %s", sa->rank, sa->cgroup,
+                 strerror(-cgrc));
+        report((int)sa->rfd, DDP_SHIM_BIND_WARN, -cgrc, 0, 0, msg);
+    }
+}
+
+/* Bind CPUs and memory. A failure is a warning; a failed strict binding is the end (returns 1, the shim's exit
+ * status). */
 static int place_self(const struct shim_args *sa)
 {
     long long rank = sa->rank, rfd = sa->rfd;
-    const char *cpus = sa->cpus, *mems = sa->mems, *cgroup = sa->cgroup;
-
-    /* the attempt's cgroup first, so that everything PROGRAM starts is counted (and killable) there */
-    int cgrc = cgroup && *cgroup ? ddp_cgroup_join(cgroup) : 0;
-    if (cgrc < 0) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "rank %lld: cannot join the attempt's cgroup %s: %s", rank, cgroup, strerror(-cgrc));
-        report((int)rfd, DDP_SHIM_BIND_WARN, -cgrc, 0, 0, msg);
-    }
+    const char *cpus = sa->cpus, *mems = sa->mems;
 
     if ((cpus && *cpus) || (mems && *mems)) {
         struct ddp_err err = {0};
@@ -606,6 +611,27 @@ static int place_self(const struct shim_args *sa)
         }
     }
     return 0;
+}
+
+/* A child process, in the attempt's cgroup when there is one, so that everything PROGRAM starts is counted (and
+ * killable) there: started in it where the kernel can (the shim stays where the launcher put it), else after the
+ * shim joined it. */
+static pid_t fork_program(const struct shim_args *sa)
+{
+    if (!sa->cgroup || !*sa->cgroup)
+        return fork();
+    int cgfd = open(sa->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    long pid = cgfd >= 0 ? ddp_cgroup_fork_into(cgfd) : -errno;
+    if (cgfd >= 0 && pid != 0)
+        close(cgfd);
+    if (pid >= 0)
+        return (pid_t)pid;
+    if (pid == -EAGAIN || pid == -ENOMEM) {
+        errno = (int)-pid;
+        return -1;
+    }
+    join_cgroup(sa); /* an older kernel, or a cgroup it will not start a process in: say why if joining fails */
+    return fork();
 }
 
 /* Fork and exec PROGRAM with the signal mask OLD. Returns its pid once the exec succeeded, or -1 with the shim's
@@ -626,7 +652,7 @@ static pid_t start_program(char **argv, const struct shim_args *sa, const sigset
     /* Signals sent to the group before PROGRAM exists reached only us (blocked, pending): pass them on once it
      * runs, so that a SIGTERM during the start is not lost. */
     sigpending(early);
-    child = fork();
+    child = fork_program(sa);
     if (child < 0) {
         int e = errno;
         report((int)rfd, DDP_SHIM_EXEC_FAILED, e, 0, DDP_EXIT_NOEXEC, "fork");
@@ -635,7 +661,7 @@ static pid_t start_program(char **argv, const struct shim_args *sa, const sigset
     }
     if (child == 0) {
         int e;
-        close(execpipe[0]);
+        close(execpipe[0]); /* the cgroup's descriptor, if any, closes on exec */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != shim)
             _exit(ddp_exit_signal(SIGKILL));

@@ -14,8 +14,9 @@
  *   SELF --exec-shim --rank N --ppid PID --report-fd FD [--grace-ms MS] [--cgroup DIR] [--cpus LIST] [--mems LIST]
  *        [--mem-mode local|interleave|none] [--strict] [--exec-path FILE] -- PROGRAM ARGS...
  * With --exec-path the shim executes FILE (ddp_shim_reach) with PROGRAM ARGS as argv, else PROGRAM by PATH.
- * The environment and working directory are the worker's (set by the spawner). With --cgroup the shim first
- * moves itself into that cgroup v2 directory (the attempt's, cgroup.h), so PROGRAM's whole tree is counted there.
+ * The environment and working directory are the worker's (set by the spawner). With --cgroup PROGRAM starts in
+ * that cgroup v2 directory (the attempt's, cgroup.h), so its whole tree is counted there: created in it
+ * (ddp_cgroup_fork_into), or, on a kernel before 5.7, after the shim moved itself there.
  * The shim stays the parent of PROGRAM and is a child subreaper (PR_SET_CHILD_SUBREAPER), so every process of
  * PROGRAM's tree stays its descendant whatever session or group it moves to. PROGRAM leads a process group of
  * its own (not the shim's), so that a worker signalling its own group (`kill -9 0`) cannot end the shim; a signal

@@ -96,8 +96,11 @@ fi
 
 # NCCL's RAS thread (NCCL 2.24+) listens on localhost:28028 in every rank unless NCCL_RAS_ADDR says otherwise
 # (issue 38): two jobs running at once get their own NCCL_RAS_ADDR ports, reserved as MASTER_PORT is; a port the
-# user set is kept.
-ras() { "$DDP" --nproc-per-node 1 --no-python /bin/sh -c 'echo "$NCCL_RAS_ADDR" >"$0"; sleep 2' "$1"; }
+# user set is kept. Jobs with a GPU each (the XML export of a 2-GPU host): a job without GPUs gets no RAS port.
+ras() {
+    "$DDP" --topology "$TOPO_DIR/vm-2gpu-h200-nonuma.xml" --numa-binding none --nproc-per-node 1 --no-python \
+        /bin/sh -c 'echo "$NCCL_RAS_ADDR" >"$0"; sleep 2' "$1"
+}
 ras "$TMP/ras.1" >"$TMP/ras.1.out" 2>&1 &
 r1=$!
 ras "$TMP/ras.2" >"$TMP/ras.2.out" 2>&1 || { cat "$TMP/ras.2.out"; fail "ras job 2"; }

@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "host/jobs.h"
+#include "scratch.h"
 
 Test(jobs, publish_update_list_close)
 {
@@ -121,4 +123,83 @@ Test(jobs, a_bad_job_file_hides_only_itself)
     free(cmd);
     free(mine);
     free(ld);
+}
+
+SCRATCH_SUITE(jobs_scratch);
+
+/* issue 40: the job's file is rewritten in place (never cut to zero, which on ext4 makes close() write it out at
+ * once): a shorter state leaves exactly its text, and a reader that catches the new text before the old tail is
+ * cut still lists the job with the new values. */
+Test(jobs_scratch, rewritten_in_place_and_read_before_the_cut)
+{
+    const char *ld = lockdir;
+    char *file = NULL;
+    json_t *st = json_pack("{s:s, s:i, s:s}", "job", "beta", "ranks_alive", 0, "pad", "a long value to shrink from");
+    struct ddp_jobs *j = NULL;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_jobs_publish(ld, st, &j, &err), 0, "%s", err.msg);
+    json_decref(st);
+    cr_assert(asprintf(&file, "%s/job-%d.json", ld, (int)getpid()) > 0);
+    struct stat before;
+    cr_assert_eq(stat(file, &before), 0);
+    json_t *ch = json_pack("{s:i, s:s}", "ranks_alive", 3, "pad", "");
+    ddp_jobs_update(j, ch);
+    json_decref(ch);
+    struct stat after;
+    cr_assert_eq(stat(file, &after), 0);
+    cr_expect_eq(after.st_ino, before.st_ino, "the same file, rewritten");
+    char buf[512] = {0};
+    int fd = open(file, O_RDONLY);
+    cr_assert_geq(fd, 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    cr_assert_gt(n, 0);
+    cr_expect_str_eq(buf, "{\"job\":\"beta\",\"ranks_alive\":3,\"pad\":\"\"}");
+    /* what a reader sees between the write and the cut: the new text, then the old one's tail */
+    FILE *f = fopen(file, "a");
+    cr_assert(f);
+    fputs("o shrink from\"}", f);
+    fclose(f);
+    json_t *a = ddp_jobs_list(ld, NULL, 0);
+    cr_assert_eq(json_array_size(a), 1);
+    cr_expect_eq(json_integer_value(json_object_get(json_array_get(a, 0), "ranks_alive")), 3);
+    json_decref(a);
+    ddp_jobs_close(j);
+    free(file);
+}
+
+/* issue 40: publishing sweeps the file of a job whose pid is gone; while no pid is gone it looks at nothing more
+ * (the lock list, /proc/net/unix, is read only then) */
+Test(jobs_scratch, swept_only_when_a_pid_is_gone)
+{
+    const char *ld = lockdir;
+    char *live = NULL, *gone = NULL;
+    struct ddp_jobs *j = NULL;
+    struct ddp_err err = {0};
+    json_t *st = json_pack("{s:s}", "job", "first");
+    cr_assert_eq(ddp_jobs_publish(ld, st, &j, &err), 0, "%s", err.msg);
+    ddp_jobs_close(j);
+    pid_t dead = fork(); /* a pid that is surely gone once reaped */
+    if (dead == 0)
+        _exit(0);
+    cr_assert_gt(dead, 0);
+    waitpid(dead, NULL, 0);
+    cr_assert(asprintf(&live, "%s/job-%d.json", ld, (int)getppid()) > 0);
+    cr_assert(asprintf(&gone, "%s/job-%d.json", ld, (int)dead) > 0);
+    FILE *f = fopen(live, "w");
+    cr_assert(f);
+    fclose(f);
+    /* no pid gone: nothing is looked at (a file whose pid lives, launcher or not, waits for that pid) */
+    cr_assert_eq(ddp_jobs_publish(ld, st, &j, &err), 0, "%s", err.msg);
+    cr_expect_eq(access(live, F_OK), 0, "a live pid's file is left");
+    ddp_jobs_close(j);
+    f = fopen(gone, "w");
+    cr_assert(f);
+    fclose(f);
+    cr_assert_eq(ddp_jobs_publish(ld, st, &j, &err), 0, "%s", err.msg);
+    cr_expect_neq(access(gone, F_OK), 0, "the gone job's file is swept");
+    ddp_jobs_close(j);
+    json_decref(st);
+    free(live);
+    free(gone);
 }
