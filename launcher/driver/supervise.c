@@ -827,6 +827,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         .arg = s,
     };
     s->rn = ddp_runner_new(&rcfg);
+    ddp_runner_prepare(s->rn, 0); /* an agent's cgroup is ready before the other nodes are */
     standbys_open(s);
     uv_timer_t *timers[] = {&s->grace, &s->backoff, &s->force};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {

@@ -27,6 +27,8 @@ struct ddp_runner {
     bool paused;               /* the console is full: worker pipes are not read until it drains (back-pressure) */
     ddp_runner_adopt_fn adopt; /* warm restart: offers a running process for a worker (ddp_runner_set_adopt) */
     void *adopt_arg;
+    char *ready_cgroup; /* made ahead by ddp_runner_prepare for attempt ready_attempt, or NULL */
+    int ready_attempt;
     char readbuf[64 * 1024];
 };
 
@@ -750,6 +752,16 @@ const char *ddp_runner_shim_file(const struct ddp_runner *rn)
     return rn->cfg.self_exec ? rn->cfg.self_exec : rn->cfg.self_exe;
 }
 
+/* The cgroup of attempt (cgroup.h: for attempt 0, what killed launchers left there is swept first), or NULL. */
+static char *attempt_cgroup(struct ddp_runner *rn, int attempt)
+{
+    char name[64], *path = NULL;
+    snprintf(name, sizeof name, "ddplaunch-%d-attempt-%d", (int)getpid(), attempt);
+    if (rn->cfg.cgroup_base && ddp_cgroup_create(rn->cfg.cgroup_base, name, &path) < 0)
+        path = NULL;
+    return path;
+}
+
 int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp_runner_attempt **out,
                      struct ddp_err *err)
 {
@@ -758,11 +770,11 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
     r->plan = *plan;
     memset(plan, 0, sizeof(*plan));
     r->nw = r->plan.nworkers;
-    if (rn->cfg.cgroup_base) {
-        char name[64];
-        snprintf(name, sizeof name, "ddplaunch-%d-attempt-%d", (int)getpid(), r->plan.attempt);
-        if (ddp_cgroup_create(rn->cfg.cgroup_base, name, &r->cgroup) < 0)
-            r->cgroup = NULL;
+    if (rn->ready_cgroup && rn->ready_attempt == r->plan.attempt) {
+        r->cgroup = rn->ready_cgroup;
+        rn->ready_cgroup = NULL;
+    } else {
+        r->cgroup = attempt_cgroup(rn, r->plan.attempt);
     }
     r->w = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*r->w));
     r->start_ms = ddp_now_ms();
@@ -837,10 +849,21 @@ void ddp_runner_close(struct ddp_runner *rn)
         uv_close((uv_handle_t *)&rn->winch, NULL);
 }
 
+void ddp_runner_prepare(struct ddp_runner *rn, int attempt)
+{
+    if (rn->ready_cgroup)
+        return;
+    rn->ready_cgroup = attempt_cgroup(rn, attempt);
+    rn->ready_attempt = attempt;
+}
+
 void ddp_runner_free(struct ddp_runner *rn)
 {
     if (!rn)
         return;
+    if (rn->ready_cgroup) /* made for an attempt that never started: empty */
+        ddp_cgroup_kill_remove(rn->ready_cgroup);
+    free(rn->ready_cgroup);
     ddp_output_free(&rn->out);
     free(rn);
 }

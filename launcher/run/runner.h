@@ -103,6 +103,11 @@ void ddp_runner_free(struct ddp_runner *rn);
 /* The console all workers share (for ddp_output_flush_wait before the summary). */
 struct ddp_output *ddp_runner_output(struct ddp_runner *rn);
 
+/* Make attempt's cgroup now (cgroup.h), for ddp_runner_start to take: an agent does it while it waits for the
+ * other nodes, so that START finds the system-wide cgroup lock's work done (a thousand agents on one host would
+ * queue for it). Nothing without a cgroup base; removed by ddp_runner_free if that attempt never starts. */
+void ddp_runner_prepare(struct ddp_runner *rn, int attempt);
+
 /* Take plan (moved: *plan is zeroed) as the current attempt and start its workers. 0 with *out (borrowed, the
  * current attempt), or a negative errno with err when worker i could not be started: the workers from i on are
  * then DONE (status 1) and the ones before run on; the attempt is still current (*out set). */

@@ -115,6 +115,11 @@ struct ddp_runner *ddp_runner_new(const struct ddp_runner_config *cfg)
     return rn;
 }
 
+void ddp_runner_prepare(struct ddp_runner *rn, int attempt)
+{
+    (void)rn, (void)attempt; /* no cgroups here */
+}
+
 void ddp_runner_free(struct ddp_runner *rn)
 {
     for (size_t a = 0; a < rn->nall; a++) {
