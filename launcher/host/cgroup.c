@@ -167,6 +167,19 @@ static long long *ps_lock_pids(size_t *n)
     return pids;
 }
 
+/* The launcher pid that a cgroup of ours is named for ("ddplaunch-PID-attempt-N", "ddplaunch-PID-standby"),
+ * or 0 for any other name. */
+static long long named_pid(const char *name)
+{
+    long long pid, attempt;
+    char rest[8];
+    if (sscanf(name, "ddplaunch-%lld-attempt-%lld%7s", &pid, &attempt, rest) == 2 && pid > 0)
+        return pid;
+    if (sscanf(name, "ddplaunch-%lld-standb%7s", &pid, rest) == 2 && strcmp(rest, "y") == 0 && pid > 0)
+        return pid;
+    return 0;
+}
+
 /* Whether some attempt cgroup in base is named for a pid that no process has: only then is there anything to
  * sweep, and only then are the launchers' locks read (/proc/net/unix, whole, by each of a thousand agents). */
 static bool some_launcher_gone(const char *base)
@@ -175,10 +188,8 @@ static bool some_launcher_gone(const char *base)
     struct dirent *e;
     bool gone = false;
     while (d && !gone && (e = readdir(d)) != NULL) {
-        long long pid, attempt;
-        char rest[8];
-        if (sscanf(e->d_name, "ddplaunch-%lld-attempt-%lld%7s", &pid, &attempt, rest) == 2 && pid > 0 &&
-            pid != (long long)getpid())
+        long long pid = named_pid(e->d_name);
+        if (pid > 0 && pid != (long long)getpid())
             gone = kill((pid_t)pid, 0) < 0 && errno == ESRCH;
     }
     if (d)
@@ -196,10 +207,8 @@ int ddp_cgroup_sweep(const char *base)
     size_t nlocked = 0;
     long long *locked = d ? ps_lock_pids(&nlocked) : NULL;
     while (d && (e = readdir(d)) != NULL) {
-        long long pid, attempt;
-        char rest[8];
-        if (sscanf(e->d_name, "ddplaunch-%lld-attempt-%lld%7s", &pid, &attempt, rest) != 2 || pid <= 0 ||
-            pid == (long long)getpid() || (nlocked && bsearch(&pid, locked, nlocked, sizeof pid, cmp_ll)))
+        long long pid = named_pid(e->d_name);
+        if (pid <= 0 || pid == (long long)getpid() || (nlocked && bsearch(&pid, locked, nlocked, sizeof pid, cmp_ll)))
             continue;
         char *path = ddp_xasprintf("%s/%s", base, e->d_name);
         struct stat st;

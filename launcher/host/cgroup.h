@@ -18,11 +18,11 @@ int ddp_cgroup_parse_self(const char *proc_cgroup, const char *mountinfo, char *
  * (no cgroup v2, not delegated). */
 int ddp_cgroup_base(char **dir_out);
 
-/* End and remove the attempt cgroups in base ("ddplaunch-PID-attempt-N") whose launcher PID is gone (no process
- * of that pid, or one started after the cgroup was made; its name does not matter): what a SIGKILLed launcher
- * left. Nothing is looked at further unless some PID has no process at all (the common case costs one readdir
- * and no read of the launchers' locks), so a cgroup whose pid was taken again waits until that process ends.
- * Returns how many were removed. */
+/* End and remove the attempt and standby cgroups in base ("ddplaunch-PID-attempt-N", "ddplaunch-PID-standby")
+ * whose launcher PID is gone (no process of that pid, or one started after the cgroup was made; its name does
+ * not matter): what a SIGKILLed launcher left. Nothing is looked at further unless some PID has no process at
+ * all (the common case costs one readdir and no read of the launchers' locks), so a cgroup whose pid was taken
+ * again waits until that process ends. Returns how many were removed. */
 int ddp_cgroup_sweep(const char *base);
 
 /* Make base/name (removing a stale empty one; for attempt 0, first ddp_cgroup_sweep(base)). 0 with *path_out

@@ -71,3 +71,27 @@ Test(cgroup_sweep, by_liveness_not_name)
     kill(alive, SIGKILL);
     waitpid(alive, NULL, 0);
 }
+
+/* issue 40: a killed launcher's standby cgroup is swept as its attempt cgroups are (it was left for ever); a
+ * directory of ours whose pid lives is not looked at while no pid is gone. */
+Test(cgroup_sweep, standby_cgroups_too_and_nothing_while_every_pid_lives)
+{
+    pid_t dead = fork();
+    cr_assert_geq(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    char live_name[64], dead_name[64], p[256];
+    snprintf(live_name, sizeof live_name, "ddplaunch-%d-standby", (int)getppid());
+    snprintf(dead_name, sizeof dead_name, "ddplaunch-%d-standby", (int)dead);
+    snprintf(p, sizeof p, "%s/%s", base, live_name);
+    cr_assert_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/ddplaunch-%d-standbyx", base, (int)dead);
+    cr_assert_eq(mkdir(p, 0755), 0);
+    cr_expect_eq(ddp_cgroup_sweep(base), 0, "every named pid lives (a name that is not ours does not count)");
+    snprintf(p, sizeof p, "%s/%s", base, dead_name);
+    cr_assert_eq(mkdir(p, 0755), 0);
+    cr_expect_eq(ddp_cgroup_sweep(base), 1);
+    cr_expect(!dir_exists(dead_name), "a gone launcher's standby cgroup was kept");
+    cr_expect(dir_exists(live_name), "a live pid's standby cgroup was swept");
+}
