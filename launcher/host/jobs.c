@@ -35,6 +35,11 @@ static void write_state(struct ddp_jobs *j)
 {
     struct ddp_err err = {0};
     char *text = json_dumps(j->state, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    struct stat st;
+    if (j->fd >= 0 && fstat(j->fd, &st) == 0 && st.st_nlink == 0) { /* removed meanwhile: made again */
+        close(j->fd);
+        j->fd = -1;
+    }
     int rc = j->fd < 0 ? ddp_rundir_open_owned(j->dirfd, j->name, &j->fd, &err) : 0;
     if (rc == 0 && text && (rc = ddp_rundir_rewrite(j->fd, text)) < 0)
         ddp_errf(&err, rc, "cannot write %s: %s", j->name, strerror(-rc));
