@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static char base[64];
 static char lockdir[96];
@@ -24,6 +26,17 @@ static inline void scratch_make(const char *suite)
     snprintf(base, sizeof base, "/tmp/ddp-%s-test.XXXXXX", suite);
     cr_assert_not_null(mkdtemp(base));
     snprintf(lockdir, sizeof lockdir, "%s/locks", base);
+}
+
+/* A pid that no process has: a child that exited and was reaped (a pid is not taken again this soon). */
+static inline pid_t scratch_gone_pid(void)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    return pid;
 }
 
 static inline void scratch_remove_all(void)

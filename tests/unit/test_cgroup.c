@@ -50,11 +50,7 @@ Test(cgroup_sweep, by_liveness_not_name)
         pause();
         _exit(0);
     }
-    pid_t dead = fork();
-    cr_assert_geq(dead, 0);
-    if (dead == 0)
-        _exit(0);
-    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    pid_t dead = scratch_gone_pid();
     char live_name[64], dead_name[64], p[256];
     snprintf(live_name, sizeof live_name, "ddplaunch-%d-attempt-0", (int)alive);
     snprintf(dead_name, sizeof dead_name, "ddplaunch-%d-attempt-3", (int)dead);
@@ -76,11 +72,7 @@ Test(cgroup_sweep, by_liveness_not_name)
  * directory of ours whose pid lives is not looked at while no pid is gone. */
 Test(cgroup_sweep, standby_cgroups_too_and_nothing_while_every_pid_lives)
 {
-    pid_t dead = fork();
-    cr_assert_geq(dead, 0);
-    if (dead == 0)
-        _exit(0);
-    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    pid_t dead = scratch_gone_pid();
     char live_name[64], dead_name[64], p[256];
     snprintf(live_name, sizeof live_name, "ddplaunch-%d-standby", (int)getppid());
     snprintf(dead_name, sizeof dead_name, "ddplaunch-%d-standby", (int)dead);

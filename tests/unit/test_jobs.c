@@ -188,11 +188,7 @@ Test(jobs_scratch, swept_only_when_a_pid_is_gone)
     json_t *st = json_pack("{s:s}", "job", "first");
     cr_assert_eq(ddp_jobs_publish(ld, st, &j, &err), 0, "%s", err.msg);
     ddp_jobs_close(j);
-    pid_t dead = fork(); /* a pid that is surely gone once reaped */
-    if (dead == 0)
-        _exit(0);
-    cr_assert_gt(dead, 0);
-    waitpid(dead, NULL, 0);
+    pid_t dead = scratch_gone_pid();
     cr_assert(asprintf(&live, "%s/job-%d.json", ld, (int)getppid()) > 0);
     cr_assert(asprintf(&gone, "%s/job-%d.json", ld, (int)dead) > 0);
     FILE *f = fopen(live, "w");
