@@ -277,6 +277,7 @@ int main(int argc, char **argv)
     hold_std_fds();
     if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
         return ddp_shim_main(argc, argv);
+    ddp_shim_title_area(argc, argv);
     open_self();
 
     /* SIGUSR1/SIGUSR2 must not kill the launcher: Slurm sends them to every process of a step as a preemption

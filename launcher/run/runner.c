@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/exit.h"
@@ -29,6 +30,8 @@ struct ddp_runner {
     void *adopt_arg;
     char *ready_cgroup; /* made ahead by ddp_runner_prepare for attempt ready_attempt, or NULL */
     int ready_attempt;
+    bool no_fork;          /* shims are executed: this kernel has no pidfd (ddp_shim_fork) */
+    struct ddp_buf forked; /* pid_t of every forked shim not yet reaped (libuv knows only the ones it spawned) */
     char readbuf[64 * 1024];
 };
 
@@ -141,6 +144,8 @@ int ddp_runner_signal_all(struct ddp_runner *rn, int sig)
             continue;
         if (sig == SIGKILL && !exited(k) ? ddp_shim_kill(k->pgid) == 0 : kill(-k->pgid, sig) == 0)
             n++;
+        else if (errno == ESRCH && !exited(k) && kill(k->pgid, sig) == 0)
+            n++; /* a forked shim before its setsid(): it passes the signal on once its program runs */
         /* a stopped process acts on TERM/INT only once continued (as a shell's kill does for stopped jobs) */
         if (sig == SIGTERM || sig == SIGINT)
             kill(-k->pgid, SIGCONT);
@@ -226,6 +231,8 @@ static void on_close(uv_handle_t *h)
 {
     struct ddp_runner_worker *k = h->data;
     struct ddp_runner_attempt *r = k->run;
+    if (h == (uv_handle_t *)&k->io->pidw)
+        close(k->io->pidfd);
     if (--r->open_handles == 0 && r->retired)
         run_free(r);
 }
@@ -404,15 +411,17 @@ static void sweep_orphans(struct ddp_runner *rn)
 {
     struct ddp_buf pids = {0};
     uv_walk(rn->cfg.loop, add_shim_pid, &pids);
+    if (rn->forked.len)
+        ddp_buf_add(&pids, rn->forked.data, rn->forked.len);
     int n = ddp_shim_sweep_orphans((const pid_t *)(void *)pids.data, pids.len / sizeof(pid_t));
     if (n > 0)
         ddp_debug("ended %d process(es) a killed shim left behind", n);
     ddp_buf_free(&pids);
 }
 
-static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
+/* k's shim ended (exit_status, or term_signal); h: the handle that said so, closed here. */
+static void shim_ended(struct ddp_runner_worker *k, int64_t exit_status, int term_signal, uv_handle_t *h)
 {
-    struct ddp_runner_worker *k = p->data;
     struct ddp_runner_attempt *r = k->run;
     struct ddp_runner *rn = r->runner;
     enum ddp_lifecycle_state from = k->state;
@@ -427,7 +436,7 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     drain_output(k);
     if (rn->paused)
         read_streams(k); /* its bounded rest, so that it can finish */
-    close_handle((uv_handle_t *)p);
+    close_handle(h);
     /* Processes the worker left in its group: ask them to go. */
     if (k->pgid > 0 && kill(-k->pgid, 0) == 0)
         kill(-k->pgid, SIGTERM);
@@ -436,6 +445,36 @@ static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     if (done)
         became_done(k); /* after the caller heard of the exit */
     changed(k);
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
+{
+    shim_ended(p->data, exit_status, term_signal, (uv_handle_t *)p);
+}
+
+/* A forked shim's pidfd is readable: it ended (reaped here, as libuv reaps the ones it spawned). */
+static void on_pidfd(uv_poll_t *h, int status, int events)
+{
+    struct ddp_runner_worker *k = h->data;
+    struct ddp_runner *rn = k->run->runner;
+    pid_t pid = (pid_t)k->pgid;
+    int ws = 0;
+    (void)status, (void)events;
+    pid_t got = waitpid(pid, &ws, WNOHANG);
+    if (got == 0 || (got < 0 && errno == EINTR))
+        return;
+    uv_poll_stop(h);
+    pid_t *v = (pid_t *)(void *)rn->forked.data;
+    size_t n = rn->forked.len / sizeof(pid_t);
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == pid) {
+            v[i] = v[n - 1];
+            rn->forked.len -= sizeof(pid_t);
+            break;
+        }
+    if (got < 0) /* ECHILD: reaped by someone else, which nothing here does */
+        ws = DDP_EXIT_LAUNCHER << 8;
+    shim_ended(k, WIFEXITED(ws) ? WEXITSTATUS(ws) : 0, WIFSIGNALED(ws) ? WTERMSIG(ws) : 0, (uv_handle_t *)h);
 }
 
 /* Stream bit of k is over: its rest forwarded, its handle closed (the lifecycle moves with DDP_WE_EOF). */
@@ -629,6 +668,45 @@ void ddp_runner_shim_argv(const struct ddp_runner *rn, const struct ddp_worker *
         ddp_strv_push(args, prog->v[i]);
 }
 
+/* Start k's shim forked (ddp_shim_fork) with the worker's descriptors out, err and rep as its 1, 2 and 3: its pid,
+ * watched through its pidfd; -EBUSY or -ENOSYS when it must be executed instead; another negative errno when it
+ * could not be started at all. */
+static int fork_shim(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_strv *args, int out, int err,
+                     int rep)
+{
+    int fds[4] = {STDIN_FILENO, out, err, rep}, pidfd;
+    if (rn->no_fork)
+        return -ENOSYS;
+    int pid = ddp_shim_fork(args->v, k->w->envp.v, k->w->cwd, fds, &pidfd);
+    if (pid == -ENOSYS) {
+        ddp_debug("worker shims are executed: no pidfd_open here (Linux 5.3)");
+        rn->no_fork = true;
+    }
+    if (pid < 0)
+        return pid;
+    k->io->pidfd = pidfd;
+    int rc = uv_poll_init(rn->cfg.loop, &k->io->pidw, pidfd);
+    if (rc == 0) {
+        k->io->pidw.data = k;
+        k->run->open_handles++;
+        rc = uv_poll_start(&k->io->pidw, UV_READABLE, on_pidfd);
+        if (rc != 0)
+            close_handle((uv_handle_t *)&k->io->pidw); /* on_close closes pidfd */
+    } else {
+        close(pidfd);
+    }
+    if (rc != 0) { /* not watched, never reaped: it ends now */
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return rc;
+    }
+    k->io->forked = true;
+    pid_t p = (pid_t)pid;
+    ddp_buf_add(&rn->forked, (const char *)&p, sizeof p);
+    return pid;
+}
+
 static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
 {
     const struct ddp_worker *w = k->w;
@@ -672,7 +750,10 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     o.stdio_count = 4;
     o.stdio = io;
     k->start_ms = ddp_now_ms();
-    rc = uv_spawn(loop, &k->io->proc, &o);
+    int pid = fork_shim(rn, k, &args, op[1], ep[1], rp[1]);
+    rc = pid > 0 ? 0 : pid != -EBUSY && pid != -ENOSYS ? pid : uv_spawn(loop, &k->io->proc, &o);
+    if (rc == 0 && !k->io->forked)
+        pid = k->io->proc.pid;
     close(rp[1]);
     close(op[1]);
     close(ep[1]);
@@ -686,10 +767,11 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
         close_handle((uv_handle_t *)&k->io->rep);
         return ddp_errf(err, rc, "rank %d: cannot start %s: %s", w->rank, rn->cfg.self_exe, uv_strerror(rc));
     }
-    k->run->open_handles++;
+    if (!k->io->forked)
+        k->run->open_handles++; /* the process handle (fork_shim counted its watcher) */
     step(k, DDP_WE_SPAWNED, 0);
-    k->pid = k->io->proc.pid;
-    k->pgid = k->io->proc.pid;
+    k->pid = pid;
+    k->pgid = pid;
     uv_pipe_open(&k->io->out, op[0]);
     uv_pipe_open(&k->io->err, ep[0]);
     uv_pipe_open(&k->io->rep, rp[0]);
@@ -865,5 +947,6 @@ void ddp_runner_free(struct ddp_runner *rn)
         ddp_cgroup_kill_remove(rn->ready_cgroup);
     free(rn->ready_cgroup);
     ddp_output_free(&rn->out);
+    ddp_buf_free(&rn->forked);
     free(rn);
 }

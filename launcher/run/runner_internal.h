@@ -4,6 +4,7 @@
 #ifndef DDP_RUNNER_INTERNAL_H
 #define DDP_RUNNER_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -16,7 +17,10 @@ struct ddp_runner;
 
 struct ddp_runner_io {
     struct ddp_stream s_out, s_err; /* line framing, prefix, console and log of stdout and stderr */
-    uv_process_t proc;
+    uv_process_t proc;              /* the shim, executed (uv_spawn: a standby's, or where it could not be forked) */
+    uv_poll_t pidw;                 /* or the shim forked (ddp_shim_fork): its pidfd, readable once it ended */
+    int pidfd;
+    bool forked;
     uv_pipe_t out, err, rep;
     char rep_buf[sizeof(struct ddp_shim_record)];
     size_t rep_len;

@@ -1,9 +1,10 @@
-/* shim: see shim.h. Runs in the child between libuv's fork/exec and the worker program. */
+/* shim: see shim.h. Runs in the child between the launcher's fork (or libuv's exec) and the worker program. */
 #include "run/shim.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -751,18 +753,18 @@ static _Noreturn void watch_program(pid_t child, const sigset_t *all, const stru
     }
 }
 
-int ddp_shim_main(int argc, char **argv)
+/* The shim proper, with every signal blocked: set up, start PROGRAM with the signal mask PROGRAM_MASK, watch it
+ * and end as it did. Returns only on failure, with the exit status. */
+static int shim_run(int argc, char **argv, const sigset_t *program_mask)
 {
     struct shim_args sa;
-    sigset_t all, old, early;
+    sigset_t all, early;
     pid_t child;
     int rc;
 
     /* Started from /proc/self/fd/N, the kernel names us "N" (ps, top, pgrep, the OOM killer's log): our name. */
     prctl(PR_SET_NAME, "ddplaunch", 0, 0, 0);
-    /* Block every signal first, before arming PDEATHSIG, so none is lost and none kills the shim. */
     sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
     if (prctl(PR_SET_PDEATHSIG, SHIM_DEATHSIG) != 0) {
         fprintf(stderr, "ddplaunch: exec shim: prctl(PR_SET_PDEATHSIG): %s\n", strerror(errno));
         return 1;
@@ -784,10 +786,158 @@ int ddp_shim_main(int argc, char **argv)
     rc = place_self(&sa);
     if (rc != 0)
         return rc;
-    child = start_program(argv, &sa, &old, &early, &rc);
+    child = start_program(argv, &sa, program_mask, &early, &rc);
     if (child < 0)
         return rc;
     report((int)sa.rfd, DDP_SHIM_STARTED, 0, child, 0, NULL);
     forward_early(child, &early);
     watch_program(child, &all, &sa);
+}
+
+int ddp_shim_main(int argc, char **argv)
+{
+    sigset_t all, old;
+    /* Block every signal first, before arming PDEATHSIG, so none is lost and none kills the shim. */
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    return shim_run(argc, argv, &old);
+}
+
+/* ---------------------------------------------------------------- forked, not executed */
+
+/* The memory of this process's command line (main's argv strings, one after another), or NULL: a forked shim
+ * writes its own there, so that ps shows "ddplaunch --exec-shim --rank=N -- PROGRAM..." as for an executed one. */
+static char *title_area;
+static size_t title_len;
+
+void ddp_shim_title_area(int argc, char **argv)
+{
+    if (argc < 1 || !argv[0])
+        return;
+    char *end = argv[0] + strlen(argv[0]) + 1;
+    for (int i = 1; i < argc && argv[i] == end; i++)
+        end += strlen(argv[i]) + 1;
+    title_area = argv[0];
+    title_len = (size_t)(end - argv[0]);
+}
+
+/* Appends s and its NUL to the title at *at, as much as fits (the area's last byte stays NUL). */
+static void title_put(const char *s, size_t *at)
+{
+    size_t n = strlen(s) + 1;
+    if (*at + 1 >= title_len)
+        return;
+    if (n > title_len - 1 - *at)
+        n = title_len - 1 - *at;
+    memcpy(title_area + *at, s, n);
+    *at += n;
+}
+
+/* In a forked shim: argv[0], --exec-shim, its --rank= and "--" with PROGRAM's argv, as far as they fit. */
+static void set_title(char **argv)
+{
+    size_t at = 0;
+    if (!title_area)
+        return;
+    memset(title_area, 0, title_len);
+    title_put(argv[0], &at);
+    title_put("--exec-shim", &at);
+    for (int i = 1; argv[i]; i++) {
+        if (strncmp(argv[i], "--rank=", 7) == 0)
+            title_put(argv[i], &at);
+        if (strcmp(argv[i], "--") == 0) {
+            for (; argv[i]; i++)
+                title_put(argv[i], &at);
+            break;
+        }
+    }
+}
+
+/* This process runs one thread (a fork of a threaded one could find a lock taken for ever): /proc/self/task
+ * links one directory per thread. */
+static bool one_thread(void)
+{
+    struct stat st;
+    return stat("/proc/self/task", &st) == 0 && st.st_nlink == 3;
+}
+
+/* In the child: fds[i] becomes descriptor i (i < 4, kept across exec), and every other descriptor that an exec
+ * would close (close-on-exec: all of the launcher's own) is closed, so that the shim holds none of the
+ * launcher's sockets, locks or pipes; what the launcher inherited open passes on, as through an exec. -errno. */
+static int child_fds(const int fds[4])
+{
+    int src[4];
+    for (int i = 0; i < 4; i++) { /* first out of the way of each other: a source may be another's target */
+        src[i] = fds[i];
+        if (src[i] != i && src[i] < 4 && (src[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 4)) < 0)
+            return -errno;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (src[i] == i ? fcntl(i, F_SETFD, 0) != 0 : dup2(src[i], i) != i)
+            return -errno;
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    long long fd;
+    while ((e = readdir(d)) != NULL) {
+        int flags;
+        if (ddp_parse_int(e->d_name, 4, 1 << 30, &fd) == 0 && fd != dirfd(d) &&
+            (flags = fcntl((int)fd, F_GETFD)) >= 0 && (flags & FD_CLOEXEC))
+            close((int)fd);
+    }
+    closedir(d);
+    return 0;
+}
+
+int ddp_shim_fork(char **argv, char **envp, const char *cwd, const int fds[4], int *pidfd)
+{
+    int argc = 0;
+    sigset_t all, old;
+    if (!one_thread())
+        return -EBUSY;
+    if (cwd && *cwd) { /* as uv_spawn would: a directory that is not there is the start's error, not the worker's */
+        int d = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0)
+            return -errno;
+        close(d);
+    }
+    while (argv[argc])
+        argc++;
+    /* No handler of ours may run in the child before it has the default ones */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigset_t none;
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                sigaction(sig, &dfl, NULL); /* those glibc keeps for itself refuse: EINVAL */
+        if (setsid() < 0 || child_fds(fds) < 0)
+            _exit(DDP_EXIT_LAUNCHER);
+        if (cwd && *cwd && chdir(cwd) != 0) { /* removed since the parent looked: on the worker's stderr */
+            fprintf(stderr, "ddplaunch: cannot enter the working directory %s: %s\n", cwd, strerror(errno));
+            _exit(DDP_EXIT_LAUNCHER);
+        }
+        environ = envp; /* PROGRAM's, and the PATH it is looked up by */
+        set_title(argv);
+        sigemptyset(&none);
+        _exit(shim_run(argc, argv, &none));
+    }
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return -e;
+    *pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (*pidfd < 0) { /* before Linux 5.3: nothing could tell us that it ended; it ends now, never started */
+        e = errno;
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return e == ENOSYS ? -ENOSYS : -e;
+    }
+    return (int)pid;
 }

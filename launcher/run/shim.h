@@ -1,4 +1,5 @@
-/* shim: the hidden "--exec-shim" mode of ddplaunch, run as each worker's process-group leader and as the child
+/* shim: a copy of the launcher forked for each worker (ddp_shim_fork), or the hidden "--exec-shim" mode of
+ * ddplaunch where it cannot be forked, run as each worker's process-group leader and as the child
  * subreaper of its program's whole process tree: it applies the binding, starts the program, reports how that
  * went on a pipe, and ends every descendant of the program (setsid, setpgid and double-forked ones included)
  * when the program ends, when the launcher asks (ddp_shim_kill) and when the launcher dies.
@@ -49,6 +50,19 @@ struct ddp_shim_record {
  * PROGRAM exited, or re-raises PROGRAM's signal). On failure it returns the exit status the process should end
  * with: 1 bad arguments/setup/strict binding, 127 not found, 126 not executable. */
 int ddp_shim_main(int argc, char **argv);
+
+/* For the runner: start the shim of argv (its command line as for --exec-shim; argv[0] is only shown) without
+ * an exec, as a child of this process: a session of its own, fds[i] as its descriptor i for i < 4, every other
+ * descriptor that an exec would close closed (the launcher's own; what it inherited open passes on), working
+ * directory cwd (NULL: this one), environment envp (PROGRAM's), every signal's disposition the default; then
+ * ddp_shim_main's work, on a copy of this process's memory. An exec of the static ddplaunch costs ~1.1 ms on a
+ * 2-CPU VM, a fork ~0.08 ms. Returns the shim's pid with *pidfd (pidfd_open: readable once it ended; the caller
+ * reaps it with waitpid), or a negative errno: -EBUSY while it cannot be done safely (this process runs more than
+ * one thread), -ENOSYS where it never can (a kernel before 5.3 has no pidfd); the caller executes the shim then. */
+int ddp_shim_fork(char **argv, char **envp, const char *cwd, const int fds[4], int *pidfd);
+
+/* For main(), before anything changes argv: where a forked shim writes its command line (ddp_shim_fork). */
+void ddp_shim_title_area(int argc, char **argv);
 
 /* For the supervisor: ask the shim SHIM_PID to SIGKILL its program's whole tree and end (it then ends as the
  * program did, normally killed by SIGKILL). Not SIGKILL to the group: that would kill the shim first and leave

@@ -2,7 +2,7 @@
 # What a worker process sees (issue 3): its own process group and session (the exec shim leads it), the
 # torchrun variables, stdin inherited, the working directory; and the launcher keeps no fd open in it
 # other than 0-2. Issue 39: the exec shim above it is named ddplaunch (ps, top, pgrep, the OOM killer), not
-# "11" after the /proc/self/fd/11 it was started from.
+# "11" after the /proc/self/fd/11 it was started from; issue 40: forked, its command line still says what it is.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 
 mkdir -p "$TMP/d"
@@ -52,4 +52,9 @@ expect_eq "stdin passed" "$(cat "$TMP/out")" "from-stdin"
 # the exec shim (the worker's parent) is named ddplaunch
 "$DDP" --no-python --nproc-per-node 1 /bin/sh -c 'cat /proc/$PPID/comm' >"$TMP/out" 2>"$TMP/err"
 expect_eq "the shim's name" "$(cat "$TMP/out")" "ddplaunch"
+# and ps shows it as the shim of its rank running the program, though it is forked from the launcher, not
+# executed: the command line the launcher had is rewritten (more of it than fits is cut)
+"$DDP" --no-python --nproc-per-node 2 --console raw /bin/sh -c 'ps -o args= -p $PPID' 2>"$TMP/err" | sort >"$TMP/out"
+expect_eq "the shims in ps" "$(cat "$TMP/out")" "$DDP --exec-shim --rank=0 -- /bin/sh -c ps -o args= -p \$PPID
+$DDP --exec-shim --rank=1 -- /bin/sh -c ps -o args= -p \$PPID"
 echo ok

@@ -3,6 +3,7 @@
  * '\n' too), the environment the worker got, SIGTERM to every group, the shim's word on a failed program's end. The
  * test binary is its own exec shim: run with --exec-shim it is ddp_shim_main (main below), as ddplaunch is. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,11 +242,93 @@ Test(runner, program_end_taken_from_the_shim)
     cr_expect_eq(s.from[1], DDP_WS_RUNNING);
 }
 
+/* The shim is forked, not executed (ddplaunch's workers start from a launcher of one thread; criterion's test
+ * processes run two, so this runs in a process of its own: this binary with --forked-scenario, below): it starts
+ * where the binary it would be executed from is not there, and the program gets what an executed one got (its
+ * directory, environment, descriptors 0-2 and those the launcher inherited, none of the launcher's own, no signal
+ * blocked, none of 1-31 ignored (glibc keeps 32 and 33, which an exec leaves as they were), a session of the shim's).
+ */
+static int forked_scenario(void)
+{
+    uv_loop_t loop;
+    struct seen s = {0};
+    struct ddp_attempt a = {0};
+    signal(SIGPIPE, SIG_IGN); /* as the launcher does */
+    /* what it inherited: only 7, open across exec; its own: 8, close-on-exec */
+    close_range(3, ~0U, 0);
+    if (dup2(STDIN_FILENO, 7) != 7 || fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 8) != 8)
+        return 1;
+    a.workers = calloc(1, sizeof *a.workers);
+    struct ddp_worker *w = &a.workers[0];
+    w->gpu = w->numa_node = -1;
+    w->cwd = strdup("/usr");
+    ddp_strv_push(&w->argv, "/bin/sh");
+    ddp_strv_push(&w->argv, "-c");
+    ddp_strv_push(&w->argv, "echo \"$PWD $GREETING\"; ls /proc/self/fd | tr '\\n' ' '; echo; "
+                            "ign=$(awk '/^SigIgn/ {print $2}' /proc/self/status); "
+                            "blk=$(awk '/^SigBlk/ {print $2}' /proc/self/status); "
+                            "echo ignored $((0x$ign & 0x7fffffff)) blocked $((0x$blk)); "
+                            "test $(ps -o sid= -p $$) = $PPID && echo session of the shim");
+    ddp_strv_push(&w->envp, "PATH=/usr/bin:/bin");
+    ddp_strv_push(&w->envp, "GREETING=hi");
+    w->prefix[0] = strdup("");
+    w->prefix[1] = strdup("");
+    a.nworkers = 1;
+    a.nproc = a.world_size = a.orig_world_size = 1;
+    uv_loop_init(&loop);
+    struct ddp_runner_config cfg = {
+        .loop = &loop,
+        .self_exe = "/nonexistent/ddplaunch",
+        .grace_ms = 2000,
+        .ops = {.line = on_line, .started = on_started, .exited = on_exited, .done = on_done},
+        .arg = &s};
+    s.rn = ddp_runner_new(&cfg);
+    uv_timer_init(&loop, &s.guard);
+    s.guard.data = &s;
+    uv_timer_start(&s.guard, on_guard, 10000, 0);
+    struct ddp_runner_attempt *r = NULL;
+    struct ddp_err err = {0};
+    if (ddp_runner_start(s.rn, &a, &r, &err) != 0) {
+        printf("start: %s\n", err.msg);
+        return 1;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    printf("started %d status %d\n", s.started, s.status[0]);
+    for (int i = 0; i < s.nlines; i++)
+        printf("%s\n", s.line[i]);
+    ddp_runner_free(s.rn);
+    return uv_loop_close(&loop) == 0 ? 0 : 1;
+}
+
+Test(runner, shim_forked_not_executed)
+{
+    char exe[4096], out[1024] = "", cmd[4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = '\0';
+    /* without boxfort's variable, which makes its constructor take the process for a test's sandbox */
+    snprintf(cmd, sizeof cmd, "env -u BXFI_MAP '%s' --forked-scenario 2>&1", exe);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t got = fread(out, 1, sizeof out - 1, f);
+    out[got] = '\0';
+    cr_expect_eq(pclose(f), 0, "%s", out);
+    cr_expect_str_eq(out,
+                     "started 1 status 0\n"
+                     "/usr hi\n"
+                     "0 1 2 3 7 \n"
+                     "ignored 0 blocked 0\n"
+                     "session of the shim\n",
+                     "got:\n%s", out);
+}
+
 /* The exec shim is this binary: ddplaunch's main does the same. */
 int main(int argc, char *argv[])
 {
     if (argc > 1 && strcmp(argv[1], "--exec-shim") == 0)
         return ddp_shim_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "--forked-scenario") == 0)
+        return forked_scenario();
     struct criterion_test_set *tests = criterion_initialize();
     int result = 0;
     if (criterion_handle_args(argc, argv, true))
