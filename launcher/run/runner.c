@@ -751,9 +751,12 @@ static int spawn_one(struct ddp_runner *rn, struct ddp_runner_worker *k, struct 
     o.stdio = io;
     k->start_ms = ddp_now_ms();
     int pid = fork_shim(rn, k, &args, op[1], ep[1], rp[1]);
-    rc = pid > 0 ? 0 : pid != -EBUSY && pid != -ENOSYS ? pid : uv_spawn(loop, &k->io->proc, &o);
-    if (rc == 0 && !k->io->forked)
+    if (pid == -EBUSY || pid == -ENOSYS) { /* it cannot be forked here: executed */
+        rc = uv_spawn(loop, &k->io->proc, &o);
         pid = k->io->proc.pid;
+    } else {
+        rc = pid < 0 ? pid : 0;
+    }
     close(rp[1]);
     close(op[1]);
     close(ep[1]);
