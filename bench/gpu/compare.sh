@@ -4,7 +4,7 @@
 #  1. bench/compare.py: 1 GPU worker, plan (1 GPU), 1 and 8 CPU workers vs sh, peak RSS, kill -9 to restarted,
 #     1024 c10d agents start/stop/serving RSS (gpus.select=none), ratios to REF.
 #  2. What a CPU-only launcher (gpus.select=none) holds while its worker runs: /dev/nvidia* descriptors,
-#     libnvidia-ml mapped, threads; and a GPU launcher beside it.
+#     libnvidia-ml mapped, threads, whether the worker's exec shim was forked; and a GPU launcher beside it.
 #  3. kill -9 of the DDP tutorial's rank (pytorch/examples distributed/ddp-tutorial-series/multigpu_torchrun.py,
 #     1 GPU, a snapshot every epoch) until the restarted rank prints "Loading snapshot": ddplaunch (new, ref)
 #     and torchrun, interleaved, RUNS runs each (default 2). The tutorial's files are not in this repository:
@@ -32,8 +32,11 @@ holds() { # NAME BIN ARGS...
     fds=$(ls -l /proc/$pid/fd 2>/dev/null | grep -c /dev/nvidia)
     maps=$(grep -c libnvidia-ml /proc/$pid/maps 2>/dev/null)
     thr=$(ls /proc/$pid/task 2>/dev/null | wc -l)
+    # The worker's exec shim: forked by the launcher (467ee2a) or executed (its command line then has --ppid=).
+    shim=$(ps -o args= --ppid "$pid" 2>/dev/null | grep -m1 -- --exec-shim)
+    case $shim in *--ppid=*) shim="executed" ;; "") shim="none" ;; *) shim="forked" ;; esac
     wait $pid
-    say "$(printf '%-34s /dev/nvidia* fds: %s  libnvidia-ml mappings: %s  threads: %s' "$name" "$fds" "$maps" "$thr")"
+    say "$(printf '%-34s /dev/nvidia* fds: %s  libnvidia-ml mappings: %s  threads: %s  shim: %s' "$name" "$fds" "$maps" "$thr" "$shim")"
 }
 holds "ref, CPU-only (select = none)" "$ref" --set gpus.select=none
 holds "new, CPU-only (select = none)" "$new" --set gpus.select=none

@@ -772,7 +772,7 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
 static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     struct ddp_err e = {0};
-    ddp_rundir_sweep(envp, getuid(), 60);
+    l->ctx.sweep_leftovers = ddp_rundir_sweep(envp, getuid(), 60) != -EALREADY;
     if (ddp_rundir_run_create(envp, getuid(), &l->run_dir, &l->run_dir_lock, &e) < 0) {
         l->run_dir = NULL;
         bool hb = l->resolved.heartbeat == DDP_HEARTBEAT_FILE && l->resolved.timeout_stall_ms > 0;

@@ -797,7 +797,9 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->actx.gpu_holders = ddp_gpuset_holders(s->gpus); /* ours to change: a GPU leased for a restart */
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
-    signal(SIGPIPE, SIG_IGN);  /* a closed console must not kill the launcher (workers get SIG_DFL back) */
+    else if (ctx->sweep_leftovers)
+        ddp_cgroup_sweep(s->cgroup_base); /* what SIGKILLed launchers left there */
+    signal(SIGPIPE, SIG_IGN);             /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     /* what a worker's killed shim contained comes back to us, not to init */
     rc = ddp_shim_adopt_orphans();
     if (rc < 0)

@@ -227,8 +227,6 @@ int ddp_cgroup_sweep(const char *base)
 int ddp_cgroup_create(const char *base, const char *name, char **path_out)
 {
     char *path = ddp_xasprintf("%s/%s", base, name);
-    if (strstr(name, "-attempt-0")) /* once per launch: what SIGKILLed launchers left here */
-        ddp_cgroup_sweep(base);
     rmdir(path); /* a stale one of a killed launcher whose pid came back: removable only when empty */
     if (mkdir(path, 0755) < 0) {
         int e = -errno;

@@ -25,8 +25,7 @@ int ddp_cgroup_base(char **dir_out);
  * again waits until that process ends. Returns how many were removed. */
 int ddp_cgroup_sweep(const char *base);
 
-/* Make base/name (removing a stale empty one; for attempt 0, first ddp_cgroup_sweep(base)). 0 with *path_out
- * (caller frees), or a negative errno. */
+/* Make base/name (removing a stale empty one). 0 with *path_out (caller frees), or a negative errno. */
 int ddp_cgroup_create(const char *base, const char *name, char **path_out);
 
 /* Move the calling process into the cgroup path (the exec shim's way where ddp_cgroup_fork_into cannot). */

@@ -86,7 +86,7 @@ static bool some_job_gone(int dirfd)
     return gone;
 }
 
-int ddp_jobs_publish(const char *lock_dir, const json_t *state, struct ddp_jobs **out, struct ddp_err *err)
+int ddp_jobs_publish(const char *lock_dir, const json_t *state, bool sweep, struct ddp_jobs **out, struct ddp_err *err)
 {
     char lname[DDP_KLOCK_NAME_MAX + 1];
     int dirfd, lock_fd, rc;
@@ -101,7 +101,7 @@ int ddp_jobs_publish(const char *lock_dir, const json_t *state, struct ddp_jobs 
         return ddp_errf(err, rc < 0 ? rc : -EBUSY, "ps lock %s: %s", lname, rc < 0 ? strerror(-rc) : "held");
     }
     /* what SIGKILLed launchers of this user left (their locks are gone with them) */
-    int swept = some_job_gone(dirfd) ? ddp_rundir_sweep_stale(dirfd, lock_dir, job_file_lock) : 0;
+    int swept = sweep && some_job_gone(dirfd) ? ddp_rundir_sweep_stale(dirfd, lock_dir, job_file_lock) : 0;
     if (swept > 0)
         ddp_debug("removed %d ps file(s) of jobs that are gone", swept);
     struct ddp_jobs *j = ddp_xcalloc(1, sizeof(*j));

@@ -13,9 +13,10 @@
 
 struct ddp_jobs;
 
-/* Publish this process as a job in lock_dir with state (an object; copied). Returns 0 with *out (caller owns;
- * ddp_jobs_close()), or a negative errno with err (the job runs on without being listed). */
-int ddp_jobs_publish(const char *lock_dir, const json_t *state, struct ddp_jobs **out, struct ddp_err *err);
+/* Publish this process as a job in lock_dir with state (an object; copied); with sweep, first remove the files
+ * of this user's jobs that are gone (SIGKILLed). Returns 0 with *out (caller owns; ddp_jobs_close()), or a
+ * negative errno with err (the job runs on without being listed). */
+int ddp_jobs_publish(const char *lock_dir, const json_t *state, bool sweep, struct ddp_jobs **out, struct ddp_err *err);
 /* Replace the published state (merged over the last one). NULL j is a no-op. */
 void ddp_jobs_update(struct ddp_jobs *j, const json_t *changes);
 /* Remove the file and drop the lock. NULL is fine. */

@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,18 +387,78 @@ void ddp_rundir_run_remove(const char *path, int lock_fd)
         close(lock_fd);
 }
 
+/* The leftovers sweeps read whole directories, one entry per live launch of this user on this host: a thousand
+ * launches starting together would make a million reads. A stamp beside the run directories says how many the
+ * last sweep saw (its size) and when (its mtime). A launch sweeps when the last sweep saw few (every launch
+ * sweeps, as it always did) or ran SWEEP_EVERY_S ago; one that sweeps many stamps first, so that the launches
+ * right after it skip. A stamp that is not ours (another user's file in /tmp, a symlink) is not trusted: every
+ * launch then sweeps, and none writes it. */
+enum { SWEEP_SMALL = 64, SWEEP_EVERY_S = 5 };
+
+struct sweep_stamp {
+    int fd;     /* open for writing once claimed, else -1 */
+    off_t last; /* what the last sweep saw; -1: the stamp is not ours */
+};
+
+static int stamp_open(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static bool stamp_due(int dirfd, const char *name, time_t now, struct sweep_stamp *s)
+{
+    struct stat st;
+    *s = (struct sweep_stamp){.fd = -1};
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return true;
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        s->last = -1;
+        return true;
+    }
+    s->last = st.st_size;
+    if (st.st_size <= SWEEP_SMALL)
+        return true;
+    if (st.st_mtime <= now && now - st.st_mtime < SWEEP_EVERY_S)
+        return false;
+    s->fd = stamp_open(dirfd, name);
+    if (s->fd >= 0)
+        futimens(s->fd, NULL);
+    return true;
+}
+
+static void stamp_done(int dirfd, const char *name, struct sweep_stamp *s, size_t seen)
+{
+    if (s->fd < 0 && s->last >= 0 && (seen > SWEEP_SMALL || s->last > SWEEP_SMALL))
+        s->fd = stamp_open(dirfd, name);
+    if (s->fd >= 0 && ftruncate(s->fd, (off_t)seen) == 0)
+        futimens(s->fd, NULL);
+    if (s->fd >= 0)
+        close(s->fd);
+}
+
 int ddp_rundir_sweep(char *const *envp, uid_t uid, long long min_age_s)
 {
     char *parent, *prefix;
     int removed = 0;
     run_location(envp, uid, &parent, &prefix);
     DIR *d = opendir(parent);
-    size_t plen = strlen(prefix);
+    size_t plen = strlen(prefix), seen = 0;
     struct dirent *de;
+    struct sweep_stamp stamp = {.fd = -1};
     time_t now = time(NULL);
-    while (d && (de = readdir(d)) != NULL) {
+    char *stamp_name = ddp_xasprintf("%ssweep", prefix); /* not a run directory's name: 5 characters, not 6 */
+    if (d && !stamp_due(dirfd(d), stamp_name, now, &stamp))
+        removed = -EALREADY;
+    while (d && removed >= 0 && (de = readdir(d)) != NULL) {
         if (strncmp(de->d_name, prefix, plen) != 0 || strlen(de->d_name) != plen + 6)
             continue;
+        seen++;
         /* the live launches' directories (a thousand agents on one host) are young or not ours: one fstatat
          * each, not an open, fstat and close */
         struct stat st;
@@ -417,8 +478,11 @@ int ddp_rundir_sweep(char *const *envp, uid_t uid, long long min_age_s)
         }
         close(fd);
     }
+    if (d && removed >= 0)
+        stamp_done(dirfd(d), stamp_name, &stamp, seen);
     if (d)
         closedir(d);
+    free(stamp_name);
     free(parent);
     free(prefix);
     return removed;

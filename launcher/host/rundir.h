@@ -77,8 +77,11 @@ int ddp_rundir_run_create(char *const *envp, uid_t uid, char **path_out, int *lo
  * file system only), then close lock_fd (-1: none). */
 void ddp_rundir_run_remove(const char *path, int lock_fd);
 /* Remove this user's stale run directories (those no live launch holds: left by a SIGKILLed launcher) that
- * not modified for min_age_s seconds, where ddp_rundir_run_create() puts them. Only directories owned by uid
- * with mode 0700 are touched. Returns how many were removed. */
+ * were not modified for min_age_s seconds, where ddp_rundir_run_create() puts them. Only directories owned by uid
+ * with mode 0700 are touched. Returns how many were removed, or -EALREADY when this launch does not sweep: the
+ * last sweep, less than a few seconds ago, saw more than 64 live launches of this user (a thousand agents
+ * starting on one host would otherwise each read every other's entry); the caller then skips its other sweeps
+ * of leftovers too (ps files, attempt cgroups), which grow with the same launches. */
 int ddp_rundir_sweep(char *const *envp, uid_t uid, long long min_age_s);
 
 /* The command name (/proc/PID/comm) and user name of a process, for "held by pid N (comm, user)" messages.

@@ -214,7 +214,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
                                   r->spec->name, "host", ctx->hostname, "start", r->job_start_iso, "start_unix",
                                   (json_int_t)time(NULL), "master_port", ctx->master_port, "attempt", 0, "nproc",
                                   ctx->nproc, "ranks_alive", 0, "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
-    if (ddp_jobs_publish(ddp_rundir_lock_dir(ctx->base_env), st, &r->ps, &perr) < 0)
+    if (ddp_jobs_publish(ddp_rundir_lock_dir(ctx->base_env), st, ctx->sweep_leftovers, &r->ps, &perr) < 0)
         ddp_debug("not listed in ddplaunch ps: %s", perr.msg);
     json_decref(st);
     return r;

@@ -80,6 +80,8 @@ struct ddp_plan_ctx {
     const char *inherited_cvd;      /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
     const char *run_dir;            /* private runtime dir of this launch (0700): heartbeat files, error files
                                        when there is no log_dir, the timer FIFO; "<run dir>" in `plan` */
+    bool sweep_leftovers;           /* this launch removes what SIGKILLed launchers of this user left: ps files,
+                                       attempt cgroups (false when one did a moment ago: ddp_rundir_sweep) */
     const char *timer_file;         /* TORCHELASTIC_TIMER_FILE path, or NULL */
     const char *sample_pydir;       /* live stack sampling: the sitecustomize's directory (prepended to PYTHONPATH),
                                        or NULL (no sampling); "<run dir>/python" in `plan` */

@@ -837,7 +837,7 @@ const char *ddp_runner_shim_file(const struct ddp_runner *rn)
     return rn->cfg.self_exec ? rn->cfg.self_exec : rn->cfg.self_exe;
 }
 
-/* The cgroup of attempt (cgroup.h: for attempt 0, what killed launchers left there is swept first), or NULL. */
+/* The cgroup of attempt, or NULL. */
 static char *attempt_cgroup(struct ddp_runner *rn, int attempt)
 {
     char name[64], *path = NULL;

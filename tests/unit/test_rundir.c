@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/rundir.h"
@@ -154,6 +155,78 @@ Test(rundir, run_dirs_fresh_locked_and_stale_ones_swept)
     free(parent);
     free(a);
     free(b);
+}
+
+/* A launch whose stale run directory is left, as a SIGKILLed launcher's is: its lock closed. */
+static char *stale_run_dir(char *const *envp)
+{
+    char *p = NULL;
+    int fd = -1;
+    struct ddp_err err = {0};
+    cr_assert_eq(ddp_rundir_run_create(envp, geteuid(), &p, &fd, &err), 0, "%s", err.msg);
+    close(fd);
+    return p;
+}
+
+Test(rundir, sweep_of_many_live_launches_runs_once_in_a_while)
+{
+    enum { LIVE = 70 }; /* more than the 64 below which every launch sweeps */
+    char xdg[96];
+    snprintf(xdg, sizeof xdg, "XDG_RUNTIME_DIR=%s", base);
+    char *envp[] = {xdg, NULL};
+    char *live[LIVE];
+    int fds[LIVE];
+    struct ddp_err err = {0};
+    struct stat st;
+    for (int i = 0; i < LIVE; i++)
+        cr_assert_eq(ddp_rundir_run_create(envp, geteuid(), &live[i], &fds[i], &err), 0, "%s", err.msg);
+    char *a = stale_run_dir(envp);
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 0), 1, "no stamp yet: the first launch sweeps");
+    cr_expect_eq(stat(a, &st), -1, "%s was not swept", a);
+    char *stamp = in_base("ddplaunch/run-sweep");
+    cr_assert_eq(lstat(stamp, &st), 0, "no stamp after a sweep of %d", LIVE + 1);
+    cr_expect_eq(st.st_size, LIVE + 1, "the stamp says %lld entries", (long long)st.st_size);
+
+    char *b = stale_run_dir(envp);
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 0), -EALREADY, "swept again at once");
+    cr_expect_eq(stat(b, &st), 0, "%s was swept", b);
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 10}, {.tv_sec = time(NULL) - 10}};
+    cr_assert_eq(utimensat(AT_FDCWD, stamp, old, AT_SYMLINK_NOFOLLOW), 0);
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 0), 1, "the last sweep was 10 s ago");
+    cr_expect_eq(stat(b, &st), -1, "%s was not swept", b);
+
+    /* a stamp reached through a symlink is not believed, nor written */
+    char *target = in_base("planted");
+    FILE *fp = fopen(target, "w");
+    cr_assert(fp);
+    fclose(fp);
+    cr_assert_eq(truncate(target, 1000), 0);
+    cr_assert_eq(unlink(stamp), 0);
+    cr_assert_eq(symlink(target, stamp), 0);
+    char *c = stale_run_dir(envp);
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 0), 1, "a symlinked stamp stopped the sweep");
+    cr_expect_eq(stat(c, &st), -1, "%s was not swept", c);
+    cr_assert_eq(stat(target, &st), 0);
+    cr_expect_eq(st.st_size, 1000, "the symlink's target was written");
+
+    /* few launches: every launch sweeps, whatever the stamp's time */
+    cr_assert_eq(unlink(stamp), 0);
+    for (int i = 0; i < LIVE; i++) {
+        ddp_rundir_run_remove(live[i], fds[i]);
+        free(live[i]);
+    }
+    char *d = stale_run_dir(envp);
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 0), 1);
+    char *e = stale_run_dir(envp);
+    cr_expect_eq(ddp_rundir_sweep(envp, geteuid(), 0), 1, "a small directory was not swept at once");
+    cr_expect_eq(lstat(stamp, &st), -1, "a stamp for a small directory");
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(e);
+    free(target);
+    free(stamp);
 }
 
 Test(rundir, run_dir_without_xdg_is_a_fresh_name_in_tmp)
