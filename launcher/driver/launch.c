@@ -428,9 +428,13 @@ void ddp_launch_facts_gather(struct ddp_launch_facts *f, const struct ddp_launch
         f->nleases = 0;
     }
     f->leases = info;
-    f->env_python = env_python_probe();
-    f->torchrun_python = torchrun_python_probe(envp);
-    f->path_python = find_on_path("python3", envp);
+    /* which python runs a script or module (and doctor's import torch): a program or command has its own */
+    const struct ddp_spec *s = &l->spec;
+    if (l->cmd == DDP_CMD_DOCTOR || (!s->command.n && (s->script || s->module))) {
+        f->env_python = env_python_probe();
+        f->torchrun_python = torchrun_python_probe(envp);
+        f->path_python = find_on_path("python3", envp);
+    }
     f->self = getpid();
     f->console_tty[0] = isatty(STDOUT_FILENO) == 1;
     f->console_tty[1] = isatty(STDERR_FILENO) == 1;

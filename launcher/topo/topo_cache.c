@@ -20,7 +20,7 @@
 
 #define CACHE_FILE "topology"
 #define CACHE_MAX (64u << 20)
-#define MAGIC "DDPTOPO 1"
+#define MAGIC "DDPTOPO 2" /* 2: no caches but L3 (topo.c) */
 
 /* Up to cap - 1 bytes of a small kernel file, NUL-terminated; "" when it cannot be read. Returns the length. */
 static size_t read_small(const char *path, char *buf, size_t cap)
@@ -113,7 +113,7 @@ char *ddp_topo_cache_format(const char *key, const char *nvml, const char *xml, 
     return b.data;
 }
 
-/* Layout: the line "DDPTOPO 1 KEYLEN NVMLLEN XMLLEN", then the key, the NVML line and the XML, each ending with
+/* Layout: the line "DDPTOPO 2 KEYLEN NVMLLEN XMLLEN", then the key, the NVML line and the XML, each ending with
  * a NUL (the XML's NUL counts in XMLLEN, as hwloc's export gives it). */
 int ddp_topo_cache_parse(char *buf, size_t len, const char *key, const char **nvml, const char **xml, size_t *xml_len)
 {

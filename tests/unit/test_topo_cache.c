@@ -40,7 +40,7 @@ Test(topo_cache, another_key_is_stale_and_damage_is_refused)
     buf = ddp_topo_cache_format("boot A", "{}", xml, sizeof xml, &len);
     cr_expect_eq(ddp_topo_cache_parse(buf, len - 1, "boot A", &nvml, &x, &xlen), -EBADMSG); /* cut short */
     free(buf);
-    char junk[] = "DDPTOPO 1 99999 1 1\nx";
+    char junk[] = "DDPTOPO 2 99999 1 1\nx";
     cr_expect_eq(ddp_topo_cache_parse(junk, sizeof junk - 1, "x", &nvml, &x, &xlen), -EBADMSG);
     char other[] = "<?xml version=\"1.0\"?>";
     cr_expect_eq(ddp_topo_cache_parse(other, sizeof other - 1, "x", &nvml, &x, &xlen), -EBADMSG);
@@ -106,6 +106,16 @@ static struct ddp_topo *load(char *const *envp, bool refresh)
     struct ddp_err err = {0};
     cr_assert_eq(ddp_topo_load_opts(&o, &t, &err), 0, "%s", err.msg);
     return t;
+}
+
+/* Remove a test's cache file and the directories ddp_topo_cache made for it under dir. */
+static void remove_cache(const char *dir, const char *path)
+{
+    unlink(path);
+    char *sub = ddp_xasprintf("%s/ddplaunch", dir);
+    rmdir(sub);
+    rmdir(dir);
+    free(sub);
 }
 
 Test(topo_cache, live_machine_from_the_cache_is_the_live_machine)
@@ -211,11 +221,7 @@ Test(topo_cache, a_miss_waits_for_the_launch_that_discovers)
     close(waiting);
 
     ddp_topo_destroy(live);
-    unlink(path);
-    char *sub = ddp_xasprintf("%s/ddplaunch", dir);
-    rmdir(sub);
-    rmdir(dir);
-    free(sub);
+    remove_cache(dir, path);
     free(path);
     free(xdg);
 }
@@ -252,4 +258,42 @@ Test(topo_cache, a_wait_ends_when_the_cache_is_renamed_in)
     free(path);
     free(sub);
     free(xdg);
+}
+
+/* Every launch parses the cache's XML: it holds the L3 caches that placement splits a node by, not the L1 and
+ * L2 caches that are most of a many-core machine's objects. HWLOC_XMLFILE makes a 128-PU machine with AMD GPUs
+ * (no NVML facts to wait for) the "live" one that a discovery reads. */
+Test(topo_cache, the_cache_keeps_l3_caches_and_drops_the_others)
+{
+    const char *src = getenv("DDP_SRCDIR");
+    cr_assert(src, "DDP_SRCDIR is not set (run through `make unit`)");
+    char *machine = ddp_xasprintf("%s/tests/fixtures/topo/1s-4numa-8gcd-hpe-ex235a-mi250x.xml", src);
+    struct ddp_buf whole = {0}, cache = {0};
+    cr_assert_eq(ddp_read_regular(machine, 1u << 20, &whole), 0, "%s", machine);
+    ddp_buf_add(&whole, "", 1);
+    cr_assert(strstr(whole.data, "type=\"L2Cache\"") && strstr(whole.data, "type=\"L1Cache\""), "no L1/L2 there");
+
+    char dir[] = "/tmp/ddp-topo-cache-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char *xdg = ddp_xasprintf("XDG_RUNTIME_DIR=%s", dir);
+    char *envp[] = {xdg, NULL};
+    char *path = ddp_xasprintf("%s/ddplaunch/topology", dir);
+    cr_assert_eq(setenv("HWLOC_XMLFILE", machine, 1), 0);
+    struct ddp_topo *live = load(envp, true);
+    unsetenv("HWLOC_XMLFILE");
+    cr_assert_eq(ddp_read_regular(path, 1u << 20, &cache), 0, "no cache file %s", path);
+    const char *x = memmem(cache.data, cache.len, "<?xml", 5); /* the file's XML: after its key and NVML facts */
+    cr_assert(x, "no XML in the cache");
+    cr_expect(strstr(x, "type=\"L3Cache\""), "no L3 cache in the cache");
+    for (const char *p = x; (p = strstr(p, "type=\"L")); p++)
+        cr_expect(strncmp(p, "type=\"L3Cache\"", 14) == 0, "a cache placement does not use: %.20s", p);
+    cr_expect_lt(cache.len, whole.len / 2, "cache %zu bytes of a %zu-byte machine", cache.len, whole.len);
+
+    ddp_topo_destroy(live);
+    remove_cache(dir, path);
+    ddp_buf_free(&cache);
+    ddp_buf_free(&whole);
+    free(path);
+    free(xdg);
+    free(machine);
 }
