@@ -124,7 +124,9 @@ int ddp_topo_cache_parse(char *buf, size_t len, const char *key, const char **nv
         return -EBADMSG;
     *nl = '\0';
     if (sscanf(buf, MAGIC " %zu %zu %zu%n", &klen, &nlen, &xlen, &used) != 3 || buf[used] != '\0')
-        return -EBADMSG;
+        /* another format's file (an older ddplaunch): a miss like another key's, which one launch rediscovers
+         * while those beside it wait for its file, not a discovery by each of a thousand agents at once */
+        return strncmp(buf, "DDPTOPO ", 8) == 0 && strncmp(buf, MAGIC " ", sizeof MAGIC) != 0 ? -ESTALE : -EBADMSG;
     size_t head = (size_t)(nl + 1 - buf);
     if (klen > len || nlen > len || xlen > len || xlen == 0 || head + klen + 1 + nlen + 1 + xlen != len)
         return -EBADMSG;

@@ -19,13 +19,14 @@ char *ddp_topo_cache_key(char *const *envp);
  * free(). *len: its length. */
 char *ddp_topo_cache_format(const char *key, const char *nvml, const char *xml, size_t xml_len, size_t *len);
 /* The reverse, in place: 0 with *nvml and *xml pointing into buf (NUL-terminated: buf is changed; *xml_len its
- * length), -ESTALE when buf is a cache file of another key, -EBADMSG when it is not a cache file. */
+ * length), -ESTALE when buf is a cache file of another key or of another format (an older ddplaunch's),
+ * -EBADMSG when it is not a cache file. */
 int ddp_topo_cache_parse(char *buf, size_t len, const char *key, const char **nvml, const char **xml, size_t *xml_len);
 
 /* The cache file's content for key from this user's private directory ($XDG_RUNTIME_DIR/ddplaunch, else
  * /tmp/ddplaunch-cache-UID; created 0700 and owner-checked, no symlinks followed; the file must be a regular
  * file of this user that no one else may write). 0 with *buf (caller frees; *nvml and *xml point into it),
- * or a negative errno: -ENOENT none, -ESTALE another key, others (the cache is then not used). */
+ * or a negative errno: -ENOENT none, -ESTALE another key or format, others (the cache is then not used). */
 int ddp_topo_cache_read(char *const *envp, const char *key, char **buf, const char **nvml, const char **xml,
                         size_t *xml_len);
 /* Replace the cache file (a new file renamed over the old one, mode 0600). 0 or a negative errno; a failure

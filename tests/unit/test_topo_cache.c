@@ -42,6 +42,9 @@ Test(topo_cache, another_key_is_stale_and_damage_is_refused)
     free(buf);
     char junk[] = "DDPTOPO 2 99999 1 1\nx";
     cr_expect_eq(ddp_topo_cache_parse(junk, sizeof junk - 1, "x", &nvml, &x, &xlen), -EBADMSG);
+    /* an older format (version 1 kept the L1 and L2 caches): stale, rediscovered once under the cache's lock */
+    char older[] = "DDPTOPO 1 6 2 22\nboot A\0{}\0<?xml version=\"1.0\"?>";
+    cr_expect_eq(ddp_topo_cache_parse(older, sizeof older, "boot A", &nvml, &x, &xlen), -ESTALE);
     char other[] = "<?xml version=\"1.0\"?>";
     cr_expect_eq(ddp_topo_cache_parse(other, sizeof other - 1, "x", &nvml, &x, &xlen), -EBADMSG);
 }
