@@ -165,12 +165,8 @@ Test(topo_cache, live_machine_from_the_cache_is_the_live_machine)
 
     ddp_topo_destroy(live);
     free(a);
-    unlink(path);
     unlink(target);
-    char *sub = ddp_xasprintf("%s/ddplaunch", dir);
-    rmdir(sub);
-    rmdir(dir);
-    free(sub);
+    remove_cache(dir, path);
     free(target);
     free(path);
     free(xdg);
@@ -254,12 +250,9 @@ Test(topo_cache, a_wait_ends_when_the_cache_is_renamed_in)
     cr_expect_eq(rc, 0, "the wait ran out (%lld ms) although the cache was renamed in", waited);
     cr_expect_lt(waited, 2000, "woke %lld ms after the rename", waited);
     close(held);
-    char *path = ddp_xasprintf("%s/ddplaunch/topology", dir), *sub = ddp_xasprintf("%s/ddplaunch", dir);
-    unlink(path);
-    rmdir(sub);
-    rmdir(dir);
+    char *path = ddp_xasprintf("%s/ddplaunch/topology", dir);
+    remove_cache(dir, path);
     free(path);
-    free(sub);
     free(xdg);
 }
 
