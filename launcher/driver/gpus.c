@@ -181,7 +181,11 @@ static void check_answered(void *arg, const struct ddp_nvml *nv)
     struct ddp_gpus_read *rd = arg;
     char **held = NULL;
     struct ddp_err err = {0};
+    size_t nheld = 0;
     ddp_gpus_check_with(rd->topo, nv, rd->spec, &rd->a, stderr, &held, &err);
+    for (size_t g = 0; held && g < ddp_topo_ngpus(rd->topo); g++)
+        nheld += held[g] != NULL;
+    ddp_debug("the GPU busy check beside the spawn answered: %zu of the job's GPUs held by another process", nheld);
     rd->check_fn(rd->check_arg, held);
 }
 

@@ -122,20 +122,25 @@ run=$(ls -d "$TMP"/ecc/*/ | head -1)
 grep -q '"kind":"ecc-dbe"' "$run/events.jsonl" || fail "events.jsonl: ecc-dbe"
 grep -q '"kind":"clocks","data":64' "$run/events.jsonl" || fail "events.jsonl: clocks"
 
-# before a restart: a holder that appeared on GPU 1 during attempt 0 (the worker writes it into the fake's
-# config) leaves GPU 1 out
+# before a restart: a holder that appeared on GPU 1 during attempt 0 leaves GPU 1 out. The worker writes it into
+# the fake's config once the launch's busy check, which runs beside the spawn, has answered (-v says so): before
+# that it would be a holder at launch, on a fast machine too
 cat >"$TMP/nvml.conf" <<C
 gpu 0000:00:06.0 140G 0.5G
 gpu 0000:00:07.0 140G 0.5G
 C
 cat >"$TMP/w2.sh" <<W
 echo "attempt=\$DDPLAUNCH_ATTEMPT rank=\$RANK busid=\$DDPLAUNCH_GPU_BUSID"
-if [ "\$DDPLAUNCH_ATTEMPT" = 0 ] && [ "\$RANK" = 1 ]; then echo "proc 1 $holder 20G" >>"$TMP/nvml.conf"; exit 5; fi
+if [ "\$DDPLAUNCH_ATTEMPT" = 0 ] && [ "\$RANK" = 1 ]; then
+    for i in \$(seq 600); do grep -q "busy check beside the spawn answered" "$TMP/err" && break; sleep 0.05; done
+    echo "proc 1 $holder 20G" >>"$TMP/nvml.conf"; exit 5
+fi
 [ "\$DDPLAUNCH_ATTEMPT" = 0 ] && sleep 5
 exit 0
 W
-"$DDP" --topology "$topo" --nproc-per-node 2 --max-restarts 1 --set restart.backoff=0 --no-python /bin/sh "$TMP/w2.sh" \
-    >"$TMP/out" 2>"$TMP/err"
+"$DDP" -v --topology "$topo" --nproc-per-node 2 --max-restarts 1 --set restart.backoff=0 --no-python /bin/sh \
+    "$TMP/w2.sh" >"$TMP/out" 2>"$TMP/err"
+expect_grep "debug: the GPU busy check beside the spawn answered: 0 of the job's GPUs held by another process" "$TMP/err"
 expect_eq "new holder: exit status" "$?" 0
 expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: now held by pid $holder \($me, sleep, 20.0 GiB\), which was not there at launch" "$TMP/err"
 expect_eq "new holder: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 busid=0000:00:06.0"
