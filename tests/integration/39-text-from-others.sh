@@ -56,9 +56,9 @@ if [ -e "$fake/libnvidia-ml.so.1" ] && [ -r "$H200" ]; then
     }
     # the worker waits for the busy check beside the spawn (-v says when it answered: a job that ends first is
     # not told), and the debug lines are as clean as the warning
-    nv -v --topology "$H200" --nproc-per-node 1 --no-python /bin/sh -c "for i in \$(seq 600); do \
-        grep -q 'busy check beside the spawn answered' $TMP/h.err && exit 0; sleep 0.05; done; exit 1" \
-        >"$TMP/h.out" 2>"$TMP/h.err" || { cat "$TMP/h.err"; fail "the launch with a held GPU"; }
+    nv -v --topology "$H200" --nproc-per-node 1 --no-python /bin/sh "$DDP_SRCDIR/tests/integration/await_line.sh" \
+        "$TMP/h.err" "busy check beside the spawn answered" >"$TMP/h.out" 2>"$TMP/h.err" ||
+        { cat "$TMP/h.err"; fail "the launch with a held GPU"; }
     clean "launch warning" "$TMP/h.err"
     expect_grep "is held by pid $holder \([^,]*, x\?\]0;pwn\?\?\?, 139.5 GiB\)" "$TMP/h.err"
     nv --topology "$H200" --nproc-per-node 1 --set gpus.busy=fail --no-python /bin/true 2>"$TMP/h.err"

@@ -21,9 +21,11 @@ gpu 0000:00:07.0 140G 0.5G
 proc 0 $holder 139.5G
 C
 
-# the warning, before anything starts, naming GPU, holder and amount; the job starts (busy = warn, the default)
-"$DDP" --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c 'echo started on $DDPLAUNCH_GPU_BUSID; sleep 0.3' \
-    >"$TMP/out" 2>"$TMP/err"
+# the warning naming GPU, holder and amount; the job starts (busy = warn, the default), and the check runs beside
+# the spawn: the worker waits for it to answer (-v says when: a job that ends first is not told)
+await=$DDP_SRCDIR/tests/integration/await_line.sh
+"$DDP" -v --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c 'echo started on $DDPLAUNCH_GPU_BUSID; sh "$@"' \
+    sh "$await" "$TMP/err" "busy check beside the spawn answered" >"$TMP/out" 2>"$TMP/err"
 expect_eq "warn: exit status" "$?" 0
 expect_grep "warning: GPU 0 \(0000:00:06.0\) is held by pid $holder \($me, sleep, 139.5 GiB\): 140.0 of 140.0 GiB in use" "$TMP/err"
 expect_grep "started on 0000:00:06.0" "$TMP/out"
@@ -132,7 +134,7 @@ C
 cat >"$TMP/w2.sh" <<W
 echo "attempt=\$DDPLAUNCH_ATTEMPT rank=\$RANK busid=\$DDPLAUNCH_GPU_BUSID"
 if [ "\$DDPLAUNCH_ATTEMPT" = 0 ] && [ "\$RANK" = 1 ]; then
-    for i in \$(seq 600); do grep -q "busy check beside the spawn answered" "$TMP/err" && break; sleep 0.05; done
+    sh "$await" "$TMP/err" "busy check beside the spawn answered"
     echo "proc 1 $holder 20G" >>"$TMP/nvml.conf"; exit 5
 fi
 [ "\$DDPLAUNCH_ATTEMPT" = 0 ] && sleep 5
@@ -167,7 +169,7 @@ proc 0 $holder 139.5G
 event 1 0.2 xid 79
 C
 LD_LIBRARY_PATH=$DDP_BUILD/helpers/fake_nvml_old "$DDP" -v --topology "$topo" --nproc-per-node 2 --no-python \
-    /bin/sh -c 'sleep 0.6' >"$TMP/out" 2>"$TMP/err"
+    /bin/sh -c 'sh "$@"; sleep 0.6' sh "$await" "$TMP/err" "busy check beside the spawn answered" >"$TMP/out" 2>"$TMP/err"
 expect_eq "old NVML: exit status" "$?" 0
 expect_grep "GPU events off: this NVML has no event set" "$TMP/err"
 expect_grep "warning: GPU 0 \(0000:00:06.0\) is held by pid $holder" "$TMP/err"

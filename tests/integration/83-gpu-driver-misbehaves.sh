@@ -170,8 +170,8 @@ expect_eq "recovery action: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt
 sleep 60 &
 gone=$!
 printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\nproc 0 %s 139.5G\n' "$gone" >"$TMP/nvml.conf"
-"$DDP" -v --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c "for i in \$(seq 600); do \
-    grep -q 'busy check beside the spawn answered: 1 of' $TMP/err && break; sleep 0.05; done; kill $gone; sleep 0.3; \
+"$DDP" -v --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c "sh $DDP_SRCDIR/tests/integration/await_line.sh \
+    $TMP/err 'busy check beside the spawn answered: 1 of'; kill $gone; sleep 0.3; \
     echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1" >"$TMP/out" 2>"$TMP/err"
 expect_eq "holder gone: exit status" "$?" 1
 expect_grep "cause +: GPU memory held at launch by pid $gone \([^)]*sleep, 139.5 GiB\), which has exited since" "$TMP/err"
