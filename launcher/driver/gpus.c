@@ -185,7 +185,10 @@ static void check_answered(void *arg, const struct ddp_nvml *nv)
     ddp_gpus_check_with(rd->topo, nv, rd->spec, &rd->a, stderr, &held, &err);
     for (size_t g = 0; held && g < ddp_topo_ngpus(rd->topo); g++)
         nheld += held[g] != NULL;
-    ddp_debug("the GPU busy check beside the spawn answered: %zu of the job's GPUs held by another process", nheld);
+    if (nv->late)
+        ddp_debug("the GPU busy check beside the spawn gave up: %s", nv->status);
+    else
+        ddp_debug("the GPU busy check beside the spawn answered: %zu of the job's GPUs held by another process", nheld);
     rd->check_fn(rd->check_arg, held);
 }
 
