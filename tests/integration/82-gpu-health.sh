@@ -142,8 +142,8 @@ exit 0
 W
 "$DDP" -v --topology "$topo" --nproc-per-node 2 --max-restarts 1 --set restart.backoff=0 --no-python /bin/sh \
     "$TMP/w2.sh" >"$TMP/out" 2>"$TMP/err"
-expect_grep "debug: the GPU busy check beside the spawn answered: 0 of the job's GPUs held by another process" "$TMP/err"
 expect_eq "new holder: exit status" "$?" 0
+expect_grep "debug: the GPU busy check beside the spawn answered: 0 of the job's GPUs held by another process" "$TMP/err"
 expect_grep "GPU 1 \(0000:00:07.0\) is left out of a restart: now held by pid $holder \($me, sleep, 20.0 GiB\), which was not there at launch" "$TMP/err"
 expect_eq "new holder: attempt 1" "$(grep 'attempt=1' "$TMP/out")" "attempt=1 rank=0 busid=0000:00:06.0"
 
