@@ -283,10 +283,11 @@ int main(int argc, char **argv)
     /* SIGUSR1/SIGUSR2 must not kill the launcher: Slurm sends them to every process of a step as a preemption
      * warning (--signal=USR1@T), and workers get them directly. A handler (not SIG_IGN) so that exec'd workers
      * start with the default disposition; with signals_to_handle listing them, the supervisor forwards them. */
-    struct sigaction sa = {.sa_handler = ignore_signal};
+    struct sigaction sa = {.sa_handler = ignore_signal}, old;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGUSR2, &sa, NULL);
+    for (int sig = SIGUSR1; sig; sig = sig == SIGUSR1 ? SIGUSR2 : 0)
+        if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) /* ignored at start: stays so */
+            sigaction(sig, &sa, NULL);
 
     struct ddp_cli cli;
     struct ddp_err err = {0};

@@ -63,6 +63,7 @@ struct sup {
     int exit_status;
     bool closed;             /* exit decided: handles closed, the loop ends */
     bool launcher_failed;    /* exit 1 whatever the policy says */
+    bool sig_reached;        /* the signal being fed reached every worker already (Slurm): not forwarded */
     struct ddp_gpuset *gpus; /* the job's GPUs from attempt to attempt: left out, held, leased (gpuset.h) */
     char *timeout_reason;    /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
@@ -121,6 +122,9 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
         if (a.flags & DDP_ACT_KILL_ALL)
             ddp_error("got %s again: killing %d worker%s now", ddp_report_signame(ev->signo), alive,
                       alive == 1 ? "" : "s");
+        else if (s->sig_reached)
+            ddp_info("got %s from Slurm, which signalled the %d worker%s too: not forwarded",
+                     ddp_report_signame(ev->signo), alive, alive == 1 ? "" : "s");
         else if (ddp_policy_signal_stops(ev->signo))
             ddp_info("got %s: forwarding it to %d worker%s%s", ddp_report_signame(ev->signo), alive,
                      alive == 1 ? "" : "s", ev->signo == SIGINT ? " (again to kill them now)" : "");
@@ -445,7 +449,7 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
         ddp_watch_capture_begin(s->watch, s->timeout_class);
     if (a->flags & DDP_ACT_RECORDERS)
         ddp_watch_atfail_begin(s->watch);
-    if (a->flags & DDP_ACT_FORWARD)
+    if ((a->flags & DDP_ACT_FORWARD) && !s->sig_reached) /* one copy per worker: Slurm's reached them */
         ddp_runner_signal_all(s->rn, a->signo);
     if (a->flags & DDP_ACT_KILL_ALL) {
         /* grace timer no longer running while stopping: it expired (a second SIGINT comes while it runs) */
@@ -769,15 +773,17 @@ static void on_changed(void *arg, struct ddp_runner_worker *k)
 
 /* ---------------------------------------------------------------- signals */
 
-static void on_signal(void *arg, int signo)
+static void on_signal(void *arg, int signo, bool reached)
 {
     struct sup *s = arg;
+    s->sig_reached = reached;
     if (s->role != ROLE_SINGLE) {
         ddp_roles_signal(s->roles, signo); /* to the policy while an attempt is under way or decided */
-        return;
+    } else {
+        struct ddp_policy_event_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
+        feed(s, &ev);
     }
-    struct ddp_policy_event_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
-    feed(s, &ev);
+    s->sig_reached = false;
 }
 
 /* ---------------------------------------------------------------- entry */
