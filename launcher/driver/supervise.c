@@ -108,8 +108,11 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
     struct ddp_policy_action a = ddp_policy_step(&s->pol, ev);
     if (before == DDP_PS_RUNNING && s->pol.state != DDP_PS_RUNNING)
         ddp_watch_attempt_stop(s->watch); /* a timeout is news only while the attempt runs */
-    if (a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL))
-        ddp_watch_stopping(s->watch); /* no suspicion while it is stopped */
+    if (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING)
+        ddp_records_stopping(s->rec, cur_attempt(s)); /* its ranks exit as stopped, not failed */
+    if ((a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL)) ||
+        (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING))
+        ddp_watch_stopping(s->watch); /* no suspicion while it is stopped (a Ctrl-C's output is no progress) */
     if (s->role == ROLE_LEADER && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
         const char *why = s->stop_why                       ? s->stop_why
                           : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
@@ -184,6 +187,7 @@ static void finish(struct sup *s, int status)
 static void launcher_failed(struct sup *s)
 {
     s->launcher_failed = true;
+    write_records(s, DDP_EXIT_LAUNCHER); /* summary.json: exit.source launcher */
     s->exit_status = DDP_EXIT_LAUNCHER;
     close_all(s);
 }
