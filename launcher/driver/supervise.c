@@ -64,6 +64,7 @@ struct sup {
     bool closed;             /* exit decided: handles closed, the loop ends */
     bool launcher_failed;    /* exit 1 whatever the policy says */
     bool sig_reached;        /* the signal being fed reached every worker already (Slurm): not forwarded */
+    bool term_reached;       /* Slurm's SIGTERM reached every worker: a later stop sends no second one */
     struct ddp_gpuset *gpus; /* the job's GPUs from attempt to attempt: left out, held, leased (gpuset.h) */
     char *timeout_reason;    /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
@@ -113,7 +114,8 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
     if ((a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL)) ||
         (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING))
         ddp_watch_stopping(s->watch); /* no suspicion while it is stopped (a Ctrl-C's output is no progress) */
-    if (s->role == ROLE_LEADER && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
+    /* a signal from Slurm reached every node's workers already: the other nodes stop on their own copy */
+    if (s->role == ROLE_LEADER && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING && !s->sig_reached) {
         const char *why = s->stop_why                       ? s->stop_why
                           : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
                           : s->pol.stop == DDP_STOP_TIMEOUT ? "a timeout on node 0"
@@ -447,7 +449,7 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
     int attempt = cur_attempt(s);
     struct ddp_policy_action next = *act; /* fit_to_gpus_left may change a START */
     const struct ddp_policy_action *a = &next;
-    if (a->flags & DDP_ACT_TERM_ALL)
+    if ((a->flags & DDP_ACT_TERM_ALL) && !s->term_reached) /* one SIGTERM per worker: Slurm's came already */
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
         ddp_watch_capture_begin(s->watch, s->timeout_class);
@@ -781,6 +783,7 @@ static void on_signal(void *arg, int signo, bool reached)
 {
     struct sup *s = arg;
     s->sig_reached = reached;
+    s->term_reached |= reached && signo == SIGTERM;
     if (s->role != ROLE_SINGLE) {
         ddp_roles_signal(s->roles, signo); /* to the policy while an attempt is under way or decided */
     } else {
