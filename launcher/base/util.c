@@ -679,3 +679,17 @@ char ddp_proc_state(int pid)
     char *rp = strrchr(buf, ')');
     return rp && sscanf(rp + 1, " %c", &st) == 1 ? st : 0;
 }
+
+bool ddp_proc_is_slurmstepd(int pid)
+{
+    char path[64], comm[32];
+    if (pid <= 0 || getenv("SLURM_JOB_ID") == NULL)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+    return n >= 10 && strncmp(comm, "slurmstepd", 10) == 0;
+}

@@ -870,7 +870,13 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
         return rc;
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
     if (l->cmd == DDP_CMD_RUN && l->resolved.log_dir) {
-        if ((rc = ddp_logdir_create(l->resolved.log_dir, l->run_id, &l->logdir, err)) < 0) {
+        /* several nodes sharing one file system: the node's rank in its run directory's name (issue 54) */
+        char named[256];
+        if (l->ctx.nnodes > 1 && l->ctx.node_rank >= 0)
+            snprintf(named, sizeof named, "%s_node%d", l->run_id, l->ctx.node_rank);
+        else
+            snprintf(named, sizeof named, "%s", l->run_id);
+        if ((rc = ddp_logdir_create(l->resolved.log_dir, named, &l->logdir, err)) < 0) {
             l->fail_status = DDP_EXIT_USAGE;
             return at_key(&l->resolved, "log_dir", rc, err);
         }

@@ -18,6 +18,7 @@
 #include "host/jobs.h"
 #include "host/rundir.h"
 #include "records/timeline.h"
+#include "records/verdict.h"
 #include "run/plan.h"
 #include "run/shim.h"
 #include "run/standby.h"
@@ -199,6 +200,27 @@ static int plan_command(const struct ddp_cli *cli, const char *argv0)
     return status;
 }
 
+/* A run refused before any worker started: with a log_dir, its record (verdict.h), so that summary.json always
+ * exists for a requeue script. */
+static void record_refusal(const struct ddp_launch *l, int status, const char *reason)
+{
+    const struct ddp_spec *sp = l->resolved.log_dir ? &l->resolved : &l->spec;
+    const char *prog = sp->script ? sp->script : sp->module ? sp->module : sp->program;
+    struct ddp_verdict_refusal v = {.log_dir = sp->log_dir,
+                                    .ld = l->logdir,
+                                    .run_id = l->run_id,
+                                    .job = sp->name,
+                                    .program = prog            ? prog
+                                               : sp->command.n ? sp->command.v[0]
+                                                               : NULL,
+                                    .host = l->hostname[0] ? l->hostname : NULL,
+                                    .node_rank = l->run_id ? l->ctx.node_rank : -1,
+                                    .nnodes = l->run_id ? l->ctx.nnodes : 0,
+                                    .status = status,
+                                    .reason = reason};
+    ddp_verdict_refused(&v);
+}
+
 static int run_command(const struct ddp_cli *cli, const char *argv0)
 {
     struct ddp_launch l;
@@ -223,6 +245,8 @@ static int run_command(const struct ddp_cli *cli, const char *argv0)
         if (status == DDP_EXIT_LAUNCHER && err.msg[0])
             error_line(err.msg);
         free(exe);
+    } else {
+        record_refusal(&l, status, err.msg);
     }
     ddp_gpus_held_free(held, ddp_topo_ngpus(l.topo));
     ddp_launch_free(&l);
@@ -283,10 +307,11 @@ int main(int argc, char **argv)
     /* SIGUSR1/SIGUSR2 must not kill the launcher: Slurm sends them to every process of a step as a preemption
      * warning (--signal=USR1@T), and workers get them directly. A handler (not SIG_IGN) so that exec'd workers
      * start with the default disposition; with signals_to_handle listing them, the supervisor forwards them. */
-    struct sigaction sa = {.sa_handler = ignore_signal};
+    struct sigaction sa = {.sa_handler = ignore_signal}, old;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGUSR2, &sa, NULL);
+    for (int sig = SIGUSR1; sig; sig = sig == SIGUSR1 ? SIGUSR2 : 0)
+        if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) /* ignored at start: stays so */
+            sigaction(sig, &sa, NULL);
 
     struct ddp_cli cli;
     struct ddp_err err = {0};

@@ -1,9 +1,14 @@
 /* signals: which signals the launcher takes on its loop: SIGINT, SIGTERM, SIGHUP, SIGQUIT and [job]
- * signals_to_handle (a signal that cannot be forwarded is said and left out). Each arrival goes to fn from the
- * loop; what it means is the policy's (policy.h). */
+ * signals_to_handle (a signal that cannot be forwarded is said and left out; one ignored when ddplaunch started,
+ * as nohup ignores SIGHUP, stays ignored: all but SIGINT and SIGQUIT, which shells ignore for every `cmd &`).
+ * Each arrival goes to fn from the loop, with reached = true when its sender signals every process of the job
+ * itself (Slurm's slurmstepd: `scancel --signal`, KillWait's SIGTERM), so that the workers have their copy
+ * already; what it means is the policy's (policy.h). */
 #ifndef DDP_SIGNALS_H
 #define DDP_SIGNALS_H
 
+#include <stdbool.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "spec/spec.h"
@@ -11,8 +16,8 @@
 struct ddp_signals;
 
 /* Start handling them on loop. Caller owns; ddp_signals_close(), then free() after the loop. */
-struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec, void (*fn)(void *arg, int signo),
-                                      void *arg);
+struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec,
+                                      void (*fn)(void *arg, int signo, bool reached), void *arg);
 void ddp_signals_close(struct ddp_signals *g);
 
 #endif

@@ -63,6 +63,8 @@ struct sup {
     int exit_status;
     bool closed;             /* exit decided: handles closed, the loop ends */
     bool launcher_failed;    /* exit 1 whatever the policy says */
+    bool sig_reached;        /* the signal being fed reached every worker already (Slurm): not forwarded */
+    bool term_reached;       /* Slurm's SIGTERM reached every worker: a later stop sends no second one */
     struct ddp_gpuset *gpus; /* the job's GPUs from attempt to attempt: left out, held, leased (gpuset.h) */
     char *timeout_reason;    /* why the current attempt is being stopped for a timeout */
     enum ddp_class timeout_class;
@@ -107,9 +109,13 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
     struct ddp_policy_action a = ddp_policy_step(&s->pol, ev);
     if (before == DDP_PS_RUNNING && s->pol.state != DDP_PS_RUNNING)
         ddp_watch_attempt_stop(s->watch); /* a timeout is news only while the attempt runs */
-    if (a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL))
-        ddp_watch_stopping(s->watch); /* no suspicion while it is stopped */
-    if (s->role == ROLE_LEADER && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING) {
+    if (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING)
+        ddp_records_stopping(s->rec, cur_attempt(s)); /* its ranks exit as stopped, not failed */
+    if ((a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL)) ||
+        (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING))
+        ddp_watch_stopping(s->watch); /* no suspicion while it is stopped (a Ctrl-C's output is no progress) */
+    /* a signal from Slurm reached every node's workers already: the other nodes stop on their own copy */
+    if (s->role == ROLE_LEADER && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING && !s->sig_reached) {
         const char *why = s->stop_why                       ? s->stop_why
                           : s->pol.stop == DDP_STOP_SIGNAL  ? "node 0 got a signal"
                           : s->pol.stop == DDP_STOP_TIMEOUT ? "a timeout on node 0"
@@ -121,6 +127,9 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
         if (a.flags & DDP_ACT_KILL_ALL)
             ddp_error("got %s again: killing %d worker%s now", ddp_report_signame(ev->signo), alive,
                       alive == 1 ? "" : "s");
+        else if (s->sig_reached)
+            ddp_info("got %s from Slurm, which signalled the %d worker%s too: not forwarded",
+                     ddp_report_signame(ev->signo), alive, alive == 1 ? "" : "s");
         else if (ddp_policy_signal_stops(ev->signo))
             ddp_info("got %s: forwarding it to %d worker%s%s", ddp_report_signame(ev->signo), alive,
                      alive == 1 ? "" : "s", ev->signo == SIGINT ? " (again to kill them now)" : "");
@@ -180,6 +189,7 @@ static void finish(struct sup *s, int status)
 static void launcher_failed(struct sup *s)
 {
     s->launcher_failed = true;
+    write_records(s, DDP_EXIT_LAUNCHER); /* summary.json: exit.source launcher */
     s->exit_status = DDP_EXIT_LAUNCHER;
     close_all(s);
 }
@@ -439,13 +449,13 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
     int attempt = cur_attempt(s);
     struct ddp_policy_action next = *act; /* fit_to_gpus_left may change a START */
     const struct ddp_policy_action *a = &next;
-    if (a->flags & DDP_ACT_TERM_ALL)
+    if ((a->flags & DDP_ACT_TERM_ALL) && !s->term_reached) /* one SIGTERM per worker: Slurm's came already */
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
         ddp_watch_capture_begin(s->watch, s->timeout_class);
     if (a->flags & DDP_ACT_RECORDERS)
         ddp_watch_atfail_begin(s->watch);
-    if (a->flags & DDP_ACT_FORWARD)
+    if ((a->flags & DDP_ACT_FORWARD) && !s->sig_reached) /* one copy per worker: Slurm's reached them */
         ddp_runner_signal_all(s->rn, a->signo);
     if (a->flags & DDP_ACT_KILL_ALL) {
         /* grace timer no longer running while stopping: it expired (a second SIGINT comes while it runs) */
@@ -769,15 +779,18 @@ static void on_changed(void *arg, struct ddp_runner_worker *k)
 
 /* ---------------------------------------------------------------- signals */
 
-static void on_signal(void *arg, int signo)
+static void on_signal(void *arg, int signo, bool reached)
 {
     struct sup *s = arg;
+    s->sig_reached = reached;
+    s->term_reached |= reached && signo == SIGTERM;
     if (s->role != ROLE_SINGLE) {
         ddp_roles_signal(s->roles, signo); /* to the policy while an attempt is under way or decided */
-        return;
+    } else {
+        struct ddp_policy_event_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
+        feed(s, &ev);
     }
-    struct ddp_policy_event_data ev = {.kind = DDP_PE_SIGNAL, .signo = signo};
-    feed(s, &ev);
+    s->sig_reached = false;
 }
 
 /* ---------------------------------------------------------------- entry */

@@ -2,6 +2,7 @@
 #include "records/records.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "records/jsonlog.h"
 #include "records/recognise.h"
 #include "records/report.h"
+#include "records/verdict.h"
 #include "topo/topo.h"
 
 /* What the summary needs from a failed worker, kept after its attempt is freed. */
@@ -37,8 +39,10 @@ struct ddp_records {
     long long job_start_ms;
     char job_start_iso[32];
     int nattempts;
-    bool written;      /* job_end and summary.json are out */
-    struct ended root; /* root cause of the attempt being stopped / last failed attempt */
+    bool written;           /* job_end and summary.json are out */
+    int ranks_lo, ranks_hi; /* the global ranks of this node's last attempt; hi -1 before one started */
+    int stopping;           /* the attempt ddplaunch is stopping (its exits are "stopped"), -1: none */
+    struct ended root;      /* root cause of the attempt being stopped / last failed attempt */
     struct ended *others;
     size_t nothers;
     json_t *hang;        /* the last verdict (summary.json "hang"), or NULL */
@@ -195,6 +199,8 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     r->out = out;
     r->spec = ctx->spec;
     r->job_start_ms = ddp_now_ms();
+    r->ranks_hi = -1;
+    r->stopping = -1;
     r->stragglers = json_array();
     r->warm = json_array();
     r->ngpu = ddp_topo_ngpus(ctx->topo);
@@ -265,6 +271,12 @@ static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt
 void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_attempt *run)
 {
     r->unrecorded = run;
+    r->ranks_lo = INT_MAX;
+    r->ranks_hi = -1;
+    for (size_t i = 0; i < run->nw; i++) {
+        r->ranks_lo = run->w[i].w->rank < r->ranks_lo ? run->w[i].w->rank : r->ranks_lo;
+        r->ranks_hi = run->w[i].w->rank > r->ranks_hi ? run->w[i].w->rank : r->ranks_hi;
+    }
     ddp_jsonlog_hold(r->rec);
     ddp_records_attempt_flush(r, run);
 }
@@ -334,17 +346,26 @@ static const char *worker_class(const struct ddp_records *r, const struct ddp_ru
     return ddp_class_name(c);
 }
 
+void ddp_records_stopping(struct ddp_records *r, int attempt)
+{
+    if (r)
+        r->stopping = attempt;
+}
+
 void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     char cbuf[32];
+    int attempt = k->run->plan.attempt;
+    bool root = r->root.set && r->root.attempt == attempt && r->root.rank == k->w->rank;
+    bool stopped = r->stopping == attempt && k->status != 0 && k->fail == DDP_WF_NONE && !root;
     ddp_records_attempt_flush(r, k->run); /* k no longer holds it back */
     ddp_jsonlog_event(r->rec, "worker_exit",
-                      ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I}", "attempt", k->run->plan.attempt,
-                                       "rank", k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
+                      ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I, s:b}", "attempt", attempt, "rank",
+                                       k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
                                        k->signo ? json_null() : json_integer(k->status), "signal",
                                        k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
                                        worker_class(r, k, cbuf, sizeof(cbuf)), "ran_ms",
-                                       (json_int_t)(k->end_ms - k->start_ms)));
+                                       (json_int_t)(k->end_ms - k->start_ms), "stopped", stopped));
     ps_update(r, ddp_jsonlog_pack("{s:i}", "ranks_alive", (int)(k->run->nw - k->run->nexited)));
 }
 
@@ -647,6 +668,12 @@ static const char *prog_name(const struct ddp_spec *sp)
                            : "job";
 }
 
+/* The job's name as report and the SVG say it: the spec's name (the program's when it gives none). */
+static const char *job_name(const struct ddp_spec *sp)
+{
+    return sp->name && *sp->name ? sp->name : prog_name(sp);
+}
+
 static struct ddp_report_entry entry_of(const struct ddp_records *r, const struct ended *e)
 {
     return (struct ddp_report_entry){.rank = e->rank,
@@ -724,8 +751,8 @@ void ddp_records_print_summary(struct ddp_records *r, int status, struct ddp_out
         print_stopped(r);
         return;
     }
-    char *title = ddp_xasprintf("%s%s FAILED (exit status %d)%s", ddp_colour(DDP_COLOUR_RED), prog_name(r->spec),
-                                status, ddp_colour(DDP_COLOUR_RESET));
+    char *title = ddp_xasprintf("%s%s FAILED (exit status %d)%s", ddp_colour(DDP_COLOUR_RED), job_name(r->spec), status,
+                                ddp_colour(DDP_COLOUR_RESET));
     struct ddp_report_entry root = entry_of(r, &r->root);
     struct ddp_report_entry *others = ddp_xcalloc(r->nothers + 1, sizeof(*others));
     for (size_t i = 0; i < r->nothers; i++)
@@ -746,7 +773,7 @@ void ddp_records_print_success(const struct ddp_records *r)
 {
     if (r->nattempts > 1) /* a success that needed restarts says so, in one line */
         ddp_info("%s%s succeeded%s after %d attempts (%d restart%s) in %.1f s", ddp_colour(DDP_COLOUR_GREEN),
-                 prog_name(r->spec), ddp_colour(DDP_COLOUR_RESET), r->nattempts, r->nattempts - 1,
+                 job_name(r->spec), ddp_colour(DDP_COLOUR_RESET), r->nattempts, r->nattempts - 1,
                  r->nattempts == 2 ? "" : "s", (double)(ddp_now_ms() - r->job_start_ms) / 1000.0);
     print_stopped(r);
 }
@@ -754,7 +781,7 @@ void ddp_records_print_success(const struct ddp_records *r)
 void ddp_records_job_end(struct ddp_records *r, int status, const char *result, const char *timeout)
 {
     char now[32];
-    if (!r->rec || r->written)
+    if (!r || !r->rec || r->written)
         return;
     r->written = true;
     if (r->root.set && r->root.cause && status != 0)
@@ -778,6 +805,11 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         (json_int_t)(ddp_now_ms() - r->job_start_ms), "timeout", timeout ? json_string(timeout) : json_null(),
         "root_cause", r->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
         "log_dir", ddp_jsonlog_dir(r->rec));
+    const struct ddp_plan_ctx *ctx = r->ctx; /* which node this is, on a file system that nodes share */
+    json_object_set_new(sum, "node_rank", ctx->node_rank >= 0 ? json_integer(ctx->node_rank) : json_null());
+    json_object_set_new(sum, "nnodes", json_integer(ctx->nnodes));
+    json_object_set_new(sum, "ranks", r->ranks_hi >= 0 ? json_pack("[i, i]", r->ranks_lo, r->ranks_hi) : json_null());
+    json_object_set_new(sum, "exit", ddp_verdict_json(status, result, r->root.set, r->root.rank, r->root.status));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set(sum, "mismatch", r->mismatch ? r->mismatch : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));

@@ -38,7 +38,11 @@ void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
  * checks again (a program started). */
 void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_attempt *run);
 void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run);
-/* A worker's shim exited (worker_exit; ps: ranks alive). Call it after k's state is DDP_WS_EXITED. */
+/* ddplaunch began to stop attempt `attempt` (a failure, a timeout, a signal): a worker of it that exits non-zero
+ * from now on, not the root cause, is recorded as stopped (worker_exit "stopped": true; grey in report --svg). */
+void ddp_records_stopping(struct ddp_records *r, int attempt);
+/* A worker's shim exited (worker_exit, with "stopped"; ps: ranks alive). Call it after k's state is
+ * DDP_WS_EXITED. */
 void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_worker *k);
 /* The first line of k's output that a failure class (cls) recognised, this attempt (len bytes of line; later
  * ones are ignored): the class its worker_exit and the ledger give it. */

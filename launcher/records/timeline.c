@@ -19,6 +19,8 @@ struct tl_rank {
     char cls[48], ended[48], frame[256];
     bool culprit;
     bool root;        /* the attempt's root cause (first observed failure), when no hang culprit names one */
+    bool no_root;     /* the launcher said its attempt has none (stopped by a signal): no guess from the order */
+    bool stopped;     /* ddplaunch stopped it (worker_exit "stopped"): grey, whatever its exit code */
     double straggler; /* its share of the waiting (0..1) when named a straggler, else -1 */
 };
 
@@ -30,8 +32,10 @@ struct tl_mark {
 };
 
 struct ddp_timeline {
-    char job[128], host[128], result[32];
+    char job[128], host[128], result[32], last_ts[40];
     int exit_status, nattempts;
+    int pid;     /* the launcher's (job_start), -1 unknown */
+    bool killed; /* no job_end and its launcher is gone (SIGKILL: Slurm's KillWait, the OOM killer) */
     double end;
     struct tl_rank *r;
     size_t nr;
@@ -111,7 +115,7 @@ static void mark_root(struct ddp_timeline *t, int attempt, int rank, bool sure)
     for (size_t i = 0; i < t->nr; i++) {
         if (t->r[i].attempt != attempt)
             continue;
-        if (t->r[i].culprit || (t->r[i].root && !sure))
+        if (t->r[i].culprit || (t->r[i].root && !sure) || (t->r[i].no_root && !sure))
             return;
         t->r[i].root = false;
     }
@@ -131,8 +135,20 @@ static void end_rank(struct ddp_timeline *t, const json_t *e, int attempt, doubl
         ddp_text_copy(r->ended, sizeof(r->ended), jstr(e, "signal"));
     else
         snprintf(r->ended, sizeof(r->ended), "exit %d", jint(e, "exit_code", -1));
-    if (strcmp(r->cls, "ok") != 0)
+    r->stopped = json_is_true(json_object_get(e, "stopped"));
+    if (strcmp(r->cls, "ok") != 0 && !r->stopped)
         mark_root(t, attempt, r->rank, false);
+}
+
+/* A decision with "root_rank": null (a stop by signal, a timeout of no one rank): the attempt has no root
+ * cause, as summary.json's root_cause says; the order of the exits guesses none. */
+static void clear_root(struct ddp_timeline *t, int attempt)
+{
+    for (size_t i = 0; i < t->nr; i++)
+        if (t->r[i].attempt == attempt) {
+            t->r[i].root = false;
+            t->r[i].no_root = true;
+        }
 }
 
 /* hang: a mark with the verdict, and the culprits' bars flagged with their frame. */
@@ -249,12 +265,16 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
     char **timeout_iso = NULL; /* per attempt: the first timeout's time (last output is taken before it) */
     int ntimeout_iso = 0;
     t->exit_status = -1;
+    t->pid = -1;
     json_array_foreach(events, i, e)
     {
         const char *ev = jstr(e, "event");
         double at = iso_seconds(jstr(e, "ts"));
+        if (at >= 0)
+            ddp_text_copy(t->last_ts, sizeof(t->last_ts), jstr(e, "ts"));
         if (strcmp(ev, "job_start") == 0) {
             t0 = at;
+            t->pid = jint(e, "pid", -1);
             ddp_text_copy(t->job, sizeof(t->job), jstr(e, "job"));
             ddp_text_copy(t->host, sizeof(t->host), jstr(e, "host"));
             continue;
@@ -297,6 +317,8 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             struct tl_mark *m = add_mark(t, attempt, at, "decision");
             if (json_is_integer(json_object_get(e, "root_rank")))
                 mark_root(t, attempt, jint(e, "root_rank", -1), true);
+            else if (json_is_null(json_object_get(e, "root_rank")))
+                clear_root(t, attempt);
             if (*jstr(e, "why"))
                 snprintf(m->text, sizeof(m->text), "%s: %s", jstr(e, "action"), jstr(e, "why"));
             else if (json_is_integer(json_object_get(e, "exit_status")))
@@ -345,11 +367,34 @@ void ddp_timeline_free(struct ddp_timeline *t)
     free(t);
 }
 
+void ddp_timeline_launcher_gone(struct ddp_timeline *t, bool gone)
+{
+    if (t->result[0] || !gone)
+        return;
+    t->killed = true;
+    ddp_text_copy(t->result, sizeof(t->result), "launcher-killed");
+}
+
+int ddp_timeline_pid(const struct ddp_timeline *t, const char **host)
+{
+    *host = t->host;
+    return t->result[0] ? -1 : t->pid;
+}
+
 void ddp_timeline_print(FILE *f, const struct ddp_timeline *t)
 {
-    fprintf(f, "job %s on %s: %s, exit status %d, %d attempt%s, %.1f s\n", t->job[0] ? t->job : "-", t->host,
-            t->result[0] ? t->result : "still running", t->exit_status, t->nattempts, t->nattempts == 1 ? "" : "s",
-            t->end);
+    if (t->exit_status < 0)
+        fprintf(f, "job %s on %s: %s, no exit status, %d attempt%s, %.1f s\n", t->job[0] ? t->job : "-", t->host,
+                t->result[0] ? t->result : "still running", t->nattempts, t->nattempts == 1 ? "" : "s", t->end);
+    else
+        fprintf(f, "job %s on %s: %s, exit status %d, %d attempt%s, %.1f s\n", t->job[0] ? t->job : "-", t->host,
+                t->result[0] ? t->result : "still running", t->exit_status, t->nattempts, t->nattempts == 1 ? "" : "s",
+                t->end);
+    if (t->killed)
+        fprintf(f,
+                "the launcher (pid %d) is gone without a summary: killed (SIGKILL: Slurm's KillWait, the OOM "
+                "killer, a lost node) after its last record, %s (+%.1f s); its workers ended with it\n",
+                t->pid, t->last_ts, t->end);
     for (int a = 0; a < t->nattempts; a++) {
         fprintf(f, "attempt %d\n", a);
         fprintf(f, "  %-6s %-9s %-12s %-9s %s\n", "rank", "start", "last output", "end", "how it ended");
@@ -363,7 +408,10 @@ void ddp_timeline_print(FILE *f, const struct ddp_timeline *t)
                 snprintf(lo, sizeof(lo), "+%.3fs", r->last_out);
             if (r->end >= 0)
                 snprintf(end, sizeof(end), "+%.3fs", r->end);
-            fprintf(f, "  %-6d %-9s %-12s %-9s %s%s%s%s%s\n", r->rank, start, lo, end, r->end >= 0 ? r->cls : "running",
+            fprintf(f, "  %-6d %-9s %-12s %-9s %s%s%s%s%s\n", r->rank, start, lo, end,
+                    r->end >= 0 ? r->cls
+                    : t->killed ? "unknown"
+                                : "running",
                     r->end >= 0 ? " (" : "", r->end >= 0 ? r->ended : "", r->end >= 0 ? ")" : "",
                     r->culprit ? "  CULPRIT"
                     : r->root  ? "  ROOT CAUSE"
@@ -412,7 +460,7 @@ static const char *bar_colour(const struct tl_rank *r)
         return "#1976d2"; /* still running */
     if (strcmp(r->cls, "ok") == 0)
         return "#2e7d32";
-    if (strcmp(r->cls, "signal") == 0 || strcmp(r->cls, "abort") == 0)
+    if (r->stopped || strcmp(r->cls, "signal") == 0 || strcmp(r->cls, "abort") == 0)
         return "#9e9e9e"; /* stopped by the launcher (SIGTERM/SIGKILL, SIGABRT for its stack) */
     return "#f9a825";     /* failed or timed out on its own */
 }
@@ -645,6 +693,24 @@ static long read_event_line(FILE *f, char **buf, size_t *cap)
     return (long)len;
 }
 
+/* No job_end: whether the launcher that wrote the record is gone (this host's pid is no ddplaunch any more).
+ * Another host's launcher cannot be seen from here: not gone. */
+static bool launcher_gone(const struct ddp_timeline *t)
+{
+    const char *host;
+    char me[256] = {0}, path[64], comm[32] = {0};
+    int pid = ddp_timeline_pid(t, &host);
+    if (pid <= 0 || gethostname(me, sizeof(me) - 1) < 0 || strcmp(me, host) != 0)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    ssize_t n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+    return n <= 0 || strncmp(comm, "ddplaunch", 9) != 0;
+}
+
 int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
 {
     struct ddp_err err = {0};
@@ -691,6 +757,7 @@ int ddp_timeline_command(const char *path, const char *svg_path, FILE *out)
         status = DDP_EXIT_USAGE;
     } else {
         fprintf(out, "run %s\n", rf.dir);
+        ddp_timeline_launcher_gone(t, launcher_gone(t));
         ddp_timeline_print(out, t);
         if (svg_path) {
             int fd = open(svg_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);

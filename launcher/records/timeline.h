@@ -6,6 +6,7 @@
 #define DDP_TIMELINE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "base/util.h"
@@ -23,6 +24,11 @@ void ddp_timeline_free(struct ddp_timeline *t);
 
 /* Text: one block per attempt, one line per rank, then the events of note, times in seconds from the start. */
 void ddp_timeline_print(FILE *f, const struct ddp_timeline *t);
+/* A record without job_end: the launcher's pid (job_start) and *host its host, else -1. When gone (that pid is
+ * no ddplaunch any more on that host), the record says so: result "launcher-killed", a line with its last
+ * record's time, ranks without an end "unknown" instead of "running". */
+int ddp_timeline_pid(const struct ddp_timeline *t, const char **host);
+void ddp_timeline_launcher_gone(struct ddp_timeline *t, bool gone);
 /* The same as a standalone SVG document (one lane per rank and attempt, colours by how the rank ended, the
  * culprit of a hang in red, timeouts as vertical lines). */
 void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t);

@@ -745,9 +745,11 @@ static _Noreturn void watch_program(pid_t child, const sigset_t *all, const stru
                 end_descendants(sa->grace_ms, child, &ws, &done);
                 mirror_status(ws);
             }
-        } else if (si.si_code == SI_USER || si.si_code == SI_QUEUE || si.si_code == SI_TKILL) {
+        } else if ((si.si_code == SI_USER || si.si_code == SI_QUEUE || si.si_code == SI_TKILL) &&
+                   !ddp_proc_is_slurmstepd(si.si_pid)) {
             /* sent to the shim's group (the launcher forwarding a signal): PROGRAM's group gets it, and a stop
-             * (SIGTERM, SIGINT, SIGHUP) also reaches those that left that group */
+             * (SIGTERM, SIGINT, SIGHUP) also reaches those that left that group. Not Slurm's: slurmstepd
+             * signals every process of the step, PROGRAM's tree included (one copy each) */
             forward_signal(child, sig, sig == SIGTERM || sig == SIGINT || sig == SIGHUP);
         }
     }

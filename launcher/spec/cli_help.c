@@ -113,6 +113,9 @@ void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
           "when it died by signal N (or the launcher was stopped by signal N); 124 when the\n"
           "last attempt timed out; 75 refused for now (GPUs leased by other jobs, nodes\n"
           "that did not join): retry; 2 bad command line or job spec; 1 launcher failure.\n"
+          "A worker's own code may be any of these: with --log-dir, summary.json's\n"
+          "exit.source (worker or launcher) tells them apart, also for a refused launch.\n"
+          "A signal ignored at start (nohup: SIGHUP) stays ignored.\n"
           "\n"
           "See ddplaunch(1) and ddplaunch.ini(5).\n",
           f);
