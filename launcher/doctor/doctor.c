@@ -682,25 +682,48 @@ static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section 
     free(status);
 }
 
-/* Whether python imports torch, run as the workers would (envp): 1 with its version in out, 0 with the last
- * line it printed in out, within 60 s (an import on a loaded machine takes seconds). */
+/* The probe's Python. `python -c` puts the current directory first on sys.path, and the caller's directory may be
+ * a shared one (mode 1777) where another user left a torch.py: the first statement takes it off again (every ''
+ * entry, and every entry naming that directory), before anything is imported. Nothing runs from it earlier: the
+ * interpreter adds it after site (and sitecustomize) ran, and imports readline only for a terminal on stdin
+ * (the probe's is /dev/null). Not -I: it would also drop PYTHONPATH and the user's site-packages (pip install
+ * --user), where the workers do find torch; -P exists only from Python 3.11 on. */
+static const char probe_py[] = "import sys\n"
+                               "sys.path[:] = [p for p in sys.path if p]\n"
+                               "import os\n"
+                               "try:\n"
+                               "    here = os.path.realpath(os.getcwd())\n"
+                               "except OSError:\n"
+                               "    here = None\n"
+                               "sys.path[:] = [p for p in sys.path if here is None or os.path.realpath(p) != here]\n"
+                               "import torch\n"
+                               "print('torch', torch.__version__)\n";
+
+/* Whether python imports torch, run as the workers would (envp) but with nothing from the current directory
+ * (probe_py): 1 with its version in out, 0 with the last line it printed in out, within 60 s (an import on a
+ * loaded machine takes seconds). */
 static int import_torch(const char *python, char *const *envp, char *out, size_t len)
 {
-    char *argv[] = {(char *)python, "-c", "import torch; print('torch', torch.__version__)", NULL};
+    char *argv[] = {(char *)python, "-c", (char *)probe_py, NULL};
     char buf[65536];
     size_t n = 0;
     int fds[2];
     snprintf(out, len, "it could not be started");
     if (pipe2(fds, O_CLOEXEC) < 0)
         return 0;
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     pid_t pid = fork();
     if (pid == 0) {
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
         execvpe(python, argv, envp);
         _exit(127);
     }
     close(fds[1]);
+    if (devnull >= 0)
+        close(devnull);
     long long deadline = ddp_now_ns() + 60LL * 1000000000LL;
     while (pid > 0 && n < sizeof buf - 1) {
         struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
