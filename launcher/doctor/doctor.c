@@ -124,15 +124,17 @@ static void gpu_usage(const struct ddp_topo *topo, struct gpu_facts *gf, const i
         g->have_health = true;
         for (int k = 0; k < f.nvml->nprocs; k++) {
             const struct ddp_nvml_proc *pr = &f.nvml->procs[k];
-            char comm[64] = "";
+            char who[160];
 
-            if (ddp_rundir_proc_identity((pid_t)pr->pid, comm, sizeof comm, NULL, 0) < 0)
-                snprintf(comm, sizeof comm, "not visible here");
-            if (pr->mem_used >= 0)
-                ddp_buf_printf(&b, "%spid %u (%s, %.1f GiB)", b.len ? ", " : "", pr->pid, comm,
-                               (double)pr->mem_used / GIB);
+            /* NVML's pid as nvml.h resolved it: translated into this namespace, else the host's, not looked up */
+            if (pr->other_ns)
+                ddp_nvml_proc_describe(pr, who, sizeof who);
+            else if (pr->mem_used >= 0)
+                snprintf(who, sizeof who, "pid %u (%s, %.1f GiB)", pr->pid, pr->comm[0] ? pr->comm : "not visible here",
+                         (double)pr->mem_used / GIB);
             else
-                ddp_buf_printf(&b, "%spid %u (%s)", b.len ? ", " : "", pr->pid, comm);
+                snprintf(who, sizeof who, "pid %u (%s)", pr->pid, pr->comm[0] ? pr->comm : "not visible here");
+            ddp_buf_printf(&b, "%s%s", b.len ? ", " : "", who);
         }
         if (b.data)
             snprintf(g->users, sizeof g->users, "%s", b.data);
