@@ -688,8 +688,9 @@ static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section 
  * a shared one (mode 1777) where another user left a torch.py: the first statement takes it off again (every ''
  * entry, and every entry naming that directory), before anything is imported. Nothing runs from it earlier: the
  * interpreter adds it after site (and sitecustomize) ran, and imports readline only for a terminal on stdin
- * (the probe's is /dev/null). Not -I: it would also drop PYTHONPATH and the user's site-packages (pip install
- * --user), where the workers do find torch; -P exists only from Python 3.11 on. */
+ * (the probe's is /dev/null). PYTHONSAFEPATH=1 (-P's variable, Python 3.11 on; older ones ignore it) keeps the
+ * directory off from the start where it can. Not -I: it would also drop PYTHONPATH and the user's site-packages
+ * (pip install --user), where the workers do find torch. */
 static const char probe_py[] = "import sys\n"
                                "sys.path[:] = [p for p in sys.path if p]\n"
                                "import os\n"
@@ -710,9 +711,16 @@ static int import_torch(const char *python, char *const *envp, char *out, size_t
     char buf[65536];
     size_t n = 0;
     int fds[2];
+    struct ddp_strv env = {0};
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, "PYTHONSAFEPATH=", 15) != 0)
+            ddp_strv_push(&env, *e);
+    ddp_strv_push(&env, "PYTHONSAFEPATH=1");
     snprintf(out, len, "it could not be started");
-    if (pipe2(fds, O_CLOEXEC) < 0)
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        ddp_strv_clear(&env);
         return 0;
+    }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     pid_t pid = fork();
     if (pid == 0) {
@@ -720,9 +728,10 @@ static int import_torch(const char *python, char *const *envp, char *out, size_t
             dup2(devnull, STDIN_FILENO);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
-        execvpe(python, argv, envp);
+        execvpe(python, argv, env.v);
         _exit(127);
     }
+    ddp_strv_clear(&env);
     close(fds[1]);
     if (devnull >= 0)
         close(devnull);
