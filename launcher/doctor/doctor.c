@@ -124,15 +124,17 @@ static void gpu_usage(const struct ddp_topo *topo, struct gpu_facts *gf, const i
         g->have_health = true;
         for (int k = 0; k < f.nvml->nprocs; k++) {
             const struct ddp_nvml_proc *pr = &f.nvml->procs[k];
-            char comm[64] = "";
+            char who[160];
 
-            if (ddp_rundir_proc_identity((pid_t)pr->pid, comm, sizeof comm, NULL, 0) < 0)
-                snprintf(comm, sizeof comm, "not visible here");
-            if (pr->mem_used >= 0)
-                ddp_buf_printf(&b, "%spid %u (%s, %.1f GiB)", b.len ? ", " : "", pr->pid, comm,
-                               (double)pr->mem_used / GIB);
+            /* NVML's pid as nvml.h resolved it: translated into this namespace, else the host's, not looked up */
+            if (pr->other_ns)
+                ddp_nvml_proc_describe(pr, who, sizeof who);
+            else if (pr->mem_used >= 0)
+                snprintf(who, sizeof who, "pid %u (%s, %.1f GiB)", pr->pid, pr->comm[0] ? pr->comm : "not visible here",
+                         (double)pr->mem_used / GIB);
             else
-                ddp_buf_printf(&b, "%spid %u (%s)", b.len ? ", " : "", pr->pid, comm);
+                snprintf(who, sizeof who, "pid %u (%s)", pr->pid, pr->comm[0] ? pr->comm : "not visible here");
+            ddp_buf_printf(&b, "%s%s", b.len ? ", " : "", who);
         }
         if (b.data)
             snprintf(g->users, sizeof g->users, "%s", b.data);
@@ -682,25 +684,57 @@ static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section 
     free(status);
 }
 
-/* Whether python imports torch, run as the workers would (envp): 1 with its version in out, 0 with the last
- * line it printed in out, within 60 s (an import on a loaded machine takes seconds). */
+/* The probe's Python. `python -c` puts the current directory first on sys.path, and the caller's directory may be
+ * a shared one (mode 1777) where another user left a torch.py: the first statement takes it off again (every ''
+ * entry, and every entry naming that directory), before anything is imported. Nothing runs from it earlier: the
+ * interpreter adds it after site (and sitecustomize) ran, and imports readline only for a terminal on stdin
+ * (the probe's is /dev/null). PYTHONSAFEPATH=1 (-P's variable, Python 3.11 on; older ones ignore it) keeps the
+ * directory off from the start where it can. Not -I: it would also drop PYTHONPATH and the user's site-packages
+ * (pip install --user), where the workers do find torch. */
+static const char probe_py[] = "import sys\n"
+                               "sys.path[:] = [p for p in sys.path if p]\n"
+                               "import os\n"
+                               "try:\n"
+                               "    here = os.path.realpath(os.getcwd())\n"
+                               "except OSError:\n"
+                               "    here = None\n"
+                               "sys.path[:] = [p for p in sys.path if here is None or os.path.realpath(p) != here]\n"
+                               "import torch\n"
+                               "print('torch', torch.__version__)\n";
+
+/* Whether python imports torch, run as the workers would (envp) but with nothing from the current directory
+ * (probe_py): 1 with its version in out, 0 with the last line it printed in out, within 60 s (an import on a
+ * loaded machine takes seconds). */
 static int import_torch(const char *python, char *const *envp, char *out, size_t len)
 {
-    char *argv[] = {(char *)python, "-c", "import torch; print('torch', torch.__version__)", NULL};
+    char *argv[] = {(char *)python, "-c", (char *)probe_py, NULL};
     char buf[65536];
     size_t n = 0;
     int fds[2];
+    struct ddp_strv env = {0};
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, "PYTHONSAFEPATH=", 15) != 0)
+            ddp_strv_push(&env, *e);
+    ddp_strv_push(&env, "PYTHONSAFEPATH=1");
     snprintf(out, len, "it could not be started");
-    if (pipe2(fds, O_CLOEXEC) < 0)
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        ddp_strv_clear(&env);
         return 0;
+    }
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     pid_t pid = fork();
     if (pid == 0) {
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
-        execvpe(python, argv, envp);
+        execvpe(python, argv, env.v);
         _exit(127);
     }
+    ddp_strv_clear(&env);
     close(fds[1]);
+    if (devnull >= 0)
+        close(devnull);
     long long deadline = ddp_now_ns() + 60LL * 1000000000LL;
     while (pid > 0 && n < sizeof buf - 1) {
         struct pollfd pfd = {.fd = fds[0], .events = POLLIN};

@@ -277,6 +277,109 @@ int ddp_port_holder(int port, struct ddp_port_holder *h)
     return -ENOENT;
 }
 
+/* Whether a socket listening on addr (as /proc/net/tcp{,6} gives it) takes a connection to 127.0.0.1: IPv4's
+ * wildcard or a loopback address, IPv6's wildcard (dual-stack unless IPV6_V6ONLY, which /proc does not show: counted)
+ * or a v4-mapped one of those. */
+static bool takes_loopback(const char *addr, bool v6)
+{
+    if (v6 && strncmp(addr, "::ffff:", 7) == 0) {
+        addr += 7;
+        v6 = false;
+    }
+    if (v6)
+        return strcmp(addr, "::") == 0;
+    return strcmp(addr, "0.0.0.0") == 0 || strncmp(addr, "127.", 4) == 0;
+}
+
+/* Whether the process /proc/NAME is one of groups or in one of their process groups. */
+static bool in_groups(const char *name, const pid_t *groups, size_t n)
+{
+    char path[300], buf[1024];
+    pid_t pid = (pid_t)atoi(name);
+    int pgrp = 0;
+    for (size_t i = 0; i < n; i++)
+        if (groups[i] > 0 && groups[i] == pid)
+            return true;
+    snprintf(path, sizeof path, "/proc/%s/stat", name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t len = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[len > 0 ? len : 0] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+    if (!p || sscanf(p + 1, " %*c %*d %d", &pgrp) != 1 || pgrp <= 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (groups[i] == pgrp)
+            return true;
+    return false;
+}
+
+/* Mark in seen[] which of the socket inodes ino[0..n) the process /proc/NAME has open. */
+static void mark_open(const char *name, const unsigned long long *ino, bool *seen, size_t n)
+{
+    char fddir[300];
+    snprintf(fddir, sizeof fddir, "/proc/%s/fd", name);
+    DIR *fds = opendir(fddir);
+    if (!fds)
+        return;
+    for (struct dirent *fe; (fe = readdir(fds)) != NULL;) {
+        char link[600], target[64];
+        unsigned long long got;
+        snprintf(link, sizeof link, "%s/%s", fddir, fe->d_name);
+        ssize_t len = fe->d_name[0] == '.' ? -1 : readlink(link, target, sizeof target - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        if (sscanf(target, "socket:[%llu]", &got) == 1)
+            for (size_t i = 0; i < n; i++)
+                seen[i] |= ino[i] == got;
+    }
+    closedir(fds);
+}
+
+int ddp_port_listener_owned(int port, const pid_t *groups, size_t ngroups, struct ddp_port_holder *other)
+{
+    enum { MAXL = 16 };
+    static const char *const files[2] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    struct ddp_port_listener ls[2 * MAXL];
+    unsigned long long ino[2 * MAXL];
+    bool seen[2 * MAXL] = {false};
+    size_t n = 0;
+    memset(other, 0, sizeof *other);
+    for (int f = 0; f < 2; f++) {
+        char *text = read_text(files[f], 4u << 20);
+        struct ddp_port_listener got[MAXL];
+        int k = text ? ddp_port_parse_listeners(text, f == 1, port, got, MAXL) : 0;
+        free(text);
+        for (int i = 0; i < k && i < MAXL; i++)
+            if (takes_loopback(got[i].addr, f == 1)) {
+                ls[n] = got[i];
+                ino[n++] = got[i].inode;
+            }
+    }
+    if (!n)
+        return -ENOENT;
+    DIR *proc = opendir("/proc");
+    for (struct dirent *de; proc && (de = readdir(proc)) != NULL;)
+        if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && in_groups(de->d_name, groups, ngroups))
+            mark_open(de->d_name, ino, seen, n);
+    if (proc)
+        closedir(proc);
+    for (size_t i = 0; i < n; i++) {
+        if (seen[i] && ino[i])
+            continue;
+        other->uid = ls[i].uid;
+        snprintf(other->addr, sizeof other->addr, "%s", ls[i].addr);
+        other->pid = ino[i] ? find_socket_owner(ino[i]) : 0;
+        if (other->pid <= 0 ||
+            ddp_rundir_proc_identity(other->pid, other->comm, sizeof other->comm, other->user, sizeof other->user) < 0)
+            snprintf(other->user, sizeof other->user, "uid %u", other->uid);
+        return 0;
+    }
+    return 1;
+}
+
 static int bind_test(int family, int port)
 {
     int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);

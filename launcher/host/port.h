@@ -69,6 +69,14 @@ struct ddp_port_holder {
 /* Returns 0 with *h filled, or -ENOENT when no socket listens on port. */
 int ddp_port_holder(int port, struct ddp_port_holder *h);
 
+/* Whether the sockets listening on port that a connection to 127.0.0.1 reaches (/proc/net/tcp and tcp6: IPv4's
+ * wildcard or loopback, IPv6's wildcard or v4-mapped) all belong to a job: each one's inode is among the open
+ * descriptors (/proc/PID/fd) of a process whose pid or process group is in groups[0..ngroups). 1 yes; 0 no, with
+ * *other describing the first that does not (pid 0 and user "uid N" when its process is not visible here);
+ * -ENOENT when nothing listens there. For evidence a job's port gives (NCCL RAS): another user may bind a port
+ * the job was meant to have. Costs one pass over /proc. */
+int ddp_port_listener_owned(int port, const pid_t *groups, size_t ngroups, struct ddp_port_holder *other);
+
 /* Bind test as torch's TCPStore would bind the port (wildcard IPv4, and wildcard IPv6 where the host has
  * IPv6; SO_REUSEADDR so that TIME_WAIT leftovers do not count). 0 free, -EADDRINUSE, or another negative
  * errno. */

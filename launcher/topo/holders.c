@@ -138,3 +138,68 @@ int ddp_holders_pid(const char *proc_root, unsigned pid)
     close(pidfd);
     return held < 0 ? -1 : held;
 }
+
+/* The inode of the pid namespace link at proc_root/rel ("self/ns/pid"), 0 when it cannot be read. */
+static unsigned long long pidns_of(const char *proc_root, const char *rel)
+{
+    char path[4096], ns[64];
+    unsigned long long ino = 0;
+    snprintf(path, sizeof path, "%s/%s", proc_root, rel);
+    ssize_t n = readlink(path, ns, sizeof ns - 1);
+    if (n <= 0)
+        return 0;
+    ns[n] = '\0';
+    return sscanf(ns, "pid:[%llu]", &ino) == 1 ? ino : 0;
+}
+
+/* The NSpid line of proc_root/rel ("self/status"): the process's pid in each pid namespace from proc_root's own
+ * down to its own, up to max of them into v; returns how many there are (0: none, or not readable). */
+static size_t nspid_of(const char *proc_root, const char *rel, unsigned *v, size_t max)
+{
+    char path[4096], line[512];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/%s", proc_root, rel);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        char *p = line + 6, *end;
+        for (;;) {
+            unsigned long x = strtoul(p, &end, 10);
+            if (end == p)
+                break;
+            if (n < max)
+                v[n] = (unsigned)x;
+            n++;
+            p = end;
+        }
+        break;
+    }
+    fclose(f);
+    return n;
+}
+
+int ddp_holders_host_pid(const char *proc_root, unsigned host_pid, unsigned *here)
+{
+    char rel[64];
+    unsigned self[32], them[32];
+    unsigned long long own = pidns_of(proc_root, "self/ns/pid");
+    if (own == DDP_HOLDERS_INIT_PIDNS) {
+        *here = host_pid;
+        return 1;
+    }
+    /* a /proc that shows host pids: the host's own (its pid 1 is the host's init), mounted into this namespace */
+    if (!own || host_pid == 0 || pidns_of(proc_root, "1/ns/pid") != DDP_HOLDERS_INIT_PIDNS)
+        return 0;
+    size_t levels = nspid_of(proc_root, "self/status", self, 32);
+    snprintf(rel, sizeof rel, "%u/ns/pid", host_pid);
+    if (levels < 2 || levels > 32 || pidns_of(proc_root, rel) != own)
+        return 0;
+    snprintf(rel, sizeof rel, "%u/status", host_pid);
+    if (nspid_of(proc_root, rel, them, 32) != levels || them[0] != host_pid)
+        return 0;
+    *here = them[levels - 1];
+    return 1;
+}

@@ -26,4 +26,13 @@ bool ddp_holders_none(const char *proc_root, int self_pid, char *why, size_t siz
  * (another user's, without root; or it exited). proc_root as above. */
 int ddp_holders_pid(const char *proc_root, unsigned pid);
 
+/* NVML's pid of a GPU's holder, which is in the host's first pid namespace, as a pid of this process's namespace:
+ * 1 with *here when this process runs in the host's namespace (the same pid), or when proc_root is the host's
+ * /proc (its pid 1 is in the host's namespace) and the process host_pid names there lives in this process's own
+ * namespace (*here: its NSpid entry at this namespace's level, from proc_root/PID/status). 0 when it cannot be
+ * told (a container's own /proc shows no host pids at all; the process is in another namespace; a link this user
+ * may not read): the pid is then the host's only, to be shown as such, never looked up or signalled here (the
+ * process this namespace calls by that number is an unrelated one). proc_root as above. */
+int ddp_holders_host_pid(const char *proc_root, unsigned host_pid, unsigned *here);
+
 #endif

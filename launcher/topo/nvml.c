@@ -215,17 +215,22 @@ static void read_health(const struct nvml_fns *f, nvml_device d, struct ddp_nvml
         h->pcie_width_max = (int)ua;
 }
 
-/* user and command of pid from /proc, when this pid namespace shows it; on a host with NVIDIA devices, a pid
- * whose process here holds none is another namespace's (NVML answers with the host's pids): not looked up */
+/* user and command of pid from /proc. NVML answers with the host's pids: in a container's own pid namespace the
+ * pid is translated where /proc shows how (holders.h), else it is the host's only and not looked up here (the
+ * process this namespace numbers so is an unrelated one); on a host with NVIDIA devices, a pid whose process
+ * here holds none is not the holder either */
 static void proc_owner(struct ddp_nvml_proc *p)
 {
     char path[64], line[256];
     FILE *fp;
+    unsigned here = 0;
 
-    if (access("/dev/nvidiactl", F_OK) == 0 && ddp_holders_pid("/proc", p->pid) == 0) {
+    if (ddp_holders_host_pid("/proc", p->pid, &here) != 1 ||
+        (access("/dev/nvidiactl", F_OK) == 0 && ddp_holders_pid("/proc", here) == 0)) {
         p->other_ns = true;
         return;
     }
+    p->pid = here;
 
     snprintf(path, sizeof path, "/proc/%u/comm", p->pid);
     if ((fp = fopen(path, "re")) != NULL) {

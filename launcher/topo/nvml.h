@@ -13,11 +13,11 @@
 
 /* A compute process on a GPU. */
 struct ddp_nvml_proc {
-    unsigned pid;       /* in NVML's pid namespace: may not be visible here */
+    unsigned pid;       /* this pid namespace's (holders.h translates NVML's); NVML's own when other_ns */
     long long mem_used; /* bytes, -1 unknown */
     char user[32];      /* its owner from /proc/PID, "" when the pid is not visible here */
     char comm[64];      /* its command (/proc/PID/comm), "" when not visible */
-    bool other_ns;      /* the pid here is not the GPU's holder (no /dev/nvidia* open): NVML's pid is the host's */
+    bool other_ns;      /* pid is the host's and names no process here that holds the GPU: never looked up */
 };
 
 /* A GPU's health as NVML says it now; -1 wherever the call is missing (an older NVML) or answers NOT_SUPPORTED.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "host/port.h"
 #include "records/jsonlog.h"
 #include "watch/fr.h"
 #include "watch/fr_remote.h"
@@ -207,7 +208,47 @@ static json_t *dump_flight_recorders(struct ddp_progress *w)
     return asked;
 }
 
-/* NCCL RAS answered (rasq.h): what it says of the job's ranks, as a line and a `ras` event. */
+/* The job's RAS port: the first rank's that has one, else 0. */
+static int ras_port(const struct ddp_progress *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->rk[i].r.ras_port)
+            return w->rk[i].r.ras_port;
+    return 0;
+}
+
+/* An answer is the job's own only when every socket listening on its RAS port is open in a process of the job's
+ * ranks (their shims' and programs' process groups; port.h): another user may bind the port first (it shows in
+ * the lock names) and name an innocent rank. Otherwise one line, and the answer is not believed. */
+static bool ras_from_job(const struct ddp_progress *w)
+{
+    int port = ras_port(w);
+    pid_t *groups = ddp_xcalloc(2 * w->n + 1, sizeof(*groups));
+    for (size_t i = 0; i < w->n; i++) {
+        groups[2 * i] = w->rk[i].groups[0];
+        groups[2 * i + 1] = w->rk[i].groups[1];
+    }
+    struct ddp_port_holder h;
+    int rc = ddp_port_listener_owned(port, groups, 2 * w->n, &h);
+    free(groups);
+    if (rc == 1)
+        return true;
+    if (rc == 0 && h.pid > 0)
+        ddp_warn("attempt %d: NCCL RAS: answer on port %d ignored: pid %d (%s, user %s) listens there, not one of "
+                 "the job's ranks",
+                 w->attempt, port, (int)h.pid, h.comm[0] ? h.comm : "?", h.user);
+    else if (rc == 0)
+        ddp_warn("attempt %d: NCCL RAS: answer on port %d ignored: a process not visible here (%s) listens there, "
+                 "not one of the job's ranks",
+                 w->attempt, port, h.user);
+    else
+        ddp_warn("attempt %d: NCCL RAS: answer on port %d ignored: no socket of the job's ranks listens there now",
+                 w->attempt, port);
+    return false;
+}
+
+/* NCCL RAS answered (rasq.h): what it says of the job's ranks, as a line and a `ras` event, when it is the job's
+ * own RAS that answered (ras_from_job). */
 static void ras_answered(void *arg, int rc, const struct ddp_ras *ras)
 {
     struct ddp_progress *w = arg;
@@ -216,6 +257,8 @@ static void ras_answered(void *arg, int rc, const struct ddp_ras *ras)
         ddp_debug("attempt %d: NCCL RAS did not answer: %s", w->attempt, strerror(-rc));
         return;
     }
+    if (!ras_from_job(w))
+        return;
     size_t n = w->n ? w->n : 1;
     pid_t *pid = ddp_xcalloc(n, sizeof(*pid));
     int *rank = ddp_xcalloc(n, sizeof(*rank));
@@ -249,12 +292,10 @@ static void ras_answered(void *arg, int rc, const struct ddp_ras *ras)
  * port of its own. */
 static void ras_ask(struct ddp_progress *w)
 {
-    int port = 0;
+    int port = ras_port(w);
     bool recorder = false;
-    for (size_t i = 0; i < w->n; i++) {
+    for (size_t i = 0; i < w->n; i++)
         recorder |= w->rk[i].running && w->rk[i].fr;
-        port = port ? port : w->rk[i].r.ras_port;
-    }
     if (recorder || !port || w->rasq)
         return;
     w->rasq = ddp_rasq_start(w->tick.loop, port, RAS_MS, ras_answered, w);

@@ -87,4 +87,26 @@ ln -sfn "pid:[4026532999]" "$P/self/ns/pid"
 nvml_read "another pid namespace"
 rm -f "$P/self/ns/pid"
 nvml_read "no pid namespace link"
+
+# NVML's pids are the host's (issue 52 item 17). In a container with its own pid namespace and /proc, NVML's
+# pid 2 is some process of the host; pid 2 here is an unrelated one of the container (a sleep): it must not be
+# named as the holder, in plan, in doctor or in an out-of-memory failure's cause, and no hint may say to kill it.
+# No /dev/nvidiactl is needed for that (this host has none): the namespace alone says it. Root only (unshare).
+if unshare -pf --mount-proc true 2>/dev/null; then
+    printf 'gpu 0000:00:06.0 140G 140G\ngpu 0000:00:07.0 140G 0.5G\nproc 0 2 139.5G\n' >"$TMP/nvml.conf"
+    in_ns() { unshare -pf --mount-proc sh -c 'sleep 60 & exec "$@"' sh "$@"; } # the sleep is pid 2
+    in_ns "$DDP" plan --topology "$topo" --nproc-per-node 1 --no-python /bin/true >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "container: plan failed"; }
+    expect_grep "GPU 0 \(0000:00:06.0\): 140.0 of 140.0 GiB in use; held by pid 2 in the host's pid namespace \(139.5 GiB\)" "$TMP/out"
+    grep -q sleep "$TMP/out" && fail "container: plan named the container's pid 2: $(grep sleep "$TMP/out")"
+    in_ns "$DDP" doctor --topology "$topo" --nproc-per-node 1 >"$TMP/out" 2>&1
+    expect_grep "gpu-busy .*by pid 2 in the host's pid namespace \(139.5 GiB\)" "$TMP/out"
+    grep -q sleep "$TMP/out" && fail "container: doctor named the container's pid 2: $(grep sleep "$TMP/out")"
+    in_ns "$DDP" --topology "$topo" --nproc-per-node 1 --no-python /bin/sh -c \
+        "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1" >"$TMP/out" 2>&1
+    expect_grep "cause +: GPU memory held at launch by pid 2 in the host's pid namespace" "$TMP/out"
+    grep -qE "sleep|kill 2" "$TMP/out" && fail "container: the OOM named pid 2 here: $(grep -E 'sleep|kill 2' "$TMP/out")"
+else
+    echo "container part skipped: no unshare of a pid namespace with its own /proc here"
+fi
 echo "ok"

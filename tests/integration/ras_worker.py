@@ -4,14 +4,23 @@ as NCCL 2.28.9's RAS thread does (tests/fixtures/ras/status-nccl-2.28.9.txt: "SE
 FORMAT json, then the JSON document), with one communicator of the job's ranks in which rank RAS_BEHIND has one
 AllReduce fewer than the others. With RAS_TEXT=1 it answers as an NCCL before 2.28.7: an error to SET FORMAT json and
 STATUS in text (the recorded text form: its communicators' table, no counts), and keeps the connection open. Every
-rank then waits forever, printing nothing."""
-import json, os, socket, threading, time
+rank then waits forever, printing nothing. With RAS_LISTEN=none no rank answers.
 
-rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+`ras_worker.py --foreign PORT WORLD` is no rank: a process outside the job (another user's) that listens on the
+job's RAS port first and answers the same way, naming rank RAS_BEHIND (by the ranks' pids) as behind: a forgery
+the launcher must not believe (issue 52 item 10)."""
+import json, os, socket, sys, threading, time
+
+foreign = len(sys.argv) > 1 and sys.argv[1] == "--foreign"
+if foreign:
+    rank, world = -1, int(sys.argv[3])
+else:
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 d = os.environ["RAS_DIR"]
-with open(os.path.join(d, "pid.%d.tmp" % rank), "w") as f:
-    f.write(str(os.getpid()))
-os.rename(os.path.join(d, "pid.%d.tmp" % rank), os.path.join(d, "pid.%d" % rank))
+if not foreign:
+    with open(os.path.join(d, "pid.%d.tmp" % rank), "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(os.path.join(d, "pid.%d.tmp" % rank), os.path.join(d, "pid.%d" % rank))
 
 
 def status():
@@ -62,12 +71,16 @@ def serve(conn):
                     time.sleep(0.01)
 
 
-if rank == 0:
-    port = int(os.environ["NCCL_RAS_ADDR"].rsplit(":", 1)[1])
+if foreign or (rank == 0 and os.environ.get("RAS_LISTEN") != "none"):
+    port = int(sys.argv[2]) if foreign else int(os.environ["NCCL_RAS_ADDR"].rsplit(":", 1)[1])
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", port))
     srv.listen(4)
+    if foreign:
+        with open(os.path.join(d, "listening.tmp"), "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(os.path.join(d, "listening.tmp"), os.path.join(d, "listening"))
 
     def accept():
         while True:

@@ -147,3 +147,75 @@ Test(holders, pid_1_out_of_sight_is_not_nobody)
     cr_expect_not(ddp_holders_none(proc, 99, why, sizeof why));
     cr_expect(strstr(why, "pid 1 is out of sight"), "%s", why);
 }
+
+/* proc/rel holds text */
+static void put_file(const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", proc, rel);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* pid's pid namespace link and NSpid line */
+static void put_ns(const char *pid, const char *ns, const char *nspid)
+{
+    char rel[64], line[128];
+    snprintf(rel, sizeof rel, "%s/ns", pid);
+    put_dir(pid, "ns");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/ns/pid", proc, pid);
+    unlink(path);
+    put_link(ns, rel, "pid");
+    snprintf(rel, sizeof rel, "%s/status", pid);
+    snprintf(line, sizeof line, "Name:\tx\nNSpid:\t%s\nUid:\t0\t0\t0\t0\n", nspid);
+    put_file(rel, line);
+}
+
+Test(holders, host_pid_in_the_hosts_namespace_is_the_same)
+{
+    unsigned here = 0;
+    cr_expect_eq(ddp_holders_host_pid(proc, 4242, &here), 1);
+    cr_expect_eq(here, 4242u);
+}
+
+Test(holders, host_pid_in_a_containers_own_proc_is_not_looked_up)
+{
+    /* a container's own /proc: its pid 1 is the container's init, and pid 2 an unrelated process of it */
+    put_ns("self", "pid:[4026532999]", "7");
+    put_ns("1", "pid:[4026532999]", "1");
+    put_process("2", "sleep", NULL);
+    put_ns("2", "pid:[4026532999]", "2");
+    unsigned here = 0;
+    cr_expect_eq(ddp_holders_host_pid(proc, 2, &here), 0, "the container's pid 2 was taken for the host's");
+    cr_expect_eq(ddp_holders_host_pid(proc, 4242, &here), 0);
+}
+
+Test(holders, host_pid_translated_through_nspid_where_the_hosts_proc_shows_it)
+{
+    /* this process is in a child namespace (5000 on the host, 3 here) and /proc is the host's */
+    char init[64];
+    snprintf(init, sizeof init, "pid:[%llu]", DDP_HOLDERS_INIT_PIDNS);
+    put_ns("self", "pid:[4026532999]", "5000\t3");
+    put_ns("1", init, "1");
+    put_process("4242", "python3", (const char *const[]){"/dev/nvidia0", NULL});
+    put_ns("4242", "pid:[4026532999]", "4242\t7");
+    unsigned here = 0;
+    cr_expect_eq(ddp_holders_host_pid(proc, 4242, &here), 1);
+    cr_expect_eq(here, 7u, "NSpid's entry at this namespace's level");
+    /* a process of another container (a sibling namespace), and one of the host: no pid here to name */
+    put_process("4300", "python3", NULL);
+    put_ns("4300", "pid:[4026533111]", "4300\t7");
+    cr_expect_eq(ddp_holders_host_pid(proc, 4300, &here), 0);
+    put_process("4400", "python3", NULL);
+    put_ns("4400", init, "4400");
+    cr_expect_eq(ddp_holders_host_pid(proc, 4400, &here), 0);
+    cr_expect_eq(ddp_holders_host_pid(proc, 9999, &here), 0, "a pid that is not there");
+    /* /proc's pid 1 that this user may not read: whose /proc it is cannot be told */
+    char path[512];
+    snprintf(path, sizeof path, "%s/1/ns/pid", proc);
+    unlink(path);
+    cr_expect_eq(ddp_holders_host_pid(proc, 4242, &here), 0);
+}

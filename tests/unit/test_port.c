@@ -410,3 +410,42 @@ Test(port, slurm_port_of_other_nodes_matches_node0_reservation)
     int q = ddp_port_job_port(987654, 2, &ps);
     cr_expect(q >= 30000 && q <= 30099);
 }
+
+Test(port, listener_owned_only_by_the_jobs_process_groups)
+{
+    int port = test_range(8);
+    int pfd[2];
+    cr_assert_eq(pipe(pfd), 0);
+    pid_t child = fork();
+    if (child == 0) { /* leads a group of its own; its child (same group) listens, as a rank's helper would */
+        setpgid(0, 0);
+        if (fork() == 0) {
+            close(pfd[0]);
+            int s = listen_on(port);
+            (void)s;
+            char ok = 1;
+            if (write(pfd[1], &ok, 1) != 1)
+                _exit(1);
+            pause();
+            _exit(0);
+        }
+        pause();
+        _exit(0);
+    }
+    close(pfd[1]);
+    char ok;
+    cr_assert_eq(read(pfd[0], &ok, 1), 1);
+    struct ddp_port_holder h;
+    pid_t job[2] = {getpid(), child};
+    cr_expect_eq(ddp_port_listener_owned(port, job, 2, &h), 1, "the listener is in the job's process group");
+    pid_t others[1] = {getpid()};
+    cr_expect_eq(ddp_port_listener_owned(port, others, 1, &h), 0, "a listener outside the job was believed");
+    cr_expect(h.pid > 0 && h.pid != child, "pid %d", (int)h.pid);
+    cr_expect_str_eq(h.comm, "test_port");
+    cr_expect_str_eq(h.addr, "127.0.0.1");
+    kill(-child, SIGKILL);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 200 && ddp_port_listener_owned(port, job, 2, &h) != -ENOENT; i++)
+        usleep(10000);
+    cr_expect_eq(ddp_port_listener_owned(port, job, 2, &h), -ENOENT);
+}
