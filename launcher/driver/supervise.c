@@ -225,16 +225,23 @@ static void standbys_open(struct sup *s)
     ddp_runner_set_adopt(s->rn, ddp_standby_take, s->standbys);
 }
 
+static void left_out(void *arg, int gpu, const char *busid, const char *why);
+
 /* The busy check beside the spawn answered (its warnings printed): its holders are the OOM cause's evidence and
- * what the check before a restart compares with. */
-static void gpucheck_answered(void *arg, char **held)
+ * what the check before a restart compares with; a GPU the judge found lost or faulty is left out of a restart. */
+static void gpucheck_answered(void *arg, struct ddp_gpus_found *found)
 {
     struct sup *s = arg;
+    size_t ngpus = ddp_topo_ngpus(s->ctx->topo);
     s->gpucheck = NULL;
-    ddp_gpuset_set_held(s->gpus, held);
-    for (size_t g = 0; held && g < ddp_topo_ngpus(s->ctx->topo); g++)
-        if (held[g])
-            ddp_records_gpu_held(s->rec, (int)g, held[g]);
+    ddp_gpuset_set_held(s->gpus, found->held);
+    for (size_t g = 0; found->held && g < ngpus; g++)
+        if (found->held[g])
+            ddp_records_gpu_held(s->rec, (int)g, found->held[g]);
+    for (size_t g = 0; found->unfit && g < ngpus; g++)
+        if (found->unfit[g])
+            left_out(s, (int)g, ddp_topo_gpu_busid(s->ctx->topo, g), found->unfit[g]);
+    ddp_gpus_held_free(found->unfit, ngpus);
 }
 
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
