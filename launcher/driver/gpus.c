@@ -96,11 +96,21 @@ int ddp_gpus_check_with(const struct ddp_topo *topo, const struct ddp_nvml *nv, 
     return rc;
 }
 
-int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, const struct ddp_attempt *a,
-                          FILE *f, char ***held, struct ddp_err *err)
+bool ddp_gpus_check_beside(const struct ddp_spec *spec, bool run)
+{
+    const struct ddp_mem_limit *lim = &spec->gpus_max_memory_used;
+    return run && spec->gpus_busy == DDP_BUSY_WARN && !lim->bytes && !lim->percent;
+}
+
+int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, bool run,
+                          const struct ddp_attempt *a, FILE *f, char ***held, struct ddp_err *err)
 {
     static const struct ddp_nvml none;
     struct ddp_gpus_found found;
+    if (held)
+        *held = NULL;
+    if (!topo || ddp_gpus_check_beside(spec, run)) /* supervise.c checks beside the spawn */
+        return 0;
     int rc = ddp_gpus_check_with(topo, topo ? ddp_topo_nvml(topo) : &none, spec, a, f, false, &found, err);
     ddp_gpus_held_free(found.unfit, ddp_topo_ngpus(topo)); /* none: a launch refuses an unfit GPU */
     if (held)

@@ -14,14 +14,21 @@
 #include "run/plan.h"
 #include "topo/topo.h"
 
+/* When the launch's busy check runs: beside the spawn (true: a run with busy = warn and no [gpus]
+ * max_memory_used, whose topology reads no NVML memory, so that nothing waits for NVML before the workers start;
+ * supervise.c starts ddp_gpus_check_start), else before anything starts (ddp_gpus_launch_check). run: the
+ * command runs workers (not plan or doctor). Pure. */
+bool ddp_gpus_check_beside(const struct ddp_spec *spec, bool run);
+
 /* At launch, for attempt a (built, nothing started; busy = skip and fail, and plan: the topology read NVML's
  * memory and processes of its GPUs, which costs an nvmlInit before anything starts): a GPU of a that a process holds
  * more than DDP_GPU_BUSY_THRESHOLD on gets one warning line on f (busy = warn or skip; f NULL: none), or (busy = fail)
  * -EBUSY with err saying which GPU, who and how much; a GPU of a the judge calls lost or faulty is -EBUSY
  * whatever busy says. *held (when not NULL) gets, per topology GPU, that holder ("pid N (user, command, X GiB)")
- * or NULL: the verdict's evidence. Caller frees *held with ddp_gpus_held_free(). */
-int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, const struct ddp_attempt *a,
-                          FILE *f, char ***held, struct ddp_err *err);
+ * or NULL: the verdict's evidence. Nothing is checked (0, *held NULL) without a topology or when the check runs
+ * beside the spawn (ddp_gpus_check_beside). Caller frees *held with ddp_gpus_held_free(). */
+int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, bool run,
+                          const struct ddp_attempt *a, FILE *f, char ***held, struct ddp_err *err);
 void ddp_gpus_held_free(char **held, size_t n);
 /* What the busy check found, per topology GPU (NULL where nothing): held[g] the holder of a GPU the judge calls
  * HELD ("pid N (user, command, X GiB)"), unfit[g] why a GPU the workers started on is lost or faulty. Caller

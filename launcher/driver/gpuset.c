@@ -202,32 +202,26 @@ static bool lease_spare(struct ddp_gpuset *g, const struct ddp_place_req *req, i
     return false;
 }
 
-enum ddp_gpuset_fit ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int *nproc, char *why,
-                                   size_t size)
+int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int nproc, char *why, size_t size)
 {
     if (!g->left_out)
-        return DDP_GPUSET_AS_IS;
+        return nproc;
     g->left_out = false;
     struct ddp_place_req req;
-    ddp_plan_place_req(actx, *nproc, &req);
+    ddp_plan_place_req(actx, nproc, &req);
     req.exclude_idx = g->exclude;
     req.nexclude_idx = g->nexclude;
-    int usable = req.want_gpus ? ddp_place_count_usable(g->topo, &req) : *nproc;
-    while (req.want_gpus && usable < *nproc && lease_spare(g, &req, usable)) /* a free GPU for a failed one */
+    int usable = req.want_gpus ? ddp_place_count_usable(g->topo, &req) : nproc;
+    while (req.want_gpus && usable < nproc && lease_spare(g, &req, usable)) /* a free GPU for a failed one */
         usable = ddp_place_count_usable(g->topo, &req);
-    if (usable < 1 && g->nfaulted > 0) { /* no restart on a GPU that failed: the job ends, saying why */
+    if (usable < 1 && g->nfaulted > 0) { /* why names each faulty GPU */
         struct ddp_buf b = {0};
         ddp_buf_printf(&b, "no usable GPU left%s: ", actx->gpu_holders ? " among the GPUs this job may use" : "");
         for (size_t i = 0; i < g->nfaulted; i++)
             ddp_buf_printf(&b, "%s%s", i ? "; " : "", g->faulted_why[i]);
         snprintf(why, size, "%s", b.data);
         ddp_buf_free(&b);
-        return DDP_GPUSET_NONE_LEFT;
+        return 0;
     }
-    if (usable >= 1 && usable < *nproc) {
-        snprintf(why, size, "downsizing %d -> %d workers (GPUs left out for their faults)", *nproc, usable);
-        *nproc = usable;
-        return DDP_GPUSET_DOWNSIZE;
-    }
-    return DDP_GPUSET_AS_IS;
+    return usable >= 1 && usable < nproc ? usable : nproc;
 }

@@ -1,5 +1,6 @@
 /* launch: load, resolve and acquire for one launch (launch.h). */
 #include "driver/launch.h"
+#include "driver/gpus.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -309,7 +310,7 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
         .xml_path = path,
         .envp = envp,
         .refresh = report,
-        .gpu_usage = want_gpus && (l->cmd != DDP_CMD_RUN || spec->gpus_busy != DDP_BUSY_WARN || mem_limit),
+        .gpu_usage = want_gpus && !ddp_gpus_check_beside(spec, l->cmd == DDP_CMD_RUN),
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
         .no_nvml = !want_gpus && !report,
         .holders_first = !mem_limit,

@@ -33,7 +33,6 @@
 #include "run/runner.h"
 #include "run/shim.h"
 #include "run/standby.h"
-#include "topo/fitness.h"
 #include "topo/place.h"
 #include "watch/gpuwatch.h"
 #include "watch/timeout.h"
@@ -180,7 +179,7 @@ static void finish(struct sup *s, int status)
 static void launcher_failed(struct sup *s)
 {
     s->launcher_failed = true;
-    s->exit_status = DDP_EXIT_LAUNCHER;
+    s->exit_status = ddp_policy_exit_status(true, s->exit_status);
     close_all(s);
 }
 
@@ -279,7 +278,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         /* the workers started so far are stopped like after a failure; then we exit 1 */
         ddp_error("%s", s->err->msg);
         s->launcher_failed = true;
-        struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = DDP_EXIT_LAUNCHER, .fatal = true};
+        struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .launcher = true};
         if (s->pol.state == DDP_PS_RUNNING)
             feed(s, &ev);
         if (r->ndone == r->nw && ddp_runner_current(s->rn) == r)
@@ -291,7 +290,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     say_warm(r);
     if (s->standbys && r->plan.attempt < s->spec->max_restarts) /* the next attempt's, while this one runs */
         ddp_standby_fill(s->standbys, &r->plan);
-    if (!s->gpucheck_started && !s->ctx->gpu_held) { /* else main.c checked before the spawn */
+    if (!s->gpucheck_started && ddp_gpus_check_beside(s->spec, true)) { /* else checked before the spawn */
         s->gpucheck_started = true;
         s->gpucheck = ddp_gpus_check_start(&s->loop, s->ctx->topo, s->spec, &r->plan, gpucheck_answered, s);
     }
@@ -318,7 +317,7 @@ static void roles_node_failed(void *arg, int attempt, int status, const char *wh
     if (s->pol.state != DDP_PS_RUNNING)
         return;
     ddp_error("attempt %d: %s; stopping the workers on every node", attempt, why);
-    if (status == DDP_EXIT_TIMEOUT) {
+    if (ddp_policy_status_is_timeout(status)) {
         free(s->timeout_reason);
         s->timeout_reason = ddp_xstrdup(why);
         ev.capture = ddp_watch_capture_possible(s->watch) > 0;
@@ -491,7 +490,7 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
         }
     }
     if (a->flags & DDP_ACT_EXIT) {
-        int status = s->launcher_failed ? DDP_EXIT_LAUNCHER : a->exit_status;
+        int status = ddp_policy_exit_status(s->launcher_failed, a->exit_status);
         if (s->pol.stop == DDP_STOP_TIMEOUT && s->timeout_reason)
             ddp_error("attempt %d: %s; %s", attempt, s->timeout_reason, a->why[0] ? a->why : "exiting");
         else if (a->why[0] && status != 0)
@@ -606,12 +605,12 @@ static void gpu_recheck_answered(void *arg, const struct ddp_nvml *nv)
     struct sup *s = arg;
     struct ddp_policy_action next = s->recheck_act;
     s->recheck = NULL;
-    if (nv->late) {
-        ddp_warn("attempt %d: %s: the GPUs were not checked before the restart%s", cur_attempt(s), nv->status,
-                 s->spec->gpus_busy == DDP_BUSY_FAIL ? "; [gpus] busy = fail, so no restart" : "");
-        if (s->spec->gpus_busy == DDP_BUSY_FAIL) {
-            ddp_records_decision(s->rec, cur_attempt(s), "exit", -1, -1, -1, DDP_EXIT_TEMPFAIL, nv->status);
-            finish(s, DDP_EXIT_TEMPFAIL);
+    if (nv->late) { /* the policy says whether the restart goes on unchecked */
+        struct ddp_policy_event_data ev = {.kind = DDP_PE_GPUS_UNCHECKED, .why = nv->status, .pending = &next};
+        ddp_warn("attempt %d: %s: the GPUs were not checked before the restart", cur_attempt(s), nv->status);
+        next = ddp_policy_step(&s->pol, &ev);
+        if (next.flags & DDP_ACT_EXIT) {
+            apply_now(s, &next);
             return;
         }
     }
@@ -634,18 +633,11 @@ static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
 {
     if (s->role != ROLE_SINGLE || s->spec->gpus_share)
         return;
-    switch (ddp_gpuset_fit(s->gpus, &s->actx, &a->nproc, a->why, sizeof a->why)) {
-    case DDP_GPUSET_NONE_LEFT:
-        a->flags = (a->flags & ~(unsigned)(DDP_ACT_ARM_BACKOFF | DDP_ACT_START)) | DDP_ACT_EXIT;
-        a->exit_status = s->pol.stop_status > 0 ? s->pol.stop_status : DDP_EXIT_LAUNCHER;
-        break;
-    case DDP_GPUSET_DOWNSIZE:
-        a->downsized = true;
-        s->pol.nproc = a->nproc; /* the policy's size from now on */
-        break;
-    case DDP_GPUSET_AS_IS:
-        break;
-    }
+    char why[256] = "";
+    struct ddp_policy_event_data ev = {.kind = DDP_PE_GPUS_LEFT, .why = why, .pending = a};
+    ev.gpus_left = ddp_gpuset_fit(s->gpus, &s->actx, a->nproc, why, sizeof why);
+    if (ev.gpus_left < a->nproc)
+        *a = ddp_policy_step(&s->pol, &ev);
 }
 
 /* ---------------------------------------------------------------- what the timeout sources report */
@@ -816,7 +808,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         ddp_errf(err, rc, "cannot start the event loop: %s", uv_strerror(rc));
         free(s->cgroup_base);
         free(s);
-        return DDP_EXIT_LAUNCHER;
+        return ddp_policy_exit_status(true, 0);
     }
     struct ddp_runner_config rcfg = {
         .loop = &s->loop,
@@ -868,7 +860,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     uv_run(&s->loop, UV_RUN_DEFAULT);
     /* Anything still open (should be nothing): close and run once more so that memory is returned. */
     retire(s);
-    status = s->launcher_failed ? DDP_EXIT_LAUNCHER : s->exit_status;
+    status = ddp_policy_exit_status(s->launcher_failed, s->exit_status);
     if (s->launcher_failed)
         err->msg[0] = '\0'; /* said on stderr where it happened: the caller must not say it again */
     uv_run(&s->loop, UV_RUN_DEFAULT);
