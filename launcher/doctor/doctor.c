@@ -462,7 +462,8 @@ static size_t distinct_gpus(const struct ddp_placement *pl, int *out)
     return n;
 }
 
-/* The GPUs of the topology the judge finds lost or faulty (fitness.h; a launch and a restart leave them out):
+/* The GPUs of the topology the judge finds unfit but for a holder (fitness.h: lost, faulty; a launch and a
+ * restart leave them out):
  * "GPU 1 (0000:00:07.0): why; ...", or NULL. Caller owns; free(). */
 static char *gpus_unfit(const struct ddp_topo *topo)
 {
@@ -473,7 +474,7 @@ static char *gpus_unfit(const struct ddp_topo *topo)
         if (ddp_topo_gpu_facts(topo, i, &f) < 0 || !f.nvml)
             continue;
         ddp_fitness_judge(&(struct ddp_fitness_in){.busid = f.busid, .gpu = f.nvml}, &v);
-        if (v.fit == DDP_FIT_LOST || v.fit == DDP_FIT_FAULT)
+        if (!ddp_fitness_usable(&v) && v.fit != DDP_FIT_HELD) /* holders: gpu-busy's, of the picked GPUs */
             ddp_buf_printf(&b, "%sGPU %zu (%s): %s", b.len ? "; " : "", i, f.busid, v.why);
     }
     return b.data;

@@ -1,4 +1,5 @@
-/* select: candidates (CUDA_VISIBLE_DEVICES, Slurm, select/exclude, leases, memory) and the choice of N GPUs. */
+/* select: candidates (CUDA_VISIBLE_DEVICES, the scheduler's GPUs, select/exclude, the judge) and the choice of N GPUs.
+ */
 #include "topo/select.h"
 
 #include <ctype.h>
@@ -17,7 +18,7 @@ const char *ddp_link_name(enum ddp_link l)
 }
 
 /* Why a GPU is not usable; the first that applies wins. */
-enum leftout { OK, NOT_CVD, NOT_SLURM, NOT_SELECT, EXCLUDED, DOWNSIZED, UNFIT, LEASED, BUSY, HELD, NREASONS };
+enum leftout { OK, NOT_CVD, NOT_SCHED, NOT_SELECT, EXCLUDED, DOWNSIZED, UNFIT, LEASED, BUSY, HELD, NREASONS };
 
 static bool all_digits(const char *s)
 {
@@ -195,7 +196,7 @@ static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_se
     size_t n = t->ngpus;
     static const char *const text[NREASONS] = {
         [NOT_CVD] = "not in CUDA_VISIBLE_DEVICES",
-        [NOT_SLURM] = "not in Slurm's GPU list",
+        [NOT_SCHED] = "not in the scheduler's GPU list",
         [NOT_SELECT] = "not in [gpus] select",
         [EXCLUDED] = "excluded by [gpus] exclude",
         [DOWNSIZED] = "left out after failures (downsizing)",
@@ -219,7 +220,7 @@ static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_se
         ddp_buf_printf(&b, " %s", text[r]);
         if (r == NOT_CVD)
             ddp_buf_printf(&b, "='%s'", req->inherited_cvd);
-        else if (r == NOT_SLURM)
+        else if (r == NOT_SCHED)
             ddp_buf_printf(&b, " (%s)", req->sched_gpus);
         else if (r == UNFIT || r == LEASED || r == BUSY || r == HELD)
             for (size_t i = 0; i < n; i++) {
@@ -289,12 +290,13 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
     if (req->sched_gpus) {
         memset(in, 0, n * sizeof *in);
         if (parse_index_list(req->sched_gpus, in, n) < 0) {
-            rc = ddp_errf(err, -EINVAL, "Slurm GPU list '%s': expected indices like 0,1 or 0-3", req->sched_gpus);
+            rc = ddp_errf(err, -EINVAL, "the scheduler's GPU list '%s': expected indices like 0,1 or 0-3",
+                          req->sched_gpus);
             goto out;
         }
         for (size_t i = 0; i < n; i++)
             if (!in[i] && reason[i] == OK)
-                reason[i] = NOT_SLURM;
+                reason[i] = NOT_SCHED;
     }
     if (select_none(req)) {
         for (size_t i = 0; i < n; i++)

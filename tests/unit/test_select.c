@@ -416,7 +416,7 @@ Test(select_candidates, slurm_select_exclude_downsize)
     req.nproc = 3;
     cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
     cr_expect(strstr(err.msg, "only 2 of the 8"), "%s", err.msg);
-    cr_expect(strstr(err.msg, "not in Slurm's GPU list (1,4-6)"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "not in the scheduler's GPU list (1,4-6)"), "%s", err.msg);
     cr_expect(strstr(err.msg, "GPU 4 excluded by [gpus] exclude"), "%s", err.msg);
     cr_expect(strstr(err.msg, "GPU 5 left out after failures (downsizing)"), "%s", err.msg);
     /* an explicit select keeps the user's order */
@@ -546,7 +546,7 @@ Test(select_pure, deterministic_and_mig_stops_cvd)
     r.inherited_cvd = NULL;
     r.sched_gpus = "0,x";
     cr_expect_eq(ddp_select_usable(&t, &r, NULL, NULL, NULL, &err), -EINVAL);
-    cr_expect(strstr(err.msg, "Slurm GPU list '0,x'"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "the scheduler's GPU list '0,x'"), "%s", err.msg);
     cr_expect_str_eq(ddp_link_name(DDP_LINK_PXB), "PXB");
 }
 
