@@ -69,19 +69,41 @@ DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_PACKAGE)
 
 all: $(BUILD)/ddplaunch
 
-# Each folder of launcher/ is its own archive, linked highest layer first in the order of launcher/deps.rules
-# (driver ... base): the linker reads an archive once, so a call from a lower folder to a higher one (base calling
-# the driver) fails to link, as an include of its header fails deps-check. Inside a folder, calls are free.
+# The layers (launcher/deps.rules), and what enforces them:
+# - includes: tests/deps-check.py (test 17), from the sources;
+# - calls: the build itself. Each folder of launcher/ is its own archive, and before build/ddplaunch is linked each
+#   archive is linked whole, with a stub main, against the archives of the folders below it alone
+#   ($(BUILD)/layers/FOLDER.ok): a call from a lower folder to a higher one (base calling the driver), or to a
+#   folder deps.rules does not list below it, is an undefined reference there and `make` fails naming it, even
+#   when the final link would resolve it because something else pulled the callee in (issue 53 item 5; test 104
+#   plants one). The final link takes the archives highest first. Inside a folder, calls are free.
 LAYERS     := $(shell awk -F: '/^[a-z]+:/ { print $$1 }' launcher/deps.rules)
 LINK_ORDER := $(shell printf '%s\n' $(LAYERS) | tac)
 LAYER_LIBS := $(LINK_ORDER:%=$(BUILD)/layers/lib%.a)
+LAYER_OKS  := $(LAYERS:%=$(BUILD)/layers/%.ok)
+# the archives FOLDER may call, in link order: those deps.rules lists below it
+layer_below = $(patsubst %,$(BUILD)/layers/lib%.a,$(filter $(shell awk -F: '$$1 == "$(1)" { print $$2 }' \
+                launcher/deps.rules),$(LINK_ORDER)))
+
+$(BUILD)/layers/stub_main.o:
+	@mkdir -p $(@D)
+	printf 'int main(void) { return 0; }\n' > $(@D)/stub_main.c
+	$(CC) $(DDP_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $(@D)/stub_main.c
+
+$(BUILD)/layers/%.ok: $(BUILD)/layers/lib%.a $(BUILD)/layers/stub_main.o $$(call layer_below,$$*) launcher/deps.rules
+	@$(CC) $(DDP_LDFLAGS) $(LDFLAGS) -o $(@:.ok=.link) $(BUILD)/layers/stub_main.o -Wl,--whole-archive $< \
+	    -Wl,--no-whole-archive $(call layer_below,$*) $(DEP_LIBS) $(LDLIBS) 2>$(@:.ok=.err) || \
+	    { grep -m 5 "undefined reference" $(@:.ok=.err) | sed 's/^/$*: /'; \
+	      echo "launcher/$*/ calls a folder that deps.rules does not list below it (Makefile: layers)"; exit 1; }
+	@rm -f $(@:.ok=.link) $(@:.ok=.err)
+	@touch $@
 
 $(BUILD)/layers/lib%.a: $$(filter $(BUILD)/obj/%/$$(PERCENT).o,$(LIB_OBJS))
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/ddplaunch: $(BUILD)/obj/driver/main.o $(LAYER_LIBS)
+$(BUILD)/ddplaunch: $(BUILD)/obj/driver/main.o $(LAYER_LIBS) | $(LAYER_OKS)
 	$(CC) $(DDP_LDFLAGS) $(LDFLAGS) -o $@ $(BUILD)/obj/driver/main.o $(LAYER_LIBS) $(DEP_LIBS) $(LDLIBS)
 
 # The archives in link order, for tests/integration/17-module-graph.sh (a planted upward call must not link).

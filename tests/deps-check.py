@@ -5,7 +5,8 @@ and the modules include each other without a cycle. With --objects OBJ_DIR (a bu
 per source) the same rule holds for calls: every symbol a module's object uses from another module (nm) is a call
 or data edge, allowed only downward or inside a folder, and the modules call each other without a cycle.
 Usage: deps-check.py LAUNCHER_DIR [--objects OBJ_DIR]. Exit 0: holds; 1: each violation on its own line.
-The linker holds the layers too (Makefile: one archive per folder, linked highest first); this names the edge."""
+`make` holds the layers between folders too (Makefile: each folder's archive linked whole against the folders
+below it alone); this also names the edge between modules and their cycles."""
 import glob, os, re, subprocess, sys
 
 args = sys.argv[1:]

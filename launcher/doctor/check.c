@@ -254,8 +254,15 @@ void ddp_check_gpus(struct ddp_check_report *r, const struct ddp_check_gpus *g)
     }
     char *ids = busids_of(g, g->picked, g->npicked);
 
-    ddp_check_add(r, DDP_CHECK_OK, "gpus", NULL, "%zu GPU%s visible (%d usable); would pick %s (%s)", g->nall,
-                  g->nall == 1 ? "" : "s", g->nusable, ids, g->reason ? g->reason : "");
+    if (g->unfit)
+        ddp_check_add(r, DDP_CHECK_WARN, "gpus",
+                      "have the GPU reset or serviced; until then a launch and a restart "
+                      "leave it out",
+                      "%zu GPU%s visible (%d usable; unfit: %s); would pick %s (%s)", g->nall, g->nall == 1 ? "" : "s",
+                      g->nusable, g->unfit, ids, g->reason ? g->reason : "");
+    else
+        ddp_check_add(r, DDP_CHECK_OK, "gpus", NULL, "%zu GPU%s visible (%d usable); would pick %s (%s)", g->nall,
+                      g->nall == 1 ? "" : "s", g->nusable, ids, g->reason ? g->reason : "");
     free(ids);
 }
 

@@ -1,7 +1,8 @@
 /* check: doctor's checks (`ddplaunch doctor`): the report they fill (one line per check, the worst status is the
  * exit status), and the checks of GPUs picked (NUMA span, busy GPUs), other jobs' leases, CPUs and memory nodes
  * and the open-files limit. The network checks are in check_net.h, the GPU software's in check_host.h.
- * Each check is a pure function of the facts passed in (tests feed faults); doctor.c gathers live facts. It starts
+ * Each check is a function of the facts passed in (tests feed faults) and reads nothing; doctor.c gathers live
+ * facts (the cpus check may ask the kernel's scheduler, the GPU checks ask the judge, fitness.h). It starts
  * nothing and changes nothing. */
 #ifndef DDP_CHECK_H
 #define DDP_CHECK_H
@@ -56,7 +57,8 @@ struct ddp_check_gpu {
     long long mem_total;
     int util;                      /* GPU utilisation percent, -1 unknown */
     char users[256];               /* who uses it ("pid 1234 (python3, 30.0 GiB)"), "" none or unknown */
-    bool have_health;              /* NVML answered for it: health is meaningful (check_gpu.h) */
+    bool have_health;              /* NVML answered for it: health and lost are meaningful (check_gpu.h) */
+    bool lost;                     /* NVML says it is lost (GPU_IS_LOST) */
     struct ddp_nvml_health health; /* -1 where NVML does not say */
 };
 
@@ -77,7 +79,9 @@ struct ddp_check_gpus {
     bool nvlink;             /* every pair of picked GPUs is joined by NVLink/XGMI (from the placement) */
     bool nvml;               /* NVML answered (mem_used/util/users are meaningful) */
     const char *nvml_status; /* why not, when !nvml */
+    const char *unfit;       /* the GPUs the judge finds lost or faulty (fitness.h), with why, or NULL */
 };
+/* "gpus": fail when placement failed; warn when a GPU is unfit (g->unfit: a launch leaves it out); else ok. */
 void ddp_check_gpus(struct ddp_check_report *r, const struct ddp_check_gpus *g);
 void ddp_check_numa(struct ddp_check_report *r, const struct ddp_check_gpus *g);
 /* Warn when a picked GPU has >= 1 GiB or >= 10% of its memory in use, or >= 10% utilisation; fail at >= 80%

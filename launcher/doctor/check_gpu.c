@@ -4,6 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "topo/fitness.h"
+
+/* The judge's verdict on x from what doctor read of it (fitness.h): the same as a launch's and a restart's. */
+static void judge(const struct ddp_check_gpu *x, struct ddp_fitness_verdict *v)
+{
+    struct ddp_nvml_gpu g; /* holders are gpu-busy's: memory and processes stay unknown here */
+    memset(&g, 0, sizeof g);
+    snprintf(g.busid, sizeof g.busid, "%s", x->busid);
+    g.mem_used = -1;
+    g.health = x->health;
+    g.lost = x->lost;
+    ddp_fitness_judge(&(struct ddp_fitness_in){.busid = x->busid, .gpu = &g}, v);
+}
+
 void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpus *g)
 {
     enum ddp_check_status st = DDP_CHECK_OK;
@@ -23,7 +37,8 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
     for (size_t i = 0; i < g->npicked; i++) {
         const struct ddp_check_gpu *x = &g->all[g->picked[i]];
         const struct ddp_nvml_health *h = &x->health;
-        char fault[256], clocks[160];
+        char clocks[160];
+        struct ddp_fitness_verdict v;
         if (!x->have_health)
             continue;
         n++;
@@ -33,11 +48,13 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
         mig_known += h->mig >= 0;
         remap_known += h->remap_failure >= 0;
         recovery_known += h->recovery >= 0;
-        if (h->remap_failure > 0 || h->ecc_uncorrected > 0 || h->recovery > 0) {
+        judge(x, &v);
+        if (!ddp_fitness_usable(&v)) { /* a launch and a restart leave it out */
             st = DDP_CHECK_FAIL;
             todo = h->recovery == DDP_NVML_RECOVERY_NODE_REBOOT
                        ? "reboot the node (NVML's recovery action); until then leave the GPU out ([gpus] exclude)"
-                       : "leave the GPU out ([gpus] exclude) and have it reset or serviced";
+                       : "have the GPU reset or serviced; until then a launch and a restart leave it out";
+            ddp_buf_printf(&bad, "%s%s: %s", bad.len ? "; " : "", x->busid, v.why);
         }
         if (h->pcie_gen > 0 && h->pcie_gen_max > 0 && h->pcie_width > 0 && h->pcie_width_max > 0) {
             if (!pcie_known++ || h->pcie_width * h->pcie_gen < width * gen)
@@ -52,11 +69,6 @@ void ddp_check_gpu_health(struct ddp_check_report *r, const struct ddp_check_gpu
                 ddp_buf_printf(&info, "; %s: PCIe gen %d of %d now (an idle GPU may train down; compare under load)",
                                x->busid, h->pcie_gen, h->pcie_gen_max);
             }
-        }
-        if (*ddp_nvml_health_fault(h, fault, sizeof fault)) {
-            if (st < DDP_CHECK_WARN)
-                st = DDP_CHECK_WARN, todo = "reset the GPU (nvidia-smi -r) when it is idle";
-            ddp_buf_printf(&bad, "%s%s: %s", bad.len ? "; " : "", x->busid, fault);
         }
         if (h->ecc >= 0 && h->ecc_pending >= 0 && h->ecc != h->ecc_pending) {
             if (st < DDP_CHECK_WARN)

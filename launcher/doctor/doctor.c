@@ -27,6 +27,7 @@
 #include "host/lease.h"
 #include "host/port.h"
 #include "host/rundir.h"
+#include "topo/fitness.h"
 #include "topo/nvml.h"
 #include "topo/place.h"
 #include "topo/topo.h"
@@ -121,6 +122,7 @@ static void gpu_usage(const struct ddp_topo *topo, struct gpu_facts *gf, const i
             continue;
         g->util = f.nvml->util;
         g->health = f.nvml->health;
+        g->lost = f.nvml->lost;
         g->have_health = true;
         for (int k = 0; k < f.nvml->nprocs; k++) {
             const struct ddp_nvml_proc *pr = &f.nvml->procs[k];
@@ -442,6 +444,7 @@ struct gpu_section {
     struct ddp_placement pl, better;
     bool placed;
     int *picked, *bidx;
+    char *unfit; /* gpus_unfit() */
     struct ddp_err perr;
 };
 
@@ -461,6 +464,24 @@ static size_t distinct_gpus(const struct ddp_placement *pl, int *out)
     return n;
 }
 
+/* The GPUs of the topology the judge finds unfit but for a holder (fitness.h: lost, faulty; a launch and a
+ * restart leave them out):
+ * "GPU 1 (0000:00:07.0): why; ...", or NULL. Caller owns; free(). */
+static char *gpus_unfit(const struct ddp_topo *topo)
+{
+    struct ddp_buf b = {0};
+    for (size_t i = 0; i < ddp_topo_ngpus(topo); i++) {
+        struct ddp_topo_gpu_facts f;
+        struct ddp_fitness_verdict v;
+        if (ddp_topo_gpu_facts(topo, i, &f) < 0 || !f.nvml)
+            continue;
+        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = f.busid, .gpu = f.nvml}, &v);
+        if (!ddp_fitness_usable(&v) && v.fit != DDP_FIT_HELD) /* holders: gpu-busy's, of the picked GPUs */
+            ddp_buf_printf(&b, "%sGPU %zu (%s): %s", b.len ? "; " : "", i, f.busid, v.why);
+    }
+    return b.data;
+}
+
 /* GPUs: the placement this job would make (GPUs other jobs hold left out, ctx->gpu_holders), the same-numa
  * alternative, and NVML's view of the picked ones. */
 static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, struct ddp_check_report *r)
@@ -478,6 +499,8 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
         g.want_gpus = req.want_gpus;
         g.share = req.share;
         g.nusable = req.want_gpus ? ddp_place_count_usable(ctx->topo, &req) : 0;
+        s->unfit = req.want_gpus ? gpus_unfit(ctx->topo) : NULL;
+        g.unfit = s->unfit;
         if (ctx->nproc > 0 && ddp_place_ranks(ctx->topo, &req, &s->pl, &s->perr) == 0) {
             s->placed = true;
             g.reason = s->pl.reason;
@@ -518,6 +541,7 @@ static void gpu_section_free(struct gpu_section *s)
     ddp_place_free(&s->pl);
     ddp_place_free(&s->better);
     free(s->picked);
+    free(s->unfit);
     free(s->bidx);
     free(s->facts.gpus);
 }

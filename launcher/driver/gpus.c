@@ -17,16 +17,47 @@ void ddp_gpus_held_free(char **held, size_t n)
     free(held);
 }
 
+/* The busy check's word on topology GPU g (busid) of the attempt, from the judge's verdict v: a HELD GPU is
+ * warned of (busy = warn or skip) or refused (busy = fail); a GPU that is lost, faulty or leased is refused
+ * before anything started (whatever busy says), and once the workers started (started) warned of with unfit
+ * set. 0 or -EBUSY with err. */
+static int act_on(const struct ddp_fitness_verdict *v, const struct ddp_nvml_gpu *ng, int g, const char *busid,
+                  const struct ddp_spec *spec, FILE *f, bool started, struct ddp_err *err)
+{
+    if (v->fit != DDP_FIT_HELD) {
+        if (!started)
+            return ddp_errf(err, -EBUSY, "GPU %d (%s) is unfit: %s; nothing was started", g, busid, v->why);
+        if (f)
+            fprintf(f, "ddplaunch: warning: GPU %d (%s) is unfit: %s; a restart leaves it out\n", g, busid, v->why);
+        return 0;
+    }
+    char who[160];
+    ddp_nvml_proc_describe(v->holder, who, sizeof who);
+    double used = (double)ng->mem_used / 1073741824.0, total = (double)ng->mem_total / 1073741824.0;
+    if (ddp_fitness_refuses(v, spec->gpus_busy))
+        return ddp_errf(err, -EBUSY,
+                        "GPU %d (%s) is held by %s: %.1f of %.1f GiB in use; [gpus] busy = fail, so nothing was "
+                        "started (busy = skip chooses other GPUs)",
+                        g, busid, who, used, total);
+    if (f)
+        fprintf(f,
+                "ddplaunch: warning: GPU %d (%s) is held by %s: %.1f of %.1f GiB in use, the job may run out of "
+                "memory ([gpus] busy = skip chooses other GPUs, fail refuses)\n",
+                g, busid, who, used, total);
+    return 0;
+}
+
 int ddp_gpus_check_with(const struct ddp_topo *topo, const struct ddp_nvml *nv, const struct ddp_spec *spec,
-                        const struct ddp_attempt *a, FILE *f, char ***held, struct ddp_err *err)
+                        const struct ddp_attempt *a, FILE *f, bool started, struct ddp_gpus_found *found,
+                        struct ddp_err *err)
 {
     size_t ngpus = ddp_topo_ngpus(topo);
-    char **h = ddp_xcalloc(ngpus + 1, sizeof *h);
+    char **h = ddp_xcalloc(ngpus + 1, sizeof *h), **u = ddp_xcalloc(ngpus + 1, sizeof *u);
     int rc = 0;
     bool gpus = false;
 
-    if (held)
-        *held = NULL;
+    if (found)
+        *found = (struct ddp_gpus_found){0};
     for (size_t i = 0; topo && i < a->nworkers; i++)
         gpus |= a->workers[i].gpu >= 0;
     if (gpus && nv->late) {
@@ -42,39 +73,51 @@ int ddp_gpus_check_with(const struct ddp_topo *topo, const struct ddp_nvml *nv, 
         int g = a->workers[i].gpu;
         const char *busid = g >= 0 ? ddp_topo_gpu_busid(topo, (size_t)g) : NULL;
         const struct ddp_nvml_gpu *ng = busid ? ddp_nvml_find(nv, busid) : NULL;
-        if (!ng || h[g])
+        if (!ng || h[g] || u[g])
             continue;
-        struct ddp_fitness_verdict v;
-        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = busid, .nv = nv, .threshold = DDP_GPU_BUSY_THRESHOLD}, &v);
-        if (v.fit != DDP_FIT_HELD) /* the launch acts on holders only: NVML's health is not read at launch */
+        struct ddp_fitness_verdict v; /* the judge's verdict, acted on whatever it is */
+        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = busid, .gpu = ng}, &v);
+        if (ddp_fitness_usable(&v))
             continue;
+        rc = act_on(&v, ng, g, busid, spec, f, started, err);
         char who[160];
-        ddp_nvml_proc_describe(v.holder, who, sizeof who);
-        h[g] = ddp_xstrdup(who);
-        double used = (double)ng->mem_used / 1073741824.0, total = (double)ng->mem_total / 1073741824.0;
-        if (spec->gpus_busy == DDP_BUSY_FAIL)
-            rc = ddp_errf(err, -EBUSY,
-                          "GPU %d (%s) is held by %s: %.1f of %.1f GiB in use; [gpus] busy = fail, so nothing was "
-                          "started (busy = skip chooses other GPUs)",
-                          g, busid, who, used, total);
-        else if (f)
-            fprintf(f,
-                    "ddplaunch: warning: GPU %d (%s) is held by %s: %.1f of %.1f GiB in use, the job may run out of "
-                    "memory ([gpus] busy = skip chooses other GPUs, fail refuses)\n",
-                    g, busid, who, used, total);
+        if (v.fit == DDP_FIT_HELD)
+            h[g] = ddp_xstrdup(ddp_nvml_proc_describe(v.holder, who, sizeof who));
+        else
+            u[g] = ddp_xstrdup(v.why);
     }
-    if (held && rc == 0)
-        *held = h;
-    else
+    if (found && rc == 0) {
+        found->held = h;
+        found->unfit = u;
+    } else {
         ddp_gpus_held_free(h, ngpus);
+        ddp_gpus_held_free(u, ngpus);
+    }
     return rc;
 }
 
-int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, const struct ddp_attempt *a,
-                          FILE *f, char ***held, struct ddp_err *err)
+bool ddp_gpus_check_beside(const struct ddp_spec *spec, bool run)
+{
+    const struct ddp_mem_limit *lim = &spec->gpus_max_memory_used;
+    return run && spec->gpus_busy == DDP_BUSY_WARN && !lim->bytes && !lim->percent;
+}
+
+int ddp_gpus_launch_check(const struct ddp_topo *topo, const struct ddp_spec *spec, bool run,
+                          const struct ddp_attempt *a, FILE *f, char ***held, struct ddp_err *err)
 {
     static const struct ddp_nvml none;
-    return ddp_gpus_check_with(topo, topo ? ddp_topo_nvml(topo) : &none, spec, a, f, held, err);
+    struct ddp_gpus_found found;
+    if (held)
+        *held = NULL;
+    if (!topo || ddp_gpus_check_beside(spec, run)) /* supervise.c checks beside the spawn */
+        return 0;
+    int rc = ddp_gpus_check_with(topo, topo ? ddp_topo_nvml(topo) : &none, spec, a, f, false, &found, err);
+    ddp_gpus_held_free(found.unfit, ddp_topo_ngpus(topo)); /* none: a launch refuses an unfit GPU */
+    if (held)
+        *held = found.held;
+    else
+        ddp_gpus_held_free(found.held, ddp_topo_ngpus(topo));
+    return rc;
 }
 
 /* ---- NVML read off the loop ---- */
@@ -179,17 +222,17 @@ void ddp_gpus_read_settle(struct ddp_gpus_read *rd, int ms)
 static void check_answered(void *arg, const struct ddp_nvml *nv)
 {
     struct ddp_gpus_read *rd = arg;
-    char **held = NULL;
+    struct ddp_gpus_found found;
     struct ddp_err err = {0};
     size_t nheld = 0;
-    ddp_gpus_check_with(rd->topo, nv, rd->spec, &rd->a, stderr, &held, &err);
-    for (size_t g = 0; held && g < ddp_topo_ngpus(rd->topo); g++)
-        nheld += held[g] != NULL;
+    ddp_gpus_check_with(rd->topo, nv, rd->spec, &rd->a, stderr, true, &found, &err);
+    for (size_t g = 0; found.held && g < ddp_topo_ngpus(rd->topo); g++)
+        nheld += found.held[g] != NULL;
     if (nv->late)
         ddp_debug("the GPU busy check beside the spawn gave up: %s", nv->status);
     else
         ddp_debug("the GPU busy check beside the spawn answered: %zu of the job's GPUs held by another process", nheld);
-    rd->check_fn(rd->check_arg, held);
+    rd->check_fn(rd->check_arg, &found);
 }
 
 struct ddp_gpus_read *ddp_gpus_check_start(uv_loop_t *loop, const struct ddp_topo *topo, const struct ddp_spec *spec,
@@ -198,7 +241,7 @@ struct ddp_gpus_read *ddp_gpus_check_start(uv_loop_t *loop, const struct ddp_top
     const struct ddp_nvml *nv = topo ? ddp_topo_nvml(topo) : NULL;
     if (nv && nv->late) { /* the topology's read of NVML did not answer: say so now */
         struct ddp_err err = {0};
-        ddp_gpus_check_with(topo, nv, spec, a, stderr, NULL, &err);
+        ddp_gpus_check_with(topo, nv, spec, a, stderr, true, NULL, &err);
         return NULL;
     }
     const char **busids = ddp_xcalloc(a->nworkers + 1, sizeof *busids);
@@ -222,14 +265,4 @@ struct ddp_gpus_read *ddp_gpus_check_start(uv_loop_t *loop, const struct ddp_top
     for (size_t i = 0; i < a->nworkers; i++)
         rd->a.workers[i].gpu = a->workers[i].gpu;
     return rd;
-}
-
-bool ddp_gpus_unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *buf, size_t size)
-{
-    struct ddp_fitness_verdict v;
-    ddp_fitness_judge_restart(nv, busid, held_at_launch, &v);
-    if (ddp_fitness_usable(&v))
-        return false;
-    snprintf(buf, size, "%s", v.why);
-    return true;
 }

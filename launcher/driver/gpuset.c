@@ -24,6 +24,8 @@ struct ddp_gpuset {
     bool *ran;                 /* per topology GPU: an attempt of this job ran on it */
     const char **holders;      /* ctx->gpu_holders, ours: a GPU leased for a restart becomes this job's (NULL) */
     char **held;               /* the busy check's holders per topology GPU, or NULL */
+    char **not_spare;          /* per topology GPU the job does not hold: why the judge found it unfit at the
+                                  last check before a restart (no spare), or NULL */
     struct ddp_lease **leases; /* [nleases] GPUs leased for restarts, in place of failed ones */
     size_t nleases;
 };
@@ -35,6 +37,7 @@ struct ddp_gpuset *ddp_gpuset_new(const struct ddp_plan_ctx *ctx)
     g->topo = ctx->topo;
     g->ngpus = ddp_topo_ngpus(ctx->topo);
     g->ran = ddp_xcalloc(g->ngpus + 1, sizeof *g->ran);
+    g->not_spare = ddp_xcalloc(g->ngpus + 1, sizeof *g->not_spare);
     if (ctx->gpu_holders) { /* ours to change: a GPU leased for a restart */
         g->holders = ddp_xcalloc(g->ngpus + 1, sizeof *g->holders);
         memcpy(g->holders, ctx->gpu_holders, g->ngpus * sizeof *g->holders);
@@ -59,6 +62,9 @@ void ddp_gpuset_free(struct ddp_gpuset *g)
     for (size_t i = 0; g->held && i < g->ngpus; i++)
         free(g->held[i]);
     free(g->held);
+    for (size_t i = 0; i < g->ngpus; i++)
+        free(g->not_spare[i]);
+    free(g->not_spare);
     free(g);
 }
 
@@ -130,13 +136,26 @@ char *ddp_gpuset_left_out(struct ddp_gpuset *g, int gpu, const char *busid, cons
     return ddp_xasprintf("GPU %d (%s) is left out of a restart: %s", gpu, busid ? busid : "?", why);
 }
 
+/* A GPU the job does not hold, as a spare: the judge's verdict now (not a restart's: any holder counts). */
+static void judge_spare(struct ddp_gpuset *g, size_t i, const struct ddp_nvml *nv, const char *busid)
+{
+    struct ddp_fitness_verdict v;
+    ddp_fitness_judge(&(struct ddp_fitness_in){.busid = busid, .nv = nv}, &v);
+    free(g->not_spare[i]);
+    g->not_spare[i] = ddp_fitness_usable(&v) ? NULL : ddp_xstrdup(v.why);
+}
+
 void ddp_gpuset_recheck(struct ddp_gpuset *g, const struct ddp_nvml *nv, ddp_gpuset_held_fn *held,
                         ddp_gpuset_unfit_fn *unfit, void *arg)
 {
-    for (size_t i = 0; nv && nv->found && i < g->ngpus; i++) { /* every GPU the job holds */
+    for (size_t i = 0; nv && nv->found && i < g->ngpus; i++) {
         const char *busid = ddp_topo_gpu_busid(g->topo, i);
-        if (!ddp_gpuset_holds(g, (int)i) || !busid)
+        if (!busid)
             continue;
+        if (!ddp_gpuset_holds(g, (int)i)) {
+            judge_spare(g, i, nv, busid);
+            continue;
+        }
         const char *at_launch = g->held ? g->held[i] : g->ctx->gpu_held ? g->ctx->gpu_held[i] : NULL;
         struct ddp_fitness_verdict v;
         ddp_fitness_judge_restart(nv, busid, at_launch, &v);
@@ -150,8 +169,9 @@ void ddp_gpuset_recheck(struct ddp_gpuset *g, const struct ddp_nvml *nv, ddp_gpu
 }
 
 /* Lease one more GPU for the job: a free one (no other job's lease) that the placement req would take (usable
- * GPUs now), not left out, with no process holding memory there at launch. true when one was leased (its holder
- * entry becomes this job's), false when none. */
+ * GPUs now), not left out, with no process holding memory there at launch, and fit by the judge's verdict at the
+ * check before the restart (not lost, faulty or held now). true when one was leased (its holder entry becomes
+ * this job's), false when none. */
 static bool lease_spare(struct ddp_gpuset *g, const struct ddp_place_req *req, int usable)
 {
     if (!g->ctx->lease_dir || !g->holders)
@@ -160,6 +180,10 @@ static bool lease_spare(struct ddp_gpuset *g, const struct ddp_place_req *req, i
         if (!g->holders[i] || excluded(g, (int)i) || (g->ctx->gpu_held && g->ctx->gpu_held[i]))
             continue;
         const char *busid = ddp_topo_gpu_busid(g->topo, i), *was = g->holders[i];
+        if (g->not_spare[i]) {
+            ddp_debug("GPU %zu (%s): not leased for the restart: %s", i, busid, g->not_spare[i]);
+            continue;
+        }
         struct ddp_lease *l = NULL;
         struct ddp_err e = {0};
         g->holders[i] = NULL; /* would the job's placement take it ([gpus] select, exclude)? */
@@ -178,32 +202,26 @@ static bool lease_spare(struct ddp_gpuset *g, const struct ddp_place_req *req, i
     return false;
 }
 
-enum ddp_gpuset_fit ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int *nproc, char *why,
-                                   size_t size)
+int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int nproc, char *why, size_t size)
 {
     if (!g->left_out)
-        return DDP_GPUSET_AS_IS;
+        return nproc;
     g->left_out = false;
     struct ddp_place_req req;
-    ddp_plan_place_req(actx, *nproc, &req);
+    ddp_plan_place_req(actx, nproc, &req);
     req.exclude_idx = g->exclude;
     req.nexclude_idx = g->nexclude;
-    int usable = req.want_gpus ? ddp_place_count_usable(g->topo, &req) : *nproc;
-    while (req.want_gpus && usable < *nproc && lease_spare(g, &req, usable)) /* a free GPU for a failed one */
+    int usable = req.want_gpus ? ddp_place_count_usable(g->topo, &req) : nproc;
+    while (req.want_gpus && usable < nproc && lease_spare(g, &req, usable)) /* a free GPU for a failed one */
         usable = ddp_place_count_usable(g->topo, &req);
-    if (usable < 1 && g->nfaulted > 0) { /* no restart on a GPU that failed: the job ends, saying why */
+    if (usable < 1 && g->nfaulted > 0) { /* why names each faulty GPU */
         struct ddp_buf b = {0};
         ddp_buf_printf(&b, "no usable GPU left%s: ", actx->gpu_holders ? " among the GPUs this job may use" : "");
         for (size_t i = 0; i < g->nfaulted; i++)
             ddp_buf_printf(&b, "%s%s", i ? "; " : "", g->faulted_why[i]);
         snprintf(why, size, "%s", b.data);
         ddp_buf_free(&b);
-        return DDP_GPUSET_NONE_LEFT;
+        return 0;
     }
-    if (usable >= 1 && usable < *nproc) {
-        snprintf(why, size, "downsizing %d -> %d workers (GPUs left out for their faults)", *nproc, usable);
-        *nproc = usable;
-        return DDP_GPUSET_DOWNSIZE;
-    }
-    return DDP_GPUSET_AS_IS;
+    return usable >= 1 && usable < nproc ? usable : nproc;
 }

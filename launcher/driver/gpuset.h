@@ -42,7 +42,8 @@ void ddp_gpuset_set_held(struct ddp_gpuset *g, char **held);
 char *ddp_gpuset_left_out(struct ddp_gpuset *g, int gpu, const char *busid, const char *why);
 
 /* Before a restart: the judge's restart verdict (fitness.h) on every GPU the job holds, from NVML's answer nv
- * (NULL or not found: nothing to judge). held(arg, gpu, who) is called for each GPU another process holds now
+ * (NULL or not found: nothing to judge), and its verdict on every other GPU as a spare (ddp_gpuset_fit leases
+ * none the judge finds unfit). held(arg, gpu, who) is called for each GPU another process holds now
  * (the records' evidence), unfit(arg, gpu, busid, why) for each GPU that became unfit (the caller leaves it out:
  * ddp_gpuset_left_out). */
 typedef void ddp_gpuset_held_fn(void *arg, int gpu, const char *who);
@@ -50,17 +51,12 @@ typedef void ddp_gpuset_unfit_fn(void *arg, int gpu, const char *busid, const ch
 void ddp_gpuset_recheck(struct ddp_gpuset *g, const struct ddp_nvml *nv, ddp_gpuset_held_fn *held,
                         ddp_gpuset_unfit_fn *unfit, void *arg);
 
-/* What fitting the next attempt to the GPUs left decided (ddp_gpuset_fit). */
-enum ddp_gpuset_fit {
-    DDP_GPUSET_AS_IS,    /* nothing left out since the last fit, or enough GPUs left */
-    DDP_GPUSET_DOWNSIZE, /* fewer GPUs left: *nproc lowered, why says so */
-    DDP_GPUSET_NONE_LEFT /* no usable GPU left after faults: the job ends, why names each faulty GPU */
-};
-/* After GPUs were left out for their faults: fit an attempt of *nproc workers (placed as actx places them) to the
- * GPUs left, leasing a free GPU (no other job's lease, nobody holding it at launch, one the placement takes) in
- * place of each that failed (each lease said on stderr), downsizing as for a hung rank's GPU, never below one
- * worker. One node only, and not with shared GPUs: the caller asks only then. */
-enum ddp_gpuset_fit ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int *nproc, char *why,
-                                   size_t size);
+/* After GPUs were left out for their faults: the GPUs an attempt of nproc workers (placed as actx places them) may
+ * use now, leasing a free GPU (no other job's lease, nobody holding it at launch, one the placement takes, fit
+ * by the judge at the last ddp_gpuset_recheck) in place of each that failed (each lease said on stderr). nproc
+ * when nothing was left out since the last call or enough GPUs are left; fewer; or 0 with why naming each faulty
+ * GPU when none is left. What follows (downsize, or end the job) is the policy's (policy.h, GPUS_LEFT). One node
+ * only, and not with shared GPUs: the caller asks only then. */
+int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int nproc, char *why, size_t size);
 
 #endif

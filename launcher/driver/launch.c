@@ -1,5 +1,6 @@
 /* launch: load, resolve and acquire for one launch (launch.h). */
 #include "driver/launch.h"
+#include "driver/gpus.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -309,7 +310,7 @@ int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool requir
         .xml_path = path,
         .envp = envp,
         .refresh = report,
-        .gpu_usage = want_gpus && (l->cmd != DDP_CMD_RUN || spec->gpus_busy != DDP_BUSY_WARN || mem_limit),
+        .gpu_usage = want_gpus && !ddp_gpus_check_beside(spec, l->cmd == DDP_CMD_RUN),
         .xml_nvml = xml_nvml && strcmp(xml_nvml, "1") == 0,
         .no_nvml = !want_gpus && !report,
         .holders_first = !mem_limit,
@@ -520,8 +521,8 @@ static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f,
     return 1;
 }
 
-/* Several nodes: how the agents meet (rdzv.h), and master_port: reserved on node 0, derived from Slurm's job id
- * on the others (auto), as given, or (c10d) reserved by the agent that serves the rendezvous and sent to the
+/* Several nodes: how the agents meet (rdzv.h), and master_port: reserved on node 0, derived from the scheduler's
+ * job id on the others (auto), as given, or (c10d) reserved by the agent that serves the rendezvous and sent to the
  * others. */
 /* The master port and where it comes from: the one writer of ctx.master_port and port_source (port 0 while
  * acquire has yet to reserve it, or while node 0 has yet to send it). */
@@ -561,10 +562,12 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
         /* Node 0 reserves the port; the others compute the same one from the job id. */
         int port = ddp_scheduler_port(&l->sched, spec->master_port.lo, spec->master_port.hi);
         if (port <= 0)
-            return ddp_errf(err, -EINVAL,
-                            "master_port = auto on node %d needs Slurm (to derive node 0's port); "
-                            "give every node the same --master-port",
-                            ctx->node_rank);
+            return ddp_errf(
+                err, -EINVAL,
+                "master_port = auto on node %d needs a scheduler's job id (Slurm, LSF, PBS: to derive node 0's "
+                "port); "
+                "give every node the same --master-port",
+                ctx->node_rank);
         port_decided(l, DDP_LAUNCH_PORT_DERIVED, port);
     } else if (ctx->node_rank == 0) {
         port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);

@@ -156,12 +156,8 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         error_line(err->msg);
         return DDP_EXIT_USAGE;
     }
-    /* the chosen GPUs as NVML sees them now: a warning per GPU another process holds, or ([gpus] busy = fail)
-     * a refusal before anything starts (75: the GPU may be free later). A run with busy = warn checks beside the
-     * spawn instead (supervise.c, ddp_gpus_check_start): its topology read no NVML memory. */
-    const struct ddp_mem_limit *lim = &l->spec.gpus_max_memory_used;
-    bool beside = l->cmd == DDP_CMD_RUN && l->spec.gpus_busy == DDP_BUSY_WARN && !lim->bytes && !lim->percent;
-    if (l->topo && !beside && ddp_gpus_launch_check(l->topo, &l->spec, attempt, stderr, held, err) < 0) {
+    /* the chosen GPUs as NVML sees them now (gpus.h says when: before the spawn, or beside it) */
+    if (ddp_gpus_launch_check(l->topo, &l->spec, l->cmd == DDP_CMD_RUN, attempt, stderr, held, err) < 0) {
         error_line(err->msg);
         return DDP_EXIT_TEMPFAIL;
     }

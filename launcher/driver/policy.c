@@ -66,8 +66,8 @@ static struct ddp_policy_action stop_with(struct ddp_policy *p, enum ddp_policy_
 /* RUNNING */
 static struct ddp_policy_action run_failed(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
-    p->stop_status = ev->status;
-    p->stop_fatal = ev->fatal;
+    p->stop_status = ev->launcher ? DDP_EXIT_LAUNCHER : ev->status;
+    p->stop_fatal = ev->fatal || ev->launcher;
     /* a collective error: the others' flight recorders first (TERM_ALL comes at CAPTURE_DONE) */
     return stop_with(p, DDP_STOP_FAILURE, ev->recorders ? DDP_ACT_RECORDERS : DDP_ACT_TERM_ALL);
 }
@@ -317,15 +317,56 @@ static struct ddp_policy_action backoff_signal(struct ddp_policy *p, const struc
     return exit_with(p, ddp_exit_signal(ev->signo));
 }
 
+/* GPUS_UNCHECKED, GPUS_LEFT where nothing changes: the pending action as it was. */
+static struct ddp_policy_action pending(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
+{
+    (void)p;
+    return ev->pending ? *ev->pending : (struct ddp_policy_action){0};
+}
+
+static struct ddp_policy_action backoff_unchecked(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
+{
+    if (p->spec->gpus_busy != DDP_BUSY_FAIL)
+        return pending(p, ev);
+    struct ddp_policy_action a = exit_with(p, DDP_EXIT_TEMPFAIL);
+    snprintf(a.why, sizeof(a.why),
+             "%s: the GPUs were not checked before the restart; [gpus] busy = fail, so no "
+             "restart",
+             ev->why ? ev->why : "NVML did not answer");
+    return a;
+}
+
+/* BACKOFF (the restart armed) or RUNNING (its START, after a fault during the backoff). */
+static struct ddp_policy_action gpus_left(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
+{
+    struct ddp_policy_action a = pending(p, ev);
+    if (!(a.flags & (DDP_ACT_ARM_BACKOFF | DDP_ACT_START)))
+        return a;
+    if (ev->gpus_left < 1) { /* no restart on a GPU that failed: the job ends, saying why */
+        int status = p->stop_status > 0 ? p->stop_status : DDP_EXIT_LAUNCHER;
+        p->state = DDP_PS_DONE;
+        a.flags = (a.flags & ~(unsigned)(DDP_ACT_ARM_BACKOFF | DDP_ACT_START)) | DDP_ACT_EXIT;
+        a.exit_status = status;
+        snprintf(a.why, sizeof(a.why), "%s", ev->why ? ev->why : "no usable GPU left");
+    } else if (ev->gpus_left < a.nproc) {
+        snprintf(a.why, sizeof(a.why), "downsizing %d -> %d workers (GPUs left out for their faults)", a.nproc,
+                 ev->gpus_left);
+        a.nproc = p->nproc = ev->gpus_left; /* the policy's size from now on */
+        a.downsized = true;
+    }
+    return a;
+}
+
 /* The table. Rows: states; columns: WORKER_OK, WORKER_FAILED, TIMEOUT, SIGNAL, ALL_FINISHED, GRACE_EXPIRED,
- * BACKOFF_DONE, REMOTE_STOP, NODE_FAILED, CAPTURE_DONE. */
+ * BACKOFF_DONE, REMOTE_STOP, NODE_FAILED, CAPTURE_DONE, GPUS_UNCHECKED, GPUS_LEFT. */
 static handler_fn *const table[DDP_PS__COUNT][DDP_PE__COUNT] = {
     [DDP_PS_RUNNING] = {none, run_failed, run_timeout, run_signal, run_all_finished, run_grace, none, run_remote_stop,
-                        run_node_failed, none},
+                        run_node_failed, none, pending, gpus_left},
     [DDP_PS_STOPPING] = {none, none, none, stop_signal, stop_all_finished, stop_grace, none, none, none,
-                         stop_capture_done},
-    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none, none, none},
-    [DDP_PS_DONE] = {none, none, none, none, none, none, none, none, none, none},
+                         stop_capture_done, pending, pending},
+    [DDP_PS_BACKOFF] = {none, none, none, backoff_signal, none, none, backoff_done, none, none, none, backoff_unchecked,
+                        gpus_left},
+    [DDP_PS_DONE] = {none, none, none, none, none, none, none, none, none, none, pending, pending},
 };
 
 struct ddp_policy_action ddp_policy_step(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
@@ -333,6 +374,16 @@ struct ddp_policy_action ddp_policy_step(struct ddp_policy *p, const struct ddp_
     if ((unsigned)p->state >= DDP_PS__COUNT || (unsigned)ev->kind >= DDP_PE__COUNT)
         return (struct ddp_policy_action){0};
     return table[p->state][ev->kind](p, ev);
+}
+
+int ddp_policy_exit_status(bool launcher_failed, int status)
+{
+    return launcher_failed ? DDP_EXIT_LAUNCHER : status;
+}
+
+bool ddp_policy_status_is_timeout(int status)
+{
+    return status == DDP_EXIT_TIMEOUT;
 }
 
 int ddp_policy_local_status(const struct ddp_policy *p, int exit_status)
@@ -362,7 +413,8 @@ const char *ddp_pstate_name(enum ddp_policy_state s)
 
 const char *ddp_pevent_name(enum ddp_policy_event e)
 {
-    static const char *const names[] = {"worker-ok",     "worker-failed", "timeout",     "signal",      "all-finished",
-                                        "grace-expired", "backoff-done",  "remote-stop", "node-failed", "capture-done"};
+    static const char *const names[] = {"worker-ok",    "worker-failed", "timeout",        "signal",
+                                        "all-finished", "grace-expired", "backoff-done",   "remote-stop",
+                                        "node-failed",  "capture-done",  "gpus-unchecked", "gpus-left"};
     return (unsigned)e < DDP_PE__COUNT ? names[e] : "unknown";
 }

@@ -29,12 +29,21 @@ enum ddp_policy_state { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_
  *   BACKOFF_DONE   the backoff delay passed
  *   REMOTE_STOP    several nodes, on a node other than node 0: node 0 stops this attempt (a failure, timeout or
  *                  lost node elsewhere, its EXIT, or node 0 itself lost); the workers stop, and what follows is
- *                  node 0's decision, not this table's (only node 0 feeds ALL_FINISHED on several nodes: nodes.c)
- *   NODE_FAILED    several nodes, on node 0: another node's part of the attempt failed (status, its REPORT) or
+ *                  node 0's decision, not this table's (only node 0 feeds ALL_FINISHED on several nodes: agent.c,
+ * roles.c) NODE_FAILED    several nodes, on node 0: another node's part of the attempt failed (status, its REPORT) or
  *                  the node was lost (status 1); the attempt stops on every node as after a failure here, or
  *                  as after a timeout when status is 124 (agent.h decides when it is fed; capture as for TIMEOUT)
  *   CAPTURE_DONE   the hang capture that CAPTURE began, or the recorders RECORDERS asked for, made their verdict:
- *                  the workers may be stopped now */
+ *                  the workers may be stopped now
+ *   GPUS_UNCHECKED before a restart (BACKOFF), NVML did not answer the check of the job's GPUs in time (why):
+ *                  [gpus] busy = fail exits 75 (it cannot tell; the GPUs may answer later), else the restart
+ *                  (pending) goes on
+ *   GPUS_LEFT      GPUs were left out for their own faults (gpuset.h): gpus_left GPUs are left for the restart
+ *                  pending (ARM_BACKOFF in BACKOFF, or START in RUNNING after a fault during the backoff): none
+ *                  left ends the job with the root cause's status (else 1) and why; fewer than its workers
+ *                  downsizes it, as for a hung rank's GPU
+ * GPUS_UNCHECKED and GPUS_LEFT answer with the pending action as it now is (unchanged where their row says
+ * nothing). */
 enum ddp_policy_event {
     DDP_PE_WORKER_OK,
     DDP_PE_WORKER_FAILED,
@@ -46,6 +55,8 @@ enum ddp_policy_event {
     DDP_PE_REMOTE_STOP,
     DDP_PE_NODE_FAILED,
     DDP_PE_CAPTURE_DONE,
+    DDP_PE_GPUS_UNCHECKED,
+    DDP_PE_GPUS_LEFT,
     DDP_PE__COUNT
 };
 
@@ -54,11 +65,15 @@ enum ddp_policy_stop { DDP_STOP_NONE, DDP_STOP_FAILURE, DDP_STOP_TIMEOUT, DDP_ST
 
 struct ddp_policy_event_data {
     enum ddp_policy_event kind;
-    int status;     /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
-    bool fatal;     /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
-    int signo;      /* SIGNAL */
-    bool capture;   /* TIMEOUT, NODE_FAILED with status 124: a stack capture is possible (capture.h) */
-    bool recorders; /* WORKER_FAILED: the flight recorders can be asked before the others stop (atfail.h) */
+    int status;      /* WORKER_FAILED: exit code, or 128+N for death by signal N; NODE_FAILED: the node's status */
+    bool fatal;      /* WORKER_FAILED: the worker never ran its program (exec/binding failure) */
+    bool launcher;   /* WORKER_FAILED: the launcher could not start it (status 1, fatal; status is not read) */
+    int signo;       /* SIGNAL */
+    bool capture;    /* TIMEOUT, NODE_FAILED with status 124: a stack capture is possible (capture.h) */
+    bool recorders;  /* WORKER_FAILED: the flight recorders can be asked before the others stop (atfail.h) */
+    int gpus_left;   /* GPUS_LEFT: the GPUs the restart may use */
+    const char *why; /* GPUS_UNCHECKED, GPUS_LEFT with none left: one line */
+    const struct ddp_policy_action *pending; /* GPUS_UNCHECKED, GPUS_LEFT: the restart's action waiting for it */
 };
 
 /* Actions, a bit set: what the supervisor must do now, in this order. */
@@ -125,6 +140,11 @@ bool ddp_policy_signal_stops(int signo);
  * when every worker succeeded, exit_status once DONE, else by why it stops: 128+N (signal N), 124 (timeout), the
  * root cause's status (failure; 1 when unknown), 1 (node 0 stopped it). Pure. */
 int ddp_policy_local_status(const struct ddp_policy *p, int exit_status);
+
+/* The launcher's exit status: 1 when the launcher itself failed (said where it happened), else status. Pure. */
+int ddp_policy_exit_status(bool launcher_failed, int status);
+/* Whether a node's status says its part of the attempt timed out (124: NODE_FAILED is then fed as a timeout). */
+bool ddp_policy_status_is_timeout(int status);
 
 const char *ddp_pstate_name(enum ddp_policy_state s);
 const char *ddp_pevent_name(enum ddp_policy_event e);

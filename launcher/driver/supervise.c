@@ -33,7 +33,6 @@
 #include "run/runner.h"
 #include "run/shim.h"
 #include "run/standby.h"
-#include "topo/fitness.h"
 #include "topo/place.h"
 #include "watch/gpuwatch.h"
 #include "watch/timeout.h"
@@ -189,8 +188,8 @@ static void finish(struct sup *s, int status)
 static void launcher_failed(struct sup *s)
 {
     s->launcher_failed = true;
-    write_records(s, DDP_EXIT_LAUNCHER); /* summary.json: exit.source launcher */
-    s->exit_status = DDP_EXIT_LAUNCHER;
+    s->exit_status = ddp_policy_exit_status(true, s->exit_status);
+    write_records(s, s->exit_status); /* summary.json: exit.source launcher */
     close_all(s);
 }
 
@@ -235,16 +234,23 @@ static void standbys_open(struct sup *s)
     ddp_runner_set_adopt(s->rn, ddp_standby_take, s->standbys);
 }
 
+static void left_out(void *arg, int gpu, const char *busid, const char *why);
+
 /* The busy check beside the spawn answered (its warnings printed): its holders are the OOM cause's evidence and
- * what the check before a restart compares with. */
-static void gpucheck_answered(void *arg, char **held)
+ * what the check before a restart compares with; a GPU the judge found lost or faulty is left out of a restart. */
+static void gpucheck_answered(void *arg, struct ddp_gpus_found *found)
 {
     struct sup *s = arg;
+    size_t ngpus = ddp_topo_ngpus(s->ctx->topo);
     s->gpucheck = NULL;
-    ddp_gpuset_set_held(s->gpus, held);
-    for (size_t g = 0; held && g < ddp_topo_ngpus(s->ctx->topo); g++)
-        if (held[g])
-            ddp_records_gpu_held(s->rec, (int)g, held[g]);
+    ddp_gpuset_set_held(s->gpus, found->held);
+    for (size_t g = 0; found->held && g < ngpus; g++)
+        if (found->held[g])
+            ddp_records_gpu_held(s->rec, (int)g, found->held[g]);
+    for (size_t g = 0; found->unfit && g < ngpus; g++)
+        if (found->unfit[g])
+            left_out(s, (int)g, ddp_topo_gpu_busid(s->ctx->topo, g), found->unfit[g]);
+    ddp_gpus_held_free(found->unfit, ngpus);
 }
 
 /* Build and start attempt `attempt` with nproc workers on this node (s->actx). 0 (a worker that could not be
@@ -282,7 +288,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         /* the workers started so far are stopped like after a failure; then we exit 1 */
         ddp_error("%s", s->err->msg);
         s->launcher_failed = true;
-        struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .status = DDP_EXIT_LAUNCHER, .fatal = true};
+        struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .launcher = true};
         if (s->pol.state == DDP_PS_RUNNING)
             feed(s, &ev);
         if (r->ndone == r->nw && ddp_runner_current(s->rn) == r)
@@ -294,7 +300,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     say_warm(r);
     if (s->standbys && r->plan.attempt < s->spec->max_restarts) /* the next attempt's, while this one runs */
         ddp_standby_fill(s->standbys, &r->plan);
-    if (!s->gpucheck_started && !s->ctx->gpu_held) { /* else main.c checked before the spawn */
+    if (!s->gpucheck_started && ddp_gpus_check_beside(s->spec, true)) { /* else checked before the spawn */
         s->gpucheck_started = true;
         s->gpucheck = ddp_gpus_check_start(&s->loop, s->ctx->topo, s->spec, &r->plan, gpucheck_answered, s);
     }
@@ -321,7 +327,7 @@ static void roles_node_failed(void *arg, int attempt, int status, const char *wh
     if (s->pol.state != DDP_PS_RUNNING)
         return;
     ddp_error("attempt %d: %s; stopping the workers on every node", attempt, why);
-    if (status == DDP_EXIT_TIMEOUT) {
+    if (ddp_policy_status_is_timeout(status)) {
         free(s->timeout_reason);
         s->timeout_reason = ddp_xstrdup(why);
         ev.capture = ddp_watch_capture_possible(s->watch) > 0;
@@ -494,7 +500,7 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
         }
     }
     if (a->flags & DDP_ACT_EXIT) {
-        int status = s->launcher_failed ? DDP_EXIT_LAUNCHER : a->exit_status;
+        int status = ddp_policy_exit_status(s->launcher_failed, a->exit_status);
         if (s->pol.stop == DDP_STOP_TIMEOUT && s->timeout_reason)
             ddp_error("attempt %d: %s; %s", attempt, s->timeout_reason, a->why[0] ? a->why : "exiting");
         else if (a->why[0] && status != 0)
@@ -609,12 +615,12 @@ static void gpu_recheck_answered(void *arg, const struct ddp_nvml *nv)
     struct sup *s = arg;
     struct ddp_policy_action next = s->recheck_act;
     s->recheck = NULL;
-    if (nv->late) {
-        ddp_warn("attempt %d: %s: the GPUs were not checked before the restart%s", cur_attempt(s), nv->status,
-                 s->spec->gpus_busy == DDP_BUSY_FAIL ? "; [gpus] busy = fail, so no restart" : "");
-        if (s->spec->gpus_busy == DDP_BUSY_FAIL) {
-            ddp_records_decision(s->rec, cur_attempt(s), "exit", -1, -1, -1, DDP_EXIT_TEMPFAIL, nv->status);
-            finish(s, DDP_EXIT_TEMPFAIL);
+    if (nv->late) { /* the policy says whether the restart goes on unchecked */
+        struct ddp_policy_event_data ev = {.kind = DDP_PE_GPUS_UNCHECKED, .why = nv->status, .pending = &next};
+        ddp_warn("attempt %d: %s: the GPUs were not checked before the restart", cur_attempt(s), nv->status);
+        next = ddp_policy_step(&s->pol, &ev);
+        if (next.flags & DDP_ACT_EXIT) {
+            apply_now(s, &next);
             return;
         }
     }
@@ -637,18 +643,11 @@ static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
 {
     if (s->role != ROLE_SINGLE || s->spec->gpus_share)
         return;
-    switch (ddp_gpuset_fit(s->gpus, &s->actx, &a->nproc, a->why, sizeof a->why)) {
-    case DDP_GPUSET_NONE_LEFT:
-        a->flags = (a->flags & ~(unsigned)(DDP_ACT_ARM_BACKOFF | DDP_ACT_START)) | DDP_ACT_EXIT;
-        a->exit_status = s->pol.stop_status > 0 ? s->pol.stop_status : DDP_EXIT_LAUNCHER;
-        break;
-    case DDP_GPUSET_DOWNSIZE:
-        a->downsized = true;
-        s->pol.nproc = a->nproc; /* the policy's size from now on */
-        break;
-    case DDP_GPUSET_AS_IS:
-        break;
-    }
+    char why[256] = "";
+    struct ddp_policy_event_data ev = {.kind = DDP_PE_GPUS_LEFT, .why = why, .pending = a};
+    ev.gpus_left = ddp_gpuset_fit(s->gpus, &s->actx, a->nproc, why, sizeof why);
+    if (ev.gpus_left < a->nproc)
+        *a = ddp_policy_step(&s->pol, &ev);
 }
 
 /* ---------------------------------------------------------------- what the timeout sources report */
@@ -822,7 +821,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         ddp_errf(err, rc, "cannot start the event loop: %s", uv_strerror(rc));
         free(s->cgroup_base);
         free(s);
-        return DDP_EXIT_LAUNCHER;
+        return ddp_policy_exit_status(true, 0);
     }
     struct ddp_runner_config rcfg = {
         .loop = &s->loop,
@@ -874,7 +873,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     uv_run(&s->loop, UV_RUN_DEFAULT);
     /* Anything still open (should be nothing): close and run once more so that memory is returned. */
     retire(s);
-    status = s->launcher_failed ? DDP_EXIT_LAUNCHER : s->exit_status;
+    status = ddp_policy_exit_status(s->launcher_failed, s->exit_status);
     if (s->launcher_failed)
         err->msg[0] = '\0'; /* said on stderr where it happened: the caller must not say it again */
     uv_run(&s->loop, UV_RUN_DEFAULT);

@@ -342,7 +342,7 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->bind = s->numa_bind;
     req->mem = s->numa_memory;
     req->max_memory_used = s->gpus_max_memory_used;
-    req->skip_held_over = s->gpus_busy == DDP_BUSY_SKIP ? DDP_GPU_BUSY_THRESHOLD : 0;
+    req->busy = s->gpus_busy;
     req->inherited_cvd = ctx->inherited_cvd;
     req->sched_gpus = ctx->sched_gpus;
     req->holders = ctx->gpu_holders;

@@ -1,4 +1,6 @@
-/* nvml: dlopen'd NVML; the few entry points we use are declared here with their documented ABI. */
+/* nvml: dlopen'd NVML (its entry points: nvml_internal.h), the reads of its facts, with a deadline, off the caller's
+ * thread, and the topology cache's form of them; the judgements of what was read are in nvml_judge.c, the event
+ * set in nvml_events.c. */
 #include "topo/nvml.h"
 
 #include <ctype.h>
@@ -18,91 +20,7 @@
 #include "base/util.h"
 #include "topo/holders.h"
 
-typedef int nvml_return;
-#define NVML_ERROR_GPU_IS_LOST 15
-typedef void *nvml_device;
-/* nvmlPciInfo_t (v3 layout) */
-struct nvml_pci {
-    char bus_id_legacy[16];
-    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
-    char bus_id[32];
-};
-struct nvml_memory {
-    unsigned long long total, free, used;
-};
-struct nvml_utilization {
-    unsigned gpu, memory;
-};
-/* nvmlProcessInfo_t as the _v2/_v3 calls fill it; usedGpuMemory is ~0ULL when unavailable */
-struct nvml_process {
-    unsigned pid;
-    unsigned long long used;
-    unsigned gpu_instance, compute_instance;
-};
-
-/* nvmlEventData_t */
-struct nvml_event_data {
-    nvml_device device;
-    unsigned long long type, data;
-    unsigned gpu_instance, compute_instance;
-};
-typedef void *nvml_event_set;
-
-/* nvmlFieldValue_t: the value is a union of 8 bytes; valueType 1 is unsigned int */
-struct nvml_field_value {
-    unsigned field_id, scope_id;
-    long long timestamp, latency_us;
-    int value_type;
-    nvml_return ret;
-    union {
-        double d;
-        unsigned ui;
-        unsigned long ul;
-        unsigned long long ull;
-        long long sll;
-        int si;
-        unsigned short us;
-    } value;
-};
-#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
-
-struct nvml_fns {
-    nvml_return (*init)(void);
-    nvml_return (*shutdown)(void);
-    const char *(*error_string)(nvml_return);
-    nvml_return (*driver_version)(char *, unsigned);
-    nvml_return (*count)(unsigned *);
-    nvml_return (*handle)(unsigned, nvml_device *);
-    nvml_return (*pci)(nvml_device, struct nvml_pci *);
-    nvml_return (*uuid)(nvml_device, char *, unsigned);
-    nvml_return (*name)(nvml_device, char *, unsigned);
-    nvml_return (*memory)(nvml_device, struct nvml_memory *);
-    nvml_return (*utilization)(nvml_device, struct nvml_utilization *);
-    nvml_return (*processes)(nvml_device, unsigned *, struct nvml_process *);
-    nvml_return (*link_state)(nvml_device, unsigned, int *);
-    nvml_return (*link_remote_pci)(nvml_device, unsigned, struct nvml_pci *);
-    nvml_return (*link_remote_type)(nvml_device, unsigned, int *); /* may be missing (old drivers) */
-    /* health: each may be missing in an older NVML (then that fact is unknown) */
-    nvml_return (*persistence)(nvml_device, int *);
-    nvml_return (*mig)(nvml_device, unsigned *, unsigned *);
-    nvml_return (*ecc_mode)(nvml_device, int *, int *);
-    nvml_return (*ecc_total)(nvml_device, int, int, unsigned long long *);
-    nvml_return (*remapped)(nvml_device, unsigned *, unsigned *, unsigned *, unsigned *);
-    nvml_return (*retired_pending)(nvml_device, int *);
-    nvml_return (*clocks_event)(nvml_device, unsigned long long *);
-    nvml_return (*temperature)(nvml_device, int, unsigned *);
-    nvml_return (*field_values)(nvml_device, int, struct nvml_field_value *);
-    nvml_return (*pcie_gen)(nvml_device, unsigned *);
-    nvml_return (*pcie_gen_max)(nvml_device, unsigned *);
-    nvml_return (*pcie_width)(nvml_device, unsigned *);
-    nvml_return (*pcie_width_max)(nvml_device, unsigned *);
-    /* events */
-    nvml_return (*set_create)(nvml_event_set *);
-    nvml_return (*set_free)(nvml_event_set);
-    nvml_return (*supported_events)(nvml_device, unsigned long long *);
-    nvml_return (*register_events)(nvml_device, unsigned long long, nvml_event_set);
-    nvml_return (*set_wait)(nvml_event_set, struct nvml_event_data *, unsigned);
-};
+#include "topo/nvml_internal.h"
 
 void ddp_nvml_busid_norm(const char *in, char *out, size_t outsz)
 {
@@ -282,7 +200,7 @@ static void lib_open(void)
     lib_handle = lib;
 }
 
-static const struct nvml_fns *lib_get(const char **why)
+const struct nvml_fns *ddp_nvml_lib_get(const char **why)
 {
     pthread_once(&lib_once, lib_open);
     *why = lib_why;
@@ -291,7 +209,7 @@ static const struct nvml_fns *lib_get(const char **why)
 
 /* nvmlInit; NVML counts them, so one held for the process (keep) makes every later one cheap. 0, or the
  * NVML error with status set. */
-static nvml_return nvml_init(const struct nvml_fns *f, bool keep, char *status, size_t size)
+nvml_return ddp_nvml_init_lib(const struct nvml_fns *f, bool keep, char *status, size_t size)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static bool kept;
@@ -309,7 +227,7 @@ static nvml_return nvml_init(const struct nvml_fns *f, bool keep, char *status, 
 
 /* The device count, or -EIO with status set when NVML fails it or answers a count no machine has (a broken
  * driver answered 2^32-1: allocating and walking that many would abort or spin). */
-static int device_count(const struct nvml_fns *f, unsigned *n, char *status, size_t size)
+int ddp_nvml_device_count(const struct nvml_fns *f, unsigned *n, char *status, size_t size)
 {
     *n = 0;
     if (f->count(n) != 0) {
@@ -379,7 +297,7 @@ static void read_links(const struct nvml_fns *f, nvml_device d, struct ddp_nvml_
 void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
 {
     const char *why;
-    const struct nvml_fns *f = lib_get(&why);
+    const struct nvml_fns *f = ddp_nvml_lib_get(&why);
     struct nvml_utilization u;
     unsigned n = 0;
 
@@ -388,13 +306,13 @@ void ddp_nvml_read_what(struct ddp_nvml *out, unsigned what)
         snprintf(out->status, sizeof out->status, "NVML: %s", why);
         return;
     }
-    if (nvml_init(f, false, out->status, sizeof out->status) != 0)
+    if (ddp_nvml_init_lib(f, false, out->status, sizeof out->status) != 0)
         return;
     if (f->driver_version)
         f->driver_version(out->driver, sizeof out->driver);
     out->driver[sizeof out->driver - 1] = '\0';
     ddp_printable(out->driver);
-    if (device_count(f, &n, out->status, sizeof out->status) != 0) {
+    if (ddp_nvml_device_count(f, &n, out->status, sizeof out->status) != 0) {
         f->shutdown();
         return;
     }
@@ -454,16 +372,16 @@ void ddp_nvml_read(struct ddp_nvml *out)
 int ddp_nvml_read_memory(struct ddp_nvml *n, const char *const *busids, size_t nbusids)
 {
     const char *why;
-    const struct nvml_fns *f = lib_get(&why);
+    const struct nvml_fns *f = ddp_nvml_lib_get(&why);
     char status[256];
     unsigned count = 0;
     size_t done = 0;
 
     if (!f)
         return -ENOENT;
-    if (nvml_init(f, true, status, sizeof status) != 0)
+    if (ddp_nvml_init_lib(f, true, status, sizeof status) != 0)
         return -EIO;
-    if (device_count(f, &count, status, sizeof status) != 0) {
+    if (ddp_nvml_device_count(f, &count, status, sizeof status) != 0) {
         f->shutdown();
         return -EIO;
     }
@@ -633,6 +551,13 @@ void ddp_nvml_reader_drop(struct ddp_nvml_reader *r)
     reader_unref(r);
 }
 
+void ddp_nvml_opening(int delta)
+{
+    pthread_mutex_lock(&stuck_mu);
+    opening_n += delta;
+    pthread_mutex_unlock(&stuck_mu);
+}
+
 bool ddp_nvml_stuck(void)
 {
     pthread_mutex_lock(&stuck_mu);
@@ -795,298 +720,4 @@ int ddp_nvml_static_parse(const char *text, struct ddp_nvml *out)
     }
     json_decref(o);
     return 0;
-}
-
-/* ---- judging what was read (pure) ---- */
-
-const struct ddp_nvml_proc *ddp_nvml_foreign(const struct ddp_nvml_gpu *g, long long threshold, const int *pids,
-                                             size_t npids)
-{
-    const struct ddp_nvml_proc *best = NULL;
-    for (int i = 0; g && i < g->nprocs; i++) {
-        const struct ddp_nvml_proc *p = &g->procs[i];
-        bool ours = false;
-        for (size_t k = 0; k < npids; k++)
-            ours |= pids[k] > 0 && (unsigned)pids[k] == p->pid;
-        if (!ours && p->mem_used > threshold && (!best || p->mem_used > best->mem_used))
-            best = p;
-    }
-    return best;
-}
-
-const char *ddp_nvml_proc_describe(const struct ddp_nvml_proc *p, char *buf, size_t size)
-{
-    double gib = p->mem_used >= 0 ? (double)p->mem_used / 1073741824.0 : 0;
-    if (p->other_ns)
-        snprintf(buf, size, "pid %u in the host's pid namespace (%.1f GiB)", p->pid, gib);
-    else if (p->comm[0] || p->user[0])
-        snprintf(buf, size, "pid %u (%s, %s, %.1f GiB)", p->pid, p->user[0] ? p->user : "?", p->comm[0] ? p->comm : "?",
-                 gib);
-    else
-        snprintf(buf, size, "pid %u (not visible here: another pid namespace, %.1f GiB)", p->pid, gib);
-    return buf;
-}
-
-int ddp_nvml_proc_age_ms(unsigned pid, long long *age_ms)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%u/stat", pid);
-    FILE *fp = fopen(path, "re");
-    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
-    if (fp)
-        fclose(fp);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
-    unsigned long long start = 0;
-    struct timespec up;
-    /* after ") ": state is field 3, starttime field 22 */
-    if (!p ||
-        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) !=
-            1 ||
-        clock_gettime(CLOCK_BOOTTIME, &up) != 0)
-        return -ENOENT;
-    long hz = sysconf(_SC_CLK_TCK);
-    *age_ms = (long long)up.tv_sec * 1000 + up.tv_nsec / 1000000 - (long long)(start * 1000 / (hz > 0 ? hz : 100));
-    return 0;
-}
-
-const char *ddp_nvml_recovery_name(int action, char *buf, size_t size)
-{
-    static const char *const names[] = {
-        "none", "GPU reset", "node reboot", "drain peer-to-peer traffic", "drain and reset", "GPU bus reset"};
-    if (action >= 0 && (size_t)action < sizeof names / sizeof names[0])
-        return names[action];
-    snprintf(buf, size, "action %d", action);
-    return buf;
-}
-
-const char *ddp_nvml_health_fault(const struct ddp_nvml_health *h, char *buf, size_t size)
-{
-    struct ddp_buf b = {0};
-    char name[32];
-    ddp_buf_puts(&b, "");
-    if (h->recovery > 0)
-        ddp_buf_printf(&b, "NVML's recovery action: %s", ddp_nvml_recovery_name(h->recovery, name, sizeof name));
-    if (h->remap_failure > 0)
-        ddp_buf_printf(&b, "%sa row remapping failed (retire the GPU)", b.len ? "; " : "");
-    if (h->remap_pending > 0)
-        ddp_buf_printf(&b, "%sa row remapping waits for a GPU reset", b.len ? "; " : "");
-    if (h->retired_pending > 0)
-        ddp_buf_printf(&b, "%sa page retirement waits for a GPU reset", b.len ? "; " : "");
-    if (h->ecc_uncorrected > 0)
-        ddp_buf_printf(&b, "%s%lld uncorrectable ECC error%s since the driver loaded", b.len ? "; " : "",
-                       h->ecc_uncorrected, h->ecc_uncorrected == 1 ? "" : "s");
-    snprintf(buf, size, "%s", b.data);
-    ddp_buf_free(&b);
-    return buf;
-}
-
-const char *ddp_nvml_clocks_describe(long long bits, char *buf, size_t size)
-{
-    static const struct {
-        unsigned long long bit;
-        const char *name;
-    } names[] = {
-        {DDP_NVML_CLOCKS_HW_SLOWDOWN, "HW slowdown"},
-        {DDP_NVML_CLOCKS_SW_THERMAL, "SW thermal slowdown"},
-        {DDP_NVML_CLOCKS_HW_THERMAL, "HW thermal slowdown"},
-        {DDP_NVML_CLOCKS_HW_POWER_BRAKE, "HW power brake"},
-    };
-    size_t at = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; bits > 0 && i < sizeof names / sizeof names[0]; i++)
-        if ((unsigned long long)bits & names[i].bit) {
-            int w = snprintf(buf + at, size > at ? size - at : 0, "%s%s", at ? ", " : "", names[i].name);
-            at += w > 0 ? (size_t)w : 0;
-            if (at >= size)
-                break;
-        }
-    return buf;
-}
-
-/* From NVIDIA's Xid catalog ("Analyzing Xid Errors with the Xid Catalog",
- * https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, and the Xid table of "Xid Errors" in the
- * same deploy documentation): the description of the Xids a training job meets. gpu_fault: the catalog's
- * resolution is a GPU reset, a node reboot or support (the hardware failed), not restarting the application. */
-static const struct {
-    unsigned xid;
-    bool gpu_fault;
-    const char *meaning;
-} xids[] = {
-    {13, false, "Graphics Engine Exception (usually the application's fault: restart it)"},
-    {31, false, "GPU memory page fault (usually an illegal address in the application: restart it)"},
-    {43, false, "GPU stopped processing (the application's fault: restart it)"},
-    {45, false, "Preemptive cleanup, due to previous errors"},
-    {48, true, "Double Bit ECC Error (uncorrectable GPU memory error: reset the GPU)"},
-    {61, true, "Internal micro-controller breakpoint/warning"},
-    {62, true, "Internal micro-controller halt"},
-    {63, true, "ECC page retirement or row remapping recording event (reset the GPU to apply it)"},
-    {64, true, "ECC page retirement or row remapper recording failure (the GPU needs service)"},
-    {74, true, "NVLink Error"},
-    {79, true, "GPU has fallen off the bus (the GPU is gone until it is reset or the node rebooted)"},
-    {92, true, "High single-bit ECC error rate"},
-    {94, true, "Contained ECC error (the affected application must restart; reset the GPU when possible)"},
-    {95, true, "Uncontained ECC error (every application on the GPU is affected: reset the GPU)"},
-    {119, true, "GSP RPC Timeout"},
-    {120, true, "GSP Error"},
-};
-
-const char *ddp_nvml_xid_meaning(unsigned long long xid, bool *gpu_fault)
-{
-    for (size_t i = 0; i < sizeof xids / sizeof xids[0]; i++)
-        if (xids[i].xid == xid) {
-            if (gpu_fault)
-                *gpu_fault = xids[i].gpu_fault;
-            return xids[i].meaning;
-        }
-    if (gpu_fault)
-        *gpu_fault = false;
-    return NULL;
-}
-
-/* ---- events ---- */
-
-struct ddp_nvml_events {
-    struct nvml_fns f;
-    nvml_event_set set;
-    size_t n;
-    nvml_device *dev;       /* [n], NULL where the GPU was not found */
-    unsigned long long *hw; /* [n] hardware clock-event reasons last seen */
-};
-
-static int events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
-{
-    struct ddp_nvml_events *e = ddp_xcalloc(1, sizeof *e);
-    unsigned count = 0;
-    int registered = 0, rc = -ENOTSUP;
-
-    *out = NULL;
-    snprintf(why, whysz, "?");
-    const char *lwhy;
-    const struct nvml_fns *f = lib_get(&lwhy);
-    if (!f) {
-        snprintf(why, whysz, "NVML %s", lwhy);
-        free(e);
-        return -ENOENT;
-    }
-    e->f = *f;
-    if (!e->f.set_create || !e->f.set_free || !e->f.register_events || !e->f.set_wait) {
-        snprintf(why, whysz, "this NVML has no event set (nvmlEventSetWait_v2 missing: driver too old)");
-        free(e);
-        return -ENOTSUP;
-    }
-    char status[256];
-    if (nvml_init(&e->f, false, status, sizeof status) != 0) {
-        snprintf(why, whysz, "nvmlInit failed");
-        free(e);
-        return -ENOENT;
-    }
-    e->n = n;
-    e->dev = ddp_xcalloc(n ? n : 1, sizeof *e->dev);
-    e->hw = ddp_xcalloc(n ? n : 1, sizeof *e->hw);
-    if (e->f.set_create(&e->set) != 0) {
-        snprintf(why, whysz, "nvmlEventSetCreate failed");
-        goto fail;
-    }
-    if (device_count(&e->f, &count, status, sizeof status) != 0) {
-        snprintf(why, whysz, "%s", status);
-        goto fail;
-    }
-    for (unsigned i = 0; i < count; i++) {
-        nvml_device d;
-        struct nvml_pci pci;
-        char bus[32];
-        if (e->f.handle(i, &d) != 0 || e->f.pci(d, &pci) != 0)
-            continue;
-        ddp_nvml_busid_norm(pci.bus_id, bus, sizeof bus);
-        for (size_t k = 0; k < n; k++) {
-            unsigned long long supported = DDP_NVML_EV_XID | DDP_NVML_EV_ECC_DBE | DDP_NVML_EV_CLOCK;
-            if (strcasecmp(busids[k], bus) != 0)
-                continue;
-            e->dev[k] = d;
-            if (e->f.supported_events && e->f.supported_events(d, &supported) != 0)
-                supported = 0;
-            supported &= DDP_NVML_EV_XID | DDP_NVML_EV_ECC_DBE | DDP_NVML_EV_CLOCK;
-            if (supported && e->f.register_events(d, supported, e->set) == 0)
-                registered++;
-        }
-    }
-    if (!registered) {
-        snprintf(why, whysz, "none of the job's GPUs takes NVML events");
-        goto fail;
-    }
-    *out = e;
-    return 0;
-fail:
-    if (e->set)
-        e->f.set_free(e->set);
-    e->f.shutdown();
-    free(e->dev);
-    free(e->hw);
-    free(e);
-    return rc;
-}
-
-/* Hardware clock-event reasons newly set on a GPU since the last look: 1 with *ev. */
-static int poll_clocks(struct ddp_nvml_events *e, struct ddp_nvml_event *ev)
-{
-    for (size_t k = 0; e->f.clocks_event && k < e->n; k++) {
-        unsigned long long bits = 0;
-        if (!e->dev[k] || e->f.clocks_event(e->dev[k], &bits) != 0)
-            continue;
-        bits &= DDP_NVML_CLOCKS_HW | DDP_NVML_CLOCKS_SW_THERMAL;
-        unsigned long long fresh = bits & ~e->hw[k];
-        e->hw[k] = bits;
-        if (fresh) {
-            *ev = (struct ddp_nvml_event){.gpu = (int)k, .type = DDP_NVML_EV_CLOCK, .data = bits};
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The event thread loads NVML and calls nvmlInit here, at the job's start: counted as inside NVML, so that a job
- * that ends meanwhile does not wait for the loader (ddp_nvml_stuck). */
-int ddp_nvml_events_open(const char *const *busids, size_t n, struct ddp_nvml_events **out, char *why, size_t whysz)
-{
-    pthread_mutex_lock(&stuck_mu);
-    opening_n++;
-    pthread_mutex_unlock(&stuck_mu);
-    int rc = events_open(busids, n, out, why, whysz);
-    pthread_mutex_lock(&stuck_mu);
-    opening_n--;
-    pthread_mutex_unlock(&stuck_mu);
-    return rc;
-}
-
-int ddp_nvml_events_wait(struct ddp_nvml_events *e, int timeout_ms, struct ddp_nvml_event *ev)
-{
-    struct nvml_event_data d;
-    memset(&d, 0, sizeof d);
-    int r = e->f.set_wait(e->set, &d, (unsigned)(timeout_ms > 0 ? timeout_ms : 0));
-    if (r == 10) /* NVML_ERROR_TIMEOUT: nothing happened; look at the clock-event reasons */
-        return poll_clocks(e, ev);
-    if (r != 0)
-        return -EIO;
-    for (size_t k = 0; k < e->n; k++)
-        if (e->dev[k] && e->dev[k] == d.device) {
-            *ev = (struct ddp_nvml_event){.gpu = (int)k, .type = d.type, .data = d.data};
-            if (d.type == DDP_NVML_EV_CLOCK) { /* a clock change: news only with a hardware reason */
-                ev->data = 0;
-                return poll_clocks(e, ev);
-            }
-            return 1;
-        }
-    return 0;
-}
-
-void ddp_nvml_events_close(struct ddp_nvml_events *e)
-{
-    if (!e)
-        return;
-    e->f.set_free(e->set);
-    e->f.shutdown();
-    free(e->dev);
-    free(e->hw);
-    free(e);
 }

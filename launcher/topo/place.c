@@ -120,7 +120,7 @@ static void sel_req(const struct ddp_place_req *req, int n, struct ddp_sel_req *
         .nexclude_idx = req->nexclude_idx,
         .policy = req->policy,
         .max_memory_used = req->max_memory_used,
-        .skip_held_over = req->skip_held_over,
+        .busy = req->busy,
         .inherited_cvd = req->inherited_cvd,
         .sched_gpus = req->sched_gpus,
         .holders = req->holders,

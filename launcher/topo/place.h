@@ -25,7 +25,7 @@ struct ddp_place_req {
     enum ddp_bind bind;
     enum ddp_membind mem;
     struct ddp_mem_limit max_memory_used;
-    long long skip_held_over;   /* [gpus] busy = skip: leave out GPUs a process holds more than this on; 0 off */
+    enum ddp_gpu_busy busy;     /* [gpus] busy (select.h) */
     const char *inherited_cvd;  /* the launcher's CUDA_VISIBLE_DEVICES, or NULL */
     const char *sched_gpus;     /* the scheduler's GPUs (global indices), or NULL */
     const char *const *holders; /* per topology GPU: held by another job (who), or NULL; the array may be NULL */

@@ -1,4 +1,5 @@
-/* select: candidates (CUDA_VISIBLE_DEVICES, Slurm, select/exclude, leases, memory) and the choice of N GPUs. */
+/* select: candidates (CUDA_VISIBLE_DEVICES, the scheduler's GPUs, select/exclude, the judge) and the choice of N GPUs.
+ */
 #include "topo/select.h"
 
 #include <ctype.h>
@@ -6,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "topo/fitness.h"
 
 const char *ddp_link_name(enum ddp_link l)
 {
@@ -15,7 +18,7 @@ const char *ddp_link_name(enum ddp_link l)
 }
 
 /* Why a GPU is not usable; the first that applies wins. */
-enum leftout { OK, NOT_CVD, NOT_SLURM, NOT_SELECT, EXCLUDED, DOWNSIZED, LEASED, BUSY, HELD, NREASONS };
+enum leftout { OK, NOT_CVD, NOT_SCHED, NOT_SELECT, EXCLUDED, DOWNSIZED, UNFIT, LEASED, BUSY, HELD, NREASONS };
 
 static bool all_digits(const char *s)
 {
@@ -185,18 +188,19 @@ static void leave_out_cvd(const struct ddp_sel_topo *t, const char *inherited_cv
             reason[i] = NOT_CVD;
 }
 
-/* One line saying why GPUs were left out, grouped by reason ("" when none was). in[] is scratch (ngpus).
- * Caller owns; free(). */
+/* One line saying why GPUs were left out, grouped by reason ("" when none was), with the judge's verdicts v
+ * (fitness.h). in[] is scratch (ngpus). Caller owns; free(). */
 static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, const enum leftout *reason,
-                               bool *in)
+                               const struct ddp_fitness_verdict *v, bool *in)
 {
     size_t n = t->ngpus;
     static const char *const text[NREASONS] = {
         [NOT_CVD] = "not in CUDA_VISIBLE_DEVICES",
-        [NOT_SLURM] = "not in Slurm's GPU list",
+        [NOT_SCHED] = "not in the scheduler's GPU list",
         [NOT_SELECT] = "not in [gpus] select",
         [EXCLUDED] = "excluded by [gpus] exclude",
         [DOWNSIZED] = "left out after failures (downsizing)",
+        [UNFIT] = "unfit",
         [LEASED] = "in use by another ddplaunch job",
         [BUSY] = "over [gpus] max_memory_used",
         [HELD] = "held by another process ([gpus] busy = skip)",
@@ -216,22 +220,54 @@ static char *describe_left_out(const struct ddp_sel_topo *t, const struct ddp_se
         ddp_buf_printf(&b, " %s", text[r]);
         if (r == NOT_CVD)
             ddp_buf_printf(&b, "='%s'", req->inherited_cvd);
-        else if (r == NOT_SLURM)
+        else if (r == NOT_SCHED)
             ddp_buf_printf(&b, " (%s)", req->sched_gpus);
-        else if (r == LEASED || r == BUSY || r == HELD)
+        else if (r == UNFIT || r == LEASED || r == BUSY || r == HELD)
             for (size_t i = 0; i < n; i++) {
                 if (!in[i])
                     continue;
-                if (r == LEASED)
+                if (r == UNFIT)
+                    ddp_buf_printf(&b, " (GPU %zu: %s)", i, v[i].why);
+                else if (r == LEASED)
                     ddp_buf_printf(&b, " (GPU %zu: %s)", i, req->holders[i]);
                 else if (r == HELD)
-                    ddp_buf_printf(&b, " (GPU %zu: %.1f GiB)", i, t->gpus[i].held_other / 1073741824.0);
+                    ddp_buf_printf(&b, " (GPU %zu: %.1f GiB)", i, v[i].held_bytes / 1073741824.0);
                 else
                     ddp_buf_printf(&b, " (GPU %zu: %.1f of %.1f GiB in use)", i, t->gpus[i].mem_used / 1073741824.0,
                                    t->gpus[i].mem_total / 1073741824.0);
             }
     }
     return b.data;
+}
+
+/* The GPUs still in: the judge's verdict v[i] on each (fitness.h: lost, faulty, leased, held with busy = skip),
+ * then [gpus] max_memory_used. */
+static void leave_out_unfit(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, enum leftout *reason,
+                            struct ddp_fitness_verdict *v)
+{
+    size_t n = t->ngpus;
+
+    for (size_t i = 0; i < n; i++) { /* the judge's verdict (fitness.h), then [gpus] max_memory_used */
+        const struct ddp_sel_gpu *g = &t->gpus[i];
+        const struct ddp_mem_limit *lim = &req->max_memory_used;
+
+        if (reason[i] != OK)
+            continue;
+        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = g->busid,
+                                                   .gpu = g->nvml,
+                                                   .unheld = g->unheld,
+                                                   .leased_by = req->holders ? req->holders[i] : NULL},
+                          &v[i]);
+        bool out = ddp_fitness_leaves_out(&v[i], req->busy);
+        if (out && v[i].fit != DDP_FIT_HELD)
+            reason[i] = v[i].fit == DDP_FIT_LEASED ? LEASED : UNFIT;
+        else if (g->mem_used >= 0 && g->mem_total > 0 &&
+                 ((lim->percent > 0 && g->mem_used * 100 > (long long)lim->percent * g->mem_total) ||
+                  (lim->bytes > 0 && (unsigned long long)g->mem_used > lim->bytes)))
+            reason[i] = BUSY;
+        else if (out)
+            reason[i] = HELD;
+    }
 }
 
 int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *req, bool *usable, char **cvd, char **why,
@@ -241,6 +277,7 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
     enum leftout *reason = ddp_xcalloc(n ? n : 1, sizeof *reason);
     bool *in = ddp_xcalloc(n ? n : 1, sizeof *in);
     char **name = ddp_xcalloc(n ? n : 1, sizeof *name);
+    struct ddp_fitness_verdict *v = ddp_xcalloc(n ? n : 1, sizeof *v);
     int rc = 0, count = 0;
 
     if (cvd)
@@ -253,12 +290,13 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
     if (req->sched_gpus) {
         memset(in, 0, n * sizeof *in);
         if (parse_index_list(req->sched_gpus, in, n) < 0) {
-            rc = ddp_errf(err, -EINVAL, "Slurm GPU list '%s': expected indices like 0,1 or 0-3", req->sched_gpus);
+            rc = ddp_errf(err, -EINVAL, "the scheduler's GPU list '%s': expected indices like 0,1 or 0-3",
+                          req->sched_gpus);
             goto out;
         }
         for (size_t i = 0; i < n; i++)
             if (!in[i] && reason[i] == OK)
-                reason[i] = NOT_SLURM;
+                reason[i] = NOT_SCHED;
     }
     if (select_none(req)) {
         for (size_t i = 0; i < n; i++)
@@ -296,21 +334,7 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
         if (g >= 0 && (size_t)g < n && reason[g] == OK)
             reason[g] = DOWNSIZED;
     }
-    for (size_t i = 0; i < n; i++) {
-        const struct ddp_sel_gpu *g = &t->gpus[i];
-        const struct ddp_mem_limit *lim = &req->max_memory_used;
-
-        if (reason[i] != OK)
-            continue;
-        if (req->holders && req->holders[i])
-            reason[i] = LEASED;
-        else if (g->mem_used >= 0 && g->mem_total > 0 &&
-                 ((lim->percent > 0 && g->mem_used * 100 > (long long)lim->percent * g->mem_total) ||
-                  (lim->bytes > 0 && (unsigned long long)g->mem_used > lim->bytes)))
-            reason[i] = BUSY;
-        else if (req->skip_held_over > 0 && g->held_other > req->skip_held_over)
-            reason[i] = HELD;
-    }
+    leave_out_unfit(t, req, reason, v);
 
     for (size_t i = 0; i < n; i++) {
         if (usable)
@@ -318,7 +342,7 @@ int ddp_select_usable(const struct ddp_sel_topo *t, const struct ddp_sel_req *re
         count += reason[i] == OK;
     }
     if (why)
-        *why = describe_left_out(t, req, reason, in);
+        *why = describe_left_out(t, req, reason, v, in);
     if (cvd)
         for (size_t i = 0; i < n; i++) {
             cvd[i] = name[i];
@@ -329,6 +353,7 @@ out:
     for (size_t i = 0; i < n; i++)
         free(name[i]);
     free(name);
+    free(v);
     free(in);
     free(reason);
     return rc;

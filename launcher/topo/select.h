@@ -1,6 +1,7 @@
 /* select: which GPUs a job gets, as a pure function of a description of the GPUs (NUMA node, links, memory in
- * use, leases) and the request (count, select/exclude, CUDA_VISIBLE_DEVICES, Slurm's list, policy).
- * It does not read the machine (topo.c builds the description) and does not bind anything. */
+ * use, NVML's answer), the request (count, select/exclude, CUDA_VISIBLE_DEVICES, the scheduler's list, policy,
+ * [gpus] busy, other jobs' leases) and the judge's verdict on each GPU (fitness.h). It does not read the machine
+ * (topo.c builds the description) and does not bind anything. */
 #ifndef DDP_SELECT_H
 #define DDP_SELECT_H
 
@@ -9,6 +10,7 @@
 
 #include "base/util.h"
 #include "spec/spec.h"
+#include "topo/nvml.h"
 
 /* Link between two GPUs, tightest first, as `nvidia-smi topo -m` names them. */
 enum ddp_link {
@@ -30,7 +32,8 @@ struct ddp_sel_gpu {
     int node;           /* position in the node list of ddp_sel_topo, or -1: locality unknown = local to all */
     long long mem_used; /* bytes, -1 = unknown */
     long long mem_total;
-    long long held_other; /* bytes held by the largest process on it (NVML; none is ours at launch), -1 unknown */
+    const struct ddp_nvml_gpu *nvml; /* NVML's answer for it (memory, processes, health, lost), or NULL */
+    bool unheld;                     /* /proc says no other process holds an NVIDIA device (holders.h; NVML not read) */
 };
 
 struct ddp_sel_topo {
@@ -52,11 +55,13 @@ struct ddp_sel_req {
     size_t nexclude_idx;
     enum ddp_gpu_policy policy;
     struct ddp_mem_limit max_memory_used;
-    long long skip_held_over;   /* [gpus] busy = skip: leave out a GPU a process holds more than this on; 0 off */
+    enum ddp_gpu_busy busy;     /* [gpus] busy: what the judge's HELD verdict does (fitness.h) */
     const char *inherited_cvd;  /* the launcher's CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), or NULL */
     const char *sched_gpus;     /* the scheduler's GPU indices ("0,1" or "0-3"), or NULL */
     const char *const *holders; /* per GPU: leased by another job (who), or NULL; the array may be NULL */
 };
+/* Every GPU the judge leaves out (ddp_fitness_leaves_out: lost, faulty, leased, and held with busy = skip) is
+ * unusable, with the judge's reason. */
 
 /* Which GPUs req may use. usable[i] is set per topology GPU; cvd[i] (when cvd is not NULL) gets the value that
  * names GPU i in a worker's CUDA_VISIBLE_DEVICES: the inherited entry itself when the launcher got one (so the

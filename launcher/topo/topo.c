@@ -9,7 +9,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "topo/fitness.h"
 #include "topo/holders.h"
 #include "topo/topo_cache.h"
 
@@ -356,15 +355,9 @@ static void build_sel(struct ddp_topo *topo)
             .node = g->no_locality ? -1 : g->node,
             .mem_used = g->mem_used,
             .mem_total = g->mem_total,
-            .held_other = -1,
+            .nvml = ddp_nvml_find(&topo->nvml, g->busid),
+            .unheld = topo->unheld && g->vendor == 0x10de,
         };
-        struct ddp_fitness_verdict v; /* busy = skip leaves out what the judge says others hold */
-        ddp_fitness_judge(&(struct ddp_fitness_in){.busid = g->busid,
-                                                   .nv = &topo->nvml,
-                                                   .unheld = topo->unheld && g->vendor == 0x10de,
-                                                   .threshold = DDP_GPU_BUSY_THRESHOLD},
-                          &v);
-        topo->sel[i].held_other = v.held_bytes;
     }
 }
 

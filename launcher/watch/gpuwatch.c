@@ -11,6 +11,7 @@
 
 #include "base/util.h"
 #include "run/plan.h"
+#include "topo/fitness.h"
 #include "watch/source.h"
 
 #define WAIT_MS 250
@@ -44,12 +45,10 @@ struct ddp_gpuwatch {
 
 const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long data, bool *fault, char *buf, size_t size)
 {
-    bool f = false;
     if (type == DDP_NVML_EV_XID) {
-        const char *m = ddp_nvml_xid_meaning(data, &f);
+        const char *m = ddp_nvml_xid_meaning(data, NULL);
         snprintf(buf, size, "Xid %llu: %s", data, m ? m : "not in ddplaunch's table; see NVIDIA's Xid catalog");
     } else if (type == DDP_NVML_EV_ECC_DBE) {
-        f = true;
         snprintf(buf, size, "double-bit (uncorrectable) ECC error");
     } else if (type == DDP_NVML_EV_CLOCK) {
         char why[160];
@@ -57,8 +56,11 @@ const char *ddp_gpuwatch_describe(unsigned long long type, unsigned long long da
     } else {
         snprintf(buf, size, "NVML event 0x%llx (data %llu)", type, data);
     }
-    if (fault)
-        *fault = f;
+    if (fault) { /* the judge's word on the GPU after it (fitness.h) */
+        struct ddp_fitness_verdict v;
+        ddp_fitness_judge_event(type, data, buf, &v);
+        *fault = !ddp_fitness_usable(&v);
+    }
     return buf;
 }
 

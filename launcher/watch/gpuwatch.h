@@ -15,7 +15,8 @@ struct ddp_gpuwatch_event {
     const char *busid;          /* its PCI bus id (owned by the topology) */
     unsigned long long type;    /* DDP_NVML_EV_XID, DDP_NVML_EV_ECC_DBE, DDP_NVML_EV_CLOCK */
     unsigned long long data;    /* the Xid, or the clock-event reason bits */
-    bool fault;                 /* the GPU itself failed (a double-bit ECC error, an Xid the catalog says so of) */
+    bool fault;                 /* the judge leaves the GPU out after it (fitness.h: a double-bit ECC error, an Xid
+                                   the catalog says is the GPU's own failure) */
     unsigned long long repeats; /* the same (GPU, type, data) this many times more since it was last handed on */
     char text[256];             /* what happened, in words ("Xid 79: GPU has fallen off the bus (...)") */
 };

@@ -60,7 +60,7 @@ struct ddp_sample_file {
     char why[200];  /* set: sampling stopped for this registration, and why (the launcher says it once) */
     bool told;      /* why was said */
     bool want_fr;   /* the next poke asks for the flight recorder's entries now (sigqueue: si_code SI_QUEUE), not
-                       only after the recorder stood still (recorder.h); cleared by the poke that sent it */
+                       only after the recorder stood still (fr.h); cleared by the poke that sent it */
 };
 
 /* Start watching path (caller's string is copied); nothing is opened yet. Free with ddp_sample_file_free(). */

@@ -145,7 +145,7 @@ expect_grep "^ok +gpu-health +2 GPUs: .*, recovery action none, PCIe link gen 5 
 echo "recovery 1 1" >>"$TMP/nvml.conf"
 "$DDP" doctor --topology "$topo" --nproc-per-node 2 >"$TMP/doc" 2>&1
 expect_eq "doctor, recovery action: exit status" "$?" 2
-expect_grep "^fail +gpu-health +0000:00:07.0: NVML's recovery action: GPU reset" "$TMP/doc"
+expect_grep "^fail +gpus +.*GPU 1 unfit \(GPU 1: NVML's recovery action: GPU reset\)" "$TMP/doc"
 printf 'gpu 0000:00:06.0 140G 0.5G\ngpu 0000:00:07.0 140G 0.5G\npcie 0 4 5 8 16\n' >"$TMP/nvml.conf"
 "$DDP" doctor --topology "$topo" --nproc-per-node 2 >"$TMP/doc" 2>&1
 expect_grep "^warn +gpu-health +0000:00:06.0: PCIe link x8 of x16 \(gen 4 of 5\)" "$TMP/doc"

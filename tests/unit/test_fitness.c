@@ -103,3 +103,46 @@ Test(fitness, lost_then_fault_then_lease_then_holder)
     cr_expect_eq(v.fit, DDP_FIT_FAULT);
     cr_expect_str_eq(v.why, "NVML's recovery action: GPU reset");
 }
+
+/* What each caller does with a verdict (issue 53 item 1, issue 52 item 14): the pick leaves out every unusable
+ * verdict but a holder, which only busy = skip leaves out; a launch refuses every unusable verdict but a holder,
+ * which only busy = fail refuses: a lost GPU is never started on, whatever busy says. */
+Test(fitness, every_caller_acts_on_every_verdict)
+{
+    static const enum ddp_gpu_busy busy[] = {DDP_BUSY_WARN, DDP_BUSY_SKIP, DDP_BUSY_FAIL};
+    gpus[1].lost = true;
+    struct ddp_fitness_verdict held = judge((struct ddp_fitness_in){.busid = "0000:00:06.0", .nv = &nv});
+    struct ddp_fitness_verdict lost = judge((struct ddp_fitness_in){.busid = "0000:00:07.0", .nv = &nv});
+    struct ddp_fitness_verdict leased =
+        judge((struct ddp_fitness_in){.busid = "0000:00:09.0", .nv = &nv, .leased_by = "job x (pid 5)"});
+    struct ddp_fitness_verdict ok = judge((struct ddp_fitness_in){.busid = "0000:00:09.0", .nv = &nv});
+    cr_assert_eq(held.fit, DDP_FIT_HELD);
+    cr_assert_eq(lost.fit, DDP_FIT_LOST);
+    cr_assert_eq(leased.fit, DDP_FIT_LEASED);
+    for (size_t i = 0; i < 3; i++) {
+        cr_expect(ddp_fitness_leaves_out(&lost, busy[i]) && ddp_fitness_refuses(&lost, busy[i]));
+        cr_expect(ddp_fitness_leaves_out(&leased, busy[i]) && ddp_fitness_refuses(&leased, busy[i]));
+        cr_expect_eq(ddp_fitness_leaves_out(&held, busy[i]), busy[i] == DDP_BUSY_SKIP);
+        cr_expect_eq(ddp_fitness_refuses(&held, busy[i]), busy[i] == DDP_BUSY_FAIL);
+        cr_expect_not(ddp_fitness_leaves_out(&ok, busy[i]) || ddp_fitness_refuses(&ok, busy[i]));
+    }
+    /* a GPU given directly (select.c's and doctor's way) is judged as one looked up */
+    struct ddp_fitness_verdict direct = judge((struct ddp_fitness_in){.busid = "x", .gpu = &gpus[1]});
+    cr_expect_eq(direct.fit, DDP_FIT_LOST);
+}
+
+/* NVML's events: a double-bit ECC error and an Xid the catalog calls the GPU's own failure are faults; an
+ * application's Xid and a clock event are not. */
+Test(fitness, events_judged_by_the_judge)
+{
+    struct ddp_fitness_verdict v;
+    ddp_fitness_judge_event(DDP_NVML_EV_XID, 79, "Xid 79: fallen off the bus", &v);
+    cr_expect_eq(v.fit, DDP_FIT_FAULT);
+    cr_expect_str_eq(v.why, "Xid 79: fallen off the bus");
+    ddp_fitness_judge_event(DDP_NVML_EV_ECC_DBE, 0, "ecc", &v);
+    cr_expect_eq(v.fit, DDP_FIT_FAULT);
+    ddp_fitness_judge_event(DDP_NVML_EV_XID, 13, "Xid 13", &v);
+    cr_expect(ddp_fitness_usable(&v));
+    ddp_fitness_judge_event(DDP_NVML_EV_CLOCK, DDP_NVML_CLOCKS_HW_SLOWDOWN, "clocks", &v);
+    cr_expect(ddp_fitness_usable(&v));
+}

@@ -139,16 +139,13 @@ Test(gpuset, the_next_attempt_fits_the_gpus_left)
     struct fixture f;
     setup_fixture(&f);
     char why[512] = "";
-    int nproc = 8;
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, &nproc, why, sizeof why), DDP_GPUSET_AS_IS, "nothing left out");
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 8, why, sizeof why), 8, "nothing left out");
     free(ddp_gpuset_left_out(f.g, 2, "0000:1a:00.0", "Xid 79"));
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, &nproc, why, sizeof why), DDP_GPUSET_DOWNSIZE);
-    cr_expect_eq(nproc, 7);
-    cr_expect_str_eq(why, "downsizing 8 -> 7 workers (GPUs left out for their faults)");
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, &nproc, why, sizeof why), DDP_GPUSET_AS_IS, "asked again: no news");
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 8, why, sizeof why), 7, "one GPU fewer: the policy downsizes");
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 7, why, sizeof why), 7, "asked again: no news");
     for (int i = 0; i < 8; i++)
         free(ddp_gpuset_left_out(f.g, i, "x", "lost"));
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, &nproc, why, sizeof why), DDP_GPUSET_NONE_LEFT);
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 7, why, sizeof why), 0);
     cr_expect(strncmp(why, "no usable GPU left: GPU 2 (0000:1a:00.0): Xid 79; GPU 0 (x): lost", 64) == 0, "%s", why);
     teardown_fixture(&f);
 }

@@ -11,6 +11,7 @@
 #include "check_expect.h"
 #include "doctor/check_gpu.h"
 #include "driver/gpus.h"
+#include "topo/fitness.h"
 #include "topo/nvml.h"
 
 static struct ddp_nvml_health healthy(void)
@@ -95,29 +96,38 @@ Test(nvml, clock_reasons_in_words)
     cr_expect_str_eq(ddp_nvml_clocks_describe(-1, buf, sizeof buf), "");
 }
 
+/* The judge's restart verdict, as gpuset's check before a restart asks it: true with why when unfit. */
+static bool unfit(const struct ddp_nvml *nv, const char *busid, const char *held_at_launch, char *why, size_t size)
+{
+    struct ddp_fitness_verdict v;
+    ddp_fitness_judge_restart(nv, busid, held_at_launch, &v);
+    snprintf(why, size, "%s", v.why);
+    return !ddp_fitness_usable(&v);
+}
+
 Test(gpus, unfit_before_a_restart)
 {
     struct ddp_nvml_gpu g = {.busid = "0000:00:07.0", .health = healthy(), .mem_used = 0, .mem_total = 1LL << 37};
     struct ddp_nvml nv = {.found = true, .gpus = &g, .ngpus = 1};
     char why[512];
-    cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
+    cr_expect_not(unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
     /* issue 39 item 4: a GPU NVML no longer lists (it fell off the bus) or reports lost is unfit */
-    cr_expect(ddp_gpus_unfit(&nv, "0000:00:08.0", NULL, why, sizeof why), "not listed any more: unfit");
+    cr_expect(unfit(&nv, "0000:00:08.0", NULL, why, sizeof why), "not listed any more: unfit");
     cr_expect(strstr(why, "no longer lists"), "%s", why);
     struct ddp_nvml none = {.found = false};
-    cr_expect_not(ddp_gpus_unfit(&none, "0000:00:08.0", NULL, why, sizeof why), "no NVML: nothing known");
+    cr_expect_not(unfit(&none, "0000:00:08.0", NULL, why, sizeof why), "no NVML: nothing known");
     g.lost = true;
-    cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
+    cr_expect(unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
     cr_expect(strstr(why, "lost"), "%s", why);
     g.lost = false;
     g.nprocs = 1;
     g.procs[0] = (struct ddp_nvml_proc){.pid = 7, .mem_used = 20LL << 30, .user = "bob", .comm = "python3"};
-    cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
+    cr_expect(unfit(&nv, "0000:00:07.0", NULL, why, sizeof why));
     cr_expect_str_eq(why, "now held by pid 7 (bob, python3, 20.0 GiB), which was not there at launch");
-    cr_expect_not(ddp_gpus_unfit(&nv, "0000:00:07.0", "pid 7 (bob, python3, 20.0 GiB)", why, sizeof why),
+    cr_expect_not(unfit(&nv, "0000:00:07.0", "pid 7 (bob, python3, 20.0 GiB)", why, sizeof why),
                   "a holder the launch saw (busy = warn) is no reason to leave the GPU out now");
     g.health.remap_failure = 1;
-    cr_expect(ddp_gpus_unfit(&nv, "0000:00:07.0", "x", why, sizeof why));
+    cr_expect(unfit(&nv, "0000:00:07.0", "x", why, sizeof why));
     cr_expect(strstr(why, "row remapping failed"));
 }
 
@@ -178,15 +188,16 @@ Test(nvml, check_with_a_late_nvml_says_so_and_fail_refuses)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    char **held = NULL;
-    cr_expect_eq(ddp_gpus_check_with(topo, &late, &spec, &a, f, &held, &err), 0);
+    struct ddp_gpus_found found;
+    cr_expect_eq(ddp_gpus_check_with(topo, &late, &spec, &a, f, false, &found, &err), 0);
     fclose(f);
     cr_expect_str_eq(text, "ddplaunch: warning: NVML: did not answer in 5 s: the job's GPUs were not checked for "
                            "other processes\n");
     free(text);
-    ddp_gpus_held_free(held, ddp_topo_ngpus(topo));
+    ddp_gpus_held_free(found.held, ddp_topo_ngpus(topo));
+    ddp_gpus_held_free(found.unfit, ddp_topo_ngpus(topo));
     spec.gpus_busy = DDP_BUSY_FAIL;
-    cr_expect_eq(ddp_gpus_check_with(topo, &late, &spec, &a, NULL, NULL, &err), -EBUSY);
+    cr_expect_eq(ddp_gpus_check_with(topo, &late, &spec, &a, NULL, false, NULL, &err), -EBUSY);
     cr_expect(strstr(err.msg, "did not answer in 5 s") && strstr(err.msg, "busy = fail, so nothing was started"), "%s",
               err.msg);
 
@@ -197,14 +208,33 @@ Test(nvml, check_with_a_late_nvml_says_so_and_fail_refuses)
     struct ddp_nvml nv = {.found = true, .gpus = &g, .ngpus = 1};
     spec.gpus_busy = DDP_BUSY_WARN;
     f = open_memstream(&text, &len);
-    cr_expect_eq(ddp_gpus_check_with(topo, &nv, &spec, &a, f, &held, &err), 0);
+    cr_expect_eq(ddp_gpus_check_with(topo, &nv, &spec, &a, f, false, &found, &err), 0);
     fclose(f);
     cr_expect(strstr(text, "ddplaunch: warning: GPU 0 (") && strstr(text, ") is held by pid 4242 (") &&
                   strstr(text, "139.0 of 140.0 GiB in use, the job may run out of memory ([gpus] busy = skip "
                                "chooses other GPUs, fail refuses)\n"),
               "%s", text);
-    cr_expect(held && held[0] && strstr(held[0], "pid 4242"));
+    cr_expect(found.held && found.held[0] && strstr(found.held[0], "pid 4242"));
     free(text);
-    ddp_gpus_held_free(held, ddp_topo_ngpus(topo));
+    ddp_gpus_held_free(found.held, ddp_topo_ngpus(topo));
+    ddp_gpus_held_free(found.unfit, ddp_topo_ngpus(topo));
+
+    /* issue 52 item 14: a GPU NVML lost is never started on, whatever busy says; once started (the check beside
+     * the spawn) it is warned of and handed on as unfit (a restart leaves it out) */
+    g.nprocs = 0;
+    g.lost = true;
+    cr_expect_eq(ddp_gpus_check_with(topo, &nv, &spec, &a, NULL, false, &found, &err), -EBUSY);
+    cr_expect(strstr(err.msg, "is unfit: NVML says the GPU is lost") && strstr(err.msg, "nothing was started"), "%s",
+              err.msg);
+    f = open_memstream(&text, &len);
+    cr_expect_eq(ddp_gpus_check_with(topo, &nv, &spec, &a, f, true, &found, &err), 0);
+    fclose(f);
+    cr_expect(strstr(text, ") is unfit: NVML says the GPU is lost (GPU_IS_LOST: fallen off the bus); a restart "
+                           "leaves it out\n"),
+              "%s", text);
+    cr_expect(found.unfit && found.unfit[0] && !found.held[0]);
+    free(text);
+    ddp_gpus_held_free(found.held, ddp_topo_ngpus(topo));
+    ddp_gpus_held_free(found.unfit, ddp_topo_ngpus(topo));
     ddp_topo_destroy(topo);
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "base/exit.h"
 #include "driver/policy.h"
 
 static struct ddp_spec spec_with(int max_restarts, enum ddp_on_timeout ot, int nproc_min)
@@ -60,6 +61,8 @@ static const struct cell cells[] = {
     {DDP_PS_RUNNING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
     {DDP_PS_RUNNING, DDP_PE_NODE_FAILED, DDP_PS_STOPPING, DDP_ACT_TERM_ALL | DDP_ACT_ARM_GRACE},
     {DDP_PS_RUNNING, DDP_PE_CAPTURE_DONE, DDP_PS_RUNNING, 0},
+    {DDP_PS_RUNNING, DDP_PE_GPUS_UNCHECKED, DDP_PS_RUNNING, 0}, /* no pending action: none */
+    {DDP_PS_RUNNING, DDP_PE_GPUS_LEFT, DDP_PS_RUNNING, 0},
     {DDP_PS_STOPPING, DDP_PE_WORKER_OK, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_WORKER_FAILED, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_TIMEOUT, DDP_PS_STOPPING, 0},
@@ -70,6 +73,8 @@ static const struct cell cells[] = {
     {DDP_PS_STOPPING, DDP_PE_REMOTE_STOP, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_NODE_FAILED, DDP_PS_STOPPING, 0},
     {DDP_PS_STOPPING, DDP_PE_CAPTURE_DONE, DDP_PS_STOPPING, DDP_ACT_TERM_ALL},
+    {DDP_PS_STOPPING, DDP_PE_GPUS_UNCHECKED, DDP_PS_STOPPING, 0}, /* no pending action: none */
+    {DDP_PS_STOPPING, DDP_PE_GPUS_LEFT, DDP_PS_STOPPING, 0},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_OK, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_WORKER_FAILED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_TIMEOUT, DDP_PS_BACKOFF, 0},
@@ -80,6 +85,8 @@ static const struct cell cells[] = {
     {DDP_PS_BACKOFF, DDP_PE_REMOTE_STOP, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_NODE_FAILED, DDP_PS_BACKOFF, 0},
     {DDP_PS_BACKOFF, DDP_PE_CAPTURE_DONE, DDP_PS_BACKOFF, 0},
+    {DDP_PS_BACKOFF, DDP_PE_GPUS_UNCHECKED, DDP_PS_BACKOFF, 0}, /* no pending action: none */
+    {DDP_PS_BACKOFF, DDP_PE_GPUS_LEFT, DDP_PS_BACKOFF, 0},
 };
 
 /* A timeout with a stack capture possible: the capture replaces TERM_ALL (the table never asks for both, and
@@ -168,6 +175,46 @@ Test(policy, every_state_and_event)
         }
     }
     cr_expect_eq(seen, (size_t)DDP_PS__COUNT * DDP_PE__COUNT);
+}
+
+/* The GPUs' rows (issue 53 item 2): before a restart, NVML unanswered exits 75 only with busy = fail; GPUs left
+ * out for their faults downsize the pending restart, or end the job with the root cause's status. */
+Test(policy, gpu_rows_rewrite_the_pending_restart)
+{
+    struct ddp_spec s = spec_with(2, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    reach(&p, &s, DDP_PS_BACKOFF);
+    struct ddp_policy_action restart = {.flags = DDP_ACT_ARM_BACKOFF, .attempt = 1, .nproc = p.nproc};
+    struct ddp_policy_event_data u = {
+        .kind = DDP_PE_GPUS_UNCHECKED, .why = "NVML: did not answer in 1 s", .pending = &restart};
+    struct ddp_policy_action a = ddp_policy_step(&p, &u);
+    cr_expect_eq(a.flags, DDP_ACT_ARM_BACKOFF, "busy = warn: the restart goes on unchecked");
+    cr_expect_eq(p.state, DDP_PS_BACKOFF);
+    s.gpus_busy = DDP_BUSY_FAIL;
+    a = ddp_policy_step(&p, &u);
+    cr_expect_eq(a.flags, DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, DDP_EXIT_TEMPFAIL);
+    cr_expect(strstr(a.why, "busy = fail, so no restart"), "%s", a.why);
+    cr_expect_eq(p.state, DDP_PS_DONE);
+
+    s.gpus_busy = DDP_BUSY_WARN;
+    reach(&p, &s, DDP_PS_BACKOFF);
+    int before = p.nproc;
+    restart.nproc = before;
+    struct ddp_policy_event_data left = {.kind = DDP_PE_GPUS_LEFT, .gpus_left = before - 1, .pending = &restart};
+    a = ddp_policy_step(&p, &left);
+    cr_expect_eq(a.flags, DDP_ACT_ARM_BACKOFF);
+    cr_expect_eq(a.nproc, before - 1);
+    cr_expect(a.downsized);
+    cr_expect_eq(p.nproc, before - 1, "the policy's size from now on");
+    restart.nproc = p.nproc;
+    left.gpus_left = 0;
+    left.why = "no usable GPU left: GPU 0 (x): Xid 79";
+    a = ddp_policy_step(&p, &left);
+    cr_expect_eq(a.flags, DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 3, "the root cause's status");
+    cr_expect_str_eq(a.why, "no usable GPU left: GPU 0 (x): Xid 79");
+    cr_expect_eq(p.state, DDP_PS_DONE);
 }
 
 /* Several nodes, another node: node 0 stops the attempt. The workers stop; the stop is node 0's, not a failure

@@ -416,7 +416,7 @@ Test(select_candidates, slurm_select_exclude_downsize)
     req.nproc = 3;
     cr_expect_eq(ddp_place_ranks(t, &req, &p, &err), -ENODEV);
     cr_expect(strstr(err.msg, "only 2 of the 8"), "%s", err.msg);
-    cr_expect(strstr(err.msg, "not in Slurm's GPU list (1,4-6)"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "not in the scheduler's GPU list (1,4-6)"), "%s", err.msg);
     cr_expect(strstr(err.msg, "GPU 4 excluded by [gpus] exclude"), "%s", err.msg);
     cr_expect(strstr(err.msg, "GPU 5 left out after failures (downsizing)"), "%s", err.msg);
     /* an explicit select keeps the user's order */
@@ -466,10 +466,10 @@ Test(select_candidates, leased_gpus_are_left_out)
 /* ---- pure select over a hand-built description (UUIDs and memory need NVML, absent here) ---- */
 
 static const struct ddp_sel_gpu synth_gpus[4] = {
-    {0, "0000:17:00.0", "GPU-aaaa1111-0000", 0, 70LL << 30, 80LL << 30, -1},
-    {1, "0000:65:00.0", "GPU-bbbb2222-0000", 0, 1LL << 30, 80LL << 30, -1},
-    {2, "0000:ca:00.0", "GPU-cccc3333-0000", 1, 1LL << 30, 80LL << 30, -1},
-    {3, "0000:e3:00.0", "GPU-dddd4444-0000", 1, -1, -1, -1},
+    {0, "0000:17:00.0", "GPU-aaaa1111-0000", 0, 70LL << 30, 80LL << 30, NULL, false},
+    {1, "0000:65:00.0", "GPU-bbbb2222-0000", 0, 1LL << 30, 80LL << 30, NULL, false},
+    {2, "0000:ca:00.0", "GPU-cccc3333-0000", 1, 1LL << 30, 80LL << 30, NULL, false},
+    {3, "0000:e3:00.0", "GPU-dddd4444-0000", 1, -1, -1, NULL, false},
 };
 static const enum ddp_link synth_link[16] = {
     DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV,   DDP_LINK_NV, DDP_LINK_NV, DDP_LINK_SELF, DDP_LINK_NV, DDP_LINK_NV,
@@ -546,7 +546,7 @@ Test(select_pure, deterministic_and_mig_stops_cvd)
     r.inherited_cvd = NULL;
     r.sched_gpus = "0,x";
     cr_expect_eq(ddp_select_usable(&t, &r, NULL, NULL, NULL, &err), -EINVAL);
-    cr_expect(strstr(err.msg, "Slurm GPU list '0,x'"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "the scheduler's GPU list '0,x'"), "%s", err.msg);
     cr_expect_str_eq(ddp_link_name(DDP_LINK_PXB), "PXB");
 }
 
@@ -575,7 +575,7 @@ Test(select_pure, large_counts_use_greedy_and_stay_on_nodes)
 
     for (int i = 0; i < 64; i++) {
         snprintf(bus[i], sizeof bus[i], "0000:%02x:00.0", i);
-        g[i] = (struct ddp_sel_gpu){i, bus[i], NULL, i % 2, -1, -1, -1};
+        g[i] = (struct ddp_sel_gpu){i, bus[i], NULL, i % 2, -1, -1, NULL, false};
         for (int j = 0; j < 64; j++)
             link[i * 64 + j] = i == j ? DDP_LINK_SELF : (i % 2 == j % 2 ? DDP_LINK_NODE : DDP_LINK_SYS);
     }
@@ -703,14 +703,18 @@ Test(select_share, leased_gpus_are_waited_for_not_shared)
 Test(select_pure, busy_skip_leaves_out_gpus_another_process_holds)
 {
     struct ddp_sel_gpu gpus[4];
+    static struct ddp_nvml_gpu nv[4];
     memcpy(gpus, synth_gpus, sizeof gpus);
-    for (int i = 0; i < 4; i++)
-        gpus[i].held_other = -1;
-    gpus[2].held_other = 30LL << 30;  /* a process holds 30 GiB of GPU 2 */
-    gpus[1].held_other = 500LL << 20; /* a bare CUDA context: under the threshold */
+    for (int i = 0; i < 4; i++) {
+        nv[i].mem_used = nv[i].mem_total = 40LL << 30;
+        nv[i].nprocs = 1;
+        gpus[i].nvml = &nv[i];
+    }
+    nv[2].procs[0] = (struct ddp_nvml_proc){.pid = 7, .mem_used = 30LL << 30};  /* a process holds 30 GiB */
+    nv[1].procs[0] = (struct ddp_nvml_proc){.pid = 8, .mem_used = 500LL << 20}; /* a bare CUDA context */
     struct ddp_sel_topo t = synth();
     t.gpus = gpus;
-    struct ddp_sel_req r = {.n = 2, .skip_held_over = 1LL << 30};
+    struct ddp_sel_req r = {.n = 2, .busy = DDP_BUSY_SKIP};
     bool usable[4];
     char *why = NULL;
     struct ddp_err err = {0};
@@ -719,6 +723,16 @@ Test(select_pure, busy_skip_leaves_out_gpus_another_process_holds)
     cr_expect(usable[0] && usable[1] && !usable[2] && usable[3]);
     cr_expect_str_eq(why, "GPU 2 held by another process ([gpus] busy = skip) (GPU 2: 30.0 GiB)");
     free(why);
-    r.skip_held_over = 0; /* busy = warn or fail: the choice is not changed */
+    r.busy = DDP_BUSY_WARN; /* busy = warn or fail: the choice is not changed */
     cr_expect_eq(ddp_select_usable(&t, &r, usable, NULL, NULL, &err), 4);
+    r.busy = DDP_BUSY_FAIL;
+    cr_expect_eq(ddp_select_usable(&t, &r, usable, NULL, NULL, &err), 4);
+    /* issue 52 item 14: a GPU the judge finds lost or faulty is left out whatever busy says, with its reason */
+    nv[3].lost = true;
+    nv[0].health.remap_failure = 1;
+    cr_expect_eq(ddp_select_usable(&t, &r, usable, NULL, &why, &err), 2);
+    cr_expect(!usable[0] && usable[1] && usable[2] && !usable[3]);
+    cr_expect_str_eq(why, "GPUs 0,3 unfit (GPU 0: a row remapping failed (retire the GPU)) (GPU 3: NVML says the GPU "
+                          "is lost (GPU_IS_LOST: fallen off the bus))");
+    free(why);
 }
