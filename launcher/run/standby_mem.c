@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "run/standby.h"
 
 /* One number from a file (its first), or -1: "max" and v1's "no limit" (close to LLONG_MAX) are -1 too. */
@@ -104,18 +105,48 @@ static long long slurm_kib(void)
     return -1;
 }
 
+struct proc {
+    int pid, ppid;
+    long long rss_kib;
+    signed char in; /* below this process: 1, not: 0, not known yet: -1 */
+};
+
+static int by_pid(const void *a, const void *b)
+{
+    const struct proc *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Whether ps[i] is this process or below it: up its parents (found by bsearch), remembered on the way. */
+static bool below_me(struct proc *ps, size_t n, size_t i, int me)
+{
+    struct proc *chain[128];
+    size_t depth = 0;
+    struct proc *q = &ps[i];
+    int in = 0;
+    while (q && depth < 128) {
+        if (q->in >= 0 || q->pid == me) {
+            in = q->pid == me ? 1 : q->in;
+            break;
+        }
+        chain[depth++] = q;
+        struct proc key = {.pid = q->ppid};
+        q = q->ppid > 1 ? bsearch(&key, ps, n, sizeof *ps, by_pid) : NULL;
+    }
+    while (depth)
+        chain[--depth]->in = (signed char)in;
+    return in == 1;
+}
+
 /* The resident memory of this process and every process below it, in KiB. */
 static long long tree_kib(void)
 {
-    enum { MAXP = 65536 };
-    static int pid[MAXP], ppid[MAXP];
-    static long long rss[MAXP];
-    static char in[MAXP];
-    size_t n = 0;
+    size_t n = 0, cap = 0;
+    struct proc *ps = NULL;
     DIR *d = opendir("/proc");
     struct dirent *e;
     long page = sysconf(_SC_PAGESIZE) / 1024;
-    while (d && (e = readdir(d)) && n < MAXP) {
+    while (d && (e = readdir(d))) {
         char path[300], buf[1024];
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
@@ -134,24 +165,18 @@ static long long tree_kib(void)
             sscanf(p + 2, "%*c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lld",
                    &pp, &r) != 2)
             continue;
-        pid[n] = atoi(e->d_name);
-        ppid[n] = pp;
-        rss[n] = r * page;
-        in[n] = pid[n] == getpid();
-        n++;
+        if (n == cap)
+            ps = ddp_xrealloc(ps, (cap = cap ? 2 * cap : 256) * sizeof *ps);
+        ps[n++] = (struct proc){.pid = atoi(e->d_name), .ppid = pp, .rss_kib = r * page, .in = -1};
     }
     if (d)
         closedir(d);
+    if (n)
+        qsort(ps, n, sizeof *ps, by_pid);
     long long sum = 0;
-    for (bool more = true; more;) { /* mark descendants until nothing changes */
-        more = false;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; !in[i] && j < n; j++)
-                if (in[j] && pid[j] == ppid[i])
-                    in[i] = more = true;
-    }
     for (size_t i = 0; i < n; i++)
-        sum += in[i] ? rss[i] : 0;
+        sum += below_me(ps, n, i, (int)getpid()) ? ps[i].rss_kib : 0;
+    free(ps);
     return sum;
 }
 

@@ -9,6 +9,7 @@
 # (/usr/bin/python3.*, /root/.pyenv/versions/3.*: 3.6-3.13 on the CI image) runs a script and a module. What a
 # standby cannot run as python does (a zipapp, a directory, a .pyc) is refused: one line, attempt 1 cold, same view.
 # No stderr of any run holds a traceback (3.6 and 3.7 have no threading.get_native_id: the sampler must not die).
+# DDP_PYTHONS (a list of interpreters) narrows the versions checked, for a quick run by hand.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 unset DDPLAUNCH_RESTART_WARM PYTHONSAFEPATH PYTHONPATH
 probe=$DDP_SRCDIR/tests/integration/warm_shape_probe.py

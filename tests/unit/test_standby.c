@@ -162,6 +162,21 @@ Test(standby, memory_room)
     m.tree_kib = (2 << 20) - 1000;
     cr_assert_eq(ddp_standby_mem_room(&m, &which), 1000);
     cr_assert_str_eq(which, "Slurm's allocation leaves");
+    /* Slurm's allocation, per node or per CPU, and the launcher's own tree (this test: its resident memory) */
+    setenv("SLURM_MEM_PER_NODE", "1000", 1);
+    ddp_standby_mem_read(&m);
+    cr_assert_eq(m.slurm_kib, 1000 * 1024);
+    cr_assert_gt(m.tree_kib, 0);
+    unsetenv("SLURM_MEM_PER_NODE");
+    setenv("SLURM_MEM_PER_CPU", "100", 1);
+    setenv("SLURM_CPUS_ON_NODE", "8", 1);
+    ddp_standby_mem_read(&m);
+    cr_assert_eq(m.slurm_kib, 800 * 1024);
+    unsetenv("SLURM_MEM_PER_CPU");
+    unsetenv("SLURM_CPUS_ON_NODE");
+    ddp_standby_mem_read(&m);
+    cr_assert_eq(m.slurm_kib, -1);
+    cr_assert_eq(m.tree_kib, -1);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
