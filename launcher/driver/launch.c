@@ -791,9 +791,12 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
         ddp_warn("no runtime directory, so no heartbeat files: %s", e.msg);
     }
     l->ctx.run_dir = l->run_dir;
-    if (l->resolved.timeout_sample && l->run_dir) { /* live stack sampling: the sitecustomize the workers load */
+    /* live stack sampling: the sitecustomize the workers load; warm restart's standbys load it too (standby.h) */
+    bool warm = l->resolved.restart_warm != DDP_NO && l->resolved.max_restarts > 0 && !l->resolved.program;
+    if ((l->resolved.timeout_sample || warm) && l->run_dir) {
         if (ddp_watch_install(l->run_dir, &l->sample_pydir, &l->ctx.sample_signal, &e) < 0) {
-            ddp_warn("no live stack sampling: %s", e.msg);
+            if (l->resolved.timeout_sample)
+                ddp_warn("no live stack sampling: %s", e.msg);
             l->resolved.timeout_sample = false;
         }
         l->ctx.sample_pydir = l->sample_pydir;

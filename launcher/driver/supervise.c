@@ -70,7 +70,6 @@ struct sup {
     const char *stop_why;              /* node 0: why the attempt stops, for STOP (during one feed) */
     char *cgroup_base;                 /* where attempt cgroups go (cgroup.h), or NULL */
     struct ddp_standby_pool *standbys; /* warm restart (standby.h), or NULL */
-    char *site;                        /* the sitecustomize.py the standbys run at "go", or NULL */
     struct ddp_err *err;
 };
 
@@ -221,12 +220,11 @@ static void standbys_open(struct sup *s)
             ddp_debug("warm restart: no standby interpreters: no restarts allowed ([restart] max_restarts = 0)");
         return;
     }
-    if (s->ctx->sample_pydir)
-        s->site = ddp_xasprintf("%s/sitecustomize.py", s->ctx->sample_pydir);
     struct ddp_standby_config c = {.loop = &s->loop,
                                    .rn = s->rn,
                                    .preload = &sp->restart_preload,
-                                   .site = s->site,
+                                   .pydir = s->ctx->sample_pydir,
+                                   .sampling = s->ctx->spec->timeout_sample && s->ctx->sample_pydir,
                                    .sample_signal = s->ctx->sample_signal,
                                    .cgroup_base = s->cgroup_base,
                                    .quiet = sp->restart_warm == DDP_AUTO};
@@ -880,7 +878,6 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     uv_loop_close(&s->loop);
     ddp_runner_free(s->rn);
     ddp_standby_free(s->standbys);
-    free(s->site);
     ddp_records_close(s->rec);
     ddp_watch_free(s->watch);
     ddp_roles_free(s->roles);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "host/cgroup.h"
@@ -24,11 +25,12 @@
 
 int ddp_standby_split(const struct ddp_strv *argv, bool *module)
 {
-    static const char *const plain[] = {"-u", "-B", "-O", "-OO", "-s", "-E", "-b", "-bb", "-q", "-R", NULL};
-    const char *a0 = argv->n ? argv->v[0] : "", *slash = strrchr(a0, '/');
+    /* not -E, -I, -S: the standby's sitecustomize (on PYTHONPATH) holds the program's site hooks back */
+    static const char *const plain[] = {"-u", "-B", "-O", "-OO", "-s", "-b", "-bb", "-q", "-R", NULL};
+    const char *a0 = argv->n ? argv->v[0] : "", *slash = strrchr(a0, '/'), *base = slash ? slash + 1 : a0;
     *module = false;
-    if (strncmp(slash ? slash + 1 : a0, "python", 6) != 0)
-        return -1;
+    if (strncmp(base, "python", 6) != 0 || base[6 + strspn(base + 6, "0123456789.")] != '\0')
+        return -1; /* python, python3, python3.11; not python_job.sh (a --no-python program) */
     for (size_t i = 1; i < argv->n; i++) {
         const char *a = argv->v[i];
         bool known = false;
@@ -80,12 +82,29 @@ bool ddp_standby_env_dropped(const char *name)
     return false;
 }
 
-void ddp_standby_env(const struct ddp_strv *envp, struct ddp_strv *out)
+void ddp_standby_env(const struct ddp_strv *envp, const char *pydir, struct ddp_strv *out)
 {
+    const char *path = NULL;
     ddp_strv_clear(out);
-    for (size_t i = 0; i < envp->n; i++)
-        if (!ddp_standby_env_dropped(envp->v[i]))
+    for (size_t i = 0; i < envp->n; i++) {
+        if (strncmp(envp->v[i], "PYTHONPATH=", 11) == 0)
+            path = envp->v[i] + 11;
+        else if (!ddp_standby_env_dropped(envp->v[i]))
             ddp_strv_push(out, envp->v[i]);
+    }
+    if (!pydir) {
+        if (path)
+            ddp_strv_pushf(out, "PYTHONPATH=%s", path);
+        return;
+    }
+    size_t n = strlen(pydir);
+    if (path && strncmp(path, pydir, n) == 0 && (path[n] == ':' || path[n] == '\0'))
+        ddp_strv_pushf(out, "PYTHONPATH=%s", path); /* the workers sample: theirs has it first already */
+    else if (path && path[0])
+        ddp_strv_pushf(out, "PYTHONPATH=%s:%s", pydir, path);
+    else
+        ddp_strv_pushf(out, "PYTHONPATH=%s", pydir);
+    ddp_strv_push(out, "DDPLAUNCH_STANDBY=1");
 }
 
 long long ddp_standby_estimate_mib(const struct ddp_strv *preload)
@@ -108,7 +127,7 @@ static void fieldf(struct ddp_buf *b, size_t n)
     field(b, num);
 }
 
-void ddp_standby_message(const struct ddp_worker *w, int at, bool module, const char *cwd, const char *site,
+void ddp_standby_message(const struct ddp_worker *w, int at, bool module, const char *cwd, bool sampling,
                          struct ddp_buf *out)
 {
     struct ddp_buf b = {0};
@@ -116,7 +135,7 @@ void ddp_standby_message(const struct ddp_worker *w, int at, bool module, const 
     field(&b, cwd);
     field(&b, module ? "m" : "s");
     field(&b, w->argv.v[at + (module ? 1 : 0)]);
-    field(&b, site ? site : "");
+    field(&b, sampling ? "1" : "");
     fieldf(&b, w->argv.n - first);
     for (size_t i = first; i < w->argv.n; i++)
         field(&b, w->argv.v[i]);
@@ -133,12 +152,74 @@ void ddp_standby_message(const struct ddp_worker *w, int at, bool module, const 
     ddp_buf_free(&b);
 }
 
+const char *ddp_standby_refuse(const char *cwd, const char *script)
+{
+    char path[4096];
+    struct stat st;
+    unsigned char head[4], tail[66000];
+    size_t len = strlen(script);
+    if (script[0] == '/' || !cwd)
+        snprintf(path, sizeof path, "%s", script);
+    else
+        snprintf(path, sizeof path, "%s/%s", cwd, script);
+    if (len >= 4 && strcmp(script + len - 4, ".pyc") == 0)
+        return "a compiled file (.pyc)";
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        bool dir = fd >= 0 && S_ISDIR(st.st_mode);
+        if (fd >= 0)
+            close(fd);
+        return dir ? "a directory (its __main__.py)" : "not a regular file it can read";
+    }
+    ssize_t n = pread(fd, head, sizeof head, 0);
+    /* a .pyc under another name: 2 bytes of version, then "\r\n" (importlib.util.MAGIC_NUMBER) */
+    unsigned version = n == 4 ? head[0] | (unsigned)head[1] << 8 : 0;
+    bool pyc = n == 4 && head[2] == '\r' && head[3] == '\n' && version >= 3000 && version < 4000;
+    off_t from = st.st_size > (off_t)sizeof tail ? st.st_size - (off_t)sizeof tail : 0;
+    ssize_t m = pread(fd, tail, sizeof tail, from);
+    close(fd);
+    if (pyc)
+        return "a compiled file (.pyc)";
+    /* a zip's end record ("PK\5\6") in its last 64 KiB: a zipapp, a PEX (a #! line, then a zip) */
+    for (ssize_t i = m - 22; i >= 0; i--)
+        if (tail[i] == 'P' && tail[i + 1] == 'K' && tail[i + 2] == 5 && tail[i + 3] == 6)
+            return "a zip archive (zipapp)";
+    return NULL;
+}
+
+const char *ddp_standby_refuse_interp(const struct ddp_worker *w)
+{
+    const char *a0 = w->argv.n ? w->argv.v[0] : "", *path = "/usr/local/bin:/usr/bin:/bin";
+    char file[4096], head[2];
+    for (size_t i = 0; i < w->envp.n; i++)
+        if (strncmp(w->envp.v[i], "PATH=", 5) == 0)
+            path = w->envp.v[i] + 5;
+    int fd = -1;
+    if (strchr(a0, '/')) {
+        snprintf(file, sizeof file, "%s%s%s", a0[0] != '/' && w->cwd ? w->cwd : "", a0[0] != '/' && w->cwd ? "/" : "",
+                 a0);
+        fd = open(file, O_RDONLY | O_CLOEXEC);
+    }
+    for (const char *p = path; fd < 0 && !strchr(a0, '/') && *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(file, sizeof file, "%.*s/%s", (int)n, n ? p : ".", a0);
+        if (access(file, X_OK) == 0)
+            fd = open(file, O_RDONLY | O_CLOEXEC);
+        p += n + (p[n] == ':');
+    }
+    if (fd < 0)
+        return NULL; /* its start fails as a fresh one's would */
+    bool script = read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+    close(fd);
+    return script ? "a script, not python itself (a wrapper such as pyenv's shim may change what python sees)" : NULL;
+}
+
 void ddp_standby_print_plan(FILE *f, const struct ddp_spec *s, const struct ddp_attempt *a)
 {
     size_t n = 0;
     bool module;
-    if (s->restart_warm == DDP_NO)
-        return;
+    if (s->restart_warm == DDP_NO || (s->restart_warm == DDP_AUTO && s->max_restarts == 0))
+        return; /* auto without restarts: nothing to say */
     for (size_t i = 0; i < a->nworkers; i++)
         n += ddp_standby_split(&a->workers[i].argv, &module) >= 0;
     if (s->max_restarts == 0 || n == 0) {
@@ -148,7 +229,7 @@ void ddp_standby_print_plan(FILE *f, const struct ddp_spec *s, const struct ddp_
     long long each = ddp_standby_estimate_mib(&s->restart_preload);
     fprintf(f,
             "Warm restart: %zu standby interpreter%s (one per local rank), about %lld MiB in all (%lld MiB each, "
-            "expected); not started when MemAvailable is below %lld MiB\n",
+            "expected); not started when MemAvailable or the job's memory limit leaves less than %lld MiB\n",
             n, n == 1 ? "" : "s", (long long)n * each, each, 2 * (long long)n * each);
 }
 
@@ -249,19 +330,6 @@ static void on_sb_exit(uv_process_t *p, int64_t status, int sig)
     uv_close((uv_handle_t *)p, on_sb_close);
 }
 
-static long long mem_available_kib(void)
-{
-    FILE *f = fopen("/proc/meminfo", "re");
-    char line[256];
-    long long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lld kB", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
-
 /* A standby said "cuda MODULE WHAT": its preload put CUDA's driver into the process before the rank's
  * CUDA_VISIBLE_DEVICES was set. Every standby of the job preloads the same: all are ended, none is started again,
  * and restarts start fresh; said once. */
@@ -275,7 +343,7 @@ static void sb_cuda(struct standby *sb, const char *said)
     ddp_text_copy(what, sizeof what, said + end);
     ddp_printable(mod);
     p->off = true;
-    ddp_log(p->cfg.quiet ? DDP_LOG_DEBUG : DDP_LOG_WARN,
+    ddp_log(p->cfg.quiet ? DDP_LOG_INFO : DDP_LOG_WARN,
             "warm restart off: %s%s initialised CUDA (%s); a standby must not: restarting cold",
             strcmp(mod, "-") == 0 ? "the standby interpreter's start, before its preload," : "preloading ",
             strcmp(mod, "-") == 0 ? "" : mod, what);
@@ -283,11 +351,32 @@ static void sb_cuda(struct standby *sb, const char *said)
         sb_drop(p->list, NULL);
 }
 
+/* The pid of the program sb's shim started: its STARTED record on the report pipe, copied with tee(2) and left
+ * there (the runner reads it when the standby becomes a worker); 0 while the record is not there. What the
+ * standby says of itself is never its identity: a preload could name another user's process. */
+static int sb_started_pid(const struct standby *sb)
+{
+    struct ddp_shim_record rec[4];
+    int p[2], pid = 0;
+    if (sb->rep_fd < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+        return 0;
+    ssize_t n = tee(sb->rep_fd, p[1], sizeof rec, SPLICE_F_NONBLOCK);
+    if (n > 0)
+        n = read(p[0], rec, (size_t)n);
+    for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof rec[0]; i++)
+        if (rec[i].kind == DDP_SHIM_STARTED && rec[i].pid > 0)
+            pid = rec[i].pid;
+    close(p[0]);
+    close(p[1]);
+    return pid;
+}
+
 static void sb_ready_line(struct standby *sb)
 {
     struct ddp_standby_pool *p = sb->pool;
     int pid, end = 0;
     long long rss;
+    ddp_printable(sb->line); /* what a preload raised is the program's text */
     if (strncmp(sb->line, "cuda ", 5) == 0) {
         sb_cuda(sb, sb->line + 5);
         return;
@@ -305,8 +394,14 @@ static void sb_ready_line(struct standby *sb)
     const char *skipped = strcmp(sb->line + end, "-") == 0 ? "" : sb->line + end; /* not installed */
     if (!p->skipped[0] && skipped[0])
         ddp_text_copy(p->skipped, sizeof p->skipped, skipped);
+    sb->py_pid = sb_started_pid(sb);
+    if (sb->py_pid > 0 && pid != sb->py_pid) {
+        ddp_warn("warm restart: the standby of local rank %d said it is pid %d, but its shim started pid %d: not used",
+                 sb->local_rank, pid, sb->py_pid);
+        sb_drop(sb, NULL);
+        return;
+    }
     sb->state = SB_READY;
-    sb->py_pid = pid;
     sb->rss_kib = rss;
     if (rss > p->rss_kib)
         p->rss_kib = rss;
@@ -351,14 +446,17 @@ static void on_ctl(uv_poll_t *h, int status, int events)
     sb_ready_line(sb);
 }
 
-/* Start a standby for local rank w->local_rank modelled on worker w (whose program starts at argv index at). */
-static void sb_start(struct ddp_standby_pool *p, const struct ddp_worker *w, int at)
+static void close_pair(int fd[2])
+{
+    close(fd[0]);
+    close(fd[1]);
+}
+
+/* A standby for local rank w->local_rank modelled on worker w (whose program starts at argv index at), not yet
+ * started. */
+static struct standby *sb_new(struct ddp_standby_pool *p, const struct ddp_worker *w, int at)
 {
     struct standby *sb = ddp_xcalloc(1, sizeof *sb);
-    struct ddp_strv prog = {0}, env = {0}, args = {0};
-    int rp[2], op[2], ep[2], cp[2];
-    struct ddp_err err = {0};
-
     sb->pool = p;
     sb->local_rank = w->local_rank;
     sb->out_fd = sb->err_fd = sb->rep_fd = sb->ctl_fd = -1;
@@ -373,26 +471,18 @@ static void sb_start(struct ddp_standby_pool *p, const struct ddp_worker *w, int
     sb->model.tty[0] = w->tty[0];
     sb->model.tty[1] = w->tty[1];
     sb->at = at;
+    return sb;
+}
 
-    if (ddp_runner_open_pipes(w, rp, op, ep, &err) < 0) {
-        ddp_debug("warm restart: %s", err.msg);
-        sb_free(sb);
-        return;
-    }
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) != 0) {
-        ddp_debug("warm restart: socketpair: %s", strerror(errno));
-        for (int i = 0; i < 2; i++) {
-            close(rp[i]);
-            close(op[i]);
-            close(ep[i]);
-        }
-        sb_free(sb);
-        return;
-    }
+/* The shim's command line for sb: "python OPTIONS -c BOOT PRELOAD SIGNAL" under the shim's own options. */
+static void sb_args(const struct ddp_standby_pool *p, const struct standby *sb, const struct ddp_worker *w,
+                    struct ddp_strv *args)
+{
+    struct ddp_strv prog = {0};
+    struct ddp_buf pre = {0};
     ddp_strv_copy(&prog, &sb->model.argv);
     ddp_strv_push(&prog, "-c");
     ddp_strv_push(&prog, BOOT);
-    struct ddp_buf pre = {0};
     for (size_t i = 0; i < p->cfg.preload->n; i++) {
         if (i)
             ddp_buf_puts(&pre, ",");
@@ -401,10 +491,30 @@ static void sb_start(struct ddp_standby_pool *p, const struct ddp_worker *w, int
     ddp_buf_add(&pre, "", 1);
     ddp_strv_push(&prog, pre.data);
     ddp_buf_free(&pre);
-    ddp_strv_pushf(&prog, "%d", p->cfg.site ? p->cfg.sample_signal : 0);
-    ddp_runner_shim_argv(p->cfg.rn, w, p->cgroup, &prog, &args);
-    ddp_standby_env(&w->envp, &env);
+    ddp_strv_pushf(&prog, "%d", p->cfg.sampling ? p->cfg.sample_signal : 0);
+    ddp_runner_shim_argv(p->cfg.rn, w, p->cgroup, &prog, args);
+    ddp_strv_clear(&prog);
+}
 
+/* Spawn sb's shim with the pipes of a worker and the control socket on its descriptor 4. 0, or -1 (said). */
+static int sb_spawn(struct ddp_standby_pool *p, struct standby *sb, const struct ddp_worker *w)
+{
+    struct ddp_strv env = {0}, args = {0};
+    int rp[2], op[2], ep[2], cp[2];
+    struct ddp_err err = {0};
+    if (ddp_runner_open_pipes(w, rp, op, ep, &err) < 0) {
+        ddp_debug("warm restart: %s", err.msg);
+        return -1;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) != 0) {
+        ddp_debug("warm restart: socketpair: %s", strerror(errno));
+        close_pair(rp);
+        close_pair(op);
+        close_pair(ep);
+        return -1;
+    }
+    sb_args(p, sb, w, &args);
+    ddp_standby_env(&w->envp, p->cfg.pydir, &env);
     uv_process_options_t o;
     uv_stdio_container_t io[5];
     memset(&o, 0, sizeof o);
@@ -425,11 +535,8 @@ static void sb_start(struct ddp_standby_pool *p, const struct ddp_worker *w, int
     sb->io->proc.data = sb;
     sb->start_ms = ddp_now_ms();
     int rc = uv_spawn(p->cfg.loop, &sb->io->proc, &o);
-    close(rp[1]);
-    close(op[1]);
-    close(ep[1]);
-    close(cp[1]);
-    ddp_strv_clear(&prog);
+    for (int i = 1; i < 5; i++)
+        close(fds[i]);
     ddp_strv_clear(&args);
     ddp_strv_clear(&env);
     if (rc != 0) {
@@ -438,16 +545,26 @@ static void sb_start(struct ddp_standby_pool *p, const struct ddp_worker *w, int
         close(op[0]);
         close(ep[0]);
         close(cp[0]);
-        sb_free(sb);
-        return;
+        return -1;
     }
-    sb->proc_live = true;
-    sb->handles = 1;
     sb->shim_pid = sb->io->proc.pid;
     sb->out_fd = op[0];
     sb->err_fd = ep[0];
     sb->rep_fd = rp[0];
     sb->ctl_fd = cp[0];
+    return 0;
+}
+
+/* Start a standby for local rank w->local_rank modelled on worker w (whose program starts at argv index at). */
+static void sb_start(struct ddp_standby_pool *p, const struct ddp_worker *w, int at)
+{
+    struct standby *sb = sb_new(p, w, at);
+    if (sb_spawn(p, sb, w) < 0) {
+        sb_free(sb);
+        return;
+    }
+    sb->proc_live = true;
+    sb->handles = 1;
     sb->next = p->list;
     p->list = sb;
     /* the program: its socket buffer holds it whole (a few KiB) until python reads it */
@@ -484,6 +601,47 @@ static struct standby *find(struct ddp_standby_pool *p, int local_rank)
     return NULL;
 }
 
+/* Whether attempt a's program is one a standby cannot run as python would (ddp_standby_refuse), or the standbys
+ * have no sitecustomize to hold the program's own back: then warm restart is off for the job, said once. */
+static bool refused(struct ddp_standby_pool *p, const struct ddp_attempt *a)
+{
+    const char *why = NULL, *what = "";
+    for (size_t i = 0; i < a->nworkers && !why; i++) {
+        const struct ddp_worker *w = &a->workers[i];
+        bool module;
+        int at = ddp_standby_split(&w->argv, &module);
+        if (at >= 0 && !module && (why = ddp_standby_refuse(w->cwd, w->argv.v[at])))
+            what = w->argv.v[at];
+    }
+    for (size_t i = 0; i < a->nworkers && !why; i++) {
+        bool module;
+        if (ddp_standby_split(&a->workers[i].argv, &module) >= 0 && (why = ddp_standby_refuse_interp(&a->workers[i])))
+            what = a->workers[i].argv.v[0];
+    }
+    size_t python = 0;
+    for (size_t i = 0; i < a->nworkers; i++) {
+        bool module;
+        python += ddp_standby_split(&a->workers[i].argv, &module) >= 0;
+    }
+    if (!why && python == 0 && a->nworkers > 0) {
+        why = "the workers' command is not python SCRIPT or python -m MODULE with options a standby shares";
+        what = "";
+    }
+    if (!why && !p->cfg.pydir)
+        why = "no run directory for the standbys' sitecustomize";
+    if (!why)
+        return false;
+    char name[256];
+    ddp_text_copy(name, sizeof name, what);
+    p->off = true;
+    /* warm = auto is for Python jobs: of another, only -v says it */
+    ddp_log(!p->cfg.quiet ? DDP_LOG_WARN
+            : python      ? DDP_LOG_INFO
+                          : DDP_LOG_DEBUG,
+            "warm restart off: %s%s%s; restarts start cold", name, name[0] ? " is " : "", why);
+    return true;
+}
+
 void ddp_standby_fill(struct ddp_standby_pool *p, const struct ddp_attempt *a)
 {
     if (p->closing || p->off)
@@ -498,14 +656,19 @@ void ddp_standby_fill(struct ddp_standby_pool *p, const struct ddp_attempt *a)
         missing += find(p, a->workers[i].local_rank) == NULL;
     if (missing == 0)
         return;
+    if (refused(p, a))
+        return;
     long long each = p->rss_kib > 0 ? p->rss_kib : ddp_standby_estimate_mib(p->cfg.preload) * 1024;
-    long long avail = mem_available_kib();
-    if (avail >= 0 && avail < 2 * each * (long long)missing) {
+    struct ddp_standby_mem m;
+    ddp_standby_mem_read(&m);
+    const char *which;
+    long long room = ddp_standby_mem_room(&m, &which);
+    if (room >= 0 && room < 2 * each * (long long)missing) {
         if (!p->told_memory)
-            ddp_log(p->cfg.quiet ? DDP_LOG_DEBUG : DDP_LOG_WARN,
-                    "warm restart: no standby interpreters: MemAvailable %lld MiB is below twice the %zu x %lld MiB "
+            ddp_log(p->cfg.quiet ? DDP_LOG_INFO : DDP_LOG_WARN,
+                    "warm restart: no standby interpreters: %s %lld MiB is below twice the %zu x %lld MiB "
                     "they would take; restarts start fresh",
-                    avail / 1024, missing, each / 1024);
+                    which, room / 1024, missing, each / 1024);
         p->told_memory = true;
         return;
     }
@@ -525,7 +688,7 @@ static bool same_str(const char *a, const char *b)
 }
 
 /* Why sb cannot run w, or NULL when it can. */
-static const char *unfit(const struct standby *sb, const struct ddp_worker *w, int at)
+static const char *unfit(struct standby *sb, const struct ddp_worker *w, int at)
 {
     if (sb->state != SB_READY)
         return "not ready in time";
@@ -539,6 +702,8 @@ static const char *unfit(const struct standby *sb, const struct ddp_worker *w, i
         return "another binding";
     if (sb->model.tty[0] != w->tty[0] || sb->model.tty[1] != w->tty[1])
         return "another terminal";
+    if (sb->py_pid <= 0 && (sb->py_pid = sb_started_pid(sb)) <= 0)
+        return "its start not confirmed by its shim";
     if (kill(sb->py_pid, 0) != 0)
         return "gone";
     return NULL;
@@ -551,10 +716,18 @@ int ddp_standby_take(void *pool, const struct ddp_worker *w, const char *cgroup,
     struct standby *sb = find(p, w->local_rank);
     bool module;
     int at = ddp_standby_split(&w->argv, &module);
-    const char *bad = p->off   ? "warm restart is off (CUDA in a standby)"
-                      : !sb    ? "no standby"
-                      : at < 0 ? "not a Python program it can run"
-                               : unfit(sb, w, at);
+    char cwd[4096], dir[8200];
+    if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, "/");
+    if (!w->cwd) /* a relative workdir is the launcher's: the standby's own is that already */
+        snprintf(dir, sizeof dir, "%s", cwd);
+    else
+        snprintf(dir, sizeof dir, "%s%s%s", w->cwd[0] == '/' ? "" : cwd, w->cwd[0] == '/' ? "" : "/", w->cwd);
+    const char *bad = p->off                                              ? "warm restart is off"
+                      : !sb                                               ? "no standby"
+                      : at < 0                                            ? "not a Python program it can run"
+                      : !module && ddp_standby_refuse(dir, w->argv.v[at]) ? "a program python runs otherwise"
+                                                                          : unfit(sb, w, at);
     if (why && whylen)
         snprintf(why, whylen, "%s", bad ? bad : "");
     if (bad) {
@@ -562,10 +735,6 @@ int ddp_standby_take(void *pool, const struct ddp_worker *w, const char *cgroup,
             sb_drop(sb, bad);
         return -1;
     }
-    char cwd[4096];
-    const char *dir = w->cwd;
-    if (!dir)
-        dir = getcwd(cwd, sizeof cwd);
     if (cgroup) { /* the attempt's cgroup counts and ends it as a worker's: the shim first, then its program */
         int rc = ddp_cgroup_move(cgroup, sb->shim_pid);
         if (rc == 0)
@@ -574,7 +743,7 @@ int ddp_standby_take(void *pool, const struct ddp_worker *w, const char *cgroup,
             ddp_debug("warm restart: rank %d: cannot move its standby into %s: %s", w->rank, cgroup, strerror(-rc));
     }
     struct ddp_buf msg = {0};
-    ddp_standby_message(w, at, module, dir ? dir : "/", p->cfg.site, &msg);
+    ddp_standby_message(w, at, module, dir, p->cfg.sampling, &msg);
     int fl = fcntl(sb->ctl_fd, F_GETFL);
     fcntl(sb->ctl_fd, F_SETFL, fl & ~O_NONBLOCK);
     size_t off = 0;

@@ -1,13 +1,20 @@
 # ddplaunch's standby interpreter (ddplaunch(1), WARM RESTART). Built into the ddplaunch binary (run/standby.c)
 # and handed to "python -c" on descriptor 4, a socket to the launcher; never read from disk at run time.
 #
+# Isolation: "-c" put the working directory first on sys.path (""), where another user may write (a shared 1777
+# directory): it is taken out before anything is imported, so the preload finds what a fresh "python SCRIPT" would
+# (PYTHONSAFEPATH: python put nothing there). The program's own sitecustomize and usercustomize do not run here:
+# the launcher's sitecustomize (first on PYTHONPATH, DDPLAUNCH_STANDBY set) holds them back, and they run at "go",
+# with the rank's environment, as site would have run them at a fresh interpreter's start.
+#
 # It imports the preload list (argv[1], comma-separated; argv[2]: the sampler signal to block there, or 0) in a
 # helper thread at nice 19 (its IO priority follows: best-effort 7), so that a running attempt keeps the CPU and
 # the disk, and with descriptors 1 and 2 on /dev/null, so that nothing an import prints reaches the next attempt's
 # output. A module of the list that is not installed is skipped (said in "ready"); one that fails to import makes
 # the standby unfit. Threads an import starts (torch 2.11 starts one) inherit that thread's signal mask and nice;
 # at "go" they are set back to nice 0 where the user may (root, CAP_SYS_NICE, RLIMIT_NICE). It then says
-# "ready PID RSS_KIB SKIPPED" (SKIPPED: the modules not installed, comma-separated, or "-") and waits.
+# "ready PID RSS_KIB SKIPPED" (SKIPPED: the modules not installed, comma-separated, or "-") and waits. The launcher
+# believes the PID only where it is the one its shim started (standby.c).
 # It initialises no CUDA, creates no process group, keeps no thread and reads no rank variable: it is started with
 # the job's environment less the per-rank and per-attempt variables (standby.c). Before the preload and after each
 # module it checks that CUDA's driver was not initialised in the process (a /dev/nvidia* descriptor open: cuInit
@@ -15,11 +22,13 @@
 # is no sign: torch 2.11's `import torch` maps it and opens nothing); if it was, it says "cuda MODULE WHAT" ("-":
 # before the first) instead of "ready" and exits, and the launcher turns warm restart off for the job.
 #
-# "Go" is one message: 8 decimal digits of length, then NUL-separated fields: cwd, mode ("s" script, "m" module),
-# target, the launcher's sitecustomize.py path or "", argc, the program's arguments (after the target), envc,
-# NAME=VALUE..., origc, the worker's whole argv (sys.orig_argv). It then becomes the worker that python would have
-# started: cwd, os.environ, sys.argv, sys.path[0], sys.orig_argv, a clean __main__, and runs the program as
-# "python SCRIPT" (compile and exec in __main__, __file__ absolute) or "python -m MODULE" (runpy) would.
+# "Go" is one message: 8 decimal digits of length, then NUL-separated fields: cwd (absolute), mode ("s" script,
+# "m" module), target, "1" where the workers sample stacks (the launcher's sitecustomize registers then) else "",
+# argc, the program's arguments (after the target), envc, NAME=VALUE..., origc, the worker's whole argv
+# (sys.orig_argv, where this Python has it). It then becomes the worker that python would have started: cwd,
+# os.environ, sys.argv, sys.path (path0 in front of what the preload left), sys.orig_argv, the site hooks, a clean
+# __main__, and runs the program as "python SCRIPT" (compile and exec in __main__, __file__ absolute) or
+# "python -m MODULE" (runpy) would. A zipapp, a directory or a .pyc is never sent here (standby.c starts it cold).
 # End of the connection before "go": the launcher dropped it; exit 0.
 
 
@@ -27,6 +36,13 @@ def _ddplaunch_standby(main0):
     import os
     import sys
     import _thread
+
+    if not getattr(sys.flags, "safe_path", False):  # before any import: "-c" put the working directory first
+        del sys.path[0]
+    held = sys.modules.get("sitecustomize")  # the launcher's, holding the program's site hooks back
+    if not getattr(held, "_ddplaunch_held", False):
+        os.write(4, b"unfit the launcher's sitecustomize did not load (a sitecustomize would run too early)\n")
+        os._exit(0)
     __import__("threading")  # in the main thread, so that threading's main thread is this one (torch imports it)
 
     ctl = 4
@@ -55,9 +71,13 @@ def _ddplaunch_standby(main0):
             cuda.append("cuda %s %s" % (m or "-", "; ".join(what)))
         return bool(what)
 
+    def native_id():  # threading.get_native_id is Python 3.8+
+        f = getattr(_thread, "get_native_id", None)
+        return f() if f else int(os.readlink("/proc/thread-self").rsplit("/", 1)[1])
+
     def load():
         try:
-            os.setpriority(os.PRIO_PROCESS, _thread.get_native_id(), 19)
+            os.setpriority(os.PRIO_PROCESS, native_id(), 19)
         except OSError:
             pass
         try:
@@ -114,7 +134,7 @@ def _ddplaunch_standby(main0):
             want = 8 + int(data[:8])
     f = data[8:want].split(b"\0")
     os.close(ctl)
-    cwd, mode, target, site = f[0], f[1], os.fsdecode(f[2]), os.fsdecode(f[3])
+    cwd, mode, target, sampling = f[0], f[1], os.fsdecode(f[2]), f[3] == b"1"
     n = int(f[4])
     args = [os.fsdecode(a) for a in f[5 : 5 + n]]
     i = 5 + n
@@ -123,23 +143,46 @@ def _ddplaunch_standby(main0):
     orig = [os.fsdecode(a) for a in f[i + 1 : i + 1 + int(f[i])]]
 
     os.chdir(cwd)
-    os.environ.clear()
+    for k in list(os.environ):  # an entry with an empty name (execve takes "=x") cannot be unset: it stays, as
+        if k:  # it came with the job's environment to both
+            del os.environ[k]
     for e in env:
         k, _, v = e.partition(b"=")
-        os.environ[os.fsdecode(k)] = os.fsdecode(v)
+        if k:
+            os.environ[os.fsdecode(k)] = os.fsdecode(v)
     for tid in os.listdir("/proc/self/task"):  # threads an import started inherited nice 19: back, where allowed
         try:
             if int(tid) != os.getpid():
                 os.setpriority(os.PRIO_PROCESS, int(tid), 0)
         except OSError:
             pass
-    if site:  # what the launcher's sitecustomize does at a fresh interpreter's start, with this rank's variables
-        ns = {"__name__": "_ddplaunch_site", "__file__": site}
-        with open(site, "rb") as fh:
-            exec(compile(fh.read(), site, "exec"), ns)
-        ns["_ddplaunch_register"]()
-        ns["_ddplaunch_pythonpath"](os.path.dirname(os.path.abspath(site)))
-    sys.orig_argv[:] = orig
+    argv = (["-m"] if mode == b"m" else [target]) + args  # as python 3.7+ sets it before site runs (3.6: after)
+    if sys.version_info >= (3, 7):
+        sys.argv[:] = argv
+    else:
+        del sys.argv
+    if hasattr(sys, "orig_argv"):  # Python 3.10+
+        sys.orig_argv[:] = orig
+    # what site does at a fresh interpreter's start, with this rank's variables: the launcher's sitecustomize (the
+    # sampler where the workers sample), the program's own sitecustomize, then its usercustomize
+    import site as _site
+
+    del sys.modules["sitecustomize"]
+    here = os.path.dirname(os.path.abspath(held.__file__))
+    if sampling:
+        held._ddplaunch_register()
+    held._ddplaunch_pythonpath(here)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    _site.execsitecustomize()
+    if sampling and "sitecustomize" not in sys.modules:
+        sys.modules["sitecustomize"] = held
+    if "usercustomize" in sys.modules and sys.modules["usercustomize"] is None:
+        del sys.modules["usercustomize"]
+    if _site.ENABLE_USER_SITE:
+        _site.execusercustomize()
+    if sys.version_info < (3, 7):
+        sys.argv = argv
+    safe = getattr(sys.flags, "safe_path", False)  # PYTHONSAFEPATH: python puts no path0 first
 
     main = sys.modules["__main__"].__dict__
     main.clear()
@@ -147,13 +190,15 @@ def _ddplaunch_standby(main0):
     if mode == b"m":
         import runpy
 
-        sys.argv[:] = ["-m"] + args
-        sys.path[0] = os.getcwd()
+        if not safe:  # python -m: the working directory from 3.7, "" before
+            sys.path.insert(0, os.getcwd() if sys.version_info >= (3, 7) else "")
         run = (runpy._run_module_as_main, (target, True))
     else:
-        full = target if target.startswith("/") else os.getcwd() + "/" + target  # as python's own (not normalised)
-        sys.argv[:] = [target] + args
-        sys.path[0] = os.path.dirname(os.path.realpath(target))
+        full = target  # as python's own: absolute from 3.9 (not normalised), as given before
+        if not target.startswith("/") and sys.version_info >= (3, 9):
+            full = os.getcwd() + "/" + target
+        if not safe:
+            sys.path.insert(0, os.path.dirname(os.path.realpath(target)))
         main["__file__"] = full
         main["__cached__"] = None
         from importlib.machinery import SourceFileLoader
@@ -162,7 +207,7 @@ def _ddplaunch_standby(main0):
         with open(target, "rb") as fh:
             code = compile(fh.read(), full, "exec", dont_inherit=True)
         run = (exec, (code, main))
-    del f, data, env, args, orig
+    del f, data, env, args, orig, held, argv
     try:
         run[0](*run[1])
     except SystemExit:

@@ -64,7 +64,8 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "console", 0, F_KEY, "job", "console", NULL, NULL, "auto|raw|lines",
       "worker output: raw bytes, or prefixed lines [auto]", LAUNCHING },
     { "warm-restart", 0, F_KEY_YES, "restart", "warm", NULL, NULL, NULL,
-      "restarted ranks run in standby interpreters that imported torch before the failure", LAUNCHING },
+      "restarted ranks run in standby interpreters that imported torch before the failure (warm = yes; the "
+      "default, auto: Python jobs with restarts allowed, where memory allows)", LAUNCHING },
     { "share-gpus", 0, F_KEY_YES, "gpus", "share", NULL, NULL, NULL,
       "more workers than GPUs: they share them, round-robin", LAUNCHING },
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },

@@ -136,9 +136,9 @@ const struct ddp_key ddp_spec_keys[] = {
       "next size after a timeout: half or a number of workers" },
     { "restart", "shutdown_timeout", DDP_T_DURATION, OFF(shutdown_timeout_ms), "30s", NULL, 0, 0,
       "grace time between SIGTERM and SIGKILL when stopping workers" },
-    { "restart", "warm", DDP_T_TRISTATE, OFF(restart_warm), "no", tristate_names, 0, 0,
+    { "restart", "warm", DDP_T_TRISTATE, OFF(restart_warm), "auto", tristate_names, 0, 0,
       "warm restart: keep one standby interpreter per local rank that imported preload, and run a restarted rank's "
-      "program in it (yes; auto: for Python jobs with restarts allowed; no)" },
+      "program in it (auto: for Python jobs with restarts allowed, where memory allows; yes; no)" },
     { "restart", "preload", DDP_T_LIST, OFF(restart_preload), "torch, torch.distributed, torch._dynamo", NULL, 0, 0,
       "the modules a standby interpreter imports before it waits (warm restart; one whose import loads CUDA's "
       "driver turns warm restart off for the job)" },

@@ -102,6 +102,13 @@ def _ddplaunch_fr_line(st, want):
         return ''
 
 
+# the kernel's id of the calling thread: threading.get_native_id is Python 3.8+; before, /proc/thread-self names it
+def _ddplaunch_native_id():
+    import os, threading
+    f = getattr(threading, 'get_native_id', None)
+    return f() if f else int(os.readlink('/proc/thread-self').rsplit('/', 1)[1])
+
+
 # ---- the stack sampler: registration, and the thread that answers the signal. The registration is once per
 # process that got DDPLAUNCH_STACKS_FILE (popped, so the program's own Python subprocesses do not register).
 def _ddplaunch_register():
@@ -128,9 +135,9 @@ def _ddplaunch_register():
 
         def _ddplaunch_wait():
             me = threading.get_ident()
-            tid = threading.get_native_id()
-            mine = _ddplaunch_head(tid, 0)
             try:
+                tid = _ddplaunch_native_id()
+                mine = _ddplaunch_head(tid, 0)
                 fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC, 0o600)
                 try:
                     os.write(fd, mine)
@@ -219,8 +226,21 @@ def _ddplaunch_chain():
     spec.loader.exec_module(mod)
 
 
-# a warm restart's standby interpreter (ddplaunch(1), WARM RESTART) runs this file under another name and
-# calls the two functions above once it is given the rank's environment
+# a warm restart's standby interpreter (ddplaunch(1), WARM RESTART; DDPLAUNCH_STANDBY=1) starts before its rank is
+# known: here it only holds the program's own sitecustomize and usercustomize back (usercustomize: None in
+# sys.modules, which site's import takes for "not there"); run/standby.py runs them, and the functions above, once
+# it is given the rank's environment, as site would have at a fresh interpreter's start
+def _ddplaunch_hold():
+    import os, sys
+    if os.environ.pop('DDPLAUNCH_STANDBY', None) != '1':
+        return False
+    if 'usercustomize' not in sys.modules:
+        sys.modules['usercustomize'] = None
+    return True
+
+
 if __name__ == 'sitecustomize':
-    _ddplaunch_stacks = _ddplaunch_register()
-    _ddplaunch_chain()
+    _ddplaunch_held = _ddplaunch_hold()
+    if not _ddplaunch_held:
+        _ddplaunch_stacks = _ddplaunch_register()
+        _ddplaunch_chain()

@@ -160,8 +160,10 @@ cuda_job() { # NAME [VAR=VALUE...]: the job above, attempt 0 held until a standb
     local name=$1
     shift
     rm -f "$TMP/cuda/go"
-    (cd "$TMP/cuda" && env FAKE_CUDA="$fake_cuda" CUDA_GO="$TMP/cuda/go" "$@" "$DDP" -v --nproc-per-node 2 \
-        --max-restarts 2 --set restart.backoff=0 --warm-restart --set "restart.preload=os, ddp_cuda_probe, json" \
+    # PYTHONPATH: a standby imports nothing from its working directory (issue 52)
+    (cd "$TMP/cuda" && env FAKE_CUDA="$fake_cuda" CUDA_GO="$TMP/cuda/go" PYTHONPATH="$TMP/cuda" "$@" "$DDP" -v \
+        --nproc-per-node 2 --max-restarts 2 --set restart.backoff=0 --warm-restart \
+        --set "restart.preload=os, ddp_cuda_probe, json" \
         job.py >"$TMP/$name.out" 2>"$TMP/$name.err") &
     local pid=$!
     for _ in $(seq 600); do

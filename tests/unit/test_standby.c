@@ -44,6 +44,13 @@ Test(standby, split_refuses_what_it_cannot_run)
     cr_assert_eq(split((const char *const[]){"python3", "-u", NULL}, &m), -1);
     cr_assert_eq(split((const char *const[]){"./train.sh", "t.py", NULL}, &m), -1); /* --no-python */
     cr_assert_eq(split((const char *const[]){"/opt/bin/mypython", "t.py", NULL}, &m), -1);
+    /* issue 52: a --no-python program named python*, and the options that keep site or PYTHONPATH away */
+    cr_assert_eq(split((const char *const[]){"./python_job.sh", "t.py", NULL}, &m), -1);
+    cr_assert_eq(split((const char *const[]){"python3-wrapper", "t.py", NULL}, &m), -1);
+    cr_assert_eq(split((const char *const[]){"python3", "-E", "t.py", NULL}, &m), -1);
+    cr_assert_eq(split((const char *const[]){"python3", "-I", "t.py", NULL}, &m), -1);
+    cr_assert_eq(split((const char *const[]){"python3", "-S", "t.py", NULL}, &m), -1);
+    cr_assert_eq(split((const char *const[]){"/usr/bin/python3.11", "t.py", NULL}, &m), 1);
 }
 
 Test(standby, env_drops_the_rank_and_attempt)
@@ -54,15 +61,125 @@ Test(standby, env_drops_the_rank_and_attempt)
         "DDPLAUNCH_PYTHONPATH=+/a", "PYTHONPATH=/run/python:/a", "OMP_NUM_THREADS=1", "NCCL_DEBUG=WARN",
         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/r/0/fr_", "RANKING=keep", NULL});
     struct ddp_strv out = {0};
-    ddp_standby_env(&env, &out);
-    const char *want[] = {"PATH=/usr/bin",     "DDPLAUNCH_PYTHONPATH=+/a", "PYTHONPATH=/run/python:/a",
-                          "OMP_NUM_THREADS=1", "NCCL_DEBUG=WARN",          "RANKING=keep"};
+    ddp_standby_env(&env, NULL, &out);
+    const char *want[] = {"PATH=/usr/bin", "DDPLAUNCH_PYTHONPATH=+/a", "OMP_NUM_THREADS=1", "NCCL_DEBUG=WARN",
+                          "RANKING=keep",  "PYTHONPATH=/run/python:/a"};
     cr_assert_eq(out.n, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < out.n; i++)
         cr_assert_str_eq(out.v[i], want[i]);
     cr_assert_null(out.v[out.n]);
+    /* the launcher's directory: kept first where the workers sample, else put first; the hold asked for */
+    ddp_standby_env(&env, "/run/python", &out);
+    cr_assert_str_eq(out.v[out.n - 2], "PYTHONPATH=/run/python:/a");
+    cr_assert_str_eq(out.v[out.n - 1], "DDPLAUNCH_STANDBY=1");
+    ddp_standby_env(&env, "/run/py", &out);
+    cr_assert_str_eq(out.v[out.n - 2], "PYTHONPATH=/run/py:/run/python:/a");
+    struct ddp_strv none = argv_of((const char *const[]){"PATH=/usr/bin", "=odd", NULL});
+    ddp_standby_env(&none, "/run/py", &out);
+    cr_assert_eq(out.n, 4);
+    cr_assert_str_eq(out.v[1], "=odd");
+    cr_assert_str_eq(out.v[2], "PYTHONPATH=/run/py");
+    ddp_strv_clear(&none);
     ddp_strv_clear(&env);
     ddp_strv_clear(&out);
+}
+
+/* issue 52: what python runs otherwise than source text is refused (the rank starts cold) */
+Test(standby, refuse_what_python_runs_otherwise)
+{
+    char dir[] = "/tmp/ddp_test_standby_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[256];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/t.py", dir);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fputs("print(1)\n", f);
+    fclose(f);
+    cr_assert_null(ddp_standby_refuse(dir, "t.py"));
+    cr_assert_null(ddp_standby_refuse(NULL, path));
+    cr_assert_not_null(ddp_standby_refuse(dir, "."));
+    cr_assert_not_null(ddp_standby_refuse(dir, "missing.py"));
+    cr_assert_not_null(ddp_standby_refuse(dir, "t.pyc"));
+    snprintf(path, sizeof path, "%s/app.pyz", dir);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fputs("#!/usr/bin/env python3\nPK\003\004....", f);
+    fwrite("PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 1, 22, f);
+    fclose(f);
+    cr_assert_str_eq(ddp_standby_refuse(dir, "app.pyz"), "a zip archive (zipapp)");
+    snprintf(path, sizeof path, "%s/compiled", dir);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fwrite("\x6f\x0d\r\n\0\0\0\0", 1, 8, f);
+    fclose(f);
+    cr_assert_str_eq(ddp_standby_refuse(dir, "compiled"), "a compiled file (.pyc)");
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* issue 52: the memory rule counts the cgroup's limit (v2 and v1, every level up) and Slurm's allocation */
+Test(standby, memory_room)
+{
+    char dir[] = "/tmp/ddp_test_sbmem_XXXXXX", p[512];
+    cr_assert_not_null(mkdtemp(dir));
+    struct {
+        const char *file, *text;
+    } files[] = {{"cg2", "0::/job/leaf\n"},
+                 {"cg1", "5:cpu,cpuacct:/x\n4:memory:/job/leaf\n"},
+                 {"root/job/memory.max", "1073741824\n"},
+                 {"root/job/memory.current", "805306368\n"},
+                 {"root/job/leaf/memory.max", "max\n"},
+                 {"root/job/leaf/memory.current", "1\n"},
+                 {"root/memory/job/memory.limit_in_bytes", "9223372036854771712\n"},
+                 {"root/memory/job/memory.usage_in_bytes", "5\n"},
+                 {"root/memory/job/leaf/memory.limit_in_bytes", "2097152\n"},
+                 {"root/memory/job/leaf/memory.usage_in_bytes", "1048576\n"}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char cmd[700];
+        snprintf(p, sizeof p, "%s/%s", dir, files[i].file);
+        snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", p);
+        cr_assert_eq(system(cmd), 0);
+        FILE *f = fopen(p, "w");
+        cr_assert_not_null(f);
+        fputs(files[i].text, f);
+        fclose(f);
+    }
+    char cg[512], root[512];
+    snprintf(cg, sizeof cg, "%s/cg2", dir);
+    snprintf(root, sizeof root, "%s/root", dir);
+    cr_assert_eq(ddp_standby_cgroup_room_kib(cg, root), 256 * 1024); /* 1 GiB - 768 MiB, a level up */
+    snprintf(cg, sizeof cg, "%s/cg1", dir);
+    cr_assert_eq(ddp_standby_cgroup_room_kib(cg, root), 1024);
+    snprintf(cg, sizeof cg, "%s/none", dir);
+    cr_assert_eq(ddp_standby_cgroup_room_kib(cg, root), -1);
+    const char *which;
+    struct ddp_standby_mem m = {.avail_kib = 8 << 20, .cgroup_room_kib = -1, .slurm_kib = -1, .tree_kib = -1};
+    cr_assert_eq(ddp_standby_mem_room(&m, &which), 8 << 20);
+    cr_assert_str_eq(which, "MemAvailable");
+    m.cgroup_room_kib = 1 << 20;
+    cr_assert_eq(ddp_standby_mem_room(&m, &which), 1 << 20);
+    cr_assert_str_eq(which, "the job's cgroup memory.max leaves");
+    m.slurm_kib = 2 << 20;
+    m.tree_kib = (2 << 20) - 1000;
+    cr_assert_eq(ddp_standby_mem_room(&m, &which), 1000);
+    cr_assert_str_eq(which, "Slurm's allocation leaves");
+    /* Slurm's allocation, per node or per CPU, and the launcher's own tree (this test: its resident memory) */
+    setenv("SLURM_MEM_PER_NODE", "1000", 1);
+    ddp_standby_mem_read(&m);
+    cr_assert_eq(m.slurm_kib, 1000 * 1024);
+    cr_assert_gt(m.tree_kib, 0);
+    unsetenv("SLURM_MEM_PER_NODE");
+    setenv("SLURM_MEM_PER_CPU", "100", 1);
+    setenv("SLURM_CPUS_ON_NODE", "8", 1);
+    ddp_standby_mem_read(&m);
+    cr_assert_eq(m.slurm_kib, 800 * 1024);
+    unsetenv("SLURM_MEM_PER_CPU");
+    unsetenv("SLURM_CPUS_ON_NODE");
+    ddp_standby_mem_read(&m);
+    cr_assert_eq(m.slurm_kib, -1);
+    cr_assert_eq(m.tree_kib, -1);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 Test(standby, estimate)
@@ -82,7 +199,7 @@ Test(standby, message_fields)
     w.argv = argv_of((const char *const[]){"python3", "-u", "-m", "pkg.main", "a b", "", NULL});
     w.envp = argv_of((const char *const[]){"RANK=1", "X=y=z", NULL});
     struct ddp_buf b = {0};
-    ddp_standby_message(&w, 2, true, "/work", NULL, &b);
+    ddp_standby_message(&w, 2, true, "/work", false, &b);
     cr_assert_geq(b.len, 8);
     char head[9];
     memcpy(head, b.data, 8);
