@@ -173,7 +173,8 @@ void ddp_rankstate_classify(const struct ddp_rankstate_sample *a, const struct d
     }
     bool io_busy = v->read_Bps >= DDP_RANKSTATE_BUSY_IO || v->write_Bps >= DDP_RANKSTATE_BUSY_IO;
     bool io_idle = v->read_Bps < DDP_RANKSTATE_IDLE_IO && v->write_Bps < DDP_RANKSTATE_IDLE_IO;
-    if (v->cpu_pct >= DDP_RANKSTATE_BUSY_CPU || io_busy) {
+    bool runs = v->cpu_pct >= DDP_RANKSTATE_IDLE_CPU && a->nrunning > 0 && b->nrunning > 0; /* a shared CPU */
+    if (v->cpu_pct >= DDP_RANKSTATE_BUSY_CPU || io_busy || runs) {
         v->state = DDP_RANKSTATE_BUSY;
         busy_words(v);
     } else if (v->cpu_pct < DDP_RANKSTATE_IDLE_CPU && io_idle && v->switches_ps < DDP_RANKSTATE_POLL_SWITCHES) {

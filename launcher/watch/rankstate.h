@@ -66,7 +66,8 @@ struct ddp_rankstate_verdict {
 /* Judge a rank from two readings (a before b) and the evidence. Rules, first that applies: in a GPU sync: a
  * culprit is STUCK (its GPU work never finishes; the CPU a synchronize spins with is no work), another rank
  * WAITING; in a collective: WAITING, whatever its CPU; either reading missing or the window under
- * DDP_RANKSTATE_MIN_WINDOW_MS: UNKNOWN; CPU at least BUSY_CPU or I/O at least BUSY_IO: BUSY; CPU under IDLE_CPU,
+ * DDP_RANKSTATE_MIN_WINDOW_MS: UNKNOWN; CPU at least BUSY_CPU, I/O at least BUSY_IO, or CPU at least IDLE_CPU
+ * with a thread runnable (R) at both readings (a CPU shared with others): BUSY; CPU under IDLE_CPU,
  * I/O under IDLE_IO and the main thread not polling (fewer than POLL_SWITCHES wake-ups a second): STUCK (also in
  * state D); else UNKNOWN (weak). words says it for a person. Pure. */
 void ddp_rankstate_classify(const struct ddp_rankstate_sample *a, const struct ddp_rankstate_sample *b,
