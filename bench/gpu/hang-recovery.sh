@@ -24,7 +24,7 @@ for i in $(seq 1 "$runs"); do
     mkdir -p "$out/ddplaunch-$i" "$out/torchrun-$i"
     (cd "$out/ddplaunch-$i" && timeout 500 "$ddp" --nproc-per-node 3 --set gpus.select=none --max-restarts 1 \
         --log-dir log "$w" >out.txt 2>err.txt; echo $? >rc) &
-    (cd "$out/torchrun-$i" && timeout 500 torchrun --nproc-per-node 3 --max-restarts 1 --master-port $((29610 + i)) \
+    (cd "$out/torchrun-$i" && timeout 500 torchrun --nproc_per_node 3 --max_restarts 1 --master_port $((29610 + i)) \
         "$w" >out.txt 2>err.txt; echo $? >rc) &
 done
 wait
