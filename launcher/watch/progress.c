@@ -395,25 +395,6 @@ static void judge_verdict(struct ddp_progress *w, long long now, struct judged *
         ddp_buf_puts(&j->desc, j->v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
 }
 
-/* Is the rank's innermost frame, or its program's, a GPU sync ("x.py:3 in synchronize")? */
-static bool in_gpu_wait(const struct ddp_hang_view *v)
-{
-    char first[DDP_HANG_FRAME];
-    const char *frames[2] = {v->frame, first}, *in;
-    ddp_text_copy(first, sizeof(first), v->top);
-    first[strcspn(first, "<")] = '\0';
-    for (size_t f = 0; f < 2; f++) {
-        char fn[DDP_HANG_FRAME];
-        if (!(in = strstr(frames[f], " in ")))
-            continue;
-        ddp_text_copy(fn, sizeof(fn), in + 4);
-        fn[strcspn(fn, " ")] = '\0';
-        if (ddp_rankstate_gpu_wait_frame(fn, frames[f]))
-            return true;
-    }
-    return false;
-}
-
 /* Each running rank's state from /proc and its evidence, and the job's: BUSY when a rank outside every collective
  * works (or worked earlier in this quiet spell and is not stuck now), STUCK when every culprit is stuck and the
  * verdict is of medium or high confidence, else WEAK. */
@@ -428,7 +409,7 @@ static enum ddp_suspect_state judge_states(struct ddp_progress *w, struct judged
             continue;
         struct ddp_rankstate_evidence ev = {.in_collective = (k->has_view && k->view.op[0]) ||
                                                              (j->fr_verdict && !j->culprit[i] && k->fr),
-                                            .in_gpu_wait = k->has_view && in_gpu_wait(&k->view),
+                                            .in_gpu_wait = k->has_view && ddp_rankstate_view_in_gpu_wait(&k->view),
                                             .culprit = j->culprit[i]};
         ddp_rankstate_classify(&k->proc_base, &k->proc_last, &ev, &k->state);
         if (k->state.state == DDP_RANKSTATE_BUSY)
@@ -505,11 +486,6 @@ static void judged_free(struct judged *j)
     ddp_buf_free(&j->words);
 }
 
-static const char *state_name(enum ddp_suspect_state st)
-{
-    return st == DDP_SUSPECT_STUCK ? "stuck" : st == DDP_SUSPECT_BUSY ? "busy" : "weak";
-}
-
 /* Each running rank's state for the suspect event: {rank: {"state", "words"}}. */
 static json_t *states_json(const struct ddp_progress *w)
 {
@@ -555,7 +531,7 @@ static void say_suspect(struct ddp_progress *w, struct judged *j, long long quie
                          "confidence", ddp_hang_confidence_name(j->v.confidence), "culprits", j->culprits, "collective",
                          j->v.op[0] ? j->v.op : NULL, "why", j->v.why, "mismatch", j->v.mismatch, "action",
                          on_suspect_name(mode), "flight_recorder", fr, "recorder", j->recorder, "reached", j->reached);
-    json_object_set_new(ev, "state", json_string(state_name(j->st)));
+    json_object_set_new(ev, "state", json_string(ddp_suspect_state_name(j->st)));
     json_object_set_new(ev, "state_text", ddp_jsonlog_text(j->words.data ? j->words.data : ""));
     json_object_set_new(ev, "states", states_json(w));
     ddp_jsonlog_event(w->rec, "suspect", ev);
@@ -588,7 +564,7 @@ static void recovery_mark(struct ddp_progress *w, const struct judged *j, long l
         r->began_ms = began;
         r->named_ms = now;
     }
-    ddp_text_copy(r->state, sizeof(r->state), state_name(j->st));
+    ddp_text_copy(r->state, sizeof(r->state), ddp_suspect_state_name(j->st));
     ddp_text_copy(r->text, sizeof(r->text), j->words.data ? j->words.data : "");
     if (stop)
         r->stopped_ms = now;

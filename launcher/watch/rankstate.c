@@ -199,6 +199,25 @@ bool ddp_rankstate_gpu_wait_frame(const char *func, const char *file)
     return false;
 }
 
+/* Is the rank's innermost frame, or its program's, a GPU sync ("x.py:3 in synchronize")? */
+bool ddp_rankstate_view_in_gpu_wait(const struct ddp_hang_view *v)
+{
+    char first[DDP_HANG_FRAME];
+    const char *frames[2] = {v->frame, first}, *in;
+    ddp_text_copy(first, sizeof(first), v->top);
+    first[strcspn(first, "<")] = '\0';
+    for (size_t f = 0; f < 2; f++) {
+        char fn[DDP_HANG_FRAME];
+        if (!(in = strstr(frames[f], " in ")))
+            continue;
+        ddp_text_copy(fn, sizeof(fn), in + 4);
+        fn[strcspn(fn, " ")] = '\0';
+        if (ddp_rankstate_gpu_wait_frame(fn, frames[f]))
+            return true;
+    }
+    return false;
+}
+
 const char *ddp_rankstate_name(enum ddp_rankstate s)
 {
     static const char *const names[] = {"unknown", "stuck", "busy", "waiting"};

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "watch/hang.h"
+
 /* One reading of a process. */
 struct ddp_rankstate_sample {
     bool ok;                           /* read at all (the process existed and /proc was readable) */
@@ -77,6 +79,9 @@ void ddp_rankstate_classify(const struct ddp_rankstate_sample *a, const struct d
  * event's or a stream's wait)? func is the frame's function name, file its file name
  * (may be NULL). Pure. */
 bool ddp_rankstate_gpu_wait_frame(const char *func, const char *file);
+
+/* Is a stack's innermost frame, or its program's innermost, a GPU sync (ddp_rankstate_gpu_wait_frame)? Pure. */
+bool ddp_rankstate_view_in_gpu_wait(const struct ddp_hang_view *v);
 
 const char *ddp_rankstate_name(enum ddp_rankstate s); /* "unknown", "stuck", "busy", "waiting" */
 

@@ -90,3 +90,8 @@ long long ddp_suspect_confirm_ms(long long floor_ms, long long sample_interval_m
     long long ms = 2 * sample_interval_ms > floor_ms / 2 ? 2 * sample_interval_ms : floor_ms / 2;
     return ms < 30000 ? ms : 30000;
 }
+
+const char *ddp_suspect_state_name(enum ddp_suspect_state st)
+{
+    return st == DDP_SUSPECT_STUCK ? "stuck" : st == DDP_SUSPECT_BUSY ? "busy" : "weak";
+}

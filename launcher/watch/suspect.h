@@ -88,6 +88,8 @@ enum ddp_suspect_action {
     DDP_SUSPECT_END,   /* stop it and end the job with the evidence (busy_limit passed) */
 };
 
+const char *ddp_suspect_state_name(enum ddp_suspect_state st); /* "weak", "stuck", "busy" */
+
 typedef enum ddp_suspect_action ddp_suspect_decide_fn(const struct ddp_suspect_facts *f);
 
 /* How long auto waits, once the culprits are judged stuck, before it stops them: twice the sample interval, at

@@ -107,3 +107,15 @@ Test(rankstate, gpu_wait_frames)
     cr_expect(!ddp_rankstate_gpu_wait_frame(NULL, NULL));
     cr_expect_str_eq(ddp_rankstate_name(DDP_RANKSTATE_BUSY), "busy");
 }
+
+Test(rankstate, view_in_gpu_wait)
+{
+    struct ddp_hang_view v = {.nframes = 2};
+    snprintf(v.frame, sizeof(v.frame), "train.py:40 in step");
+    snprintf(v.top, sizeof(v.top), "__init__.py:801 in synchronize < train.py:40 in step");
+    cr_expect(ddp_rankstate_view_in_gpu_wait(&v), "torch.cuda.synchronize innermost");
+    snprintf(v.top, sizeof(v.top), "train.py:40 in step");
+    cr_expect(!ddp_rankstate_view_in_gpu_wait(&v));
+    snprintf(v.frame, sizeof(v.frame), "states_worker.py:12 in synchronize");
+    cr_expect(ddp_rankstate_view_in_gpu_wait(&v), "the program's own innermost frame");
+}
