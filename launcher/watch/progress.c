@@ -519,7 +519,8 @@ static void say_suspect(struct ddp_progress *w, struct judged *j, long long quie
              j->desc.data, quiet / 1000, ddp_suspect_limit(&w->sus) / 1000, j->v.why, j->words.len ? "; " : "",
              j->words.len ? j->words.data : "", follows);
     free(follows);
-    ras_ask(w);
+    if (!w->said_hang || now - w->warned_ms >= REPEAT_MS) /* not again for the line that says it is now stuck */
+        ras_ask(w);
     json_t *fr = w->fr_asked ? json_array() : dump_flight_recorders(w);
     w->fr_asked = true;
     if (json_array_size(fr))
