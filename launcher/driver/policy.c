@@ -91,6 +91,7 @@ static struct ddp_policy_action run_node_failed(struct ddp_policy *p, const stru
 /* A timeout stops the attempt; with a capture, the workers' stacks first (TERM_ALL comes at CAPTURE_DONE). */
 static struct ddp_policy_action run_timeout(struct ddp_policy *p, const struct ddp_policy_event_data *ev)
 {
+    p->final_timeout = ev->final;
     return stop_with(p, DDP_STOP_TIMEOUT, ev->capture ? DDP_ACT_CAPTURE : DDP_ACT_TERM_ALL);
 }
 
@@ -256,6 +257,11 @@ static struct ddp_policy_action stop_all_finished(struct ddp_policy *p, const st
     case DDP_STOP_TIMEOUT:
         if (p->no_restart)
             return exit_with(p, DDP_EXIT_TIMEOUT);
+        if (p->final_timeout) {
+            a = exit_with(p, DDP_EXIT_TIMEOUT);
+            snprintf(a.why, sizeof(a.why), "a rank worked alone past [timeout] busy_limit: not restarting");
+            return a;
+        }
         if (p->spec->on_timeout == DDP_ONTIMEOUT_FAIL) {
             a = exit_with(p, DDP_EXIT_TIMEOUT);
             snprintf(a.why, sizeof(a.why), "on_timeout = fail: exiting");
@@ -384,6 +390,46 @@ int ddp_policy_exit_status(bool launcher_failed, int status)
 bool ddp_policy_status_is_timeout(int status)
 {
     return status == DDP_EXIT_TIMEOUT;
+}
+
+/* ---------------------------------------------------------------- suspected hangs */
+
+typedef enum ddp_suspect_action suspect_fn(const struct ddp_suspect_facts *f);
+
+static enum ddp_suspect_action say(const struct ddp_suspect_facts *f)
+{
+    (void)f;
+    return DDP_SUSPECT_SAY;
+}
+
+static enum ddp_suspect_action say_then_stop(const struct ddp_suspect_facts *f)
+{
+    return f->quiet_ms >= f->after_ms ? DDP_SUSPECT_STOP : DDP_SUSPECT_SAY;
+}
+
+static enum ddp_suspect_action stop_when_confirmed(const struct ddp_suspect_facts *f)
+{
+    return f->stuck_ms >= f->confirm_ms ? DDP_SUSPECT_STOP : DDP_SUSPECT_SAY;
+}
+
+static enum ddp_suspect_action alone_until_limit(const struct ddp_suspect_facts *f)
+{
+    return f->busy_limit_ms > 0 && f->busy_ms >= f->busy_limit_ms ? DDP_SUSPECT_END : DDP_SUSPECT_ALONE;
+}
+
+/* Rows: on_suspect (warn, restart, downsize, auto); columns: weak, stuck, busy. */
+static suspect_fn *const suspect_table[4][3] = {
+    [DDP_ONSUSPECT_WARN] = {say, say, alone_until_limit},
+    [DDP_ONSUSPECT_RESTART] = {say_then_stop, say_then_stop, alone_until_limit},
+    [DDP_ONSUSPECT_DOWNSIZE] = {say_then_stop, say_then_stop, alone_until_limit},
+    [DDP_ONSUSPECT_AUTO] = {say, stop_when_confirmed, alone_until_limit},
+};
+
+enum ddp_suspect_action ddp_policy_suspect(const struct ddp_suspect_facts *f)
+{
+    if ((unsigned)f->on_suspect >= 4 || (unsigned)f->state >= 3)
+        return DDP_SUSPECT_SAY;
+    return suspect_table[f->on_suspect][f->state](f);
 }
 
 int ddp_policy_local_status(const struct ddp_policy *p, int exit_status)

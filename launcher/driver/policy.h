@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "spec/spec.h"
+#include "watch/suspect.h"
 
 /* States of one launch (all attempts on this node).
  *   RUNNING   workers of the current attempt run; nothing went wrong yet
@@ -20,8 +21,10 @@ enum ddp_policy_state { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_
  *   WORKER_FAILED  a worker exited non-zero or by a signal (status = exit code or 128+N; fatal = cannot start,
  *                  retrying is pointless: exec failure or strict binding failure; recorders = it failed with a
  *                  collective error and the others' flight recorders can be asked first: atfail.h)
- *   TIMEOUT        hang detected (heartbeat/output stall, init, wall, collective timeout in the output);
- *                  capture = the ranks' stacks can be captured first (capture.h)
+ *   TIMEOUT        hang detected (heartbeat/output stall, init, wall, collective timeout in the output, a
+ *                  suspected hang whose culprit is stuck); capture = the ranks' stacks can be captured first
+ *                  (capture.h); final = the job ends after this attempt whatever restarts are left (a rank
+ *                  worked alone past [timeout] busy_limit: restarting would repeat it)
  *   SIGNAL         the launcher got signal `signo` (SIGINT/TERM/HUP/QUIT stop the job; others are forwarded)
  *   ALL_FINISHED   every worker of the attempt exited and its pipes reached EOF
  *   GRACE_EXPIRED  shutdown_timeout passed since the workers were told to stop (or, in RUNNING, since every
@@ -74,6 +77,7 @@ struct ddp_policy_event_data {
     int gpus_left;   /* GPUS_LEFT: the GPUs the restart may use */
     const char *why; /* GPUS_UNCHECKED, GPUS_LEFT with none left: one line */
     const struct ddp_policy_action *pending; /* GPUS_UNCHECKED, GPUS_LEFT: the restart's action waiting for it */
+    bool final;      /* TIMEOUT: no restart after it (busy_limit) */
 };
 
 /* Actions, a bit set: what the supervisor must do now, in this order. */
@@ -115,6 +119,7 @@ struct ddp_policy {
     bool stop_fatal;
     int stop_signo;              /* signal that stopped the job */
     bool no_restart;             /* a signal came: never start another attempt */
+    bool final_timeout;          /* the timeout that stops the attempt ends the job (TIMEOUT's final) */
     const struct ddp_spec *spec; /* [restart]: max_restarts, backoff, on_failure, on_timeout, downsize_*;
                                     not owned, outlives the policy */
 };
@@ -145,6 +150,13 @@ int ddp_policy_local_status(const struct ddp_policy *p, int exit_status);
 int ddp_policy_exit_status(bool launcher_failed, int status);
 /* Whether a node's status says its part of the attempt timed out (124: NODE_FAILED is then fed as a timeout). */
 bool ddp_policy_status_is_timeout(int status);
+/* What a suspected hang does (the live watch asks each time it judges one; suspect.h): one row per [timeout]
+ * on_suspect, one column per state (weak, stuck, busy).
+ *   warn:             say it; a rank working alone gets its line, and ends the job at busy_limit
+ *   restart/downsize: say it, stop once it lasted on_suspect_after; busy as for warn
+ *   auto:             weak: say it; stuck: stop once the culprits stayed stuck confirm_ms; busy as for warn
+ * A stop restarts as [restart] max_restarts allows (TIMEOUT); an end stops with TIMEOUT's final. Pure. */
+enum ddp_suspect_action ddp_policy_suspect(const struct ddp_suspect_facts *f);
 
 const char *ddp_pstate_name(enum ddp_policy_state s);
 const char *ddp_pevent_name(enum ddp_policy_event e);

@@ -667,7 +667,8 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
     ddp_records_root(s->rec, t->k, t->why, t->cls);
     ddp_records_timeout(s->rec, r->plan.attempt, t->cls, t->k, t->why);
     ddp_error("attempt %d: %s; stopping the workers", r->plan.attempt, t->why);
-    struct ddp_policy_event_data ev = {.kind = DDP_PE_TIMEOUT, .capture = ddp_watch_capture_possible(s->watch) > 0};
+    struct ddp_policy_event_data ev = {
+        .kind = DDP_PE_TIMEOUT, .capture = ddp_watch_capture_possible(s->watch) > 0, .final = t->final};
     feed(s, &ev);
 }
 
@@ -853,7 +854,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
                                     .ctx = ctx,
                                     .rn = s->rn,
                                     .rec = s->rec,
-                                    .sink = {on_timeout, s},
+                                    .sink = {on_timeout, s, ddp_policy_suspect},
                                     .decided = capture_decided,
                                     .gpu_event = on_gpu_event,
                                     .arg = s};

@@ -45,13 +45,14 @@ struct ddp_records {
     struct ended root;      /* root cause of the attempt being stopped / last failed attempt */
     struct ended *others;
     size_t nothers;
-    json_t *hang;        /* the last verdict (summary.json "hang"), or NULL */
-    json_t *mismatch;    /* what differed at a collective failure (summary.json "mismatch"), or NULL */
-    char *mismatch_text; /* the same for the console summary, or NULL */
-    json_t *stragglers;  /* every straggler named live (progress.h), for summary.json */
-    json_t *warm;        /* the attempts with ranks that started warm (standby.h): {attempt, ranks}, summary.json */
-    json_t *recorder;    /* each rank's flight recorder as last sampled (progress.h), for summary.json */
-    char *hang_text;     /* the same for the console summary, or NULL */
+    json_t *hang;                 /* the last verdict (summary.json "hang"), or NULL */
+    json_t *mismatch;             /* what differed at a collective failure (summary.json "mismatch"), or NULL */
+    char *mismatch_text;          /* the same for the console summary, or NULL */
+    json_t *stragglers;           /* every straggler named live (progress.h), for summary.json */
+    struct ddp_recovery recovery; /* the last hang named live and how it was recovered from (progress.h) */
+    json_t *warm;     /* the attempts with ranks that started warm (standby.h): {attempt, ranks}, summary.json */
+    json_t *recorder; /* each rank's flight recorder as last sampled (progress.h), for summary.json */
+    char *hang_text;  /* the same for the console summary, or NULL */
     const struct ddp_runner_attempt *unrecorded; /* its attempt_start waits for its programs' pids */
     struct ddp_logfile *stopped;                 /* record files that stopped (ddp_records_stopped), name owned */
     size_t nstopped;
@@ -202,6 +203,7 @@ struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_
     r->ranks_hi = -1;
     r->stopping = -1;
     r->stragglers = json_array();
+    r->recovery.attempt = -1;
     r->warm = json_array();
     r->ngpu = ddp_topo_ngpus(ctx->topo);
     r->left_out = json_array();
@@ -627,6 +629,24 @@ json_t *ddp_records_stragglers(struct ddp_records *r)
     return r->stragglers;
 }
 
+struct ddp_recovery *ddp_records_recovery(struct ddp_records *r)
+{
+    return &r->recovery;
+}
+
+/* summary.json's "recovery": each step's time after the hang began; null where none was named. */
+static json_t *recovery_json(const struct ddp_recovery *v)
+{
+    if (v->attempt < 0 || !v->began_ms)
+        return json_null();
+    const long long at[] = {v->named_ms, v->stopped_ms, v->restarted_ms, v->training_ms};
+    const char *const key[] = {"named_after_ms", "stopped_after_ms", "restarted_after_ms", "training_after_ms"};
+    json_t *j = ddp_jsonlog_pack("{s:i, s:s, s:s}", "attempt", v->attempt, "state", v->state, "text", v->text);
+    for (size_t i = 0; i < 4; i++)
+        json_object_set_new(j, key[i], at[i] ? json_integer(at[i] - v->began_ms) : json_null());
+    return j;
+}
+
 json_t *ddp_records_recorder(struct ddp_records *r)
 {
     return r->recorder;
@@ -652,6 +672,11 @@ void ddp_records_hang(struct ddp_records *r, json_t *hang, char *text)
 {
     json_decref(r->hang);
     r->hang = hang;
+    if (hang && r->recovery.attempt >= 0 && r->recovery.state[0] &&
+        json_integer_value(json_object_get(hang, "attempt")) == r->recovery.attempt) {
+        json_object_set_new(hang, "state", json_string(r->recovery.state));
+        json_object_set_new(hang, "state_text", ddp_jsonlog_text(r->recovery.text));
+    }
     ddp_jsonlog_event(r->rec, "hang", json_deep_copy(r->hang));
     free(r->hang_text);
     r->hang_text = text;
@@ -789,6 +814,8 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
                           ddp_jsonlog_pack("{s:i, s:i, s:s, s:s}", "attempt", r->root.attempt, "rank", r->root.rank,
                                            "text", r->root.cause, "class",
                                            r->root.class_name ? r->root.class_name : ""));
+    if (r->recovery.attempt >= 0 && r->recovery.began_ms) /* `ddplaunch report`: "hang -> training again in N s" */
+        ddp_jsonlog_event(r->rec, "recovery", recovery_json(&r->recovery));
     ddp_jsonlog_event(r->rec, "job_end",
                       ddp_jsonlog_pack("{s:i, s:s, s:i, s:I}", "exit_status", status, "result", result, "attempts",
                                        r->nattempts, "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms)));
@@ -813,6 +840,7 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());
     json_object_set(sum, "mismatch", r->mismatch ? r->mismatch : json_null());
     json_object_set_new(sum, "stragglers", json_deep_copy(r->stragglers));
+    json_object_set_new(sum, "recovery", recovery_json(&r->recovery));
     json_object_set_new(sum, "gpus_left_out", json_deep_copy(r->left_out));
     json_object_set_new(sum, "warm_starts", json_deep_copy(r->warm));
     json_object_set_new(sum, "flight_recorder",

@@ -29,6 +29,23 @@ json_t *ddp_records_stragglers(struct ddp_records *r);
 /* The JSON object of summary.json's "flight_recorder" (progress.h fills it; borrowed). */
 json_t *ddp_records_recorder(struct ddp_records *r);
 
+/* How the last hang the live watch named was recovered from (progress.h fills it; times monotonic ms, 0 = not
+ * reached): summary.json's "recovery" and a `recovery` event at the job's end, which `ddplaunch report` prints as
+ * "hang -> training again in N s". The state it judged goes into the hang verdict of the same attempt
+ * (summary.json's hang.state). Borrowed. */
+struct ddp_recovery {
+    int attempt;               /* the attempt that hung, -1 none */
+    long long began_ms;        /* the last progress before the hang */
+    long long named_ms;        /* the hang was named (the suspected hang's line) */
+    long long stopped_ms;      /* the attempt was stopped for it */
+    long long restarted_ms;    /* the next attempt started */
+    long long training_ms;     /* that attempt made progress: its first recorder move, else its first output */
+    bool training_provisional; /* training_ms is an output line's: a recorder move replaces it */
+    char state[16];            /* "stuck", "busy", "weak" */
+    char text[512];            /* the state in words */
+};
+struct ddp_recovery *ddp_records_recovery(struct ddp_records *r);
+
 /* One event line (fields: taken; NULL = none). */
 void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
 

@@ -157,7 +157,8 @@ static void mark_hang(struct ddp_timeline *t, const json_t *e, int attempt, doub
     size_t j;
     const json_t *c;
     struct tl_mark *m = add_mark(t, attempt, at, "hang");
-    snprintf(m->text, sizeof(m->text), "verdict (%s confidence): %s", jstr(e, "confidence"), jstr(e, "why"));
+    snprintf(m->text, sizeof(m->text), "verdict (%s confidence): %s%s%s", jstr(e, "confidence"),
+             *jstr(e, "state_text") ? jstr(e, "state_text") : "", *jstr(e, "state_text") ? "; " : "", jstr(e, "why"));
     json_array_foreach(json_object_get(e, "culprits"), j, c)
     {
         for (size_t i = 0; i < t->nr; i++) /* the culprit is the root cause */
@@ -198,8 +199,9 @@ static void mark_suspect(struct ddp_timeline *t, const json_t *e, int attempt, d
     size_t j, len = 0;
     const json_t *c;
     struct tl_mark *m = add_mark(t, attempt, at, "suspect");
-    len += (size_t)snprintf(m->text, sizeof(m->text), "suspected hang after %llds without progress",
-                            (long long)json_integer_value(json_object_get(e, "quiet_ms")) / 1000);
+    len += (size_t)snprintf(m->text, sizeof(m->text), "suspected hang after %llds without progress%s%s",
+                            (long long)json_integer_value(json_object_get(e, "quiet_ms")) / 1000,
+                            *jstr(e, "state_text") ? ": " : "", jstr(e, "state_text"));
     json_array_foreach(json_object_get(e, "culprits"), j, c) if (len < sizeof(m->text)) len += (size_t)snprintf(
         m->text + len, sizeof(m->text) - len, "%s rank %d at %s", j ? ";" : ":", jint(c, "rank", -1), jstr(c, "frame"));
     const json_t *fr = json_object_get(e, "recorder"), *reached = json_object_get(e, "reached"), *groups;
@@ -234,6 +236,31 @@ static void mark_straggler(struct ddp_timeline *t, const json_t *e, int attempt,
              100 * share, jstr(e, "frame")[0] ? ", at " : "", jstr(e, "frame"));
     if (r)
         r->straggler = share;
+}
+
+/* recovery: how long from the hang's beginning until the job trained again, and each step between. */
+static void mark_recovery(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    struct tl_mark *m = add_mark(t, attempt, at, "recovery");
+    const json_t *named = json_object_get(e, "named_after_ms"), *stopped = json_object_get(e, "stopped_after_ms"),
+                 *training = json_object_get(e, "training_after_ms");
+    size_t len = 0;
+    if (json_is_integer(training))
+        len = (size_t)snprintf(m->text, sizeof(m->text), "hang -> training again in %.0f s",
+                               (double)json_integer_value(training) / 1000.0);
+    else
+        len = (size_t)snprintf(m->text, sizeof(m->text), "hang of attempt %d: not training again",
+                               jint(e, "attempt", -1));
+    if (json_is_integer(named) && len < sizeof(m->text))
+        len += (size_t)snprintf(m->text + len, sizeof(m->text) - len, " (named after %.0f s",
+                                (double)json_integer_value(named) / 1000.0);
+    if (json_is_integer(named) && json_is_integer(stopped) && len < sizeof(m->text))
+        len += (size_t)snprintf(m->text + len, sizeof(m->text) - len, ", stopped after %.0f s",
+                                (double)json_integer_value(stopped) / 1000.0);
+    if (json_is_integer(named) && len < sizeof(m->text))
+        len += (size_t)snprintf(m->text + len, sizeof(m->text) - len, ")");
+    if (*jstr(e, "text") && len < sizeof(m->text))
+        snprintf(m->text + len, sizeof(m->text) - len, ": %s", jstr(e, "text"));
 }
 
 /* The texts of t came from others (job names, frames, verdicts naming recorder strings) and were cut to their
@@ -313,6 +340,10 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
                      (long long)json_integer_value(json_object_get(e, "quiet_ms")) / 1000);
         } else if (strcmp(ev, "stragglers") == 0) {
             mark_straggler(t, e, attempt, at);
+        } else if (strcmp(ev, "recovery") == 0) {
+            mark_recovery(t, e, attempt, at);
+        } else if (strcmp(ev, "works_alone") == 0) {
+            snprintf(add_mark(t, attempt, at, "works alone")->text, sizeof(t->m[0].text), "%s", jstr(e, "text"));
         } else if (strcmp(ev, "decision") == 0) {
             struct tl_mark *m = add_mark(t, attempt, at, "decision");
             if (json_is_integer(json_object_get(e, "root_rank")))

@@ -91,7 +91,9 @@ void ddp_cli_help_cmd(FILE *f, enum ddp_cmd cmd)
     fputs("\n"
           "Launch and supervise a PyTorch distributed job: pick same-NUMA GPUs and a free\n"
           "port, bind workers to their GPU's NUMA node, forward output and signals, detect\n"
-          "failures and hangs, restart or downsize.\n"
+          "failures and hangs, restart or downsize. A hang whose rank is stuck (no CPU, no\n"
+          "I/O) is stopped by default ([timeout] on_suspect = auto); a rank working alone\n"
+          "is not.\n"
           "\n"
           "Options (torchrun's flags; --dash-form and --underscore_form both work, and so\n"
           "does a prefix that names one option, as --nproc):\n",

@@ -23,7 +23,7 @@ static const char *const membind_names[] = {"local", "interleave", "none", NULL}
 static const char *const on_failure_names[] = {"restart", "fail", NULL};
 static const char *const on_timeout_names[] = {"restart", "downsize", "fail", NULL};
 static const char *const heartbeat_names[] = {"file", "output", "none", NULL};
-static const char *const on_suspect_names[] = {"warn", "restart", "downsize", NULL};
+static const char *const on_suspect_names[] = {"warn", "restart", "downsize", "auto", NULL};
 static const char *const tristate_names[] = {"auto", "yes", "no", NULL};
 
 const char *const ddp_spec_sections[] = {"job", "gpus", "numa", "restart", "timeout", "nccl", "env", "slurm", NULL};
@@ -163,10 +163,13 @@ const struct ddp_key ddp_spec_keys[] = {
       "a hang is suspected after no progress for max(this, 3 x the longest gap seen)" },
     { "timeout", "suspect_setup", DDP_T_DURATION, OFF(suspect_setup_ms), "45s", NULL, 0, 0,
       "no hang is suspected in an attempt's first this long" },
-    { "timeout", "on_suspect", DDP_T_ENUM, OFF(on_suspect), "warn", on_suspect_names, 0, 0,
-      "a suspected hang: warn (the job runs on), or restart or downsize after on_suspect_after" },
+    { "timeout", "on_suspect", DDP_T_ENUM, OFF(on_suspect), "auto", on_suspect_names, 0, 0,
+      "a suspected hang: auto (stop it when its culprit is stuck, after a short confirmation; warn when a rank is "
+      "busy or the evidence weak), warn (the job runs on), or restart or downsize after on_suspect_after" },
     { "timeout", "on_suspect_after", DDP_T_DURATION, OFF(on_suspect_after_ms), "10m", NULL, 0, 0,
       "how long a suspected hang lasts before on_suspect restarts or downsizes" },
+    { "timeout", "busy_limit", DDP_T_DURATION, OFF(busy_limit_ms), "30m", NULL, 0, 0,
+      "how long a rank may work alone while the others wait before the job ends with the evidence" },
     { "nccl", "preset", DDP_T_STR, OFF(nccl_preset), NULL, NULL, 0, 0,
       "a set of NCCL/torch variables: debug, robust or none" },
     { "slurm", "enabled", DDP_T_TRISTATE, OFF(slurm_enabled), "auto", tristate_names, 0, 0,

@@ -53,7 +53,7 @@ enum ddp_bind { DDP_BIND_NODE, DDP_BIND_SOCKET, DDP_BIND_EXCLUSIVE, DDP_BIND_COR
 enum ddp_membind { DDP_MEM_LOCAL, DDP_MEM_INTERLEAVE, DDP_MEM_NONE };
 enum ddp_on_failure { DDP_ONFAIL_RESTART, DDP_ONFAIL_FAIL };
 enum ddp_on_timeout { DDP_ONTIMEOUT_RESTART, DDP_ONTIMEOUT_DOWNSIZE, DDP_ONTIMEOUT_FAIL };
-enum ddp_on_suspect { DDP_ONSUSPECT_WARN, DDP_ONSUSPECT_RESTART, DDP_ONSUSPECT_DOWNSIZE };
+enum ddp_on_suspect { DDP_ONSUSPECT_WARN, DDP_ONSUSPECT_RESTART, DDP_ONSUSPECT_DOWNSIZE, DDP_ONSUSPECT_AUTO };
 enum ddp_heartbeat { DDP_HEARTBEAT_FILE, DDP_HEARTBEAT_OUTPUT, DDP_HEARTBEAT_NONE };
 enum ddp_tristate { DDP_AUTO, DDP_YES, DDP_NO };
 
@@ -144,6 +144,7 @@ struct ddp_spec {
     long long suspect_setup_ms;     /* no suspicion within this of an attempt's start */
     enum ddp_on_suspect on_suspect; /* what a suspected hang does */
     long long on_suspect_after_ms;  /* after how long (restart, downsize) */
+    long long busy_limit_ms;        /* a rank working alone ends the job after this (0: never) */
     /* [nccl] */
     char *nccl_preset;
     struct ddp_kvlist nccl; /* NCCL_* / TORCH_* variables, validated by nccl.c */

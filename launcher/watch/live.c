@@ -16,6 +16,7 @@ struct ddp_live {
     json_t *stragglers;
     json_t *recorder;                   /* summary.json's flight_recorder, or NULL */
     const struct ddp_fr_remote *remote; /* the other nodes' ranks' recorders (node 0), or NULL */
+    struct ddp_recovery *recovery;      /* summary.json's recovery (records.h), or NULL */
     struct ddp_timeout_sink sink;
     struct ddp_progress *progress;        /* the watched attempt's, or NULL */
     const struct ddp_runner_attempt *run; /* the watched attempt */
@@ -63,7 +64,7 @@ void ddp_live_prepare(struct ddp_live *l, const struct ddp_attempt *plan)
 }
 
 /* A suspected hang lasted [timeout] on_suspect_after (progress.h): a hang of the culprits, as a stall would be. */
-static void on_act(void *arg, const bool *culprit, const char *why)
+static void on_act(void *arg, const bool *culprit, const char *why, bool final)
 {
     struct ddp_live *l = arg;
     const struct ddp_runner_attempt *r = l->run;
@@ -80,14 +81,15 @@ static void on_act(void *arg, const bool *culprit, const char *why)
     for (size_t i = 0; i < r->nw && named < r->nw; i++) /* every rank named: nobody's GPU is to blame */
         if (culprit[i])
             gpus[ngpus++] = r->w[i].w->gpu;
-    struct ddp_timeout to = {.cls = DDP_CLASS_HANG, .k = first, .why = ddp_xstrdup(why), .gpus = gpus, .ngpus = ngpus};
+    struct ddp_timeout to = {
+        .cls = DDP_CLASS_HANG, .k = first, .why = ddp_xstrdup(why), .gpus = gpus, .ngpus = ngpus, .final = final};
     l->sink.fn(l->sink.arg, &to);
     free(gpus);
 }
 
 void ddp_live_start(struct ddp_live *l, struct ddp_runner_attempt *r, const char *(*hb)(void *arg, size_t i), void *arg)
 {
-    struct ddp_progress_hooks hooks = {l, on_act};
+    struct ddp_progress_hooks hooks = {l, on_act, l->sink.suspect};
     ddp_live_stop(l);
     if (!l->spec->timeout_sample)
         return;
@@ -107,6 +109,7 @@ void ddp_live_start(struct ddp_live *l, struct ddp_runner_attempt *r, const char
     l->progress = ddp_progress_start(l->loop, l->spec, l->host, r->plan.attempt, l->watched, r->nw, l->rec,
                                      l->stragglers, &hooks);
     ddp_progress_recorder(l->progress, l->recorder, l->remote);
+    ddp_progress_recovery(l->progress, l->recovery, ddp_now_ms());
     for (size_t i = 0; i < r->nw; i++)
         if (r->w[i].pgid > 0)
             ddp_progress_spawned(l->progress, i, r->w[i].pgid, hb(arg, i));
@@ -194,6 +197,7 @@ static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_
     s->live = ddp_live_new(cfg->loop, cfg->ctx->spec, cfg->ctx->hostname, ddp_records_record(cfg->rec),
                            ddp_records_stragglers(cfg->rec), cfg->sink);
     ddp_live_recorder(s->live, ddp_records_recorder(cfg->rec), env->remote);
+    s->live->recovery = ddp_records_recovery(cfg->rec);
     *self = s;
     return 0;
 }

@@ -96,15 +96,12 @@ static void describe(const struct ddp_fr_entry *e, bool with_op, char *dst, size
     snprintf(dst, cap, "%s%s%s", with_op ? e->op : "", with_op ? " " : "", e->shape);
 }
 
-void ddp_mismatch_decide(const struct ddp_mismatch_input *in, size_t n, bool *culprit, struct ddp_mismatch *m)
+/* The group (a group of the failed rank wins) and the first N in it where two ranks recorded different entries;
+ * NULL when there is none. */
+static const char *first_difference(const struct ddp_mismatch_input *in, size_t n, struct seen *sn, long long *seq)
 {
-    struct seen *sn = ddp_xcalloc(n ? n : 1, sizeof(*sn));
     const char *best_id = NULL;
-    long long best_seq = 0;
     bool best_has_failed = false;
-    memset(m, 0, sizeof(*m));
-    memset(culprit, 0, n * sizeof(*culprit));
-    /* every group any rank recorded, each at the first N where two ranks differ; a group of the failed rank wins */
     for (size_t i = 0; i < n; i++) {
         for (size_t gi = 0; in[i].fr && gi < in[i].fr->ngroups; gi++) {
             const struct ddp_fr_group *g = &in[i].fr->g[gi];
@@ -129,21 +126,21 @@ void ddp_mismatch_decide(const struct ddp_mismatch_input *in, size_t n, bool *cu
                         first = s;
                 }
             }
-            if (first < 0)
-                continue;
-            if (!best_id || (has_failed && !best_has_failed)) {
+            if (first >= 0 && (!best_id || (has_failed && !best_has_failed))) {
                 best_id = g->id;
-                best_seq = first;
+                *seq = first;
                 best_has_failed = has_failed;
             }
         }
     }
-    if (!best_id) {
-        free(sn);
-        return;
-    }
-    int nsides;
-    size_t k = sides_at(in, n, best_id, best_seq, sn, &nsides);
+    return best_id;
+}
+
+/* Of the k sides in sn: the one not blamed (a strict majority, else the failed rank's; -1: nobody is), the
+ * culprits marked, *ke an entry of the kept side (side 0 when none) and *ce one of another side. */
+static int blame(const struct ddp_mismatch_input *in, const struct seen *sn, size_t k, int nsides, bool *culprit,
+                 struct ddp_mismatch *m, const struct ddp_fr_entry **ke, const struct ddp_fr_entry **ce)
+{
     size_t *count = ddp_xcalloc((size_t)nsides, sizeof(*count));
     int failed_side = -1, major = 0;
     for (size_t j = 0; j < k; j++) {
@@ -157,30 +154,26 @@ void ddp_mismatch_decide(const struct ddp_mismatch_input *in, size_t n, bool *cu
     bool strict = true;
     for (int s = 0; s < nsides; s++)
         strict &= s == major || count[s] < count[major];
-    int keep = strict ? major : failed_side; /* the side that is not blamed; -1: nobody is */
-    const struct ddp_fr_entry *ke = NULL, *ce = NULL;
+    free(count);
+    int keep = strict ? major : failed_side;
+    *ke = *ce = NULL;
     for (size_t j = 0; j < k; j++) {
         if (keep >= 0 && sn[j].side != keep) {
             culprit[sn[j].i] = true;
             m->nculprits++;
         }
-        if (sn[j].side == (keep >= 0 ? keep : 0) && !ke)
-            ke = sn[j].e;
-        if (sn[j].side != (keep >= 0 ? keep : 0) && !ce)
-            ce = sn[j].e;
+        if (sn[j].side == (keep >= 0 ? keep : 0) && !*ke)
+            *ke = sn[j].e;
+        if (sn[j].side != (keep >= 0 ? keep : 0) && !*ce)
+            *ce = sn[j].e;
     }
-    m->found = true;
-    snprintf(m->group, sizeof(m->group), "%s", best_id);
-    for (size_t i = 0; i < n && !m->ranks[0]; i++) {
-        const struct ddp_fr_group *g = ddp_fr_group(in[i].fr, best_id);
-        if (g && g->ranks[0])
-            snprintf(m->ranks, sizeof(m->ranks), "%s", g->ranks);
-    }
-    m->seq = best_seq;
-    snprintf(m->op, sizeof(m->op), "%s", ke->op);
-    snprintf(m->shape, sizeof(m->shape), "%s", ke->shape);
-    snprintf(m->other_op, sizeof(m->other_op), "%s", ce->op);
-    snprintf(m->other_shape, sizeof(m->other_shape), "%s", ce->shape);
+    return keep;
+}
+
+/* m's culprits, others and why, once the sides are known. */
+static void mismatch_words(const struct ddp_mismatch_input *in, const struct seen *sn, size_t k, int nsides, int keep,
+                           const struct ddp_fr_entry *ke, const struct ddp_fr_entry *ce, struct ddp_mismatch *m)
+{
     int kside = keep >= 0 ? keep : 0, cside = -1;
     for (size_t j = 0; j < k && cside < 0; j++)
         if (sn[j].side != kside)
@@ -206,18 +199,47 @@ void ddp_mismatch_decide(const struct ddp_mismatch_input *in, size_t n, bool *cu
                    nc == 1 ? "rank" : "ranks", m->culprits, mine, no == 1 ? "rank" : "ranks", m->others, theirs);
     if (!ops_differ)
         ddp_buf_printf(&b, "%s ", ke->op);
-    ddp_buf_printf(&b, "#%lld of group %s", best_seq, best_id);
+    ddp_buf_printf(&b, "#%lld of group %s", m->seq, m->group);
     if (m->ranks[0])
         ddp_buf_printf(&b, " (ranks %s)", m->ranks);
     if (keep < 0)
         ddp_buf_puts(&b, " (no majority: the program says which side is wrong)");
     ddp_text_copy(m->why, sizeof(m->why), b.data);
     ddp_buf_free(&b);
+}
+
+void ddp_mismatch_decide(const struct ddp_mismatch_input *in, size_t n, bool *culprit, struct ddp_mismatch *m)
+{
+    struct seen *sn = ddp_xcalloc(n ? n : 1, sizeof(*sn));
+    long long best_seq = 0;
+    memset(m, 0, sizeof(*m));
+    memset(culprit, 0, n * sizeof(*culprit));
+    const char *best_id = first_difference(in, n, sn, &best_seq);
+    if (!best_id) {
+        free(sn);
+        return;
+    }
+    int nsides;
+    size_t k = sides_at(in, n, best_id, best_seq, sn, &nsides);
+    const struct ddp_fr_entry *ke, *ce;
+    int keep = blame(in, sn, k, nsides, culprit, m, &ke, &ce);
+    m->found = true;
+    snprintf(m->group, sizeof(m->group), "%s", best_id);
+    for (size_t i = 0; i < n && !m->ranks[0]; i++) {
+        const struct ddp_fr_group *g = ddp_fr_group(in[i].fr, best_id);
+        if (g && g->ranks[0])
+            snprintf(m->ranks, sizeof(m->ranks), "%s", g->ranks);
+    }
+    m->seq = best_seq;
+    snprintf(m->op, sizeof(m->op), "%s", ke->op);
+    snprintf(m->shape, sizeof(m->shape), "%s", ke->shape);
+    snprintf(m->other_op, sizeof(m->other_op), "%s", ce->op);
+    snprintf(m->other_shape, sizeof(m->other_shape), "%s", ce->shape);
+    mismatch_words(in, sn, k, nsides, keep, ke, ce, m);
     if (keep < 0) {
         m->nculprits = 0;
         m->culprits[0] = 0;
     }
-    free(count);
     free(sn);
 }
 

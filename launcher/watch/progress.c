@@ -15,14 +15,18 @@
 #include "watch/fr.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
+#include "watch/rankstate.h"
 #include "watch/ras.h"
 #include "watch/rasq.h"
 #include "watch/sample.h"
 #include "watch/suspect.h"
+#include "watch/timeout.h"
 
-#define COLLECT_MS 300  /* from the signals to reading what the ranks wrote (a dump takes ~1-15 ms) */
-#define REPEAT_MS 60000 /* a suspicion's line again while it lasts */
-#define RAS_MS 2000     /* the longest wait for NCCL RAS's answer */
+#define COLLECT_MS 300     /* from the signals to reading what the ranks wrote (a dump takes ~1-15 ms) */
+#define REPEAT_MS 60000    /* a suspicion's line again while it lasts */
+#define RAS_MS 2000        /* the longest wait for NCCL RAS's answer */
+#define PROC_QUIET_MS 2000 /* /proc is read for each running rank once the job made no progress this long */
+#define EARLY_MS 15000     /* with a recorder and a stuck culprit, a hang is named this soon (after setup) */
 
 struct wrank {
     struct ddp_progress_rank r;
@@ -39,6 +43,9 @@ struct wrank {
     struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (fr.h), NULL: none yet */
     long long fr_moved_ms;   /* when its recorder status last moved */
     enum { ASK_NO, ASK_POKE, ASK_SENT, ASK_ANSWERED } ask; /* ddp_progress_ask's state for this rank */
+    struct ddp_rankstate_sample proc_base, proc_last;      /* /proc early in the quiet spell, and at the last tick */
+    struct ddp_rankstate_verdict state;                    /* its state at the last judgement (rankstate.h) */
+    bool worked;                                           /* judged busy in this quiet spell */
 };
 
 struct ddp_progress {
@@ -62,21 +69,70 @@ struct ddp_progress {
     long long round_ms;     /* when the last sample round was taken */
     long long warned_ms;
     bool acted;
-    bool asking;           /* ddp_progress_ask: the regular samples pause */
-    struct ddp_rasq *rasq; /* NCCL RAS's answer awaited, or NULL */
-    bool *ras_named;       /* the ranks RAS's last answer named (behind, missing, failed), n of them */
-    char ras_why[1024];    /* what it said of them, "" none */
+    bool said_hang;        /* the suspected hang's line was said in this quiet spell */
+    bool said_stuck;       /* ... with its culprits stuck */
+    bool alone_said;       /* the attempt's one "works alone" line was said */
+    long long stuck_since; /* the culprits were first judged stuck (this spell), 0: not stuck */
+    long clk_tck;
+    struct ddp_recovery *recovery; /* the last hang named and how it was recovered from (records.h), or NULL */
+    bool asking;                   /* ddp_progress_ask: the regular samples pause */
+    struct ddp_rasq *rasq;         /* NCCL RAS's answer awaited, or NULL */
+    bool *ras_named;               /* the ranks RAS's last answer named (behind, missing, failed), n of them */
+    char ras_why[1024];            /* what it said of them, "" none */
 };
 
 static const char *on_suspect_name(enum ddp_on_suspect a)
 {
-    return a == DDP_ONSUSPECT_RESTART ? "restart" : a == DDP_ONSUSPECT_DOWNSIZE ? "downsize" : "warn";
+    return a == DDP_ONSUSPECT_RESTART    ? "restart"
+           : a == DDP_ONSUSPECT_DOWNSIZE ? "downsize"
+           : a == DDP_ONSUSPECT_AUTO     ? "auto"
+                                         : "warn";
 }
 
 static void progress(struct ddp_progress *w, size_t i, long long now)
 {
     w->rk[i].last_ms = now;
     ddp_suspect_progress(&w->sus, now);
+}
+
+/* The attempt after a hang made progress: by a recorder move (recorder), else its first output (replaced by a
+ * recorder move that comes later). */
+static void training_again(struct ddp_progress *w, long long now, bool recorder)
+{
+    struct ddp_recovery *r = w->recovery;
+    if (!r || r->attempt < 0 || !r->restarted_ms || r->attempt >= w->attempt ||
+        (r->training_ms && !(r->training_provisional && recorder)))
+        return;
+    r->training_ms = now;
+    r->training_provisional = !recorder;
+}
+
+static bool any_recorder(const struct ddp_progress *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->rk[i].running && w->rk[i].fr)
+            return true;
+    return false;
+}
+
+/* Read /proc of every running rank once the job has been quiet PROC_QUIET_MS (rankstate.h): the first reading
+ * of a quiet spell stays as its base. */
+static void read_proc(struct ddp_progress *w, long long now)
+{
+    bool quiet = now - w->sus.last_ms >= PROC_QUIET_MS;
+    for (size_t i = 0; i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        struct ddp_rankstate_sample cur;
+        if (!quiet || !k->running || k->groups[1] <= 0) {
+            k->proc_base.ok = k->proc_last.ok = false;
+            continue;
+        }
+        if (ddp_rankstate_read("/proc", k->groups[1], now, w->clk_tck, &cur) < 0)
+            continue;
+        if (!k->proc_base.ok)
+            k->proc_base = cur;
+        k->proc_last = cur;
+    }
 }
 
 /* "rank 2 (local 2, host h, GPU 0000:17:00.0)" */
@@ -169,6 +225,8 @@ static void recorder_sample(struct ddp_progress *w, size_t i, const char *text, 
     if (!k->fr || ddp_fr_moved(k->fr, fr) || fr->has_entries != k->fr->has_entries) {
         if (!k->fr || ddp_fr_moved(k->fr, fr)) {
             progress(w, i, now);
+            if (k->fr)
+                training_again(w, now, true);
             k->fr_moved_ms = now;
         }
         if (w->recorder) {
@@ -301,24 +359,36 @@ static void ras_ask(struct ddp_progress *w)
     w->rasq = ddp_rasq_start(w->tick.loop, port, RAS_MS, ras_answered, w);
 }
 
-static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
+/* What the evidence says of a suspected hang now: the verdict (culprits, from the recorder, the stacks or NCCL's
+ * RAS), each running rank's state (rankstate.h) and the job's (suspect.h). */
+struct judged {
+    struct ddp_hang_verdict v;
+    bool *culprit;
+    bool fr_verdict;     /* the flight recorder named them */
+    json_t *culprits;    /* the culprits, as the suspect event lists them */
+    json_t *recorder;    /* the recorder's verdict, or JSON null */
+    json_t *reached;     /* each rank's recorder summary */
+    struct ddp_buf desc; /* "rank 2 (local 2, host h, GPU g) at x.py:3 in f" */
+    enum ddp_suspect_state st;
+    bool all_busy;        /* busy, and no rank waits: the job works (its start, a long step), nobody alone */
+    struct ddp_buf words; /* the state in words: "rank 2 is stuck (...); ranks 0-1 wait in all_reduce for it" */
+};
+
+/* The verdict from the stacks, then the flight recorder's (it wins), then NCCL RAS's where neither named one. */
+static void judge_verdict(struct ddp_progress *w, long long now, struct judged *j)
 {
     size_t n = w->n ? w->n : 1;
     struct ddp_hang_input *in = ddp_xcalloc(n, sizeof(*in));
-    bool *culprit = ddp_xcalloc(n, sizeof(*culprit));
-    struct ddp_hang_verdict v;
-    struct ddp_buf b = {0};
-    json_t *culprits = json_array();
     for (size_t i = 0; i < w->n; i++) {
         const struct wrank *k = &w->rk[i];
         in[i] = (struct ddp_hang_input){
             k->r.rank, k->running && k->has_view ? &k->view : NULL, false, k->running, k->last_ms, NULL, 0};
     }
-    ddp_hang_decide(in, w->n, culprit, &v);
+    ddp_hang_decide(in, w->n, j->culprit, &j->v);
+    free(in);
     struct ddp_fr_input *fin = ddp_xcalloc(n, sizeof(*fin));
     struct ddp_fr_verdict fv;
     bool *frc = ddp_xcalloc(n, sizeof(*frc));
-    json_t *recorder = json_null(), *reached = json_object();
     for (size_t i = 0; i < w->n; i++) {
         const struct wrank *k = &w->rk[i];
         fin[i] = (struct ddp_fr_input){k->r.rank, k->running ? k->fr : NULL, now - k->fr_moved_ms,
@@ -326,97 +396,314 @@ static void suspect_warn(struct ddp_progress *w, long long quiet, long long now)
         if (k->fr) {
             char key[16];
             snprintf(key, sizeof(key), "%d", k->r.rank);
-            json_object_set_new(reached, key, ddp_fr_summary_json(k->fr));
+            json_object_set_new(j->reached, key, ddp_fr_summary_json(k->fr));
         }
     }
     struct ddp_fr_remote_named remote; /* ranks on other nodes (fr_remote.h) */
     ddp_fr_remote_decide(w->remote, w->attempt, now, fin, w->n, frc, &fv, &remote);
     if (fv.kind != DDP_FR_NONE) { /* the recorder wins over the stacks; the stack still says where */
-        memcpy(culprit, frc, w->n * sizeof(*culprit));
-        v.confidence = fv.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
-        v.nculprits = fv.nculprits;
-        v.mismatch = fv.kind != DDP_FR_BEHIND && !fv.nculprits;
-        snprintf(v.op, sizeof(v.op), "%s", fv.op);
-        snprintf(v.why, sizeof(v.why), "flight recorder: %s", fv.why);
-        json_decref(recorder);
-        recorder = ddp_fr_verdict_json(&fv);
+        memcpy(j->culprit, frc, w->n * sizeof(*j->culprit));
+        j->fr_verdict = true;
+        j->v.confidence = fv.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
+        j->v.nculprits = fv.nculprits;
+        j->v.mismatch = fv.kind != DDP_FR_BEHIND && !fv.nculprits;
+        snprintf(j->v.op, sizeof(j->v.op), "%s", fv.op);
+        snprintf(j->v.why, sizeof(j->v.why), "flight recorder: %s", fv.why);
+        json_decref(j->recorder);
+        j->recorder = ddp_fr_verdict_json(&fv);
     }
     free(fin);
     free(frc);
-    if (fv.kind == DDP_FR_NONE && !v.nculprits && w->ras_why[0]) { /* no recorder: NCCL's RAS names them */
-        memcpy(culprit, w->ras_named, w->n * sizeof(*culprit));
+    if (fv.kind == DDP_FR_NONE && !j->v.nculprits && w->ras_why[0]) { /* no recorder: NCCL's RAS names them */
+        memcpy(j->culprit, w->ras_named, w->n * sizeof(*j->culprit));
         for (size_t i = 0; i < w->n; i++)
-            v.nculprits += culprit[i];
-        v.confidence = DDP_HANG_MEDIUM;
-        snprintf(v.why, sizeof(v.why), "%s", w->ras_why);
+            j->v.nculprits += j->culprit[i];
+        j->v.confidence = DDP_HANG_MEDIUM;
+        snprintf(j->v.why, sizeof(j->v.why), "%s", w->ras_why);
     }
     for (size_t i = 0; i < w->n; i++) {
-        if (!culprit[i])
-            continue;
         const struct wrank *k = &w->rk[i];
-        ddp_buf_puts(&b, b.len ? "; " : "");
-        rank_desc(&b, w, k);
+        if (!j->culprit[i])
+            continue;
+        ddp_buf_puts(&j->desc, j->desc.len ? "; " : "");
+        rank_desc(&j->desc, w, k);
         if (k->has_view)
-            ddp_buf_printf(&b, " at %s", k->view.frame);
-        json_array_append_new(culprits, rank_json(w, k, true));
+            ddp_buf_printf(&j->desc, " at %s", k->view.frame);
+        json_array_append_new(j->culprits, rank_json(w, k, true));
     }
-    ddp_fr_remote_named_take(&remote, &b, culprits);
-    if (!b.len)
-        ddp_buf_puts(&b, v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
-    enum ddp_on_suspect act = w->spec->on_suspect;
-    ddp_warn("attempt %d: suspected hang: %s; no progress for %llds (limit %llds): %s; %s", w->attempt, b.data,
-             quiet / 1000, ddp_suspect_limit(&w->sus) / 1000, v.why,
-             act == DDP_ONSUSPECT_WARN ? "the job runs on ([timeout] on_suspect = warn)"
-                                       : "the job runs on until [timeout] on_suspect_after");
-    ras_ask(w);
+    ddp_fr_remote_named_take(&remote, &j->desc, j->culprits);
+    if (!j->desc.len)
+        ddp_buf_puts(&j->desc, j->v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
+}
+
+/* Each running rank's state from /proc and its evidence, and the job's: BUSY when a rank outside every collective
+ * works (or worked earlier in this quiet spell and is not stuck now), STUCK when every culprit is stuck and the
+ * verdict is of medium or high confidence, else WEAK. */
+static enum ddp_suspect_state judge_states(struct ddp_progress *w, struct judged *j)
+{
+    size_t nculprits = 0, nstuck = 0, nrunning = 0, nbusy = 0;
+    bool busy = false;
+    for (size_t i = 0; i < w->n; i++) {
+        struct wrank *k = &w->rk[i];
+        memset(&k->state, 0, sizeof(k->state));
+        if (!k->running)
+            continue;
+        struct ddp_rankstate_evidence ev = {.in_collective = (k->has_view && k->view.op[0]) ||
+                                                             (j->fr_verdict && !j->culprit[i] && k->fr),
+                                            .in_gpu_wait = k->has_view && ddp_rankstate_view_in_gpu_wait(&k->view),
+                                            .culprit = j->culprit[i]};
+        ddp_rankstate_classify(&k->proc_base, &k->proc_last, &ev, &k->state);
+        if (k->state.state == DDP_RANKSTATE_BUSY)
+            k->worked = true;
+        else if (k->worked && k->state.state != DDP_RANKSTATE_STUCK && k->state.state != DDP_RANKSTATE_WAITING)
+            k->state.state = DDP_RANKSTATE_BUSY; /* it worked earlier in this quiet spell: not stuck now */
+        busy |= k->state.state == DDP_RANKSTATE_BUSY;
+        nbusy += k->state.state == DDP_RANKSTATE_BUSY;
+        nrunning++;
+        nculprits += j->culprit[i];
+        nstuck += j->culprit[i] && k->state.state == DDP_RANKSTATE_STUCK;
+    }
+    j->all_busy = busy && nbusy == nrunning;
+    if (busy)
+        return DDP_SUSPECT_BUSY;
+    return nculprits && nstuck == nculprits && j->v.confidence >= DDP_HANG_MEDIUM ? DDP_SUSPECT_STUCK
+                                                                                  : DDP_SUSPECT_WEAK;
+}
+
+/* The job's state in words: "rank 5 is stuck (no CPU, no I/O for 30 s, at data.py:40 in fetch_batch); ranks 3-4
+ * wait in all_reduce for it", "rank 0 works alone (CPU 100%, 38 MB/s written, at train.py:88 in save_checkpoint)
+ * for 94 s while ranks 1-2 wait in all_reduce". */
+static void judge_words(struct ddp_progress *w, struct judged *j, long long quiet)
+{
+    size_t n = w->n ? w->n : 1, nsubj = 0, nwait = 0;
+    long long *waiting = ddp_xcalloc(n, sizeof(*waiting));
+    bool busy = j->st == DDP_SUSPECT_BUSY;
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *k = &w->rk[i];
+        bool subject = busy ? k->state.state == DDP_RANKSTATE_BUSY : j->culprit[i];
+        if (k->running && !subject && (busy || k->state.state == DDP_RANKSTATE_WAITING))
+            waiting[nwait++] = k->r.rank;
+        if (!subject || !k->running)
+            continue;
+        ddp_buf_printf(&j->words, "%srank %d %s (%s%s%s)", nsubj++ ? "; " : "", k->r.rank,
+                       busy                                    ? "works alone"
+                       : k->state.state == DDP_RANKSTATE_STUCK ? "is stuck"
+                                                               : "is behind",
+                       k->state.words, k->has_view ? ", at " : "", k->has_view ? k->view.frame : "");
+    }
+    if (busy)
+        ddp_buf_printf(&j->words, " for %lld s", quiet / 1000);
+    if (nwait) {
+        char list[256];
+        ddp_fr_ranks_text(list, sizeof(list), waiting, nwait);
+        ddp_buf_printf(&j->words, "%s%s %s wait%s%s%s", busy ? " while " : "; ", nwait == 1 ? "rank" : "ranks", list,
+                       nwait == 1 ? "s" : "", j->v.op[0] ? " in " : "", j->v.op);
+        if (!busy && nsubj)
+            ddp_buf_printf(&j->words, " for %s", nsubj == 1 ? "it" : "them");
+    }
+    free(waiting);
+}
+
+static void judge(struct ddp_progress *w, long long quiet, long long now, struct judged *j)
+{
+    size_t n = w->n ? w->n : 1;
+    memset(j, 0, sizeof(*j));
+    j->culprit = ddp_xcalloc(n, sizeof(*j->culprit));
+    j->culprits = json_array();
+    j->recorder = json_null();
+    j->reached = json_object();
+    judge_verdict(w, now, j);
+    j->st = judge_states(w, j);
+    judge_words(w, j, quiet);
+}
+
+static void judged_free(struct judged *j)
+{
+    free(j->culprit);
+    json_decref(j->culprits);
+    json_decref(j->recorder);
+    json_decref(j->reached);
+    ddp_buf_free(&j->desc);
+    ddp_buf_free(&j->words);
+}
+
+/* Each running rank's state for the suspect event: {rank: {"state", "words"}}. */
+static json_t *states_json(const struct ddp_progress *w)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wrank *k = &w->rk[i];
+        char key[16];
+        if (!k->running)
+            continue;
+        snprintf(key, sizeof(key), "%d", k->r.rank);
+        json_object_set_new(o, key,
+                            ddp_jsonlog_pack("{s:s, s:s, s:f}", "state", ddp_rankstate_name(k->state.state), "words",
+                                             k->state.words, "cpu_pct", k->state.cpu_pct));
+    }
+    return o;
+}
+
+/* The suspected hang's line and its `suspect` event (then, the first time, NCCL RAS and the recorders' dumps). */
+static void say_suspect(struct ddp_progress *w, struct judged *j, long long quiet, long long now,
+                        enum ddp_suspect_action act, long long stop_in_ms)
+{
+    enum ddp_on_suspect mode = w->spec->on_suspect;
+    char *follows = mode == DDP_ONSUSPECT_WARN   ? ddp_xstrdup("the job runs on ([timeout] on_suspect = warn)")
+                    : mode != DDP_ONSUSPECT_AUTO ? ddp_xstrdup("the job runs on until [timeout] on_suspect_after")
+                    : act == DDP_SUSPECT_STOP    ? ddp_xstrdup("stopping it ([timeout] on_suspect = auto)")
+                    : j->st == DDP_SUSPECT_STUCK
+                        ? ddp_xasprintf("stopping it in %llds unless it moves ([timeout] on_suspect = auto)",
+                                        (stop_in_ms + 999) / 1000)
+                        : ddp_xstrdup("the job runs on: the evidence is weak ([timeout] on_suspect = auto)");
+    ddp_warn("attempt %d: suspected hang: %s; no progress for %llds (limit %llds): %s%s%s; %s", w->attempt,
+             j->desc.data, quiet / 1000, ddp_suspect_limit(&w->sus) / 1000, j->v.why, j->words.len ? "; " : "",
+             j->words.len ? j->words.data : "", follows);
+    free(follows);
+    if (!w->said_hang || now - w->warned_ms >= REPEAT_MS) /* not again for the line that says it is now stuck */
+        ras_ask(w);
     json_t *fr = w->fr_asked ? json_array() : dump_flight_recorders(w);
     w->fr_asked = true;
     if (json_array_size(fr))
         ddp_info("attempt %d: asked torch's flight recorder of %zu rank%s to dump (TORCH_FR_DUMP_TEMP_FILE)",
                  w->attempt, json_array_size(fr), json_array_size(fr) == 1 ? "" : "s");
-    ddp_jsonlog_event(
-        w->rec, "suspect",
-        ddp_jsonlog_pack("{s:i, s:I, s:I, s:s, s:o, s:s?, s:s, s:b, s:s, s:o, s:o, s:o}", "attempt", w->attempt,
+    json_t *ev =
+        ddp_jsonlog_pack("{s:i, s:I, s:I, s:s, s:O, s:s?, s:s, s:b, s:s, s:o, s:O, s:O}", "attempt", w->attempt,
                          "quiet_ms", (json_int_t)quiet, "limit_ms", (json_int_t)ddp_suspect_limit(&w->sus),
-                         "confidence", ddp_hang_confidence_name(v.confidence), "culprits", culprits, "collective",
-                         v.op[0] ? v.op : NULL, "why", v.why, "mismatch", v.mismatch, "action", on_suspect_name(act),
-                         "flight_recorder", fr, "recorder", recorder, "reached", reached));
+                         "confidence", ddp_hang_confidence_name(j->v.confidence), "culprits", j->culprits, "collective",
+                         j->v.op[0] ? j->v.op : NULL, "why", j->v.why, "mismatch", j->v.mismatch, "action",
+                         on_suspect_name(mode), "flight_recorder", fr, "recorder", j->recorder, "reached", j->reached);
+    json_object_set_new(ev, "state", json_string(ddp_suspect_state_name(j->st)));
+    json_object_set_new(ev, "state_text", ddp_jsonlog_text(j->words.data ? j->words.data : ""));
+    json_object_set_new(ev, "states", states_json(w));
+    ddp_jsonlog_event(w->rec, "suspect", ev);
     w->warned_ms = now;
-    if (act != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms && w->hooks.act) {
-        char *why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s", quiet / 1000,
-                                  on_suspect_name(act), v.why);
-        w->acted = true;
-        w->hooks.act(w->hooks.arg, culprit, why);
-        free(why);
+    w->said_hang = true;
+}
+
+/* The one "works alone" line of the attempt, and its event. */
+static void say_alone(struct ddp_progress *w, struct judged *j, long long quiet)
+{
+    char *limit = w->spec->busy_limit_ms > 0 ? ddp_timeout_duration(w->spec->busy_limit_ms) : ddp_xstrdup("off");
+    ddp_info("attempt %d: %s: no action before [timeout] busy_limit (%s)", w->attempt, j->words.data, limit);
+    ddp_jsonlog_event(w->rec, "works_alone",
+                      ddp_jsonlog_pack("{s:i, s:I, s:s, s:I, s:o}", "attempt", w->attempt, "quiet_ms",
+                                       (json_int_t)quiet, "text", j->words.data, "busy_limit_ms",
+                                       (json_int_t)w->spec->busy_limit_ms, "states", states_json(w)));
+    free(limit);
+    w->alone_said = true;
+}
+
+/* The recovery record (records.h): the hang was named, or stopped. */
+static void recovery_mark(struct ddp_progress *w, const struct judged *j, long long began, long long now, bool stop)
+{
+    struct ddp_recovery *r = w->recovery;
+    if (!r)
+        return;
+    if (r->attempt != w->attempt) {
+        memset(r, 0, sizeof(*r));
+        r->attempt = w->attempt;
+        r->began_ms = began;
+        r->named_ms = now;
     }
-    ddp_buf_free(&b);
-    free(in);
-    free(culprit);
+    ddp_text_copy(r->state, sizeof(r->state), ddp_suspect_state_name(j->st));
+    ddp_text_copy(r->text, sizeof(r->text), j->words.data ? j->words.data : "");
+    if (stop)
+        r->stopped_ms = now;
+}
+
+/* Stop the attempt (STOP: as a hang of the culprits; END: of the busy ranks, and the job ends). */
+static void act_on(struct ddp_progress *w, struct judged *j, enum ddp_suspect_action a, long long quiet, long long now)
+{
+    bool end = a == DDP_SUSPECT_END;
+    char *why;
+    if (end) {
+        char *limit = ddp_timeout_duration(w->spec->busy_limit_ms);
+        why = ddp_xasprintf("%s, past [timeout] busy_limit (%s)", j->words.data, limit);
+        free(limit);
+        for (size_t i = 0; i < w->n; i++)
+            j->culprit[i] = w->rk[i].running && w->rk[i].state.state == DDP_RANKSTATE_BUSY;
+    } else {
+        why = ddp_xasprintf("suspected hang for %llds ([timeout] on_suspect = %s): %s%s%s", quiet / 1000,
+                            on_suspect_name(w->spec->on_suspect), j->words.len ? j->words.data : "",
+                            j->words.len ? "; " : "", j->v.why);
+    }
+    recovery_mark(w, j, now - quiet, now, true);
+    w->acted = true;
+    if (w->hooks.act)
+        w->hooks.act(w->hooks.arg, j->culprit, why, end);
+    free(why);
+}
+
+/* No progress for quiet ms (a suspicion, or an early look with a recorder: early): judge it, then do what the
+ * policy's table says (hooks.decide; without one, only say it). */
+static void suspect(struct ddp_progress *w, long long quiet, long long now, bool early)
+{
+    struct judged j;
+    judge(w, quiet, now, &j);
+    if (early && !(j.fr_verdict && j.st == DDP_SUSPECT_STUCK)) { /* named early only when it is clear */
+        judged_free(&j);
+        return;
+    }
+    if (!w->suspected_ms) {
+        w->suspected_ms = now;
+        w->quiet_since = now - quiet;
+    }
+    w->stuck_since = j.st != DDP_SUSPECT_STUCK ? 0 : w->stuck_since ? w->stuck_since : now;
+    struct ddp_suspect_facts f = {(int)w->spec->on_suspect,
+                                  j.st,
+                                  quiet,
+                                  w->stuck_since ? now - w->stuck_since : 0,
+                                  j.st == DDP_SUSPECT_BUSY ? quiet : 0,
+                                  w->spec->on_suspect_after_ms,
+                                  ddp_suspect_confirm_ms(w->spec->suspect_floor_ms, w->spec->sample_interval_ms),
+                                  w->spec->busy_limit_ms};
+    enum ddp_suspect_action a = w->hooks.decide ? w->hooks.decide(&f) : DDP_SUSPECT_SAY;
+    if (!w->hooks.decide && j.st == DDP_SUSPECT_BUSY)
+        a = DDP_SUSPECT_ALONE;
+    bool due = !w->said_hang || now - w->warned_ms >= REPEAT_MS;
+    if (a == DDP_SUSPECT_ALONE && j.all_busy) { /* every rank works: nobody works alone, nothing to say */
+        judged_free(&j);
+        return;
+    }
+    if ((a == DDP_SUSPECT_ALONE || a == DDP_SUSPECT_END) && !w->alone_said)
+        say_alone(w, &j, quiet);
+    if ((a == DDP_SUSPECT_SAY && due) || (a == DDP_SUSPECT_STOP && !w->said_hang) ||
+        (a == DDP_SUSPECT_SAY && j.st == DDP_SUSPECT_STUCK && !w->said_stuck)) {
+        say_suspect(w, &j, quiet, now, a, f.confirm_ms - f.stuck_ms);
+        w->said_stuck |= j.st == DDP_SUSPECT_STUCK;
+        if (j.st == DDP_SUSPECT_STUCK)
+            recovery_mark(w, &j, now - quiet, now, false);
+    }
+    if ((a == DDP_SUSPECT_STOP || a == DDP_SUSPECT_END) && !w->acted)
+        act_on(w, &j, a, quiet, now);
+    judged_free(&j);
 }
 
 static void evaluate(struct ddp_progress *w, long long now)
 {
     long long quiet = ddp_suspect_stalled(&w->sus, now);
+    long long raw = now - w->sus.last_ms, early = w->spec->suspect_floor_ms < EARLY_MS ? 0 : EARLY_MS;
+    if (!quiet && early && raw >= early && now - w->sus.start_ms >= w->sus.cfg.setup_ms && any_recorder(w)) {
+        suspect(w, raw, now, true);
+        return;
+    }
     if (!quiet) {
-        if (w->suspected_ms) {
+        if (w->suspected_ms && w->said_hang) {
             long long lasted = now - w->quiet_since;
             ddp_info("attempt %d: progress again: the suspected hang ended after about %llds", w->attempt,
                      lasted / 1000);
             ddp_jsonlog_event(w->rec, "suspect_end",
                               ddp_jsonlog_pack("{s:i, s:I}", "attempt", w->attempt, "quiet_ms", (json_int_t)lasted));
         }
-        w->suspected_ms = 0;
-        w->fr_asked = false;
+        w->suspected_ms = w->stuck_since = 0;
+        w->said_hang = w->said_stuck = w->fr_asked = false;
+        for (size_t i = 0; i < w->n; i++)
+            w->rk[i].worked = false;
         return;
     }
-    bool due = !w->suspected_ms || now - w->warned_ms >= REPEAT_MS;
-    if (!w->suspected_ms) {
-        w->suspected_ms = now;
-        w->quiet_since = now - quiet;
-    }
-    bool act_due = w->spec->on_suspect != DDP_ONSUSPECT_WARN && !w->acted && quiet >= w->spec->on_suspect_after_ms;
-    if (due || act_due)
-        suspect_warn(w, quiet, now);
+    if (!w->acted)
+        suspect(w, quiet, now, false);
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -460,6 +747,7 @@ static void on_tick(uv_timer_t *t)
     bool poked = false;
     if (w->asking)
         return;
+    read_proc(w, now);
     for (size_t i = 0; i < w->n; i++) {
         struct wrank *k = &w->rk[i];
         struct stat st;
@@ -503,6 +791,7 @@ struct ddp_progress *ddp_progress_start(uv_loop_t *loop, const struct ddp_spec *
     w->stragglers = stragglers;
     if (hooks)
         w->hooks = *hooks;
+    w->clk_tck = sysconf(_SC_CLK_TCK);
     w->rk = ddp_xcalloc(n, sizeof(*w->rk));
     w->ras_named = ddp_xcalloc(n, sizeof(*w->ras_named));
     for (size_t i = 0; i < n; i++) {
@@ -603,8 +892,19 @@ bool ddp_progress_answered(struct ddp_progress *w, long long now)
 
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now)
 {
-    if (w && i < w->n)
+    if (w && i < w->n) {
         progress(w, i, now);
+        training_again(w, now, false);
+    }
+}
+
+void ddp_progress_recovery(struct ddp_progress *w, struct ddp_recovery *r, long long now)
+{
+    if (!w)
+        return;
+    w->recovery = r;
+    if (r && r->attempt >= 0 && r->attempt < w->attempt && r->stopped_ms && !r->restarted_ms)
+        r->restarted_ms = now;
 }
 
 static void on_closed(uv_handle_t *h)

@@ -4,8 +4,9 @@
  * than its own cadence allows (suspect.h) names the rank the others wait for (fr.h's rules, then hang.h's)
  * in one console line and a `suspect` event, repeated every minute while it lasts; where no rank has a flight
  * recorder, asks NCCL's RAS (ras.h, rasq.h) and says what it found in a second line and a `ras` event; names
- * stragglers from the same samples. It stops nothing itself: with [timeout] on_suspect = restart or downsize it asks
- * its owner (hooks.act) once the suspicion lasted on_suspect_after. */
+ * stragglers from the same samples. Once the job is quiet it reads /proc of each rank and judges it stuck, busy or
+ * waiting (rankstate.h): a rank that works alone gets one "works alone" line instead. It stops nothing itself:
+ * what a suspicion does is the driver's policy table (hooks.decide), and a stop goes to its owner (hooks.act). */
 #ifndef DDP_PROGRESS_H
 #define DDP_PROGRESS_H
 
@@ -16,9 +17,11 @@
 #include <uv.h>
 
 #include "records/jsonlog.h"
+#include "records/records.h"
 #include "spec/spec.h"
 #include "watch/fr.h"
 #include "watch/fr_remote.h"
+#include "watch/suspect.h"
 
 struct ddp_progress;
 
@@ -32,9 +35,11 @@ struct ddp_progress_rank {
 
 struct ddp_progress_hooks {
     void *arg;
-    /* The suspected hang lasted [timeout] on_suspect_after: stop the attempt as a hang (culprit[i] for each of
-     * the n ranks; none set when no culprit was named; why is one line). Called once per attempt. */
-    void (*act)(void *arg, const bool *culprit, const char *why);
+    /* Stop the attempt as a hang (culprit[i] for each of the n ranks; none set when no culprit was named; why is
+     * one line); final: the job ends after it (busy_limit). Called once per attempt, when decide says so. */
+    void (*act)(void *arg, const bool *culprit, const char *why, bool final);
+    /* What a suspicion does (the driver's policy table: ddp_policy_suspect); NULL: it is only said. */
+    ddp_suspect_decide_fn *decide;
 };
 
 /* Start watching an attempt of n ranks (ranks[] and its strings must outlive the watcher). stragglers (borrowed
@@ -59,6 +64,9 @@ void ddp_progress_recorder(struct ddp_progress *w, json_t *recorder, const struc
  * now; NULL when it has none (torch 1.x, not sampled yet) or w is NULL. Borrowed until the next sample. */
 const struct ddp_fr_state *ddp_progress_fr(const struct ddp_progress *w, size_t i, long long now, long long *still_ms);
 void ddp_progress_output(struct ddp_progress *w, size_t i, long long now); /* output from rank i: progress */
+/* Where the watch records a hang it names and how the job recovered (records.h; borrowed, may be NULL): the
+ * attempt started at now; if the record's hang stopped an earlier attempt, this one is its restart. */
+void ddp_progress_recovery(struct ddp_progress *w, struct ddp_recovery *r, long long now);
 
 /* A rank failed with a collective error (atfail.h): ask every running sampled rank whose sampler has shown a
  * flight recorder for its recorder with its entries now (ddp_sample_poke with want_fr). The regular samples and

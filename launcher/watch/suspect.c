@@ -84,3 +84,14 @@ double ddp_suspect_waited(const struct ddp_suspect *s, size_t i)
 {
     return s->rounds && i < s->n ? (double)s->caused[i] / s->rounds : 0;
 }
+
+long long ddp_suspect_confirm_ms(long long floor_ms, long long sample_interval_ms)
+{
+    long long ms = 2 * sample_interval_ms > floor_ms / 2 ? 2 * sample_interval_ms : floor_ms / 2;
+    return ms < 30000 ? ms : 30000;
+}
+
+const char *ddp_suspect_state_name(enum ddp_suspect_state st)
+{
+    return st == DDP_SUSPECT_STUCK ? "stuck" : st == DDP_SUSPECT_BUSY ? "busy" : "weak";
+}

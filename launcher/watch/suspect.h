@@ -60,4 +60,40 @@ size_t ddp_suspect_round(struct ddp_suspect *s, const enum ddp_suspect_place *pl
 double ddp_suspect_share(const struct ddp_suspect *s, size_t i);
 double ddp_suspect_waited(const struct ddp_suspect *s, size_t i);
 
+/* ---- what a suspicion does: the facts the live watch gathers (progress.c), decided by the driver's policy
+ * (ddp_policy_suspect, policy.h), handed down as a function so that the watch never includes the driver. */
+
+/* What the kernel and the evidence say of the suspected hang (rankstate.h, judged per rank). */
+enum ddp_suspect_state {
+    DDP_SUSPECT_WEAK,  /* no culprit, a culprit neither stuck nor busy, or low confidence */
+    DDP_SUSPECT_STUCK, /* every culprit is stuck (no CPU, no I/O; or a GPU wait that does not end) */
+    DDP_SUSPECT_BUSY,  /* a rank outside every collective works alone: not a hang */
+};
+
+struct ddp_suspect_facts {
+    int on_suspect; /* enum ddp_on_suspect */
+    enum ddp_suspect_state state;
+    long long quiet_ms;      /* no progress for this long */
+    long long stuck_ms;      /* the culprits were judged stuck for this long (0: not stuck) */
+    long long busy_ms;       /* a rank has worked alone for this long (0: none) */
+    long long after_ms;      /* [timeout] on_suspect_after (restart, downsize) */
+    long long confirm_ms;    /* auto: how long a stuck culprit must stay stuck (ddp_suspect_confirm_ms) */
+    long long busy_limit_ms; /* [timeout] busy_limit, 0: never */
+};
+
+enum ddp_suspect_action {
+    DDP_SUSPECT_SAY,   /* the suspected hang's line (again each minute while it lasts) */
+    DDP_SUSPECT_ALONE, /* the "works alone" line (once): no action */
+    DDP_SUSPECT_STOP,  /* stop the attempt as a hang of the culprits (restart as max_restarts allows) */
+    DDP_SUSPECT_END,   /* stop it and end the job with the evidence (busy_limit passed) */
+};
+
+const char *ddp_suspect_state_name(enum ddp_suspect_state st); /* "weak", "stuck", "busy" */
+
+typedef enum ddp_suspect_action ddp_suspect_decide_fn(const struct ddp_suspect_facts *f);
+
+/* How long auto waits, once the culprits are judged stuck, before it stops them: twice the sample interval, at
+ * least half the floor, at most 30 s. */
+long long ddp_suspect_confirm_ms(long long floor_ms, long long sample_interval_ms);
+
 #endif

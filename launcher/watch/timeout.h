@@ -12,6 +12,7 @@
 
 #include "records/class.h"
 #include "run/runner.h"
+#include "watch/suspect.h"
 
 struct ddp_timeout {
     enum ddp_class cls;          /* DDP_CLASS_HANG, INIT_TIMEOUT, WALL_TIMEOUT, or the class of a collective timeout */
@@ -19,12 +20,14 @@ struct ddp_timeout {
     char *why;                   /* one line ("rank 2 made no progress for 10s (heartbeat)"); the sink takes it */
     const int *gpus;             /* GPUs to leave out of the next attempt (the blamed ranks'), borrowed */
     size_t ngpus;
+    bool final; /* the job ends after this attempt, whatever restarts are left (busy_limit: policy.h) */
 };
 
 /* Where reports go: fn(arg, t) from the loop. */
 struct ddp_timeout_sink {
     void (*fn)(void *arg, struct ddp_timeout *t);
     void *arg;
+    ddp_suspect_decide_fn *suspect; /* what a suspected hang does (the driver's policy table), or NULL */
 };
 
 /* "10s" or "1500ms". Caller frees. */

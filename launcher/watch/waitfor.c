@@ -790,148 +790,185 @@ static size_t cycle(const struct graph *G, const size_t *comp, size_t cc, size_t
     return len;
 }
 
-void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struct ddp_fr_verdict *v)
-{
-    struct graph G;
-    memset(v, 0, sizeof(*v));
-    memset(culprit, 0, n * sizeof(*culprit));
-    build(&G, in, n);
+/* The graph's strongly connected components, their sizes and whether an edge leaves each, and the scratch the
+ * walks share. */
+struct walk {
+    size_t V, ncomp;
+    size_t *comp, *csize, *queue;
+    bool *cout, *seen, *told;
+};
 
-    size_t V = n + G.nnode;
-    size_t *comp = ddp_xcalloc(V + 1, sizeof(*comp)), ncomp = components(&G, comp);
-    size_t *csize = ddp_xcalloc(ncomp + 1, sizeof(*csize));
-    bool *cout = ddp_xcalloc(ncomp + 1, sizeof(*cout));
-    for (size_t u = 0; u < V; u++) {
-        csize[comp[u]]++;
-        for (size_t k = 0; k < out_deg(&G, u); k++)
-            cout[comp[u]] |= comp[out_at(&G, u, k)] != comp[u];
-    }
-    size_t *queue = ddp_xcalloc(n + 1, sizeof(*queue));
-    bool *seen = ddp_xcalloc(n + 1, sizeof(*seen)), *told = ddp_xcalloc(G.nnode + 1, sizeof(*told));
+/* What reaches the most ranks: the sinks (ranks waited on that wait on nothing) together, or a terminal
+ * component (a collective all entered that disagrees: a mismatch; a cycle: an ordering deadlock). */
+static struct finding find_best(const struct graph *G, size_t n, struct walk *w)
+{
     struct finding best = {DDP_FR_NONE, NONE, 0, NONE};
     struct ddp_fr_verdict scratch;
-    /* the sinks: ranks waited on that wait on nothing */
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (G.pend[i] == NONE && G.rin_first[i + 1] > G.rin_first[i]) {
-            queue[k++] = i;
-            seen[i] = true;
+        if (G->pend[i] == NONE && G->rin_first[i + 1] > G->rin_first[i]) {
+            w->queue[k++] = i;
+            w->seen[i] = true;
         }
     if (k) {
         memset(&scratch, 0, sizeof(scratch));
-        best =
-            (struct finding){DDP_FR_BEHIND, NONE, chain(&G, queue, k, seen, told, &scratch, NULL, false, NULL), NONE};
+        best = (struct finding){DDP_FR_BEHIND, NONE,
+                                chain(G, w->queue, k, w->seen, w->told, &scratch, NULL, false, NULL), NONE};
     }
-    /* the terminal collectives (all entered: a mismatch?) and cycles */
-    for (size_t cc = 0; cc < ncomp; cc++) {
-        if (cout[cc])
+    for (size_t cc = 0; cc < w->ncomp; cc++) {
+        if (w->cout[cc])
             continue;
         size_t c = NONE, r = NONE;
-        for (size_t u = 0; u < V && (c == NONE || r == NONE) && csize[cc] > 1; u++)
-            if (comp[u] == cc)
+        for (size_t u = 0; u < w->V && (c == NONE || r == NONE) && w->csize[cc] > 1; u++)
+            if (w->comp[u] == cc)
                 *(u < n ? &r : &c) = u < n ? u : u - n;
-        if (csize[cc] == 1) {
-            for (size_t u = n; u < V && c == NONE; u++)
-                if (comp[u] == cc)
+        if (w->csize[cc] == 1) {
+            for (size_t u = n; u < w->V && c == NONE; u++)
+                if (w->comp[u] == cc)
                     c = u - n;
             if (c == NONE)
                 continue; /* a rank: a sink (above) or idle */
         }
-        memset(seen, 0, n * sizeof(*seen));
-        memset(told, 0, G.nnode * sizeof(*told));
+        memset(w->seen, 0, n * sizeof(*w->seen));
+        memset(w->told, 0, G->nnode * sizeof(*w->told));
         k = 0;
         for (size_t i = 0; i < n; i++)
-            if (comp[i] == cc || (G.pend[i] != NONE && comp[n + G.pend[i]] == cc && csize[cc] == 1)) {
-                queue[k++] = i;
-                seen[i] = true;
+            if (w->comp[i] == cc || (G->pend[i] != NONE && w->comp[n + G->pend[i]] == cc && w->csize[cc] == 1)) {
+                w->queue[k++] = i;
+                w->seen[i] = true;
             }
         memset(&scratch, 0, sizeof(scratch));
         bool *scratch_c = ddp_xcalloc(n + 1, sizeof(bool));
         struct ddp_buf nob = {0};
-        bool mism = csize[cc] == 1 && compare(&G, c, scratch_c, &scratch, &nob);
+        bool mism = w->csize[cc] == 1 && compare(G, c, scratch_c, &scratch, &nob);
         free(scratch_c);
         ddp_buf_free(&nob);
-        if (csize[cc] == 1 && !mism)
+        if (w->csize[cc] == 1 && !mism)
             continue; /* all in it and agreeing: in flight, nobody to name */
-        size_t reach = chain(&G, queue, k, seen, told, &scratch, NULL, false, NULL);
+        size_t reach = chain(G, w->queue, k, w->seen, w->told, &scratch, NULL, false, NULL);
         if (reach > best.reach)
-            best = (struct finding){csize[cc] == 1 ? scratch.kind : DDP_FR_ORDER, cc, reach, c};
+            best = (struct finding){w->csize[cc] == 1 ? scratch.kind : DDP_FR_ORDER, cc, reach, c};
     }
+    return best;
+}
+
+/* OP or SHAPE: the ranks that differ at the node, and who waits on it. */
+static void tell_mismatch(const struct graph *G, const struct finding *best, bool *culprit, struct walk *w,
+                          struct ddp_fr_verdict *v, struct ddp_buf *b)
+{
+    const struct node *x = &G->node[best->node];
+    compare(G, best->node, culprit, v, b);
+    copy(v->group, sizeof(v->group), G->grp[x->grp].name);
+    members(v->ranks, sizeof(v->ranks), G, x->grp);
+    v->seq = x->seq;
+    w->told[best->node] = true;
+    struct ddp_fr_hop h;
+    hop_of(G, best->node, v, &h);
+    size_t k = 0;
+    for (size_t j = 0; j < x->nwait; j++) {
+        w->queue[k++] = G->waiters[x->wfirst + j];
+        w->seen[w->queue[k - 1]] = true;
+    }
+    chain(G, w->queue, k, w->seen, w->told, v, b, true, NULL);
+}
+
+/* ORDER, a deadlock of len ranks cr[] waiting in nodes cn[] (each awaited in the one before): told as a cycle. */
+static void tell_cycle(const struct graph *G, const struct ddp_fr_input *in, const size_t *cr, const size_t *cn,
+                       size_t len, struct walk *w, struct ddp_fr_verdict *v, struct ddp_buf *b)
+{
+    v->kind = DDP_FR_ORDER;
+    ddp_buf_puts(b, "ordering deadlock: ");
+    for (size_t j = 0; j < len; j++) {
+        struct ddp_fr_hop h;
+        hop_of(G, cn[j], v, &h);
+        w->told[cn[j]] = true;
+        w->seen[cr[j]] = true;
+        w->queue[j] = cr[j];
+        if (j)
+            ddp_buf_puts(b, ", which waits in ");
+        else
+            ddp_buf_printf(b, "rank %d waits in ", in[cr[j]].rank);
+        coll(b, &h);
+        ddp_buf_printf(b, ") for rank %d", in[cr[(j + 1) % len]].rank);
+    }
+    const struct node *a = &G->node[cn[0]], *z = &G->node[cn[len > 1 ? 1 : 0]];
+    copy(v->group, sizeof(v->group), G->grp[a->grp].name);
+    copy(v->group2, sizeof(v->group2), G->grp[z->grp].name);
+    members(v->ranks, sizeof(v->ranks), G, a->grp);
+    copy(v->op, sizeof(v->op), op_at(G, a));
+    v->seq = a->seq;
+    ddp_buf_puts(b, ": the ranks entered the groups in different orders (");
+    for (size_t j = 0; j < len; j++) {
+        const struct node *mine = &G->node[cn[j]], *theirs = &G->node[cn[(j + len - 1) % len]];
+        ddp_buf_printf(b, "%srank %d group %s's #%lld before group %s's #%lld", j ? ", " : "", in[cr[j]].rank,
+                       G->grp[mine->grp].name, mine->seq, G->grp[theirs->grp].name, theirs->seq);
+    }
+    ddp_buf_puts(b, ")");
+    chain(G, w->queue, len, w->seen, w->told, v, b, true, NULL);
+}
+
+/* ORDER: the rank(s) that left the order their earlier steps show are behind; with none, the cycle itself. */
+static void tell_order(const struct graph *G, const struct ddp_fr_input *in, const struct finding *best, bool *culprit,
+                       struct walk *w, struct ddp_fr_verdict *v, struct ddp_buf *b)
+{
+    size_t cr[DDP_FR_HOPS], cn[DDP_FR_HOPS];
+    size_t len = cycle(G, w->comp, best->comp, cr, cn, DDP_FR_HOPS);
+    int left[DDP_FR_HOPS];
+    size_t nleft = 0, nknown = 0;
+    for (size_t j = 0; j < len; j++) { /* rank cr[j] waits in cn[j], and is awaited in cn[j - 1] */
+        const struct node *mine = &G->node[cn[j]], *theirs = &G->node[cn[(j + len - 1) % len]];
+        left[j] = left_order(in[cr[j]].fr, G->grp[mine->grp].name, G->grp[theirs->grp].name);
+        nleft += left[j] == 1;
+        nknown += left[j] >= 0;
+    }
+    if (!(nleft && nleft < len && nknown == len)) {
+        tell_cycle(G, in, cr, cn, len, w, v, b);
+        return;
+    }
+    for (size_t j = 0; j < len; j++)
+        culprit[cr[j]] = left[j] == 1;
+    tell_behind(G, culprit, w->queue, w->seen, w->told, v, b);
+    for (size_t j = 0; j < len; j++)
+        if (left[j] == 1)
+            ddp_buf_printf(b, "; rank %d went on to group %s's #%lld first, unlike its earlier steps", in[cr[j]].rank,
+                           G->grp[G->node[cn[j]].grp].name, G->node[cn[j]].seq);
+}
+
+void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struct ddp_fr_verdict *v)
+{
+    struct graph G;
+    struct walk w;
+    memset(v, 0, sizeof(*v));
+    memset(culprit, 0, n * sizeof(*culprit));
+    build(&G, in, n);
+    w.V = n + G.nnode;
+    w.comp = ddp_xcalloc(w.V + 1, sizeof(*w.comp));
+    w.ncomp = components(&G, w.comp);
+    w.csize = ddp_xcalloc(w.ncomp + 1, sizeof(*w.csize));
+    w.cout = ddp_xcalloc(w.ncomp + 1, sizeof(*w.cout));
+    for (size_t u = 0; u < w.V; u++) {
+        w.csize[w.comp[u]]++;
+        for (size_t k = 0; k < out_deg(&G, u); k++)
+            w.cout[w.comp[u]] |= w.comp[out_at(&G, u, k)] != w.comp[u];
+    }
+    w.queue = ddp_xcalloc(n + 1, sizeof(*w.queue));
+    w.seen = ddp_xcalloc(n + 1, sizeof(*w.seen));
+    w.told = ddp_xcalloc(G.nnode + 1, sizeof(*w.told));
+    struct finding best = find_best(&G, n, &w);
     struct ddp_buf b = {0};
-    memset(seen, 0, n * sizeof(*seen));
-    memset(told, 0, G.nnode * sizeof(*told));
+    memset(w.seen, 0, n * sizeof(*w.seen));
+    memset(w.told, 0, G.nnode * sizeof(*w.told));
     if (best.kind == DDP_FR_BEHIND && best.comp == NONE) {
         for (size_t i = 0; i < n; i++)
             culprit[i] = G.pend[i] == NONE && G.rin_first[i + 1] > G.rin_first[i];
-        tell_behind(&G, culprit, queue, seen, told, v, &b);
+        tell_behind(&G, culprit, w.queue, w.seen, w.told, v, &b);
     } else if (best.kind == DDP_FR_OP || best.kind == DDP_FR_SHAPE) {
-        const struct node *x = &G.node[best.node];
-        compare(&G, best.node, culprit, v, &b);
-        copy(v->group, sizeof(v->group), G.grp[x->grp].name);
-        members(v->ranks, sizeof(v->ranks), &G, x->grp);
-        v->seq = x->seq;
-        told[best.node] = true;
-        struct ddp_fr_hop h;
-        hop_of(&G, best.node, v, &h);
-        k = 0;
-        for (size_t j = 0; j < x->nwait; j++) {
-            queue[k++] = G.waiters[x->wfirst + j];
-            seen[queue[k - 1]] = true;
-        }
-        chain(&G, queue, k, seen, told, v, &b, true, NULL);
+        tell_mismatch(&G, &best, culprit, &w, v, &b);
     } else if (best.kind == DDP_FR_ORDER) {
-        size_t cr[DDP_FR_HOPS], cn[DDP_FR_HOPS];
-        size_t len = cycle(&G, comp, best.comp, cr, cn, DDP_FR_HOPS);
-        int left[DDP_FR_HOPS];
-        size_t nleft = 0, nknown = 0;
-        for (size_t j = 0; j < len; j++) { /* rank cr[j] waits in cn[j], and is awaited in cn[j - 1] */
-            const struct node *mine = &G.node[cn[j]], *theirs = &G.node[cn[(j + len - 1) % len]];
-            left[j] = left_order(in[cr[j]].fr, G.grp[mine->grp].name, G.grp[theirs->grp].name);
-            nleft += left[j] == 1;
-            nknown += left[j] >= 0;
-        }
-        if (nleft && nleft < len && nknown == len) { /* a rank left the order its earlier steps show */
-            for (size_t j = 0; j < len; j++)
-                culprit[cr[j]] = left[j] == 1;
-            tell_behind(&G, culprit, queue, seen, told, v, &b);
-            for (size_t j = 0; j < len; j++)
-                if (left[j] == 1)
-                    ddp_buf_printf(&b, "; rank %d went on to group %s's #%lld first, unlike its earlier steps",
-                                   in[cr[j]].rank, G.grp[G.node[cn[j]].grp].name, G.node[cn[j]].seq);
-        } else {
-            v->kind = DDP_FR_ORDER;
-            ddp_buf_puts(&b, "ordering deadlock: ");
-            for (size_t j = 0; j < len; j++) {
-                struct ddp_fr_hop h;
-                hop_of(&G, cn[j], v, &h);
-                told[cn[j]] = true;
-                seen[cr[j]] = true;
-                queue[j] = cr[j];
-                if (j)
-                    ddp_buf_puts(&b, ", which waits in ");
-                else
-                    ddp_buf_printf(&b, "rank %d waits in ", in[cr[j]].rank);
-                coll(&b, &h);
-                ddp_buf_printf(&b, ") for rank %d", in[cr[(j + 1) % len]].rank);
-            }
-            const struct node *a = &G.node[cn[0]], *z = &G.node[cn[len > 1 ? 1 : 0]];
-            copy(v->group, sizeof(v->group), G.grp[a->grp].name);
-            copy(v->group2, sizeof(v->group2), G.grp[z->grp].name);
-            members(v->ranks, sizeof(v->ranks), &G, a->grp);
-            copy(v->op, sizeof(v->op), op_at(&G, a));
-            v->seq = a->seq;
-            ddp_buf_puts(&b, ": the ranks entered the groups in different orders (");
-            for (size_t j = 0; j < len; j++) {
-                const struct node *mine = &G.node[cn[j]], *theirs = &G.node[cn[(j + len - 1) % len]];
-                ddp_buf_printf(&b, "%srank %d group %s's #%lld before group %s's #%lld", j ? ", " : "", in[cr[j]].rank,
-                               G.grp[mine->grp].name, mine->seq, G.grp[theirs->grp].name, theirs->seq);
-            }
-            ddp_buf_puts(&b, ")");
-            chain(&G, queue, len, seen, told, v, &b, true, NULL);
-        }
+        tell_order(&G, in, &best, culprit, &w, v, &b);
     }
     if (v->kind != DDP_FR_NONE) {
-        waited(v, &G, seen);
+        waited(v, &G, w.seen);
         if (v->waited_ms >= 0)
             ddp_buf_printf(&b, "; no progress in the recorders for %lld s", v->waited_ms / 1000);
         disagreements(&b, &G, v);
@@ -939,12 +976,12 @@ void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struc
         copy(v->why, sizeof(v->why), b.data);
     }
     ddp_buf_free(&b);
-    free(queue);
-    free(seen);
-    free(told);
-    free(comp);
-    free(csize);
-    free(cout);
+    free(w.queue);
+    free(w.seen);
+    free(w.told);
+    free(w.comp);
+    free(w.csize);
+    free(w.cout);
     release(&G);
 }
 

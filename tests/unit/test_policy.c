@@ -552,3 +552,49 @@ Test(policy, first_restart_at_once_then_backoff_grows)
         ddp_policy_step(&p, &bo);
     }
 }
+
+Test(policy, final_timeout_ends_the_job_whatever_restarts_are_left)
+{
+    struct ddp_spec s = spec_with(3, DDP_ONTIMEOUT_RESTART, 0);
+    struct ddp_policy p;
+    ddp_policy_init(&p, &s, 4);
+    struct ddp_policy_event_data t = {.kind = DDP_PE_TIMEOUT, .final = true};
+    struct ddp_policy_action a = ddp_policy_step(&p, &t);
+    cr_expect(a.flags & DDP_ACT_TERM_ALL);
+    struct ddp_policy_event_data f = ev(DDP_PE_ALL_FINISHED);
+    a = ddp_policy_step(&p, &f);
+    cr_expect_eq(a.flags, DDP_ACT_EXIT);
+    cr_expect_eq(a.exit_status, 124);
+    cr_expect_str_eq(a.why, "a rank worked alone past [timeout] busy_limit: not restarting");
+    cr_expect_eq(p.restarts_used, 0);
+}
+
+/* The suspicion table: on_suspect x state. */
+Test(policy, suspect_table)
+{
+    struct ddp_suspect_facts f = {.quiet_ms = 40000, .after_ms = 600000, .confirm_ms = 15000, .busy_limit_ms = 1800000};
+    f.on_suspect = DDP_ONSUSPECT_AUTO;
+    f.state = DDP_SUSPECT_STUCK;
+    f.stuck_ms = 14999;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_SAY, "auto, stuck, not yet confirmed");
+    f.stuck_ms = 15000;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_STOP, "auto, stuck and confirmed");
+    f.state = DDP_SUSPECT_WEAK;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_SAY, "auto, weak evidence: warn only");
+    f.state = DDP_SUSPECT_BUSY;
+    f.busy_ms = 1799999;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_ALONE, "busy: works alone, no action");
+    f.busy_ms = 1800000;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_END, "busy past busy_limit: the job ends");
+    f.busy_limit_ms = 0;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_ALONE, "busy_limit off: never");
+    f.on_suspect = DDP_ONSUSPECT_WARN;
+    f.state = DDP_SUSPECT_STUCK;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_SAY, "warn never stops");
+    f.on_suspect = DDP_ONSUSPECT_RESTART;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_SAY, "restart: before on_suspect_after");
+    f.quiet_ms = 600000;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_STOP, "restart: after on_suspect_after");
+    f.state = DDP_SUSPECT_BUSY;
+    cr_expect_eq(ddp_policy_suspect(&f), DDP_SUSPECT_ALONE, "restart never stops a rank working alone");
+}

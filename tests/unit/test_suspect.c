@@ -94,3 +94,11 @@ Test(suspect, unplaced_ranks_do_not_count)
     cr_expect_eq(s.rounds, 0);
     ddp_suspect_free(&s);
 }
+
+Test(suspect, confirmation_is_two_samples_half_the_floor_at_most_30s)
+{
+    cr_expect_eq(ddp_suspect_confirm_ms(30000, 1000), 15000);
+    cr_expect_eq(ddp_suspect_confirm_ms(4000, 1000), 2000);
+    cr_expect_eq(ddp_suspect_confirm_ms(1000, 1000), 2000);
+    cr_expect_eq(ddp_suspect_confirm_ms(600000, 1000), 30000);
+}
