@@ -211,14 +211,14 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         l->fail_usage = true;
         return fail(l, DDP_EXIT_USAGE, ddp_errf(err, -EINVAL, "expected a job spec (JOB.ini) or a training script"));
     }
-    if (l->cmd == DDP_CMD_RUN) {
+    if (l->cmd == DDP_CMD_RUN || l->cmd == DDP_CMD_PLAN || doctor) {
         /* A training script that is not there: one line before anything starts, not a failed worker per rank
-         * ("ddplaunch help" names a script called help). */
+         * ("ddplaunch help" names a script called help); plan and doctor catch it as the run would. */
         char *check = ddp_cli_script_to_check(cli, spec->workdir, envp);
         struct stat st;
         if (check && stat(check, &st) < 0 && errno == ENOENT) {
-            l->fail_usage = true;
-            rc = ddp_cli_is_command(cli->target)
+            l->fail_usage = l->cmd == DDP_CMD_RUN;
+            rc = l->cmd == DDP_CMD_RUN && ddp_cli_is_command(cli->target)
                      ? ddp_errf(err, -ENOENT,
                                 "no such file: '%s'; the command comes first: ddplaunch %s [OPTIONS] ... (the "
                                 "commands are %s)",
@@ -635,6 +635,11 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     }
     ctx->gpu_holders = (const char *const *)l->holders;
 
+    if (spec->master_port.is_auto && l->sched.key_job) { /* doctor says where the port comes from */
+        snprintf(l->port_job, sizeof l->port_job, "%s job %s", l->sched.name, l->sched.job_id ? l->sched.job_id : "?");
+        ctx->port_job = l->port_job;
+        ctx->port_job_first = ddp_scheduler_port(&l->sched, spec->master_port.lo, spec->master_port.hi);
+    }
     if (l->cmd == DDP_CMD_DOCTOR) {
         port_decided(l, DDP_LAUNCH_PORT_NONE, spec->master_port.is_auto ? 0 : spec->master_port.port);
         return 0;

@@ -19,6 +19,7 @@
 #include "host/rundir.h"
 #include "records/timeline.h"
 #include "run/plan.h"
+#include "run/replaced.h"
 #include "run/shim.h"
 #include "run/standby.h"
 #include "spec/cli.h"
@@ -28,10 +29,19 @@
 
 extern char **environ;
 
-/* An error before the workers start: labelled and coloured as the supervisor's errors are (util.h ddp_log). */
+/* An error before the workers start: labelled and coloured as the supervisor's errors are (util.h ddp_log);
+ * each line of msg labelled (a job spec's errors come together, one per line). */
 static void error_line(const char *msg)
 {
-    fprintf(stderr, "ddplaunch: %serror: %s%s\n", ddp_colour(DDP_COLOUR_RED), ddp_colour(DDP_COLOUR_RESET), msg);
+    for (;;) {
+        const char *nl = strchr(msg, '\n');
+        int n = nl ? (int)(nl - msg) : (int)strlen(msg);
+        fprintf(stderr, "ddplaunch: %serror: %s%.*s\n", ddp_colour(DDP_COLOUR_RED), ddp_colour(DDP_COLOUR_RESET), n,
+                msg);
+        if (!nl)
+            break;
+        msg = nl + 1;
+    }
 }
 
 static int usage_error(const char *msg)
@@ -155,6 +165,11 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         error_line(err->msg);
         return DDP_EXIT_USAGE;
     }
+    struct ddp_strv notes = {0}; /* what the workers get instead of the launcher's own settings */
+    ddp_replaced_notes(environ, l->ctx.spec, attempt, &notes);
+    for (size_t i = 0; i < notes.n; i++)
+        ddp_info("%s", notes.v[i]);
+    ddp_strv_clear(&notes);
     /* the chosen GPUs as NVML sees them now: a warning per GPU another process holds, or ([gpus] busy = fail)
      * a refusal before anything starts (75: the GPU may be free later). A run with busy = warn checks beside the
      * spawn instead (supervise.c, ddp_gpus_check_start): its topology read no NVML memory. */

@@ -68,7 +68,9 @@ struct ddp_plan_ctx {
     const char *run_id;
     const char *master_addr;
     int master_port;
-    int ras_port; /* NCCL_RAS_ADDR's port reserved for this job on this host (0: none, NCCL's default 28028) */
+    int ras_port;         /* NCCL_RAS_ADDR's port reserved for this job on this host (0: none, NCCL's default 28028) */
+    const char *port_job; /* master_port = auto derived from a scheduler's job id ("slurm job 123"), or NULL */
+    int port_job_first;   /* then: the port that job id gives first (ddp_port_job_candidate) */
     int nnodes;
     int node_rank;
     int nproc;                      /* resolved local worker count */

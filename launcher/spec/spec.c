@@ -55,7 +55,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "job", "master_port", DDP_T_PORT, OFF(master_port), "auto", NULL, 0, 0,
       "port of rank 0's store: a number, auto or auto:LO-HI (a free port, reserved host-wide)" },
     { "job", "workdir", DDP_T_STR, OFF(workdir), NULL, NULL, 0, 0,
-      "working directory of the workers (default: the launcher's)" },
+      "working directory of the workers (default: the job spec's directory, else the launcher's)" },
     { "job", "log_dir", DDP_T_STR, OFF(log_dir), NULL, NULL, 0, 0,
       "directory for per-attempt, per-rank logs and error files: RUNID_XXXXXXXX/attempt_N/RANK (default: none)" },
     { "job", "tee", DDP_T_STD, OFF(tee), "0", NULL, 0, 0,
