@@ -875,7 +875,7 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
         return rc;
     /* torchrun's layout LOG_DIR/<run_id>_XXXXXXXX/attempt_N/RANK: a fresh run directory each launch */
     if (l->cmd == DDP_CMD_RUN && l->resolved.log_dir) {
-        if ((rc = ddp_logdir_create(l->resolved.log_dir, l->run_id, &l->logdir, err)) < 0) {
+        if ((rc = ddp_logdir_make(l->resolved.log_dir, l->run_id, l->resolved.trust_log_dir, &l->logdir, err)) < 0) {
             l->fail_status = DDP_EXIT_USAGE;
             return at_key(&l->resolved, "log_dir", rc, err);
         }

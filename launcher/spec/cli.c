@@ -40,6 +40,8 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "run-path", 0, F_KEY_YES, "job", "run_path", NULL, "PET_RUN_PATH", NULL, "accepted for compatibility", LAUNCHING },
     { "log-dir", 0, F_KEY, "job", "log_dir", NULL, "PET_LOG_DIR", "DIR",
       "per-attempt, per-rank log files and error files", LAUNCHING },
+    { "trust-log-dir", 0, F_KEY_YES, "job", "trust_log_dir", NULL, NULL, NULL,
+      "use --log-dir even in a directory others may change", LAUNCHING },
     { "redirects", 'r', F_KEY, "job", "redirects", NULL, "PET_REDIRECTS", "0-3|R:V,...",
       "send worker output to log files only: 1 stdout, 2 stderr, 3 both", LAUNCHING },
     { "tee", 't', F_KEY, "job", "tee", NULL, "PET_TEE", "0-3|R:V,...",

@@ -58,6 +58,8 @@ const struct ddp_key ddp_spec_keys[] = {
       "working directory of the workers (default: the job spec's directory, else the launcher's)" },
     { "job", "log_dir", DDP_T_STR, OFF(log_dir), NULL, NULL, 0, 0,
       "directory for per-attempt, per-rank logs and error files: RUNID_XXXXXXXX/attempt_N/RANK (default: none)" },
+    { "job", "trust_log_dir", DDP_T_BOOL, OFF(trust_log_dir), "no", NULL, 0, 0,
+      "use log_dir even where another user or the group could rename the run directory (root in a workspace of another uid)" },
     { "job", "tee", DDP_T_STD, OFF(tee), "0", NULL, 0, 0,
       "also copy to log files: 0 none, 1 stdout, 2 stderr, 3 both; or per rank 0:1,1:2" },
     { "job", "redirects", DDP_T_STD, OFF(redirects), "0", NULL, 0, 0,
