@@ -777,6 +777,19 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
     ddp_buf_free(&b);
 }
 
+/* With a job spec or a workdir: where the workers start, and why there (one rule, ddplaunch.ini(5)). */
+static void print_directory(FILE *f, const struct ddp_spec *s)
+{
+    if (!s->spec_path && !s->workdir)
+        return;
+    int k = ddp_spec_key_find("job", "workdir");
+    bool implicit = !s->workdir || (s->origin[k] == DDP_ORIGIN_SPEC && !s->set_file[k]);
+    fprintf(f, "Directory: %s (%s)\n", s->workdir ? s->workdir : ".",
+            implicit ? "the job spec's: its relative script, program, log_dir and workdir are taken from there, and "
+                       "the workers start there"
+                     : "workdir: the workers start there");
+}
+
 void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json)
 {
     if (json) {
@@ -827,14 +840,7 @@ void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_at
     if (uses_python(s))
         fprintf(f, "Python: %s (%s)\n", ctx->python ? ctx->python : "python3",
                 ctx->python_why ? ctx->python_why : "python3 from PATH");
-    if (s->spec_path || s->workdir) { /* where the workers start, and why there (ddplaunch.ini(5)) */
-        int k = ddp_spec_key_find("job", "workdir");
-        bool implicit = !s->workdir || (s->origin[k] == DDP_ORIGIN_SPEC && !s->set_file[k]);
-        fprintf(f, "Directory: %s (%s)\n", s->workdir ? s->workdir : ".",
-                implicit ? "the job spec's: its relative script, program, log_dir and workdir are taken from there, "
-                           "and the workers start there"
-                         : "workdir: the workers start there");
-    }
+    print_directory(f, s);
     const struct ddp_worker *cw = console_framed(a);
     if (!cw)
         fprintf(f, "Console: raw (the worker's bytes as they come)\n");
