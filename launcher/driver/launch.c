@@ -245,12 +245,14 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         return fail(l, DDP_EXIT_USAGE, rc);
     if ((!spec->log_dir || !*spec->log_dir) && ((spec->duplicate_stdout_filters && *spec->duplicate_stdout_filters) ||
                                                 (spec->duplicate_stderr_filters && *spec->duplicate_stderr_filters)))
-        return fail(l, DDP_EXIT_USAGE,
-                    at_key(spec,
-                           spec->duplicate_stdout_filters ? "duplicate_stdout_filters" : "duplicate_stderr_filters",
-                           ddp_errf(err, -EINVAL,
-                                    "duplicate_*_filters copy lines to a file of the run: give log_dir (--log-dir)"),
-                           err));
+        return fail(
+            l, DDP_EXIT_USAGE,
+            at_key(
+                spec, spec->duplicate_stdout_filters ? "dup_stdout_filters" : "dup_stderr_filters",
+                ddp_errf(
+                    err, -EINVAL,
+                    "dup_stdout_filters and dup_stderr_filters copy lines to a file of the run: give log_dir (--log-dir)"),
+                err));
     if (spec->log_dir && *spec->log_dir && (rc = ddp_logdir_check(spec->log_dir, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, at_key(spec, "log_dir", rc, err));
     if (l->cmd == DDP_CMD_RUN && (rc = check_program(spec, envp, err)) < 0)

@@ -568,8 +568,9 @@ static const char *mem_mode_name(enum ddp_membind m)
 
 static const char *const log_names[3] = {"stdout.log", "stderr.log", "timed.log"};
 
-/* Stream s (which 0 stdout, 1 stderr) of worker k also copies the lines that match [job] duplicate_*_filters to
- * its attempt's filtered_stdout.log / filtered_stderr.log (torchrun 2.9's), made by the attempt's first worker. */
+/* Stream s (which 0 stdout, 1 stderr) of worker k also copies the lines that match [job] dup_stdout_filters /
+ * dup_stderr_filters to its attempt's filtered_stdout.log / filtered_stderr.log (torchrun 2.9's), made by the attempt's
+ * first worker. */
 static int open_filtered(struct ddp_runner_worker *k, int which, struct ddp_stream *s, struct ddp_err *err)
 {
     const char *filters = k->run->runner->cfg.dup_filters[which];

@@ -57,7 +57,7 @@ struct ddp_runner_attempt {
     char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
     int open_handles;
     bool retired;
-    struct ddp_logfile filtered[2]; /* attempt_N/filtered_stdout.log, _stderr.log ([job] duplicate_*_filters) */
+    struct ddp_logfile filtered[2]; /* attempt_N/filtered_stdout.log, _stderr.log ([job] dup_*_filters) */
 };
 
 /* What happens, told to the caller (each may be NULL). Called from the loop's callbacks only (and from

@@ -32,12 +32,12 @@ done
 expect_eq "rank 0's own stdout.log unchanged" "$(cat "${run}attempt_0/0/stdout.log" | wc -l)" 3
 expect_eq "console lines of 'other line'" "$(grep -c 'other line' out)" 4
 # the key in a job spec works the same, with a pattern holding spaces
-printf '[job]\nprogram = %s/w.sh\nnproc_per_node = 1\nlog_dir = logs2\nduplicate_stdout_filters = val acc\n' "$TMP" >job.ini
+printf '[job]\nprogram = %s/w.sh\nnproc_per_node = 1\nlog_dir = logs2\ndup_stdout_filters = val acc\n' "$TMP" >job.ini
 "$DDP" job.ini >out 2>err || { cat err; fail "the spec's key"; }
 expect_eq "spec: filtered stdout" "$(cat logs2/*/attempt_0/filtered_stdout.log)" "[rank0]: val acc 0.9, loss 0.4"
 # without a log_dir: refused before anything starts
 "$DDP" --duplicate-stdout-filters loss --no-python /usr/bin/touch started >out 2>err
 expect_eq "status without log_dir" "$?" 2
-expect_grep "duplicate_\*_filters copy lines to a file of the run: give log_dir" err
+expect_grep "dup_stdout_filters and dup_stderr_filters copy lines to a file of the run: give log_dir" err
 [ ! -e started ] || fail "a worker started"
 echo ok
