@@ -204,7 +204,10 @@ static int plan_command(const struct ddp_cli *cli, const char *argv0)
     char **held = NULL;
     int status = resolve(&l, cli, &err);
     if (status == 0 && (status = acquire_and_plan(&l, &attempt, &held, &err)) == 0) {
-        ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
+        if (!cli->json && !cli->full && isatty(STDOUT_FILENO)) /* one screen; a pipe or file gets it all */
+            ddp_plan_print_brief(stdout, &l.ctx, &attempt);
+        else
+            ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
         if (!cli->json)
             ddp_standby_print_plan(stdout, l.ctx.spec, &attempt);
     }

@@ -74,6 +74,8 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },
     { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor, ps)",
       CMD(DDP_CMD_PLAN) | CMD(DDP_CMD_TOPO) | CMD(DDP_CMD_DOCTOR) | CMD(DDP_CMD_PS) }, /* a run ignored it */
+    { "full", 0, F_FULL, NULL, NULL, NULL, NULL, NULL,
+      "plan: every setting and each rank's environment (the default when stdout is no terminal)", CMD(DDP_CMD_PLAN) },
     { "svg", 0, F_SVG, NULL, NULL, NULL, NULL, "FILE", "report: also draw the run as an SVG image",
       CMD(DDP_CMD_REPORT) },
     { "topology", 0, F_TOPOLOGY, NULL, NULL, NULL, NULL, "FILE.xml",
@@ -205,6 +207,9 @@ static int apply_flag(struct ddp_cli *cli, const struct ddp_cli_flag *f, const c
     case F_JSON:
         cli->json = true;
         break;
+    case F_FULL:
+        cli->full = true;
+        break;
     case F_TOPOLOGY:
         free(cli->topology);
         cli->topology = ddp_xstrdup(arg);
@@ -242,7 +247,7 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static const char *const plan_listed[] = {"json", "topology", "config", "set", "help", NULL};
+static const char *const plan_listed[] = {"json", "full", "topology", "config", "set", "help", NULL};
 static const char *const topo_listed[] = {"json", "topology", "config", "set", "nproc-per-node", "help", NULL};
 static const char *const doctor_listed[] = {"json", "topology", "config", "set", "master-port", "help", NULL};
 static const char *const ps_listed[] = {"json", "help", NULL};
