@@ -19,6 +19,7 @@
 /* The errors of one file: all of them are reported at once, in line order (ddplaunch.ini(5)). */
 struct spec_err {
     int line;
+    size_t seq; /* the order it was found in: errors of one line keep it */
     int code;
     char *msg; /* "FILE:LINE: what" */
 };
@@ -33,7 +34,8 @@ static void errs_add(struct spec_errs *e, int line, int code, const char *msg)
         e->cap = e->cap ? 2 * e->cap : 8;
         e->v = ddp_xrealloc(e->v, e->cap * sizeof *e->v);
     }
-    e->v[e->n++] = (struct spec_err){line, code, ddp_xstrdup(msg)};
+    e->v[e->n] = (struct spec_err){line, e->n, code, ddp_xstrdup(msg)};
+    e->n++;
 }
 
 /* Record the error err holds (its message starts with where) for line. */
@@ -45,7 +47,7 @@ static void errs_take(struct spec_errs *e, int line, const struct ddp_err *err)
 static int by_line(const void *a, const void *b)
 {
     const struct spec_err *x = a, *y = b;
-    return x->line != y->line ? (x->line > y->line) - (x->line < y->line) : (x->msg > y->msg) - (x->msg < y->msg);
+    return x->line != y->line ? (x->line > y->line) - (x->line < y->line) : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 /* Every error of e in line order, one per line of err->msg (as many as fit, then how many more there are); the

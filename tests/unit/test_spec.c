@@ -853,7 +853,8 @@ Test(spec_kv, set_get_replace)
     cr_expect_eq(l.n, 0u);
 }
 
-/* issue 23 item 11: a job spec's relative script, log_dir and program path are the spec directory's; a bare
+/* issue 23 item 11: a job spec's relative script, log_dir and program path are the spec directory's (issue 54: so
+ * is the workers' directory); a bare
  * program name (PATH) and absolute paths stay; values from elsewhere (the command line) are not touched */
 Test(spec_good, relative_paths_from_the_spec_directory)
 {
@@ -874,9 +875,10 @@ Test(spec_good, relative_paths_from_the_spec_directory)
     want = ddp_xasprintf("%s/logs", dir);
     cr_expect_str_eq(s.log_dir, want);
     free(want);
-    want = ddp_xasprintf("%s/./run.sh", dir);
+    want = ddp_xasprintf("%s/run.sh", dir); /* issue 54: normalised, absolute */
     cr_expect_str_eq(s.program, want);
     free(want);
+    cr_expect_str_eq(s.workdir, dir, "the workers start in the spec's directory (issue 54)");
     ddp_spec_free(&s);
     f = fopen(path, "w");
     fputs("[job]\nprogram = true\nlog_dir = /var/log/x\n", f);
