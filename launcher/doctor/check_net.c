@@ -71,6 +71,18 @@ void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p)
     }
     tcp = p->tcp ? listen_lines(p->tcp) : NULL;
     tcp6 = p->tcp6 ? listen_lines(p->tcp6) : NULL;
+    if (p->spec.is_auto && p->job && p->job_port > 0) {
+        /* the same port on every node, from the job id (port.h): that one port is what counts */
+        bool held = p->held_locks && ddp_port_lock_listed(p->held_locks, p->lock_dir, p->job_port);
+        if (held || listeners_on(tcp, tcp6, p->job_port, NULL) > 0)
+            ddp_check_add(r, DDP_CHECK_WARN, "master-port", "set master_port explicitly if the job fails to start",
+                          "auto: %d, derived from the %s (the same on every node), is %s now", p->job_port, p->job,
+                          held ? "reserved by another process" : "in use");
+        else
+            ddp_check_add(r, DDP_CHECK_OK, "master-port", NULL,
+                          "auto: %d, derived from the %s (the same on every node), free now", p->job_port, p->job);
+        goto out;
+    }
     if (p->spec.is_auto) {
         int lo = p->spec.lo, hi = p->spec.hi, nfree = 0, first = 0, nlocked = 0;
         char locked[80] = "";

@@ -24,6 +24,8 @@ struct ddp_check_port {
     const char *ephemeral;                /* text of /proc/sys/net/ipv4/ip_local_port_range, or NULL */
     const struct ddp_strv *held_locks;    /* auto: port locks held now (ddp_port_locks_held), NULL = unknown */
     const char *lock_dir;                 /* their namespace */
+    const char *job;                      /* auto: derived from this scheduler job id ("slurm job 12"), or NULL */
+    int job_port;                         /* then: the port it gives first */
 };
 void ddp_check_port(struct ddp_check_report *r, const struct ddp_check_port *p);
 

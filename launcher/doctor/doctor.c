@@ -600,7 +600,9 @@ static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, str
                                .master_addr = ctx->master_addr,
                                .tcp = tcp,
                                .tcp6 = tcp6,
-                               .ephemeral = eph};
+                               .ephemeral = eph,
+                               .job = ctx->port_job,
+                               .job_port = ctx->port_job_first};
 
     if (!p.spec.is_auto && ctx->node_rank == 0) {
         if (ddp_port_holder(p.spec.port, &holder) == 0)

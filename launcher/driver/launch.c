@@ -212,14 +212,14 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         l->fail_usage = true;
         return fail(l, DDP_EXIT_USAGE, ddp_errf(err, -EINVAL, "expected a job spec (JOB.ini) or a training script"));
     }
-    if (l->cmd == DDP_CMD_RUN) {
+    if (l->cmd == DDP_CMD_RUN || l->cmd == DDP_CMD_PLAN || doctor) {
         /* A training script that is not there: one line before anything starts, not a failed worker per rank
-         * ("ddplaunch help" names a script called help). */
+         * ("ddplaunch help" names a script called help); plan and doctor catch it as the run would. */
         char *check = ddp_cli_script_to_check(cli, spec->workdir, envp);
         struct stat st;
         if (check && stat(check, &st) < 0 && errno == ENOENT) {
-            l->fail_usage = true;
-            rc = ddp_cli_is_command(cli->target)
+            l->fail_usage = l->cmd == DDP_CMD_RUN;
+            rc = l->cmd == DDP_CMD_RUN && ddp_cli_is_command(cli->target)
                      ? ddp_errf(err, -ENOENT,
                                 "no such file: '%s'; the command comes first: ddplaunch %s [OPTIONS] ... (the "
                                 "commands are %s)",
@@ -244,6 +244,16 @@ int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char 
         ddp_spec_set(spec, "job", "program", "true", DDP_ORIGIN_DEFAULT, "doctor", NULL); /* checks need none */
     if ((rc = ddp_spec_validate(spec, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, rc);
+    if ((!spec->log_dir || !*spec->log_dir) && ((spec->duplicate_stdout_filters && *spec->duplicate_stdout_filters) ||
+                                                (spec->duplicate_stderr_filters && *spec->duplicate_stderr_filters)))
+        return fail(
+            l, DDP_EXIT_USAGE,
+            at_key(
+                spec, spec->duplicate_stdout_filters ? "dup_stdout_filters" : "dup_stderr_filters",
+                ddp_errf(
+                    err, -EINVAL,
+                    "dup_stdout_filters and dup_stderr_filters copy lines to a file of the run: give log_dir (--log-dir)"),
+                err));
     if (spec->log_dir && *spec->log_dir && (rc = ddp_logdir_check(spec->log_dir, err)) < 0)
         return fail(l, DDP_EXIT_USAGE, at_key(spec, "log_dir", rc, err));
     if (l->cmd == DDP_CMD_RUN && (rc = check_program(spec, envp, err)) < 0)
@@ -638,6 +648,11 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     }
     ctx->gpu_holders = (const char *const *)l->holders;
 
+    if (spec->master_port.is_auto && l->sched.key_job) { /* doctor says where the port comes from */
+        snprintf(l->port_job, sizeof l->port_job, "%s job %s", l->sched.name, l->sched.job_id ? l->sched.job_id : "?");
+        ctx->port_job = l->port_job;
+        ctx->port_job_first = ddp_scheduler_port(&l->sched, spec->master_port.lo, spec->master_port.hi);
+    }
     if (l->cmd == DDP_CMD_DOCTOR) {
         port_decided(l, DDP_LAUNCH_PORT_NONE, spec->master_port.is_auto ? 0 : spec->master_port.port);
         return 0;
@@ -882,7 +897,7 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
             snprintf(named, sizeof named, "%s_node%d", l->run_id, l->ctx.node_rank);
         else
             snprintf(named, sizeof named, "%s", l->run_id);
-        if ((rc = ddp_logdir_create(l->resolved.log_dir, named, &l->logdir, err)) < 0) {
+        if ((rc = ddp_logdir_make(l->resolved.log_dir, named, l->resolved.trust_log_dir, &l->logdir, err)) < 0) {
             l->fail_status = DDP_EXIT_USAGE;
             return at_key(&l->resolved, "log_dir", rc, err);
         }

@@ -63,6 +63,7 @@ struct ddp_launch {
     char *run_id;
     char *python;
     char hostname[256]; /* facts' host name, kept: ctx.hostname points here after the facts are freed */
+    char port_job[128]; /* ctx.port_job's text: "slurm job 123" */
     char **holders;     /* per topology GPU: who else holds it, or NULL (= ctx.gpu_holders) */
     size_t nholders;
     /* acquired */

@@ -20,6 +20,7 @@
 #include "records/timeline.h"
 #include "records/verdict.h"
 #include "run/plan.h"
+#include "run/replaced.h"
 #include "run/shim.h"
 #include "run/standby.h"
 #include "spec/cli.h"
@@ -29,10 +30,19 @@
 
 extern char **environ;
 
-/* An error before the workers start: labelled and coloured as the supervisor's errors are (util.h ddp_log). */
+/* An error before the workers start: labelled and coloured as the supervisor's errors are (util.h ddp_log);
+ * each line of msg labelled (a job spec's errors come together, one per line). */
 static void error_line(const char *msg)
 {
-    fprintf(stderr, "ddplaunch: %serror: %s%s\n", ddp_colour(DDP_COLOUR_RED), ddp_colour(DDP_COLOUR_RESET), msg);
+    for (;;) {
+        const char *nl = strchr(msg, '\n');
+        int n = nl ? (int)(nl - msg) : (int)strlen(msg);
+        fprintf(stderr, "ddplaunch: %serror: %s%.*s\n", ddp_colour(DDP_COLOUR_RED), ddp_colour(DDP_COLOUR_RESET), n,
+                msg);
+        if (!nl)
+            break;
+        msg = nl + 1;
+    }
 }
 
 static int usage_error(const char *msg)
@@ -156,6 +166,11 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         error_line(err->msg);
         return DDP_EXIT_USAGE;
     }
+    struct ddp_strv notes = {0}; /* what the workers get instead of the launcher's own settings */
+    ddp_replaced_notes(environ, l->ctx.spec, attempt, &notes);
+    for (size_t i = 0; i < notes.n; i++)
+        ddp_info("%s", notes.v[i]);
+    ddp_strv_clear(&notes);
     /* the chosen GPUs as NVML sees them now (gpus.h says when: before the spawn, or beside it) */
     if (ddp_gpus_launch_check(l->topo, &l->spec, l->cmd == DDP_CMD_RUN, attempt, stderr, held, err) < 0) {
         error_line(err->msg);
@@ -186,7 +201,10 @@ static int plan_command(const struct ddp_cli *cli, const char *argv0)
     char **held = NULL;
     int status = resolve(&l, cli, &err);
     if (status == 0 && (status = acquire_and_plan(&l, &attempt, &held, &err)) == 0) {
-        ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
+        if (!cli->json && !cli->full && isatty(STDOUT_FILENO)) /* one screen; a pipe or file gets it all */
+            ddp_plan_print_brief(stdout, &l.ctx, &attempt);
+        else
+            ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
         if (!cli->json)
             ddp_standby_print_plan(stdout, l.ctx.spec, &attempt);
     }

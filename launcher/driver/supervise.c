@@ -828,6 +828,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         .self_exec = self_exec,
         .grace_ms = s->spec->shutdown_timeout_ms,
         .logdir = ctx->logdir,
+        .dup_filters = {s->spec->duplicate_stdout_filters, s->spec->duplicate_stderr_filters},
         .cgroup_base = s->cgroup_base,
         .ops = {.started = on_started,
                 .line = on_line,

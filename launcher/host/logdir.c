@@ -98,19 +98,57 @@ static int dir_trusted(int fd, const char *path, const char *name, struct ddp_er
     return 0;
 }
 
+/* What walk() has found so far about the directories on the way. */
+struct walk_trust {
+    bool trust;          /* [job] trust_log_dir: every directory is accepted, every symlink followed */
+    bool pending;        /* a directory on the way failed dir_trusted in a way a later one of our own forgives */
+    struct ddp_err pend; /* its message */
+};
+
+/* The hint every refusal ends with: the explicit way to accept the directory. */
+#define TRUST_HINT "; to accept it, pass --trust-log-dir (or [job] trust_log_dir = yes)"
+
+/* dir_trusted() for one directory on the way, with what a user other than root may accept without asking
+ * (issue 54): a directory that another user owns or its group may write (a setgid 2775 project directory)
+ * is forgiven once the walk reaches, below it, a directory of this user's own that nobody else may write: the
+ * run directory is made private (0700) inside that one. One that everybody may write (0777, not sticky) is
+ * never forgiven, nor anything for root, whose workers could be led to write through a planted link. 0, or
+ * -EPERM with err (the hint appended). */
+static int check_dir(struct walk_trust *t, int fd, const char *path, const char *name, struct ddp_err *err)
+{
+    struct stat d;
+    struct ddp_err e = {0};
+    if (t->trust)
+        return 0;
+    int rc = dir_trusted(fd, path, name, &e);
+    bool root = geteuid() == 0, got = fstat(fd, &d) == 0;
+    if (rc == 0) {
+        if (got && !root && d.st_uid == geteuid() && !(d.st_mode & (S_IWGRP | S_IWOTH)))
+            t->pending = false; /* our own: nobody else can rename what we make in it */
+        return 0;
+    }
+    if (rc == -EPERM && got && !root && (!(d.st_mode & S_IWOTH) || (d.st_mode & S_ISVTX))) {
+        if (!t->pending)
+            t->pend = e;
+        t->pending = true;
+        return 0;
+    }
+    return ddp_errf(err, rc, "%s%s", e.msg, rc == -EPERM ? TRUST_HINT : "");
+}
+
 /* One step of walk(): comp, a symlink (st) in the directory fd, is followed when trusted: *rest becomes its
  * target followed by what came after it (next; *rest is freed and replaced), and *fd becomes / when the target
  * is absolute. 0, or a negative errno with err (*fd stays open). */
-static int follow(int *fd, const char *comp, const struct stat *st, const char *next, char **rest, int *hops,
-                  const char *path, struct ddp_err *err)
+static int follow(struct walk_trust *t, int *fd, const char *comp, const struct stat *st, const char *next, char **rest,
+                  int *hops, const char *path, struct ddp_err *err)
 {
     char target[PATH_MAX];
     ssize_t len;
-    if (!symlink_trusted(*fd, st))
+    if (!t->trust && !symlink_trusted(*fd, st))
         return ddp_errf(err, -ELOOP,
                         "log_dir %s: '%s' is a symlink (owner uid %u) in a directory others may change: "
                         "not followed (expected a directory, or a symlink of root or uid %u in a "
-                        "directory only they can write)",
+                        "directory only they can write)" TRUST_HINT,
                         path, comp, (unsigned)st->st_uid, (unsigned)geteuid());
     len = readlinkat(*fd, comp, target, sizeof target - 1);
     if (len <= 0 || ++*hops > MAX_SYMLINKS)
@@ -121,10 +159,10 @@ static int follow(int *fd, const char *comp, const struct stat *st, const char *
     free(*rest);
     *rest = joined;
     if (target[0] == '/') {
-        int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
             return ddp_errf(err, -errno, "log_dir %s: cannot open /: %s", path, strerror(errno));
-        if (dir_trusted(root, path, "/", err) < 0) {
+        if (check_dir(t, root, path, "/", err) < 0) {
             close(root);
             return -EPERM;
         }
@@ -135,22 +173,24 @@ static int follow(int *fd, const char *comp, const struct stat *st, const char *
 }
 
 /* Open the directory path (creating missing components 0755), one component at a time, each one trusted
- * (dir_trusted). 0 with *fd_out, or a negative errno with err. */
-static int walk(const char *given, int *fd_out, struct ddp_err *err)
+ * (check_dir); O_PATH, so that a directory one may search but not list (a 0711 home) is on the way. 0 with *fd_out, or
+ * a negative errno with err. */
+static int walk(const char *given, bool trust, int *fd_out, struct ddp_err *err)
 {
+    struct walk_trust t = {.trust = trust};
     const char *path = given;
     char cwd[PATH_MAX];
     char *rest =
         given[0] == '/' ? ddp_xstrdup(given) : ddp_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", given);
     char *p = rest;
     int hops = 0, rc = 0;
-    int fd = open(rest[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(rest[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         rc = ddp_errf(err, -errno, "log_dir %s: cannot open /: %s", path, strerror(errno));
         free(rest);
         return rc;
     }
-    if ((rc = dir_trusted(fd, path, "/", err)) < 0) {
+    if ((rc = check_dir(&t, fd, path, "/", err)) < 0) {
         close(fd);
         free(rest);
         return rc;
@@ -178,7 +218,7 @@ static int walk(const char *given, int *fd_out, struct ddp_err *err)
             }
         }
         if (S_ISLNK(st.st_mode)) {
-            rc = follow(&fd, comp, &st, next, &rest, &hops, path, err);
+            rc = follow(&t, &fd, comp, &st, next, &rest, &hops, path, err);
             free(comp);
             if (rc < 0)
                 break;
@@ -190,13 +230,13 @@ static int walk(const char *given, int *fd_out, struct ddp_err *err)
             free(comp);
             break;
         }
-        int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0) {
             rc = ddp_errf(err, -errno, "log_dir %s: cannot open '%s': %s", path, comp, strerror(errno));
             free(comp);
             break;
         }
-        if ((rc = dir_trusted(nfd, path, comp, err)) < 0) {
+        if ((rc = check_dir(&t, nfd, path, comp, err)) < 0) {
             close(nfd);
             free(comp);
             break;
@@ -207,6 +247,8 @@ static int walk(const char *given, int *fd_out, struct ddp_err *err)
         p = next;
     }
     free(rest);
+    if (rc == 0 && t.pending) /* no directory of our own below the one others may change */
+        rc = ddp_errf(err, -EPERM, "%s" TRUST_HINT, t.pend.msg);
     if (rc < 0) {
         close(fd);
         return rc;
@@ -231,11 +273,16 @@ static int open_own_dir(int dirfd, const char *name)
 
 int ddp_logdir_create(const char *log_dir, const char *run_id, struct ddp_logdir **out, struct ddp_err *err)
 {
+    return ddp_logdir_make(log_dir, run_id, false, out, err);
+}
+
+int ddp_logdir_make(const char *log_dir, const char *run_id, bool trust, struct ddp_logdir **out, struct ddp_err *err)
+{
     static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
     int dirfd = -1, rc;
     if (!log_dir || !*log_dir)
         return ddp_errf(err, -EINVAL, "log_dir is empty (expected a directory)");
-    rc = walk(log_dir, &dirfd, err);
+    rc = walk(log_dir, trust, &dirfd, err);
     if (rc < 0)
         return rc;
     char *id = ddp_xstrdup(run_id && *run_id ? run_id : "none");

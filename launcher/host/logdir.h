@@ -9,6 +9,7 @@
 #ifndef DDP_LOGDIR_H
 #define DDP_LOGDIR_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "base/util.h"
@@ -19,6 +20,12 @@ struct ddp_logdir;
  * (mode 0700, as torchrun's mkdtemp; characters of run_id outside [A-Za-z0-9._-] become '_'). Returns 0 with
  * *out (caller frees with ddp_logdir_close), or a negative errno with err ("log_dir DIR: what is wrong"). */
 int ddp_logdir_create(const char *log_dir, const char *run_id, struct ddp_logdir **out, struct ddp_err *err);
+/* ddp_logdir_create, where trust ([job] trust_log_dir) accepts every directory on the way and follows every
+ * symlink: the user's explicit word that nobody hostile can change them (root in a container workspace of
+ * another uid). Without it, a user other than root may use a directory of their own below one that another
+ * user owns or a group may write (a setgid 2775 project directory): nothing is refused there while a private
+ * directory of theirs is below it; a refusal ends naming --trust-log-dir. */
+int ddp_logdir_make(const char *log_dir, const char *run_id, bool trust, struct ddp_logdir **out, struct ddp_err *err);
 
 /* Whether LOG_DIR could be made, making nothing (`plan`, `doctor`, and a run before anything starts): its
  * nearest existing ancestor must be a directory this process may write, on a file system that takes new

@@ -105,13 +105,46 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* The ports other launchers take by default: torchrun's MASTER_PORT and the c10d rendezvous port. */
+static const int well_known[] = {DDP_PORT_TORCHRUN, DDP_PORT_C10D};
+
+int ddp_port_candidate(int lo, int hi, unsigned start, unsigned i)
+{
+    if (hi < lo)
+        return lo;
+    unsigned n = (unsigned)(hi - lo) + 1, k = 0;
+    unsigned pos[2]; /* where the well-known ports of [lo, hi] fall in the rotation from start, ascending */
+    for (size_t w = 0; w < sizeof well_known / sizeof well_known[0]; w++)
+        if (well_known[w] >= lo && well_known[w] <= hi) {
+            unsigned at = ((unsigned)(well_known[w] - lo) + n - start % n) % n;
+            if (k && pos[0] > at) {
+                pos[1] = pos[0];
+                pos[0] = at;
+            } else {
+                pos[k] = at;
+            }
+            k++;
+        }
+    i %= n;
+    unsigned j;
+    if (i < n - k) { /* the i-th position that holds no well-known port */
+        j = i;
+        for (unsigned w = 0; w < k; w++)
+            if (pos[w] <= j)
+                j++;
+    } else { /* nothing else left: the well-known ones, last */
+        j = pos[i - (n - k)];
+    }
+    return lo + (int)((start % n + j) % n);
+}
+
 int ddp_port_job_candidate(unsigned long long job_id, unsigned long long step_id, int lo, int hi, unsigned i)
 {
     if (hi < lo)
         return lo;
     uint64_t n = (uint64_t)(hi - lo) + 1;
     uint64_t h = mix64(mix64(job_id) ^ step_id);
-    return lo + (int)((h % n + i % n) % n);
+    return ddp_port_candidate(lo, hi, (unsigned)(h % n), i);
 }
 
 int ddp_port_job_port(unsigned long long job_id, unsigned long long step_id, const struct ddp_port_spec *ps)
@@ -563,7 +596,7 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
     for (unsigned i = 0; i < n; i++) {
         int port = !req->spec.is_auto ? req->spec.port
                    : req->job_key     ? ddp_port_job_candidate(req->job_key, req->job_step_key, lo, hi, i)
-                                      : lo + (int)i;
+                                      : ddp_port_candidate(lo, hi, 0, i);
         int fd = -1;
         {
             int rc = lock_port(req->lock_dir, port, &fd, err);

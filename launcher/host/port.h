@@ -17,6 +17,10 @@
 /* Default range for `master_port = auto` (below the kernel's default ephemeral range 32768-60999). */
 #define DDP_PORT_AUTO_LO 29500
 #define DDP_PORT_AUTO_HI 29999
+/* torchrun's default MASTER_PORT and c10d rendezvous port: master_port = auto tries them last (a torchrun job
+ * started beside a ddplaunch job takes them without asking). */
+#define DDP_PORT_TORCHRUN 29500
+#define DDP_PORT_C10D 29400
 /* Where a job's NCCL_RAS_ADDR port comes from (NCCL's own default is 28028, which every job would share). */
 #define DDP_PORT_RAS_RANGE "auto:28029-28499"
 
@@ -34,6 +38,11 @@ char *ddp_port_ephemeral_range(void);
 /* Whether [lo, hi] overlaps the ephemeral range in that text (ports the kernel hands to outgoing
  * connections, which can take a port between the check and the bind). Pure; false when text is NULL. */
 bool ddp_port_range_overlaps_ephemeral(const char *ip_local_port_range, int lo, int hi);
+
+/* Candidate i (0, 1, ...) of [lo, hi] for master_port = auto: the range rotated to begin at lo + start % n, with
+ * DDP_PORT_TORCHRUN and DDP_PORT_C10D moved to the end (taken only when nothing else is free). Candidates
+ * 0..(hi-lo) are all distinct. Pure. */
+int ddp_port_candidate(int lo, int hi, unsigned start, unsigned i);
 
 /* Under a scheduler that gives a job id (Slurm, LSF, PBS): candidate i (0, 1, ...) of the port sequence for a job step,
  * in [lo, hi]. The same on every node; jobs whose ids share their last digits get unrelated sequences (unlike 15000 +

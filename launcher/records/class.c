@@ -71,6 +71,18 @@ static const struct class_info infos[DDP_CLASS__COUNT] = {
          "ranks of one process group called the same collective with different ops, shapes or dtypes (the flight "
          "recorders, read when it failed, show both sides): make every member pass the same tensors in the same "
          "order"},
+    [DDP_CLASS_CPU_OOM] =
+        {"cpu-oom", 99,
+         "host memory ran out (torch's CPU allocator): fewer DataLoader workers or ranks per node, a smaller batch "
+         "or dataset cache, or more memory for the job (Slurm --mem); dmesg shows the cgroup's limit if one was "
+         "hit"},
+    [DDP_CLASS_LOCAL_RANK_ARG] =
+        {"local-rank-arg", 92,
+         "the script's argparse expects --local_rank, which torch.distributed.launch passed and torchrun and "
+         "ddplaunch do not: read LOCAL_RANK from the environment (torchrun's migration note: "
+         "parser.add_argument('--local_rank', '--local-rank', type=int, default=int(os.environ['LOCAL_RANK']))), "
+         "or pass it unchanged: ddplaunch --no-python sh -c 'exec python3 SCRIPT --local_rank=$LOCAL_RANK \"$@\"' "
+         "sh ARGS"},
     [DDP_CLASS_RENDEZVOUS_TIMEOUT] =
         {"rendezvous-timeout", 70,
          "a rank never reached the rendezvous (TCP store at master_addr:master_port): another rank died or hung "

@@ -30,6 +30,9 @@ enum ddp_class {
     DDP_CLASS_COLL_MISMATCH,      /* "collective-mismatch": at a collective failure, the flight recorders show ranks
                                      that enqueued other ops, shapes or dtypes (watch/mismatch.h); never from a
                                      line */
+    DDP_CLASS_CPU_OOM,            /* host memory: torch's CPU allocator could not allocate ("DefaultCPUAllocator") */
+    DDP_CLASS_LOCAL_RANK_ARG,     /* "local-rank-arg": an old script's argparse wants --local_rank (as
+                                     torch.distributed.launch passed it) or refuses --local-rank */
     DDP_CLASS__COUNT
 };
 

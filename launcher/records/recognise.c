@@ -40,6 +40,18 @@ static const struct pattern patterns[] = {
      * "NCCL WARN Cuda failure 'out of memory'". */
     /* "ModuleNotFoundError: No module named 'torch'": the interpreter lacks what the script imports */
     {"ModuleNotFoundError: No module named ", NULL, DDP_CLASS_MISSING_MODULE, false},
+    /* Host memory, torch's CPU allocator (c10/core/impl/alloc_cpu.cpp): "RuntimeError: [enforce fail at
+     * alloc_cpu.cpp:75] data. DefaultCPUAllocator: can't allocate memory: you tried to allocate 8000000000
+     * bytes. Error code 12 (Cannot allocate memory)"; older builds: "DefaultCPUAllocator: not enough memory". */
+    {"DefaultCPUAllocator: can't allocate memory", NULL, DDP_CLASS_CPU_OOM, false},
+    {"DefaultCPUAllocator: not enough memory", NULL, DDP_CLASS_CPU_OOM, false},
+    /* An old launch-style script under torchrun (argparse): "train.py: error: the following arguments are
+     * required: --local_rank", or torch 2.x's launch passing "--local-rank=0" to a script that defines only
+     * --local_rank: "train.py: error: unrecognized arguments: --local-rank=0". */
+    {"the following arguments are required: ", "--local_rank", DDP_CLASS_LOCAL_RANK_ARG, false},
+    {"the following arguments are required: ", "--local-rank", DDP_CLASS_LOCAL_RANK_ARG, false},
+    {"unrecognized arguments: ", "--local-rank", DDP_CLASS_LOCAL_RANK_ARG, false},
+    {"unrecognized arguments: ", "--local_rank", DDP_CLASS_LOCAL_RANK_ARG, false},
     {"CUDA out of memory", NULL, DDP_CLASS_CUDA_OOM, false},
     {"CUDA error: out of memory", NULL, DDP_CLASS_CUDA_OOM, false},
     {"OutOfMemoryError", NULL, DDP_CLASS_CUDA_OOM, false},

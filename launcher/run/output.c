@@ -222,6 +222,9 @@ static void file_flush(struct ddp_output *o, struct ddp_stream *s)
     if (s->timebuf.len && s->timed)
         log_append(o, s->timed, s->timebuf.data, s->timebuf.len, "");
     s->timebuf.len = 0;
+    if (s->dupbuf.len && s->dup)
+        log_append(o, s->dup, s->dupbuf.data, s->dupbuf.len, "");
+    s->dupbuf.len = 0;
     if (s->keep_tail)
         snprintf(more, sizeof(more), "; its last %d lines are kept for the summary", DDP_OUTPUT_TAIL);
     log_append(o, &s->file, s->filebuf.data, s->filebuf.len, more);
@@ -241,6 +244,17 @@ static void keep_tail(struct ddp_stream *s, const char *line, size_t len)
     s->tail_next = (s->tail_next + 1) % DDP_OUTPUT_TAIL;
     if (s->ntail < DDP_OUTPUT_TAIL)
         s->ntail++;
+}
+
+bool ddp_output_filter_match(const char *filters, const char *line, size_t len)
+{
+    for (const char *p = filters; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n && memmem(line, len, p, n))
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
 }
 
 bool ddp_output_fault_line(const char *line, size_t len)
@@ -318,6 +332,11 @@ static void line_done(struct ddp_output *o, struct ddp_stream *s, const char *li
         ddp_buf_puts(&s->timebuf, s->which ? " err " : " out ");
         ddp_buf_add(&s->timebuf, line, len);
         ddp_buf_add(&s->timebuf, "\n", 1);
+    }
+    if (s->dup && s->dup->fd >= 0 && ddp_output_filter_match(s->dup_filters, line, len)) {
+        ddp_buf_puts(&s->dupbuf, s->dup_prefix ? s->dup_prefix : "");
+        ddp_buf_add(&s->dupbuf, line, len);
+        ddp_buf_add(&s->dupbuf, "\n", 1);
     }
     if (s->keep_tail && !hold)
         keep_tail(s, line, kept);
@@ -463,7 +482,11 @@ void ddp_stream_free(struct ddp_stream *s)
     ddp_buf_free(&s->partial);
     ddp_buf_free(&s->filebuf);
     ddp_buf_free(&s->timebuf);
+    ddp_buf_free(&s->dupbuf);
+    free(s->dup_prefix);
+    s->dup_prefix = NULL;
     s->timed = NULL;
+    s->dup = NULL;
     for (size_t i = 0; i < DDP_OUTPUT_TAIL; i++) {
         free(s->tail[i]);
         s->tail[i] = NULL;

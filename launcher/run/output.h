@@ -66,9 +66,14 @@ struct ddp_stream {
     char *tail[DDP_OUTPUT_TAIL]; /* ring of the last lines (stderr only), owned */
     size_t tail_next, ntail;
     bool keep_tail;
-    bool hold_dump;       /* ddp_stream_hold_dump: fault handler lines are held back from console and tail */
-    size_t raw_shown;     /* raw console, hold_dump: bytes of partial already written as they came */
-    uint64_t nheld;       /* lines held back */
+    bool hold_dump;          /* ddp_stream_hold_dump: fault handler lines are held back from console and tail */
+    size_t raw_shown;        /* raw console, hold_dump: bytes of partial already written as they came */
+    uint64_t nheld;          /* lines held back */
+    struct ddp_logfile *dup; /* NULL, or the attempt's filtered_stdout.log / filtered_stderr.log (borrowed: every
+                                worker's stream shares it): lines with one of dup_filters go there too */
+    const char *dup_filters; /* comma-separated substrings (borrowed), as torchrun's --duplicate-*-filters */
+    char *dup_prefix;        /* owned: what such a line starts with there ("[rank0]: ") */
+    struct ddp_buf dupbuf;
     ddp_line_fn *on_line; /* called once per whole line (no '\n'), may be NULL */
     void *arg;
 };
@@ -116,6 +121,9 @@ void ddp_stream_hold_dump(struct ddp_output *o, struct ddp_stream *s, bool hold)
  * (a traceback's has "line 3, in g"), "  <no Python frame>", "  ...", "  Garbage-collecting", the C stack's
  * lines (3.14), "Extension modules: ...", or a blank line. Pure. */
 bool ddp_output_fault_line(const char *line, size_t len);
+/* Whether line (len bytes) holds one of the comma-separated substrings of filters (empty ones match nothing).
+ * Pure. */
+bool ddp_output_filter_match(const char *filters, const char *line, size_t len);
 /* The kept tail lines, oldest first: calls fn for each. */
 void ddp_stream_tail(const struct ddp_stream *s, void (*fn)(void *arg, const char *line), void *arg);
 /* Frees buffers and tail, closes the file. */

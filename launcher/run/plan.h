@@ -68,7 +68,9 @@ struct ddp_plan_ctx {
     const char *run_id;
     const char *master_addr;
     int master_port;
-    int ras_port; /* NCCL_RAS_ADDR's port reserved for this job on this host (0: none, NCCL's default 28028) */
+    int ras_port;         /* NCCL_RAS_ADDR's port reserved for this job on this host (0: none, NCCL's default 28028) */
+    const char *port_job; /* master_port = auto derived from a scheduler's job id ("slurm job 123"), or NULL */
+    int port_job_first;   /* then: the port that job id gives first (ddp_port_job_candidate) */
     int nnodes;
     int node_rank;
     int nproc;                      /* resolved local worker count */
@@ -138,6 +140,14 @@ const char *ddp_plan_python(char *const *envp, const char *env_python, const cha
  * caller frees. */
 char *ddp_plan_shebang_python(const char *line);
 /* Print the resolved spec (value and origin per key) and the attempt, as text or one JSON document. */
+/* Whether the spec's program is a Python script or module (the interpreter is ddplaunch's to choose). Pure. */
+bool ddp_plan_uses_python(const struct ddp_spec *s);
+/* The first worker of a whose console output is framed lines, or NULL when all of it is raw bytes. */
+const struct ddp_worker *ddp_plan_console_framed(const struct ddp_attempt *a);
+
 void ddp_plan_print(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, bool json);
+/* One screen of ddp_plan_print's text (`plan` on a terminal without --full): the settings not at their default,
+ * the head (nodes, master, GPUs, console, the ranks' table) and local rank 0's command. */
+void ddp_plan_print_brief(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a);
 
 #endif

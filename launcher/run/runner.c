@@ -191,6 +191,8 @@ static void run_free(struct ddp_runner_attempt *r)
         free(k->bind_msg);
         free(k->io);
     }
+    ddp_logfile_close(&r->filtered[0]);
+    ddp_logfile_close(&r->filtered[1]);
     if (r->cgroup) { /* normally already ended in attempt_cgroup_end() */
         ddp_cgroup_kill_remove(r->cgroup);
         free(r->cgroup);
@@ -566,6 +568,29 @@ static const char *mem_mode_name(enum ddp_membind m)
 
 static const char *const log_names[3] = {"stdout.log", "stderr.log", "timed.log"};
 
+/* Stream s (which 0 stdout, 1 stderr) of worker k also copies the lines that match [job] dup_stdout_filters /
+ * dup_stderr_filters to its attempt's filtered_stdout.log / filtered_stderr.log (torchrun 2.9's), made by the attempt's
+ * first worker. */
+static int open_filtered(struct ddp_runner_worker *k, int which, struct ddp_stream *s, struct ddp_err *err)
+{
+    const char *filters = k->run->runner->cfg.dup_filters[which];
+    struct ddp_logfile *f = &k->run->filtered[which];
+    if (!filters || !*filters)
+        return 0;
+    if (!f->name) {
+        char *rel = ddp_xasprintf("attempt_%d/filtered_%s.log", k->run->plan.attempt, which ? "stderr" : "stdout");
+        int fd = ddp_logdir_create_file(k->run->runner->cfg.logdir, rel, err);
+        ddp_logfile_init(f, fd, -1, rel);
+        free(rel);
+        if (fd < 0)
+            return fd;
+    }
+    s->dup = f;
+    s->dup_filters = filters;
+    s->dup_prefix = ddp_xasprintf("[rank%d]: ", k->w->rank);
+    return 0;
+}
+
 /* The worker's output streams: its log directory, and with a logdir its stdout, stderr and timed log files. */
 static int open_streams(struct ddp_runner *rn, struct ddp_runner_worker *k, struct ddp_err *err)
 {
@@ -591,6 +616,9 @@ static int open_streams(struct ddp_runner *rn, struct ddp_runner_worker *k, stru
     }
     if (ld)
         k->io->s_out.timed = k->io->s_err.timed = &k->io->timed;
+    for (int i = 0; ld && i < 2; i++) /* the attempt's filtered copy, made with its first worker's streams */
+        if ((rc = open_filtered(k, i, i ? &k->io->s_err : &k->io->s_out, err)) < 0)
+            return rc;
     k->io->s_out.on_line = on_line;
     k->io->s_out.arg = k;
     k->io->s_err.on_line = on_line;
@@ -852,6 +880,8 @@ int ddp_runner_start(struct ddp_runner *rn, struct ddp_attempt *plan, struct ddp
 {
     struct ddp_runner_attempt *r = ddp_xcalloc(1, sizeof(*r));
     r->runner = rn;
+    ddp_logfile_init(&r->filtered[0], -1, -1, NULL);
+    ddp_logfile_init(&r->filtered[1], -1, -1, NULL);
     r->plan = *plan;
     memset(plan, 0, sizeof(*plan));
     r->nw = r->plan.nworkers;

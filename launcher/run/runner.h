@@ -57,6 +57,7 @@ struct ddp_runner_attempt {
     char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
     int open_handles;
     bool retired;
+    struct ddp_logfile filtered[2]; /* attempt_N/filtered_stdout.log, _stderr.log ([job] dup_*_filters) */
 };
 
 /* What happens, told to the caller (each may be NULL). Called from the loop's callbacks only (and from
@@ -86,12 +87,13 @@ struct ddp_runner_ops {
 
 struct ddp_runner_config {
     uv_loop_t *loop;
-    const char *self_exe;      /* re-executed with --exec-shim (its argv[0], and the name in messages) */
-    const char *self_exec;     /* the path exec'd for it: /proc/self/fd/N of the binary held open since start, so
-                                  that removing or replacing the file mid-job breaks no restart; NULL: self_exe */
-    long long grace_ms;        /* the shim's --grace-ms ([restart] shutdown_timeout) */
-    struct ddp_logdir *logdir; /* per-rank stdout/stderr/timed logs, or NULL */
-    const char *cgroup_base;   /* where attempt cgroups go, or NULL */
+    const char *self_exe;       /* re-executed with --exec-shim (its argv[0], and the name in messages) */
+    const char *self_exec;      /* the path exec'd for it: /proc/self/fd/N of the binary held open since start, so
+                                   that removing or replacing the file mid-job breaks no restart; NULL: self_exe */
+    long long grace_ms;         /* the shim's --grace-ms ([restart] shutdown_timeout) */
+    struct ddp_logdir *logdir;  /* per-rank stdout/stderr/timed logs, or NULL */
+    const char *dup_filters[2]; /* with logdir: torchrun's --duplicate-stdout/stderr-filters, or NULL */
+    const char *cgroup_base;    /* where attempt cgroups go, or NULL */
     struct ddp_runner_ops ops;
     void *arg;
 };

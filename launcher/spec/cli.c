@@ -40,6 +40,8 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "run-path", 0, F_KEY_YES, "job", "run_path", NULL, "PET_RUN_PATH", NULL, "accepted for compatibility", LAUNCHING },
     { "log-dir", 0, F_KEY, "job", "log_dir", NULL, "PET_LOG_DIR", "DIR",
       "per-attempt, per-rank log files and error files", LAUNCHING },
+    { "trust-log-dir", 0, F_KEY_YES, "job", "trust_log_dir", NULL, NULL, NULL,
+      "use --log-dir even in a directory others may change", LAUNCHING },
     { "redirects", 'r', F_KEY, "job", "redirects", NULL, "PET_REDIRECTS", "0-3|R:V,...",
       "send worker output to log files only: 1 stdout, 2 stderr, 3 both", LAUNCHING },
     { "tee", 't', F_KEY, "job", "tee", NULL, "PET_TEE", "0-3|R:V,...",
@@ -59,8 +61,10 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
       "DURATION", "grace between SIGTERM and SIGKILL [30s]", LAUNCHING },
     { "event-log-handler", 0, F_IGNORED, NULL, NULL, NULL, "PET_EVENT_LOG_HANDLER", "NAME",
       "accepted; ddplaunch logs its own events", LAUNCHING },
-    { "duplicate-stdout-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported", LAUNCHING },
-    { "duplicate-stderr-filters", 0, F_IGNORED, NULL, NULL, NULL, NULL, "PATTERNS", "accepted; not supported", LAUNCHING },
+    { "duplicate-stdout-filters", 0, F_KEY, "job", "dup_stdout_filters", NULL, "PET_DUPLICATE_STDOUT_FILTERS",
+      "S,...", "stdout lines holding one also go to attempt_N/filtered_stdout.log", LAUNCHING },
+    { "duplicate-stderr-filters", 0, F_KEY, "job", "dup_stderr_filters", NULL, "PET_DUPLICATE_STDERR_FILTERS",
+      "S,...", "stderr lines holding one also go to attempt_N/filtered_stderr.log", LAUNCHING },
     { "console", 0, F_KEY, "job", "console", NULL, NULL, "auto|raw|lines",
       "worker output: raw bytes, or prefixed lines [auto]", LAUNCHING },
     { "warm-restart", 0, F_KEY_YES, "restart", "warm", NULL, NULL, NULL,
@@ -71,6 +75,8 @@ const struct ddp_cli_flag ddp_cli_flags[] = {
     { "set", 0, F_SET, NULL, NULL, NULL, NULL, "SECTION.KEY=VALUE", "set any job spec key", LAUNCHING },
     { "json", 0, F_JSON, NULL, NULL, NULL, NULL, NULL, "machine-readable output (plan, topo, doctor, ps)",
       CMD(DDP_CMD_PLAN) | CMD(DDP_CMD_TOPO) | CMD(DDP_CMD_DOCTOR) | CMD(DDP_CMD_PS) }, /* a run ignored it */
+    { "full", 0, F_FULL, NULL, NULL, NULL, NULL, NULL,
+      "plan: every setting and each rank's environment (the default when stdout is no terminal)", CMD(DDP_CMD_PLAN) },
     { "svg", 0, F_SVG, NULL, NULL, NULL, NULL, "FILE", "report: also draw the run as an SVG image",
       CMD(DDP_CMD_REPORT) },
     { "topology", 0, F_TOPOLOGY, NULL, NULL, NULL, NULL, "FILE.xml",
@@ -202,6 +208,9 @@ static int apply_flag(struct ddp_cli *cli, const struct ddp_cli_flag *f, const c
     case F_JSON:
         cli->json = true;
         break;
+    case F_FULL:
+        cli->full = true;
+        break;
     case F_TOPOLOGY:
         free(cli->topology);
         cli->topology = ddp_xstrdup(arg);
@@ -239,7 +248,7 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static const char *const plan_listed[] = {"json", "topology", "config", "set", "help", NULL};
+static const char *const plan_listed[] = {"json", "full", "topology", "config", "set", "help", NULL};
 static const char *const topo_listed[] = {"json", "topology", "config", "set", "nproc-per-node", "help", NULL};
 static const char *const doctor_listed[] = {"json", "topology", "config", "set", "master-port", "help", NULL};
 static const char *const ps_listed[] = {"json", "help", NULL};

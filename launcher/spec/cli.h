@@ -29,6 +29,7 @@ struct ddp_cli {
     enum ddp_cmd sub; /* the subcommand named on the command line (plan, topo, doctor, report, ps), else
                          DDP_CMD_RUN; with --help, cmd is DDP_CMD_HELP and sub says whose help */
     bool json;
+    bool full;       /* plan --full: every setting and each rank's environment, also on a terminal */
     char *dir;       /* report: LOG_DIR or RUN_DIR */
     char *svg;       /* report --svg FILE */
     char *topology;  /* --topology FILE */

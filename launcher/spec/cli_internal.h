@@ -18,6 +18,7 @@ enum ddp_cli_flag_kind {
     F_NO_PYTHON,
     F_SET,
     F_JSON,
+    F_FULL,
     F_TOPOLOGY,
     F_CONFIG,
     F_HELP,

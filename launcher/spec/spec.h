@@ -89,8 +89,11 @@ struct ddp_spec {
     struct ddp_port_spec master_port;
     char *workdir;
     char *log_dir;
-    char *tee;       /* torchrun Std: 0-3, or per rank "0:1,1:2" */
-    char *redirects; /* same grammar */
+    bool trust_log_dir;             /* use log_dir even where others could rename the run directory (logdir.h) */
+    char *duplicate_stdout_filters; /* comma-separated substrings: matching lines also go to the attempt's */
+    char *duplicate_stderr_filters; /* filtered_stdout.log / filtered_stderr.log (torchrun 2.9's) */
+    char *tee;                      /* torchrun Std: 0-3, or per rank "0:1,1:2" */
+    char *redirects;                /* same grammar */
     struct ddp_strv local_ranks_filter;
     char *role;
     char *log_line_prefix;         /* template: ${role_name} ${rank} ${local_rank}; empty = torchrun default */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "spec/spec.h"
 #include "spec/spec_internal.h"
@@ -194,14 +195,163 @@ bad:
     return ddp_errf(err, -EINVAL, "expected a percentage like 10%% or a size like 2GiB or 512MiB, got '%s'", v);
 }
 
-/* Parse v into key i's field of spec. Messages say only what was expected; the caller adds where. Over 100 lines on
- * purpose: one short case per value type of the key table (DDP_T_*), each parsing into the field's own C type;
- * ddp_spec_format() writes them back case for case in the same order, so a type's two directions are read side by side.
- */
+static int parse_int_key(const struct ddp_key *k, const char *v, int *out, struct ddp_err *err)
+{
+    long long n;
+    int rc = ddp_parse_int(v, k->min, k->max, &n);
+    if (rc == -ERANGE && v[0] == '-' && k->min >= 0)
+        return ddp_errf(err, rc, "expected a non-negative integer, got '%s'", v);
+    if (rc < 0)
+        return ddp_errf(err, -EINVAL, "expected an integer from %lld to %lld, got '%s'", k->min, k->max, v);
+    *out = (int)n;
+    return 0;
+}
+
+/* yes/no, true/false, on/off, 1/0, in any case (ddplaunch.ini(5)). */
+static int parse_bool(const char *v, bool *out, struct ddp_err *err)
+{
+    static const char *const yes[] = {"yes", "true", "on", "1", NULL}, *const no[] = {"no", "false", "off", "0", NULL};
+    for (int j = 0; yes[j]; j++)
+        if (strcasecmp(v, yes[j]) == 0 || strcasecmp(v, no[j]) == 0) {
+            *out = strcasecmp(v, yes[j]) == 0;
+            return 0;
+        }
+    return ddp_errf(err, -EINVAL, "expected yes or no, got '%s'", v);
+}
+
+/* One of k->choices; a tristate's yes/no also in the other words and cases of parse_bool. */
+static int parse_enum(const struct ddp_key *k, const char *v, int *out, struct ddp_err *err)
+{
+    for (int j = 0; k->choices[j]; j++)
+        if (strcmp(v, k->choices[j]) == 0) {
+            *out = j;
+            return 0;
+        }
+    bool b;
+    if (k->type == DDP_T_TRISTATE && (strcasecmp(v, "auto") == 0 || parse_bool(v, &b, NULL) == 0)) {
+        *out = strcasecmp(v, "auto") == 0 ? DDP_AUTO : b ? DDP_YES : DDP_NO;
+        return 0;
+    }
+    struct ddp_buf b2 = {0};
+    for (int j = 0; k->choices[j]; j++)
+        ddp_buf_printf(&b2, "%s%s", j ? (k->choices[j + 1] ? ", " : " or ") : "", k->choices[j]);
+    const char *dym = ddp_did_you_mean(v, k->choices);
+    int rc = dym ? ddp_errf(err, -EINVAL, "expected %s, got '%s' (did you mean '%s'?)", b2.data, v, dym)
+                 : ddp_errf(err, -EINVAL, "expected %s, got '%s'", b2.data, v);
+    ddp_buf_free(&b2);
+    return rc;
+}
+
+static int parse_range(const char *v, struct ddp_range *out, struct ddp_err *err)
+{
+    const char *colon = strchr(v, ':');
+    long long lo, hi;
+    if (colon) {
+        char *a = ddp_xstrndup(v, (size_t)(colon - v));
+        int ra = ddp_parse_int(a, 1, 1 << 20, &lo), rb = ddp_parse_int(colon + 1, 1, 1 << 20, &hi);
+        free(a);
+        if (ra < 0 || rb < 0)
+            return ddp_errf(err, -EINVAL, "expected N or MIN:MAX with positive integers, got '%s'", v);
+        if (lo > hi)
+            return ddp_errf(err, -EINVAL, "expected MIN:MAX with MIN <= MAX, got '%s'", v);
+    } else {
+        if (ddp_parse_int(v, 1, 1 << 20, &lo) < 0)
+            return ddp_errf(err, -EINVAL, "expected N or MIN:MAX with positive integers, got '%s'", v);
+        hi = lo;
+    }
+    out->min = (int)lo;
+    out->max = (int)hi;
+    return 0;
+}
+
+static int parse_argv_key(const char *v, struct ddp_strv *f, struct ddp_err *err)
+{
+    struct ddp_strv tmp = {0};
+    int rc = ddp_spec_split_argv(v, &tmp, err);
+    if (rc < 0)
+        return rc;
+    ddp_strv_clear(f);
+    *f = tmp;
+    return 0;
+}
+
+static int parse_nproc(const char *v, struct ddp_nproc *np, struct ddp_err *err)
+{
+    long long n;
+    int rc;
+    if (!strcmp(v, "gpu"))
+        np->kind = DDP_NPROC_GPU;
+    else if (!strcmp(v, "cpu"))
+        np->kind = DDP_NPROC_CPU;
+    else if (!strcmp(v, "auto"))
+        np->kind = DDP_NPROC_AUTO;
+    else if ((rc = ddp_parse_int(v, 1, 1 << 16, &n)) == 0) {
+        np->kind = DDP_NPROC_INT;
+        np->n = (int)n;
+    } else if (rc == -ERANGE && v[0] != '-' && strspn(v, "0") != strlen(v)) {
+        return ddp_errf(err, -ERANGE, "expected at most %d workers per node, got '%s'", 1 << 16, v);
+    } else if (v[0] == '-' || !strcmp(v, "0"))
+        return ddp_errf(err, -EINVAL, "expected a positive number of workers, gpu, cpu or auto, got '%s'", v);
+    else {
+        static const char *const words[] = {"gpu", "cpu", "auto", NULL};
+        const char *dym = ddp_did_you_mean(v, words);
+        return dym ? ddp_errf(err, -EINVAL, "expected a number, gpu, cpu or auto, got '%s' (did you mean '%s'?)", v,
+                              dym)
+                   : ddp_errf(err, -EINVAL, "expected a number, gpu, cpu or auto, got '%s'", v);
+    }
+    return 0;
+}
+
+static int parse_port(const char *v, struct ddp_port_spec *ps, struct ddp_err *err)
+{
+    long long n;
+    if (!strcmp(v, "auto") || !strcmp(v, "0")) {
+        ps->is_auto = true;
+        ps->lo = ps->hi = 0; /* port.c's default range, clear of the kernel's ephemeral ports */
+        return 0;
+    }
+    if (!strncmp(v, "auto:", 5)) {
+        long long lo, hi;
+        const char *dash = strchr(v + 5, '-');
+        char *a = dash ? ddp_xstrndup(v + 5, (size_t)(dash - v - 5)) : NULL;
+        int ok =
+            dash && ddp_parse_int(a, 1, 65535, &lo) == 0 && ddp_parse_int(dash + 1, 1, 65535, &hi) == 0 && lo <= hi;
+        free(a);
+        if (!ok)
+            return ddp_errf(err, -EINVAL, "expected auto:LO-HI with 1 <= LO <= HI <= 65535, got '%s'", v);
+        ps->is_auto = true;
+        ps->lo = (int)lo;
+        ps->hi = (int)hi;
+        return 0;
+    }
+    if (ddp_parse_int(v, 1, 65535, &n) < 0)
+        return ddp_errf(err, -EINVAL, "expected a port from 1 to 65535, auto or auto:LO-HI, got '%s'", v);
+    ps->is_auto = false;
+    ps->port = (int)n;
+    return 0;
+}
+
+static int parse_downsize(const char *v, struct ddp_downsize *d, struct ddp_err *err)
+{
+    long long n;
+    if (!strcmp(v, "half")) {
+        d->divisor = 2;
+        d->size = 0;
+        return 0;
+    }
+    if (ddp_parse_int(v, 1, 1 << 16, &n) < 0)
+        return ddp_errf(err, -EINVAL, "expected half or a positive number of workers, got '%s'", v);
+    d->divisor = 0;
+    d->size = (int)n;
+    return 0;
+}
+
+/* Parse v into key k's field of spec: one case per value type of the key table (DDP_T_*), each parsing into the
+ * field's own C type; ddp_spec_format_key() writes them back case for case in the same order. Messages say only
+ * what was expected; the caller adds where. */
 int ddp_spec_parse_value(struct ddp_spec *spec, const struct ddp_key *k, const char *v, struct ddp_err *err)
 {
     void *f = field(spec, k);
-    long long n;
     int rc;
 
     switch (k->type) {
@@ -219,157 +369,114 @@ int ddp_spec_parse_value(struct ddp_spec *spec, const struct ddp_key *k, const c
         *(char **)f = ddp_xstrdup(v);
         return 0;
     case DDP_T_INT:
-        rc = ddp_parse_int(v, k->min, k->max, &n);
-        if (rc == -ERANGE && v[0] == '-' && k->min >= 0)
-            return ddp_errf(err, rc, "expected a non-negative integer, got '%s'", v);
-        if (rc < 0)
-            return ddp_errf(err, -EINVAL, "expected an integer from %lld to %lld, got '%s'", k->min, k->max, v);
-        *(int *)f = (int)n;
-        return 0;
+        return parse_int_key(k, v, f, err);
     case DDP_T_BOOL:
-        if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
-            *(bool *)f = true;
-        else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
-            *(bool *)f = false;
-        else
-            return ddp_errf(err, -EINVAL, "expected yes or no, got '%s'", v);
-        return 0;
+        return parse_bool(v, f, err);
     case DDP_T_ENUM:
     case DDP_T_TRISTATE:
-        for (int j = 0; k->choices[j]; j++)
-            if (strcmp(v, k->choices[j]) == 0) {
-                *(int *)f = j;
-                return 0;
-            }
-        {
-            struct ddp_buf b = {0};
-            for (int j = 0; k->choices[j]; j++)
-                ddp_buf_printf(&b, "%s%s", j ? (k->choices[j + 1] ? ", " : " or ") : "", k->choices[j]);
-            const char *dym = ddp_did_you_mean(v, k->choices);
-            rc = dym ? ddp_errf(err, -EINVAL, "expected %s, got '%s' (did you mean '%s'?)", b.data, v, dym)
-                     : ddp_errf(err, -EINVAL, "expected %s, got '%s'", b.data, v);
-            ddp_buf_free(&b);
-            return rc;
-        }
+        return parse_enum(k, v, f, err);
     case DDP_T_DURATION:
         return ddp_parse_duration(v, (long long *)f, err);
-    case DDP_T_RANGE: {
-        struct ddp_range r;
-        const char *colon = strchr(v, ':');
-        long long lo, hi;
-        if (colon) {
-            char *a = ddp_xstrndup(v, (size_t)(colon - v));
-            int ra = ddp_parse_int(a, 1, 1 << 20, &lo), rb = ddp_parse_int(colon + 1, 1, 1 << 20, &hi);
-            free(a);
-            if (ra < 0 || rb < 0)
-                return ddp_errf(err, -EINVAL, "expected N or MIN:MAX with positive integers, got '%s'", v);
-            if (lo > hi)
-                return ddp_errf(err, -EINVAL, "expected MIN:MAX with MIN <= MAX, got '%s'", v);
-        } else {
-            if (ddp_parse_int(v, 1, 1 << 20, &lo) < 0)
-                return ddp_errf(err, -EINVAL, "expected N or MIN:MAX with positive integers, got '%s'", v);
-            hi = lo;
-        }
-        r.min = (int)lo;
-        r.max = (int)hi;
-        *(struct ddp_range *)f = r;
-        return 0;
-    }
+    case DDP_T_RANGE:
+        return parse_range(v, f, err);
     case DDP_T_LIST:
         split_list(v, f);
         return 0;
-    case DDP_T_ARGV: {
-        struct ddp_strv tmp = {0};
-        if ((rc = ddp_spec_split_argv(v, &tmp, err)) < 0)
-            return rc;
-        ddp_strv_clear(f);
-        *(struct ddp_strv *)f = tmp;
-        return 0;
-    }
-    case DDP_T_NPROC: {
-        struct ddp_nproc *np = f;
-        if (!strcmp(v, "gpu"))
-            np->kind = DDP_NPROC_GPU;
-        else if (!strcmp(v, "cpu"))
-            np->kind = DDP_NPROC_CPU;
-        else if (!strcmp(v, "auto"))
-            np->kind = DDP_NPROC_AUTO;
-        else if ((rc = ddp_parse_int(v, 1, 1 << 16, &n)) == 0) {
-            np->kind = DDP_NPROC_INT;
-            np->n = (int)n;
-        } else if (rc == -ERANGE && v[0] != '-' && strspn(v, "0") != strlen(v)) {
-            return ddp_errf(err, -ERANGE, "expected at most %d workers per node, got '%s'", 1 << 16, v);
-        } else if (v[0] == '-' || !strcmp(v, "0"))
-            return ddp_errf(err, -EINVAL, "expected a positive number of workers, gpu, cpu or auto, got '%s'", v);
-        else {
-            static const char *const words[] = {"gpu", "cpu", "auto", NULL};
-            const char *dym = ddp_did_you_mean(v, words);
-            return dym ? ddp_errf(err, -EINVAL, "expected a number, gpu, cpu or auto, got '%s' (did you mean '%s'?)", v,
-                                  dym)
-                       : ddp_errf(err, -EINVAL, "expected a number, gpu, cpu or auto, got '%s'", v);
-        }
-        return 0;
-    }
-    case DDP_T_PORT: {
-        struct ddp_port_spec *ps = f;
-        if (!strcmp(v, "auto") || !strcmp(v, "0")) {
-            ps->is_auto = true;
-            ps->lo = ps->hi = 0; /* port.c's default range, clear of the kernel's ephemeral ports */
-            return 0;
-        }
-        if (!strncmp(v, "auto:", 5)) {
-            long long lo, hi;
-            const char *dash = strchr(v + 5, '-');
-            char *a = dash ? ddp_xstrndup(v + 5, (size_t)(dash - v - 5)) : NULL;
-            int ok =
-                dash && ddp_parse_int(a, 1, 65535, &lo) == 0 && ddp_parse_int(dash + 1, 1, 65535, &hi) == 0 && lo <= hi;
-            free(a);
-            if (!ok)
-                return ddp_errf(err, -EINVAL, "expected auto:LO-HI with 1 <= LO <= HI <= 65535, got '%s'", v);
-            ps->is_auto = true;
-            ps->lo = (int)lo;
-            ps->hi = (int)hi;
-            return 0;
-        }
-        if (ddp_parse_int(v, 1, 65535, &n) < 0)
-            return ddp_errf(err, -EINVAL, "expected a port from 1 to 65535, auto or auto:LO-HI, got '%s'", v);
-        ps->is_auto = false;
-        ps->port = (int)n;
-        return 0;
-    }
+    case DDP_T_ARGV:
+        return parse_argv_key(v, f, err);
+    case DDP_T_NPROC:
+        return parse_nproc(v, f, err);
+    case DDP_T_PORT:
+        return parse_port(v, f, err);
     case DDP_T_MEM:
         return parse_mem(v, f, err);
-    case DDP_T_DOWNSIZE: {
-        struct ddp_downsize *d = f;
-        if (!strcmp(v, "half")) {
-            d->divisor = 2;
-            d->size = 0;
-            return 0;
-        }
-        if (ddp_parse_int(v, 1, 1 << 16, &n) < 0)
-            return ddp_errf(err, -EINVAL, "expected half or a positive number of workers, got '%s'", v);
-        d->divisor = 0;
-        d->size = (int)n;
-        return 0;
-    }
+    case DDP_T_DOWNSIZE:
+        return parse_downsize(v, f, err);
     }
     return ddp_errf(err, -EINVAL, "internal: unknown key type");
 }
 
-/* Over 100 lines on purpose: the mirror of ddp_spec_parse_value(), one case per value type in the same order. */
+static void format_str(struct ddp_buf *b, const char *v)
+{
+    v = v ? v : "";
+    size_t len = strlen(v);
+    bool quote = len && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[len - 1]) ||
+                         (len >= 2 && v[0] == '"' && v[len - 1] == '"'));
+    ddp_buf_printf(b, quote ? "\"%s\"" : "%s", v); /* as it would be written in a file */
+}
+
+static void format_duration(struct ddp_buf *b, long long ms)
+{
+    if (ms == 0)
+        ddp_buf_puts(b, "off");
+    else if (ms % 3600000 == 0)
+        ddp_buf_printf(b, "%lldh", ms / 3600000);
+    else if (ms % 60000 == 0)
+        ddp_buf_printf(b, "%lldm", ms / 60000);
+    else if (ms % 1000 == 0)
+        ddp_buf_printf(b, "%llds", ms / 1000);
+    else
+        ddp_buf_printf(b, "%lldms", ms);
+}
+
+/* A list joined by ','; an argv joined by ' ', each word quoted as the shell would need it. */
+static void format_strv(struct ddp_buf *b, const struct ddp_strv *sv, bool argv)
+{
+    for (size_t j = 0; j < sv->n; j++) {
+        if (j)
+            ddp_buf_puts(b, argv ? " " : ",");
+        if (!argv || (*sv->v[j] && !strpbrk(sv->v[j], " \t\n\v\f\r'\"\\"))) {
+            ddp_buf_puts(b, sv->v[j]);
+            continue;
+        }
+        ddp_buf_puts(b, "'");
+        for (const char *p = sv->v[j]; *p; p++)
+            if (*p == '\'')
+                ddp_buf_puts(b, "'\\''");
+            else
+                ddp_buf_add(b, p, 1);
+        ddp_buf_puts(b, "'");
+    }
+}
+
+static void format_port(struct ddp_buf *b, const struct ddp_port_spec *ps)
+{
+    if (!ps->is_auto)
+        ddp_buf_printf(b, "%d", ps->port);
+    else if (ps->lo == 0 && ps->hi == 0)
+        ddp_buf_puts(b, "auto");
+    else
+        ddp_buf_printf(b, "auto:%d-%d", ps->lo, ps->hi);
+}
+
+static void format_mem(struct ddp_buf *b, const struct ddp_mem_limit *m)
+{
+    if (m->percent) {
+        ddp_buf_printf(b, "%d%%", m->percent);
+    } else if (m->bytes) {
+        /* the largest unit that keeps the value exact, so that it parses back the same */
+        static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+        unsigned long long v = m->bytes;
+        int u = 0;
+        while (u < 4 && v % 1024 == 0) {
+            v /= 1024;
+            u++;
+        }
+        ddp_buf_printf(b, "%llu%s", v, units[u]);
+    } else {
+        ddp_buf_puts(b, "none");
+    }
+}
+
+/* The mirror of ddp_spec_parse_value(), one case per value type in the same order. */
 char *ddp_spec_format_key(const struct ddp_spec *spec, const struct ddp_key *k)
 {
     const void *f = cfield(spec, k);
     struct ddp_buf b = {0};
     switch (k->type) {
-    case DDP_T_STR: {
-        const char *v = *(char *const *)f ? *(char *const *)f : "";
-        size_t len = strlen(v);
-        bool quote = len && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[len - 1]) ||
-                             (len >= 2 && v[0] == '"' && v[len - 1] == '"'));
-        ddp_buf_printf(&b, quote ? "\"%s\"" : "%s", v); /* as it would be written in a file */
+    case DDP_T_STR:
+        format_str(&b, *(char *const *)f);
         break;
-    }
     case DDP_T_STD:
         ddp_buf_puts(&b, *(char *const *)f ? *(char *const *)f : "");
         break;
@@ -383,20 +490,9 @@ char *ddp_spec_format_key(const struct ddp_spec *spec, const struct ddp_key *k)
     case DDP_T_TRISTATE:
         ddp_buf_puts(&b, k->choices[*(const int *)f]);
         break;
-    case DDP_T_DURATION: {
-        long long ms = *(const long long *)f;
-        if (ms == 0)
-            ddp_buf_puts(&b, "off");
-        else if (ms % 3600000 == 0)
-            ddp_buf_printf(&b, "%lldh", ms / 3600000);
-        else if (ms % 60000 == 0)
-            ddp_buf_printf(&b, "%lldm", ms / 60000);
-        else if (ms % 1000 == 0)
-            ddp_buf_printf(&b, "%llds", ms / 1000);
-        else
-            ddp_buf_printf(&b, "%lldms", ms);
+    case DDP_T_DURATION:
+        format_duration(&b, *(const long long *)f);
         break;
-    }
     case DDP_T_RANGE: {
         const struct ddp_range *r = f;
         if (r->min == r->max)
@@ -406,26 +502,9 @@ char *ddp_spec_format_key(const struct ddp_spec *spec, const struct ddp_key *k)
         break;
     }
     case DDP_T_LIST:
-    case DDP_T_ARGV: {
-        const struct ddp_strv *sv = f;
-        for (size_t j = 0; j < sv->n; j++) {
-            if (j)
-                ddp_buf_puts(&b, k->type == DDP_T_LIST ? "," : " ");
-            bool quote = k->type == DDP_T_ARGV && (!*sv->v[j] || strpbrk(sv->v[j], " \t\n\v\f\r'\"\\"));
-            if (quote) {
-                ddp_buf_puts(&b, "'");
-                for (const char *p = sv->v[j]; *p; p++)
-                    if (*p == '\'')
-                        ddp_buf_puts(&b, "'\\''");
-                    else
-                        ddp_buf_add(&b, p, 1);
-                ddp_buf_puts(&b, "'");
-            } else {
-                ddp_buf_puts(&b, sv->v[j]);
-            }
-        }
+    case DDP_T_ARGV:
+        format_strv(&b, f, k->type == DDP_T_ARGV);
         break;
-    }
     case DDP_T_NPROC: {
         const struct ddp_nproc *np = f;
         static const char *const kinds[] = {NULL, "gpu", "cpu", "auto"};
@@ -435,34 +514,12 @@ char *ddp_spec_format_key(const struct ddp_spec *spec, const struct ddp_key *k)
             ddp_buf_puts(&b, kinds[np->kind]);
         break;
     }
-    case DDP_T_PORT: {
-        const struct ddp_port_spec *ps = f;
-        if (!ps->is_auto)
-            ddp_buf_printf(&b, "%d", ps->port);
-        else if (ps->lo == 0 && ps->hi == 0)
-            ddp_buf_puts(&b, "auto");
-        else
-            ddp_buf_printf(&b, "auto:%d-%d", ps->lo, ps->hi);
+    case DDP_T_PORT:
+        format_port(&b, f);
         break;
-    }
-    case DDP_T_MEM: {
-        const struct ddp_mem_limit *m = f;
-        if (m->percent)
-            ddp_buf_printf(&b, "%d%%", m->percent);
-        else if (m->bytes) {
-            /* the largest unit that keeps the value exact, so that it parses back the same */
-            static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-            unsigned long long v = m->bytes;
-            int u = 0;
-            while (u < 4 && v % 1024 == 0) {
-                v /= 1024;
-                u++;
-            }
-            ddp_buf_printf(&b, "%llu%s", v, units[u]);
-        } else
-            ddp_buf_puts(&b, "none");
+    case DDP_T_MEM:
+        format_mem(&b, f);
         break;
-    }
     case DDP_T_DOWNSIZE: {
         const struct ddp_downsize *d = f;
         if (d->divisor == 2)

@@ -46,7 +46,9 @@ $PY - "$TMP/plan.json" <<'PYEOF' || fail "examples/job.ini plan content"
 import json, sys
 p = json.load(open(sys.argv[1]))
 w = p["workers"][0]
-assert w["argv"][1:] == ["-u", "examples/train_ddp.py", "--steps", "10"], w["argv"]
+# issue 54: a spec's script and its workers' directory are the spec's own directory
+assert w["argv"][1:] == ["-u", w["cwd"] + "/train_ddp.py", "--steps", "10"], w["argv"]
+assert w["cwd"].startswith("/") and w["cwd"].endswith("/examples"), w["cwd"]
 assert w["env"]["PYTHONUNBUFFERED"] == "1"
 assert w["env"]["OMP_NUM_THREADS"] == "1" or "OMP_NUM_THREADS" not in w["env"]
 s = p["spec"]

@@ -65,6 +65,7 @@ JOB[missing-module]="$TMP/imports.py"
 printf '#!/no/such/interpreter\n' >"$TMP/badinterp"
 chmod +x "$TMP/badinterp"
 JOB[exec-failed]="--no-python $TMP/badinterp" # exec fails (ENOENT for the interpreter): 127
+JOB[local-rank-arg]="$W local-rank" # argparse requires --local_rank, which no launcher after torch 1.x passes
 JOB[init-timeout]="--set timeout.init=2s $W silent"
 JOB[wall-timeout]="--set timeout.wall=2s $W silent"
 # rank 1 stops touching its heartbeat file after 2 beats
@@ -82,6 +83,7 @@ if have_torch; then
     JOB[rendezvous-timeout]="$W rendezvous"
     JOB[port-in-use]="$W port"
     JOB[communication-error]="--nproc-per-node 2 $W peer-exits"
+    JOB[cpu-oom]="$W cpu-oom"
     JOB[cuda-oom]="$W cuda-oom"
     NOTE[cuda-oom]="stand-in: no GPU here, the script raises torch's own torch.cuda.OutOfMemoryError"
     # rank 1 all_reduces float64 where the others send float32: gloo aborts a rank, and the survivors' recorders
@@ -90,7 +92,7 @@ if have_torch; then
         $DDP_SRCDIR/tests/integration/fake_recorder.py $DDP_SRCDIR/bench/gpu/fr_worker.py"
     NOTE[collective-mismatch]="stand-in recorder: torch 1.13 has none, fake_recorder.py answers as torch 2.11's"
 else
-    for c in collective-timeout rendezvous-timeout port-in-use communication-error cuda-oom collective-mismatch; do
+    for c in collective-timeout rendezvous-timeout port-in-use communication-error cpu-oom cuda-oom collective-mismatch; do
         NOTE[$c]="skipped: no torch for $PY"
     done
 fi

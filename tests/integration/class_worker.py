@@ -69,4 +69,14 @@ elif kind == "cuda-oom":
     import torch
 
     raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; stand-in)")
+elif kind == "cpu-oom":  # torch's CPU allocator refuses (the real message, no memory used)
+    import torch
+
+    torch.empty(10**15, dtype=torch.uint8)
+elif kind == "local-rank":  # an old torch.distributed.launch script: argparse requires --local_rank
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--local_rank", type=int, required=True)
+    p.parse_args(sys.argv[2:])
 sys.exit(f"class_worker.py: unknown kind {kind}")

@@ -497,3 +497,14 @@ Test(output, a_released_raw_stream_shows_its_open_line)
     ddp_stream_free(&s);
     fx_free(&f);
 }
+
+Test(output, duplicate_filters_match_any_comma_separated_substring)
+{
+    const char *line = "step 3 loss 0.5";
+    cr_expect(ddp_output_filter_match("acc,loss", line, strlen(line)));
+    cr_expect(ddp_output_filter_match("3 loss", line, strlen(line)), "spaces belong to the pattern");
+    cr_expect_not(ddp_output_filter_match("acc,,lr", line, strlen(line)), "empty patterns match nothing");
+    cr_expect_not(ddp_output_filter_match("", line, strlen(line)));
+    cr_expect_not(ddp_output_filter_match(NULL, line, strlen(line)));
+    cr_expect_not(ddp_output_filter_match("0.5", line, 10), "only the line's len bytes count");
+}

@@ -132,6 +132,32 @@ static const char fake_tcp6[] =
     "   1: 0000000000000000FFFF00000100007F:93A8 0000000000000000FFFF00000100007F:7425 06 00000000:00000000 "
     "03:000011EF 00000000     0        0 0 3 00000000577d011c\n";
 
+Test(port, auto_tries_torchrun_and_c10d_ports_last)
+{
+    /* issue 54: a ddplaunch job took 29500 and a torchrun job beside it failed with EADDRINUSE */
+    bool seen[65536] = {false};
+    int n = 29999 - 29300 + 1;
+    for (int i = 0; i < n; i++) {
+        int p = ddp_port_candidate(29300, 29999, 0, (unsigned)i);
+        cr_assert(p >= 29300 && p <= 29999, "candidate %d: %d", i, p);
+        cr_expect(!seen[p], "candidate %d: %d twice", i, p);
+        seen[p] = true;
+        if (i < n - 2)
+            cr_expect(p != DDP_PORT_TORCHRUN && p != DDP_PORT_C10D, "candidate %d is %d", i, p);
+    }
+    cr_expect_eq(ddp_port_candidate(29300, 29999, 0, 0), 29300);
+    cr_expect_eq(ddp_port_candidate(29500, 29999, 0, 0), 29501);
+    cr_expect_eq(ddp_port_candidate(29500, 29999, 0, 499), 29500); /* when nothing else is free */
+    cr_expect_eq(ddp_port_candidate(29500, 29500, 0, 0), 29500);
+    /* a job-id sequence keeps its order but for the two, which move to its end */
+    for (unsigned long long job = 1; job < 3000; job++) {
+        int p0 = ddp_port_job_candidate(job, 0, 29400, 29999, 0);
+        cr_expect(p0 != DDP_PORT_TORCHRUN && p0 != DDP_PORT_C10D, "job %llu: %d", job, p0);
+        int last = ddp_port_job_candidate(job, 0, 29400, 29999, 599);
+        cr_expect(last == DDP_PORT_TORCHRUN || last == DDP_PORT_C10D, "job %llu: last %d", job, last);
+    }
+}
+
 Test(port, parse_proc_net_tcp)
 {
     struct ddp_port_listener ls[4];

@@ -268,14 +268,40 @@ Test(spec_bad, line_limit_boundary)
     ddp_spec_free(&s);
 }
 
-Test(spec_bad, first_error_wins_and_later_lines_do_not_override_it)
+Test(spec_bad, every_error_of_a_file_at_once_in_line_order)
 {
     struct ddp_spec s;
     struct ddp_err err = {0};
     ddp_spec_init(&s);
-    cr_expect(load(&s, "[job]\nnnodes = x\nnproc_per_nod = 2\nfoo\n", &err) < 0);
-    cr_expect_str_eq(err.msg, "job.ini:2: job.nnodes: expected N or MIN:MAX with positive integers, got 'x'");
+    /* issue 54: three mistakes took three runs, and a section error came before key errors above it */
+    cr_expect(load(&s, "[job]\nnnodes = x\nnproc_per_nod = 2\nfoo\n[numa]\nstrict = maybe\n[restrt]\nx = 1\n", &err) <
+              0);
+    cr_expect_str_eq(err.msg, "job.ini:2: job.nnodes: expected N or MIN:MAX with positive integers, got 'x'\n"
+                              "job.ini:3: unknown key 'nproc_per_nod' in [job] (did you mean 'nproc_per_node'?)\n"
+                              "job.ini:4: expected 'key = value', '[section]' or a comment\n"
+                              "job.ini:6: numa.strict: expected yes or no, got 'maybe'\n"
+                              "job.ini:7: unknown section [restrt] (did you mean [restart]?)");
+    cr_expect_eq(err.code, -EINVAL);
     ddp_spec_free(&s);
+}
+
+Test(spec_good, booleans_in_any_case)
+{
+    static const char *const yes[] = {"True", "TRUE", "Yes", "ON", "1"}, *const no[] = {"False", "NO", "Off", "0"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0] + sizeof no / sizeof no[0]; i++) {
+        bool want = i < sizeof yes / sizeof yes[0];
+        const char *v = want ? yes[i] : no[i - sizeof yes / sizeof yes[0]];
+        struct ddp_spec s;
+        struct ddp_err err = {0};
+        ddp_spec_init(&s);
+        s.numa_strict = !want;
+        char *text = ddp_xasprintf("[job]\nscript = a.py\n[numa]\nstrict = %s\n[restart]\nwarm = %s\n", v, v);
+        cr_expect_eq(load(&s, text, &err), 0, "%s: %s", v, err.msg);
+        cr_expect_eq(s.numa_strict, want, "strict = %s", v);
+        cr_expect_eq(s.restart_warm, want ? DDP_YES : DDP_NO, "warm = %s", v);
+        free(text);
+        ddp_spec_free(&s);
+    }
 }
 
 Test(spec_bad, set_and_env_name_their_source)
@@ -827,7 +853,8 @@ Test(spec_kv, set_get_replace)
     cr_expect_eq(l.n, 0u);
 }
 
-/* issue 23 item 11: a job spec's relative script, log_dir and program path are the spec directory's; a bare
+/* issue 23 item 11: a job spec's relative script, log_dir and program path are the spec directory's (issue 54: so
+ * is the workers' directory); a bare
  * program name (PATH) and absolute paths stay; values from elsewhere (the command line) are not touched */
 Test(spec_good, relative_paths_from_the_spec_directory)
 {
@@ -848,9 +875,10 @@ Test(spec_good, relative_paths_from_the_spec_directory)
     want = ddp_xasprintf("%s/logs", dir);
     cr_expect_str_eq(s.log_dir, want);
     free(want);
-    want = ddp_xasprintf("%s/./run.sh", dir);
+    want = ddp_xasprintf("%s/run.sh", dir); /* issue 54: normalised, absolute */
     cr_expect_str_eq(s.program, want);
     free(want);
+    cr_expect_str_eq(s.workdir, dir, "the workers start in the spec's directory (issue 54)");
     ddp_spec_free(&s);
     f = fopen(path, "w");
     fputs("[job]\nprogram = true\nlog_dir = /var/log/x\n", f);
