@@ -24,7 +24,7 @@ BUILD      ?= build/san-$(subst $(comma),-,$(SANITIZE))
 SANFLAGS   := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-PKGS       := libuv hwloc inih jansson libsodium
+PKGS       := libuv hwloc inih jansson libsodium libcurl
 # Asked of pkg-config on first use (a recipe), not when make reads this file: on a bare machine `make demo`
 # and `make test` install pkg-config and the -dev packages first (deps-check), then build in a second make.
 DEP_CFLAGS  = $(eval DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null))$(DEP_CFLAGS)
@@ -53,8 +53,9 @@ FAKE_CUDA  := $(BUILD)/helpers/fake_cuda/libcuda.so.1
 HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%) $(FAKE_NVML) $(FAKE_CUDA)
 
 # Debian packages for building, testing and the demo.
-DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
-DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps stress-ng \
+DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev \
+              libcurl4-openssl-dev
+DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps stress-ng etcd-server etcd-client \
               groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq pyflakes3 \
               slurmctld slurmd slurm-client munge chromium
 DEPS_DEMO  := python3 python3-torch
