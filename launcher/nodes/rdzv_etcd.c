@@ -39,13 +39,15 @@ struct ddp_rdzv_etcd {
     int stopped; /* the attempt last stopped here, -1 none */
     bool exited, waiting_said;
     char master[64];
-    long long seen_rev;   /* the decision's mod_revision last applied */
-    bool deciding;        /* this decider's write is on its way */
-    long long forged_rev; /* the revision whose forged values were said */
+    long long seen_rev;          /* the decision's mod_revision last applied */
+    bool deciding;               /* this decider's write is on its way */
+    long long forged_rev;        /* the mod_revision of the forged value last said */
+    struct ddp_re_decision good; /* the last decision whose signature held */
     /* a report that waits for quorum */
     char *report_key, *report_value;
     long long report_since_ms;
-    bool report_said;
+    bool report_said, report_inflight;
+    int report_seq, report_sent_seq; /* the report now, the one on its way */
     bool closing;
 };
 
@@ -291,7 +293,7 @@ static void decide(struct ddp_rdzv_etcd *r)
         json_pack("{s:[{s:s,s:s,s:s,s:s}],s:[{s:o}],s:[]}", "compare", "key", kb, "target", "MOD", "result", "EQUAL",
                   "mod_revision", "", "success", "request_put", put_op(r, "decision", text, false), "failure");
     json_object_set_new(json_array_get(json_object_get(txn, "compare"), 0), "mod_revision",
-                        json_sprintf("%lld", r->view.d.mod_rev));
+                        json_sprintf("%lld", r->view.decision_rev));
     r->deciding = true;
     ddp_etcd_post(r->e, "/v3/kv/txn", txn, TIMEOUT_MS, on_decided, r);
     free(key);
@@ -308,9 +310,13 @@ static void on_range(void *data, json_t *reply, const char *error)
         ddp_debug("etcd: reading the job's keys: %s", error);
         return;
     }
-    ddp_re_view_read(&r->view, r->prefix, r->secret, r->job, reply);
-    if (r->view.forged && r->view.revision != r->forged_rev) {
-        r->forged_rev = r->view.revision;
+    /* a decision key that another client overwrote without the job's secret is not the job's decision: the last
+     * signed one still is (and a write of the decision-maker compares the key's real mod_revision) */
+    ddp_re_view_read(&r->view, r->prefix, r->secret, r->job, reply, &r->good);
+    if (r->view.d.state != DDP_RE_NONE)
+        ddp_re_decision_copy(&r->good, &r->view.d);
+    if (r->view.forged && r->view.forged_rev != r->forged_rev) {
+        r->forged_rev = r->view.forged_rev;
         ddp_warn("etcd: %d value%s under %s not signed with this job's secret (first: %s): refused", r->view.forged,
                  r->view.forged == 1 ? "" : "s", r->prefix, r->view.forged_key);
     }
@@ -397,6 +403,9 @@ static void on_tick(uv_timer_t *t)
 static void on_reported(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
+    r->report_inflight = false;
+    if (reply && r->report_sent_seq != r->report_seq)
+        return; /* a newer report waits: the next tick sends it */
     if (reply) {
         if (r->report_said)
             ddp_info("etcd: quorum is back: the end of this node's attempt is reported");
@@ -421,6 +430,10 @@ static void on_reported(void *data, json_t *reply, const char *error)
 
 static void report_send(struct ddp_rdzv_etcd *r)
 {
+    if (r->report_inflight)
+        return;
+    r->report_inflight = true;
+    r->report_sent_seq = r->report_seq;
     char *kb = b64s(r->report_key), *vb = b64s(r->report_value);
     json_t *put = json_pack("{s:s,s:s,s:o}", "key", kb, "value", vb, "lease", json_sprintf("%lld", r->lease));
     ddp_etcd_post(r->e, "/v3/kv/put", put, TIMEOUT_MS, on_reported, r);
@@ -440,6 +453,7 @@ void ddp_rdzv_etcd_report(struct ddp_rdzv_etcd *r, int attempt, int status, cons
     free(payload);
     r->report_since_ms = ddp_now_ms();
     r->report_said = false;
+    r->report_seq++;
     report_send(r);
 }
 
@@ -570,6 +584,7 @@ void ddp_rdzv_etcd_free(struct ddp_rdzv_etcd *r)
     if (!r)
         return;
     ddp_re_view_free(&r->view);
+    ddp_re_decision_free(&r->good);
     free(r->secret);
     free(r->job);
     free(r->host);

@@ -38,10 +38,12 @@ struct ddp_re_view {
     int max;                       /* node ranks 0..max-1 */
     struct ddp_re_member *members; /* max entries */
     struct ddp_re_decision d;
-    int *report;        /* max entries: status of node k's report for d.attempt, or DDP_RE_NO_REPORT */
-    long long decider;  /* the elected one's lease (lowest create_revision under elect/), 0 none */
-    long long revision; /* the store's revision of this read */
-    int forged;         /* values refused in this read */
+    int *report;            /* max entries: status of node k's report for d.attempt, or DDP_RE_NO_REPORT */
+    long long decider;      /* the elected one's lease (lowest create_revision under elect/), 0 none */
+    long long revision;     /* the store's revision of this read */
+    long long decision_rev; /* the decision key's mod_revision, signed or not (0: absent): what a write compares */
+    int forged;             /* values refused in this read */
+    long long forged_rev;   /* the mod_revision of the first of them */
     char forged_key[200];
 };
 
@@ -62,8 +64,12 @@ int ddp_re_field_int(const char *payload, const char *name, int dflt);
 
 void ddp_re_view_init(struct ddp_re_view *v, int max);
 void ddp_re_view_free(struct ddp_re_view *v);
-/* Fill v from a range's answer over the prefix (kvs of base64 keys and values). */
-void ddp_re_view_read(struct ddp_re_view *v, const char *prefix, const char *secret, const char *job, json_t *answer);
+/* Fill v from a range's answer over the prefix (kvs of base64 keys and values). A decision key whose value is
+ * not signed reads as fallback (the last signed one; state NONE: none). */
+void ddp_re_view_read(struct ddp_re_view *v, const char *prefix, const char *secret, const char *job, json_t *answer,
+                      const struct ddp_re_decision *fallback);
+/* to := a copy of from (to's own arrays freed first). */
+void ddp_re_decision_copy(struct ddp_re_decision *to, const struct ddp_re_decision *from);
 void ddp_re_decision_free(struct ddp_re_decision *d);
 int ddp_re_decision_parse(const char *payload, struct ddp_re_decision *d);
 /* Text of a decision's payload. Caller frees. */

@@ -165,7 +165,22 @@ static void view_key(struct ddp_re_view *v, const char *rel, const char *payload
     }
 }
 
-void ddp_re_view_read(struct ddp_re_view *v, const char *prefix, const char *secret, const char *job, json_t *answer)
+void ddp_re_decision_copy(struct ddp_re_decision *to, const struct ddp_re_decision *from)
+{
+    if (to == from)
+        return;
+    ddp_re_decision_free(to);
+    *to = *from;
+    to->node = ddp_xmalloc((size_t)(from->n + 1) * sizeof *to->node);
+    to->nproc = ddp_xmalloc((size_t)(from->n + 1) * sizeof *to->nproc);
+    if (from->n > 0) {
+        memcpy(to->node, from->node, (size_t)from->n * sizeof *to->node);
+        memcpy(to->nproc, from->nproc, (size_t)from->n * sizeof *to->nproc);
+    }
+}
+
+void ddp_re_view_read(struct ddp_re_view *v, const char *prefix, const char *secret, const char *job, json_t *answer,
+                      const struct ddp_re_decision *fallback)
 {
     int max = v->max;
     ddp_re_view_free(v);
@@ -181,9 +196,13 @@ void ddp_re_view_read(struct ddp_re_view *v, const char *prefix, const char *sec
         const char *vb = json_string_value(json_object_get(kv, "value"));
         char *value = ddp_etcd_unb64(vb ? vb : "", NULL);
         const char *payload = key && value ? ddp_re_verify(secret, job, key, value) : NULL;
+        if (key && strncmp(key, prefix, plen) == 0 && strcmp(key + plen, "decision") == 0)
+            v->decision_rev = ddp_etcd_int(kv, "mod_revision");
         if (key && strncmp(key, prefix, plen) == 0 && !payload) {
-            if (v->forged++ == 0)
+            if (v->forged++ == 0) {
                 snprintf(v->forged_key, sizeof v->forged_key, "%s", key);
+                v->forged_rev = ddp_etcd_int(kv, "mod_revision");
+            }
         } else if (payload && strncmp(key + plen, "report/", 7) == 0) {
             json_array_append_new(reports, json_pack("{s:s,s:s}", "k", key + plen, "p", payload));
         } else if (payload) {
@@ -192,6 +211,8 @@ void ddp_re_view_read(struct ddp_re_view *v, const char *prefix, const char *sec
         free(key);
         free(value);
     }
+    if (v->d.state == DDP_RE_NONE && v->decision_rev && fallback && fallback->state != DDP_RE_NONE)
+        ddp_re_decision_copy(&v->d, fallback);
     /* reports count for the decision's attempt only */
     json_array_foreach(reports, i, kv)
     {

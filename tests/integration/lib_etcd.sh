@@ -13,8 +13,13 @@ etcd_start() {
         --initial-cluster "$ETCD_INITIAL" --initial-cluster-state new --heartbeat-interval 50 \
         --election-timeout 500 >>"$TMP/etcd$i.log" 2>&1 &
     ETCD_PID[$i]=$!
+    disown "$!" # no "Killed" line from the shell when a test kills it
 }
-etcd_kill() { kill -KILL "${ETCD_PID[$1]}" 2>/dev/null; wait "${ETCD_PID[$1]}" 2>/dev/null; ETCD_PID[$1]=; }
+etcd_kill() {
+    kill -KILL "${ETCD_PID[$1]}" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "${ETCD_PID[$1]}" 2>/dev/null || break; sleep 0.05; done
+    ETCD_PID[$1]=
+}
 etcd_stop_all() { for p in "${ETCD_PID[@]}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done; }
 etcdctl3() { ETCDCTL_API=3 etcdctl --endpoints "$ETCD_EPS" "$@"; }
 etcd_cluster() {
