@@ -3,13 +3,22 @@
 # two workers each, --nnodes 2:3, the same line on each. First a job that forms and ends (ranks 0-5, one
 # MASTER_ADDR:PORT, the job's keys gone at the end). Then node N's agent and its workers are SIGKILLed (node 0,
 # then in a second job node 2): the two others stop, agree, and run attempt 1 as a two-node job of world size 4
-# within lost_after plus a restart, and exit 0. On today's main, --rdzv-backend etcd-v3 is refused (exit 2).
+# within lost_after plus a restart, and exit 0. plan and doctor say which node can be lost. On today's main, --rdzv-backend etcd-v3 is refused (exit 2).
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 . "$DDP_SRCDIR/tests/integration/lib_etcd.sh"
 all=()
 trap 'kill -KILL "${all[@]}" 2>/dev/null; etcd_stop_all; rm -rf "$TMP"' EXIT
 etcd_cluster
 export DDPLAUNCH_JOB_LOST_AFTER=3s
+
+# plan and doctor say which node can be lost.
+"$DDP" plan --nnodes 2:3 --rdzv-backend etcd-v3 --rdzv-endpoint "$ETCD_EPS" --no-python /bin/true >"$TMP/plan" 2>&1
+expect_grep "^Nodes: 3, rendezvous: etcd-v3 at $ETCD_EPS \(node ranks are taken at join\)" "$TMP/plan"
+expect_grep "^Can be lost: any node, node 0 included, and one etcd member" "$TMP/plan"
+"$DDP" doctor --nnodes 2:3 --rdzv-backend etcd-v3 --rdzv-endpoint "$ETCD_EPS" >"$TMP/doctor" 2>&1
+expect_eq "etcd members that answer" "$(grep -cE '^ok    etcd +member .*: etcd 3\.' "$TMP/doctor")" 3
+expect_grep "^ok    etcd +quorum: a read of /ddplaunch/ succeeded \(3 of 3 members answer\)" "$TMP/doctor"
+expect_grep "^ok    rendezvous +etcd-v3: any node can be lost, node 0 included" "$TMP/doctor"
 
 # 1. A job that forms through etcd and ends.
 pids=()

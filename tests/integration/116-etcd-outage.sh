@@ -3,7 +3,7 @@
 # cluster on loopback. One member SIGKILLed mid-attempt: nothing happens (no line, the workers run on). A second
 # one killed (no quorum): the attempt still runs on; then a worker fails: its agent says in one line that it
 # waits for quorum, and once the first member is back the job goes on: attempt 1 runs on both nodes and the job
-# exits 0. On today's main, --rdzv-backend etcd-v3 is refused (exit 2).
+# exits 0. doctor: one member answers, no quorum. On today's main, --rdzv-backend etcd-v3 is refused (exit 2).
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 . "$DDP_SRCDIR/tests/integration/lib_etcd.sh"
 all=()
@@ -34,9 +34,13 @@ sleep 4
 expect_eq "lines after one etcd member was killed" "$(lines)" "$before"
 for r in 0 1; do kill -0 "$(cat "$TMP/w.$r")" || fail "worker $r stopped after one etcd member was killed"; done
 
-# Quorum lost: the attempt runs on.
+# Quorum lost: the attempt runs on; doctor says so.
 etcd_kill 1
-sleep 4
+"$DDP" doctor --nnodes 2 --rdzv-backend etcd-v3 --rdzv-endpoint "$ETCD_EPS" >"$TMP/doctor" 2>&1
+expect_grep "^warn  etcd +etcd member 127.0.0.1:[0-9]+: .*connect" "$TMP/doctor"
+expect_grep "^ok    etcd +member 127.0.0.1:[0-9]+: etcd 3\.[0-9.]+" "$TMP/doctor"
+expect_grep "^fail  etcd +no read of /ddplaunch/ through 3 members: .*; a job would wait for quorum" "$TMP/doctor"
+sleep 1
 for r in 0 1; do kill -0 "$(cat "$TMP/w.$r")" || fail "worker $r stopped when etcd lost quorum"; done
 for i in 0 1; do kill -0 "${pids[$i]}" || fail "agent $i exited when etcd lost quorum"; done
 
