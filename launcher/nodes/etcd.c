@@ -4,6 +4,7 @@
 #include "nodes/etcd.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -16,6 +17,72 @@ static void die(const char *what)
 {
     ddp_error("etcd: %s failed (out of memory?)", what);
     abort();
+}
+
+/* libcurl, loaded when the first client is made (dlopen, as NVML is): a launch that meets through no etcd never
+ * loads it, nor its thirty libraries, and the static build needs nothing but glibc. */
+static struct {
+    bool tried, ok;
+    char error[300];
+    CURLcode (*global_init)(long);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    void (*easy_cleanup)(CURL *);
+    const char *(*easy_strerror)(CURLcode);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
+    CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
+    CURLMsg *(*multi_info_read)(CURLM *, int *);
+    CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
+    CURLMcode (*multi_cleanup)(CURLM *);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+} cu;
+
+static bool load_curl(void)
+{
+    if (cu.tried)
+        return cu.ok;
+    cu.tried = true;
+    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(cu.error, sizeof cu.error, "etcd needs libcurl (Debian: apt-get install libcurl4): %s", dlerror());
+        return false;
+    }
+    struct {
+        void **fn;
+        const char *name;
+    } syms[] = {
+        {(void **)&cu.global_init, "curl_global_init"},
+        {(void **)&cu.easy_init, "curl_easy_init"},
+        {(void **)&cu.easy_setopt, "curl_easy_setopt"},
+        {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
+        {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
+        {(void **)&cu.easy_strerror, "curl_easy_strerror"},
+        {(void **)&cu.multi_init, "curl_multi_init"},
+        {(void **)&cu.multi_setopt, "curl_multi_setopt"},
+        {(void **)&cu.multi_add_handle, "curl_multi_add_handle"},
+        {(void **)&cu.multi_remove_handle, "curl_multi_remove_handle"},
+        {(void **)&cu.multi_socket_action, "curl_multi_socket_action"},
+        {(void **)&cu.multi_info_read, "curl_multi_info_read"},
+        {(void **)&cu.multi_assign, "curl_multi_assign"},
+        {(void **)&cu.multi_cleanup, "curl_multi_cleanup"},
+        {(void **)&cu.slist_append, "curl_slist_append"},
+        {(void **)&cu.slist_free_all, "curl_slist_free_all"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        *syms[i].fn = dlsym(h, syms[i].name);
+        if (!*syms[i].fn) {
+            snprintf(cu.error, sizeof cu.error, "etcd: libcurl.so.4 has no %s", syms[i].name);
+            return false;
+        }
+    }
+    cu.global_init(CURL_GLOBAL_DEFAULT);
+    cu.ok = true;
+    return true;
 }
 
 struct ddp_etcd_req {
@@ -101,8 +168,8 @@ static void req_free(struct ddp_etcd_req *r)
 {
     struct ddp_etcd *e = r->e;
     if (r->easy) {
-        curl_multi_remove_handle(e->multi, r->easy);
-        curl_easy_cleanup(r->easy);
+        cu.multi_remove_handle(e->multi, r->easy);
+        cu.easy_cleanup(r->easy);
     }
     if (r->prev)
         r->prev->next = r->next;
@@ -110,7 +177,7 @@ static void req_free(struct ddp_etcd_req *r)
         e->reqs = r->next;
     if (r->next)
         r->next->prev = r->prev;
-    curl_slist_free_all(r->headers);
+    cu.slist_free_all(r->headers);
     free(r->path);
     free(r->body);
     free(r->in);
@@ -145,32 +212,32 @@ static void req_go(struct ddp_etcd_req *r)
     r->errbuf[0] = '\0';
     snprintf(url, sizeof url, "%s%s", e->members[e->cur], r->path);
     if (!r->easy) {
-        r->easy = curl_easy_init();
+        r->easy = cu.easy_init();
         if (!r->easy)
             die("curl_easy_init");
-        r->headers = curl_slist_append(NULL, "Content-Type: application/json");
-        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
-        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
-        curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-        curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-        curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
-        curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 3000L);
+        r->headers = cu.slist_append(NULL, "Content-Type: application/json");
+        cu.easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+        cu.easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
+        cu.easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_data);
+        cu.easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+        cu.easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+        cu.easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
+        cu.easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+        cu.easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+        cu.easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 3000L);
         if (r->timeout_ms > 0)
-            curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+            cu.easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->timeout_ms);
         if (e->cacert)
-            curl_easy_setopt(r->easy, CURLOPT_CAINFO, e->cacert);
+            cu.easy_setopt(r->easy, CURLOPT_CAINFO, e->cacert);
         if (e->cert)
-            curl_easy_setopt(r->easy, CURLOPT_SSLCERT, e->cert);
+            cu.easy_setopt(r->easy, CURLOPT_SSLCERT, e->cert);
         if (e->key)
-            curl_easy_setopt(r->easy, CURLOPT_SSLKEY, e->key);
+            cu.easy_setopt(r->easy, CURLOPT_SSLKEY, e->key);
     } else {
-        curl_multi_remove_handle(e->multi, r->easy);
+        cu.multi_remove_handle(e->multi, r->easy);
     }
-    curl_easy_setopt(r->easy, CURLOPT_URL, url);
-    curl_multi_add_handle(e->multi, r->easy);
+    cu.easy_setopt(r->easy, CURLOPT_URL, url);
+    cu.multi_add_handle(e->multi, r->easy);
 }
 
 /* The member could not be reached or could not serve: worth another one. */
@@ -186,7 +253,7 @@ static void req_error(const struct ddp_etcd_req *r, char *buf, size_t size)
     const char *m = e->members[r->member];
     const char *host = strstr(m, "://") ? strstr(m, "://") + 3 : m;
     if (r->result != CURLE_OK) {
-        snprintf(buf, size, "etcd member %s: %s", host, r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->result));
+        snprintf(buf, size, "etcd member %s: %s", host, r->errbuf[0] ? r->errbuf : cu.easy_strerror(r->result));
         return;
     }
     json_t *j = json_loads(r->in ? r->in : "", 0, NULL);
@@ -226,7 +293,7 @@ static void finished(struct ddp_etcd_req *r)
         return;
     }
     char *ip = NULL;
-    if (r->result == CURLE_OK && curl_easy_getinfo(r->easy, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip)
+    if (r->result == CURLE_OK && cu.easy_getinfo(r->easy, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip)
         snprintf(e->local_ip, sizeof e->local_ip, "%s", ip);
     r->dead = true;
     if (r->result == CURLE_OK && r->http == 200 && !r->watch) {
@@ -254,20 +321,20 @@ static void dispatch(struct ddp_etcd *e)
     CURLMsg *m;
     int left;
     e->depth++;
-    while ((m = curl_multi_info_read(e->multi, &left))) {
+    while ((m = cu.multi_info_read(e->multi, &left))) {
         if (m->msg != CURLMSG_DONE)
             continue;
         struct ddp_etcd_req *r = NULL;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        cu.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         r->result = m->data.result;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &r->http);
+        cu.easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &r->http);
         r->finished = true;
     }
     for (struct ddp_etcd_req *r = e->reqs; r && !e->closing; r = r->next) {
         if (r->dead)
             continue;
         if (r->watch && r->http == 0)
-            curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http);
+            cu.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http);
         if (r->watch && r->http == 200)
             watch_lines(r);
         if (r->finished && !r->dead)
@@ -293,7 +360,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
         flags |= CURL_CSELECT_IN;
     if (events & UV_WRITABLE)
         flags |= CURL_CSELECT_OUT;
-    curl_multi_socket_action(e->multi, s->fd, flags, &running);
+    cu.multi_socket_action(e->multi, s->fd, flags, &running);
     dispatch(e);
 }
 
@@ -301,7 +368,7 @@ static void on_timer(uv_timer_t *t)
 {
     struct ddp_etcd *e = t->data;
     int running = 0;
-    curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    cu.multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     dispatch(e);
 }
 
@@ -324,7 +391,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int action, void *arg, void *
     if (action == CURL_POLL_REMOVE) {
         if (s) {
             sock_close(s);
-            curl_multi_assign(e->multi, fd, NULL);
+            cu.multi_assign(e->multi, fd, NULL);
         }
         return 0;
     }
@@ -338,7 +405,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int action, void *arg, void *
         if (e->socks)
             e->socks->prev = s;
         e->socks = s;
-        curl_multi_assign(e->multi, fd, s);
+        cu.multi_assign(e->multi, fd, s);
     }
     int ev = (action & CURL_POLL_IN ? UV_READABLE : 0) | (action & CURL_POLL_OUT ? UV_WRITABLE : 0);
     uv_poll_start(&s->poll, ev, on_poll);
@@ -368,11 +435,8 @@ static int parse_members(struct ddp_etcd *e, const char *endpoints, struct ddp_e
 
 int ddp_etcd_new(uv_loop_t *loop, const struct ddp_etcd_config *cfg, struct ddp_etcd **out, struct ddp_err *err)
 {
-    static bool global_done;
-    if (!global_done) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        global_done = true;
-    }
+    if (!load_curl())
+        return ddp_errf(err, -ENOTSUP, "%s", cu.error);
     struct ddp_etcd *e = ddp_xcalloc(1, sizeof *e);
     e->loop = loop;
     e->https = cfg->https;
@@ -384,13 +448,13 @@ int ddp_etcd_new(uv_loop_t *loop, const struct ddp_etcd_config *cfg, struct ddp_
     e->cacert = cfg->cacert ? ddp_xstrdup(cfg->cacert) : NULL;
     e->cert = cfg->cert ? ddp_xstrdup(cfg->cert) : NULL;
     e->key = cfg->key ? ddp_xstrdup(cfg->key) : NULL;
-    e->multi = curl_multi_init();
+    e->multi = cu.multi_init();
     if (!e->multi)
         die("curl_multi_init");
-    curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
-    curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-    curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+    cu.multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    cu.multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+    cu.multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    cu.multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
     uv_timer_init(loop, &e->timer);
     e->timer.data = e;
     e->handles++;
@@ -467,7 +531,7 @@ static void finish_close(struct ddp_etcd *e)
 {
     while (e->reqs)
         req_free(e->reqs);
-    curl_multi_cleanup(e->multi);
+    cu.multi_cleanup(e->multi);
     e->multi = NULL;
     while (e->socks)
         sock_close(e->socks);
