@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crypto.h"
 #include "nodes/etcd.h"
 #include "nodes/rdzv_etcd_internal.h"
 
@@ -144,6 +145,41 @@ static void on_granted(void *data, json_t *reply, const char *error)
     step(r);
 }
 
+/* The node ranks held now (a keys-only read of node/): the next try is a free one, at random, so that a thousand
+ * agents that lost the same compare-and-swap do not all try the same rank again. */
+static void on_free(void *data, json_t *reply, const char *error)
+{
+    struct ddp_rdzv_etcd *r = data;
+    if (!reply)
+        return retry_later(r, error);
+    int max = r->cfg.max_nodes, nfree = 0;
+    bool *taken = ddp_xcalloc((size_t)max, sizeof *taken);
+    size_t i, plen = strlen(r->prefix) + 5; /* PREFIX "node/" */
+    json_t *kv;
+    json_array_foreach(json_object_get(reply, "kvs"), i, kv)
+    {
+        char *key = ddp_etcd_unb64(json_string_value(json_object_get(kv, "key")), NULL);
+        int k = key && strlen(key) > plen ? atoi(key + plen) : -1;
+        if (k >= 0 && k < max)
+            taken[k] = true;
+        free(key);
+    }
+    for (int k = 0; k < max; k++)
+        nfree += !taken[k];
+    uint32_t pick = 0;
+    ddp_crypto_random(&pick, sizeof pick);
+    pick = nfree ? pick % (uint32_t)nfree : 0;
+    for (int k = 0; k < max && nfree; k++)
+        if (!taken[k] && pick-- == 0) {
+            r->claim_try = k;
+            break;
+        }
+    free(taken);
+    if (!nfree) /* every node rank is held: one may be freed by a lease that expires */
+        return retry_later(r, "every node rank of the job is held by another agent");
+    step(r);
+}
+
 static void on_claimed(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
@@ -154,10 +190,11 @@ static void on_claimed(void *data, json_t *reply, const char *error)
         r->phase = PH_ELECT;
         return step(r);
     }
-    if (++r->claim_try < r->cfg.max_nodes)
-        return step(r);
-    r->claim_try = 0; /* every node rank is held: one may be freed by a lease that expires */
-    retry_later(r, "every node rank of the job is held by another agent");
+    char *nodes = ddp_xasprintf("%snode/", r->prefix);
+    json_t *b = range_body(nodes);
+    json_object_set_new(b, "keys_only", json_true());
+    ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_free, r);
+    free(nodes);
 }
 
 static void on_elected(void *data, json_t *reply, const char *error)
@@ -174,7 +211,7 @@ static void on_elected(void *data, json_t *reply, const char *error)
     resync(r);
 }
 
-/* The join: a lease, the lowest free node rank (compare-and-swap), a candidacy in the election. */
+/* The join: a lease, node rank 0 or else a free one (compare-and-swap), a candidacy in the election. */
 static void step(struct ddp_rdzv_etcd *r)
 {
     if (r->closing || r->phase == PH_GONE)

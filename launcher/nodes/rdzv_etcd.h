@@ -1,10 +1,10 @@
 /* rdzv_etcd: the agents of a job on several nodes meet and decide through etcd (etcd.h's client), so that no
- * node must survive: each agent holds a lease whose TTL is lost_after; it takes the lowest free node rank under
- * the job's prefix by compare-and-swap; the decision-maker is elected (the lowest create_revision under the
- * election prefix; when its lease goes, the next one decides); every attempt's decision (MASTER_ADDR and PORT,
- * world size, the nodes' rank blocks), and "stop attempt N" and "exit with S", is one key every agent watches.
- * Every value it writes is signed with the job secret's HMAC; a value that is not is refused with one line.
- * It speaks to its caller in coord.h's events, as a node that is not node 0 (JOINED, START, STOP, EXIT, LOST):
+ * node must survive: each agent holds a lease whose TTL is lost_after; it takes a node rank under the job's
+ * prefix by compare-and-swap (0 when free, else a free one at random); the decision-maker is elected (the lowest
+ * create_revision under the election prefix; when its lease goes, the next one decides); every attempt's decision
+ * (MASTER_ADDR and PORT, world size, the nodes' rank blocks), and "stop attempt N" and "exit with S", is one key every
+ * agent watches. Every value it writes is signed with the job secret's HMAC; a value that is not is refused with one
+ * line. It speaks to its caller in coord.h's events, as a node that is not node 0 (JOINED, START, STOP, EXIT, LOST):
  * the node agent (roles.c) runs them as it runs node 0's word. It holds no worker and no policy of its own
  * beyond the decision-maker's: restart while max_restarts allows and MIN nodes are up, else exit.
  *

@@ -48,7 +48,7 @@ failover() {
                 echo \"attempt \$TORCHELASTIC_RESTART_COUNT rank \$RANK of \$WORLD_SIZE\"" \
             >"$TMP/b$i.out" 2>"$TMP/b$i.err" &
         pids+=($!) all+=($!)
-        sleep 0.3 # node ranks in start order: agent i is node i
+        sleep 0.2
     done
     for _ in $(seq 300); do [ "$(ls "$TMP" | grep -c '^w\.')" = 6 ] && break; sleep 0.1; done
     expect_eq "workers of attempt 0" "$(ls "$TMP" | grep -c '^w\.')" 6
