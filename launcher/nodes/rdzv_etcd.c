@@ -16,7 +16,7 @@
 #define CLOSE_TIMEOUT_MS 1000L /* leaving: one request to one member */
 #define RETRY_MS 1000          /* a request that found no member able to serve is tried again this much later */
 
-enum phase { PH_GRANT, PH_CLAIM, PH_ELECT, PH_JOINED, PH_GONE };
+enum phase { PH_GRANT, PH_CLAIM, PH_JOINED, PH_GONE };
 
 struct ddp_rdzv_etcd {
     uv_loop_t *loop;
@@ -180,28 +180,9 @@ static void on_free(void *data, json_t *reply, const char *error)
     step(r);
 }
 
-static void on_claimed(void *data, json_t *reply, const char *error)
+/* In: a node rank and a candidacy in the election (one transaction). */
+static void joined(struct ddp_rdzv_etcd *r)
 {
-    struct ddp_rdzv_etcd *r = data;
-    if (!reply)
-        return retry_later(r, error);
-    if (json_is_true(json_object_get(reply, "succeeded"))) {
-        r->node = r->claim_try;
-        r->phase = PH_ELECT;
-        return step(r);
-    }
-    char *nodes = ddp_xasprintf("%snode/", r->prefix);
-    json_t *b = range_body(nodes);
-    json_object_set_new(b, "keys_only", json_true());
-    ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_free, r);
-    free(nodes);
-}
-
-static void on_elected(void *data, json_t *reply, const char *error)
-{
-    struct ddp_rdzv_etcd *r = data;
-    if (!reply)
-        return retry_later(r, error);
     r->phase = PH_JOINED;
     r->waiting_said = false;
     ddp_info("etcd: joined as node %d (lease %llx, %ds; member %s)", r->node, r->lease, r->ttl_s,
@@ -211,7 +192,23 @@ static void on_elected(void *data, json_t *reply, const char *error)
     resync(r);
 }
 
-/* The join: a lease, node rank 0 or else a free one (compare-and-swap), a candidacy in the election. */
+static void on_claimed(void *data, json_t *reply, const char *error)
+{
+    struct ddp_rdzv_etcd *r = data;
+    if (!reply)
+        return retry_later(r, error);
+    if (json_is_true(json_object_get(reply, "succeeded"))) {
+        r->node = r->claim_try;
+        return joined(r);
+    }
+    char *nodes = ddp_xasprintf("%snode/", r->prefix);
+    json_t *b = range_body(nodes);
+    json_object_set_new(b, "keys_only", json_true());
+    ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_free, r);
+    free(nodes);
+}
+
+/* The join: a lease, then node rank 0 or else a free one (compare-and-swap) with a candidacy in the election. */
 static void step(struct ddp_rdzv_etcd *r)
 {
     if (r->closing || r->phase == PH_GONE)
@@ -223,19 +220,16 @@ static void step(struct ddp_rdzv_etcd *r)
         snprintf(rel, sizeof rel, "node/%d", r->claim_try);
         payload = ddp_xasprintf("nproc=%d port=%d addr=%s host=%s", r->cfg.nproc, r->cfg.master_port,
                                 ddp_etcd_local_ip(r->e)[0] ? ddp_etcd_local_ip(r->e) : "127.0.0.1", r->host);
-        char *key = ddp_xasprintf("%s%s", r->prefix, rel), *kb = b64s(key);
-        json_t *txn = json_pack("{s:[{s:s,s:s,s:s,s:s}],s:[{s:o}],s:[]}", "compare", "key", kb, "target", "CREATE",
-                                "result", "EQUAL", "create_revision", "0", "success", "request_put",
-                                put_op(r, rel, payload, true), "failure");
+        char *key = ddp_xasprintf("%s%s", r->prefix, rel), *kb = b64s(key), elect[64], who[32];
+        snprintf(elect, sizeof elect, "elect/%016llx", r->lease);
+        snprintf(who, sizeof who, "node=%d", r->claim_try);
+        json_t *txn = json_pack("{s:[{s:s,s:s,s:s,s:s}],s:[{s:o},{s:o}],s:[]}", "compare", "key", kb, "target",
+                                "CREATE", "result", "EQUAL", "create_revision", "0", "success", "request_put",
+                                put_op(r, rel, payload, true), "request_put", put_op(r, elect, who, true), "failure");
         ddp_etcd_post(r->e, "/v3/kv/txn", txn, TIMEOUT_MS, on_claimed, r);
         free(key);
         free(kb);
         free(payload);
-    } else if (r->phase == PH_ELECT) {
-        char rel[64], payload[32];
-        snprintf(rel, sizeof rel, "elect/%016llx", r->lease);
-        snprintf(payload, sizeof payload, "node=%d", r->node);
-        ddp_etcd_post(r->e, "/v3/kv/put", put_op(r, rel, payload, true), TIMEOUT_MS, on_elected, r);
     } else if (r->phase == PH_JOINED) {
         resync(r);
     }
@@ -390,8 +384,20 @@ static void on_watch(void *data, json_t *reply, const char *error)
         ddp_debug("etcd: watch: %s", error ? error : "ended");
         return;
     }
-    json_t *res = json_object_get(reply, "result");
-    if (json_array_size(json_object_get(res, "events")) > 0)
+    /* the decision-maker reads again on any change; the others only when the decision or the election changed
+     * (a thousand agents reading a thousand keys at each join would cost the square) */
+    json_t *ev;
+    size_t i, plen = strlen(r->prefix);
+    bool decider = r->view.decider == r->lease, matters = false;
+    json_array_foreach(json_object_get(json_object_get(reply, "result"), "events"), i, ev)
+    {
+        char *key = ddp_etcd_unb64(json_string_value(json_object_get(json_object_get(ev, "kv"), "key")) ?: "", NULL);
+        matters = matters || decider ||
+                  (key && strlen(key) > plen &&
+                   (strcmp(key + plen, "decision") == 0 || strncmp(key + plen, "elect/", 6) == 0));
+        free(key);
+    }
+    if (matters)
         resync(r);
 }
 
