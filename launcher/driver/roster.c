@@ -209,7 +209,8 @@ static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *e
         return true;
     case DDP_COORD_LOST:
         if (n->etcd)
-            ddp_error("etcd: %s: stopping the workers here and exiting", ev->reason);
+            ddp_error("etcd: %s: %s", ev->reason,
+                      v->agent == DDP_AS_JOINING ? "exiting" : "stopping the workers here and exiting");
         else if (v->agent != DDP_AS_JOINING)
             ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
         else if (ctx->coord_node > 0)
