@@ -196,9 +196,14 @@ void ddp_re_view_read(struct ddp_re_view *v, const char *prefix, const char *sec
         const char *vb = json_string_value(json_object_get(kv, "value"));
         char *value = ddp_etcd_unb64(vb ? vb : "", NULL);
         const char *payload = key && value ? ddp_re_verify(secret, job, key, value) : NULL;
-        if (key && strncmp(key, prefix, plen) == 0 && strcmp(key + plen, "decision") == 0)
+        if (!key || strncmp(key, prefix, plen) != 0) { /* not the job's: a range over the prefix has none */
+            free(key);
+            free(value);
+            continue;
+        }
+        if (strcmp(key + plen, "decision") == 0)
             v->decision_rev = ddp_etcd_int(kv, "mod_revision");
-        if (key && strncmp(key, prefix, plen) == 0 && !payload) {
+        if (!payload) {
             if (v->forged++ == 0) {
                 snprintf(v->forged_key, sizeof v->forged_key, "%s", key);
                 v->forged_rev = ddp_etcd_int(kv, "mod_revision");
@@ -297,7 +302,8 @@ bool ddp_re_decide(const struct ddp_re_view *v, const struct ddp_re_params *p, s
     char why[200] = "";
     for (int i = 0; i < d->n; i++) {
         int k = d->node[i];
-        bool reported = v->report[k] != DDP_RE_NO_REPORT, up_k = v->members[k].up;
+        bool in = k >= 0 && k < v->max; /* a node rank past this agent's nnodes: never up here */
+        bool reported = in && v->report[k] != DDP_RE_NO_REPORT, up_k = in && v->members[k].up;
         ended += reported || !up_k;
         int st = reported ? v->report[k] : up_k ? 0 : 1;
         if (st != 0 && first_status == 0) {
