@@ -544,15 +544,15 @@ int ddp_rdzv_etcd_start(uv_loop_t *loop, const struct ddp_rdzv_etcd_config *cfg,
         r->ttl_s = 2;
     r->start_ms = ddp_now_ms();
     ddp_re_view_init(&r->view, cfg->max_nodes);
+    uv_timer_init(loop, &r->tick); /* first: ddp_rdzv_etcd_close closes them whatever failed below */
+    uv_timer_init(loop, &r->retry);
+    r->tick.data = r->retry.data = r;
     struct ddp_etcd_config ec = {.endpoints = cfg->endpoints};
     int rc = ddp_rdzv_etcd_tls(cfg->conf, &ec, &r->owned, err);
     if (rc == 0)
         rc = ddp_etcd_new(loop, &ec, &r->e, err);
     if (rc < 0)
         return rc;
-    uv_timer_init(loop, &r->tick);
-    uv_timer_init(loop, &r->retry);
-    r->tick.data = r->retry.data = r;
     long long period = r->ttl_s * 1000LL / 3 < 1000 ? r->ttl_s * 1000LL / 3 : 1000;
     uv_timer_start(&r->tick, on_tick, (uint64_t)period, (uint64_t)period);
     ddp_info("etcd: joining the rendezvous %s at %s (nodes %d..%d, lease %ds)", r->prefix, cfg->endpoints,

@@ -40,4 +40,10 @@ for r in 0 1; do kill -0 "$(cat "$TMP/w.$r")" || fail "worker $r stopped after a
 touch "$TMP/done"
 for i in 0 1; do wait "${pids[$i]}" || { cat "$TMP/a$i.err"; fail "agent $i exited $?"; }; done
 expect_eq "ranks" "$(cat "$TMP"/a*.out | sort | tr '\n' ' ')" "rank 0 of 2 rank 1 of 2 "
+
+# An endpoint list with no member: one line, exit 1 (not an abort while closing what never started).
+"$DDP" --nnodes 2 --nproc-per-node 1 --rdzv-backend etcd-v3 --rdzv-endpoint , --no-python /bin/true >"$TMP/c.out" 2>&1
+expect_eq "status with no etcd member" "$?" 1
+expect_eq "lines with no etcd member" "$(grep -c . "$TMP/c.out")" 1
+expect_grep "^ddplaunch: error: rdzv_endpoint ',': expected HOST:PORT\[,HOST:PORT...\] of etcd members$" "$TMP/c.out"
 echo ok
