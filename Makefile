@@ -25,9 +25,12 @@ SANFLAGS   := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recov
 endif
 
 PKGS       := libuv hwloc inih jansson libsodium
+# libcurl: its headers only; nodes/etcd.c loads libcurl.so.4 with dlopen when a job meets through etcd, so that
+# no other launch loads its thirty libraries and `make static` stays glibc-only
+PKGS_HDR   := libcurl
 # Asked of pkg-config on first use (a recipe), not when make reads this file: on a bare machine `make demo`
 # and `make test` install pkg-config and the -dev packages first (deps-check), then build in a second make.
-DEP_CFLAGS  = $(eval DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null))$(DEP_CFLAGS)
+DEP_CFLAGS  = $(eval DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(PKGS_HDR) 2>/dev/null))$(DEP_CFLAGS)
 DEP_LIBS    = $(eval DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lnuma -ldl -lm)$(DEP_LIBS)
 CRIT_LIBS   = $(eval CRIT_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null))$(CRIT_LIBS)
 
@@ -53,8 +56,9 @@ FAKE_CUDA  := $(BUILD)/helpers/fake_cuda/libcuda.so.1
 HELP_BINS  := $(HELP_SRCS:tests/helpers/%.c=$(BUILD)/helpers/%) $(FAKE_NVML) $(FAKE_CUDA)
 
 # Debian packages for building, testing and the demo.
-DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev
-DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps stress-ng \
+DEPS_BUILD := build-essential pkg-config libuv1-dev libhwloc-dev libnuma-dev libinih-dev libjansson-dev libsodium-dev \
+              libcurl4-openssl-dev
+DEPS_TEST  := libcriterion-dev python3 python3-torch hwloc-nox numactl iproute2 procps stress-ng etcd-server etcd-client \
               groff-base mandoc valgrind clang libclang-rt-14-dev clang-format jq pyflakes3 \
               slurmctld slurmd slurm-client munge chromium
 DEPS_DEMO  := python3 python3-torch
@@ -176,7 +180,7 @@ static: deps-build-check
 
 # The build dependencies alone (make static, deb, wheel): one line saying what to install when missing.
 deps-build-check:
-	@$(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && [ -e /usr/include/numa.h ] || \
+	@$(PKG_CONFIG) --exists $(PKGS) $(PKGS_HDR) 2>/dev/null && [ -e /usr/include/numa.h ] || \
 	    { echo "ddplaunch: missing build dependencies; run 'make deps' or apt-get install -y $(DEPS_BUILD)" >&2; \
 	      exit 1; }
 
@@ -264,7 +268,7 @@ $$su env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1)
 endef
 
 # True (0) when the build dependencies and a python3 with torch are present.
-have_build_deps = $(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && [ -e /usr/include/numa.h ] && \
+have_build_deps = $(PKG_CONFIG) --exists $(PKGS) $(PKGS_HDR) 2>/dev/null && [ -e /usr/include/numa.h ] && \
     /usr/bin/python3 -c 'import torch' >/dev/null 2>&1
 
 deps:

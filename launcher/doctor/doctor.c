@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/exit.h"
+#include "doctor/check_etcd.h"
 #include "doctor/check_gpu.h"
 #include "host/lease.h"
 #include "host/port.h"
@@ -855,6 +856,12 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report 
     getrlimit(RLIMIT_NOFILE, &rl);
     ddp_check_nofile(r, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, ctx->nproc);
     ddp_doctor_check_state_dirs(r, envp, getuid());
+    struct ddp_check_etcd ef = {.backend = ctx->spec->rdzv_backend && *ctx->spec->rdzv_backend ? ctx->spec->rdzv_backend
+                                                                                               : "static",
+                                .nnodes = ctx->nnodes};
+    if (ef.nnodes > 1 && strstr(ef.backend, "etcd") == ef.backend)
+        ddp_check_etcd_facts(ctx->spec->rdzv_endpoint, ctx->spec->rdzv_conf, &ef);
+    ddp_check_rdzv(r, &ef);
     gpu_section_free(&gs);
     free(leases);
 }

@@ -133,6 +133,9 @@ static int apply_endpoint(struct ddp_spec *spec, struct ddp_err *err)
 {
     if (!spec->rdzv_endpoint || !*spec->rdzv_endpoint)
         return 0;
+    const char *b = spec->rdzv_backend ? spec->rdzv_backend : "";
+    if (strcmp(b, "etcd-v3") == 0 || strcmp(b, "etcd") == 0 || strcmp(b, "etcd-v2") == 0)
+        return 0; /* etcd's members, not node 0's address: MASTER_ADDR is the one of the attempt's group rank 0 */
     enum ddp_origin o = spec->origin[ddp_spec_key_find("job", "rdzv_endpoint")];
     char *host = ddp_xstrdup(spec->rdzv_endpoint);
     char *colon = strrchr(host, ':');
@@ -557,6 +560,16 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
     ctx->join_timeout_ms = rdzv.join_timeout_ms;
     ctx->last_call_ms = rdzv.last_call_ms;
     ctx->lost_after_ms = rdzv.lost_after_ms;
+    if (rdzv.note && l->cmd == DDP_CMD_RUN)
+        ddp_info("%s", rdzv.note);
+    if (rdzv.etcd && rdzv.several) {
+        /* Through etcd: every agent reserves a MASTER_PORT of its own, used when it is group rank 0. */
+        ctx->etcd_endpoints = spec->rdzv_endpoint;
+        ctx->coord_node = DDP_COORD_ANY_RANK;
+        ctx->node_rank = 0;
+        port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);
+        return 0;
+    }
     if (rdzv.dynamic) {
         /* The endpoint's port is the rendezvous; MASTER_PORT is node 0's to choose. Whether this agent serves
          * is decided by acquire (it must try the address and the port). */
@@ -879,7 +892,8 @@ static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err
 int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     int rc;
-    if (l->ctx.coord_dynamic && l->cmd == DDP_CMD_RUN && (rc = serve_or_join(l, envp, err)) < 0)
+    if (l->ctx.coord_dynamic && !l->ctx.etcd_endpoints && l->cmd == DDP_CMD_RUN &&
+        (rc = serve_or_join(l, envp, err)) < 0)
         return rc;
     if (l->port_source == DDP_LAUNCH_PORT_RESERVE && (rc = reserve_port(l, envp, err)) < 0)
         return rc;
@@ -915,7 +929,7 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
         return 0;
     /* Several nodes: the agents coordinate over an authenticated control channel: on the c10d endpoint's port,
      * or on master_port + 1 (static), reserved like master_port on node 0. */
-    if (!ctx->coord_dynamic) {
+    if (!ctx->coord_dynamic && !ctx->etcd_endpoints) {
         ctx->coord_port = ctx->master_port + 1;
         int rc = ctx->node_rank == 0 ? reserve_exact(l, envp, ctx->coord_port, false, &l->coord_port, err) : 0;
         if (rc < 0) {

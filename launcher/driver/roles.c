@@ -39,9 +39,13 @@ static int leader_start(struct ddp_roles *r, int attempt, int nproc)
 static void follower_start(struct ddp_roles *r, const struct ddp_coord_event *cev)
 {
     struct ddp_agent_event_data failed = {.kind = DDP_AE_START_FAILED};
+    bool etcd = r->c.ctx->etcd_endpoints != NULL;
     if (cev->attempt > 0)
-        ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (node 0's decision)",
-                 cev->attempt - 1, cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size);
+        ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (%s)", cev->attempt - 1,
+                 cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size,
+                 etcd ? "the job's decision in etcd" : "node 0's decision");
+    if (etcd && cev->host[0])
+        r->c.actx->master_addr = cev->host; /* the attempt's group rank 0: kept by rdzv_etcd until it is freed */
     r->c.actx->node_rank = cev->group_rank;
     r->c.actx->nnodes = cev->group_world_size;
     r->c.actx->master_port = cev->master_port;

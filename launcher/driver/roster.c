@@ -9,12 +9,14 @@
 
 #include "base/exit.h"
 #include "nodes/layout.h"
+#include "nodes/rdzv_etcd.h"
 #include "records/jsonlog.h"
 
 struct ddp_roster {
     const struct ddp_plan_ctx *ctx;
     struct ddp_records *rec;
     struct ddp_coord *coord;
+    struct ddp_rdzv_etcd *etcd; /* through etcd (ctx->etcd_endpoints): instead of coord; never the leader */
     bool leader;
     struct ddp_layout_node *nodes;    /* node 0: every node by node rank: joined, its own worker count, host */
     char **hosts;                     /* node 0: the host names nodes[].host points to */
@@ -26,6 +28,32 @@ static bool round_live(enum ddp_agent_state agent)
 {
     struct ddp_agent a = {.role = DDP_AR_LEADER, .state = agent};
     return ddp_agent_round_live(&a);
+}
+
+/* Through etcd: every agent follows the decision key; the elected one writes it (rdzv_etcd.h). */
+static int etcd_new(uv_loop_t *loop, struct ddp_roster *n, ddp_coord_cb cb, void *arg, struct ddp_err *err)
+{
+    const struct ddp_plan_ctx *ctx = n->ctx;
+    struct ddp_rdzv_etcd_config cfg = {
+        .endpoints = ctx->etcd_endpoints,
+        .conf = ctx->spec->rdzv_conf,
+        .id = ctx->run_id,
+        .secret = ctx->coord_secret,
+        .job = ctx->coord_job,
+        .min_nodes = ctx->min_nnodes,
+        .max_nodes = ctx->nnodes,
+        .nproc = ctx->nproc,
+        .host = ctx->hostname,
+        .master_port = ctx->master_port,
+        .max_restarts = ctx->spec->max_restarts,
+        .lost_after_ms = ctx->lost_after_ms,
+        .join_timeout_ms = ctx->join_timeout_ms,
+        .last_call_ms = ctx->last_call_ms,
+    };
+    int rc = ddp_rdzv_etcd_start(loop, &cfg, cb, arg, &n->etcd, err);
+    if (rc < 0)
+        ddp_error("%s", err->msg);
+    return rc;
 }
 
 int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_records *rec, ddp_coord_cb cb, void *arg,
@@ -48,12 +76,14 @@ int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_r
     n->ctx = ctx;
     n->rec = rec;
     n->leader = ctx->coord_node == 0;
+    *out = n;
+    if (ctx->etcd_endpoints)
+        return etcd_new(loop, n, cb, arg, err);
     if (n->leader) {
         n->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->nodes));
         n->hosts = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->hosts));
         n->nodes[0] = (struct ddp_layout_node){true, ctx->nproc, ctx->hostname};
     }
-    *out = n;
     int rc = ddp_coord_start(loop, &cfg, cb, arg, &n->coord, err);
     if (rc < 0) {
         ddp_error("%s", err->msg);
@@ -81,11 +111,14 @@ void ddp_roster_free(struct ddp_roster *n)
     if (n->round.state)
         ddp_layout_round_free(&n->round);
     free(n->assign);
+    ddp_rdzv_etcd_free(n->etcd);
     free(n);
 }
 
 void ddp_roster_close(struct ddp_roster *n, int status)
 {
+    if (n && n->etcd)
+        ddp_rdzv_etcd_close(n->etcd);
     if (!n || !n->coord)
         return;
     if (n->leader)
@@ -148,14 +181,16 @@ static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *e
                            struct ddp_agent_event_data *ae)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
+    const char *who = n->etcd ? "the job's decision in etcd" : "node 0";
     switch (ev->kind) {
     case DDP_COORD_JOINED:
-        ddp_info("node %d: joined node 0 (%s:%d)", ev->node, ctx->master_addr, ctx->coord_port);
+        if (!n->etcd)
+            ddp_info("node %d: joined node 0 (%s:%d)", ev->node, ctx->master_addr, ctx->coord_port);
         ae->kind = DDP_AE_JOINED;
         return true;
     case DDP_COORD_START:
         if (v->attempt >= 0) {
-            ddp_warn("attempt %d: node 0 says start while attempt %d still runs here; ignored", ev->attempt,
+            ddp_warn("attempt %d: %s says start while attempt %d still runs here; ignored", ev->attempt, who,
                      v->attempt);
             return false;
         }
@@ -165,7 +200,7 @@ static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *e
         if (v->attempt < 0 || v->attempt != ev->attempt)
             return false; /* an earlier attempt's: this one was not stopped */
         if (!v->stopping)
-            ddp_warn("attempt %d: node 0 says stop (%s); stopping the workers", ev->attempt, ev->reason);
+            ddp_warn("attempt %d: %s says stop (%s); stopping the workers", ev->attempt, who, ev->reason);
         ae->kind = DDP_AE_STOP;
         return true;
     case DDP_COORD_EXIT:
@@ -173,7 +208,10 @@ static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *e
         ae->status = ev->status;
         return true;
     case DDP_COORD_LOST:
-        if (v->agent != DDP_AS_JOINING)
+        if (n->etcd)
+            ddp_error("etcd: %s: %s", ev->reason,
+                      v->agent == DDP_AS_JOINING ? "exiting" : "stopping the workers here and exiting");
+        else if (v->agent != DDP_AS_JOINING)
             ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
         else if (ctx->coord_node > 0)
             ddp_error("node %d cannot join node 0: %s", ctx->coord_node, ev->reason);
@@ -310,6 +348,8 @@ int ddp_roster_round_attempt(const struct ddp_roster *n)
 
 void ddp_roster_report(struct ddp_roster *n, int attempt, int status, const char *why)
 {
+    if (n->etcd)
+        ddp_rdzv_etcd_report(n->etcd, attempt, status, why);
     if (n->coord)
         ddp_coord_report(n->coord, attempt, status, why);
 }

@@ -41,9 +41,19 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struc
     out->source = "single node";
     out->lost_after_ms = spec->lost_after_ms > 0 ? spec->lost_after_ms : 15000;
     const char *backend = spec->rdzv_backend && *spec->rdzv_backend ? spec->rdzv_backend : "static";
-    bool c10d = strcmp(backend, "c10d") == 0 || strcmp(backend, "etcd") == 0 || strcmp(backend, "etcd-v2") == 0;
-    if (!c10d && strcmp(backend, "static") != 0)
-        return ddp_errf(err, -EINVAL, "rdzv_backend '%s': expected static or c10d", backend);
+    bool c10d = strcmp(backend, "c10d") == 0;
+    out->etcd = strcmp(backend, "etcd-v3") == 0 || strcmp(backend, "etcd") == 0 || strcmp(backend, "etcd-v2") == 0;
+    if (!c10d && !out->etcd && strcmp(backend, "static") != 0)
+        return ddp_errf(err, -EINVAL, "rdzv_backend '%s': expected static, c10d or etcd-v3", backend);
+    if (out->etcd && strcmp(backend, "etcd-v3") != 0)
+        out->note = strcmp(backend, "etcd") == 0
+                        ? "rdzv_backend etcd: torchrun's etcd backend speaks etcd's v2 API; ddplaunch meets in the "
+                          "same cluster through its v3 API (etcd-v3)"
+                        : "rdzv_backend etcd-v2: ddplaunch meets in the same cluster through etcd's v3 API (etcd-v3)";
+    if (out->etcd && (!spec->rdzv_endpoint || !*spec->rdzv_endpoint))
+        return ddp_errf(err, -EINVAL, "rdzv_backend %s needs rdzv_endpoint HOST:PORT[,HOST:PORT...] of etcd members",
+                        backend);
+    c10d = c10d || out->etcd;
     long long conf_ms = 0;
     out->last_call_ms = DDP_RDZV_LAST_CALL_MS;
     int rc = ddp_rdzv_conf_seconds(spec->rdzv_conf, "join_timeout", &conf_ms, err);
@@ -55,11 +65,11 @@ int ddp_rdzv_decide(const struct ddp_spec *spec, const char *sched_source, struc
         return 0;
     int ni = ddp_spec_key_find("job", "node_rank");
     bool rank_given = spec->origin[ni] > DDP_ORIGIN_DEFAULT;
-    if (sched_source) {
+    if (sched_source && !out->etcd) {
         out->source = sched_source;
     } else if (c10d) {
         out->dynamic = true;
-        out->source = "c10d";
+        out->source = out->etcd ? "etcd-v3" : "c10d";
     } else {
         /* no node rank: node 0, torchrun's --node-rank default; a second agent claiming it is refused there */
         out->source = rank_given ? "static" : "static, node rank 0 by default";

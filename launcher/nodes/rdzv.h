@@ -19,7 +19,10 @@
 
 struct ddp_rdzv {
     bool several;       /* nnodes MAX > 1 */
-    bool dynamic;       /* c10d-style: node ranks given at join */
+    bool dynamic;       /* c10d-style or etcd: node ranks given at join */
+    bool etcd;          /* etcd-v3 (torchrun's etcd and etcd-v2 too): the agents meet in the etcd cluster that
+                           rdzv_endpoint lists; no node must survive (rdzv_etcd.h) */
+    const char *note;   /* one line to say (torchrun's etcd or etcd-v2 taken as etcd-v3), or NULL */
     const char *source; /* what gave this node its rank: "single node", "static", "c10d", "slurm", or
                            a scheduler of scheduler.h ("skypilot", "flux", "openmpi", "jobset", ...) */
     long long join_timeout_ms;

@@ -101,18 +101,19 @@ struct ddp_plan_ctx {
     int rank_base;
     int world_size;
     /* nnodes > 1: the control channel between the agents (coord.h); unused on one node */
-    const char *coord_secret;  /* the job secret (token.h); never exported to workers */
-    const char *coord_job;     /* the job's identity bound into the handshake (rendezvous id and command) */
-    int coord_port;            /* node 0's control port */
-    int coord_node;            /* 0 = this agent serves; > 0 = joins as that node rank; -1 = gets one at join */
-    int coord_listen_fd;       /* serving a c10d-style rendezvous: the endpoint's listening socket, else -1 */
-    const char *rdzv_source;   /* what gave the node rank ("static", "c10d", "slurm"...; rdzv.h), for plan */
-    bool coord_dynamic;        /* c10d-style: node ranks given at join, group ranks in host-name order */
-    int min_nnodes;            /* nnodes MIN: the job goes on while at least this many nodes are up */
-    long long join_timeout_ms; /* how long node 0 waits for nnodes MAX (then starts with >= MIN), and others
-                                  try to reach node 0 */
-    long long last_call_ms;    /* c10d, MIN < MAX: once MIN nodes joined, node 0 waits this long for more */
-    long long lost_after_ms;   /* a silent agent is lost after this long */
+    const char *coord_secret;   /* the job secret (token.h); never exported to workers */
+    const char *coord_job;      /* the job's identity bound into the handshake (rendezvous id and command) */
+    int coord_port;             /* node 0's control port */
+    int coord_node;             /* 0 = this agent serves; > 0 = joins as that node rank; -1 = gets one at join */
+    int coord_listen_fd;        /* serving a c10d-style rendezvous: the endpoint's listening socket, else -1 */
+    const char *rdzv_source;    /* what gave the node rank ("static", "c10d", "slurm"...; rdzv.h), for plan */
+    bool coord_dynamic;         /* c10d-style: node ranks given at join, group ranks in host-name order */
+    const char *etcd_endpoints; /* etcd-v3: the cluster's members (rdzv_endpoint); NULL: not through etcd */
+    int min_nnodes;             /* nnodes MIN: the job goes on while at least this many nodes are up */
+    long long join_timeout_ms;  /* how long node 0 waits for nnodes MAX (then starts with >= MIN), and others
+                                   try to reach node 0 */
+    long long last_call_ms;     /* c10d, MIN < MAX: once MIN nodes joined, node 0 waits this long for more */
+    long long lost_after_ms;    /* a silent agent is lost after this long */
 };
 
 /* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology

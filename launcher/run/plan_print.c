@@ -264,7 +264,10 @@ static void print_spec(FILE *f, const struct ddp_plan_ctx *ctx, bool brief)
 static void print_head(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
 {
     const struct ddp_spec *s = ctx->spec;
-    if (ctx->coord_dynamic)
+    if (ctx->etcd_endpoints)
+        fprintf(f, "\nNodes: %d, rendezvous: etcd-v3 at %s (node ranks are taken at join), %d workers here\n",
+                ctx->nnodes, ctx->etcd_endpoints, a->nproc);
+    else if (ctx->coord_dynamic)
         fprintf(f,
                 "\nNodes: %d, rendezvous: %s at %s:%d (the agent on that host serves; node ranks are given at "
                 "join), %d workers here\n",
@@ -272,6 +275,10 @@ static void print_head(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
     else
         fprintf(f, "\nNodes: %d (this is node %d; node rank from: %s), %d workers here, world size %d\n", ctx->nnodes,
                 ctx->node_rank, ctx->rdzv_source ? ctx->rdzv_source : "single node", a->nproc, a->world_size);
+    if (ctx->nnodes > 1)
+        fprintf(f, "Can be lost: %s\n",
+                ctx->etcd_endpoints ? "any node, node 0 included, and one etcd member (decisions are in etcd)"
+                                    : "any node but node 0 (it serves the rendezvous and decides restarts)");
     fprintf(f, "Master: %s:%d%s   run id: %s\n", a->master_addr, a->master_port,
             s->master_port.is_auto ? " (auto: free now; reserved when the job starts)" : "", a->run_id);
     if (a->gpu_reason)

@@ -81,7 +81,7 @@ const struct ddp_key ddp_spec_keys[] = {
     { "job", "run_id", DDP_T_STR, OFF(run_id), NULL, NULL, 0, 0,
       "run id (TORCHELASTIC_RUN_ID; default: a fresh one, or the Slurm job id)" },
     { "job", "rdzv_backend", DDP_T_STR, OFF(rdzv_backend), "static", NULL, 0, 0,
-      "static (every node gives its node_rank) or c10d (ranks given at join)" },
+      "static (every node gives its node_rank), c10d (ranks given at join) or etcd-v3 (no node must survive)" },
     { "job", "rdzv_endpoint", DDP_T_STR, OFF(rdzv_endpoint), NULL, NULL, 0, 0,
       "HOST[:PORT]: sets master_addr (and master_port) as torchrun's c10d endpoint would" },
     { "job", "rdzv_conf", DDP_T_STR, OFF(rdzv_conf), NULL, NULL, 0, 0,
