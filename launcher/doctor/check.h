@@ -1,9 +1,10 @@
 /* check: doctor's checks (`ddplaunch doctor`): the report they fill (one line per check, the worst status is the
  * exit status), and the checks of GPUs picked (NUMA span, busy GPUs), other jobs' leases, CPUs and memory nodes
  * and the open-files limit. The network checks are in check_net.h, the GPU software's in check_host.h.
- * Each check is a function of the facts passed in (tests feed faults) and reads nothing; doctor.c gathers live
- * facts (the cpus check may ask the kernel's scheduler, the GPU checks ask the judge, fitness.h). It starts
- * nothing and changes nothing. */
+ * The checks here, in check_gpu.h, check_net.h and check_host.h are functions of the facts passed in (tests feed
+ * faults) and read nothing (the GPU checks ask the judge, fitness.h, which reads nothing either); doctor.c
+ * gathers the live facts, and makes the few checks that are about the live system itself (state-dir,
+ * port-locks, nccl-ras) with ddp_check_add. It starts nothing and changes nothing. */
 #ifndef DDP_CHECK_H
 #define DDP_CHECK_H
 

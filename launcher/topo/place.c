@@ -185,6 +185,31 @@ static char *cpu_reason(const struct ddp_topo *topo, const int *node, int n, con
     return b.data;
 }
 
+/* Rank i's GPU (gpu[i], -1 none): its bus id, UUID and CUDA_VISIBLE_DEVICES, from the names cvdname gives the
+ * ngpus picked GPUs. */
+static void rank_gpu(const struct ddp_topo *topo, const struct ddp_place_req *req, const int *gpu, int ngpus,
+                     char *const *cvdname, int i, struct ddp_place_rank *r)
+{
+    r->gpu = gpu[i];
+    if (gpu[i] >= 0) {
+        const struct topo_gpu *g = &topo->gpus[gpu[i]];
+
+        r->busid = ddp_xstrdup(g->busid);
+        r->uuid = g->uuid[0] ? ddp_xstrdup(g->uuid) : NULL;
+        if (req->visible != DDP_VISIBLE_PER_JOB) {
+            r->cvd = ddp_xstrdup(cvdname[gpu[i]]);
+        } else {
+            struct ddp_buf b = {0};
+
+            for (int k = 0; k < ngpus; k++) /* each picked GPU once */
+                ddp_buf_printf(&b, "%s%s", k ? "," : "", cvdname[gpu[k]]);
+            r->cvd = b.data;
+        }
+    } else if (topo->ngpus > 0 || (req->inherited_cvd && *req->inherited_cvd)) {
+        r->cvd = ddp_xstrdup(""); /* CPU workers on a GPU machine: no GPU by accident */
+    }
+}
+
 int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req, struct ddp_placement *out,
                     struct ddp_err *err)
 {
@@ -242,25 +267,8 @@ int ddp_place_ranks(const struct ddp_topo *topo, const struct ddp_place_req *req
         struct ddp_place_rank *r = &out->ranks[i];
         int ordinal = 0, on_node = 0;
 
-        r->gpu = gpu[i];
         r->numa_node = node[i] >= 0 ? topo->nodes[node[i]].os_index : -1;
-        if (gpu[i] >= 0) {
-            const struct topo_gpu *g = &topo->gpus[gpu[i]];
-
-            r->busid = ddp_xstrdup(g->busid);
-            r->uuid = g->uuid[0] ? ddp_xstrdup(g->uuid) : NULL;
-            if (req->visible != DDP_VISIBLE_PER_JOB) {
-                r->cvd = ddp_xstrdup(cvdname[gpu[i]]);
-            } else {
-                struct ddp_buf b = {0};
-
-                for (int k = 0; k < ngpus; k++) /* each picked GPU once */
-                    ddp_buf_printf(&b, "%s%s", k ? "," : "", cvdname[gpu[k]]);
-                r->cvd = b.data;
-            }
-        } else if (topo->ngpus > 0 || (req->inherited_cvd && *req->inherited_cvd)) {
-            r->cvd = ddp_xstrdup(""); /* CPU workers on a GPU machine: no GPU by accident */
-        }
+        rank_gpu(topo, req, gpu, ngpus, cvdname, i, r);
         if (node[i] < 0)
             continue;
         for (int k = 0; k < n; k++) {
