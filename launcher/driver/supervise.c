@@ -122,6 +122,10 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
     }
     if (ev->kind == DDP_PE_SIGNAL && a.flags) {
         int alive = ddp_runner_alive(s->rn);
+        ddp_records_signal(s->rec, cur_attempt(s), ev->signo, s->sig_reached,
+                           (a.flags & DDP_ACT_KILL_ALL)         ? "kill"
+                           : ddp_policy_signal_stops(ev->signo) ? "stop"
+                                                                : "forward");
         if (a.flags & DDP_ACT_KILL_ALL)
             ddp_error("got %s again: killing %d worker%s now", ddp_report_signame(ev->signo), alive,
                       alive == 1 ? "" : "s");

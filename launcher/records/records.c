@@ -348,6 +348,13 @@ static const char *worker_class(const struct ddp_records *r, const struct ddp_ru
     return ddp_class_name(c);
 }
 
+void ddp_records_signal(struct ddp_records *r, int attempt, int signo, bool from_slurm, const char *action)
+{
+    ddp_jsonlog_event(r ? r->rec : NULL, "signal",
+                      ddp_jsonlog_pack("{s:i, s:s, s:b, s:s}", "attempt", attempt, "signal", ddp_report_signame(signo),
+                                       "from_slurm", from_slurm, "action", action));
+}
+
 void ddp_records_stopping(struct ddp_records *r, int attempt)
 {
     if (r)

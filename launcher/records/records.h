@@ -55,6 +55,9 @@ void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields);
  * checks again (a program started). */
 void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_attempt *run);
 void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_attempt *run);
+/* The launcher got signal signo (events.jsonl's signal: when the end began, should it be SIGKILLed after);
+ * from_slurm: slurmstepd sent it to every process (not forwarded); action: "stop", "kill" or "forward". */
+void ddp_records_signal(struct ddp_records *r, int attempt, int signo, bool from_slurm, const char *action);
 /* ddplaunch began to stop attempt `attempt` (a failure, a timeout, a signal): a worker of it that exits non-zero
  * from now on, not the root cause, is recorded as stopped (worker_exit "stopped": true; grey in report --svg). */
 void ddp_records_stopping(struct ddp_records *r, int attempt);

@@ -334,6 +334,9 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
             mark_suspect(t, e, attempt, at);
         } else if (strcmp(ev, "mismatch") == 0) {
             mark_mismatch(t, e, attempt, at);
+        } else if (strcmp(ev, "signal") == 0) {
+            snprintf(add_mark(t, attempt, at, "signal")->text, sizeof(t->m[0].text), "got %s%s: %s", jstr(e, "signal"),
+                     json_is_true(json_object_get(e, "from_slurm")) ? " from Slurm" : "", jstr(e, "action"));
         } else if (strcmp(ev, "suspect_end") == 0) {
             snprintf(add_mark(t, attempt, at, "progress")->text, sizeof(t->m[0].text),
                      "progress again after about %llds",
@@ -574,8 +577,12 @@ void ddp_timeline_svg(FILE *f, const struct ddp_timeline *t)
     xml_text(f, t->job[0] ? t->job : "job");
     fprintf(f, " on ");
     xml_text(f, t->host);
-    fprintf(f, ": %s, exit status %d, %d attempt%s</text>\n", t->result[0] ? t->result : "running", t->exit_status,
-            t->nattempts, t->nattempts == 1 ? "" : "s");
+    if (t->exit_status < 0)
+        fprintf(f, ": %s, no exit status, %d attempt%s</text>\n", t->result[0] ? t->result : "running", t->nattempts,
+                t->nattempts == 1 ? "" : "s");
+    else
+        fprintf(f, ": %s, exit status %d, %d attempt%s</text>\n", t->result[0] ? t->result : "running", t->exit_status,
+                t->nattempts, t->nattempts == 1 ? "" : "s");
     /* axis */
     int axis_y = top + lanes * lane + 8;
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\"/>\n", left, axis_y, X(axis), axis_y);

@@ -73,11 +73,14 @@ expect_grep "requeue.sh: the job's rank 0 failed with its own exit code 75: not 
 
 # --- item 4: SIGKILL of the launcher
 mkdir -p "$TMP/k"
-"$DDP" --log-dir "$TMP/kill" --nproc-per-node 2 --no-python sh -c ': >"$0/up.$RANK"; sleep 60' "$TMP/k" \
-    >"$TMP/kill.out" 2>&1 &
+# as Slurm does: SIGTERM, workers that outlive it (they ignore it), SIGKILL of the launcher after KillWait
+"$DDP" --log-dir "$TMP/kill" --nproc-per-node 2 --shutdown-timeout 60 --no-python \
+    sh -c 'trap "" TERM; : >"$0/up.$RANK"; while :; do sleep 0.2; done' "$TMP/k" >"$TMP/kill.out" 2>&1 &
 L=$!
 for _ in $(seq 200); do [ -e "$TMP/k/up.0" ] && [ -e "$TMP/k/up.1" ] && break; sleep 0.05; done
 sleep 0.3
+kill -TERM $L
+sleep 1
 kill -KILL $L
 wait $L 2>/dev/null
 sleep 0.5
@@ -85,6 +88,7 @@ sleep 0.5
 expect_grep '^job sh on .*: launcher-killed, no exit status, 1 attempt' "$TMP/kill.report"
 expect_grep "^the launcher \(pid $L\) is gone without a summary: killed .* after its last record, 20[0-9-]+T" "$TMP/kill.report"
 grep -q ' running$' "$TMP/kill.report" && { cat "$TMP/kill.report"; fail "a rank of a killed launcher is 'running'"; }
+expect_grep '^  \+[0-9.]+s signal: got SIGTERM: stop$' "$TMP/kill.report"
 
 # --- item 6: two nodes on one file system
 hold_port port 2
