@@ -31,6 +31,8 @@ struct ddp_rdzv_etcd {
     int node; /* -1 before claimed */
     int claim_try;
     uv_timer_t tick, retry;
+    unsigned ticks;
+    long long join_rev; /* the store's revision of this agent's join */
     long long start_ms, last_keepalive_ms, min_since_ms;
     struct ddp_etcd_req *watch, *range;
     bool resync_again;
@@ -111,6 +113,7 @@ static json_t *put_op(struct ddp_rdzv_etcd *r, const char *rel, const char *payl
 
 static void step(struct ddp_rdzv_etcd *r);
 static void resync(struct ddp_rdzv_etcd *r);
+static void watch_start(struct ddp_rdzv_etcd *r);
 
 static void on_retry(uv_timer_t *t)
 {
@@ -189,6 +192,7 @@ static void joined(struct ddp_rdzv_etcd *r)
              ddp_etcd_member(r->e));
     struct ddp_coord_event ev = {.kind = DDP_COORD_JOINED, .node = r->node};
     emit(r, &ev);
+    watch_start(r);
     resync(r);
 }
 
@@ -199,6 +203,7 @@ static void on_claimed(void *data, json_t *reply, const char *error)
         return retry_later(r, error);
     if (json_is_true(json_object_get(reply, "succeeded"))) {
         r->node = r->claim_try;
+        r->join_rev = ddp_etcd_int(json_object_get(reply, "header"), "revision");
         return joined(r);
     }
     char *nodes = ddp_xasprintf("%snode/", r->prefix);
@@ -374,8 +379,6 @@ static void resync(struct ddp_rdzv_etcd *r)
     r->range = ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_range, r);
 }
 
-static void watch_start(struct ddp_rdzv_etcd *r);
-
 static void on_watch(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
@@ -386,6 +389,11 @@ static void on_watch(void *data, json_t *reply, const char *error)
     }
     /* the decision-maker reads again on any change; the others only when the decision or the election changed
      * (a thousand agents reading a thousand keys at each join would cost the square) */
+    if (json_is_true(json_object_get(json_object_get(reply, "result"), "canceled"))) {
+        ddp_etcd_cancel(r->watch); /* compacted past our revision, say: the next tick reads and watches again */
+        r->watch = NULL;
+        return;
+    }
     json_t *ev;
     size_t i, plen = strlen(r->prefix);
     bool decider = r->view.decider == r->lease, matters = false;
@@ -406,6 +414,9 @@ static void watch_start(struct ddp_rdzv_etcd *r)
     if (r->watch || r->closing || r->phase != PH_JOINED)
         return;
     json_t *cr = range_body(r->prefix);
+    /* from just after what this agent read last (or its join), so that no change falls between read and watch */
+    long long from = (r->view.revision > r->join_rev ? r->view.revision : r->join_rev) + 1;
+    json_object_set_new(cr, "start_revision", json_sprintf("%lld", from));
     json_t *body = json_pack("{s:o}", "create_request", cr);
     r->watch = ddp_etcd_watch(r->e, body, on_watch, r);
 }
@@ -438,7 +449,10 @@ static void on_tick(uv_timer_t *t)
                       on_keepalive, r);
     }
     watch_start(r);
-    resync(r);
+    /* the decision-maker reads the job's keys at every tick; the others follow the watch, and read them at every
+     * fifth tick or while they have no watch (one whose member lost quorum hears nothing) */
+    if (r->view.decider == r->lease || !r->watch || ++r->ticks % 5 == 0)
+        resync(r);
     if (r->report_key)
         report_send(r);
 }
