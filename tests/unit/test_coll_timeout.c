@@ -54,7 +54,7 @@ Test(coll_timeout, kept_per_rank_of_the_current_attempt)
     struct ddp_runner_config cfg = {.loop = &loop};
     struct ddp_runner *rn = ddp_runner_new(&cfg);
     struct reports seen = {0};
-    struct ddp_coll_timeout *ct = ddp_coll_timeout_new((struct ddp_timeout_sink){on_timeout, &seen});
+    struct ddp_coll_timeout *ct = ddp_coll_timeout_new((struct ddp_timeout_sink){on_timeout, &seen, NULL});
     struct ddp_runner_attempt *r0, *r1;
     struct ddp_err err = {0};
     struct ddp_hang_timeout t;
