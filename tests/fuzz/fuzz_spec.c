@@ -52,6 +52,25 @@ static void check_err(int rc, const struct ddp_err *err, bool multiline_input)
     }
 }
 
+/* A rejected file: every error of it at once (issue 54), one per line, each "fuzz.ini:LINE: ...", in line order
+ * (a line about the whole file, as "fuzz.ini: N more errors after line L", is "fuzz.ini: ..."). */
+static void check_file_err(int rc, const struct ddp_err *err)
+{
+    check_err(rc, err, true);
+    long last = 0;
+    for (const char *p = rc < 0 ? err->msg : ""; *p;) {
+        bool summary = strncmp(p, "fuzz.ini: ", 10) == 0; /* of the file: "empty job spec", "N more errors" */
+        long line = summary ? 0 : strncmp(p, "fuzz.ini:", 9) == 0 ? strtol(p + 9, NULL, 10) : -1;
+        if (line < 0 || (!summary && (line == 0 || line < last))) {
+            fprintf(stderr, "fuzz_spec: error lines not 'fuzz.ini:LINE:' in line order: '%s'\n", err->msg);
+            abort();
+        }
+        last = line > 0 ? line : last;
+        const char *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : p + strlen(p);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > 65536)
@@ -69,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* The payload is a job spec file; mode 0x60-0xbf loads it as the site config first. */
         enum ddp_origin o = mode < 0x60 ? DDP_ORIGIN_SPEC : DDP_ORIGIN_SITE;
         rc = ddp_spec_load_string(&spec, "fuzz.ini", text, len, o, &err);
-        check_err(rc, &err, false);
+        check_file_err(rc, &err);
         if (rc == 0) {
             rc = ddp_spec_validate(&spec, &err);
             check_err(rc, &err, false);

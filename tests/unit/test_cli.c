@@ -165,8 +165,7 @@ Test(cli_flags, accepted_and_ignored_torchrun_flags)
     struct ddp_cli cli;
     struct ddp_spec spec;
     parse_apply(&cli, &spec, no_env, "--monitor-interval", "5", "--monitor_interval=0.1", "--start-method", "spawn",
-                "--start_method=fork", "--logs-specs", "x", "--duplicate-stdout-filters", "a",
-                "--duplicate_stderr_filters=b", "t.py", NULL);
+                "--start_method=fork", "--logs-specs", "x", "t.py", NULL);
     cr_expect_str_eq(spec.script, "t.py");
     for (size_t i = 0; i < ddp_spec_nkeys; i++)
         if (strcmp(ddp_spec_keys[i].name, "script") != 0 && strcmp(ddp_spec_keys[i].name, "command") != 0 &&
@@ -174,6 +173,19 @@ Test(cli_flags, accepted_and_ignored_torchrun_flags)
             strcmp(ddp_spec_keys[i].name, "args") != 0)
             cr_expect_eq(spec.origin[i], DDP_ORIGIN_DEFAULT, "%s.%s changed by an ignored flag",
                          ddp_spec_keys[i].section, ddp_spec_keys[i].name);
+    ddp_spec_free(&spec);
+    ddp_cli_free(&cli);
+}
+
+/* issue 54: torchrun 2.9's duplicate filters are carried out, no longer ignored */
+Test(cli_flags, duplicate_filters_set_their_keys)
+{
+    struct ddp_cli cli;
+    struct ddp_spec spec;
+    parse_apply(&cli, &spec, no_env, "--duplicate-stdout-filters", "loss,acc", "--duplicate_stderr_filters=warn",
+                "t.py", NULL);
+    cr_expect_str_eq(spec.duplicate_stdout_filters, "loss,acc");
+    cr_expect_str_eq(spec.duplicate_stderr_filters, "warn");
     ddp_spec_free(&spec);
     ddp_cli_free(&cli);
 }
