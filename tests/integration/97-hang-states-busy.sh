@@ -6,7 +6,7 @@
 # Also [timeout] on_suspect = warn keeps the old behaviour for a stuck rank: warned about, never stopped. And with a
 # flight recorder (fake_recorder.py imitates torch 2.x's on this torch 1.13) a stuck rank is named 15 s after the
 # hang began instead of the 30 s floor, and with max_restarts at its default 0 the job ends with the verdict
-# (exit 124) once the 15 s confirmation passed.
+# (exit 124) once the 15 s confirmation passed. A shape mismatch the recorder sees is stuck too: it never ends.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "no torch"
 W=$DDP_SRCDIR/tests/integration/states_worker.py
@@ -54,4 +54,13 @@ R=$(echo "$TMP/early/log"/*/)
 jq -e '.recovery.named_after_ms <= 17000 and .recovery.stopped_after_ms <= 40000 and .hang.state == "stuck"' \
     "$R/summary.json" >/dev/null || fail "early: $(jq -c '[.recovery, .hang.state]' "$R/summary.json")"
 echo "early: $(jq -c '.recovery | [.named_after_ms, .stopped_after_ms]' "$R/summary.json") ms after the hang began"
+
+# a shape mismatch (rank 1 all_reduces 2 elements, the others 1): stuck, stopped at the defaults
+(cd "$TMP/early" && FR_KIND=shape FR_RANK=1 PATH=/usr/bin:$PATH timeout 120 "$DDP" --nproc-per-node 3 \
+    --set gpus.select=none --set timeout.suspect_setup=15s --set timeout.suspect_floor=14s \
+    "$DDP_SRCDIR/tests/integration/fake_recorder.py" "$DDP_SRCDIR/bench/gpu/fr_worker.py" >"$TMP/shape.out" \
+    2>"$TMP/shape.err")
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/shape.err"; fail "shape: exit $rc, want 124"; }
+expect_grep "suspected hang for [0-9]+s \(\[timeout\] on_suspect = auto\): rank 1 is stuck \(in a collective the others never match" "$TMP/shape.err"
 echo ok
