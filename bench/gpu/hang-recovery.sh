@@ -9,7 +9,11 @@
 # minutes, which would be torchrun's time). Measured per job from the stuck rank's "alone from now" line to the
 # restarted attempt's first step (wall clock printed by the ranks), medians over RUNS; ddplaunch's summary.json
 # recovery too. Results: $OUT (./hang-recovery-out): results.txt, results.json, each job's console and records.
-# Usage: bash bench/gpu/hang-recovery.sh    (env: DDPLAUNCH, RUNS, AT_S, PG_TIMEOUT_S, OUT)
+# Beside them, the healthy-but-slow jobs at default settings (HEALTHY=0: not): rank 0 works alone for ALONE_S (300)
+# s from step 3 (evaluates in C / writes a checkpoint with fsync / prepares data in Python) while the others wait
+# (blocking all_reduce / polled async all_reduce / barrier): each must end with exit 0, no restart, no "hang" word
+# and at most one "works alone" line.
+# Usage: bash bench/gpu/hang-recovery.sh    (env: DDPLAUNCH, RUNS, AT_S, PG_TIMEOUT_S, HEALTHY, ALONE_S, OUT)
 set -u
 root=$(pwd)
 ddp=${DDPLAUNCH:-$root/.devrt/ddplaunch}
@@ -27,7 +31,21 @@ for i in $(seq 1 "$runs"); do
     (cd "$out/torchrun-$i" && timeout 500 torchrun --nproc_per_node 3 --max_restarts 1 --master_port $((29610 + i)) \
         "$w" >out.txt 2>err.txt; echo $? >rc) &
 done
+if [ "${HEALTHY:-1}" = 1 ]; then
+    for c in eval:allreduce ckpt:poll prep:barrier; do
+        mkdir -p "$out/healthy-${c%%:*}"
+        (cd "$out/healthy-${c%%:*}" && HS_KIND=${c%%:*} HS_WAIT=${c#*:} HS_AT_S= HS_AT=3 HS_ALONE_S=${ALONE_S:-300} HS_PG_TIMEOUT_S=1800 \
+            timeout 580 "$ddp" --nproc-per-node 3 --set gpus.select=none --log-dir log "$w" >out.txt 2>err.txt
+            echo $? >rc) &
+    done
+fi
 wait
+for d in "$out"/healthy-*; do
+    [ -d "$d" ] || continue
+    echo "${d##*/}: exit $(cat "$d/rc"), 'hang' on the console $(grep -ci hang "$d/err.txt") times," \
+        "works-alone lines $(grep -c 'works alone' "$d/err.txt"), restarts $(grep -c resumed "$d/out.txt");" \
+        "$(grep -m1 'works alone' "$d/err.txt" | cut -c1-200)"
+done | tee "$out/healthy.txt"
 python3 - "$out" "$runs" <<'PYEOF' | tee "$out/results.txt"
 import glob, json, os, re, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])

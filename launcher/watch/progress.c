@@ -365,6 +365,7 @@ struct judged {
     struct ddp_hang_verdict v;
     bool *culprit;
     bool fr_verdict;     /* the flight recorder named them */
+    bool deadlock;       /* ... in a collective mismatch or an ordering deadlock: it never ends by itself */
     json_t *culprits;    /* the culprits, as the suspect event lists them */
     json_t *recorder;    /* the recorder's verdict, or JSON null */
     json_t *reached;     /* each rank's recorder summary */
@@ -404,6 +405,7 @@ static void judge_verdict(struct ddp_progress *w, long long now, struct judged *
     if (fv.kind != DDP_FR_NONE) { /* the recorder wins over the stacks; the stack still says where */
         memcpy(j->culprit, frc, w->n * sizeof(*j->culprit));
         j->fr_verdict = true;
+        j->deadlock = fv.nculprits && (fv.kind == DDP_FR_OP || fv.kind == DDP_FR_SHAPE || fv.kind == DDP_FR_ORDER);
         j->v.confidence = fv.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
         j->v.nculprits = fv.nculprits;
         j->v.mismatch = fv.kind != DDP_FR_BEHIND && !fv.nculprits;
@@ -453,6 +455,10 @@ static enum ddp_suspect_state judge_states(struct ddp_progress *w, struct judged
                                             .in_gpu_wait = k->has_view && ddp_rankstate_view_in_gpu_wait(&k->view),
                                             .culprit = j->culprit[i]};
         ddp_rankstate_classify(&k->proc_base, &k->proc_last, &ev, &k->state);
+        if (j->deadlock && j->culprit[i] && k->state.state != DDP_RANKSTATE_BUSY) { /* waits where nobody comes */
+            k->state.state = DDP_RANKSTATE_STUCK;
+            snprintf(k->state.words, sizeof(k->state.words), "in a collective the others never match");
+        }
         if (k->state.state == DDP_RANKSTATE_BUSY)
             k->worked = true;
         else if (k->worked && k->state.state != DDP_RANKSTATE_STUCK && k->state.state != DDP_RANKSTATE_WAITING)

@@ -3,7 +3,10 @@
 # while ranks 1-2 wait in all_reduce. At default settings (setup allowance and floor scaled down, [timeout]
 # busy_limit = 20s instead of 30 minutes) it gets one "works alone" line, no action before busy_limit, then the
 # job ends (exit 124) with the evidence: no restart although --max-restarts 1 allows one; rank 0 is the root cause.
-# Also [timeout] on_suspect = warn keeps the old behaviour for a stuck rank: warned about, never stopped.
+# Also [timeout] on_suspect = warn keeps the old behaviour for a stuck rank: warned about, never stopped. And with a
+# flight recorder (fake_recorder.py imitates torch 2.x's on this torch 1.13) a stuck rank is named 15 s after the
+# hang began instead of the 30 s floor, and with max_restarts at its default 0 the job ends with the verdict
+# (exit 124) once the 15 s confirmation passed. A shape mismatch the recorder sees is stuck too: it never ends.
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 have_torch || skip "no torch"
 W=$DDP_SRCDIR/tests/integration/states_worker.py
@@ -38,4 +41,26 @@ rc=$?
 [ $rc = 124 ] || { cat "$TMP/warn.err"; fail "warn: exit $rc, want 124 from timeout(1)"; }
 expect_grep "rank 0 is stuck \(no CPU, no I/O for [0-9]+ s.*the job runs on \(\[timeout\] on_suspect = warn\)" "$TMP/warn.err"
 grep -q "stopping the workers" "$TMP/warn.err" && fail "warn: the job was stopped"
+# early, with a recorder: every setting at its default but the setup allowance (10 s)
+mkdir -p "$TMP/early"
+(cd "$TMP/early" && FR_KIND=stuck FR_RANK=1 PATH=/usr/bin:$PATH timeout 120 "$DDP" --nproc-per-node 3 \
+    --set gpus.select=none --log-dir "$TMP/early/log" --set timeout.suspect_setup=10s \
+    "$DDP_SRCDIR/tests/integration/fake_recorder.py" "$DDP_SRCDIR/bench/gpu/fr_worker.py" >"$TMP/early.out" \
+    2>"$TMP/early.err")
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/early.err"; fail "early: exit $rc, want 124"; }
+expect_grep "attempt 0: suspected hang: rank 1 .*no progress for 1[0-9]s \(limit 30s\): flight recorder: rank 1 never entered gloo:all_reduce.*rank 1 is stuck \(no CPU, no I/O" "$TMP/early.err"
+R=$(echo "$TMP/early/log"/*/)
+jq -e '.recovery.named_after_ms <= 17000 and .recovery.stopped_after_ms <= 40000 and .hang.state == "stuck"' \
+    "$R/summary.json" >/dev/null || fail "early: $(jq -c '[.recovery, .hang.state]' "$R/summary.json")"
+echo "early: $(jq -c '.recovery | [.named_after_ms, .stopped_after_ms]' "$R/summary.json") ms after the hang began"
+
+# a shape mismatch (rank 1 all_reduces 2 elements, the others 1): stuck, stopped at the defaults
+(cd "$TMP/early" && FR_KIND=shape FR_RANK=1 PATH=/usr/bin:$PATH timeout 120 "$DDP" --nproc-per-node 3 \
+    --set gpus.select=none --set timeout.suspect_setup=15s --set timeout.suspect_floor=14s \
+    "$DDP_SRCDIR/tests/integration/fake_recorder.py" "$DDP_SRCDIR/bench/gpu/fr_worker.py" >"$TMP/shape.out" \
+    2>"$TMP/shape.err")
+rc=$?
+[ $rc = 124 ] || { cat "$TMP/shape.err"; fail "shape: exit $rc, want 124"; }
+expect_grep "suspected hang for [0-9]+s \(\[timeout\] on_suspect = auto\): rank 1 is stuck \(in a collective the others never match" "$TMP/shape.err"
 echo ok

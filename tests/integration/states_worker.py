@@ -26,7 +26,7 @@ alone_s = float(os.environ.get("HS_ALONE_S", "12"))
 attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
 stuck_attempts = int(os.environ.get("HS_STUCK_ATTEMPTS", "1"))
 workdir = os.environ.get("HS_DIR", ".")
-at_s = float(os.environ.get("HS_AT_S", "0"))
+at_s = float(os.environ.get("HS_AT_S") or "0")
 after = int(os.environ.get("HS_AFTER", "10"))
 ts = os.environ.get("HS_TS") == "1"
 born = time.monotonic()
