@@ -1,6 +1,7 @@
 /* runner_internal: the runner's private part of a worker (runner.h's ddp_runner_worker.io): its process and pipe
- * handles, the shim's report buffer, its output streams and timed log. Included by runner.c and standby.c only (and the
- * run folder's tests); every other module learns about a worker from the runner's events and accessors. */
+ * handles, the shim's report buffer, its output streams and timed log. Included by runner.c, runner_streams.c and
+ * standby.c only (and the run folder's tests); every other module learns about a worker from the runner's events and
+ * accessors. */
 #ifndef DDP_RUNNER_INTERNAL_H
 #define DDP_RUNNER_INTERNAL_H
 
