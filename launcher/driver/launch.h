@@ -109,14 +109,17 @@ const char *ddp_launch_topology_path(const struct ddp_cli *cli, char *const *env
 int ddp_launch_load_topology(struct ddp_launch *l, const char *path, bool required, char *const *envp,
                              struct ddp_err *err);
 
-/* Live facts for resolve of l (its spec and topology loaded): hostname, CPUs online, a random id and the current
- * GPU leases, these only for topo, doctor and a job whose workers may use GPUs (one read of /proc/net/unix, which
- * lists every launcher's locks: a thousand agents of a CPU job need none). Free with ddp_launch_facts_free(). */
+/* launch_facts.c: live facts for resolve of l (its spec and topology loaded): hostname, CPUs online, a random id and
+ * the current GPU leases, these only for topo, doctor and a job whose workers may use GPUs (one read of /proc/net/unix,
+ * which lists every launcher's locks: a thousand agents of a CPU job need none). Free with ddp_launch_facts_free(). */
 void ddp_launch_facts_gather(struct ddp_launch_facts *f, const struct ddp_launch *l, char *const *envp);
 /* Whether the launch's workers may use GPUs: the topology has some and the spec neither runs CPU workers
  * (nproc_per_node = cpu) nor selects none. */
 bool ddp_launch_wants_gpus(const struct ddp_launch *l);
 void ddp_launch_facts_free(struct ddp_launch_facts *f);
+/* name's absolute path on envp's PATH (an executable regular file; a name with a '/' as is, when executable), or
+ * NULL. Caller frees. */
+char *ddp_launch_find_on_path(const char *name, char *const *envp);
 
 /* Who holds each topology GPU, from the lease list (leases of pid self left out): "job 'NAME' (pid P, user U)".
  * Pure. Returns an array of ngpus entries (NULL = free) that the caller frees with ddp_launch_holders_free(),

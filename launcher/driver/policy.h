@@ -77,7 +77,7 @@ struct ddp_policy_event_data {
     int gpus_left;   /* GPUS_LEFT: the GPUs the restart may use */
     const char *why; /* GPUS_UNCHECKED, GPUS_LEFT with none left: one line */
     const struct ddp_policy_action *pending; /* GPUS_UNCHECKED, GPUS_LEFT: the restart's action waiting for it */
-    bool final;      /* TIMEOUT: no restart after it (busy_limit) */
+    bool final;                              /* TIMEOUT: no restart after it (busy_limit) */
 };
 
 /* Actions, a bit set: what the supervisor must do now, in this order. */

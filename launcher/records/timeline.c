@@ -263,6 +263,39 @@ static void mark_recovery(struct ddp_timeline *t, const json_t *e, int attempt, 
         snprintf(m->text + len, sizeof(m->text) - len, ": %s", jstr(e, "text"));
 }
 
+/* timeout: its reason, the rank it names as the root, and (*iso)[attempt], the attempt's first timeout's time (the
+ * last output is taken before it; *n of them). */
+static void mark_timeout(struct ddp_timeline *t, const json_t *e, int attempt, double at, char ***iso, int *n)
+{
+    snprintf(add_mark(t, attempt, at, "timeout")->text, sizeof(t->m[0].text), "%s", jstr(e, "reason"));
+    if (json_is_integer(json_object_get(e, "rank")))
+        mark_root(t, attempt, jint(e, "rank", -1), false);
+    if (attempt >= 0 && attempt < 1000 && attempt >= *n) {
+        *iso = ddp_xrealloc(*iso, (size_t)(attempt + 1) * sizeof(**iso));
+        for (int k = *n; k <= attempt; k++)
+            (*iso)[k] = NULL;
+        *n = attempt + 1;
+    }
+    if (attempt >= 0 && attempt < *n && !(*iso)[attempt])
+        (*iso)[attempt] = ddp_xstrdup(jstr(e, "ts"));
+}
+
+/* decision: the action and why (or with which status), and the root rank it names or clears. */
+static void mark_decision(struct ddp_timeline *t, const json_t *e, int attempt, double at)
+{
+    struct tl_mark *m = add_mark(t, attempt, at, "decision");
+    if (json_is_integer(json_object_get(e, "root_rank")))
+        mark_root(t, attempt, jint(e, "root_rank", -1), true);
+    else if (json_is_null(json_object_get(e, "root_rank")))
+        clear_root(t, attempt);
+    if (*jstr(e, "why"))
+        snprintf(m->text, sizeof(m->text), "%s: %s", jstr(e, "action"), jstr(e, "why"));
+    else if (json_is_integer(json_object_get(e, "exit_status")))
+        snprintf(m->text, sizeof(m->text), "%s with status %d", jstr(e, "action"), jint(e, "exit_status", -1));
+    else
+        ddp_text_copy(m->text, sizeof(m->text), jstr(e, "action"));
+}
+
 /* The texts of t came from others (job names, frames, verdicts naming recorder strings) and were cut to their
  * buffers, maybe mid-character: each is made printable, a cut character shown as '?', so that the terminal
  * obeys no escape and the SVG stays well-formed XML. */
@@ -317,17 +350,7 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
         } else if (strcmp(ev, "worker_exit") == 0) {
             end_rank(t, e, attempt, at);
         } else if (strcmp(ev, "timeout") == 0) {
-            snprintf(add_mark(t, attempt, at, "timeout")->text, sizeof(t->m[0].text), "%s", jstr(e, "reason"));
-            if (json_is_integer(json_object_get(e, "rank")))
-                mark_root(t, attempt, jint(e, "rank", -1), false);
-            if (attempt >= 0 && attempt < 1000 && attempt >= ntimeout_iso) {
-                timeout_iso = ddp_xrealloc(timeout_iso, (size_t)(attempt + 1) * sizeof(*timeout_iso));
-                for (int k = ntimeout_iso; k <= attempt; k++)
-                    timeout_iso[k] = NULL;
-                ntimeout_iso = attempt + 1;
-            }
-            if (attempt >= 0 && attempt < ntimeout_iso && !timeout_iso[attempt])
-                timeout_iso[attempt] = ddp_xstrdup(jstr(e, "ts"));
+            mark_timeout(t, e, attempt, at, &timeout_iso, &ntimeout_iso);
         } else if (strcmp(ev, "hang") == 0) {
             mark_hang(t, e, attempt, at);
         } else if (strcmp(ev, "suspect") == 0) {
@@ -348,17 +371,7 @@ int ddp_timeline_build(const json_t *events, ddp_last_output_fn *last_output, vo
         } else if (strcmp(ev, "works_alone") == 0) {
             snprintf(add_mark(t, attempt, at, "works alone")->text, sizeof(t->m[0].text), "%s", jstr(e, "text"));
         } else if (strcmp(ev, "decision") == 0) {
-            struct tl_mark *m = add_mark(t, attempt, at, "decision");
-            if (json_is_integer(json_object_get(e, "root_rank")))
-                mark_root(t, attempt, jint(e, "root_rank", -1), true);
-            else if (json_is_null(json_object_get(e, "root_rank")))
-                clear_root(t, attempt);
-            if (*jstr(e, "why"))
-                snprintf(m->text, sizeof(m->text), "%s: %s", jstr(e, "action"), jstr(e, "why"));
-            else if (json_is_integer(json_object_get(e, "exit_status")))
-                snprintf(m->text, sizeof(m->text), "%s with status %d", jstr(e, "action"), jint(e, "exit_status", -1));
-            else
-                ddp_text_copy(m->text, sizeof(m->text), jstr(e, "action"));
+            mark_decision(t, e, attempt, at);
         } else if (strcmp(ev, "node_join") == 0 || strcmp(ev, "node_lost") == 0) {
             struct tl_mark *m = add_mark(t, attempt, at, ev[5] == 'j' ? "node" : "node-lost");
             snprintf(m->text, sizeof(m->text), "node %d %s %s", jint(e, "node", -1),

@@ -1,5 +1,6 @@
 /* shim: see shim.h. Runs in the child between the launcher's fork (or libuv's exec) and the worker program. */
 #include "run/shim.h"
+#include "run/shim_tree.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include "base/exit.h"
 #include "base/util.h"
 #include "host/cgroup.h"
-#include "host/rundir.h"
 #include "topo/bind.h"
 
 /* The signal the kernel sends the shim when the launcher dies. A real-time one, so that it can never be
@@ -68,169 +68,7 @@ static void report(int fd, int kind, int err, int pid, int status, const char *m
 
 /* ---------------------------------------------------------------- descendants
  * The shim is a child subreaper: every process its program starts, in any session or group, and every orphan
- * of those (double fork) stays below it. These find them in /proc and end them. */
-
-struct procs {
-    pid_t *pid, *ppid;
-    char *state;
-    size_t n, cap;
-};
-
-static void procs_add(struct procs *p, pid_t pid, pid_t ppid, char state)
-{
-    if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 512;
-        p->pid = ddp_xrealloc(p->pid, p->cap * sizeof(*p->pid));
-        p->ppid = ddp_xrealloc(p->ppid, p->cap * sizeof(*p->ppid));
-        p->state = ddp_xrealloc(p->state, p->cap);
-    }
-    p->pid[p->n] = pid;
-    p->ppid[p->n] = ppid;
-    p->state[p->n] = state;
-    p->n++;
-}
-
-/* pid's state and parent from /proc/PID/stat ("pid (comm) S ppid ..."; comm may hold spaces and parentheses,
- * so parse after the last ')'). 0, or -1 when it is gone. */
-static int proc_stat(pid_t pid, char *state, pid_t *ppid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *rp = strrchr(buf, ')');
-    int pp;
-    if (!rp || sscanf(rp + 1, " %c %d", state, &pp) != 2)
-        return -1;
-    *ppid = (pid_t)pp;
-    return 0;
-}
-
-/* Every process of the machine with its parent. */
-static void procs_scan_all(struct procs *p)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        long long pid;
-        char st;
-        pid_t ppid;
-        if (ddp_parse_int(e->d_name, 1, 1LL << 31, &pid) == 0 && proc_stat((pid_t)pid, &st, &ppid) == 0)
-            procs_add(p, (pid_t)pid, ppid, st);
-    }
-    closedir(d);
-}
-
-/* The children of pid that each of its threads started (/proc/PID/task/TID/children, zombies included) into p.
- * -1 when the kernel has no such files (CONFIG_PROC_CHILDREN off). */
-static int procs_add_children(struct procs *p, pid_t pid)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0; /* gone */
-    struct dirent *e;
-    int rc = 0;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%d/task/%.20s/children", (int)pid, e->d_name);
-        char *text = NULL;
-        int r = ddp_rundir_read_small(AT_FDCWD, path, 1 << 16, &text); /* a cut-off pid fails the check below */
-        if (r < 0) {
-            rc = r == -ENOENT && pid == getpid() ? -1 : 0; /* our own task: the file is missing, not gone */
-            continue;
-        }
-        for (const char *q = text; *q;) {
-            char *end;
-            long c = strtol(q, &end, 10);
-            if (end == q)
-                break;
-            q = end;
-            char st;
-            pid_t ppid;
-            if (c > 0 && proc_stat((pid_t)c, &st, &ppid) == 0 && ppid == pid)
-                procs_add(p, (pid_t)c, pid, st);
-        }
-        free(text);
-    }
-    closedir(d);
-    return rc;
-}
-
-/* This process's descendants with their parents: walked down from here, so that a thousand shims ending at
- * once read their own trees, not every process of the machine each. Every process of the machine when the
- * kernel lists no children. */
-static void procs_scan(struct procs *p)
-{
-    p->n = 0;
-    if (procs_add_children(p, getpid()) < 0) {
-        p->n = 0;
-        procs_scan_all(p);
-        return;
-    }
-    for (size_t i = 0; i < p->n && p->n < (1u << 20); i++) /* bounded, should pids be reused mid-walk */
-        procs_add_children(p, p->pid[i]);
-}
-
-static bool in_list(const pid_t *v, size_t n, pid_t x)
-{
-    for (size_t i = 0; i < n; i++)
-        if (v[i] == x)
-            return true;
-    return false;
-}
-
-/* The descendants of this process, zombies included, into p->[0..return) (p reordered); the subtrees of the
- * children in skip[0..nskip) are left out. */
-static size_t tree(struct procs *p, const pid_t *skip, size_t nskip)
-{
-    pid_t me = getpid();
-    size_t nd = 0; /* p->[0..nd) are descendants */
-    bool grew = true;
-    while (grew) {
-        grew = false;
-        for (size_t i = nd; i < p->n; i++) {
-            bool mine = p->ppid[i] == me && !in_list(skip, nskip, p->pid[i]);
-            for (size_t j = 0; j < nd && !mine; j++)
-                mine = p->ppid[i] == p->pid[j];
-            if (!mine)
-                continue;
-            pid_t tp = p->pid[i], tpp = p->ppid[i];
-            char ts = p->state[i];
-            p->pid[i] = p->pid[nd];
-            p->ppid[i] = p->ppid[nd];
-            p->state[i] = p->state[nd];
-            p->pid[nd] = tp;
-            p->ppid[nd] = tpp;
-            p->state[nd] = ts;
-            nd++;
-            grew = true;
-        }
-    }
-    return nd;
-}
-
-/* The descendants of the shim that are not zombies, into p->pid[0..return) (p reordered). */
-static size_t descendants(struct procs *p)
-{
-    size_t nd = tree(p, NULL, 0);
-    /* zombies count for the tree above, not as processes to end */
-    size_t live = 0;
-    for (size_t i = 0; i < nd; i++)
-        if (p->state[i] != 'Z' && p->state[i] != 'X')
-            p->pid[live++] = p->pid[i];
-    return live;
-}
+ * of those (double fork) stays below it. shim_tree finds them in /proc; these end them. */
 
 /* Whether any child of ours (ended or not) is left to reap. */
 static bool has_children(void)
@@ -340,7 +178,7 @@ static bool has_strangers(const pid_t *shims, size_t nshims)
             long v = strtol(p, &end, 10);
             if (end == p)
                 break;
-            found = !in_list(shims, nshims, (pid_t)v);
+            found = !ddp_shim_tree_has(shims, nshims, (pid_t)v);
         }
     }
     if (d)
@@ -350,15 +188,15 @@ static bool has_strangers(const pid_t *shims, size_t nshims)
 
 int ddp_shim_sweep_orphans(const pid_t *shims, size_t nshims)
 {
-    struct procs p = {0};
+    struct ddp_shim_procs p = {0};
     if (!has_strangers(shims, nshims))
         return 0;
     pid_t me = getpid();
     int ended = 0;
     long long give_up = ddp_now_ms() + SHIM_SWEEP_MS;
     for (;;) {
-        procs_scan(&p);
-        size_t nd = tree(&p, shims, nshims), live = 0;
+        ddp_shim_tree_scan(&p);
+        size_t nd = ddp_shim_tree_of(&p, shims, nshims), live = 0;
         for (size_t i = 0; i < nd; i++) {
             if (p.state[i] != 'Z' && p.state[i] != 'X') {
                 kill(p.pid[i], SIGKILL);
@@ -373,9 +211,7 @@ int ddp_shim_sweep_orphans(const pid_t *shims, size_t nshims)
         struct timespec tick = {0, 5 * 1000 * 1000};
         nanosleep(&tick, NULL);
     }
-    free(p.pid);
-    free(p.ppid);
-    free(p.state);
+    ddp_shim_tree_free(&p);
     return ended;
 }
 
@@ -395,7 +231,7 @@ static void reap(pid_t program, int *program_status, bool *program_done)
  * grace_ms is 0 or SHIM_KILLSIG/SHIM_DEATHSIG arrives), then reap until none is left (bounded by SHIM_REAP_MS). */
 static void end_descendants(long long grace_ms, pid_t program, int *program_status, bool *program_done)
 {
-    struct procs p = {0};
+    struct ddp_shim_procs p = {0};
     pid_t *termed = NULL;
     size_t ntermed = 0, capt = 0;
     long long now = ddp_now_ms();
@@ -411,8 +247,8 @@ static void end_descendants(long long grace_ms, pid_t program, int *program_stat
         /* No child left (all reaped) means no descendant either: as a subreaper we inherit every orphan of the
          * tree, so a live descendant always has a live child of ours above it. Then /proc is not read at all. */
         if (has_children()) {
-            procs_scan(&p);
-            n = descendants(&p);
+            ddp_shim_tree_scan(&p);
+            n = ddp_shim_tree_live(&p);
         }
         if (n == 0)
             break;
@@ -426,7 +262,7 @@ static void end_descendants(long long grace_ms, pid_t program, int *program_stat
                 break;
         } else {
             for (size_t i = 0; i < n; i++) {
-                if (in_list(termed, ntermed, p.pid[i]))
+                if (ddp_shim_tree_has(termed, ntermed, p.pid[i]))
                     continue;
                 kill(p.pid[i], SIGTERM);
                 kill(p.pid[i], SIGCONT);
@@ -446,28 +282,24 @@ static void end_descendants(long long grace_ms, pid_t program, int *program_stat
     }
     reap(program, program_status, program_done);
     free(termed);
-    free(p.pid);
-    free(p.ppid);
-    free(p.state);
+    ddp_shim_tree_free(&p);
 }
 
 /* Pass a signal sent to the shim's group on: to PROGRAM's group (its own, see start_program) and, for a stop
  * signal (all_outside), to every descendant that left that group (they did not get the group's copy). */
 static void forward_signal(pid_t program, int sig, bool all_outside)
 {
-    struct procs p = {0};
+    struct ddp_shim_procs p = {0};
     size_t n;
     kill(-program, sig);
     if (!all_outside)
         return;
-    procs_scan(&p);
-    n = descendants(&p);
+    ddp_shim_tree_scan(&p);
+    n = ddp_shim_tree_live(&p);
     for (size_t i = 0; i < n; i++)
         if (getpgid(p.pid[i]) != program)
             kill(p.pid[i], sig);
-    free(p.pid);
-    free(p.ppid);
-    free(p.state);
+    ddp_shim_tree_free(&p);
 }
 
 /* The launcher is gone before PROGRAM started: end what we have and exit. */
