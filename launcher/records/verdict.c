@@ -47,6 +47,7 @@ void ddp_verdict_refused(const struct ddp_verdict_refusal *v)
     json_object_set_new(sum, "ranks", json_null());
     json_object_set_new(sum, "hang", json_null());
     json_object_set_new(sum, "mismatch", json_null());
+    json_object_set_new(sum, "recovery", json_null());
     json_object_set_new(sum, "flight_recorder", json_null());
     const char *arrays[] = {"stragglers", "gpus_left_out", "warm_starts", "logs_stopped"};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
