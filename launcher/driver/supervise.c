@@ -109,9 +109,11 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
         ddp_watch_attempt_stop(s->watch); /* a timeout is news only while the attempt runs */
     if (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING)
         ddp_records_stopping(s->rec, cur_attempt(s)); /* its ranks exit as stopped, not failed */
+    /* no suspicion while it is stopped (a Ctrl-C's output is no progress); the recorders asked at a collective
+     * failure are read first (TERM_ALL comes when they answered) */
     if ((a.flags & (DDP_ACT_TERM_ALL | DDP_ACT_CAPTURE | DDP_ACT_KILL_ALL)) ||
-        (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING))
-        ddp_watch_stopping(s->watch); /* no suspicion while it is stopped (a Ctrl-C's output is no progress) */
+        (before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING && !(a.flags & DDP_ACT_RECORDERS)))
+        ddp_watch_stopping(s->watch);
     /* a signal from Slurm reached every node's workers already: the other nodes stop on their own copy */
     if (s->role == ROLE_LEADER && before == DDP_PS_RUNNING && s->pol.state == DDP_PS_STOPPING && !s->sig_reached) {
         const char *why = s->stop_why                       ? s->stop_why
@@ -231,7 +233,8 @@ static void standbys_open(struct sup *s)
                                    .sampling = s->ctx->spec->timeout_sample && s->ctx->sample_pydir,
                                    .sample_signal = s->ctx->sample_signal,
                                    .cgroup_base = s->cgroup_base,
-                                   .quiet = sp->restart_warm == DDP_AUTO};
+                                   .quiet = sp->restart_warm == DDP_AUTO,
+                                   .sched_mem_kib = s->ctx->sched_mem_kib};
     s->standbys = ddp_standby_new(&c);
     ddp_runner_set_adopt(s->rn, ddp_standby_take, s->standbys);
 }
@@ -853,7 +856,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         timers[i]->data = s;
     }
     /* Signals first, so that one arriving while the workers start is not lost. */
-    s->sigs = ddp_signals_start(&s->loop, s->spec, on_signal, s);
+    struct ddp_signals_sched sched = {s->ctx->sched_signals_all, s->ctx->sched_step};
+    s->sigs = ddp_signals_start(&s->loop, s->spec, sched, on_signal, s);
     s->rec = ddp_records_open(ctx, ddp_runner_output(s->rn));
     struct ddp_watch_config wcfg = {.loop = &s->loop,
                                     .ctx = ctx,
