@@ -683,7 +683,7 @@ char ddp_proc_state(int pid)
 bool ddp_proc_is_slurmstepd(int pid)
 {
     char path[64], comm[32];
-    if (pid <= 0 || getenv("SLURM_JOB_ID") == NULL)
+    if (pid <= 0)
         return false;
     snprintf(path, sizeof(path), "/proc/%d/comm", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

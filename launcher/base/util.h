@@ -138,8 +138,8 @@ long long ddp_now_ms(void);
 
 /* The state letter of process pid from /proc/pid/stat ('R', 'S', 'T', 'Z', ...); 0 when unknown. */
 char ddp_proc_state(int pid);
-/* Whether pid is Slurm's slurmstepd, in a Slurm job (SLURM_JOB_ID set): it signals every process of a step
- * itself (scancel, KillWait), so what it sends a launcher or a shim reached their workers too. */
+/* Whether pid is Slurm's slurmstepd (its comm): it signals every process of a step itself (scancel, KillWait), so
+ * what it sends a launcher or a shim reached their workers too. Outside a Slurm job no process has that name. */
 bool ddp_proc_is_slurmstepd(int pid);
 /* mkdir -p path (each missing directory with mode). 0, or the first negative errno. */
 int ddp_mkdir_p(const char *path, unsigned mode);

@@ -24,6 +24,7 @@ struct ddp_signals {
     uv_poll_t poll;
     void (*fn)(void *arg, int signo, bool reached);
     void *arg;
+    struct ddp_signals_sched sched;
 };
 
 static int note_fd = -1; /* the write end for the handler; one set of handlers per process */
@@ -38,13 +39,13 @@ static void on_raw(int signo, siginfo_t *si, void *uc)
     errno = e;
 }
 
-/* The sender signals every process of the step itself (so each worker has its copy already): slurmstepd, unless
- * this launcher is the batch script itself (no SLURM_STEP_ID: `scancel --batch` and `#SBATCH --signal=B:...`
- * reach only it). */
-static bool reached_all(pid_t from)
+/* The sender signals every process of the step itself (so each worker has its copy already): slurmstepd in a
+ * Slurm job, unless this launcher is the batch script itself and the sender its parent (`scancel --batch` and
+ * `#SBATCH --signal=B:...` reach only it). */
+static bool reached_all(const struct ddp_signals *g, pid_t from)
 {
-    bool batch_script = getppid() == from && getenv("SLURM_STEP_ID") == NULL;
-    return ddp_proc_is_slurmstepd(from) && !batch_script;
+    bool batch_script = !g->sched.step && getppid() == from;
+    return g->sched.all && ddp_proc_is_slurmstepd(from) && !batch_script;
 }
 
 static void on_readable(uv_poll_t *h, int status, int events)
@@ -53,7 +54,7 @@ static void on_readable(uv_poll_t *h, int status, int events)
     struct note n;
     (void)events;
     while (status == 0 && read(g->fds[0], &n, sizeof(n)) == (ssize_t)sizeof(n))
-        g->fn(g->arg, n.signo, reached_all(n.from));
+        g->fn(g->arg, n.signo, reached_all(g, n.from));
 }
 
 /* Handle signo, unless it was ignored when we started (nohup, a shell's `trap '' HUP`): it stays ignored. Not
@@ -80,13 +81,14 @@ static void add(struct ddp_signals *g, int signo)
     g->sigs[g->n++] = signo;
 }
 
-struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec,
+struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_signals_sched sched,
                                       void (*fn)(void *arg, int signo, bool reached), void *arg)
 {
     static const int base[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     struct ddp_signals *g = ddp_xcalloc(1, sizeof(*g));
     g->fn = fn;
     g->arg = arg;
+    g->sched = sched;
     if (pipe2(g->fds, O_CLOEXEC | O_NONBLOCK) < 0 || uv_poll_init(loop, &g->poll, g->fds[0]) < 0) {
         ddp_warn("cannot handle signals: %s", strerror(errno));
         g->fds[0] = g->fds[1] = -1;

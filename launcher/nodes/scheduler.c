@@ -50,6 +50,8 @@ static int slurm(char *const *envp, const struct ddp_scheduler_opts *o, struct d
     s->gpus = sl.gpus ? ddp_xstrdup(sl.gpus) : NULL;
     s->allocates_gpus = true;
     s->gpus_local = sl.gpus_local;
+    s->mem_kib = sl.mem_kib;
+    s->step_signals = sl.is_step;
     s->warning = sl.warning ? ddp_xstrdup(sl.warning) : NULL;
     ddp_slurm_free(&sl);
     return 1;

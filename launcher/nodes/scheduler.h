@@ -35,6 +35,8 @@ struct ddp_scheduler {
     char *gpus;                           /* the GPUs it gave this node (global indices "0,1"), or NULL; owned */
     bool allocates_gpus; /* it hands out GPUs itself: no host-wide GPU leases by default ([gpus] lease = auto) */
     bool gpus_local;     /* CUDA_VISIBLE_DEVICES numbers its GPUs 0..n-1 (a devices cgroup hides the rest) */
+    long long mem_kib;   /* the job's memory on this node (KiB), or 0 when it does not say */
+    bool step_signals;   /* its step daemon signals every process of the step itself (Slurm inside an srun step) */
     char *warning;       /* one line for the launcher to warn with, or NULL; owned */
     char *not_listed;    /* node_rank -1: the line apply refuses with, unless the rank is given; owned */
 };

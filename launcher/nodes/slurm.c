@@ -147,6 +147,20 @@ static int detect_gpus(char *const *envp, struct ddp_slurm *out, struct ddp_err 
     return 0;
 }
 
+/* The job's memory on this node (MiB in the variables) in KiB, or 0 when Slurm does not say. */
+static long long mem_kib(char *const *envp)
+{
+    const char *node = ddp_env_get(envp, "SLURM_MEM_PER_NODE"), *cpu = ddp_env_get(envp, "SLURM_MEM_PER_CPU");
+    const char *cpus = ddp_env_get(envp, "SLURM_CPUS_ON_NODE");
+    if (!cpus)
+        cpus = ddp_env_get(envp, "SLURM_JOB_CPUS_PER_NODE"); /* "8(x2)" or "8,4": this node's first */
+    if (node && atoll(node) > 0)
+        return atoll(node) * 1024;
+    if (cpu && atoll(cpu) > 0 && cpus && atoll(cpus) > 0)
+        return atoll(cpu) * atoll(cpus) * 1024;
+    return 0;
+}
+
 int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_slurm *out, struct ddp_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -167,6 +181,7 @@ int ddp_slurm_detect(char *const *envp, enum ddp_tristate enabled, struct ddp_sl
     const char *nodename = ddp_env_get(envp, "SLURMD_NODENAME");
     if (nodename)
         out->nodename = ddp_xstrdup(nodename);
+    out->mem_kib = mem_kib(envp);
     const char *step_id = env_first(envp, "SLURM_STEP_ID", "SLURM_STEPID", &name);
     out->is_step = step_id != NULL;
     if (step_id) {

@@ -29,6 +29,8 @@ struct ddp_slurm {
     bool gpus_local;    /* CUDA_VISIBLE_DEVICES numbers the GPUs 0..n-1 while gpus are other global indices:
                            the devices cgroup hides the rest (ConstrainDevices=yes), so CUDA index i is the
                            i-th of gpus in ascending order */
+    long long mem_kib;  /* the job's memory on this node in KiB: SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU x this
+                           node's CPUs (SLURM_CPUS_ON_NODE, else SLURM_JOB_CPUS_PER_NODE's first); 0: not said */
     char *warning;      /* one line launch.c logs as a warning, or NULL (e.g. a multi-node job whose
                            batch step runs ddplaunch without srun) */
 };

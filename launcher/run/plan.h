@@ -88,6 +88,9 @@ struct ddp_plan_ctx {
     const char *sample_pydir;       /* live stack sampling: the sitecustomize's directory (prepended to PYTHONPATH),
                                        or NULL (no sampling); "<run dir>/python" in `plan` */
     int sample_signal;              /* the signal the sitecustomize takes (DDPLAUNCH_STACKS_SIGNAL) */
+    long long sched_mem_kib;        /* the scheduler's memory for this node's part of the job (KiB), 0: none said */
+    bool sched_signals_all;         /* its daemon signals every process of the job (Slurm's slurmstepd) */
+    bool sched_step;                /* ... and this launcher runs in a step of it, not in the batch script */
     struct ddp_logdir *logdir;      /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
                                        and without log_dir */
     const char *sched_gpus;         /* the scheduler's GPUs for this node (global indices), or NULL */

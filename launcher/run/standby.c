@@ -660,7 +660,7 @@ void ddp_standby_fill(struct ddp_standby_pool *p, const struct ddp_attempt *a)
         return;
     long long each = p->rss_kib > 0 ? p->rss_kib : ddp_standby_estimate_mib(p->cfg.preload) * 1024;
     struct ddp_standby_mem m;
-    ddp_standby_mem_read(&m);
+    ddp_standby_mem_read(&m, p->cfg.sched_mem_kib);
     const char *which;
     long long room = ddp_standby_mem_room(&m, &which);
     if (room >= 0 && room < 2 * each * (long long)missing) {

@@ -58,11 +58,11 @@ struct ddp_standby_mem {
     long long avail_kib;       /* /proc/meminfo MemAvailable */
     long long cgroup_room_kib; /* the least memory.max - memory.current (v2; v1: limit_in_bytes - usage_in_bytes)
                                 * over the launcher's cgroup and those above it that have a limit */
-    long long slurm_kib;       /* Slurm's allocation: SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU x the node's CPUs */
+    long long sched_kib;       /* the scheduler's allocation on this node (nodes/slurm.c reads Slurm's) */
     long long tree_kib;        /* the resident memory of the launcher and every process below it */
 };
 /* Read it now. */
-void ddp_standby_mem_read(struct ddp_standby_mem *m);
+void ddp_standby_mem_read(struct ddp_standby_mem *m, long long sched_kib);
 /* The room the standbys may take: the least of MemAvailable, the cgroup's room and Slurm's allocation less the
  * launcher's tree, with which one (*which: "MemAvailable", "the job's cgroup memory.max leaves", "Slurm's
  * allocation leaves"); -1 when none is known. */
@@ -92,6 +92,7 @@ struct ddp_standby_config {
     int sample_signal;              /* with sampling: the signal its sampler takes, blocked in what preload starts */
     const char *cgroup_base;        /* the standbys' own cgroup goes there, or NULL */
     bool quiet;                     /* warm = auto: why standbys are not started is said as info, not a warning */
+    long long sched_mem_kib;        /* the scheduler's memory for this node's part of the job (KiB), 0: none */
 };
 
 /* Caller owns; ddp_standby_close() before the loop's last run, ddp_standby_free() after it. */

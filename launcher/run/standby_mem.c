@@ -91,20 +91,6 @@ static long long mem_available_kib(void)
     return v;
 }
 
-/* Slurm's memory for this node's part of the job (MiB in the variables), in KiB, or -1. */
-static long long slurm_kib(void)
-{
-    const char *node = getenv("SLURM_MEM_PER_NODE"), *cpu = getenv("SLURM_MEM_PER_CPU");
-    const char *cpus = getenv("SLURM_CPUS_ON_NODE");
-    if (!cpus)
-        cpus = getenv("SLURM_JOB_CPUS_PER_NODE"); /* "8(x2)" or "8,4": this node's first */
-    if (node && atoll(node) > 0)
-        return atoll(node) * 1024;
-    if (cpu && atoll(cpu) > 0 && cpus && atoll(cpus) > 0)
-        return atoll(cpu) * atoll(cpus) * 1024;
-    return -1;
-}
-
 struct proc {
     int pid, ppid;
     long long rss_kib;
@@ -180,12 +166,12 @@ static long long tree_kib(void)
     return sum;
 }
 
-void ddp_standby_mem_read(struct ddp_standby_mem *m)
+void ddp_standby_mem_read(struct ddp_standby_mem *m, long long sched_kib)
 {
     m->avail_kib = mem_available_kib();
     m->cgroup_room_kib = ddp_standby_cgroup_room_kib("/proc/self/cgroup", "/sys/fs/cgroup");
-    m->slurm_kib = slurm_kib();
-    m->tree_kib = m->slurm_kib >= 0 ? tree_kib() : -1;
+    m->sched_kib = sched_kib > 0 ? sched_kib : -1;
+    m->tree_kib = m->sched_kib >= 0 ? tree_kib() : -1;
 }
 
 long long ddp_standby_mem_room(const struct ddp_standby_mem *m, const char **which)
@@ -198,8 +184,8 @@ long long ddp_standby_mem_room(const struct ddp_standby_mem *m, const char **whi
         best = m->cgroup_room_kib;
         *which = "the job's cgroup memory.max leaves";
     }
-    if (m->slurm_kib >= 0) {
-        long long room = m->slurm_kib > m->tree_kib ? m->slurm_kib - (m->tree_kib > 0 ? m->tree_kib : 0) : 0;
+    if (m->sched_kib >= 0) {
+        long long room = m->sched_kib > m->tree_kib ? m->sched_kib - (m->tree_kib > 0 ? m->tree_kib : 0) : 0;
         if (best < 0 || room < best) {
             best = room;
             *which = "Slurm's allocation leaves";

@@ -289,3 +289,21 @@ Test(slurm, port_is_the_one_node0_reserves)
     ddp_slurm_free(&a);
     ddp_slurm_free(&b);
 }
+
+/* issue 52 item 12: the job's memory on this node, per node or per CPU, for warm restart's memory rule */
+Test(slurm, memory_of_the_job_on_this_node)
+{
+    char *per_node[] = {"SLURM_JOB_ID=7", "SLURM_MEM_PER_NODE=1000", NULL};
+    char *per_cpu[] = {"SLURM_JOB_ID=7", "SLURM_MEM_PER_CPU=100", "SLURM_CPUS_ON_NODE=8", NULL};
+    char *per_cpu_job[] = {"SLURM_JOB_ID=7", "SLURM_MEM_PER_CPU=100", "SLURM_JOB_CPUS_PER_NODE=4(x2)", NULL};
+    char *none[] = {"SLURM_JOB_ID=7", NULL};
+    char **envs[] = {per_node, per_cpu, per_cpu_job, none};
+    long long want[] = {1000 * 1024, 800 * 1024, 400 * 1024, 0};
+    for (size_t i = 0; i < 4; i++) {
+        struct ddp_slurm s;
+        struct ddp_err err = {0};
+        cr_assert_eq(ddp_slurm_detect(envs[i], DDP_AUTO, &s, &err), 0, "%s", err.msg);
+        cr_expect_eq(s.mem_kib, want[i], "case %zu: %lld", i, s.mem_kib);
+        ddp_slurm_free(&s);
+    }
+}

@@ -152,30 +152,23 @@ Test(standby, memory_room)
     snprintf(cg, sizeof cg, "%s/none", dir);
     cr_assert_eq(ddp_standby_cgroup_room_kib(cg, root), -1);
     const char *which;
-    struct ddp_standby_mem m = {.avail_kib = 8 << 20, .cgroup_room_kib = -1, .slurm_kib = -1, .tree_kib = -1};
+    struct ddp_standby_mem m = {.avail_kib = 8 << 20, .cgroup_room_kib = -1, .sched_kib = -1, .tree_kib = -1};
     cr_assert_eq(ddp_standby_mem_room(&m, &which), 8 << 20);
     cr_assert_str_eq(which, "MemAvailable");
     m.cgroup_room_kib = 1 << 20;
     cr_assert_eq(ddp_standby_mem_room(&m, &which), 1 << 20);
     cr_assert_str_eq(which, "the job's cgroup memory.max leaves");
-    m.slurm_kib = 2 << 20;
+    m.sched_kib = 2 << 20;
     m.tree_kib = (2 << 20) - 1000;
     cr_assert_eq(ddp_standby_mem_room(&m, &which), 1000);
     cr_assert_str_eq(which, "Slurm's allocation leaves");
-    /* Slurm's allocation, per node or per CPU, and the launcher's own tree (this test: its resident memory) */
-    setenv("SLURM_MEM_PER_NODE", "1000", 1);
-    ddp_standby_mem_read(&m);
-    cr_assert_eq(m.slurm_kib, 1000 * 1024);
+    /* the scheduler's allocation (nodes/slurm.c reads Slurm's: test_slurm.c), and the launcher's own tree (this
+     * test: its resident memory) */
+    ddp_standby_mem_read(&m, 1000 * 1024);
+    cr_assert_eq(m.sched_kib, 1000 * 1024);
     cr_assert_gt(m.tree_kib, 0);
-    unsetenv("SLURM_MEM_PER_NODE");
-    setenv("SLURM_MEM_PER_CPU", "100", 1);
-    setenv("SLURM_CPUS_ON_NODE", "8", 1);
-    ddp_standby_mem_read(&m);
-    cr_assert_eq(m.slurm_kib, 800 * 1024);
-    unsetenv("SLURM_MEM_PER_CPU");
-    unsetenv("SLURM_CPUS_ON_NODE");
-    ddp_standby_mem_read(&m);
-    cr_assert_eq(m.slurm_kib, -1);
+    ddp_standby_mem_read(&m, 0);
+    cr_assert_eq(m.sched_kib, -1);
     cr_assert_eq(m.tree_kib, -1);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
