@@ -17,7 +17,7 @@ only_run() { local d=("$1"/*/); [ ${#d[@]} = 1 ] && [ -e "${d[0]}summary.json" ]
 # a listener on a port of its own (a busy explicit port), until the test's shell ends
 $PY -c 'import os, socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
-open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])  # port held
 while os.path.exists("/proc/" + sys.argv[2]): time.sleep(0.5)' "$TMP/busy" $$ </dev/null >/dev/null 2>&1 &
 for _ in $(seq 200); do [ -s "$TMP/busy" ] && break; sleep 0.05; done
 busy=$(cat "$TMP/busy")

@@ -17,20 +17,31 @@ for who in server client; do
     openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 \
         -extfile $who.ext 2>/dev/null || fail "openssl: no $who certificate"
 done
-read -r cport pport < <($PY -c 'import socket
+# The ports are picked, closed and then bound by etcd: when a neighbour took one in between, etcd exits with
+# "address already in use" and starts again on new ports (up to 5 times).
+healthy=0
+for try in 1 2 3 4 5; do
+    read -r cport pport < <($PY -c 'import socket
 s = [socket.socket() for _ in range(2)]
 for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))')
-etcd --data-dir "$TMP/etcd" --listen-client-urls "https://127.0.0.1:$cport" \
-    --advertise-client-urls "https://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$pport" --initial-cluster "default=http://127.0.0.1:$pport" \
-    --cert-file server.pem --key-file server.key --client-cert-auth --trusted-ca-file ca.pem >etcd.log 2>&1 &
-all+=($!)
-for _ in $(seq 100); do
-    ETCDCTL_API=3 etcdctl --endpoints "https://127.0.0.1:$cport" --cacert ca.pem --cert client.pem \
-        --key client.key endpoint health >/dev/null 2>&1 && break
-    sleep 0.1
+print(" ".join(str(x.getsockname()[1]) for x in s))  # port retried')
+    rm -rf "$TMP/etcd"
+    etcd --data-dir "$TMP/etcd" --listen-client-urls "https://127.0.0.1:$cport" \
+        --advertise-client-urls "https://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$pport" --initial-cluster "default=http://127.0.0.1:$pport" \
+        --cert-file server.pem --key-file server.key --client-cert-auth --trusted-ca-file ca.pem >etcd.log 2>&1 &
+    all+=($!)
+    for _ in $(seq 100); do
+        ETCDCTL_API=3 etcdctl --endpoints "https://127.0.0.1:$cport" --cacert ca.pem --cert client.pem \
+            --key client.key endpoint health >/dev/null 2>&1 && { healthy=1; break; }
+        grep -qs "address already in use" etcd.log && break
+        sleep 0.1
+    done
+    [ $healthy = 1 ] && break
+    grep -qs "address already in use" etcd.log || break
+    kill -KILL "${all[-1]}" 2>/dev/null
 done
+[ $healthy = 1 ] || { tail -20 etcd.log; fail "etcd over TLS did not become healthy"; }
 tls="protocol=https,cacert=$TMP/ca.pem,cert=$TMP/client.pem,key=$TMP/client.key"
 pids=()
 for i in 0 1; do

@@ -13,12 +13,14 @@ if [ "${DDP_PORT_SQUATTED:-}" != 1 ] && [ "$(id -u)" = 0 ] && command -v unshare
 fi
 . "$DDP_SRCDIR/tests/integration/lib.sh"
 
-# 1. the pattern, anywhere in the tests (this file and the helpers that explain it excepted, and a line marked
-#    "# port held" whose socket stays bound in the same process while the port is used: no window to lose it in)
+# 1. the pattern, anywhere in the tests (this file and the helpers that explain it excepted, a line marked
+#    "# port held" whose socket stays bound in the same process while the port is used: no window to lose it in,
+#    and a line marked "# port retried" for a server that binds the ports itself (etcd): the test starts it again
+#    on new ports when it says "address already in use")
 cd "$DDP_SRCDIR"
 bad=$(grep -nE 'getsockname\(\)\[1\]|free_port\b|^\s*(local )?[a-zA-Z_]*(port|PORT)=\$\(\(|RANDOM.*(port|PORT)|(port|PORT).*RANDOM' \
     tests/integration/*.sh tests/integration/*.py tests/slurm/*.sh tests/packaging/*.sh tests/unit/*.c 2>/dev/null |
-    grep -vE '^tests/integration/(89-port-races\.sh|port_hold\.py|port_squat\.py|lib\.sh):' | grep -v '# port held' || true)
+    grep -vE '^tests/integration/(89-port-races\.sh|port_hold\.py|port_squat\.py|lib\.sh):' | grep -vE '# port (held|retried)' || true)
 [ -z "$bad" ] || { echo "$bad"; fail "a test picks a port and hopes it stays free (use hold_port, or let the launcher pick)"; }
 # torchrun without a port binds 29500, which anything may hold
 bad=$(grep -nE 'torchrun\.py"? ' tests/integration/*.sh | grep -vE -- '--master_port|=\(|\\$' || true)
