@@ -106,4 +106,13 @@ line=$(grep -F 'ls logs/*/ logs/*/attempt_0/0/' "$DDP_SRCDIR/README.md")
 for f in "$TMP"/lay/*/* "$TMP"/lay/*/attempt_0/0/*; do
     case " ${line#*#} " in *" $(basename "$f")"[" ;"]*) ;; *) fail "README's log layout leaves out $(basename "$f")" ;; esac
 done
+# README's first screen (issue 54): what it is, the two commands, the swap from torchrun and
+# torch.distributed.launch, and where the rest is, before the long "What it does", in at most 50 lines
+first=$(awk '/^## What it does/ { exit } { print }' "$DDP_SRCDIR/README.md")
+[ "$(printf '%s\n' "$first" | wc -l)" -le 50 ] || fail "README's first screen (before 'What it does') is over 50 lines"
+for want in '## Two commands' 'make demo' 'make test' 'torchrun --nproc-per-node' 'torch.distributed.launch' \
+    'man ddplaunch' '## Where the rest is' 'restart'; do
+    printf '%s\n' "$first" | grep -qF -- "$want" || fail "README's first screen lacks '$want'"
+done
+grep -q '^## What it does' "$DDP_SRCDIR/README.md" || fail "README has no 'What it does' after its first screen"
 echo "help: ok"
