@@ -293,10 +293,12 @@ Test(slurm, port_is_the_one_node0_reserves)
 /* issue 52 item 12: the job's memory on this node, per node or per CPU, for warm restart's memory rule */
 Test(slurm, memory_of_the_job_on_this_node)
 {
-    char *per_node[] = {"SLURM_JOB_ID=7", "SLURM_MEM_PER_NODE=1000", NULL};
-    char *per_cpu[] = {"SLURM_JOB_ID=7", "SLURM_MEM_PER_CPU=100", "SLURM_CPUS_ON_NODE=8", NULL};
-    char *per_cpu_job[] = {"SLURM_JOB_ID=7", "SLURM_MEM_PER_CPU=100", "SLURM_JOB_CPUS_PER_NODE=4(x2)", NULL};
-    char *none[] = {"SLURM_JOB_ID=7", NULL};
+#define JOB "SLURM_JOB_ID=7", "SLURM_JOB_NUM_NODES=1", "SLURM_JOB_NODELIST=n1"
+    char *per_node[] = {JOB, "SLURM_MEM_PER_NODE=1000", NULL};
+    char *per_cpu[] = {JOB, "SLURM_MEM_PER_CPU=100", "SLURM_CPUS_ON_NODE=8", NULL};
+    char *per_cpu_job[] = {JOB, "SLURM_MEM_PER_CPU=100", "SLURM_JOB_CPUS_PER_NODE=4(x2)", NULL};
+    char *none[] = {JOB, NULL};
+#undef JOB
     char **envs[] = {per_node, per_cpu, per_cpu_job, none};
     long long want[] = {1000 * 1024, 800 * 1024, 400 * 1024, 0};
     for (size_t i = 0; i < 4; i++) {
