@@ -32,7 +32,7 @@ check_run() {
     local what=$1 bin=$2 out=$TMP/out
     [ "$("$bin" --version)" = "ddplaunch $VERSION" ] || fail "$what: --version said '$("$bin" --version)'"
     "$bin" plan examples/job.ini >"$out" 2>&1 || { cat "$out"; fail "$what: plan examples/job.ini failed"; }
-    grep -q "script *= examples/train_ddp.py" "$out" || { cat "$out"; fail "$what: plan does not show the script"; }
+    grep -qE "script *= ([^ ]*/)?examples/train_ddp.py " "$out" || { cat "$out"; fail "$what: plan does not show the script"; }
     PYTHON_EXEC=${3:-$PY} "$bin" --nproc-per-node 2 examples/train_ddp.py --steps 5 >"$out" 2>&1 ||
         { cat "$out"; fail "$what: the 2-worker gloo job failed"; }
     grep -q "done steps=5 world_size=2" "$out" || { cat "$out"; fail "$what: no 'done steps=5 world_size=2'"; }
