@@ -87,12 +87,10 @@ static void decide(struct ddp_atfail *a)
         json_object_set_new(j, "attempt", json_integer(r->plan.attempt));
         json_object_set_new(j, "failed_rank", json_integer(k->w->rank));
         json_object_set_new(j, "read_ms", json_integer(now - a->began_ms));
-        if (first)
-            ddp_records_mismatch(a->env->cfg.rec, first, why, j,
-                                 ddp_xasprintf("Collective mismatch at the failure: %s\n  rank %d %s there\n", m.why,
-                                               k->w->rank, ended));
-        else
-            ddp_records_event(a->env->cfg.rec, "mismatch", j);
+        /* with no majority nobody is blamed, yet the failure is still a mismatch: the failed rank carries it */
+        ddp_records_mismatch(a->env->cfg.rec, first ? first : k, why, j,
+                             ddp_xasprintf("Collective mismatch at the failure: %s\n  rank %d %s there\n", m.why,
+                                           k->w->rank, ended));
         free(why);
     }
     free(in);
