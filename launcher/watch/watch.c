@@ -1,6 +1,7 @@
 /* watch: see watch.h. The sources are rows of one table (sources[] below), each a `const struct ddp_watch_source`
  * its module exports (source.h); the interface walks the table in order and keeps only each one's state.
- * To add a source: its module beside the others, exporting its operations, and one row here. */
+ * To add a source: its module beside the others, exporting its operations, and one row here (README's "Where new
+ * code goes" names every file it touches, the unit test and README's Layout included). */
 #include "watch/watch.h"
 
 #include <stdlib.h>

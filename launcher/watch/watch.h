@@ -3,7 +3,8 @@
  * ranks print, the live watch with its stack sampler and flight recorder, NVML's GPU events, the hang capture)
  * and feeds each the runner's facts it needs; each source keeps its own per-worker state. The sources are listed
  * in one table in watch.c, each row a module's own operations (source.h): a new evidence or timeout source is a
- * module beside these, exporting its struct ddp_watch_source, and one row there.
+ * module beside these, exporting its struct ddp_watch_source, and one row there (README's "Where new code goes"
+ * names every file it touches).
  * It decides nothing about what follows: timeouts go to the sink (timeout.h), the capture's end to decided, GPU
  * events to gpu_event; the driver (supervise.c) and its policy decide. It names no source: what the driver asks
  * of one is in that source's narrow header (capture_ask.h, atfail.h, live_ask.h), found through ddp_watch_env. */
