@@ -2,14 +2,15 @@
  * policy (policy.h); everything that happens reaches it as an event (the runner's workers, the timeout sources,
  * signals; on several nodes the node agent, roles.h, which steps agent.h's table and calls back here), goes
  * through the policy's table, and the actions it returns are carried out here: the runner (runner.h) starts and
- * signals workers, records.h writes what happened, watch.h captures a hang's stacks, roles.h tells the other
- * nodes.
+ * signals workers, records.h writes what happened, the watch's capture (capture_ask.h) captures a hang's stacks,
+ * roles.h tells the other nodes.
  *
  * Who calls whom (no module is passed twice on one event's way):
  *   runner / timeout source / signal -> supervise -> policy table -> supervise carries the actions out ->
  *   runner, records, watch (the hang capture), roles (STOP, START, EXIT to the other nodes);
  *   coord -> roles [roster: translate] -> agent table -> supervise (roles.h's operations) -> policy table.
- * Every timeout and evidence source is the watch's (watch.h): the driver calls its one interface. */
+ * Every timeout and evidence source is the watch's (watch.h): the driver calls its one interface, and asks the
+ * capture and the recorders at a failure through their narrow headers (capture_ask.h, atfail.h). */
 #include "driver/supervise.h"
 
 #include <signal.h>
