@@ -9,6 +9,7 @@
 #include "nodes/frame.h"
 #include "watch/fr.h"
 #include "watch/fr_remote.h"
+#include "watch/live_ask.h"
 
 struct sent {
     bool has;
@@ -47,7 +48,7 @@ static void on_tick(uv_timer_t *t)
     }
     for (size_t i = 0; i < r->nw && i < f->nsent; i++) {
         long long still = 0;
-        const struct ddp_fr_state *fr = ddp_watch_fr_now(f->watch, i, now, &still);
+        const struct ddp_fr_state *fr = ddp_live_fr_now(ddp_live_in_watch(ddp_watch_env(f->watch)), i, now, &still);
         if (!fr || (f->sent[i].has && !changed(&f->sent[i].fr, fr)))
             continue;
         const struct ddp_worker *w = r->w[i].w;

@@ -1,5 +1,5 @@
 /* frshare: the flight recorders of a job on several nodes, shared with node 0 (issue 31). On every other node,
- * each of this node's ranks' recorder summary (watch/watch.h: as the live watch samples it) goes to node 0 when it
+ * each of this node's ranks' recorder summary (watch/live_ask.h: as the live watch samples it) goes to node 0 when it
  * changed, at most once per [timeout] sample_interval per rank (driver/roster.h's FR message); on node 0 what
  * arrives from a node that runs that rank in that attempt goes to watch/fr_remote.h's store, where the live
  * verdict and the post-mortem read it, and into summary.json's flight_recorder. */

@@ -2,14 +2,15 @@
  * policy (policy.h); everything that happens reaches it as an event (the runner's workers, the timeout sources,
  * signals; on several nodes the node agent, roles.h, which steps agent.h's table and calls back here), goes
  * through the policy's table, and the actions it returns are carried out here: the runner (runner.h) starts and
- * signals workers, records.h writes what happened, watch.h captures a hang's stacks, roles.h tells the other
- * nodes.
+ * signals workers, records.h writes what happened, the watch's capture (capture_ask.h) captures a hang's stacks,
+ * roles.h tells the other nodes.
  *
  * Who calls whom (no module is passed twice on one event's way):
  *   runner / timeout source / signal -> supervise -> policy table -> supervise carries the actions out ->
  *   runner, records, watch (the hang capture), roles (STOP, START, EXIT to the other nodes);
  *   coord -> roles [roster: translate] -> agent table -> supervise (roles.h's operations) -> policy table.
- * Every timeout and evidence source is the watch's (watch.h): the driver calls its one interface. */
+ * Every timeout and evidence source is the watch's (watch.h): the driver calls its one interface, and asks the
+ * capture and the recorders at a failure through their narrow headers (capture_ask.h, atfail.h). */
 #include "driver/supervise.h"
 
 #include <signal.h>
@@ -34,6 +35,8 @@
 #include "run/shim.h"
 #include "run/standby.h"
 #include "topo/place.h"
+#include "watch/atfail.h"
+#include "watch/capture_ask.h"
 #include "watch/gpuwatch.h"
 #include "watch/timeout.h"
 #include "watch/watch.h"
@@ -83,6 +86,17 @@ static int cur_attempt(const struct sup *s)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     return r ? r->plan.attempt : s->pol.attempt;
+}
+
+/* The watch's hang capture (capture_ask.h) and its recorders at a collective failure (atfail.h). */
+static struct ddp_capture *capture(const struct sup *s)
+{
+    return ddp_capture_in_watch(ddp_watch_env(s->watch));
+}
+
+static struct ddp_atfail *atfail(const struct sup *s)
+{
+    return ddp_atfail_in_watch(ddp_watch_env(s->watch));
 }
 
 /* The class a failure recorded with a reason gets while a timeout stops the attempt. */
@@ -335,7 +349,7 @@ static void roles_node_failed(void *arg, int attempt, int status, const char *wh
     if (ddp_policy_status_is_timeout(status)) {
         free(s->timeout_reason);
         s->timeout_reason = ddp_xstrdup(why);
-        ev.capture = ddp_watch_capture_possible(s->watch) > 0;
+        ev.capture = ddp_capture_possible(capture(s)) > 0;
     }
     s->stop_why = why;
     feed(s, &ev);
@@ -463,9 +477,9 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
     if ((a->flags & DDP_ACT_TERM_ALL) && !s->term_reached) /* one SIGTERM per worker: Slurm's came already */
         ddp_runner_signal_all(s->rn, SIGTERM);
     if (a->flags & DDP_ACT_CAPTURE)
-        ddp_watch_capture_begin(s->watch, s->timeout_class);
+        ddp_capture_begin(capture(s), s->timeout_class);
     if (a->flags & DDP_ACT_RECORDERS)
-        ddp_watch_atfail_begin(s->watch);
+        ddp_atfail_begin(atfail(s));
     if ((a->flags & DDP_ACT_FORWARD) && !s->sig_reached) /* one copy per worker: Slurm's reached them */
         ddp_runner_signal_all(s->rn, a->signo);
     if (a->flags & DDP_ACT_KILL_ALL) {
@@ -675,7 +689,7 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
     ddp_records_timeout(s->rec, r->plan.attempt, t->cls, t->k, t->why);
     ddp_error("attempt %d: %s; stopping the workers", r->plan.attempt, t->why);
     struct ddp_policy_event_data ev = {
-        .kind = DDP_PE_TIMEOUT, .capture = ddp_watch_capture_possible(s->watch) > 0, .final = t->final};
+        .kind = DDP_PE_TIMEOUT, .capture = ddp_capture_possible(capture(s)) > 0, .final = t->final};
     feed(s, &ev);
 }
 
@@ -728,7 +742,7 @@ static void on_program_ended(void *arg, struct ddp_runner_worker *k, int status,
     ddp_runner_program_ended(k, status, signo);
     worker_failed(s, k);
     struct ddp_policy_event_data ev = {
-        .kind = DDP_PE_WORKER_FAILED, .status = status, .recorders = ddp_watch_atfail_possible(s->watch, k)};
+        .kind = DDP_PE_WORKER_FAILED, .status = status, .recorders = ddp_atfail_possible(atfail(s), k)};
     feed(s, &ev);
 }
 
@@ -750,9 +764,9 @@ static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle
             ev.fatal = k->fail != DDP_WF_NONE;
             if (s->pol.state == DDP_PS_RUNNING) {
                 worker_failed(s, k);
-                ev.recorders = ddp_watch_atfail_possible(s->watch, k);
+                ev.recorders = ddp_atfail_possible(atfail(s), k);
             } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && k->fail != DDP_WF_EXEC &&
-                       !ddp_watch_captured(s->watch, k) && k->signo != SIGTERM && k->signo != SIGKILL &&
+                       !ddp_capture_in(capture(s), k) && k->signo != SIGTERM && k->signo != SIGKILL &&
                        k->status != ddp_exit_signal(SIGTERM))
                 ddp_records_other(s->rec, k); /* a failure of its own while we were stopping */
         }

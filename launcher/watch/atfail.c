@@ -32,7 +32,7 @@ static bool collective(enum ddp_class c)
 
 static struct ddp_live *live(const struct ddp_atfail *a)
 {
-    return ddp_live_of(a->env->peer(a->env, "live"));
+    return ddp_live_in_watch(a->env);
 }
 
 static void tail_line(void *arg, const char *line)
@@ -188,7 +188,11 @@ static void source_free(void *self)
     free(a);
 }
 
+/* the recorders at a failure are read (on `stopping`, `all_gone`) before the live watch stops */
+static const struct ddp_watch_source *const atfail_before[] = {&ddp_live_source, NULL};
+
 const struct ddp_watch_source ddp_atfail_source = {.name = "atfail",
+                                                   .before = atfail_before,
                                                    .open = source_open,
                                                    .prepare = source_prepare,
                                                    .start = source_start,
@@ -197,3 +201,8 @@ const struct ddp_watch_source ddp_atfail_source = {.name = "atfail",
                                                    .all_gone = source_now,
                                                    .close = source_close,
                                                    .free = source_free};
+
+struct ddp_atfail *ddp_atfail_in_watch(const struct ddp_watch_env *env)
+{
+    return ddp_watch_state(env, &ddp_atfail_source);
+}

@@ -15,6 +15,10 @@
 #define DDP_ATFAIL_POLL_MS 50
 
 struct ddp_atfail;
+struct ddp_watch_env;
+
+/* The one of the watch env belongs to (watch.h's ddp_watch_env), or NULL when it is not open. */
+struct ddp_atfail *ddp_atfail_in_watch(const struct ddp_watch_env *env);
 
 /* k (of the current attempt) failed: true when its output showed a collective error and its attempt's ranks are
  * sampled, so that the recorders may be asked (remembers k for ddp_atfail_begin). */

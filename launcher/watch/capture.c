@@ -13,7 +13,7 @@
 #include "watch/coll_timeout.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
-#include "watch/live.h"
+#include "watch/live_ask.h"
 #include "watch/source.h"
 #include "watch/stall.h"
 
@@ -666,17 +666,14 @@ static void feed(struct ddp_capture *c, const struct ddp_capture_event_data *ev)
 /* the capture's verdict reads the flight recorders the live watch saw last */
 static const struct ddp_fr_state *live_fr(void *arg, size_t i, long long *still_ms)
 {
-    const struct ddp_watch_env *env = arg;
-    const struct ddp_live *live = ddp_live_of(env->peer(env, "live"));
-    return live ? ddp_live_fr(live, i, still_ms) : NULL;
+    return ddp_live_fr(ddp_live_in_watch(arg), i, still_ms);
 }
 
 /* what the other sources know of worker i, for the capture's verdict */
 static void evidence(void *arg, size_t i, struct ddp_capture_evidence *ev)
 {
-    const struct ddp_watch_env *env = arg;
-    const struct ddp_stall *stall = env->peer(env, "stall");
-    const struct ddp_coll_timeout *coll = env->peer(env, "coll_timeout");
+    const struct ddp_stall *stall = ddp_stall_in_watch(arg);
+    const struct ddp_coll_timeout *coll = ddp_coll_timeout_in_watch(arg);
     if (stall)
         ev->last_progress_ms = ddp_stall_progress_ms(stall, i);
     if (coll)
@@ -732,3 +729,8 @@ const struct ddp_watch_source ddp_capture_source = {.name = "capture",
                                                     .all_gone = source_all_gone,
                                                     .close = source_close,
                                                     .free = source_free};
+
+struct ddp_capture *ddp_capture_in_watch(const struct ddp_watch_env *env)
+{
+    return ddp_watch_state(env, &ddp_capture_source);
+}

@@ -15,6 +15,7 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "watch/capture_ask.h"
 #include "watch/fr.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
@@ -59,7 +60,7 @@ unsigned ddp_capture_step(enum ddp_capture_state *state, const struct ddp_captur
 const char *ddp_cstate_name(enum ddp_capture_state s);
 const char *ddp_cevent_name(enum ddp_capture_event e);
 
-struct ddp_capture;
+struct ddp_capture; /* what the driver asks of it: capture_ask.h */
 
 /* decided: the verdict is out (or there was nothing to decide); the driver feeds DDP_PE_CAPTURE_DONE. */
 struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_runner *rn,
@@ -83,16 +84,9 @@ void ddp_capture_evidence(struct ddp_capture *c, void (*fn)(void *arg, size_t i,
                           void *arg);
 /* The workers of plan are about to start: forget the last attempt's parts and dumps. */
 void ddp_capture_prepare(struct ddp_capture *c, const struct ddp_attempt *plan);
-/* k (of the current attempt) is in the capture under way or done. */
-bool ddp_capture_in(const struct ddp_capture *c, const struct ddp_runner_worker *k);
 void ddp_capture_close(struct ddp_capture *c); /* closes its timer; free with ddp_capture_free after the loop */
 void ddp_capture_free(struct ddp_capture *c);
 
-/* Ranks of the current attempt whose stacks can be captured now ([timeout] stacks, Python with its fault
- * handler, running); 0 = no capture. */
-int ddp_capture_possible(const struct ddp_capture *c);
-/* Begin: the timeout that stops the attempt is of class tcls. */
-void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls);
 /* k wrote a line: keeps its stack dump. True when the line was its fault handler's last (nothing else to do
  * with it). */
 bool ddp_capture_line(struct ddp_capture *c, struct ddp_runner_worker *k, int which, const char *line, size_t len);

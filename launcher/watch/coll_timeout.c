@@ -99,3 +99,8 @@ const struct ddp_watch_source ddp_coll_timeout_source = {.name = "coll_timeout",
                                                          .prepare = source_prepare,
                                                          .classified = source_classified,
                                                          .free = source_free};
+
+const struct ddp_coll_timeout *ddp_coll_timeout_in_watch(const struct ddp_watch_env *env)
+{
+    return ddp_watch_state(env, &ddp_coll_timeout_source);
+}

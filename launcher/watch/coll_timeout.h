@@ -33,5 +33,8 @@ bool ddp_coll_timeout_of(const struct ddp_coll_timeout *ct, size_t i, struct ddp
 /* This module as a source of the hang watch (source.h; a row of watch.c's table). */
 struct ddp_watch_source;
 extern const struct ddp_watch_source ddp_coll_timeout_source;
+/* The collective timeouts of the watch env belongs to (source.h), or NULL when not open: the capture's evidence. */
+struct ddp_watch_env;
+const struct ddp_coll_timeout *ddp_coll_timeout_in_watch(const struct ddp_watch_env *env);
 
 #endif

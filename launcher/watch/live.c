@@ -210,8 +210,7 @@ static void source_prepare(void *self, const struct ddp_attempt *plan)
 /* worker i's heartbeat file, which the live watch reads as a sign of progress (the progress watch made it) */
 static const char *heartbeat_of(void *arg, size_t i)
 {
-    const struct ddp_watch_env *env = arg;
-    const struct ddp_stall *stall = env->peer(env, "stall");
+    const struct ddp_stall *stall = ddp_stall_in_watch(arg);
     return stall ? ddp_stall_heartbeat(stall, i) : NULL;
 }
 
@@ -258,7 +257,8 @@ const struct ddp_watch_source ddp_live_source = {.name = "live",
                                                  .exited = source_exited,
                                                  .free = source_free};
 
-struct ddp_live *ddp_live_of(void *self)
+struct ddp_live *ddp_live_in_watch(const struct ddp_watch_env *env)
 {
-    return self ? ((struct live_source *)self)->live : NULL;
+    const struct live_source *s = ddp_watch_state(env, &ddp_live_source);
+    return s ? s->live : NULL;
 }

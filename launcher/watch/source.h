@@ -1,7 +1,9 @@
 /* source: what a source of the hang watch is to watch.c: one `const struct ddp_watch_source` that its module
- * exports (its operations, each NULL when it has nothing to do at that step), and the environment a source is
- * opened in (the watch's configuration, the other nodes' flight recorders, the other sources by name). watch.c
- * keeps the table of sources and calls them in order; it keeps no state of theirs and no adapter.
+ * exports (its operations, each NULL when it has nothing to do at that step, and the sources it must precede), and
+ * the environment a source is opened in (the watch's configuration, the other nodes' flight recorders). watch.c
+ * keeps the table of sources and calls them in order; it keeps no state of theirs and no adapter. A source that
+ * others read exports a typed accessor, ddp_<module>_in_watch(env), that finds its state by its own struct
+ * ddp_watch_source (ddp_watch_state): no lookup by name, and no cast outside the module that owns the type.
  * It says nothing about what any source does: that is each module's header. */
 #ifndef DDP_SOURCE_H
 #define DDP_SOURCE_H
@@ -36,15 +38,21 @@ struct ddp_watch_config {
 struct ddp_watch_env {
     struct ddp_watch_config cfg;
     struct ddp_fr_remote *remote; /* the other nodes' ranks' flight recorders (node 0: driver/frshare.c) */
-    /* Another source's state, by the name in its struct ddp_watch_source; NULL when it is not open (yet). For
-     * the few sources that read another's facts (the capture's evidence, the live watch's heartbeat files). */
-    void *(*peer)(const struct ddp_watch_env *env, const char *name);
+    /* watch.c's table and each row's state, for ddp_watch_state: a source reads another's through that
+     * source's typed accessor, never these */
+    const struct ddp_watch_source *const *sources;
+    void *const *self;
+    size_t nsources;
 };
 
 /* One source. self is what its open made (*self); a source that does not run for this job may leave it NULL,
  * and is then called with NULL. */
 struct ddp_watch_source {
-    const char *name;
+    const char *name; /* for messages (ddp_watch_order_check's), never a lookup */
+    /* The sources whose operations must run after this one's at every step (NULL-terminated; NULL: none): a
+     * source that reads another's state says so, and watch.c's table keeps those on later rows
+     * (ddp_watch_order_check, at ddp_watch_open and in test_watch). */
+    const struct ddp_watch_source *const *before;
     /* 0, or a negative errno with err (a source the spec asks for that could not start); *self either way. */
     int (*open)(const struct ddp_watch_env *env, void **self, struct ddp_err *err);
     void (*prepare)(void *self, const struct ddp_attempt *plan);
@@ -64,5 +72,13 @@ struct ddp_watch_source {
     void (*close)(void *self);
     void (*free)(void *self);
 };
+
+/* source.c. The state src's open made in the watch of env, or NULL when src is no row of its table or is not
+ * open yet. Only src's own module calls it, in its typed accessor (ddp_live_in_watch...): the others call that. */
+void *ddp_watch_state(const struct ddp_watch_env *env, const struct ddp_watch_source *src);
+
+/* Whether the n rows of tab keep every row before the sources its `before` names (each of them a row): 0, or
+ * -EINVAL with err naming both sources. Pure. */
+int ddp_watch_order_check(const struct ddp_watch_source *const *tab, size_t n, struct ddp_err *err);
 
 #endif

@@ -340,3 +340,8 @@ const struct ddp_watch_source ddp_stall_source = {.name = "stall",
                                                   .resumed = source_resumed,
                                                   .close = source_close,
                                                   .free = source_free};
+
+const struct ddp_stall *ddp_stall_in_watch(const struct ddp_watch_env *env)
+{
+    return ddp_watch_state(env, &ddp_stall_source);
+}

@@ -38,5 +38,9 @@ void ddp_stall_resumed(struct ddp_stall *w, long long now);
 /* This module as a source of the hang watch (source.h; a row of watch.c's table). */
 struct ddp_watch_source;
 extern const struct ddp_watch_source ddp_stall_source;
+/* The progress watch of the watch env belongs to (source.h), or NULL when it is not open: for the live watch
+ * (heartbeat files) and the capture's evidence (last progress). */
+struct ddp_watch_env;
+const struct ddp_stall *ddp_stall_in_watch(const struct ddp_watch_env *env);
 
 #endif

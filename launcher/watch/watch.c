@@ -1,24 +1,27 @@
 /* watch: see watch.h. The sources are rows of one table (sources[] below), each a `const struct ddp_watch_source`
  * its module exports (source.h); the interface walks the table in order and keeps only each one's state.
- * To add a source: its module beside the others, exporting its operations, and one row here. */
+ * To add a source: its module beside the others, exporting its operations, and one row here (README's "Where new
+ * code goes" names every file it touches, the unit test and README's Layout included). */
 #include "watch/watch.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "records/recognise.h"
 #include "watch/atfail.h"
 #include "watch/capture.h"
 #include "watch/coll_timeout.h"
 #include "watch/ft_expiry.h"
+#include "watch/gpuwatch.h"
 #include "watch/live.h"
 #include "watch/sample.h"
 #include "watch/stall.h"
 #include "watch/wall.h"
 
-/* In this order at every step (the capture sees a line before the others; the progress watch sees output before
- * the live watch; the heartbeat files exist before the live watch starts; the recorders at a failure are read
- * before the live watch stops). Each row is its module's own. */
+/* In this order at every step. An order that matters is declared by the source that needs it (its `before`:
+ * the recorders at a failure are read before the live watch stops) and checked at open (ddp_watch_order_check);
+ * the rest holds by the steps themselves: every prepare (the progress watch's heartbeat files) runs before any
+ * start, and every source's line op (the capture's stack dumps) before a line is classified. Each row is its
+ * module's own. */
 static const struct ddp_watch_source *const sources[] = {
     &ddp_ft_expiry_source,    &ddp_capture_source, &ddp_stall_source, &ddp_wall_source,
     &ddp_coll_timeout_source, &ddp_atfail_source,  &ddp_live_source,  &ddp_gpuwatch_source,
@@ -26,26 +29,14 @@ static const struct ddp_watch_source *const sources[] = {
 #define NSOURCES (sizeof(sources) / sizeof(sources[0]))
 
 struct ddp_watch {
-    struct ddp_watch_env env; /* first: a source's env is its watch */
-    void *self[NSOURCES];     /* each source's state, as its open made it */
+    struct ddp_watch_env env;
+    void *self[NSOURCES]; /* each source's state, as its open made it */
 };
 
-static void *peer(const struct ddp_watch_env *env, const char *name)
+const struct ddp_watch_source *const *ddp_watch_sources(size_t *n)
 {
-    const struct ddp_watch *w = (const struct ddp_watch *)env;
-    for (size_t i = 0; i < NSOURCES; i++)
-        if (strcmp(sources[i]->name, name) == 0)
-            return w->self[i];
-    return NULL;
-}
-
-/* The state of source src in w */
-static void *state(const struct ddp_watch *w, const struct ddp_watch_source *src)
-{
-    for (size_t i = 0; i < NSOURCES; i++)
-        if (sources[i] == src)
-            return w->self[i];
-    return NULL;
+    *n = NSOURCES;
+    return sources;
 }
 
 /* Every source with an operation op, in the table's order: EACH(op) sources[i]->op(w->self[i], ...); */
@@ -70,10 +61,12 @@ void ddp_watch_where(const char *run_dir, char **pydir_out, int *signo_out)
 int ddp_watch_open(const struct ddp_watch_config *cfg, struct ddp_watch **out, struct ddp_err *err)
 {
     struct ddp_watch *w = ddp_xcalloc(1, sizeof(*w));
-    int rc = 0;
     w->env.cfg = *cfg;
     w->env.remote = ddp_fr_remote_new();
-    w->env.peer = peer;
+    w->env.sources = sources;
+    w->env.self = w->self;
+    w->env.nsources = NSOURCES;
+    int rc = ddp_watch_order_check(sources, NSOURCES, err); /* a table reordered against a source's `before` */
     for (size_t i = 0; i < NSOURCES; i++) {
         int r = sources[i]->open ? sources[i]->open(&w->env, &w->self[i], err) : 0;
         if (r < 0 && rc == 0)
@@ -173,34 +166,9 @@ void ddp_watch_all_gone(struct ddp_watch *w)
     ddp_watch_attempt_stop(w);
 }
 
-int ddp_watch_capture_possible(const struct ddp_watch *w)
+const struct ddp_watch_env *ddp_watch_env(const struct ddp_watch *w)
 {
-    return ddp_capture_possible(state(w, &ddp_capture_source));
-}
-
-void ddp_watch_capture_begin(struct ddp_watch *w, enum ddp_class tcls)
-{
-    ddp_capture_begin(state(w, &ddp_capture_source), tcls);
-}
-
-bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worker *k)
-{
-    return ddp_capture_in(state(w, &ddp_capture_source), k);
-}
-
-bool ddp_watch_atfail_possible(struct ddp_watch *w, const struct ddp_runner_worker *k)
-{
-    return ddp_atfail_possible(state(w, &ddp_atfail_source), k);
-}
-
-void ddp_watch_atfail_begin(struct ddp_watch *w)
-{
-    ddp_atfail_begin(state(w, &ddp_atfail_source));
-}
-
-const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms)
-{
-    return ddp_live_fr_now(ddp_live_of(state(w, &ddp_live_source)), i, now, still_ms);
+    return &w->env;
 }
 
 struct ddp_fr_remote *ddp_watch_remote(struct ddp_watch *w)

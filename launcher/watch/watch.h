@@ -3,9 +3,11 @@
  * ranks print, the live watch with its stack sampler and flight recorder, NVML's GPU events, the hang capture)
  * and feeds each the runner's facts it needs; each source keeps its own per-worker state. The sources are listed
  * in one table in watch.c, each row a module's own operations (source.h): a new evidence or timeout source is a
- * module beside these, exporting its struct ddp_watch_source, and one row there.
+ * module beside these, exporting its struct ddp_watch_source, and one row there (README's "Where new code goes"
+ * names every file it touches).
  * It decides nothing about what follows: timeouts go to the sink (timeout.h), the capture's end to decided, GPU
- * events to gpu_event; the driver (supervise.c) and its policy decide. */
+ * events to gpu_event; the driver (supervise.c) and its policy decide. It names no source: what the driver asks
+ * of one is in that source's narrow header (capture_ask.h, atfail.h, live_ask.h), found through ddp_watch_env. */
 #ifndef DDP_WATCH_H
 #define DDP_WATCH_H
 
@@ -18,9 +20,7 @@
 #include "records/records.h"
 #include "run/plan.h"
 #include "run/runner.h"
-#include "watch/fr.h"
 #include "watch/fr_remote.h"
-#include "watch/gpuwatch.h"
 #include "watch/source.h"
 #include "watch/timeout.h"
 
@@ -35,7 +35,7 @@ void ddp_watch_where(const char *run_dir, char **pydir_out, int *signo_out);
 
 /* Open every source. *out is set always (caller owns; ddp_watch_close, then ddp_watch_free after the loop
  * ended); returns 0, or a negative errno with err when a source the spec asks for could not start (torch's
- * FileTimer FIFO): the others run. */
+ * FileTimer FIFO; the others run), or when the table's rows break a source's `before` (source.h). */
 int ddp_watch_open(const struct ddp_watch_config *cfg, struct ddp_watch **out, struct ddp_err *err);
 void ddp_watch_close(struct ddp_watch *w);
 void ddp_watch_free(struct ddp_watch *w);
@@ -64,20 +64,11 @@ void ddp_watch_changed(struct ddp_watch *w);
 /* Every worker of the current attempt is done: the capture decides now, the timeouts stop. */
 void ddp_watch_all_gone(struct ddp_watch *w);
 
-/* The hang capture (capture.h): ranks whose stacks can be captured now (0 = none); begin it for a timeout of
- * class tcls; whether k of the current attempt is in it. */
-int ddp_watch_capture_possible(const struct ddp_watch *w);
-void ddp_watch_capture_begin(struct ddp_watch *w, enum ddp_class tcls);
-bool ddp_watch_captured(const struct ddp_watch *w, const struct ddp_runner_worker *k);
-
-/* The flight recorders at a collective failure (atfail.h): whether k's failure lets them be asked (k is
- * remembered), and asking them; `decided` is called once they answered or DDP_ATFAIL_MS passed. */
-bool ddp_watch_atfail_possible(struct ddp_watch *w, const struct ddp_runner_worker *k);
-void ddp_watch_atfail_begin(struct ddp_watch *w);
-
-/* Worker i's flight recorder as the live watch read it last (NULL: none yet), *still_ms how long its progress
- * has stood still at now (ms); what driver/frshare.c sends to node 0. */
-const struct ddp_fr_state *ddp_watch_fr_now(const struct ddp_watch *w, size_t i, long long now, long long *still_ms);
+/* The environment its sources were opened in, where a source's typed accessor finds it (ddp_capture_in_watch,
+ * ddp_atfail_in_watch, ddp_live_in_watch...: the source's own narrow header says what else may be asked of it). */
+const struct ddp_watch_env *ddp_watch_env(const struct ddp_watch *w);
+/* The table of sources, in its order (*n rows): for test_watch (ddp_watch_order_check, source.h). */
+const struct ddp_watch_source *const *ddp_watch_sources(size_t *n);
 /* The store of the other nodes' ranks' flight recorders (fr_remote.h) that the live verdict and the capture
  * judge with this node's: node 0's driver/frshare.c fills it. Owned by the watch. */
 struct ddp_fr_remote *ddp_watch_remote(struct ddp_watch *w);
