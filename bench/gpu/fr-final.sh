@@ -12,7 +12,7 @@
 #            recorder dump (FR_DUMP_DIR) is kept, with torch's analyzer run on the pickles
 # The hangs add on_suspect = restart after 5 s, so the job stops at the live line and summary.json holds the
 # post-mortem verdict. Beside them, from the start, one light job (1 NCCL rank on the GPU): NCCL RAS as ddplaunch
-# queries it itself (watch/rasq.c, progress.c ras_ask): the rank stays in its data loading after 5 steps, with
+# queries it itself (watch/rasq.c, progress_ras.c ddp_progress_ras_ask): the rank stays in its data loading after 5 steps, with
 # torch's recorder off (TORCH_FR_BUFFER_SIZE=0: no pg_status, so the sampler has no recorder line), so the
 # suspicion asks RAS on the job's own NCCL_RAS_ADDR port; [timeout] suspect_setup/suspect_floor 10 s to fit, the
 # job stopped (on_suspect = restart) 25 s into the suspicion, once RAS answered.

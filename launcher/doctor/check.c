@@ -15,6 +15,7 @@
 
 #include "base/exit.h"
 #include "spec/nccl.h"
+#include "topo/fitness.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -382,8 +383,9 @@ void ddp_check_gpu_busy(struct ddp_check_report *r, const struct ddp_check_gpus 
     for (size_t i = 0; i < g->npicked; i++) {
         const struct ddp_check_gpu *x = &g->all[g->picked[i]];
         double pct = x->mem_total > 0 && x->mem_used >= 0 ? 100.0 * (double)x->mem_used / (double)x->mem_total : 0;
-        bool full = pct >= 80.0;
-        bool busy = full || (x->mem_used >= 0 && (x->mem_used >= (long long)GIB || pct >= 10.0)) || x->util >= 10;
+        enum ddp_fitness_load load = ddp_fitness_load(x->mem_used, x->mem_total, x->util); /* the judge's rule */
+        bool full = load == DDP_FIT_LOAD_FULL;
+        bool busy = load != DDP_FIT_LOAD_IDLE;
 
         if (x->mem_used > max_used)
             max_used = x->mem_used;

@@ -1,5 +1,5 @@
 /* launch: what one `ddplaunch run|plan|doctor` launches, and what it holds while it runs. Three steps:
- * load (the spec's layers, the Slurm variables, the topology), resolve (pure: spec + facts -> the plan context:
+ * load (the spec's layers, the scheduler's variables, the topology), resolve (pure: spec + facts -> the plan context:
  * workers on this node, derived defaults, run id, interpreter, port source, GPUs held by other jobs) and acquire
  * (the master port, GPU leases, the run directory, the job secret).
  * It does not parse the command line (cli.h), build or print workers (plan.h) or start them (supervise.h). */
@@ -21,7 +21,7 @@
 enum ddp_launch_port {
     DDP_LAUNCH_PORT_NONE,    /* doctor: nothing to take; ctx.master_port is the explicit port or 0 */
     DDP_LAUNCH_PORT_RESERVE, /* node 0: reserved host-wide (auto) or checked to be free (explicit) by acquire */
-    DDP_LAUNCH_PORT_DERIVED, /* node > 0 with auto under Slurm: computed from the job id, as node 0 reserves it */
+    DDP_LAUNCH_PORT_DERIVED, /* node > 0 with auto under a scheduler: from its job id, as node 0 reserves it */
     DDP_LAUNCH_PORT_GIVEN,   /* node > 0 with an explicit port: taken as given */
     DDP_LAUNCH_PORT_SENT     /* c10d, a joining node: the serving agent sends it with every START */
 };
@@ -31,7 +31,7 @@ struct ddp_launch_facts {
     char *const *envp; /* the launcher's environment (CUDA_VISIBLE_DEVICES, PYTHON_EXEC, ...) */
     char hostname[256];
     long online_cpus;      /* for nproc_per_node = cpu|auto without a topology */
-    char random_id[13];    /* 12 hex digits: the run id when neither the spec nor Slurm names one */
+    char random_id[13];    /* 12 hex digits: the run id when neither the spec nor a scheduler names one */
     char *torchrun_python; /* the interpreter of the torchrun found on PATH (its #! line, a bare name looked up on
                               PATH), or NULL */
     char *path_python;     /* python3 found on PATH, absolute, or NULL */
@@ -97,7 +97,8 @@ int ddp_launch_load_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *
 
 /* After load_spec for run, plan and doctor: a program to run (doctor runs `true` when none is given), the
  * spec's cross-key checks, the NCCL preset and the NCCL/torch variables (warnings logged; doctor reports them
- * itself), then what Slurm says. 0, or a negative errno with err (fail_status, fail_usage set). */
+ * itself), then what the scheduler says (scheduler.h: Slurm, LSF, PBS, ...). 0, or a negative errno with err
+ * (fail_status, fail_usage set). */
 int ddp_launch_check_spec(struct ddp_launch *l, const struct ddp_cli *cli, char *const *envp, struct ddp_err *err);
 
 /* The topology file: --topology, else $DDPLAUNCH_TOPOLOGY, else NULL (the live machine). */

@@ -32,8 +32,9 @@ enum ddp_policy_state { DDP_PS_RUNNING, DDP_PS_STOPPING, DDP_PS_BACKOFF, DDP_PS_
  *   BACKOFF_DONE   the backoff delay passed
  *   REMOTE_STOP    several nodes, on a node other than node 0: node 0 stops this attempt (a failure, timeout or
  *                  lost node elsewhere, its EXIT, or node 0 itself lost); the workers stop, and what follows is
- *                  node 0's decision, not this table's (only node 0 feeds ALL_FINISHED on several nodes: agent.c,
- * roles.c) NODE_FAILED    several nodes, on node 0: another node's part of the attempt failed (status, its REPORT) or
+ *                  node 0's decision, not this table's (only node 0 feeds ALL_FINISHED on several nodes:
+ *                  agent.c, roles.c)
+ *   NODE_FAILED    several nodes, on node 0: another node's part of the attempt failed (status, its REPORT) or
  *                  the node was lost (status 1); the attempt stops on every node as after a failure here, or
  *                  as after a timeout when status is 124 (agent.h decides when it is fed; capture as for TIMEOUT)
  *   CAPTURE_DONE   the hang capture that CAPTURE began, or the recorders RECORDERS asked for, made their verdict:

@@ -301,6 +301,33 @@ static void raise_fd_limit(int nnodes)
                  (unsigned long long)want, (unsigned long long)rl.rlim_cur);
 }
 
+/* A coordinator with its own copy of cfg (strings owned), host its name, the defaults filled in. */
+static struct ddp_coord *coord_new(const struct ddp_coord_config *cfg, const char *host)
+{
+    struct ddp_coord *c = ddp_xcalloc(1, sizeof *c);
+    c->cfg = *cfg;
+    c->addr = ddp_xstrdup(cfg->addr ? cfg->addr : "");
+    c->secret = ddp_xstrdup(cfg->secret);
+    c->job = ddp_xstrdup(cfg->job ? cfg->job : "");
+    c->host = ddp_xstrdup(host);
+    c->cfg.addr = c->addr;
+    c->cfg.secret = c->secret;
+    c->cfg.job = c->job;
+    c->cfg.host = c->host;
+    if (c->cfg.nproc <= 0)
+        c->cfg.nproc = 1;
+    if (c->cfg.lost_after_ms <= 0)
+        c->cfg.lost_after_ms = DDP_COORD_LOST_AFTER_MS;
+    if (c->cfg.heartbeat_ms <= 0) /* torchrun's keep-alive: every 5 s, three missed = lost */
+        c->cfg.heartbeat_ms =
+            c->cfg.lost_after_ms / 3 < DDP_COORD_HEARTBEAT_MS ? c->cfg.lost_after_ms / 3 : DDP_COORD_HEARTBEAT_MS;
+    if (c->cfg.join_timeout_ms <= 0)
+        c->cfg.join_timeout_ms = 600000;
+    if (c->cfg.handshake_ms <= 0)
+        c->cfg.handshake_ms = 5000;
+    return c;
+}
+
 int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coord_cb cb, void *data,
                     struct ddp_coord **out, struct ddp_err *err)
 {
@@ -330,28 +357,8 @@ int ddp_coord_start(uv_loop_t *loop, const struct ddp_coord_config *cfg, ddp_coo
         if (rc < 0)
             return rc;
     }
-    struct ddp_coord *c = ddp_xcalloc(1, sizeof *c);
+    struct ddp_coord *c = coord_new(cfg, host);
     c->loop = loop;
-    c->cfg = *cfg;
-    c->addr = ddp_xstrdup(cfg->addr ? cfg->addr : "");
-    c->secret = ddp_xstrdup(cfg->secret);
-    c->job = ddp_xstrdup(cfg->job ? cfg->job : "");
-    c->host = ddp_xstrdup(host);
-    c->cfg.addr = c->addr;
-    c->cfg.secret = c->secret;
-    c->cfg.job = c->job;
-    c->cfg.host = c->host;
-    if (c->cfg.nproc <= 0)
-        c->cfg.nproc = 1;
-    if (c->cfg.lost_after_ms <= 0)
-        c->cfg.lost_after_ms = DDP_COORD_LOST_AFTER_MS;
-    if (c->cfg.heartbeat_ms <= 0) /* torchrun's keep-alive: every 5 s, three missed = lost */
-        c->cfg.heartbeat_ms =
-            c->cfg.lost_after_ms / 3 < DDP_COORD_HEARTBEAT_MS ? c->cfg.lost_after_ms / 3 : DDP_COORD_HEARTBEAT_MS;
-    if (c->cfg.join_timeout_ms <= 0)
-        c->cfg.join_timeout_ms = 600000;
-    if (c->cfg.handshake_ms <= 0)
-        c->cfg.handshake_ms = 5000;
     c->cb = cb;
     c->data = data;
     c->server = server;

@@ -117,3 +117,13 @@ bool ddp_fitness_refuses(const struct ddp_fitness_verdict *v, enum ddp_gpu_busy 
 {
     return !ddp_fitness_usable(v) && (v->fit != DDP_FIT_HELD || busy == DDP_BUSY_FAIL);
 }
+
+enum ddp_fitness_load ddp_fitness_load(long long mem_used, long long mem_total, int util)
+{
+    double pct = mem_total > 0 && mem_used >= 0 ? 100.0 * (double)mem_used / (double)mem_total : 0;
+    if (pct >= 80.0)
+        return DDP_FIT_LOAD_FULL;
+    if ((mem_used >= 0 && (mem_used >= DDP_GPU_BUSY_THRESHOLD || pct >= 10.0)) || util >= 10)
+        return DDP_FIT_LOAD_SHARED;
+    return DDP_FIT_LOAD_IDLE;
+}

@@ -4,8 +4,9 @@
  * process holds an NVIDIA device" (holders.h), the holder the launch saw, and another job's lease. Its reasons
  * are the rows of one table (fitness.c): the pick (select.c), the launch's busy check (gpus.h), plan, doctor
  * (check_gpu.c, the "gpus" check), the check before a restart, the spares leased for a restart (gpuset.h) and
- * the events seen during a run (gpuwatch.h) all act on every verdict it gives. Pure: it reads nothing (NVML is
- * read by nvml.c only) and acts on nothing. */
+ * the events seen during a run (gpuwatch.h) all act on every verdict it gives; doctor's gpu-busy check asks it
+ * how loaded a GPU is (ddp_fitness_load). Pure: it reads nothing (NVML is read by nvml.c only) and acts on
+ * nothing. */
 #ifndef DDP_FITNESS_H
 #define DDP_FITNESS_H
 
@@ -69,5 +70,12 @@ bool ddp_fitness_usable(const struct ddp_fitness_verdict *v);
  *   skip, when the GPU was chosen anyway) warns. */
 bool ddp_fitness_leaves_out(const struct ddp_fitness_verdict *v, enum ddp_gpu_busy busy);
 bool ddp_fitness_refuses(const struct ddp_fitness_verdict *v, enum ddp_gpu_busy busy);
+
+/* How loaded a GPU is by NVML's totals, whoever loads it (doctor's gpu-busy check: a process NVML cannot list, of
+ * another container, counts too): FULL from 80% of its memory in use (a job there would run out of it), SHARED
+ * from DDP_GPU_BUSY_THRESHOLD or 10% of its memory in use or 10% utilisation (sharing slows both jobs), else IDLE.
+ * mem_used or util < 0: unknown, not counted. Pure. */
+enum ddp_fitness_load { DDP_FIT_LOAD_IDLE, DDP_FIT_LOAD_SHARED, DDP_FIT_LOAD_FULL };
+enum ddp_fitness_load ddp_fitness_load(long long mem_used, long long mem_total, int util);
 
 #endif

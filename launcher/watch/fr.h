@@ -116,10 +116,10 @@ struct ddp_fr_verdict {
 };
 
 /* Decide from the recorders of n ranks (culprit[i], caller's, n entries), across all their process groups. A group
- * is known by its name (the same on every rank) and its members (the rank's own torch map, pg_config, else the
- * ranks that report it). Each rank's oldest collective that is pending, (group, N), points to the members of that
- * group that have not enqueued N; the chains are followed (watch/waitfor.c). The culprits are at their ends: ranks
- * that wait on nothing (BEHIND), the minority where all entered N with different ops (OP) or shapes/dtypes
+ * is known by its name (the same on every rank) and its members (the rank's own torch map, pg_config, else the ranks
+ * that report it). Each rank's oldest collective that is pending, (group, N), points to the members of that group
+ * that have not enqueued N; the chains are followed (watch/waitgraph.c, waitfor.c). The culprits are at their ends:
+ * ranks that wait on nothing (BEHIND), the minority where all entered N with different ops (OP) or shapes/dtypes
  * (SHAPE), or, in a cycle, the rank that left the order its own history shows (BEHIND), else nobody (ORDER, both
  * groups and orders named). Linear in ranks x groups. Pure. */
 void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struct ddp_fr_verdict *v);

@@ -27,7 +27,7 @@ typedef void (*ddp_ft_server_expired_cb)(void *arg, int pid, int signo, const ch
 int ddp_ft_server_server_start(uv_loop_t *loop, const char *fifo_path, ddp_ft_server_expired_cb on_expired, void *arg,
                                struct ddp_ft_server **out, struct ddp_err *err);
 
-/* One request line, parsed (the pure part of the server, fuzzed: tests/fuzz/fuzz_timer.c). */
+/* One request line, parsed (the pure part of the server, fuzzed: tests/fuzz/fuzz_ft_server.c). */
 struct ddp_ft_request {
     long long version, pid, signo;
     char *scope;    /* caller owns on success */

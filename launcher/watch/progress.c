@@ -10,13 +10,12 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "host/port.h"
 #include "records/jsonlog.h"
 #include "watch/fr.h"
 #include "watch/fr_remote.h"
 #include "watch/hang.h"
+#include "watch/progress_internal.h"
 #include "watch/rankstate.h"
-#include "watch/ras.h"
 #include "watch/rasq.h"
 #include "watch/sample.h"
 #include "watch/suspect.h"
@@ -24,62 +23,8 @@
 
 #define COLLECT_MS 300     /* from the signals to reading what the ranks wrote (a dump takes ~1-15 ms) */
 #define REPEAT_MS 60000    /* a suspicion's line again while it lasts */
-#define RAS_MS 2000        /* the longest wait for NCCL RAS's answer */
 #define PROC_QUIET_MS 2000 /* /proc is read for each running rank once the job made no progress this long */
 #define EARLY_MS 15000     /* with a recorder and a stuck culprit, a hang is named this soon (after setup) */
-
-struct wrank {
-    struct ddp_progress_rank r;
-    pid_t groups[2]; /* the shim's process group, the program's own */
-    bool running;
-    bool sampled; /* has a stacks file */
-    struct ddp_sample_file file;
-    struct ddp_hang_view view; /* the last sample's place */
-    bool has_view;
-    long long last_ms;   /* its last sign of progress */
-    const char *hb_path; /* its heartbeat file (borrowed), or NULL */
-    struct timespec hb;
-    json_t *straggler;       /* its entry in stragglers once named (borrowed from the array) */
-    struct ddp_fr_state *fr; /* its flight recorder as the last sample showed it (fr.h), NULL: none yet */
-    long long fr_moved_ms;   /* when its recorder status last moved */
-    enum { ASK_NO, ASK_POKE, ASK_SENT, ASK_ANSWERED } ask; /* ddp_progress_ask's state for this rank */
-    struct ddp_rankstate_sample proc_base, proc_last;      /* /proc early in the quiet spell, and at the last tick */
-    struct ddp_rankstate_verdict state;                    /* its state at the last judgement (rankstate.h) */
-    bool worked;                                           /* judged busy in this quiet spell */
-};
-
-struct ddp_progress {
-    uv_timer_t tick, collect;
-    int open_timers;
-    const struct ddp_spec *spec;
-    const char *host;
-    int attempt;
-    struct wrank *rk;
-    size_t n;
-    struct ddp_jsonlog *rec;
-    json_t *stragglers;
-    json_t *recorder;                   /* summary.json's flight_recorder (borrowed), or NULL */
-    const struct ddp_fr_remote *remote; /* the other nodes' ranks' recorders (borrowed; node 0), or NULL */
-    struct ddp_progress_hooks hooks;
-    struct ddp_suspect sus;
-    long long suspected_ms; /* when the current suspicion began, 0: none */
-    long long quiet_since;  /* the last progress before it */
-    bool fr_asked;          /* the flight recorders were asked to dump (once per suspicion) */
-    bool fr_places;         /* the last round's places came from the flight recorders */
-    long long round_ms;     /* when the last sample round was taken */
-    long long warned_ms;
-    bool acted;
-    bool said_hang;        /* the suspected hang's line was said in this quiet spell */
-    bool said_stuck;       /* ... with its culprits stuck */
-    bool alone_said;       /* the attempt's one "works alone" line was said */
-    long long stuck_since; /* the culprits were first judged stuck (this spell), 0: not stuck */
-    long clk_tck;
-    struct ddp_recovery *recovery; /* the last hang named and how it was recovered from (records.h), or NULL */
-    bool asking;                   /* ddp_progress_ask: the regular samples pause */
-    struct ddp_rasq *rasq;         /* NCCL RAS's answer awaited, or NULL */
-    bool *ras_named;               /* the ranks RAS's last answer named (behind, missing, failed), n of them */
-    char ras_why[1024];            /* what it said of them, "" none */
-};
 
 static const char *on_suspect_name(enum ddp_on_suspect a)
 {
@@ -135,24 +80,6 @@ static void read_proc(struct ddp_progress *w, long long now)
     }
 }
 
-/* "rank 2 (local 2, host h, GPU 0000:17:00.0)" */
-static void rank_desc(struct ddp_buf *b, const struct ddp_progress *w, const struct wrank *k)
-{
-    ddp_buf_printf(b, "rank %d (local %d, host %s, GPU %s)", k->r.rank, k->r.local_rank, w->host,
-                   k->r.gpu_busid ? k->r.gpu_busid : "none");
-}
-
-static json_t *rank_json(const struct ddp_progress *w, const struct wrank *k, bool with_place)
-{
-    json_t *j = ddp_jsonlog_pack("{s:i, s:i, s:s, s:i, s:s?}", "rank", k->r.rank, "local_rank", k->r.local_rank, "host",
-                                 w->host, "gpu", k->r.gpu, "gpu_busid", k->r.gpu_busid);
-    if (with_place) {
-        json_object_set_new(j, "collective", k->has_view && k->view.op[0] ? ddp_jsonlog_text(k->view.op) : json_null());
-        json_object_set_new(j, "frame", k->has_view ? ddp_jsonlog_text(k->view.frame) : json_null());
-    }
-    return j;
-}
-
 /* ---------------------------------------------------------------- stragglers */
 
 static void straggler_update(struct ddp_progress *w, size_t i)
@@ -167,12 +94,12 @@ static void straggler_named(struct ddp_progress *w, size_t i)
 {
     struct wrank *k = &w->rk[i];
     struct ddp_buf b = {0};
-    json_t *j = rank_json(w, k, false);
+    json_t *j = ddp_progress_rank_json(w, k, false);
     json_object_set_new(j, "attempt", json_integer(w->attempt));
     json_object_set_new(j, "frame", k->has_view ? ddp_jsonlog_text(k->view.frame) : json_null());
     k->straggler = j;
     straggler_update(w, i);
-    rank_desc(&b, w, k);
+    ddp_progress_rank_desc(&b, w, k);
     ddp_info("attempt %d: straggler: %s makes the others wait: it was %s in %.0f%% of the %u "
              "samples where others waited in one (the others waited on it in %.0f%% of %u samples)%s%s",
              w->attempt, b.data,
@@ -266,273 +193,6 @@ static json_t *dump_flight_recorders(struct ddp_progress *w)
     return asked;
 }
 
-/* The job's RAS port: the first rank's that has one, else 0. */
-static int ras_port(const struct ddp_progress *w)
-{
-    for (size_t i = 0; i < w->n; i++)
-        if (w->rk[i].r.ras_port)
-            return w->rk[i].r.ras_port;
-    return 0;
-}
-
-/* An answer is the job's own only when every socket listening on its RAS port is open in a process of the job's
- * ranks (their shims' and programs' process groups; port.h): another user may bind the port first (it shows in
- * the lock names) and name an innocent rank. Otherwise one line, and the answer is not believed. */
-static bool ras_from_job(const struct ddp_progress *w)
-{
-    int port = ras_port(w);
-    pid_t *groups = ddp_xcalloc(2 * w->n + 1, sizeof(*groups));
-    for (size_t i = 0; i < w->n; i++) {
-        groups[2 * i] = w->rk[i].groups[0];
-        groups[2 * i + 1] = w->rk[i].groups[1];
-    }
-    struct ddp_port_holder h;
-    int rc = ddp_port_listener_owned(port, groups, 2 * w->n, &h);
-    free(groups);
-    if (rc == 1)
-        return true;
-    if (rc == 0 && h.pid > 0)
-        ddp_warn("attempt %d: NCCL RAS: answer on port %d ignored: pid %d (%s, user %s) listens there, not one of "
-                 "the job's ranks",
-                 w->attempt, port, (int)h.pid, h.comm[0] ? h.comm : "?", h.user);
-    else if (rc == 0)
-        ddp_warn("attempt %d: NCCL RAS: answer on port %d ignored: a process not visible here (%s) listens there, "
-                 "not one of the job's ranks",
-                 w->attempt, port, h.user);
-    else
-        ddp_warn("attempt %d: NCCL RAS: answer on port %d ignored: no socket of the job's ranks listens there now",
-                 w->attempt, port);
-    return false;
-}
-
-/* NCCL RAS answered (rasq.h): what it says of the job's ranks, as a line and a `ras` event, when it is the job's
- * own RAS that answered (ras_from_job). */
-static void ras_answered(void *arg, int rc, const struct ddp_ras *ras)
-{
-    struct ddp_progress *w = arg;
-    w->rasq = NULL;
-    if (rc < 0) {
-        ddp_debug("attempt %d: NCCL RAS did not answer: %s", w->attempt, strerror(-rc));
-        return;
-    }
-    if (!ras_from_job(w))
-        return;
-    size_t n = w->n ? w->n : 1;
-    pid_t *pid = ddp_xcalloc(n, sizeof(*pid));
-    int *rank = ddp_xcalloc(n, sizeof(*rank));
-    bool *culprit = ddp_xcalloc(n, sizeof(*culprit));
-    char why[1024];
-    for (size_t i = 0; i < w->n; i++) {
-        pid[i] = w->rk[i].groups[1];
-        rank[i] = w->rk[i].r.rank;
-    }
-    ddp_ras_judge(ras, pid, rank, w->n, culprit, why, sizeof(why));
-    memcpy(w->ras_named, culprit, w->n * sizeof(*culprit)); /* the next verdict's evidence where the stacks name
-                                                               nobody */
-    ddp_text_copy(w->ras_why, sizeof(w->ras_why), why);
-    json_t *named = json_array();
-    for (size_t i = 0; i < w->n; i++)
-        if (culprit[i])
-            json_array_append_new(named, json_integer(w->rk[i].r.rank));
-    if (!why[0])
-        snprintf(why, sizeof(why), "NCCL RAS: no rank behind, missing or failed in %zu communicator%s", ras->ncomms,
-                 ras->ncomms == 1 ? "" : "s");
-    ddp_warn("attempt %d: %s", w->attempt, why);
-    ddp_jsonlog_event(w->rec, "ras",
-                      ddp_jsonlog_pack("{s:i, s:s, s:o, s:i}", "attempt", w->attempt, "why", why, "ranks", named,
-                                       "communicators", (int)ras->ncomms));
-    free(pid);
-    free(rank);
-    free(culprit);
-}
-
-/* No rank has a flight recorder (torch 1.x, the recorder off, a stuck Python): ask NCCL's RAS, if the job has a
- * port of its own. */
-static void ras_ask(struct ddp_progress *w)
-{
-    int port = ras_port(w);
-    bool recorder = false;
-    for (size_t i = 0; i < w->n; i++)
-        recorder |= w->rk[i].running && w->rk[i].fr;
-    if (recorder || !port || w->rasq)
-        return;
-    w->rasq = ddp_rasq_start(w->tick.loop, port, RAS_MS, ras_answered, w);
-}
-
-/* What the evidence says of a suspected hang now: the verdict (culprits, from the recorder, the stacks or NCCL's
- * RAS), each running rank's state (rankstate.h) and the job's (suspect.h). */
-struct judged {
-    struct ddp_hang_verdict v;
-    bool *culprit;
-    bool fr_verdict;     /* the flight recorder named them */
-    bool deadlock;       /* ... in a collective mismatch or an ordering deadlock: it never ends by itself */
-    json_t *culprits;    /* the culprits, as the suspect event lists them */
-    json_t *recorder;    /* the recorder's verdict, or JSON null */
-    json_t *reached;     /* each rank's recorder summary */
-    struct ddp_buf desc; /* "rank 2 (local 2, host h, GPU g) at x.py:3 in f" */
-    enum ddp_suspect_state st;
-    bool all_busy;        /* busy, and no rank waits: the job works (its start, a long step), nobody alone */
-    struct ddp_buf words; /* the state in words: "rank 2 is stuck (...); ranks 0-1 wait in all_reduce for it" */
-};
-
-/* The verdict from the stacks, then the flight recorder's (it wins), then NCCL RAS's where neither named one. */
-static void judge_verdict(struct ddp_progress *w, long long now, struct judged *j)
-{
-    size_t n = w->n ? w->n : 1;
-    struct ddp_hang_input *in = ddp_xcalloc(n, sizeof(*in));
-    for (size_t i = 0; i < w->n; i++) {
-        const struct wrank *k = &w->rk[i];
-        in[i] = (struct ddp_hang_input){
-            k->r.rank, k->running && k->has_view ? &k->view : NULL, false, k->running, k->last_ms, NULL, 0};
-    }
-    ddp_hang_decide(in, w->n, j->culprit, &j->v);
-    free(in);
-    struct ddp_fr_input *fin = ddp_xcalloc(n, sizeof(*fin));
-    struct ddp_fr_verdict fv;
-    bool *frc = ddp_xcalloc(n, sizeof(*frc));
-    for (size_t i = 0; i < w->n; i++) {
-        const struct wrank *k = &w->rk[i];
-        fin[i] = (struct ddp_fr_input){k->r.rank, k->running ? k->fr : NULL, now - k->fr_moved_ms,
-                                       k->has_view && k->view.nframes ? k->view.frame : NULL};
-        if (k->fr) {
-            char key[16];
-            snprintf(key, sizeof(key), "%d", k->r.rank);
-            json_object_set_new(j->reached, key, ddp_fr_summary_json(k->fr));
-        }
-    }
-    struct ddp_fr_remote_named remote; /* ranks on other nodes (fr_remote.h) */
-    ddp_fr_remote_decide(w->remote, w->attempt, now, fin, w->n, frc, &fv, &remote);
-    if (fv.kind != DDP_FR_NONE) { /* the recorder wins over the stacks; the stack still says where */
-        memcpy(j->culprit, frc, w->n * sizeof(*j->culprit));
-        j->fr_verdict = true;
-        j->deadlock = fv.nculprits && (fv.kind == DDP_FR_OP || fv.kind == DDP_FR_SHAPE || fv.kind == DDP_FR_ORDER);
-        j->v.confidence = fv.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
-        j->v.nculprits = fv.nculprits;
-        j->v.mismatch = fv.kind != DDP_FR_BEHIND && !fv.nculprits;
-        snprintf(j->v.op, sizeof(j->v.op), "%s", fv.op);
-        snprintf(j->v.why, sizeof(j->v.why), "flight recorder: %s", fv.why);
-        json_decref(j->recorder);
-        j->recorder = ddp_fr_verdict_json(&fv);
-    }
-    free(fin);
-    free(frc);
-    if (fv.kind == DDP_FR_NONE && !j->v.nculprits && w->ras_why[0]) { /* no recorder: NCCL's RAS names them */
-        memcpy(j->culprit, w->ras_named, w->n * sizeof(*j->culprit));
-        for (size_t i = 0; i < w->n; i++)
-            j->v.nculprits += j->culprit[i];
-        j->v.confidence = DDP_HANG_MEDIUM;
-        snprintf(j->v.why, sizeof(j->v.why), "%s", w->ras_why);
-    }
-    for (size_t i = 0; i < w->n; i++) {
-        const struct wrank *k = &w->rk[i];
-        if (!j->culprit[i])
-            continue;
-        ddp_buf_puts(&j->desc, j->desc.len ? "; " : "");
-        rank_desc(&j->desc, w, k);
-        if (k->has_view)
-            ddp_buf_printf(&j->desc, " at %s", k->view.frame);
-        json_array_append_new(j->culprits, rank_json(w, k, true));
-    }
-    ddp_fr_remote_named_take(&remote, &j->desc, j->culprits);
-    if (!j->desc.len)
-        ddp_buf_puts(&j->desc, j->v.mismatch ? "collective mismatch, no culprit named" : "no culprit named");
-}
-
-/* Each running rank's state from /proc and its evidence, and the job's: BUSY when a rank outside every collective
- * works (or worked earlier in this quiet spell and is not stuck now), STUCK when every culprit is stuck and the
- * verdict is of medium or high confidence, else WEAK. */
-static enum ddp_suspect_state judge_states(struct ddp_progress *w, struct judged *j)
-{
-    size_t nculprits = 0, nstuck = 0, nrunning = 0, nbusy = 0;
-    bool busy = false;
-    for (size_t i = 0; i < w->n; i++) {
-        struct wrank *k = &w->rk[i];
-        memset(&k->state, 0, sizeof(k->state));
-        if (!k->running)
-            continue;
-        struct ddp_rankstate_evidence ev = {.in_collective = (k->has_view && k->view.op[0]) ||
-                                                             (j->fr_verdict && !j->culprit[i] && k->fr),
-                                            .in_gpu_wait = k->has_view && ddp_rankstate_view_in_gpu_wait(&k->view),
-                                            .culprit = j->culprit[i]};
-        ddp_rankstate_classify(&k->proc_base, &k->proc_last, &ev, &k->state);
-        if (j->deadlock && j->culprit[i] && k->state.state != DDP_RANKSTATE_BUSY) { /* waits where nobody comes */
-            k->state.state = DDP_RANKSTATE_STUCK;
-            snprintf(k->state.words, sizeof(k->state.words), "in a collective the others never match");
-        }
-        if (k->state.state == DDP_RANKSTATE_BUSY)
-            k->worked = true;
-        else if (k->worked && k->state.state != DDP_RANKSTATE_STUCK && k->state.state != DDP_RANKSTATE_WAITING)
-            k->state.state = DDP_RANKSTATE_BUSY; /* it worked earlier in this quiet spell: not stuck now */
-        busy |= k->state.state == DDP_RANKSTATE_BUSY;
-        nbusy += k->state.state == DDP_RANKSTATE_BUSY;
-        nrunning++;
-        nculprits += j->culprit[i];
-        nstuck += j->culprit[i] && k->state.state == DDP_RANKSTATE_STUCK;
-    }
-    j->all_busy = busy && nbusy == nrunning;
-    if (busy)
-        return DDP_SUSPECT_BUSY;
-    return nculprits && nstuck == nculprits && j->v.confidence >= DDP_HANG_MEDIUM ? DDP_SUSPECT_STUCK
-                                                                                  : DDP_SUSPECT_WEAK;
-}
-
-/* The job's state in words: "rank 5 is stuck (no CPU, no I/O for 30 s, at data.py:40 in fetch_batch); ranks 3-4
- * wait in all_reduce for it", "rank 0 works alone (CPU 100%, 38 MB/s written, at train.py:88 in save_checkpoint)
- * for 94 s while ranks 1-2 wait in all_reduce". */
-static void judge_words(struct ddp_progress *w, struct judged *j, long long quiet)
-{
-    size_t n = w->n ? w->n : 1, nsubj = 0, nwait = 0;
-    long long *waiting = ddp_xcalloc(n, sizeof(*waiting));
-    bool busy = j->st == DDP_SUSPECT_BUSY;
-    for (size_t i = 0; i < w->n; i++) {
-        const struct wrank *k = &w->rk[i];
-        bool subject = busy ? k->state.state == DDP_RANKSTATE_BUSY : j->culprit[i];
-        if (k->running && !subject && (busy || k->state.state == DDP_RANKSTATE_WAITING))
-            waiting[nwait++] = k->r.rank;
-        if (!subject || !k->running)
-            continue;
-        ddp_buf_printf(&j->words, "%srank %d %s (%s%s%s)", nsubj++ ? "; " : "", k->r.rank,
-                       busy                                    ? "works alone"
-                       : k->state.state == DDP_RANKSTATE_STUCK ? "is stuck"
-                                                               : "is behind",
-                       k->state.words, k->has_view ? ", at " : "", k->has_view ? k->view.frame : "");
-    }
-    if (busy)
-        ddp_buf_printf(&j->words, " for %lld s", quiet / 1000);
-    if (nwait) {
-        char list[256];
-        ddp_fr_ranks_text(list, sizeof(list), waiting, nwait);
-        ddp_buf_printf(&j->words, "%s%s %s wait%s%s%s", busy ? " while " : "; ", nwait == 1 ? "rank" : "ranks", list,
-                       nwait == 1 ? "s" : "", j->v.op[0] ? " in " : "", j->v.op);
-        if (!busy && nsubj)
-            ddp_buf_printf(&j->words, " for %s", nsubj == 1 ? "it" : "them");
-    }
-    free(waiting);
-}
-
-static void judge(struct ddp_progress *w, long long quiet, long long now, struct judged *j)
-{
-    size_t n = w->n ? w->n : 1;
-    memset(j, 0, sizeof(*j));
-    j->culprit = ddp_xcalloc(n, sizeof(*j->culprit));
-    j->culprits = json_array();
-    j->recorder = json_null();
-    j->reached = json_object();
-    judge_verdict(w, now, j);
-    j->st = judge_states(w, j);
-    judge_words(w, j, quiet);
-}
-
-static void judged_free(struct judged *j)
-{
-    free(j->culprit);
-    json_decref(j->culprits);
-    json_decref(j->recorder);
-    json_decref(j->reached);
-    ddp_buf_free(&j->desc);
-    ddp_buf_free(&j->words);
-}
-
 /* Each running rank's state for the suspect event: {rank: {"state", "words"}}. */
 static json_t *states_json(const struct ddp_progress *w)
 {
@@ -567,7 +227,7 @@ static void say_suspect(struct ddp_progress *w, struct judged *j, long long quie
              j->words.len ? j->words.data : "", follows);
     free(follows);
     if (!w->said_hang || now - w->warned_ms >= REPEAT_MS) /* not again for the line that says it is now stuck */
-        ras_ask(w);
+        ddp_progress_ras_ask(w);
     json_t *fr = w->fr_asked ? json_array() : dump_flight_recorders(w);
     w->fr_asked = true;
     if (json_array_size(fr))
@@ -646,9 +306,9 @@ static void act_on(struct ddp_progress *w, struct judged *j, enum ddp_suspect_ac
 static void suspect(struct ddp_progress *w, long long quiet, long long now, bool early)
 {
     struct judged j;
-    judge(w, quiet, now, &j);
+    ddp_progress_judge(w, quiet, now, &j);
     if (early && !(j.fr_verdict && j.st == DDP_SUSPECT_STUCK)) { /* named early only when it is clear */
-        judged_free(&j);
+        ddp_progress_judged_free(&j);
         return;
     }
     if (!w->suspected_ms) {
@@ -669,7 +329,7 @@ static void suspect(struct ddp_progress *w, long long quiet, long long now, bool
         a = DDP_SUSPECT_ALONE;
     bool due = !w->said_hang || now - w->warned_ms >= REPEAT_MS;
     if (a == DDP_SUSPECT_ALONE && j.all_busy) { /* every rank works: nobody works alone, nothing to say */
-        judged_free(&j);
+        ddp_progress_judged_free(&j);
         return;
     }
     if ((a == DDP_SUSPECT_ALONE || a == DDP_SUSPECT_END) && !w->alone_said)
@@ -683,7 +343,7 @@ static void suspect(struct ddp_progress *w, long long quiet, long long now, bool
     }
     if ((a == DDP_SUSPECT_STOP || a == DDP_SUSPECT_END) && !w->acted)
         act_on(w, &j, a, quiet, now);
-    judged_free(&j);
+    ddp_progress_judged_free(&j);
 }
 
 static void evaluate(struct ddp_progress *w, long long now)

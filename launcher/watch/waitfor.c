@@ -1,8 +1,7 @@
-/* waitfor: fr.h's ddp_fr_decide, the hang verdict across process groups. Builds a wait-for graph from the
- * ranks' flight recorders (a rank -> the collective it waits in -> the members of that group that have not enqueued
- * it), follows it to its ends and says the chain in words. Does not parse (fr.c) nor act (progress.c,
- * capture.c). Pure: no files, no clock. */
-#include <stdint.h>
+/* waitfor: fr.h's ddp_fr_decide, the hang verdict across process groups. Reads the wait-for graph of the ranks'
+ * flight recorders (waitgraph.h: a rank -> the collective it waits in -> the members of that group that have not
+ * enqueued it), follows it to its ends and says the chain in words. Does not parse (fr.c), build the graph
+ * (waitgraph.c) nor act (progress.c, capture.c). Pure: no files, no clock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,68 +9,7 @@
 #include "base/util.h"
 #include "records/jsonlog.h"
 #include "watch/fr.h"
-
-#define NONE ((size_t)-1)
-
-/* One rank's view of one named group. */
-struct rec {
-    size_t i; /* the rank's index in in[] */
-    const struct ddp_fr_group *g;
-};
-
-/* One group, known by its name across ranks. */
-struct grp {
-    const char *name;
-    size_t first, count; /* its reporters: the recs order[first .. first + count) */
-    long long min_enq;   /* the lowest last enqueued collective among them */
-    long long max_enq;   /* the highest */
-    size_t ranks_i;      /* the reporter whose member list is used (NONE: none said; then the reporters) */
-    size_t other_i;      /* a reporter that names other members (NONE: all agree) */
-    size_t desc_i;       /* a reporter whose desc differs from the first's (NONE: all agree) */
-    size_t nodes;        /* its first collective node, NONE */
-};
-
-/* One collective (group, N) that some rank waits in. */
-struct node {
-    size_t grp;
-    long long seq;
-    size_t next;          /* the group's next node, NONE */
-    size_t first, nbeh;   /* the members behind it (not enqueued N): behind[first .. first + nbeh) */
-    size_t wfirst, nwait; /* the ranks that wait in it: waiters[wfirst .. ] (filled after all nodes are made) */
-};
-
-struct graph {
-    const struct ddp_fr_input *in;
-    size_t n, nrec, ngrp, nnode;
-    struct rec *rec;
-    size_t *rbeg;   /* rank i's recs: rec[rbeg[i] .. rbeg[i + 1]) */
-    size_t *grp_of; /* rec -> its group */
-    size_t *order;  /* recs by group */
-    struct grp *grp;
-    struct node *node;
-    size_t *pend; /* rank -> the node it waits in, NONE */
-    size_t *pend_rec;
-    size_t *behind, nbehind, cap_behind;
-    size_t *waiters;         /* by node: the ranks pending in it */
-    size_t *rin_first, *rin; /* rank -> the nodes it is behind in (reverse edges) */
-    size_t *idx_of, nidx;    /* global rank -> its index in in[] (NONE: not there) */
-};
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static const struct ddp_fr_entry *entry_at(const struct ddp_fr_group *g, long long seq)
-{
-    for (size_t i = g->nentries; i-- > 0;)
-        if (!g->e[i].p2p && g->e[i].seq == seq)
-            return &g->e[i];
-    return NULL;
-}
+#include "watch/waitgraph.h"
 
 /* src cut to fit cap bytes */
 static void copy(char *dst, size_t cap, const char *src)
@@ -80,297 +18,6 @@ static void copy(char *dst, size_t cap, const char *src)
     if (n)
         memcpy(dst, src, n);
     dst[n] = 0;
-}
-
-/* ---------------------------------------------------------------- the graph */
-
-static void groups(struct graph *G)
-{
-    size_t cap = 16;
-    while (cap < 2 * G->nrec)
-        cap *= 2;
-    size_t *slot = ddp_xcalloc(cap, sizeof(*slot)); /* group index + 1 */
-    size_t *count = ddp_xcalloc(G->nrec + 1, sizeof(*count));
-    G->grp = ddp_xcalloc(G->nrec + 1, sizeof(*G->grp));
-    G->grp_of = ddp_xcalloc(G->nrec + 1, sizeof(*G->grp_of));
-    for (size_t r = 0; r < G->nrec; r++) {
-        const char *name = G->rec[r].g->id;
-        size_t h = (size_t)hash(name) & (cap - 1);
-        while (slot[h] && strcmp(G->grp[slot[h] - 1].name, name) != 0)
-            h = (h + 1) & (cap - 1);
-        if (!slot[h]) {
-            struct grp *x = &G->grp[G->ngrp];
-            x->name = name;
-            x->ranks_i = x->other_i = x->desc_i = x->nodes = NONE;
-            x->min_enq = INT64_MAX;
-            x->max_enq = -1;
-            slot[h] = ++G->ngrp;
-        }
-        G->grp_of[r] = slot[h] - 1;
-        count[slot[h] - 1]++;
-    }
-    size_t at = 0;
-    for (size_t k = 0; k < G->ngrp; k++) {
-        G->grp[k].first = at;
-        at += count[k];
-    }
-    G->order = ddp_xcalloc(G->nrec + 1, sizeof(*G->order));
-    for (size_t r = 0; r < G->nrec; r++) {
-        struct grp *x = &G->grp[G->grp_of[r]];
-        const struct ddp_fr_group *g = G->rec[r].g;
-        const struct ddp_fr_group *said = x->ranks_i != NONE ? ddp_fr_group(G->in[x->ranks_i].fr, x->name) : NULL;
-        const struct ddp_fr_group *first = x->count ? G->rec[G->order[x->first]].g : NULL;
-        G->order[x->first + x->count++] = r;
-        if (g->enqueued < x->min_enq)
-            x->min_enq = g->enqueued;
-        if (g->enqueued > x->max_enq)
-            x->max_enq = g->enqueued;
-        if (g->ranks[0] && !said)
-            x->ranks_i = G->rec[r].i;
-        else if (g->ranks[0] && strcmp(said->ranks, g->ranks) != 0 && x->other_i == NONE)
-            x->other_i = G->rec[r].i;
-        if (first && g->desc[0] && first->desc[0] && strcmp(first->desc, g->desc) != 0 && x->desc_i == NONE)
-            x->desc_i = G->rec[r].i;
-    }
-    free(slot);
-    free(count);
-}
-
-static void push_behind(struct graph *G, struct node *c, size_t i)
-{
-    if (G->nbehind == G->cap_behind) {
-        G->cap_behind = G->cap_behind ? 2 * G->cap_behind : 64;
-        G->behind = ddp_xrealloc(G->behind, G->cap_behind * sizeof(*G->behind));
-    }
-    G->behind[G->nbehind++] = i;
-    c->nbeh++;
-}
-
-/* Does rank i's recorder show no group that it could not name? (Then a group it does not report, it never used.) */
-static bool all_named(const struct ddp_fr_state *fr)
-{
-    for (size_t k = 0; k < fr->ngroups; k++)
-        if (!fr->g[k].id[0] && fr->g[k].enqueued > 0)
-            return false;
-    return true;
-}
-
-/* The members a group's member list names that have a recorder but do not report the group: they never entered
- * any of its collectives (a rank reports a group from its first collective there), so they are behind c. */
-static void unreported(struct graph *G, struct node *c)
-{
-    const struct grp *x = &G->grp[c->grp];
-    if (x->ranks_i == NONE || c->seq < 1)
-        return;
-    const char *s = ddp_fr_group(G->in[x->ranks_i].fr, x->name)->ranks;
-    while (*s) {
-        char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (end == s)
-            break;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        for (long r = a; r <= b && r >= 0 && (size_t)r < G->nidx; r++) {
-            size_t i = G->idx_of[r];
-            if (i != NONE && G->in[i].fr && !ddp_fr_group(G->in[i].fr, x->name) && all_named(G->in[i].fr))
-                push_behind(G, c, i);
-        }
-        s = *end == ',' ? end + 1 : end;
-    }
-}
-
-/* The node (group k, seq), made when new with the members behind it. */
-static size_t node_at(struct graph *G, size_t k, long long seq)
-{
-    struct grp *x = &G->grp[k];
-    for (size_t c = x->nodes; c != NONE; c = G->node[c].next)
-        if (G->node[c].seq == seq)
-            return c;
-    struct node *c = &G->node[G->nnode];
-    *c = (struct node){k, seq, x->nodes, G->nbehind, 0, 0, 0};
-    x->nodes = G->nnode;
-    for (size_t j = 0; x->min_enq < seq && j < x->count; j++) {
-        const struct rec *r = &G->rec[G->order[x->first + j]];
-        if (r->g->enqueued >= seq)
-            continue;
-        push_behind(G, c, r->i);
-    }
-    unreported(G, c);
-    return G->nnode++;
-}
-
-/* Each rank's oldest pending collective: where its last completed is behind its last enqueued (N = completed + 1),
- * or where completion is not known and a member is behind (N = enqueued). Several: the one enqueued first, else one
- * where a member is behind. */
-static void pending(struct graph *G)
-{
-    G->pend = ddp_xcalloc(G->n + 1, sizeof(*G->pend));
-    G->pend_rec = ddp_xcalloc(G->n + 1, sizeof(*G->pend_rec));
-    G->node = ddp_xcalloc(G->n + 1, sizeof(*G->node));
-    for (size_t i = 0; i < G->n; i++) {
-        size_t best = NONE;
-        long long best_seq = -1, best_ns = 0;
-        bool best_beh = false;
-        for (size_t r = G->rbeg[i]; r < G->rbeg[i + 1]; r++) {
-            const struct ddp_fr_group *g = G->rec[r].g;
-            long long seq = g->completed >= 0 ? (g->completed < g->enqueued ? g->completed + 1 : -1)
-                                              : (g->enqueued > 0 ? g->enqueued : -1);
-            if (seq < 0)
-                continue;
-            bool beh = G->grp[G->grp_of[r]].min_enq < seq;
-            const struct ddp_fr_entry *e = entry_at(g, seq);
-            long long ns = e ? e->created_ns : 0;
-            bool better = best == NONE || (ns && best_ns ? ns < best_ns : beh && !best_beh);
-            if (better) {
-                best = r;
-                best_seq = seq;
-                best_ns = ns;
-                best_beh = beh;
-            }
-        }
-        G->pend_rec[i] = best;
-        G->pend[i] = best == NONE ? NONE : node_at(G, G->grp_of[best], best_seq);
-    }
-    /* reverse edges: the ranks waiting in each node, the nodes each rank is behind in */
-    size_t *cnt = ddp_xcalloc(G->nnode + 1, sizeof(*cnt));
-    for (size_t i = 0; i < G->n; i++)
-        if (G->pend[i] != NONE)
-            cnt[G->pend[i]]++;
-    G->waiters = ddp_xcalloc(G->n + 1, sizeof(*G->waiters));
-    for (size_t c = 0, at = 0; c < G->nnode; c++) {
-        G->node[c].wfirst = at;
-        at += cnt[c];
-    }
-    for (size_t i = 0; i < G->n; i++)
-        if (G->pend[i] != NONE) {
-            struct node *c = &G->node[G->pend[i]];
-            G->waiters[c->wfirst + c->nwait++] = i;
-        }
-    G->rin_first = ddp_xcalloc(G->n + 2, sizeof(*G->rin_first));
-    G->rin = ddp_xcalloc(G->nbehind + 1, sizeof(*G->rin));
-    for (size_t b = 0; b < G->nbehind; b++)
-        G->rin_first[G->behind[b] + 2]++;
-    for (size_t i = 2; i < G->n + 2; i++)
-        G->rin_first[i] += G->rin_first[i - 1];
-    for (size_t c = 0; c < G->nnode; c++)
-        for (size_t b = 0; b < G->node[c].nbeh; b++)
-            G->rin[G->rin_first[G->behind[G->node[c].first + b] + 1]++] = c;
-    free(cnt);
-}
-
-/* The graph of the n ranks' recorders in[] (free with release) */
-static void build(struct graph *G, const struct ddp_fr_input *in, size_t n)
-{
-    memset(G, 0, sizeof(*G));
-    G->in = in;
-    G->n = n;
-    G->rbeg = ddp_xcalloc(n + 2, sizeof(*G->rbeg));
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; in[i].fr && k < in[i].fr->ngroups; k++)
-            G->nrec += in[i].fr->g[k].id[0] != 0;
-    G->rec = ddp_xcalloc(G->nrec + 1, sizeof(*G->rec));
-    G->nrec = 0;
-    for (size_t i = 0; i < n; i++) {
-        G->rbeg[i] = G->nrec;
-        for (size_t k = 0; in[i].fr && k < in[i].fr->ngroups; k++)
-            if (in[i].fr->g[k].id[0])
-                G->rec[G->nrec++] = (struct rec){i, &in[i].fr->g[k]};
-    }
-    G->rbeg[n] = G->nrec;
-    for (size_t i = 0; i < n; i++)
-        if (in[i].rank >= 0 && (size_t)in[i].rank + 1 > G->nidx && in[i].rank < (1 << 22))
-            G->nidx = (size_t)in[i].rank + 1;
-    G->idx_of = ddp_xcalloc(G->nidx + 1, sizeof(*G->idx_of));
-    for (size_t r = 0; r < G->nidx; r++)
-        G->idx_of[r] = NONE;
-    for (size_t i = 0; i < n; i++)
-        if (in[i].rank >= 0 && (size_t)in[i].rank < G->nidx)
-            G->idx_of[in[i].rank] = i;
-    groups(G);
-    pending(G);
-}
-
-static void release(struct graph *G)
-{
-    free(G->rbeg);
-    free(G->rec);
-    free(G->grp);
-    free(G->grp_of);
-    free(G->order);
-    free(G->node);
-    free(G->pend);
-    free(G->pend_rec);
-    free(G->behind);
-    free(G->waiters);
-    free(G->rin_first);
-    free(G->rin);
-    free(G->idx_of);
-}
-
-/* vertices: ranks 0 .. n-1, nodes n .. n+m-1 */
-static size_t out_deg(const struct graph *G, size_t v)
-{
-    return v < G->n ? G->pend[v] != NONE : G->node[v - G->n].nbeh;
-}
-
-static size_t out_at(const struct graph *G, size_t v, size_t k)
-{
-    return v < G->n ? G->n + G->pend[v] : G->behind[G->node[v - G->n].first + k];
-}
-
-/* Strongly connected components (Tarjan, iterative): comp[v]; returns their number. */
-static size_t components(const struct graph *G, size_t *comp)
-{
-    size_t V = G->n + G->nnode, idx = 0, ncomp = 0, sp = 0, cp = 0;
-    size_t *index = ddp_xcalloc(V + 1, sizeof(*index)), *low = ddp_xcalloc(V + 1, sizeof(*low));
-    size_t *stack = ddp_xcalloc(V + 1, sizeof(*stack)), *call = ddp_xcalloc(V + 1, sizeof(*call));
-    size_t *edge = ddp_xcalloc(V + 1, sizeof(*edge));
-    bool *on = ddp_xcalloc(V + 1, sizeof(*on));
-    for (size_t v = 0; v < V; v++)
-        index[v] = NONE;
-    for (size_t s = 0; s < V; s++) {
-        if (index[s] != NONE)
-            continue;
-        call[cp++] = s;
-        index[s] = low[s] = idx++;
-        stack[sp++] = s;
-        on[s] = true;
-        edge[s] = 0;
-        while (cp) {
-            size_t v = call[cp - 1];
-            if (edge[v] < out_deg(G, v)) {
-                size_t w = out_at(G, v, edge[v]++);
-                if (index[w] == NONE) {
-                    index[w] = low[w] = idx++;
-                    stack[sp++] = w;
-                    on[w] = true;
-                    edge[w] = 0;
-                    call[cp++] = w;
-                } else if (on[w] && index[w] < low[v])
-                    low[v] = index[w];
-                continue;
-            }
-            if (low[v] == index[v]) {
-                size_t w;
-                do {
-                    w = stack[--sp];
-                    on[w] = false;
-                    comp[w] = ncomp;
-                } while (w != v);
-                ncomp++;
-            }
-            cp--;
-            if (cp && low[v] < low[call[cp - 1]])
-                low[call[cp - 1]] = low[v];
-        }
-    }
-    free(index);
-    free(low);
-    free(stack);
-    free(call);
-    free(edge);
-    free(on);
-    return ncomp;
 }
 
 /* ---------------------------------------------------------------- words */
@@ -432,7 +79,7 @@ static const char *op_at(const struct graph *G, const struct node *c)
 {
     for (size_t j = 0; j < c->nwait; j++) {
         size_t i = G->waiters[c->wfirst + j];
-        const struct ddp_fr_entry *e = entry_at(G->rec[G->pend_rec[i]].g, c->seq);
+        const struct ddp_fr_entry *e = ddp_waitgraph_entry_at(G->rec[G->pend_rec[i]].g, c->seq);
         if (e && e->op[0])
             return e->op;
     }
@@ -582,7 +229,7 @@ static bool compare(const struct graph *G, size_t c, bool *culprit, struct ddp_f
         size_t known = 0, best_n = 0, nm = 0, nr = 0;
         const char *most = NULL, *other = NULL;
         for (size_t j = 0; j < gr->count; j++) {
-            const struct ddp_fr_entry *e = entry_at(G->rec[G->order[gr->first + j]].g, x->seq);
+            const struct ddp_fr_entry *e = ddp_waitgraph_entry_at(G->rec[G->order[gr->first + j]].g, x->seq);
             val[j] = e ? (pass == 0 ? e->op : e->shape) : NULL;
             known += val[j] != NULL;
         }
@@ -609,7 +256,7 @@ static bool compare(const struct graph *G, size_t c, bool *culprit, struct ddp_f
             culprit[rest_i[j]] = true;
             v->nculprits++;
         }
-        const struct ddp_fr_entry *e0 = entry_at(ddp_fr_group(G->in[most_i[0]].fr, gr->name), x->seq);
+        const struct ddp_fr_entry *e0 = ddp_waitgraph_entry_at(ddp_fr_group(G->in[most_i[0]].fr, gr->name), x->seq);
         copy(v->op, sizeof(v->op), e0 ? e0->op : "");
         copy(v->other, sizeof(v->other), other);
         copy(v->shape, sizeof(v->shape), pass == 1 ? most : "");
@@ -940,16 +587,16 @@ void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struc
     struct walk w;
     memset(v, 0, sizeof(*v));
     memset(culprit, 0, n * sizeof(*culprit));
-    build(&G, in, n);
+    ddp_waitgraph_build(&G, in, n);
     w.V = n + G.nnode;
     w.comp = ddp_xcalloc(w.V + 1, sizeof(*w.comp));
-    w.ncomp = components(&G, w.comp);
+    w.ncomp = ddp_waitgraph_components(&G, w.comp);
     w.csize = ddp_xcalloc(w.ncomp + 1, sizeof(*w.csize));
     w.cout = ddp_xcalloc(w.ncomp + 1, sizeof(*w.cout));
     for (size_t u = 0; u < w.V; u++) {
         w.csize[w.comp[u]]++;
-        for (size_t k = 0; k < out_deg(&G, u); k++)
-            w.cout[w.comp[u]] |= w.comp[out_at(&G, u, k)] != w.comp[u];
+        for (size_t k = 0; k < ddp_waitgraph_out_deg(&G, u); k++)
+            w.cout[w.comp[u]] |= w.comp[ddp_waitgraph_out_at(&G, u, k)] != w.comp[u];
     }
     w.queue = ddp_xcalloc(n + 1, sizeof(*w.queue));
     w.seen = ddp_xcalloc(n + 1, sizeof(*w.seen));
@@ -982,7 +629,7 @@ void ddp_fr_decide(const struct ddp_fr_input *in, size_t n, bool *culprit, struc
     free(w.comp);
     free(w.csize);
     free(w.cout);
-    release(&G);
+    ddp_waitgraph_release(&G);
 }
 
 /* INSIDE: a rank with a pending collective that no member of that group is past; OUTSIDE: the others with a
@@ -994,7 +641,7 @@ bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n, enum ddp_susp
     size_t have = 0;
     for (size_t i = 0; i < n; i++)
         in[i].fr = fr[i];
-    build(&G, in, n);
+    ddp_waitgraph_build(&G, in, n);
     for (size_t i = 0; i < n; i++)
         have += G.rbeg[i + 1] > G.rbeg[i];
     for (size_t i = 0; have >= 2 && i < n; i++) {
@@ -1003,7 +650,7 @@ bool ddp_fr_places(const struct ddp_fr_state *const *fr, size_t n, enum ddp_susp
         bool waits = g && g->enqueued == G.grp[G.node[c].grp].max_enq && (g->completed >= 0 || G.node[c].nbeh > 0);
         place[i] = G.rbeg[i + 1] == G.rbeg[i] ? DDP_SUSPECT_NONE : waits ? DDP_SUSPECT_INSIDE : DDP_SUSPECT_OUTSIDE;
     }
-    release(&G);
+    ddp_waitgraph_release(&G);
     free(in);
     return have >= 2;
 }

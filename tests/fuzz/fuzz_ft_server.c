@@ -1,5 +1,5 @@
-/* libFuzzer harness for the timer FIFO request parser (launcher/ft_server.c): a line another process wrote parses or
- * is refused without a crash, a leak or a read past len; what it accepts satisfies the documented contract. */
+/* libFuzzer harness for the timer FIFO request parser (launcher/watch/ft_server.c): a line another process wrote parses
+ * or is refused without a crash, a leak or a read past len; what it accepts satisfies the documented contract. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

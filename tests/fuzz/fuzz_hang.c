@@ -1,4 +1,4 @@
-/* libFuzzer harness for the stack parser (launcher/hang.c): whatever a worker wrote to its stderr (a faulthandler
+/* libFuzzer harness for the stack parser (launcher/watch/hang.c): whatever a worker wrote to its stderr (a faulthandler
  * dump, a traceback, anything) parses without a crash or a read past len, into NUL-terminated fields. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
-/* libFuzzer harness for launcher/hostlist: any input must expand without a crash, leak or runaway
+/* libFuzzer harness for launcher/nodes/hostlist.c: any input must expand without a crash, leak or runaway
  * allocation, into as many names as it reports, or fail with a message.
  * Run: tests/fuzz/run.sh SECONDS hostlist (make fuzz). Built as
- *   clang -fsanitize=fuzzer,address,undefined -Ilauncher tests/fuzz/fuzz_hostlist.c launcher/hostlist.c launcher/util.c
+ *   clang -fsanitize=fuzzer,address,undefined -Ilauncher tests/fuzz/fuzz_hostlist.c \
+ *     launcher/nodes/hostlist.c launcher/base/util.c
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* libFuzzer harness for torch's error file reader (launcher/report.c): whatever a worker left in
+/* libFuzzer harness for torch's error file reader (launcher/records/report.c): whatever a worker left in
  * TORCHELASTIC_ERROR_FILE parses or is refused without a crash, a leak or a read past len. */
 #include <stdint.h>
 #include <stdlib.h>

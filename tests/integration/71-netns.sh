@@ -4,7 +4,7 @@
 # static rendezvous (--nnodes 3 --node-rank i --master-addr 10.231.0.1 --master-port P) and one gloo worker:
 #  1. ranks 0-2 come up in their own namespaces, GROUP_RANK = node rank, all_reduce sums are right;
 #  2. killing node 2's agent (SIGKILL) takes its worker with it, and nodes 0 and 1 notice within seconds through
-#     the agents' control channel (launcher/coord.c; the workers make no collective call after their first one,
+#     the agents' control channel (launcher/nodes/coord.c; the workers make no collective call after their first one,
 #     so gloo cannot tell them): node 0 says "node 2 lost", stops every node, and both agents exit non-zero;
 #  3. killing node 1's worker (SIGKILL) with max_restarts = 1: node 0 stops every node and decides the restart
 #     once; all three nodes run attempt 1 (TORCHELASTIC_RESTART_COUNT=1 on every node) to the end;

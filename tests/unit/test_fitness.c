@@ -146,3 +146,15 @@ Test(fitness, events_judged_by_the_judge)
     ddp_fitness_judge_event(DDP_NVML_EV_CLOCK, DDP_NVML_CLOCKS_HW_SLOWDOWN, "clocks", &v);
     cr_expect(ddp_fitness_usable(&v));
 }
+
+/* doctor's gpu-busy: how loaded a GPU is by NVML's totals, whoever loads it (one rule, the judge's) */
+Test(fitness, load_by_totals_idle_shared_full)
+{
+    cr_expect_eq(ddp_fitness_load(GIB / 2, 80 * GIB, 0), DDP_FIT_LOAD_IDLE);
+    cr_expect_eq(ddp_fitness_load(-1, -1, -1), DDP_FIT_LOAD_IDLE, "nothing known: not counted");
+    cr_expect_eq(ddp_fitness_load(DDP_GPU_BUSY_THRESHOLD, 80 * GIB, 0), DDP_FIT_LOAD_SHARED, "the busy threshold");
+    cr_expect_eq(ddp_fitness_load(GIB / 2, 4 * GIB, 0), DDP_FIT_LOAD_SHARED, "12.5% of a small GPU");
+    cr_expect_eq(ddp_fitness_load(0, 80 * GIB, 10), DDP_FIT_LOAD_SHARED, "10% utilisation");
+    cr_expect_eq(ddp_fitness_load(64 * GIB, 80 * GIB, 0), DDP_FIT_LOAD_FULL, "80% of its memory");
+    cr_expect_eq(ddp_fitness_load(64 * GIB, 80 * GIB - 1, -1), DDP_FIT_LOAD_FULL);
+}
