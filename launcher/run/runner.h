@@ -25,44 +25,9 @@ struct ddp_runner_attempt;
 struct ddp_runner_io;
 struct ddp_runner_worker;
 
-/* One worker of one attempt. Read-only for callers; a caller that keeps something per worker keeps it itself,
- * by index (the watch's modules do). */
-struct ddp_runner_worker {
-    struct ddp_runner_attempt *run;
-    size_t index;               /* in run->w */
-    const struct ddp_worker *w; /* its plan (run->plan.workers[index]) */
-    enum ddp_lifecycle_state state;
-    unsigned open; /* DDP_RS_* not at EOF yet */
-    enum ddp_worker_fail fail;
-    int exec_err;   /* DDP_WF_EXEC: errno of exec */
-    char *bind_msg; /* DDP_WF_BIND: the shim's message */
-    int status;     /* exit code, or 128+N (ENDING and later) */
-    int signo;      /* death by signal N, or 0 */
-    int pid;        /* the program's pid (from the shim), else the shim's */
-    int pgid;       /* the group to signal (the shim's pid), 0 = never started */
-    bool warm;      /* its program runs in a standby interpreter (standby.h), not a fresh one */
-    long long start_ms, end_ms;
-    time_t end_wall;
-    struct ddp_runner_io *io; /* the runner's own (libuv handles, pipes, line buffers): run/runner_internal.h,
-                                 read by no other module */
-};
-
-/* One attempt's workers. Freed once retired (ddp_runner_retire) and every libuv handle of it closed. */
-struct ddp_runner_attempt {
-    struct ddp_runner *runner;
-    struct ddp_attempt plan;
-    struct ddp_runner_worker *w;
-    size_t nw;
-    size_t nexited, ndone;
-    long long start_ms;
-    char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
-    int open_handles;
-    bool retired;
-    struct ddp_logfile filtered[2]; /* attempt_N/filtered_stdout.log, _stderr.log ([job] dup_*_filters) */
-};
-
-/* A worker of one attempt, and the attempt, read through these accessors (runner_worker.c), never written. A caller
- * that keeps something per worker keeps it itself, by index (the watch's modules do). A worker's: */
+/* A worker of one attempt, and the attempt: opaque outside launcher/run/ (their data: run/runner_internal.h), read
+ * through these accessors (runner_worker.c), never written. A caller that keeps something per worker keeps it
+ * itself, by index (the watch's modules do). A worker's: */
 /* the attempt it is of, its index there and its plan (run/plan.h: its rank, GPU, CPUs, argv...) */
 struct ddp_runner_attempt *ddp_runner_worker_attempt(const struct ddp_runner_worker *k);
 size_t ddp_runner_worker_index(const struct ddp_runner_worker *k);
