@@ -303,8 +303,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     ddp_records_attempt_begin(s->rec, r);
     ddp_watch_attempt_start(s->watch, r);
     say_warm(r);
-    /* the next attempt's, while this one runs */
-    if (s->standbys && ddp_runner_attempt_number(r) < s->spec->max_restarts)
+    if (s->standbys && ddp_runner_attempt_number(r) < s->spec->max_restarts) /* the next one's, as this one runs */
         ddp_standby_fill(s->standbys, ddp_runner_attempt_plan(r));
     if (!s->gpucheck_started && ddp_gpus_check_beside(s->spec, true)) { /* else checked before the spawn */
         s->gpucheck_started = true;
@@ -712,15 +711,14 @@ static void on_line(void *arg, struct ddp_runner_worker *k, int which, const cha
 static void worker_failed(struct sup *s, const struct ddp_runner_worker *k)
 {
     int attempt = ddp_runner_attempt_number(ddp_runner_worker_attempt(k)), signo = ddp_runner_worker_signo(k);
+    int rank = ddp_runner_worker_rank(k), local = ddp_runner_worker_local_rank(k), pid = ddp_runner_worker_pid(k);
     ddp_records_root(s->rec, k, NULL, DDP_CLASS_NONE);
     if (signo)
-        ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers", attempt,
-                  ddp_runner_worker_rank(k), ddp_runner_worker_local_rank(k), ddp_runner_worker_pid(k),
-                  ddp_report_signame(signo));
+        ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers", attempt, rank, local,
+                  pid, ddp_report_signame(signo));
     else
         ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other workers", attempt,
-                  ddp_runner_worker_rank(k), ddp_runner_worker_local_rank(k), ddp_runner_worker_pid(k),
-                  ddp_runner_worker_status(k));
+                  rank, local, pid, ddp_runner_worker_status(k));
 }
 
 /* The shim says the program failed while it still ends what the program left behind (which may take up to
