@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The include rule of launcher/ (launcher/deps.rules): every include of a launcher header names its folder
 ("run/runner.h"), goes to the folder itself or to one the rules allow, never to another folder's X_internal.h,
-and the modules include each other without a cycle. With --objects OBJ_DIR (a build's obj/, one FOLDER/MODULE.o
+and the modules include each other without a cycle; in the tests beside launcher/ (tests/unit, tests/fuzz) a
+folder's X_internal.h only in X's own test or stand-in (test_X*, fuzz_X*, fake_X*). With --objects OBJ_DIR (a build's obj/, one FOLDER/MODULE.o
 per source) the same rule holds for calls: every symbol a module's object uses from another module (nm) is a call
 or data edge, allowed only downward or inside a folder, and the modules call each other without a cycle.
 Usage: deps-check.py LAUNCHER_DIR [--objects OBJ_DIR]. Exit 0: holds; 1: each violation on its own line.
@@ -65,6 +66,22 @@ for path in sorted(glob.glob(os.path.join(root, "*", "*.[ch]"))):
         dep = re.sub(r"_internal$", "", os.path.splitext(inc)[0])
         if dep != mod:
             deps.add(dep)
+
+# The tests next to launcher/ (tests/unit, tests/fuzz): a folder's X_internal.h only in X's own test (test_X*.c,
+# fuzz_X*.c) or X's stand-in (fake_X*.h); every other test reads a module through its public header, as the code
+# does (issue 53 item 6: the runner's workers and attempts are opaque outside launcher/run/).
+tests = os.path.join(os.path.dirname(os.path.abspath(root)), "tests")
+for path in sorted(glob.glob(os.path.join(tests, "unit", "*.[ch]")) + glob.glob(os.path.join(tests, "fuzz", "*.[ch]"))):
+    own = re.sub(r"^(test|fuzz|fake)_", "", os.path.splitext(os.path.basename(path))[0])
+    for n, line in enumerate(open(path, errors="replace"), 1):
+        g = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if not g or not g.group(1).endswith("_internal.h"):
+            continue
+        mod = os.path.basename(g.group(1))[:-len("_internal.h")]
+        if own != mod and not own.startswith(mod + "_"):
+            bad.append('tests/%s:%d: #include "%s": the internal header of a module this test does not test '
+                       '(only test_%s*, fuzz_%s*, fake_%s* may)' % (os.path.relpath(path, tests), n, g.group(1),
+                                                                     mod, mod, mod))
 
 def cycles(graph, kind):
     state, stack = {}, []

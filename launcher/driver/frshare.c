@@ -40,23 +40,23 @@ static void on_tick(uv_timer_t *t)
     long long now = ddp_now_ms();
     if (!r)
         return;
-    if (r->plan.attempt != f->attempt) {
+    if (ddp_runner_attempt_number(r) != f->attempt) {
         free(f->sent);
-        f->nsent = r->nw;
+        f->nsent = ddp_runner_attempt_nworkers(r);
         f->sent = ddp_xcalloc(f->nsent ? f->nsent : 1, sizeof(*f->sent));
-        f->attempt = r->plan.attempt;
+        f->attempt = ddp_runner_attempt_number(r);
     }
-    for (size_t i = 0; i < r->nw && i < f->nsent; i++) {
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(r) && i < f->nsent; i++) {
         long long still = 0;
         const struct ddp_fr_state *fr = ddp_live_fr_now(ddp_live_in_watch(ddp_watch_env(f->watch)), i, now, &still);
         if (!fr || (f->sent[i].has && !changed(&f->sent[i].fr, fr)))
             continue;
-        const struct ddp_worker *w = r->w[i].w;
+        const struct ddp_worker *w = ddp_runner_worker_plan(ddp_runner_attempt_worker(r, i));
         struct ddp_fr_remote_rank where = {w->local_rank, w->gpu, ""};
         char json[DDP_FRAME_FR_MAX + 1];
         snprintf(where.busid, sizeof(where.busid), "%s", w->gpu_busid ? w->gpu_busid : "");
         if (ddp_fr_remote_encode(fr, &where, json, sizeof(json)) < 0 ||
-            ddp_roster_send_fr(f->nodes, r->plan.attempt, w->rank, still, json) < 0)
+            ddp_roster_send_fr(f->nodes, ddp_runner_attempt_number(r), w->rank, still, json) < 0)
             continue;
         f->sent[i].has = true;
         f->sent[i].fr = *fr;

@@ -163,7 +163,8 @@ static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void
     if (ev->kind == DDP_COORD_FR)
         return ddp_frshare_received(r->frshare, ev);
     struct ddp_runner_attempt *a = ddp_runner_current(r->c.rn);
-    struct ddp_roster_view v = {r->agent.state, a ? a->plan.attempt : -1, r->c.pol->state != DDP_PS_RUNNING};
+    struct ddp_roster_view v = {r->agent.state, a ? ddp_runner_attempt_number(a) : -1,
+                                r->c.pol->state != DDP_PS_RUNNING};
     if (!ddp_roster_translate(r->roster, ev, &v, &ae, why, sizeof(why)))
         return;
     if (r->leader && ae.kind == DDP_AE_JOINED && r->agent.state == DDP_AS_JOINING && ae.all) {

@@ -85,7 +85,7 @@ static void all_done(struct sup *s);
 static int cur_attempt(const struct sup *s)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
-    return r ? r->plan.attempt : s->pol.attempt;
+    return r ? ddp_runner_attempt_number(r) : s->pol.attempt;
 }
 
 /* The watch's hang capture (capture_ask.h) and its recorders at a collective failure (atfail.h). */
@@ -219,13 +219,13 @@ static void say_warm(const struct ddp_runner_attempt *r)
 {
     struct ddp_buf b = {0};
     size_t n = 0;
-    for (size_t i = 0; i < r->nw; i++)
-        if (r->w[i].warm) {
-            ddp_buf_printf(&b, "%s%d", n++ ? "," : "", r->w[i].w->rank);
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(r); i++)
+        if (ddp_runner_worker_warm(ddp_runner_attempt_worker(r, i))) {
+            ddp_buf_printf(&b, "%s%d", n++ ? "," : "", ddp_runner_worker_rank(ddp_runner_attempt_worker(r, i)));
         }
     if (n)
-        ddp_info("attempt %d: rank%s %s started warm (standby interpreter%s), %zu fresh", r->plan.attempt,
-                 n == 1 ? "" : "s", b.data, n == 1 ? "" : "s", r->nw - n);
+        ddp_info("attempt %d: rank%s %s started warm (standby interpreter%s), %zu fresh", ddp_runner_attempt_number(r),
+                 n == 1 ? "" : "s", b.data, n == 1 ? "" : "s", ddp_runner_attempt_nworkers(r) - n);
     ddp_buf_free(&b);
 }
 
@@ -310,18 +310,19 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
         struct ddp_policy_event_data ev = {.kind = DDP_PE_WORKER_FAILED, .launcher = true};
         if (s->pol.state == DDP_PS_RUNNING)
             feed(s, &ev);
-        if (r->ndone == r->nw && ddp_runner_current(s->rn) == r)
+        if (ddp_runner_attempt_ndone(r) == ddp_runner_attempt_nworkers(r) && ddp_runner_current(s->rn) == r)
             all_done(s);
         return 0;
     }
     ddp_records_attempt_begin(s->rec, r);
     ddp_watch_attempt_start(s->watch, r);
     say_warm(r);
-    if (s->standbys && r->plan.attempt < s->spec->max_restarts) /* the next attempt's, while this one runs */
-        ddp_standby_fill(s->standbys, &r->plan);
+    if (s->standbys && ddp_runner_attempt_number(r) < s->spec->max_restarts) /* the next one's, as this one runs */
+        ddp_standby_fill(s->standbys, ddp_runner_attempt_plan(r));
     if (!s->gpucheck_started && ddp_gpus_check_beside(s->spec, true)) { /* else checked before the spawn */
         s->gpucheck_started = true;
-        s->gpucheck = ddp_gpus_check_start(&s->loop, s->ctx->topo, s->spec, &r->plan, gpucheck_answered, s);
+        s->gpucheck =
+            ddp_gpus_check_start(&s->loop, s->ctx->topo, s->spec, ddp_runner_attempt_plan(r), gpucheck_answered, s);
     }
     return 0;
 }
@@ -444,9 +445,9 @@ static bool say_escalation(struct sup *s, int attempt)
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     struct ddp_buf b = {0};
     size_t n = 0;
-    for (size_t i = 0; r && i < r->nw; i++)
-        if (ddp_runner_worker_running(&r->w[i]))
-            ddp_buf_printf(&b, "%s%d", n++ ? ", " : "", r->w[i].w->rank);
+    for (size_t i = 0; r && i < ddp_runner_attempt_nworkers(r); i++)
+        if (ddp_runner_worker_running(ddp_runner_attempt_worker(r, i)))
+            ddp_buf_printf(&b, "%s%d", n++ ? ", " : "", ddp_runner_worker_rank(ddp_runner_attempt_worker(r, i)));
     if (n > 0) {
         int sig = s->pol.stop == DDP_STOP_SIGNAL ? s->pol.stop_signo : SIGTERM;
         char *d = ddp_timeout_duration(s->spec->shutdown_timeout_ms);
@@ -543,9 +544,9 @@ static void apply_now(struct sup *s, const struct ddp_policy_action *act)
 static int rank_on_gpu(const struct sup *s, int gpu)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
-    for (size_t i = 0; r && i < r->nw; i++)
-        if (r->w[i].w->gpu == gpu)
-            return r->w[i].w->rank;
+    for (size_t i = 0; r && i < ddp_runner_attempt_nworkers(r); i++)
+        if (ddp_runner_worker_plan(ddp_runner_attempt_worker(r, i))->gpu == gpu)
+            return ddp_runner_worker_rank(ddp_runner_attempt_worker(r, i));
     return -1;
 }
 
@@ -617,8 +618,8 @@ static bool gpu_recheck_start(struct sup *s, const struct ddp_policy_action *a)
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
     const struct ddp_topo *topo = s->ctx->topo;
     bool gpus = false;
-    for (size_t i = 0; r && i < r->plan.nworkers; i++)
-        gpus |= r->plan.workers[i].gpu >= 0;
+    for (size_t i = 0; r && i < ddp_runner_attempt_plan(r)->nworkers; i++)
+        gpus |= ddp_runner_attempt_plan(r)->workers[i].gpu >= 0;
     if (!gpus || !topo || !ddp_topo_nvml(topo)->found || s->recheck) /* a job without GPUs never loads NVML */
         return false;
     /* no UUIDs, names or NVLinks */
@@ -686,8 +687,8 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
     s->timeout_reason = t->why;
     s->timeout_class = t->cls;
     ddp_records_root(s->rec, t->k, t->why, t->cls);
-    ddp_records_timeout(s->rec, r->plan.attempt, t->cls, t->k, t->why);
-    ddp_error("attempt %d: %s; stopping the workers", r->plan.attempt, t->why);
+    ddp_records_timeout(s->rec, ddp_runner_attempt_number(r), t->cls, t->k, t->why);
+    ddp_error("attempt %d: %s; stopping the workers", ddp_runner_attempt_number(r), t->why);
     struct ddp_policy_event_data ev = {
         .kind = DDP_PE_TIMEOUT, .capture = ddp_capture_possible(capture(s)) > 0, .final = t->final};
     feed(s, &ev);
@@ -698,7 +699,7 @@ static void on_timeout(void *arg, struct ddp_timeout *t)
 static void on_started(void *arg, struct ddp_runner_worker *k)
 {
     struct sup *s = arg;
-    ddp_records_attempt_flush(s->rec, k->run);
+    ddp_records_attempt_flush(s->rec, ddp_runner_worker_attempt(k));
     ddp_watch_started(s->watch, k);
 }
 
@@ -723,13 +724,15 @@ static void on_line(void *arg, struct ddp_runner_worker *k, int which, const cha
 /* k failed first: it is the root cause, the others are stopped. */
 static void worker_failed(struct sup *s, const struct ddp_runner_worker *k)
 {
+    int attempt = ddp_runner_attempt_number(ddp_runner_worker_attempt(k)), signo = ddp_runner_worker_signo(k);
+    int rank = ddp_runner_worker_rank(k), local = ddp_runner_worker_local_rank(k), pid = ddp_runner_worker_pid(k);
     ddp_records_root(s->rec, k, NULL, DDP_CLASS_NONE);
-    if (k->signo)
-        ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers", k->run->plan.attempt,
-                  k->w->rank, k->w->local_rank, k->pid, ddp_report_signame(k->signo));
+    if (signo)
+        ddp_error("attempt %d: rank %d (local %d, pid %d) died by %s; stopping the other workers", attempt, rank, local,
+                  pid, ddp_report_signame(signo));
     else
-        ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other workers",
-                  k->run->plan.attempt, k->w->rank, k->w->local_rank, k->pid, k->status);
+        ddp_error("attempt %d: rank %d (local %d, pid %d) exited with code %d; stopping the other workers", attempt,
+                  rank, local, pid, ddp_runner_worker_status(k));
 }
 
 /* The shim says the program failed while it still ends what the program left behind (which may take up to
@@ -749,31 +752,33 @@ static void on_program_ended(void *arg, struct ddp_runner_worker *k, int status,
 static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle_state from)
 {
     struct sup *s = arg;
-    struct ddp_runner_attempt *r = k->run;
+    struct ddp_runner_attempt *r = ddp_runner_worker_attempt(k);
+    int status = ddp_runner_worker_status(k), signo = ddp_runner_worker_signo(k);
     ddp_watch_exited(s->watch, k);
     ddp_records_worker_exit(s->rec, k);
     if (!ddp_runner_is_current(k))
         return;
-    if (k->status != 0) /* a failure's cause may be the holder the check beside the spawn is about to name */
+    if (status != 0) /* a failure's cause may be the holder the check beside the spawn is about to name */
         ddp_gpus_read_settle(s->gpucheck, SETTLE_MS);
     ddp_records_exited(s->rec, k, timeout_cls(s));
     if (from != DDP_WS_ENDING) { /* else its failure was fed when the shim said the program ended */
-        struct ddp_policy_event_data ev = {.kind = k->status == 0 ? DDP_PE_WORKER_OK : DDP_PE_WORKER_FAILED};
-        if (k->status != 0) {
-            ev.status = k->status;
-            ev.fatal = k->fail != DDP_WF_NONE;
+        struct ddp_policy_event_data ev = {.kind = status == 0 ? DDP_PE_WORKER_OK : DDP_PE_WORKER_FAILED};
+        if (status != 0) {
+            ev.status = status;
+            ev.fatal = ddp_runner_worker_fail(k) != DDP_WF_NONE;
             if (s->pol.state == DDP_PS_RUNNING) {
                 worker_failed(s, k);
                 ev.recorders = ddp_atfail_possible(atfail(s), k);
-            } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL && k->fail != DDP_WF_EXEC &&
-                       !ddp_capture_in(capture(s), k) && k->signo != SIGTERM && k->signo != SIGKILL &&
-                       k->status != ddp_exit_signal(SIGTERM))
+            } else if (s->pol.state == DDP_PS_STOPPING && s->pol.stop != DDP_STOP_SIGNAL &&
+                       ddp_runner_worker_fail(k) != DDP_WF_EXEC && !ddp_capture_in(capture(s), k) && signo != SIGTERM &&
+                       signo != SIGKILL && status != ddp_exit_signal(SIGTERM))
                 ddp_records_other(s->rec, k); /* a failure of its own while we were stopping */
         }
         feed(s, &ev);
     }
     /* every worker exited but processes they left behind hold their output pipes: wait, then kill them */
-    if (r->nexited == r->nw && r->ndone < r->nw && !uv_is_active((uv_handle_t *)&s->grace) &&
+    if (ddp_runner_attempt_nexited(r) == ddp_runner_attempt_nworkers(r) &&
+        ddp_runner_attempt_ndone(r) < ddp_runner_attempt_nworkers(r) && !uv_is_active((uv_handle_t *)&s->grace) &&
         s->pol.state == DDP_PS_RUNNING)
         uv_timer_start(&s->grace, on_grace, (uint64_t)s->spec->shutdown_timeout_ms, 0);
 }

@@ -96,20 +96,22 @@ static void forget_seen(struct ddp_records *r)
 static const struct seen *seen_of(const struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     static const struct seen none = {DDP_CLASS_NONE, NULL, false};
-    bool same = r->seen && r->seen_attempt == k->run->plan.attempt && k->index < r->nseen;
-    return same ? &r->seen[k->index] : &none;
+    size_t i = ddp_runner_worker_index(k);
+    bool same = r->seen && r->seen_attempt == ddp_runner_attempt_number(ddp_runner_worker_attempt(k)) && i < r->nseen;
+    return same ? &r->seen[i] : &none;
 }
 
 /* k's entry, made for its attempt. */
 static struct seen *seen_for(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
-    if (!r->seen || r->seen_attempt != k->run->plan.attempt || r->nseen != k->run->nw) {
+    const struct ddp_runner_attempt *run = ddp_runner_worker_attempt(k);
+    if (!r->seen || r->seen_attempt != ddp_runner_attempt_number(run) || r->nseen != ddp_runner_attempt_nworkers(run)) {
         forget_seen(r);
-        r->seen_attempt = k->run->plan.attempt;
-        r->nseen = k->run->nw;
+        r->seen_attempt = ddp_runner_attempt_number(run);
+        r->nseen = ddp_runner_attempt_nworkers(run);
         r->seen = ddp_xcalloc(r->nseen, sizeof(*r->seen));
     }
-    return &r->seen[k->index];
+    return &r->seen[ddp_runner_worker_index(k)];
 }
 
 void ddp_records_captured(struct ddp_records *r, const struct ddp_runner_worker *k)
@@ -150,7 +152,7 @@ static void push_tail(void *arg, const char *line)
 
 static bool has_exited(const struct ddp_runner_worker *k)
 {
-    return k->state >= DDP_WS_EXITED;
+    return ddp_runner_worker_state(k) >= DDP_WS_EXITED;
 }
 
 /* ---------------------------------------------------------------- events */
@@ -275,9 +277,10 @@ void ddp_records_attempt_begin(struct ddp_records *r, const struct ddp_runner_at
     r->unrecorded = run;
     r->ranks_lo = INT_MAX;
     r->ranks_hi = -1;
-    for (size_t i = 0; i < run->nw; i++) {
-        r->ranks_lo = run->w[i].w->rank < r->ranks_lo ? run->w[i].w->rank : r->ranks_lo;
-        r->ranks_hi = run->w[i].w->rank > r->ranks_hi ? run->w[i].w->rank : r->ranks_hi;
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(run); i++) {
+        int rank = ddp_runner_worker_rank(ddp_runner_attempt_worker(run, i));
+        r->ranks_lo = rank < r->ranks_lo ? rank : r->ranks_lo;
+        r->ranks_hi = rank > r->ranks_hi ? rank : r->ranks_hi;
     }
     ddp_jsonlog_hold(r->rec);
     ddp_records_attempt_flush(r, run);
@@ -287,9 +290,10 @@ void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_at
 {
     if (r->unrecorded != run)
         return;
-    for (size_t i = 0; i < run->nw; i++) {
-        const struct ddp_runner_worker *k = &run->w[i];
-        if (k->pgid > 0 && k->pid == k->pgid && k->state == DDP_WS_RUNNING)
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(run); i++) {
+        const struct ddp_runner_worker *k = ddp_runner_attempt_worker(run, i);
+        if (ddp_runner_worker_pgid(k) > 0 && ddp_runner_worker_pid(k) == ddp_runner_worker_pgid(k) &&
+            ddp_runner_worker_state(k) == DDP_WS_RUNNING)
             return;
     }
     r->unrecorded = NULL;
@@ -299,50 +303,53 @@ void ddp_records_attempt_flush(struct ddp_records *r, const struct ddp_runner_at
 static void attempt_start(struct ddp_records *r, const struct ddp_runner_attempt *run)
 {
     json_t *workers = json_array(), *argv = json_array(), *gpus = json_array(), *warm = json_array();
-    const struct ddp_attempt *a = &run->plan;
+    const struct ddp_attempt *a = ddp_runner_attempt_plan(run);
     r->nattempts++;
-    for (size_t i = 0; i < run->nw; i++) {
-        const struct ddp_runner_worker *k = &run->w[i];
-        json_array_append_new(workers,
-                              ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b, s:b}", "rank", k->w->rank,
-                                               "local_rank", k->w->local_rank, "pid", k->pid, "gpu", k->w->gpu,
-                                               "gpu_busid", k->w->gpu_busid, "numa_node", k->w->numa_node, "cpus",
-                                               k->w->cpus, "started", k->pgid > 0, "warm", k->warm));
-        if (k->warm)
-            json_array_append_new(warm, json_integer(k->w->rank));
-        if (k->w->gpu_busid)
-            json_array_append_new(gpus, json_string(k->w->gpu_busid));
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(run); i++) {
+        const struct ddp_runner_worker *k = ddp_runner_attempt_worker(run, i);
+        const struct ddp_worker *w = ddp_runner_worker_plan(k);
+        json_array_append_new(
+            workers, ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:b, s:b}", "rank", w->rank, "local_rank",
+                                      w->local_rank, "pid", ddp_runner_worker_pid(k), "gpu", w->gpu, "gpu_busid",
+                                      w->gpu_busid, "numa_node", w->numa_node, "cpus", w->cpus, "started",
+                                      ddp_runner_worker_pgid(k) > 0, "warm", ddp_runner_worker_warm(k)));
+        if (ddp_runner_worker_warm(k))
+            json_array_append_new(warm, json_integer(w->rank));
+        if (w->gpu_busid)
+            json_array_append_new(gpus, json_string(w->gpu_busid));
     }
     if (json_array_size(warm))
         json_array_append_new(r->warm, ddp_jsonlog_pack("{s:i, s:O}", "attempt", a->attempt, "ranks", warm));
     json_decref(warm);
-    if (run->nw)
-        for (size_t i = 0; i < run->w[0].w->argv.n; i++)
-            json_array_append_new(argv, ddp_jsonlog_text(run->w[0].w->argv.v[i]));
+    if (ddp_runner_attempt_nworkers(run))
+        for (size_t i = 0; i < a->workers[0].argv.n; i++)
+            json_array_append_new(argv, ddp_jsonlog_text(a->workers[0].argv.v[i]));
     ddp_jsonlog_fill(r->rec, "attempt_start",
                      ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:o, s:s?, s:o, s:o}", "attempt", a->attempt, "nproc",
                                       a->nproc, "world_size", a->world_size, "master_port", a->master_port, "dir",
                                       ddp_jsonlog_text(a->dir), "gpu_reason", a->gpu_reason, "argv", argv, "workers",
                                       workers));
     ps_update(r, ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "attempt", a->attempt, "world_size", a->world_size,
-                                  "nproc", (int)run->nw, "ranks_alive", (int)(run->nw - run->nexited), "master_port",
-                                  a->master_port, "gpus", gpus));
+                                  "nproc", (int)ddp_runner_attempt_nworkers(run), "ranks_alive",
+                                  (int)(ddp_runner_attempt_nworkers(run) - ddp_runner_attempt_nexited(run)),
+                                  "master_port", a->master_port, "gpus", gpus));
 }
 
 static const char *worker_class(const struct ddp_records *r, const struct ddp_runner_worker *k, char *buf, size_t n)
 {
     const struct seen *o = seen_of(r, k);
-    if (k->fail == DDP_WF_EXEC)
+    if (ddp_runner_worker_fail(k) == DDP_WF_EXEC)
         return "exec-failed";
-    if (k->fail == DDP_WF_BIND)
+    if (ddp_runner_worker_fail(k) == DDP_WF_BIND)
         return "bind-failed";
     if (o->cls != DDP_CLASS_NONE)
         return ddp_class_name(o->cls);
-    if (k->status == 0)
+    if (ddp_runner_worker_status(k) == 0)
         return "ok";
-    enum ddp_class c = ddp_recognise_status(k->signo ? 0 : k->status, k->signo);
+    enum ddp_class c =
+        ddp_recognise_status(ddp_runner_worker_signo(k) ? 0 : ddp_runner_worker_status(k), ddp_runner_worker_signo(k));
     if (c == DDP_CLASS_EXIT || c == DDP_CLASS_NONE) {
-        snprintf(buf, n, "exit-%d", k->status);
+        snprintf(buf, n, "exit-%d", ddp_runner_worker_status(k));
         return buf;
     }
     return ddp_class_name(c);
@@ -364,18 +371,23 @@ void ddp_records_stopping(struct ddp_records *r, int attempt)
 void ddp_records_worker_exit(struct ddp_records *r, const struct ddp_runner_worker *k)
 {
     char cbuf[32];
-    int attempt = k->run->plan.attempt;
-    bool root = r->root.set && r->root.attempt == attempt && r->root.rank == k->w->rank;
-    bool stopped = r->stopping == attempt && k->status != 0 && k->fail == DDP_WF_NONE && !root;
-    ddp_records_attempt_flush(r, k->run); /* k no longer holds it back */
+    const struct ddp_runner_attempt *run = ddp_runner_worker_attempt(k);
+    int attempt = ddp_runner_attempt_number(run), rank = ddp_runner_worker_rank(k);
+    int status = ddp_runner_worker_status(k), signo = ddp_runner_worker_signo(k);
+    bool root = r->root.set && r->root.attempt == attempt && r->root.rank == rank;
+    bool stopped = r->stopping == attempt && status != 0 && ddp_runner_worker_fail(k) == DDP_WF_NONE && !root;
+    ddp_records_attempt_flush(r, run); /* k no longer holds it back */
     ddp_jsonlog_event(r->rec, "worker_exit",
                       ddp_jsonlog_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:I, s:b}", "attempt", attempt, "rank",
-                                       k->w->rank, "local_rank", k->w->local_rank, "pid", k->pid, "exit_code",
-                                       k->signo ? json_null() : json_integer(k->status), "signal",
-                                       k->signo ? json_string(ddp_report_signame(k->signo)) : json_null(), "class",
+                                       rank, "local_rank", ddp_runner_worker_local_rank(k), "pid",
+                                       ddp_runner_worker_pid(k), "exit_code",
+                                       signo ? json_null() : json_integer(status), "signal",
+                                       signo ? json_string(ddp_report_signame(signo)) : json_null(), "class",
                                        worker_class(r, k, cbuf, sizeof(cbuf)), "ran_ms",
-                                       (json_int_t)(k->end_ms - k->start_ms), "stopped", stopped));
-    ps_update(r, ddp_jsonlog_pack("{s:i}", "ranks_alive", (int)(k->run->nw - k->run->nexited)));
+                                       (json_int_t)(ddp_runner_worker_end_ms(k) - ddp_runner_worker_start_ms(k)),
+                                       "stopped", stopped));
+    ps_update(r, ddp_jsonlog_pack("{s:i}", "ranks_alive",
+                                  (int)(ddp_runner_attempt_nworkers(run) - ddp_runner_attempt_nexited(run))));
 }
 
 void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls, const struct ddp_runner_worker *k,
@@ -383,7 +395,8 @@ void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls,
 {
     ddp_jsonlog_event(r->rec, "timeout",
                       ddp_jsonlog_pack("{s:i, s:s, s:o, s:o}", "attempt", attempt, "class", ddp_class_name(cls), "rank",
-                                       k ? json_integer(k->w->rank) : json_null(), "reason", ddp_jsonlog_text(why)));
+                                       k ? json_integer(ddp_runner_worker_rank(k)) : json_null(), "reason",
+                                       ddp_jsonlog_text(why)));
 }
 
 /* ---------------------------------------------------------------- the failure ledger */
@@ -392,14 +405,15 @@ void ddp_records_timeout(struct ddp_records *r, int attempt, enum ddp_class cls,
  * under it), or memory another process held there when the worker ran out of it. */
 static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct ddp_runner_worker *k, enum ddp_class c)
 {
-    int g = k->w->gpu;
+    const struct ddp_worker *w = ddp_runner_worker_plan(k);
+    int g = w->gpu;
     if (g < 0 || (size_t)g >= r->ngpu)
         return;
     const char *held = r->gpu_held[g]                            ? r->gpu_held[g]
                        : r->ctx->gpu_held && r->ctx->gpu_held[g] ? r->ctx->gpu_held[g]
                                                                  : NULL;
     if (r->gpu_fault[g]) {
-        e->cause = ddp_xasprintf("GPU %d (%s) fault: %s", g, k->w->gpu_busid ? k->w->gpu_busid : "?", r->gpu_fault[g]);
+        e->cause = ddp_xasprintf("GPU %d (%s) fault: %s", g, w->gpu_busid ? w->gpu_busid : "?", r->gpu_fault[g]);
         free(e->class_name);
         e->class_name = ddp_xstrdup("gpu-fault");
         free(e->hint);
@@ -466,11 +480,12 @@ static char *missing_module_hint(const struct ddp_runner_worker *k, const char *
         plain = isalnum((unsigned char)*c) || *c == '_' || *c == '.';
     if (plain)
         snprintf(module, sizeof module, "'%.*s'", (int)(end - name), name);
-    if (!k->w->python || !k->w->argv.n)
+    const struct ddp_worker *w = ddp_runner_worker_plan(k);
+    if (!w->python || !w->argv.n)
         return ddp_xstrdup(ddp_class_hint(DDP_CLASS_MISSING_MODULE));
     return ddp_xasprintf("the workers' Python %s has no module %s: install it for that python, or run with "
                          "PYTHON_EXEC=<a python that has it> (`ddplaunch doctor` names one for torch)",
-                         k->w->argv.v[0], module);
+                         w->argv.v[0], module);
 }
 
 static void record_ended(const struct ddp_records *r, struct ended *e, const struct ddp_runner_worker *k,
@@ -481,32 +496,32 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
     enum ddp_class c;
     ended_clear(e);
     e->set = true;
-    e->rank = k->w->rank;
-    e->local_rank = k->w->local_rank;
-    e->pid = k->pid;
-    e->status = k->status;
-    e->signo = k->signo;
+    e->rank = ddp_runner_worker_rank(k);
+    e->local_rank = ddp_runner_worker_local_rank(k);
+    e->pid = ddp_runner_worker_pid(k);
+    e->status = ddp_runner_worker_status(k);
+    e->signo = ddp_runner_worker_signo(k);
     e->exited = has_exited(k);
-    e->attempt = k->run->plan.attempt;
-    e->when = e->exited ? k->end_wall : time(NULL);
+    e->attempt = ddp_runner_attempt_number(ddp_runner_worker_attempt(k));
+    e->when = e->exited ? ddp_runner_worker_end_wall(k) : time(NULL);
     e->error_file = ef ? ddp_xstrdup(ef) : NULL;
-    e->captured = o->captured && k->signo == SIGABRT;
+    e->captured = o->captured && ddp_runner_worker_signo(k) == SIGABRT;
     c = o->cls;
     if (c == DDP_CLASS_NONE) {
-        if (k->fail == DDP_WF_EXEC)
+        if (ddp_runner_worker_fail(k) == DDP_WF_EXEC)
             c = DDP_CLASS_EXEC_FAILED;
         else if (tcls != DDP_CLASS_NONE && reason)
             c = tcls;
         else if (e->exited)
-            c = ddp_recognise_status(k->signo ? 0 : k->status, k->signo);
+            c = ddp_recognise_status(e->signo ? 0 : e->status, e->signo);
     }
-    if (k->fail == DDP_WF_BIND) {
+    if (ddp_runner_worker_fail(k) == DDP_WF_BIND) {
         e->class_name = ddp_xstrdup("bind-failed");
         e->hint = ddp_xstrdup("the worker could not be bound to its CPUs/memory nodes and [numa] strict = yes: "
                               "check the cpuset this job may use, or set [numa] strict = no or bind = none");
         c = DDP_CLASS_NONE;
     } else if (c == DDP_CLASS_EXIT)
-        e->class_name = ddp_xasprintf("exit-%d", k->status);
+        e->class_name = ddp_xasprintf("exit-%d", ddp_runner_worker_status(k));
     else if (c != DDP_CLASS_NONE)
         e->class_name = ddp_xstrdup(ddp_class_name(c));
     if (c == DDP_CLASS_MISSING_MODULE)
@@ -521,13 +536,14 @@ static void record_ended(const struct ddp_records *r, struct ended *e, const str
     }
     e->class_line = o->line ? ddp_xstrdup(o->line) : NULL;
     e->reason = reason ? ddp_xstrdup(reason) : NULL;
-    if (k->fail == DDP_WF_EXEC) {
+    if (ddp_runner_worker_fail(k) == DDP_WF_EXEC) {
         free(e->reason);
-        e->reason =
-            ddp_xasprintf("cannot execute '%s': %s", k->w->argv.v ? k->w->argv.v[0] : "?", strerror(k->exec_err));
-    } else if (k->fail == DDP_WF_BIND && k->bind_msg) {
+        e->reason = ddp_xasprintf("cannot execute '%s': %s",
+                                  ddp_runner_worker_plan(k)->argv.v ? ddp_runner_worker_plan(k)->argv.v[0] : "?",
+                                  strerror(ddp_runner_worker_exec_err(k)));
+    } else if (ddp_runner_worker_fail(k) == DDP_WF_BIND && ddp_runner_worker_bind_msg(k)) {
         free(e->reason);
-        e->reason = ddp_xstrdup(k->bind_msg);
+        e->reason = ddp_xstrdup(ddp_runner_worker_bind_msg(k));
     }
     gpu_cause(r, e, k, c);
     ddp_runner_worker_tail(k, 1, push_tail, &e->tail);
@@ -556,7 +572,8 @@ static bool root_is_named(const struct ddp_records *r)
 
 void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k, enum ddp_class tcls)
 {
-    if (!r->root.set || r->root.exited || r->root.rank != k->w->rank || r->root.attempt != k->run->plan.attempt)
+    if (!r->root.set || r->root.exited || r->root.rank != ddp_runner_worker_rank(k) ||
+        r->root.attempt != ddp_runner_attempt_number(ddp_runner_worker_attempt(k)))
         return;
     /* the root cause was recorded at a timeout while it ran: now we know how it ended */
     char *reason = r->root.reason ? ddp_xstrdup(r->root.reason) : NULL;
@@ -576,7 +593,7 @@ void ddp_records_exited(struct ddp_records *r, const struct ddp_runner_worker *k
 
 void ddp_records_blame(struct ddp_records *r, const struct ddp_runner_worker *k, const char *why, const char *hint)
 {
-    if (r->root.set && r->root.rank != k->w->rank) {
+    if (r->root.set && r->root.rank != ddp_runner_worker_rank(k)) {
         *push_other(r) = r->root;
         memset(&r->root, 0, sizeof(r->root));
     }
@@ -592,7 +609,7 @@ void ddp_records_blame(struct ddp_records *r, const struct ddp_runner_worker *k,
 void ddp_records_mismatch(struct ddp_records *r, const struct ddp_runner_worker *k, const char *why, json_t *mismatch,
                           char *text)
 {
-    if (r->root.set && r->root.rank != k->w->rank) {
+    if (r->root.set && r->root.rank != ddp_runner_worker_rank(k)) {
         *push_other(r) = r->root;
         memset(&r->root, 0, sizeof(r->root));
     }

@@ -23,42 +23,47 @@ struct ddp_logdir;
 struct ddp_runner;
 struct ddp_runner_attempt;
 struct ddp_runner_io;
+struct ddp_runner_worker;
 
-/* One worker of one attempt. Read-only for callers; a caller that keeps something per worker keeps it itself,
- * by index (the watch's modules do). */
-struct ddp_runner_worker {
-    struct ddp_runner_attempt *run;
-    size_t index;               /* in run->w */
-    const struct ddp_worker *w; /* its plan (run->plan.workers[index]) */
-    enum ddp_lifecycle_state state;
-    unsigned open; /* DDP_RS_* not at EOF yet */
-    enum ddp_worker_fail fail;
-    int exec_err;   /* DDP_WF_EXEC: errno of exec */
-    char *bind_msg; /* DDP_WF_BIND: the shim's message */
-    int status;     /* exit code, or 128+N (ENDING and later) */
-    int signo;      /* death by signal N, or 0 */
-    int pid;        /* the program's pid (from the shim), else the shim's */
-    int pgid;       /* the group to signal (the shim's pid), 0 = never started */
-    bool warm;      /* its program runs in a standby interpreter (standby.h), not a fresh one */
-    long long start_ms, end_ms;
-    time_t end_wall;
-    struct ddp_runner_io *io; /* the runner's own (libuv handles, pipes, line buffers): run/runner_internal.h,
-                                 read by no other module */
-};
+/* A worker of one attempt, and the attempt: opaque outside launcher/run/ (their data: run/runner_internal.h), read
+ * through these accessors (runner_worker.c), never written. A caller that keeps something per worker keeps it
+ * itself, by index (the watch's modules do). A worker's: */
+/* the attempt it is of, its index there and its plan (run/plan.h: its rank, GPU, CPUs, argv...) */
+struct ddp_runner_attempt *ddp_runner_worker_attempt(const struct ddp_runner_worker *k);
+size_t ddp_runner_worker_index(const struct ddp_runner_worker *k);
+const struct ddp_worker *ddp_runner_worker_plan(const struct ddp_runner_worker *k);
+/* its plan's global and local rank */
+int ddp_runner_worker_rank(const struct ddp_runner_worker *k);
+int ddp_runner_worker_local_rank(const struct ddp_runner_worker *k);
+/* where it is in its lifecycle (lifecycle.h), and its DDP_RS_* streams not at EOF yet */
+enum ddp_lifecycle_state ddp_runner_worker_state(const struct ddp_runner_worker *k);
+unsigned ddp_runner_worker_open(const struct ddp_runner_worker *k);
+/* why it never ran its program; for DDP_WF_EXEC exec's errno, for DDP_WF_BIND the shim's message (or NULL) */
+enum ddp_worker_fail ddp_runner_worker_fail(const struct ddp_runner_worker *k);
+int ddp_runner_worker_exec_err(const struct ddp_runner_worker *k);
+const char *ddp_runner_worker_bind_msg(const struct ddp_runner_worker *k);
+/* its exit code, or 128+N (ENDING and later); death by signal N, or 0 */
+int ddp_runner_worker_status(const struct ddp_runner_worker *k);
+int ddp_runner_worker_signo(const struct ddp_runner_worker *k);
+/* its program's pid (from the shim), else the shim's; the group to signal (the shim's pid), 0: never started */
+int ddp_runner_worker_pid(const struct ddp_runner_worker *k);
+int ddp_runner_worker_pgid(const struct ddp_runner_worker *k);
+/* true when its program runs in a standby interpreter (standby.h), not a fresh one */
+bool ddp_runner_worker_warm(const struct ddp_runner_worker *k);
+/* when it started and ended (monotonic ms), and when it ended (wall clock) */
+long long ddp_runner_worker_start_ms(const struct ddp_runner_worker *k);
+long long ddp_runner_worker_end_ms(const struct ddp_runner_worker *k);
+time_t ddp_runner_worker_end_wall(const struct ddp_runner_worker *k);
 
-/* One attempt's workers. Freed once retired (ddp_runner_retire) and every libuv handle of it closed. */
-struct ddp_runner_attempt {
-    struct ddp_runner *runner;
-    struct ddp_attempt plan;
-    struct ddp_runner_worker *w;
-    size_t nw;
-    size_t nexited, ndone;
-    long long start_ms;
-    char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
-    int open_handles;
-    bool retired;
-    struct ddp_logfile filtered[2]; /* attempt_N/filtered_stdout.log, _stderr.log ([job] dup_*_filters) */
-};
+/* An attempt's plan (run/plan.h) and its attempt number there; its workers, worker i (i < nworkers), how many of
+ * them EXITED or DONE and how many DONE; when it started (monotonic ms). */
+const struct ddp_attempt *ddp_runner_attempt_plan(const struct ddp_runner_attempt *r);
+int ddp_runner_attempt_number(const struct ddp_runner_attempt *r);
+size_t ddp_runner_attempt_nworkers(const struct ddp_runner_attempt *r);
+struct ddp_runner_worker *ddp_runner_attempt_worker(const struct ddp_runner_attempt *r, size_t i);
+size_t ddp_runner_attempt_nexited(const struct ddp_runner_attempt *r);
+size_t ddp_runner_attempt_ndone(const struct ddp_runner_attempt *r);
+long long ddp_runner_attempt_start_ms(const struct ddp_runner_attempt *r);
 
 /* What happens, told to the caller (each may be NULL). Called from the loop's callbacks only (and from
  * ddp_runner_program_ended and ddp_runner_give_up, which read a worker's last output or end it), never while
@@ -67,7 +72,7 @@ struct ddp_runner_attempt {
 struct ddp_runner_ops {
     /* a whole line of k's stdout (which 0) or stderr (1), without '\n' */
     void (*line)(void *arg, struct ddp_runner_worker *k, int which, const char *line, size_t len);
-    /* k's program runs: the shim started it (k->pid is the program's now) */
+    /* k's program runs: the shim started it (ddp_runner_worker_pid(k) is the program's now) */
     void (*started)(void *arg, struct ddp_runner_worker *k);
     /* bytes of k's output arrived at now (monotonic ms) */
     void (*output)(void *arg, struct ddp_runner_worker *k, long long now);

@@ -1,12 +1,13 @@
-/* runner_internal: the runner's private part of a worker (runner.h's ddp_runner_worker.io): its process and pipe
- * handles, the shim's report buffer, its output streams and timed log. Included by runner.c, runner_streams.c and
- * standby.c only (and the run folder's tests); every other module learns about a worker from the runner's events and
- * accessors. */
+/* runner_internal: the runner's private data: a worker and its attempt (runner.h declares them opaque and reads
+ * them for other modules through its accessors, runner_worker.c), and a worker's io: its process and pipe handles,
+ * the shim's report buffer, its output streams and timed log. Included by launcher/run/ only (and the runner's unit
+ * test stand-ins, tests/unit/fake_runner*.h); tests/deps-check.py fails on any other include. */
 #ifndef DDP_RUNNER_INTERNAL_H
 #define DDP_RUNNER_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 #include <uv.h>
 
 #include "base/util.h"
@@ -16,6 +17,40 @@
 #include "run/shim.h"
 
 struct ddp_runner;
+
+/* One worker of one attempt. */
+struct ddp_runner_worker {
+    struct ddp_runner_attempt *run;
+    size_t index;               /* in run->w */
+    const struct ddp_worker *w; /* its plan (run->plan.workers[index]) */
+    enum ddp_lifecycle_state state;
+    unsigned open; /* DDP_RS_* not at EOF yet */
+    enum ddp_worker_fail fail;
+    int exec_err;   /* DDP_WF_EXEC: errno of exec */
+    char *bind_msg; /* DDP_WF_BIND: the shim's message */
+    int status;     /* exit code, or 128+N (ENDING and later) */
+    int signo;      /* death by signal N, or 0 */
+    int pid;        /* the program's pid (from the shim), else the shim's */
+    int pgid;       /* the group to signal (the shim's pid), 0 = never started */
+    bool warm;      /* its program runs in a standby interpreter (standby.h), not a fresh one */
+    long long start_ms, end_ms;
+    time_t end_wall;
+    struct ddp_runner_io *io; /* the runner's own (libuv handles, pipes, line buffers), below */
+};
+
+/* One attempt's workers. Freed once retired (ddp_runner_retire) and every libuv handle of it closed. */
+struct ddp_runner_attempt {
+    struct ddp_runner *runner;
+    struct ddp_attempt plan;
+    struct ddp_runner_worker *w;
+    size_t nw;
+    size_t nexited, ndone;
+    long long start_ms;
+    char *cgroup; /* the attempt's cgroup v2 directory (cgroup.h), or NULL */
+    int open_handles;
+    bool retired;
+    struct ddp_logfile filtered[2]; /* attempt_N/filtered_stdout.log, _stderr.log ([job] dup_*_filters) */
+};
 
 struct ddp_runner_io {
     struct ddp_stream s_out, s_err; /* line framing, prefix, console and log of stdout and stderr */

@@ -44,9 +44,10 @@ static void tail_line(void *arg, const char *line)
 bool ddp_atfail_possible(struct ddp_atfail *a, const struct ddp_runner_worker *k)
 {
     bool seen;
-    if (!a || a->active || !a->env->cfg.ctx->spec->timeout_sample || !ddp_runner_is_current(k) || k->index >= a->n)
+    if (!a || a->active || !a->env->cfg.ctx->spec->timeout_sample || !ddp_runner_is_current(k) ||
+        ddp_runner_worker_index(k) >= a->n)
         return false;
-    seen = a->coll[k->index];
+    seen = a->coll[ddp_runner_worker_index(k)];
     if (!seen) /* its last lines may have come with its exit, before they were classified */
         ddp_runner_worker_tail(k, 1, tail_line, &seen);
     if (seen)
@@ -61,36 +62,39 @@ static void decide(struct ddp_atfail *a)
     long long now = ddp_now_ms(), still;
     if (!r || !a->failed)
         return;
-    struct ddp_mismatch_input *in = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*in));
-    bool *culprit = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*culprit));
+    size_t nw = ddp_runner_attempt_nworkers(r);
+    struct ddp_mismatch_input *in = ddp_xcalloc(nw ? nw : 1, sizeof(*in));
+    bool *culprit = ddp_xcalloc(nw ? nw : 1, sizeof(*culprit));
     struct ddp_mismatch m;
-    for (size_t i = 0; i < r->nw; i++)
-        in[i] = (struct ddp_mismatch_input){r->w[i].w->rank, ddp_live_fr_now(live(a), i, now, &still),
-                                            &r->w[i] == a->failed};
-    ddp_mismatch_decide(in, r->nw, culprit, &m);
+    for (size_t i = 0; i < nw; i++)
+        in[i] = (struct ddp_mismatch_input){ddp_runner_worker_rank(ddp_runner_attempt_worker(r, i)),
+                                            ddp_live_fr_now(live(a), i, now, &still),
+                                            ddp_runner_attempt_worker(r, i) == a->failed};
+    ddp_mismatch_decide(in, nw, culprit, &m);
     const struct ddp_runner_worker *first = NULL;
-    for (size_t i = 0; i < r->nw && !first; i++)
+    for (size_t i = 0; i < nw && !first; i++)
         if (culprit[i])
-            first = &r->w[i];
+            first = ddp_runner_attempt_worker(r, i);
     const struct ddp_runner_worker *k = a->failed;
-    const char *how = k->signo ? ddp_report_signame(k->signo) : NULL;
+    const char *how = ddp_runner_worker_signo(k) ? ddp_report_signame(ddp_runner_worker_signo(k)) : NULL;
     char ended[64];
     if (how)
         snprintf(ended, sizeof(ended), "died by %s", how);
     else
-        snprintf(ended, sizeof(ended), "exited with code %d", k->status);
+        snprintf(ended, sizeof(ended), "exited with code %d", ddp_runner_worker_status(k));
     if (m.found) {
         char *why = ddp_xasprintf("flight recorder at the failure: %s; rank %d %s there with a collective error", m.why,
-                                  k->w->rank, ended);
-        ddp_error("attempt %d: %s (recorders read %lld ms after it)", r->plan.attempt, why, now - a->began_ms);
+                                  ddp_runner_worker_rank(k), ended);
+        ddp_error("attempt %d: %s (recorders read %lld ms after it)", ddp_runner_attempt_number(r), why,
+                  now - a->began_ms);
         json_t *j = ddp_mismatch_json(&m);
-        json_object_set_new(j, "attempt", json_integer(r->plan.attempt));
-        json_object_set_new(j, "failed_rank", json_integer(k->w->rank));
+        json_object_set_new(j, "attempt", json_integer(ddp_runner_attempt_number(r)));
+        json_object_set_new(j, "failed_rank", json_integer(ddp_runner_worker_rank(k)));
         json_object_set_new(j, "read_ms", json_integer(now - a->began_ms));
         /* with no majority nobody is blamed, yet the failure is still a mismatch: the failed rank carries it */
-        ddp_records_mismatch(
-            a->env->cfg.rec, first ? first : k, why, j,
-            ddp_xasprintf("Collective mismatch at the failure: %s\n  rank %d %s there\n", m.why, k->w->rank, ended));
+        ddp_records_mismatch(a->env->cfg.rec, first ? first : k, why, j,
+                             ddp_xasprintf("Collective mismatch at the failure: %s\n  rank %d %s there\n", m.why,
+                                           ddp_runner_worker_rank(k), ended));
         free(why);
     }
     free(in);
@@ -163,8 +167,8 @@ static void source_classified(void *self, struct ddp_runner_worker *k, enum ddp_
     struct ddp_atfail *a = self;
     (void)line;
     (void)len;
-    if (collective(c) && ddp_runner_is_current(k) && k->index < a->n)
-        a->coll[k->index] = true;
+    if (collective(c) && ddp_runner_is_current(k) && ddp_runner_worker_index(k) < a->n)
+        a->coll[ddp_runner_worker_index(k)] = true;
 }
 
 /* the workers are being stopped anyway (a second Ctrl-C), or all are gone: decide with what came */

@@ -164,7 +164,7 @@ void ddp_capture_prepare(struct ddp_capture *c, const struct ddp_attempt *plan)
 /* k's entry, when k is of the current attempt. */
 static struct captured *of(const struct ddp_capture *c, const struct ddp_runner_worker *k)
 {
-    return ddp_runner_is_current(k) && k->index < c->n ? &c->of[k->index] : NULL;
+    return ddp_runner_is_current(k) && ddp_runner_worker_index(k) < c->n ? &c->of[ddp_runner_worker_index(k)] : NULL;
 }
 
 /* Worker i's part (OUT past the attempt's workers). */
@@ -200,7 +200,8 @@ bool ddp_capture_active(const struct ddp_capture *c)
 static bool can_capture(const struct ddp_runner_worker *k)
 {
     const char *fh = ddp_runner_worker_env(k, "PYTHONFAULTHANDLER");
-    return ddp_runner_worker_running(k) && k->w->python && fh && *fh && k->pid > 0 && k->pid != k->pgid;
+    return ddp_runner_worker_running(k) && ddp_runner_worker_plan(k)->python && fh && *fh &&
+           ddp_runner_worker_pid(k) > 0 && ddp_runner_worker_pid(k) != ddp_runner_worker_pgid(k);
 }
 
 int ddp_capture_possible(const struct ddp_capture *c)
@@ -209,8 +210,8 @@ int ddp_capture_possible(const struct ddp_capture *c)
     int n = 0;
     if (!r || !c->ctx->spec->timeout_stacks || c->state != DDP_CS_IDLE)
         return 0;
-    for (size_t i = 0; i < r->nw; i++)
-        n += can_capture(&r->w[i]);
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(r); i++)
+        n += can_capture(ddp_runner_attempt_worker(r, i));
     return n;
 }
 
@@ -220,15 +221,15 @@ void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls)
     int n = 0;
     if (!r || c->state != DDP_CS_IDLE)
         return;
-    for (size_t i = 0; i < r->nw; i++)
-        if (can_capture(&r->w[i])) {
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(r); i++)
+        if (can_capture(ddp_runner_attempt_worker(r, i))) {
             if (i < c->n)
                 c->of[i].part = IN;
             n++;
         }
     c->start_ms = ddp_now_ms();
-    ddp_info("attempt %d: capturing the stacks of %d rank%s (SIGABRT, Python faulthandler)", r->plan.attempt, n,
-             n == 1 ? "" : "s");
+    ddp_info("attempt %d: capturing the stacks of %d rank%s (SIGABRT, Python faulthandler)",
+             ddp_runner_attempt_number(r), n, n == 1 ? "" : "s");
     /* after a collective timeout report, the other waiting ranks report theirs within milliseconds */
     struct ddp_capture_event_data ev = {.kind = DDP_CE_BEGIN,
                                         .settle = ddp_class_is_timeout(tcls) && tcls != DDP_CLASS_HANG &&
@@ -242,8 +243,8 @@ void ddp_capture_begin(struct ddp_capture *c, enum ddp_class tcls)
 static void abort_ranks(struct ddp_capture *c)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
-    for (size_t i = 0; r && i < r->nw; i++) {
-        struct ddp_runner_worker *k = &r->w[i];
+    for (size_t i = 0; r && i < ddp_runner_attempt_nworkers(r); i++) {
+        struct ddp_runner_worker *k = ddp_runner_attempt_worker(r, i);
         if (part_of(c, i) != OUT && !evidence_of(c, i).tmo.waiting) {
             ddp_records_captured(c->rec, k);
             ddp_runner_hold_dump(k, true); /* its dump goes to stacks.txt, not over the console */
@@ -258,9 +259,10 @@ static void abort_ranks(struct ddp_capture *c)
 static bool complete(const struct ddp_capture *c)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
-    for (size_t i = 0; r && i < r->nw; i++) {
-        const struct ddp_runner_worker *k = &r->w[i];
-        if (part_of(c, i) == IN && !evidence_of(c, i).tmo.op[0] && (k->state < DDP_WS_EXITED || (k->open & DDP_RS_ERR)))
+    for (size_t i = 0; r && i < ddp_runner_attempt_nworkers(r); i++) {
+        const struct ddp_runner_worker *k = ddp_runner_attempt_worker(r, i);
+        if (part_of(c, i) == IN && !evidence_of(c, i).tmo.op[0] &&
+            (ddp_runner_worker_state(k) < DDP_WS_EXITED || (ddp_runner_worker_open(k) & DDP_RS_ERR)))
             return false;
     }
     return true;
@@ -310,13 +312,13 @@ static void push_line_nl(void *arg, const char *line)
 static json_t *flight_recorder_files(const struct ddp_runner_worker *k)
 {
     json_t *a = json_array();
-    if (!k->w->log_dir)
+    if (!ddp_runner_worker_plan(k)->log_dir)
         return a;
-    DIR *d = opendir(k->w->log_dir);
+    DIR *d = opendir(ddp_runner_worker_plan(k)->log_dir);
     struct dirent *e;
     while (d && (e = readdir(d)))
         if (strncmp(e->d_name, "flight_recorder_rank_", 21) == 0) {
-            char *path = ddp_xasprintf("%s/%s", k->w->log_dir, e->d_name);
+            char *path = ddp_xasprintf("%s/%s", ddp_runner_worker_plan(k)->log_dir, e->d_name);
             json_array_append_new(a, json_string(path));
             free(path);
         }
@@ -350,10 +352,11 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attem
         long long still = 0;
         const struct ddp_fr_state *f = c->fr ? c->fr(c->fr_arg, i, &still) : NULL;
         any |= f != NULL;
-        in[i] = (struct ddp_fr_input){r->w[i].w->rank, f, still, g->views[i].nframes ? g->views[i].frame : NULL};
+        in[i] = (struct ddp_fr_input){ddp_runner_worker_rank(ddp_runner_attempt_worker(r, i)), f, still,
+                                      g->views[i].nframes ? g->views[i].frame : NULL};
     }
-    if (any || ddp_fr_remote_count(c->remote, r->plan.attempt)) {
-        ddp_fr_remote_decide(c->remote, r->plan.attempt, ddp_now_ms(), in, g->n, culprit, &v, &g->remote);
+    if (any || ddp_fr_remote_count(c->remote, ddp_runner_attempt_number(r))) {
+        ddp_fr_remote_decide(c->remote, ddp_runner_attempt_number(r), ddp_now_ms(), in, g->n, culprit, &v, &g->remote);
         if (v.kind != DDP_FR_NONE) {
             memcpy(g->culprit, culprit, g->n * sizeof(*culprit));
             g->v.confidence = v.nculprits ? DDP_HANG_HIGH : DDP_HANG_LOW;
@@ -372,7 +375,7 @@ static void decide_recorder(const struct ddp_capture *c, struct ddp_runner_attem
 static void gather(const struct ddp_capture *c, struct ddp_runner_attempt *r, struct gathered *g)
 {
     for (size_t i = 0; i < g->n; i++) {
-        struct ddp_runner_worker *k = &r->w[i];
+        struct ddp_runner_worker *k = ddp_runner_attempt_worker(r, i);
         struct captured none = {0};
         const struct captured *o = i < c->n ? &c->of[i] : &none;
         struct ddp_capture_evidence *e = &g->ev[i];
@@ -393,11 +396,11 @@ static void gather(const struct ddp_capture *c, struct ddp_runner_attempt *r, st
         }
         ddp_buf_free(&tail);
         /* a zombie now is a rank this capture's SIGABRT just ended: only a stopped rank is a suspect here */
-        char st = ddp_runner_worker_running(k) ? ddp_proc_state(k->pid) : 0;
+        char st = ddp_runner_worker_running(k) ? ddp_proc_state(ddp_runner_worker_pid(k)) : 0;
         *e = evidence_of(c, i);
-        g->in[i] = (struct ddp_hang_input){k->w->rank,          g->views[i].nframes ? &g->views[i] : NULL,
-                                           e->reported_timeout, ddp_runner_worker_running(k),
-                                           e->last_progress_ms, e->tmo.waiting ? &e->tmo : NULL,
+        g->in[i] = (struct ddp_hang_input){ddp_runner_worker_rank(k), g->views[i].nframes ? &g->views[i] : NULL,
+                                           e->reported_timeout,       ddp_runner_worker_running(k),
+                                           e->last_progress_ms,       e->tmo.waiting ? &e->tmo : NULL,
                                            st == 'Z' ? 0 : st};
         json_t *f = flight_recorder_files(k);
         json_array_extend(g->fr, f);
@@ -429,19 +432,20 @@ static void gather_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
                           struct ddp_buf *all)
 {
     for (size_t i = 0; i < g->n; i++) {
-        struct ddp_runner_worker *k = &r->w[i];
+        struct ddp_runner_worker *k = ddp_runner_attempt_worker(r, i);
         const struct ddp_capture_evidence *o = &g->ev[i];
         const char *op = ddp_hang_input_op(&g->in[i]);
         struct ddp_buf d = {0};
         describe(g, i, false, &d);
-        ddp_buf_printf(all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", k->w->rank, k->w->local_rank,
-                       k->pid, c->ctx->hostname, k->w->gpu_busid ? k->w->gpu_busid : "-",
+        ddp_buf_printf(all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", ddp_runner_worker_rank(k),
+                       ddp_runner_worker_local_rank(k), ddp_runner_worker_pid(k), c->ctx->hostname,
+                       ddp_runner_worker_plan(k)->gpu_busid ? ddp_runner_worker_plan(k)->gpu_busid : "-",
                        g->culprit[i] ? " CULPRIT" : "", (int)d.len, d.data ? d.data : "");
         ddp_buf_free(&d);
         if (g->texts[i].len)
             ddp_buf_add(all, g->texts[i].data, g->texts[i].len);
         ddp_buf_add(all, "\n", 1);
-        json_t *jr = ddp_jsonlog_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", k->w->rank, "collective",
+        json_t *jr = ddp_jsonlog_pack("{s:i, s:s?, s:s?, s:b, s:b}", "rank", ddp_runner_worker_rank(k), "collective",
                                       op[0] ? op : NULL, "frame", g->views[i].nframes ? g->views[i].frame : NULL,
                                       "stack", g->views[i].nframes > 0, "reported_timeout", o->reported_timeout);
         json_object_set_new(jr, "seq", o->tmo.waiting && o->tmo.seq >= 0 ? json_integer(o->tmo.seq) : json_null());
@@ -456,7 +460,7 @@ static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
     char *stacks = NULL;
     if (c->ctx->logdir) {
         struct ddp_err e = {0};
-        char *rel = ddp_xasprintf("attempt_%d/stacks.txt", r->plan.attempt);
+        char *rel = ddp_xasprintf("attempt_%d/stacks.txt", ddp_runner_attempt_number(r));
         int fd = ddp_logdir_create_file(c->ctx->logdir, rel, &e);
         if (fd >= 0) {
             int rc = ddp_write_full(fd, all->data ? all->data : "", all->len);
@@ -517,10 +521,11 @@ static void print_verdict(const struct ddp_capture *c, struct ddp_runner_attempt
     if (ddp_log_verbosity < DDP_LOG_INFO)
         return;
     const char *why_end = strstr(verdict, "\n  stacks: ");
-    ddp_buf_printf(&b, "ddplaunch: attempt %d: %.*s\n", r->plan.attempt,
+    ddp_buf_printf(&b, "ddplaunch: attempt %d: %.*s\n", ddp_runner_attempt_number(r),
                    (int)(why_end ? (size_t)(why_end - verdict) : strlen(verdict)), verdict);
     for (size_t i = 0; i < g->n; i++) {
-        ddp_buf_printf(&b, "  rank %d%s: ", r->w[i].w->rank, g->culprit[i] ? " (culprit)" : "");
+        ddp_buf_printf(&b, "  rank %d%s: ", ddp_runner_worker_rank(ddp_runner_attempt_worker(r, i)),
+                       g->culprit[i] ? " (culprit)" : "");
         describe(g, i, true, &b);
         ddp_buf_add(&b, "\n", 1);
     }
@@ -547,20 +552,23 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
     struct ddp_runner_worker *first = NULL;
     ddp_buf_printf(&txt, "Hang verdict (%s confidence): ", ddp_hang_confidence_name(v->confidence));
     for (size_t i = 0; i < g->n; i++) {
-        struct ddp_runner_worker *k = &r->w[i];
+        struct ddp_runner_worker *k = ddp_runner_attempt_worker(r, i);
         if (!g->culprit[i])
             continue;
         if (!first)
             first = k;
         const char *op = ddp_hang_input_op(&g->in[i]);
         const char *frame = g->views[i].nframes ? g->views[i].frame : NULL;
-        ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s)%s%s%s%s", first == k ? "" : "; ", k->w->rank,
-                       k->w->local_rank, host, k->w->gpu_busid ? k->w->gpu_busid : "none", frame ? " at " : "",
-                       frame ? frame : "", op[0] ? " in " : "", op);
-        json_array_append_new(culprits, ddp_jsonlog_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank",
-                                                         k->w->rank, "local_rank", k->w->local_rank, "host", host,
-                                                         "gpu", k->w->gpu, "gpu_busid", k->w->gpu_busid, "pid", k->pid,
-                                                         "collective", op[0] ? op : NULL, "frame", frame));
+        ddp_buf_printf(&txt, "%srank %d (local %d, host %s, GPU %s)%s%s%s%s", first == k ? "" : "; ",
+                       ddp_runner_worker_rank(k), ddp_runner_worker_local_rank(k), host,
+                       ddp_runner_worker_plan(k)->gpu_busid ? ddp_runner_worker_plan(k)->gpu_busid : "none",
+                       frame ? " at " : "", frame ? frame : "", op[0] ? " in " : "", op);
+        json_array_append_new(culprits,
+                              ddp_jsonlog_pack("{s:i, s:i, s:s, s:i, s:s?, s:i, s:s?, s:s?}", "rank",
+                                               ddp_runner_worker_rank(k), "local_rank", ddp_runner_worker_local_rank(k),
+                                               "host", host, "gpu", ddp_runner_worker_plan(k)->gpu, "gpu_busid",
+                                               ddp_runner_worker_plan(k)->gpu_busid, "pid", ddp_runner_worker_pid(k),
+                                               "collective", op[0] ? op : NULL, "frame", frame));
     }
     if (g->remote.n) { /* after this node's culprits: those on other nodes (fr_remote.h) */
         ddp_buf_printf(&txt, "%s%s", first ? "; " : "", g->remote.text.data);
@@ -574,10 +582,10 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
                    : c->ctx->logdir ? "printed with the verdict above (stacks.txt could not be written)"
                                     : "printed with the verdict above (no log_dir)");
     print_verdict(c, r, g, txt.data, stacks, all);
-    json_t *hang = ddp_jsonlog_pack("{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", r->plan.attempt,
-                                    "confidence", ddp_hang_confidence_name(v->confidence), "culprits", culprits,
-                                    "collective", v->op[0] ? v->op : NULL, "why", v->why, "stacks", stacks, "ranks",
-                                    g->ranks, "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
+    json_t *hang = ddp_jsonlog_pack(
+        "{s:i, s:s, s:o, s:s?, s:s, s:s?, s:o, s:o, s:I}", "attempt", ddp_runner_attempt_number(r), "confidence",
+        ddp_hang_confidence_name(v->confidence), "culprits", culprits, "collective", v->op[0] ? v->op : NULL, "why",
+        v->why, "stacks", stacks, "ranks", g->ranks, "flight_recorder", g->fr, "capture_ms", (json_int_t)capture_ms);
     g->ranks = g->fr = NULL; /* hang owns them now */
     json_object_set_new(hang, "mismatch", json_boolean(v->mismatch));
     json_object_set_new(hang, "chain",
@@ -594,8 +602,8 @@ static void decide(struct ddp_capture *c)
     long long now = ddp_now_ms();
     if (!r)
         return;
-    size_t n = r->nw ? r->nw : 1;
-    struct gathered g = {.n = r->nw,
+    size_t nw = ddp_runner_attempt_nworkers(r), n = nw ? nw : 1;
+    struct gathered g = {.n = nw,
                          .views = ddp_xcalloc(n, sizeof(*g.views)),
                          .in = ddp_xcalloc(n, sizeof(*g.in)),
                          .ev = ddp_xcalloc(n, sizeof(*g.ev)),
@@ -612,7 +620,7 @@ static void decide(struct ddp_capture *c)
     struct ddp_runner_worker *first = report(c, r, &g, stacks, &all, now - c->start_ms);
     ddp_buf_free(&all);
     for (size_t i = 0; !stacks && i < g.n; i++) /* no stacks file: what a rank still prints reaches the console */
-        ddp_runner_hold_dump(&r->w[i], false);
+        ddp_runner_hold_dump(ddp_runner_attempt_worker(r, i), false);
     if (first) {
         /* the culprit is the root cause; the rank that reported the timeout becomes another failure */
         char *why =

@@ -45,7 +45,8 @@ void ddp_coll_timeout_line(struct ddp_coll_timeout *ct, struct ddp_runner_worker
     if (!ddp_class_is_timeout(c))
         return;
     struct reported none = {0};
-    struct reported *o = ddp_runner_is_current(k) && k->index < ct->n ? &ct->of[k->index] : &none;
+    struct reported *o =
+        ddp_runner_is_current(k) && ddp_runner_worker_index(k) < ct->n ? &ct->of[ddp_runner_worker_index(k)] : &none;
     struct ddp_hang_timeout t = o->tmo;
     if (!t.waiting)
         t.seq = -1;
@@ -55,8 +56,9 @@ void ddp_coll_timeout_line(struct ddp_coll_timeout *ct, struct ddp_runner_worker
     const char *backend = ddp_recognise_backend(line, len);
     struct ddp_timeout to = {.cls = c,
                              .k = k,
-                             .why = ddp_xasprintf("rank %d reported a %s%scollective timeout (%s)", k->w->rank,
-                                                  backend ? backend : "", backend ? " " : "", ddp_class_name(c))};
+                             .why = ddp_xasprintf("rank %d reported a %s%scollective timeout (%s)",
+                                                  ddp_runner_worker_rank(k), backend ? backend : "", backend ? " " : "",
+                                                  ddp_class_name(c))};
     ct->sink.fn(ct->sink.arg, &to);
 }
 

@@ -21,11 +21,11 @@ static void on_expired(void *arg, int pid, int signo, const char *scope_id)
     struct ddp_runner_worker *k = ddp_runner_find_pid(f->rn, pid);
     if (!k)
         return; /* not one of ours (any more) */
-    int gpu = k->w->gpu;
+    int gpu = ddp_runner_worker_plan(k)->gpu;
     struct ddp_timeout to = {.cls = DDP_CLASS_HANG,
                              .k = k,
-                             .why = ddp_xasprintf("rank %d's timer '%s' expired (TORCHELASTIC_TIMER_FILE)", k->w->rank,
-                                                  scope_id ? scope_id : ""),
+                             .why = ddp_xasprintf("rank %d's timer '%s' expired (TORCHELASTIC_TIMER_FILE)",
+                                                  ddp_runner_worker_rank(k), scope_id ? scope_id : ""),
                              .gpus = &gpu,
                              .ngpus = 1};
     f->sink.fn(f->sink.arg, &to);

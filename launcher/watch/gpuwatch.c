@@ -303,8 +303,8 @@ static void source_start(void *self, struct ddp_runner_attempt *r)
 {
     struct source *src = self;
     bool gpus = false;
-    for (size_t i = 0; i < r->plan.nworkers; i++)
-        gpus |= r->plan.workers[i].gpu >= 0;
+    for (size_t i = 0; i < ddp_runner_attempt_plan(r)->nworkers; i++)
+        gpus |= ddp_runner_attempt_plan(r)->workers[i].gpu >= 0;
     if (gpus && !src->w)
         src->w =
             ddp_gpuwatch_start(src->env->cfg.loop, src->env->cfg.ctx->topo, src->env->cfg.gpu_event, src->env->cfg.arg);

@@ -72,15 +72,16 @@ static void on_act(void *arg, const bool *culprit, const char *why, bool final)
     size_t named = 0, ngpus = 0;
     if (!r)
         return;
-    int *gpus = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*gpus));
-    for (size_t i = 0; i < r->nw; i++)
+    size_t nw = ddp_runner_attempt_nworkers(r);
+    int *gpus = ddp_xcalloc(nw ? nw : 1, sizeof(*gpus));
+    for (size_t i = 0; i < nw; i++)
         if (culprit[i]) {
             named++;
-            first = first ? first : &r->w[i];
+            first = first ? first : ddp_runner_attempt_worker(r, i);
         }
-    for (size_t i = 0; i < r->nw && named < r->nw; i++) /* every rank named: nobody's GPU is to blame */
+    for (size_t i = 0; i < nw && named < nw; i++) /* every rank named: nobody's GPU is to blame */
         if (culprit[i])
-            gpus[ngpus++] = r->w[i].w->gpu;
+            gpus[ngpus++] = ddp_runner_worker_plan(ddp_runner_attempt_worker(r, i))->gpu;
     struct ddp_timeout to = {
         .cls = DDP_CLASS_HANG, .k = first, .why = ddp_xstrdup(why), .gpus = gpus, .ngpus = ngpus, .final = final};
     l->sink.fn(l->sink.arg, &to);
@@ -93,44 +94,46 @@ void ddp_live_start(struct ddp_live *l, struct ddp_runner_attempt *r, const char
     ddp_live_stop(l);
     if (!l->spec->timeout_sample)
         return;
+    size_t nw = ddp_runner_attempt_nworkers(r);
     free(l->watched);
-    l->watched = ddp_xcalloc(r->nw ? r->nw : 1, sizeof(*l->watched));
-    for (size_t i = 0; i < r->nw; i++) {
-        const struct ddp_worker *w = r->w[i].w;
-        l->watched[i] = (struct ddp_progress_rank){w->rank,
-                                                   w->local_rank,
-                                                   w->gpu,
-                                                   w->gpu_busid,
-                                                   w->stacks_file,
-                                                   w->fr_pipe,
-                                                   ddp_rasq_port(ddp_runner_worker_env(&r->w[i], "NCCL_RAS_ADDR"))};
+    l->watched = ddp_xcalloc(nw ? nw : 1, sizeof(*l->watched));
+    for (size_t i = 0; i < nw; i++) {
+        const struct ddp_worker *w = ddp_runner_worker_plan(ddp_runner_attempt_worker(r, i));
+        l->watched[i] = (struct ddp_progress_rank){
+            w->rank,
+            w->local_rank,
+            w->gpu,
+            w->gpu_busid,
+            w->stacks_file,
+            w->fr_pipe,
+            ddp_rasq_port(ddp_runner_worker_env(ddp_runner_attempt_worker(r, i), "NCCL_RAS_ADDR"))};
     }
     l->run = r;
-    l->progress = ddp_progress_start(l->loop, l->spec, l->host, r->plan.attempt, l->watched, r->nw, l->rec,
+    l->progress = ddp_progress_start(l->loop, l->spec, l->host, ddp_runner_attempt_number(r), l->watched, nw, l->rec,
                                      l->stragglers, &hooks);
     ddp_progress_recorder(l->progress, l->recorder, l->remote);
     ddp_progress_recovery(l->progress, l->recovery, ddp_now_ms());
-    for (size_t i = 0; i < r->nw; i++)
-        if (r->w[i].pgid > 0)
-            ddp_progress_spawned(l->progress, i, r->w[i].pgid, hb(arg, i));
+    for (size_t i = 0; i < nw; i++)
+        if (ddp_runner_worker_pgid(ddp_runner_attempt_worker(r, i)) > 0)
+            ddp_progress_spawned(l->progress, i, ddp_runner_worker_pgid(ddp_runner_attempt_worker(r, i)), hb(arg, i));
 }
 
 void ddp_live_program(struct ddp_live *l, const struct ddp_runner_worker *k)
 {
-    if (l->progress && k->run == l->run)
-        ddp_progress_program(l->progress, k->index, k->pid);
+    if (l->progress && ddp_runner_worker_attempt(k) == l->run)
+        ddp_progress_program(l->progress, ddp_runner_worker_index(k), ddp_runner_worker_pid(k));
 }
 
 void ddp_live_output(struct ddp_live *l, const struct ddp_runner_worker *k, long long now)
 {
-    if (l->progress && k->run == l->run)
-        ddp_progress_output(l->progress, k->index, now);
+    if (l->progress && ddp_runner_worker_attempt(k) == l->run)
+        ddp_progress_output(l->progress, ddp_runner_worker_index(k), now);
 }
 
 void ddp_live_exited(struct ddp_live *l, const struct ddp_runner_worker *k)
 {
-    if (l->progress && k->run == l->run)
-        ddp_progress_exited(l->progress, k->index);
+    if (l->progress && ddp_runner_worker_attempt(k) == l->run)
+        ddp_progress_exited(l->progress, ddp_runner_worker_index(k));
 }
 
 const struct ddp_fr_state *ddp_live_fr(const struct ddp_live *l, size_t i, long long *still_ms)
@@ -163,7 +166,7 @@ void ddp_live_stop(struct ddp_live *l)
         free(l->fr);
         free(l->has_fr);
         free(l->fr_still_ms);
-        l->nfr = l->run ? l->run->nw : 0;
+        l->nfr = l->run ? ddp_runner_attempt_nworkers(l->run) : 0;
         l->fr = ddp_xcalloc(l->nfr ? l->nfr : 1, sizeof(*l->fr));
         l->has_fr = ddp_xcalloc(l->nfr ? l->nfr : 1, sizeof(*l->has_fr));
         l->fr_still_ms = ddp_xcalloc(l->nfr ? l->nfr : 1, sizeof(*l->fr_still_ms));

@@ -131,21 +131,21 @@ static char *hang_why(const struct ddp_spec *sp, const struct ddp_hang_check *hc
                             "heartbeat = output)",
                             d);
     else if (hc->stuck)
-        why = ddp_xasprintf("rank %d%s %s %s: no progress for %s (%s)", first->w->rank,
+        why = ddp_xasprintf("rank %d%s %s %s: no progress for %s (%s)", ddp_runner_worker_rank(first),
                             hc->nstalled > 1 ? " and others" : "",
                             hc->nstalled > 1 ? "are stopped or zombies" : "is stopped or a zombie",
                             hc->alone ? "and the others ended" : "while the others wait", d,
                             sp->heartbeat == DDP_HEARTBEAT_FILE && !hc->on_output ? "heartbeat" : "output");
     else if (hc->kind == DDP_HANG_INIT)
-        why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", first->w->rank,
+        why = ddp_xasprintf("rank %d%s showed no sign of life within %s (init)", ddp_runner_worker_rank(first),
                             hc->nstalled > 1 ? " and others" : "", d);
     else if (hc->kind == DDP_HANG_SILENT)
         why = ddp_xasprintf("no rank wrote any output for %s (output)", d);
     else if (hc->nstalled > 1)
-        why = ddp_xasprintf("rank %d and %zu other%s made no progress for %s (heartbeat)", first->w->rank,
-                            hc->nstalled - 1, hc->nstalled > 2 ? "s" : "", d);
+        why = ddp_xasprintf("rank %d and %zu other%s made no progress for %s (heartbeat)",
+                            ddp_runner_worker_rank(first), hc->nstalled - 1, hc->nstalled > 2 ? "s" : "", d);
     else
-        why = ddp_xasprintf("rank %d made no progress for %s (heartbeat)", first->w->rank, d);
+        why = ddp_xasprintf("rank %d made no progress for %s (heartbeat)", ddp_runner_worker_rank(first), d);
     free(d);
     return why;
 }
@@ -166,7 +166,7 @@ static void rebase_after_pause(struct ddp_stall *w, struct ddp_runner_attempt *r
     char *d = ddp_timeout_duration(late);
     ddp_info("attempt %d: the launcher did not run for %s (stopped or suspended): not counted as silence of the "
              "workers",
-             r->plan.attempt, d);
+             ddp_runner_attempt_number(r), d);
     free(d);
 }
 
@@ -181,13 +181,13 @@ static void on_watch(uv_timer_t *t)
     if (!r)
         return;
     rebase_after_pause(w, r, now);
-    size_t n = r->nw ? r->nw : 1;
+    size_t nw = ddp_runner_attempt_nworkers(r), n = nw ? nw : 1;
     struct ddp_hang_rank *hr = ddp_xcalloc(n, sizeof(*hr));
     bool *stalled = ddp_xcalloc(n, sizeof(*stalled));
     int *gpus = ddp_xcalloc(n, sizeof(*gpus));
     size_t ngpus = 0;
-    for (size_t i = 0; i < r->nw; i++) {
-        struct ddp_runner_worker *k = &r->w[i];
+    for (size_t i = 0; i < nw; i++) {
+        struct ddp_runner_worker *k = ddp_runner_attempt_worker(r, i);
         struct heartbeat none = {0}, *h = i < w->nhb ? &w->hb[i] : &none;
         struct stat st;
         bool running = ddp_runner_worker_running(k);
@@ -198,29 +198,31 @@ static void on_watch(uv_timer_t *t)
             h->alive = true;
             h->touched = true;
         }
-        hr[i] = (struct ddp_hang_rank){k->w->rank,
+        hr[i] = (struct ddp_hang_rank){ddp_runner_worker_rank(k),
                                        running,
                                        h->alive,
                                        h->path != NULL,
-                                       k->start_ms,
+                                       ddp_runner_worker_start_ms(k),
                                        h->last_progress_ms,
-                                       running ? ddp_proc_state(k->pid) : 0,
+                                       running ? ddp_proc_state(ddp_runner_worker_pid(k)) : 0,
                                        h->path != NULL && !h->touched};
     }
-    ddp_hang_check(&lim, hr, r->nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
-    if (hc.on_output && !w->told_on_output && now - r->start_ms - w->lost_ms >= sp->timeout_stall_ms) {
+    ddp_hang_check(&lim, hr, nw, now, w->any_output, w->last_output_ms, ddp_runner_paused(w->rn), stalled, &hc);
+    if (hc.on_output && !w->told_on_output &&
+        now - ddp_runner_attempt_start_ms(r) - w->lost_ms >= sp->timeout_stall_ms) {
         char *d = ddp_timeout_duration(sp->timeout_stall_ms);
         ddp_info("attempt %d: no rank touched its heartbeat file (DDPLAUNCH_HEARTBEAT_FILE) in %s: stall is measured "
                  "on output until one does (set [timeout] heartbeat = output to say so)",
-                 r->plan.attempt, d);
+                 ddp_runner_attempt_number(r), d);
         free(d);
         w->told_on_output = true;
     }
     if (hc.kind != DDP_HANG_NONE) {
-        struct ddp_runner_worker *first = hc.kind == DDP_HANG_SILENT && !hc.stuck ? NULL : &r->w[hc.first];
-        for (size_t i = 0; i < r->nw && hc.blame_gpus; i++)
-            if (stalled[i] && r->w[i].w->gpu >= 0)
-                gpus[ngpus++] = r->w[i].w->gpu;
+        struct ddp_runner_worker *first =
+            hc.kind == DDP_HANG_SILENT && !hc.stuck ? NULL : ddp_runner_attempt_worker(r, hc.first);
+        for (size_t i = 0; i < nw && hc.blame_gpus; i++)
+            if (stalled[i] && ddp_runner_worker_plan(ddp_runner_attempt_worker(r, i))->gpu >= 0)
+                gpus[ngpus++] = ddp_runner_worker_plan(ddp_runner_attempt_worker(r, i))->gpu;
         struct ddp_timeout to = {.cls = hc.kind == DDP_HANG_INIT ? DDP_CLASS_INIT_TIMEOUT : DDP_CLASS_HANG,
                                  .k = first,
                                  .why = hang_why(sp, &hc, first),
@@ -237,13 +239,13 @@ void ddp_stall_start(struct ddp_stall *w, struct ddp_runner_attempt *r)
 {
     const struct ddp_spec *sp = w->spec;
     w->any_output = false;
-    w->last_output_ms = r->start_ms;
+    w->last_output_ms = ddp_runner_attempt_start_ms(r);
     w->last_tick_ms = ddp_now_ms();
     w->lost_ms = 0;
     w->told_on_output = false;
-    for (size_t i = 0; i < r->nw && i < w->nhb; i++)
+    for (size_t i = 0; i < ddp_runner_attempt_nworkers(r) && i < w->nhb; i++)
         if (w->hb[i].last_progress_ms == 0)
-            w->hb[i].last_progress_ms = r->w[i].start_ms;
+            w->hb[i].last_progress_ms = ddp_runner_worker_start_ms(ddp_runner_attempt_worker(r, i));
     if (sp->timeout_init_ms > 0 || (sp->timeout_stall_ms > 0 && sp->heartbeat != DDP_HEARTBEAT_NONE)) {
         long long p = period(sp);
         uv_timer_start(&w->timer, on_watch, (uint64_t)p, (uint64_t)p);
@@ -258,7 +260,7 @@ void ddp_stall_stop(struct ddp_stall *w)
 /* k's entry, when k is of the current attempt. */
 static struct heartbeat *of(const struct ddp_stall *w, const struct ddp_runner_worker *k)
 {
-    return ddp_runner_is_current(k) && k->index < w->nhb ? &w->hb[k->index] : NULL;
+    return ddp_runner_is_current(k) && ddp_runner_worker_index(k) < w->nhb ? &w->hb[ddp_runner_worker_index(k)] : NULL;
 }
 
 void ddp_stall_output(struct ddp_stall *w, struct ddp_runner_worker *k, long long now)
@@ -283,7 +285,7 @@ void ddp_stall_resumed(struct ddp_stall *w, long long now)
     struct ddp_runner_attempt *r = ddp_runner_current(w->rn);
     w->last_output_ms = now;
     if (r && w->spec->heartbeat == DDP_HEARTBEAT_OUTPUT)
-        for (size_t i = 0; i < r->nw && i < w->nhb; i++)
+        for (size_t i = 0; i < ddp_runner_attempt_nworkers(r) && i < w->nhb; i++)
             w->hb[i].last_progress_ms = now;
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 33: launcher/ is one folder per subsystem, and launcher/deps.rules (data) says which folder may include
 # which. tests/deps-check.py holds the code to it: no include upward or sideways, none of another folder's
-# X_internal.h, every include names its folder, no cycle between modules. The check is shown to fail on each
-# kind of planted violation, in a copy. README's layout has one line per folder.
+# X_internal.h, every include names its folder, no cycle between modules; in tests/unit and tests/fuzz, a folder's
+# X_internal.h only in X's own test or stand-in (issue 53 item 6: the runner's workers are opaque outside run/).
+# The check is shown to fail on each kind of planted violation, in a copy. README's layout has one line per folder.
 # Issue 42: the rule holds for calls too. deps-check.py --objects reads the build's objects (nm) for call and data
 # edges: none upward or sideways, no cycle between modules. And the linker enforces the layers: each folder is an
 # archive linked highest first (Makefile, print-layers), so a planted upward call (base calling the driver) fails
@@ -26,6 +27,17 @@ plant nodes/coord.c '#include "run/plan.h"'           # sideways (nodes may not 
 plant driver/launch.c '#include "nodes/coord_internal.h"' # another folder's internal header
 plant spec/spec.c '#include "util.h"'                 # an include that does not name its folder
 plant run/pty.c '#include "run/runner.h"'             # a cycle inside a folder (runner.h -> pty.h)
+plant records/records.c '#include "run/runner_internal.h"' # the runner's workers: opaque outside run/ (issue 53)
+# A test reads a module through its public header unless it tests that module or stands in for it (issue 53 item 6):
+# a copy of tests/unit beside the copy, where records' test includes the runner's private data
+rm -rf "$copy" "$TMP/tests" && cp -r "$DDP_SRCDIR/launcher" "$copy" && mkdir "$TMP/tests" &&
+    cp -r "$DDP_SRCDIR/tests/unit" "$TMP/tests/" || fail "copying the tree failed"
+$PY "$check" "$copy" >/dev/null || fail "the copy with tests/unit beside it did not pass"
+printf '#include "run/runner_internal.h"\n' >>"$TMP/tests/unit/test_records.c"
+o=$($PY "$check" "$copy") && fail "planted in tests/unit/test_records.c (run/runner_internal.h): the check passed"
+grep -qF "tests/unit/test_records.c" <<<"$o" || fail "planted in tests/unit/test_records.c: not named: $o"
+echo "planted tests/unit/test_records.c: run/runner_internal.h -> $(head -n 1 <<<"$o")"
+rm -rf "$TMP/tests"
 rm -rf "$copy" && cp -r "$DDP_SRCDIR/launcher" "$copy" && mkdir "$copy/extra"
 $PY "$check" "$copy" >/dev/null && fail "a folder missing from deps.rules passed"
 

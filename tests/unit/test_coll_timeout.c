@@ -62,12 +62,12 @@ Test(coll_timeout, kept_per_rank_of_the_current_attempt)
     struct ddp_attempt p0 = plan_of(0, 2);
     ddp_coll_timeout_prepare(ct, &p0);
     cr_assert_eq(ddp_runner_start(rn, &p0, &r0, &err), 0);
-    say(ct, &r0->w[1], "epoch 1 loss 0.25");
+    say(ct, ddp_runner_attempt_worker(r0, 1), "epoch 1 loss 0.25");
     cr_expect_eq(seen.n, 0, "an ordinary line is no timeout");
-    say(ct, &r0->w[1], WATCHDOG);
+    say(ct, ddp_runner_attempt_worker(r0, 1), WATCHDOG);
     cr_expect_eq(seen.n, 1, "reported once");
     cr_expect_eq(seen.cls, DDP_CLASS_NCCL_TIMEOUT);
-    cr_expect_eq(seen.k, &r0->w[1], "blames the rank that printed it");
+    cr_expect_eq(seen.k, ddp_runner_attempt_worker(r0, 1), "blames the rank that printed it");
     cr_expect_str_eq(seen.why, "rank 1 reported a nccl collective timeout (collective-timeout)");
     cr_expect(ddp_coll_timeout_of(ct, 1, &t), "kept for rank 1");
     cr_expect(t.waiting, "it waited in a collective");
@@ -82,7 +82,7 @@ Test(coll_timeout, kept_per_rank_of_the_current_attempt)
     ddp_coll_timeout_prepare(ct, &p1);
     cr_assert_eq(ddp_runner_start(rn, &p1, &r1, &err), 0);
     cr_expect_not(ddp_coll_timeout_of(ct, 1, &t), "forgotten with attempt 0");
-    say(ct, &r0->w[1], WATCHDOG);
+    say(ct, ddp_runner_attempt_worker(r0, 1), WATCHDOG);
     cr_expect_eq(seen.n, 2, "still reported (the driver drops a retired attempt's timeouts)");
     cr_expect_not(ddp_coll_timeout_of(ct, 1, &t), "a retired worker's line is not attempt 1's rank 1");
 

@@ -1,7 +1,8 @@
 /* Unit tests for records.c: a job's events fed in as the driver feeds them (an attempt of two workers, one
  * exits 3, the other is stopped by SIGTERM; a restart; a recognised line; a timeout's root cause told how its
  * rank ended), then events.jsonl and summary.json read back with jansson and the console summary as printed.
- * The workers are stand-ins: struct ddp_runner_attempt/ddp_runner_worker as the runner fills them, without processes.
+ * The workers are stand-ins: struct ddp_runner_attempt/ddp_runner_worker as the runner fills them, without processes
+ * (fake_runner_attempt.h).
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_runner_attempt.h"
 #include "host/logdir.h"
 #include "records/records.h"
 #include "scratch.h"
@@ -59,52 +61,6 @@ static void job_close(struct job *j)
     ddp_spec_free(&j->spec);
     free(j->env[0]);
     free(j->env[1]);
-}
-
-/* An attempt of n workers whose programs all started (pid != pgid: the shim reported the program's pid). */
-static struct ddp_runner_attempt *attempt(int number, size_t n)
-{
-    struct ddp_runner_attempt *run = ddp_xcalloc(1, sizeof *run);
-    run->plan.attempt = number;
-    run->plan.nproc = run->plan.world_size = run->plan.orig_world_size = (int)n;
-    run->plan.workers = ddp_xcalloc(n, sizeof *run->plan.workers);
-    run->plan.nworkers = n;
-    run->w = ddp_xcalloc(n, sizeof *run->w);
-    run->nw = n;
-    for (size_t i = 0; i < n; i++) {
-        struct ddp_worker *w = &run->plan.workers[i];
-        w->rank = w->local_rank = (int)i;
-        w->gpu = w->numa_node = -1;
-        ddp_strv_push(&w->argv, "/bin/train");
-        ddp_strv_push(&w->envp, "PATH=/usr/bin:/bin");
-        struct ddp_runner_worker *k = &run->w[i];
-        k->run = run;
-        k->index = i;
-        k->w = w;
-        k->state = DDP_WS_RUNNING;
-        k->pgid = 1000 + 10 * number + (int)i;
-        k->pid = k->pgid + 1;
-        k->start_ms = ddp_now_ms();
-    }
-    return run;
-}
-
-static void attempt_free(struct ddp_runner_attempt *run)
-{
-    ddp_attempt_free(&run->plan);
-    free(run->w);
-    free(run);
-}
-
-/* k ended: exit code status, or death by signo */
-static void ended(struct ddp_runner_worker *k, int status, int signo)
-{
-    k->state = DDP_WS_EXITED;
-    k->status = signo ? 128 + signo : status;
-    k->signo = signo;
-    k->end_ms = k->start_ms + 5;
-    k->end_wall = time(NULL);
-    k->run->nexited++;
 }
 
 static json_t *read_events(size_t *n)
@@ -175,25 +131,25 @@ Test(records, failure_restart_failure, .init = cr_redirect_stderr)
     job_open(&j);
 
     /* attempt 0: rank 1 exits 3 (the root cause), rank 0 is stopped */
-    struct ddp_runner_attempt *a0 = attempt(0, 2);
+    struct ddp_runner_attempt *a0 = fake_attempt(0, 2);
     ddp_records_attempt_begin(j.r, a0);
-    ended(&a0->w[1], 3, 0);
-    ddp_records_worker_exit(j.r, &a0->w[1]);
-    ddp_records_root(j.r, &a0->w[1], "exited with code 3", DDP_CLASS_NONE);
-    ended(&a0->w[0], 0, SIGTERM);
-    ddp_records_worker_exit(j.r, &a0->w[0]);
+    fake_worker_ended(ddp_runner_attempt_worker(a0, 1), 3, 0);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a0, 1));
+    ddp_records_root(j.r, ddp_runner_attempt_worker(a0, 1), "exited with code 3", DDP_CLASS_NONE);
+    fake_worker_ended(ddp_runner_attempt_worker(a0, 0), 0, SIGTERM);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a0, 0));
     ddp_records_decision(j.r, 0, "restart", 1, 2, 1000, 0, "restarting with 2 workers (restart 1 of 1)");
 
     /* attempt 1: rank 0 prints a CUDA out-of-memory line and exits 1, rank 1 is stopped */
-    struct ddp_runner_attempt *a1 = attempt(1, 2);
+    struct ddp_runner_attempt *a1 = fake_attempt(1, 2);
     ddp_records_attempt_begin(j.r, a1);
     const char *oom = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
-    ddp_records_recognised(j.r, &a1->w[0], DDP_CLASS_CUDA_OOM, oom, strlen(oom));
-    ended(&a1->w[0], 1, 0);
-    ddp_records_worker_exit(j.r, &a1->w[0]);
-    ddp_records_root(j.r, &a1->w[0], "exited with code 1", DDP_CLASS_NONE);
-    ended(&a1->w[1], 0, SIGTERM);
-    ddp_records_worker_exit(j.r, &a1->w[1]);
+    ddp_records_recognised(j.r, ddp_runner_attempt_worker(a1, 0), DDP_CLASS_CUDA_OOM, oom, strlen(oom));
+    fake_worker_ended(ddp_runner_attempt_worker(a1, 0), 1, 0);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a1, 0));
+    ddp_records_root(j.r, ddp_runner_attempt_worker(a1, 0), "exited with code 1", DDP_CLASS_NONE);
+    fake_worker_ended(ddp_runner_attempt_worker(a1, 1), 0, SIGTERM);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a1, 1));
     char line[256];
     ddp_records_root_line(j.r, line, sizeof line);
     cr_expect(strstr(line, "rank 0") && strstr(line, "cuda-oom"), "root line: %s", line);
@@ -262,25 +218,25 @@ Test(records, failure_restart_failure, .init = cr_redirect_stderr)
     cr_expect(strstr(buf, "\ntrain FAILED (exit status 1)"), "%s", buf);
     cr_expect(strstr(buf, "rank      : 0 (local_rank: 0)"), "%s", buf);
     cr_expect(strstr(buf, "class     : cuda-oom"), "%s", buf);
-    attempt_free(a0);
-    attempt_free(a1);
+    fake_attempt_free(a0);
+    fake_attempt_free(a1);
 }
 
 Test(records, timeout_root_told_how_it_ended)
 {
     struct job j;
     job_open(&j);
-    struct ddp_runner_attempt *a0 = attempt(0, 2);
+    struct ddp_runner_attempt *a0 = fake_attempt(0, 2);
     ddp_records_attempt_begin(j.r, a0);
     /* a stall timeout blames rank 1 while both still run; then both are stopped */
-    ddp_records_timeout(j.r, 0, DDP_CLASS_HANG, &a0->w[1], "no heartbeat for 2s");
-    ddp_records_root(j.r, &a0->w[1], "no heartbeat for 2s", DDP_CLASS_HANG);
-    ended(&a0->w[0], 0, SIGTERM);
-    ddp_records_worker_exit(j.r, &a0->w[0]);
-    ddp_records_exited(j.r, &a0->w[0], DDP_CLASS_HANG);
-    ended(&a0->w[1], 0, SIGKILL);
-    ddp_records_worker_exit(j.r, &a0->w[1]);
-    ddp_records_exited(j.r, &a0->w[1], DDP_CLASS_HANG);
+    ddp_records_timeout(j.r, 0, DDP_CLASS_HANG, ddp_runner_attempt_worker(a0, 1), "no heartbeat for 2s");
+    ddp_records_root(j.r, ddp_runner_attempt_worker(a0, 1), "no heartbeat for 2s", DDP_CLASS_HANG);
+    fake_worker_ended(ddp_runner_attempt_worker(a0, 0), 0, SIGTERM);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a0, 0));
+    ddp_records_exited(j.r, ddp_runner_attempt_worker(a0, 0), DDP_CLASS_HANG);
+    fake_worker_ended(ddp_runner_attempt_worker(a0, 1), 0, SIGKILL);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a0, 1));
+    ddp_records_exited(j.r, ddp_runner_attempt_worker(a0, 1), DDP_CLASS_HANG);
     ddp_records_decision(j.r, 0, "exit", 0, 0, 0, 124, "timeout");
     ddp_records_job_end(j.r, 124, "timeout", "no heartbeat for 2s");
     job_close(&j);
@@ -300,17 +256,17 @@ Test(records, timeout_root_told_how_it_ended)
     cr_expect_str_eq(str_of(root, "class"), ddp_class_name(DDP_CLASS_HANG));
     cr_expect_str_eq(str_of(root, "signal"), "SIGKILL", "the root cause says how rank 1 ended");
     json_decref(s);
-    attempt_free(a0);
+    fake_attempt_free(a0);
 }
 
 Test(records, success_has_no_root_cause)
 {
     struct job j;
     job_open(&j);
-    struct ddp_runner_attempt *a0 = attempt(0, 1);
+    struct ddp_runner_attempt *a0 = fake_attempt(0, 1);
     ddp_records_attempt_begin(j.r, a0);
-    ended(&a0->w[0], 0, 0);
-    ddp_records_worker_exit(j.r, &a0->w[0]);
+    fake_worker_ended(ddp_runner_attempt_worker(a0, 0), 0, 0);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a0, 0));
     ddp_records_job_end(j.r, 0, "succeeded", NULL);
     job_close(&j);
     json_t *s = read_summary();
@@ -319,7 +275,7 @@ Test(records, success_has_no_root_cause)
     cr_expect_eq(json_array_size(json_object_get(s, "failures")), 0u);
     cr_expect_str_eq(str_of(s, "run_id"), "rid");
     json_decref(s);
-    attempt_free(a0);
+    fake_attempt_free(a0);
 }
 
 /* CI, ASan build: rank 1 failed before rank 0's shim had started its program; attempt_start was written at that
@@ -329,17 +285,20 @@ Test(records, attempt_start_waits_for_a_late_program, .init = cr_redirect_stderr
 {
     struct job j;
     job_open(&j);
-    struct ddp_runner_attempt *a0 = attempt(0, 2);
-    a0->w[0].pid = a0->w[0].pgid; /* rank 0's shim has not said its program's pid yet */
+    struct ddp_runner_attempt *a0 = fake_attempt(0, 2);
+    fake_worker_pid(ddp_runner_attempt_worker(a0, 0),
+                    ddp_runner_worker_pgid(
+                        ddp_runner_attempt_worker(a0, 0))); /* rank 0's shim has not said its program's pid yet */
     ddp_records_attempt_begin(j.r, a0);
-    ended(&a0->w[1], 3, 0); /* rank 1 fails first */
-    ddp_records_worker_exit(j.r, &a0->w[1]);
-    ddp_records_root(j.r, &a0->w[1], "exited with code 3", DDP_CLASS_NONE);
+    fake_worker_ended(ddp_runner_attempt_worker(a0, 1), 3, 0); /* rank 1 fails first */
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a0, 1));
+    ddp_records_root(j.r, ddp_runner_attempt_worker(a0, 1), "exited with code 3", DDP_CLASS_NONE);
     ddp_records_event(j.r, "probe", json_pack("{s:i}", "attempt", 0));
-    a0->w[0].pid = a0->w[0].pgid + 7; /* now its program started */
+    fake_worker_pid(ddp_runner_attempt_worker(a0, 0),
+                    ddp_runner_worker_pgid(ddp_runner_attempt_worker(a0, 0)) + 7); /* now its program started */
     ddp_records_attempt_flush(j.r, a0);
-    ended(&a0->w[0], 0, SIGTERM);
-    ddp_records_worker_exit(j.r, &a0->w[0]);
+    fake_worker_ended(ddp_runner_attempt_worker(a0, 0), 0, SIGTERM);
+    ddp_records_worker_exit(j.r, ddp_runner_attempt_worker(a0, 0));
     ddp_records_job_end(j.r, 3, "failed", NULL);
     job_close(&j);
 
@@ -349,7 +308,8 @@ Test(records, attempt_start_waits_for_a_late_program, .init = cr_redirect_stderr
     json_t *start = ev_find(evs, "attempt_start", &from);
     cr_expect_eq(from, 2u, "attempt_start comes right after job_start, not after the failure");
     json_t *w0 = json_array_get(json_object_get(start, "workers"), 0);
-    cr_expect_eq(int_of(w0, "pid"), a0->w[0].pgid + 7, "attempt_start names rank 0's program, not its shim");
+    cr_expect_eq(int_of(w0, "pid"), ddp_runner_worker_pgid(ddp_runner_attempt_worker(a0, 0)) + 7,
+                 "attempt_start names rank 0's program, not its shim");
     json_t *x1 = ev_find(evs, "worker_exit", &from);
     cr_expect_eq(int_of(x1, "rank"), 1);
     ev_find(evs, "probe", &from);
@@ -358,5 +318,5 @@ Test(records, attempt_start_waits_for_a_late_program, .init = cr_redirect_stderr
     cr_expect(strcmp(str_of(start, "ts"), str_of(x1, "ts")) <= 0, "attempt_start is stamped when it began");
     ev_find(evs, "job_end", &from);
     json_decref(evs);
-    attempt_free(a0);
+    fake_attempt_free(a0);
 }

@@ -62,11 +62,12 @@ static void on_program_ended(void *arg, struct ddp_runner_worker *k, int status,
 static void on_exited(void *arg, struct ddp_runner_worker *k, enum ddp_lifecycle_state from)
 {
     struct seen *s = arg;
+    size_t i = ddp_runner_worker_index(k);
     s->exited++;
-    s->from[k->index] = from;
-    s->status[k->index] = k->status;
-    s->signo[k->index] = k->signo;
-    s->fail[k->index] = k->fail;
+    s->from[i] = from;
+    s->status[i] = ddp_runner_worker_status(k);
+    s->signo[i] = ddp_runner_worker_signo(k);
+    s->fail[i] = ddp_runner_worker_fail(k);
 }
 
 static void on_done(void *arg, struct ddp_runner_worker *k, bool all)
@@ -139,7 +140,7 @@ static void run(struct ddp_attempt *a, struct seen *s)
     cr_assert_eq(ddp_runner_start(s->rn, a, &r, &err), 0, "%s", err.msg);
     cr_expect_eq(a->nworkers, 0u, "the plan moved into the runner");
     cr_expect_eq(ddp_runner_current(s->rn), r);
-    cr_expect_eq(r->nw, nw);
+    cr_expect_eq(ddp_runner_attempt_nworkers(r), nw);
     uv_run(&loop, UV_RUN_DEFAULT);
     cr_expect_not(s->timed_out, "the workers ended within 10 s");
     cr_expect_eq(s->done_all, 1, "done(all) once");
