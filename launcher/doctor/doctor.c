@@ -483,26 +483,26 @@ static char *gpus_unfit(const struct ddp_topo *topo)
     return b.data;
 }
 
-/* GPUs: the placement this job would make (GPUs other jobs hold left out, ctx->gpu_holders), the same-numa
+/* GPUs: the placement this job would make (GPUs other jobs hold left out, ctx->gpus.holders), the same-numa
  * alternative, and NVML's view of the picked ones. */
 static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, struct ddp_check_report *r)
 {
     struct ddp_check_gpus g = {.nproc = ctx->nproc};
 
-    if (ctx->topo) {
+    if (ctx->job.topo) {
         struct ddp_place_req req;
 
-        gpu_facts_read(ctx->topo, &s->facts);
+        gpu_facts_read(ctx->job.topo, &s->facts);
         ddp_plan_place_req(ctx, ctx->nproc, &req);
         g.have_topo = true;
         g.all = s->facts.gpus;
         g.nall = s->facts.ngpus;
         g.want_gpus = req.want_gpus;
         g.share = req.share;
-        g.nusable = req.want_gpus ? ddp_place_count_usable(ctx->topo, &req) : 0;
-        s->unfit = req.want_gpus ? gpus_unfit(ctx->topo) : NULL;
+        g.nusable = req.want_gpus ? ddp_place_count_usable(ctx->job.topo, &req) : 0;
+        s->unfit = req.want_gpus ? gpus_unfit(ctx->job.topo) : NULL;
         g.unfit = s->unfit;
-        if (ctx->nproc > 0 && ddp_place_ranks(ctx->topo, &req, &s->pl, &s->perr) == 0) {
+        if (ctx->nproc > 0 && ddp_place_ranks(ctx->job.topo, &req, &s->pl, &s->perr) == 0) {
             s->placed = true;
             g.reason = s->pl.reason;
             g.nvlink = s->pl.reason && (strstr(s->pl.reason, ", NVLink (NV") || strstr(s->pl.reason, ", XGMI links"));
@@ -516,7 +516,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
                 g.picked = s->picked;
                 alt.select = &none;
                 alt.policy = DDP_POLICY_SAME_NUMA;
-                if (ddp_place_ranks(ctx->topo, &alt, &s->better, &e2) == 0) {
+                if (ddp_place_ranks(ctx->job.topo, &alt, &s->better, &e2) == 0) {
                     s->bidx = ddp_xcalloc(s->better.nranks + 1, sizeof *s->bidx);
                     g.nbetter = distinct_gpus(&s->better, s->bidx);
                     g.better = s->bidx;
@@ -528,7 +528,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
         /* an XML topology has NVML facts only when paired with NVML (DDPLAUNCH_TOPOLOGY_NVML, the tests) */
         g.nvml = g.npicked && s->facts.n_nvidia && s->facts.nvml->found;
         if (g.nvml)
-            gpu_usage(ctx->topo, &s->facts, s->picked, g.npicked);
+            gpu_usage(ctx->job.topo, &s->facts, s->picked, g.npicked);
         g.nvml_status = s->facts.nvml->status;
     }
     ddp_check_gpus(r, &g);
@@ -596,7 +596,7 @@ static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, str
     char *eph = ddp_port_ephemeral_range();
     struct ddp_port_holder holder;
     char lock_holder[256];
-    struct ddp_check_port p = {.spec = ctx->spec->master_port,
+    struct ddp_check_port p = {.spec = ctx->job.spec->master_port,
                                .node_rank = ctx->node_rank,
                                .master_addr = ctx->master_addr,
                                .tcp = tcp,
@@ -662,7 +662,7 @@ static void check_ras(const struct ddp_spec *spec, char *const *envp, const char
 /* master_addr, its route and the socket interface variables. */
 static void check_network(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_check_report *r)
 {
-    const struct ddp_spec *spec = ctx->spec;
+    const struct ddp_spec *spec = ctx->job.spec;
     char resolved[NI_MAXHOST] = "", src[NI_MAXHOST] = "", ifn[NI_MAXHOST] = "", gai[NI_MAXHOST] = "";
     struct ddp_check_addr a = {.nnodes = ctx->nnodes};
     struct ddp_strv ifs = {0};
@@ -682,7 +682,7 @@ static void check_network(const struct ddp_plan_ctx *ctx, char *const *envp, str
 static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section *s, struct ddp_check_report *r)
 {
     char *status = read_file("/proc/self/status", 1u << 20, NULL);
-    char *cpus = ctx->topo ? ddp_topo_allowed_cpus(ctx->topo) : NULL;
+    char *cpus = ctx->job.topo ? ddp_topo_allowed_cpus(ctx->job.topo) : NULL;
     char *mems = NULL;
     const char **rc = NULL, **rm = NULL;
 
@@ -699,7 +699,7 @@ static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section 
     struct ddp_check_cpus c = {.cpus_allowed = cpus,
                                .mems_allowed = mems,
                                .nproc = ctx->nproc,
-                               .bind = ctx->spec->numa_bind,
+                               .bind = ctx->job.spec->numa_bind,
                                .rank_cpus = rc,
                                .rank_mems = rm,
                                .nranks = s->placed ? s->pl.nranks : 0};
@@ -799,7 +799,7 @@ static int import_torch(const char *python, char *const *envp, char *out, size_t
  * python3 or python on PATH (then /usr/bin/python3) that does. Seconds: torch's import. */
 static void check_python(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_check_report *r)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
     /* a script or module job: without one (doctor alone) or with a program there is no python to ask */
     struct ddp_check_python p = {.runs_python = !s->command.n && (s->script || s->module),
                                  .python = ctx->python ? ctx->python : "python3",
@@ -836,7 +836,7 @@ static void check_python(const struct ddp_plan_ctx *ctx, char *const *envp, stru
 void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report *r)
 {
     extern char **environ;
-    char *const *envp = ctx->base_env ? ctx->base_env : environ;
+    char *const *envp = ctx->job.base_env ? ctx->job.base_env : environ;
     const char *lock_dir = ddp_rundir_lock_dir(envp);
     struct gpu_section gs = {0};
     struct ddp_lease_info *leases = NULL;
@@ -848,19 +848,19 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report 
     ddp_check_leases(r, leases, nleases, getpid(), lease_rc);
     check_libraries(ctx, envp, &gs.facts, r);
     check_python(ctx, envp, r);
-    ddp_check_nccl_env(r, &ctx->spec->nccl, envp);
+    ddp_check_nccl_env(r, &ctx->job.spec->nccl, envp);
     check_port(ctx, lock_dir, r);
-    check_ras(ctx->spec, envp, lock_dir, r);
+    check_ras(ctx->job.spec, envp, lock_dir, r);
     check_network(ctx, envp, r);
     check_cpus(ctx, &gs, r);
     getrlimit(RLIMIT_NOFILE, &rl);
     ddp_check_nofile(r, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, ctx->nproc);
     ddp_doctor_check_state_dirs(r, envp, getuid());
-    struct ddp_check_etcd ef = {.backend = ctx->spec->rdzv_backend && *ctx->spec->rdzv_backend ? ctx->spec->rdzv_backend
-                                                                                               : "static",
-                                .nnodes = ctx->nnodes};
+    struct ddp_check_etcd ef = {
+        .backend = ctx->job.spec->rdzv_backend && *ctx->job.spec->rdzv_backend ? ctx->job.spec->rdzv_backend : "static",
+        .nnodes = ctx->nnodes};
     if (ef.nnodes > 1 && strstr(ef.backend, "etcd") == ef.backend)
-        ddp_check_etcd_facts(ctx->spec->rdzv_endpoint, ctx->spec->rdzv_conf, &ef);
+        ddp_check_etcd_facts(ctx->job.spec->rdzv_endpoint, ctx->job.spec->rdzv_conf, &ef);
     ddp_check_rdzv(r, &ef);
     gpu_section_free(&gs);
     free(leases);

@@ -21,8 +21,8 @@ void ddp_doctor_check_state_dirs(struct ddp_check_report *r, char *const *envp, 
 
 /* ---- the command ---- */
 
-/* Run every check for ctx (built as for `ddplaunch plan`, but with master_port NOT reserved: ctx->spec's
- * master_port is read, ctx->master_port is ignored; ctx->topo may be NULL) and print the report to out, as
+/* Run every check for ctx (built as for `ddplaunch plan`, but with master_port NOT reserved: ctx->job.spec's
+ * master_port is read, ctx->master_port is ignored; ctx->job.topo may be NULL) and print the report to out, as
  * text or one JSON document. Returns the exit status: 0 all ok, 1 some warn, 2 some fail. */
 int ddp_doctor_run(const struct ddp_plan_ctx *ctx, bool json, FILE *out);
 /* The same, filling r instead of printing (tests). Caller frees r with ddp_check_report_free(). */

@@ -167,7 +167,7 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         return DDP_EXIT_USAGE;
     }
     struct ddp_strv notes = {0}; /* what the workers get instead of the launcher's own settings */
-    ddp_replaced_notes(environ, l->ctx.spec, attempt, &notes);
+    ddp_replaced_notes(environ, l->ctx.job.spec, attempt, &notes);
     for (size_t i = 0; i < notes.n; i++)
         ddp_info("%s", notes.v[i]);
     ddp_strv_clear(&notes);
@@ -176,7 +176,7 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         error_line(err->msg);
         return DDP_EXIT_TEMPFAIL;
     }
-    l->ctx.gpu_held = held ? (const char *const *)*held : NULL;
+    l->ctx.gpus.held = held ? (const char *const *)*held : NULL;
     return 0;
 }
 
@@ -206,7 +206,7 @@ static int plan_command(const struct ddp_cli *cli, const char *argv0)
         else
             ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
         if (!cli->json)
-            ddp_standby_print_plan(stdout, l.ctx.spec, &attempt);
+            ddp_standby_print_plan(stdout, l.ctx.job.spec, &attempt);
     }
     ddp_attempt_free(&attempt);
     ddp_gpus_held_free(held, ddp_topo_ngpus(l.topo));

@@ -16,7 +16,7 @@ struct ddp_roster {
     const struct ddp_plan_ctx *ctx;
     struct ddp_records *rec;
     struct ddp_coord *coord;
-    struct ddp_rdzv_etcd *etcd; /* through etcd (ctx->etcd_endpoints): instead of coord; never the leader */
+    struct ddp_rdzv_etcd *etcd; /* through etcd (ctx->coord.etcd_endpoints): instead of coord; never the leader */
     bool leader;
     struct ddp_layout_node *nodes;    /* node 0: every node by node rank: joined, its own worker count, host */
     char **hosts;                     /* node 0: the host names nodes[].host points to */
@@ -35,20 +35,20 @@ static int etcd_new(uv_loop_t *loop, struct ddp_roster *n, ddp_coord_cb cb, void
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     struct ddp_rdzv_etcd_config cfg = {
-        .endpoints = ctx->etcd_endpoints,
-        .conf = ctx->spec->rdzv_conf,
-        .id = ctx->run_id,
-        .secret = ctx->coord_secret,
-        .job = ctx->coord_job,
-        .min_nodes = ctx->min_nnodes,
+        .endpoints = ctx->coord.etcd_endpoints,
+        .conf = ctx->job.spec->rdzv_conf,
+        .id = ctx->job.run_id,
+        .secret = ctx->coord.secret,
+        .job = ctx->coord.job,
+        .min_nodes = ctx->coord.min_nnodes,
         .max_nodes = ctx->nnodes,
         .nproc = ctx->nproc,
-        .host = ctx->hostname,
+        .host = ctx->job.hostname,
         .master_port = ctx->master_port,
-        .max_restarts = ctx->spec->max_restarts,
-        .lost_after_ms = ctx->lost_after_ms,
-        .join_timeout_ms = ctx->join_timeout_ms,
-        .last_call_ms = ctx->last_call_ms,
+        .max_restarts = ctx->job.spec->max_restarts,
+        .lost_after_ms = ctx->coord.lost_after_ms,
+        .join_timeout_ms = ctx->coord.join_timeout_ms,
+        .last_call_ms = ctx->coord.last_call_ms,
     };
     int rc = ddp_rdzv_etcd_start(loop, &cfg, cb, arg, &n->etcd, err);
     if (rc < 0)
@@ -60,29 +60,29 @@ int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_r
                    struct ddp_roster **out, struct ddp_err *err)
 {
     struct ddp_coord_config cfg = {
-        .node_rank = ctx->coord_node,
+        .node_rank = ctx->coord.node,
         .nnodes = ctx->nnodes,
         .addr = ctx->master_addr,
-        .port = ctx->coord_port,
-        .listen_fd = ctx->coord_listen_fd,
-        .secret = ctx->coord_secret,
-        .job = ctx->coord_job,
+        .port = ctx->coord.port,
+        .listen_fd = ctx->coord.listen_fd,
+        .secret = ctx->coord.secret,
+        .job = ctx->coord.job,
         .nproc = ctx->nproc,
-        .host = ctx->hostname,
-        .lost_after_ms = ctx->lost_after_ms,
-        .join_timeout_ms = ctx->join_timeout_ms,
+        .host = ctx->job.hostname,
+        .lost_after_ms = ctx->coord.lost_after_ms,
+        .join_timeout_ms = ctx->coord.join_timeout_ms,
     };
     struct ddp_roster *n = ddp_xcalloc(1, sizeof(*n));
     n->ctx = ctx;
     n->rec = rec;
-    n->leader = ctx->coord_node == 0;
+    n->leader = ctx->coord.node == 0;
     *out = n;
-    if (ctx->etcd_endpoints)
+    if (ctx->coord.etcd_endpoints)
         return etcd_new(loop, n, cb, arg, err);
     if (n->leader) {
         n->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->nodes));
         n->hosts = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->hosts));
-        n->nodes[0] = (struct ddp_layout_node){true, ctx->nproc, ctx->hostname};
+        n->nodes[0] = (struct ddp_layout_node){true, ctx->nproc, ctx->job.hostname};
     }
     int rc = ddp_coord_start(loop, &cfg, cb, arg, &n->coord, err);
     if (rc < 0) {
@@ -91,12 +91,12 @@ int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_r
     }
     if (n->leader)
         ddp_info("node 0: waiting up to %llds for %d other node%s to join on control port %s:%d",
-                 ctx->join_timeout_ms / 1000, ctx->nnodes - 1, ctx->nnodes == 2 ? "" : "s", ctx->master_addr,
+                 ctx->coord.join_timeout_ms / 1000, ctx->nnodes - 1, ctx->nnodes == 2 ? "" : "s", ctx->master_addr,
                  ddp_coord_port(n->coord));
-    else if (ctx->coord_node > 0)
-        ddp_info("node %d: joining node 0 at %s:%d", ctx->coord_node, ctx->master_addr, ctx->coord_port);
+    else if (ctx->coord.node > 0)
+        ddp_info("node %d: joining node 0 at %s:%d", ctx->coord.node, ctx->master_addr, ctx->coord.port);
     else
-        ddp_info("joining the rendezvous at %s:%d", ctx->master_addr, ctx->coord_port);
+        ddp_info("joining the rendezvous at %s:%d", ctx->master_addr, ctx->coord.port);
     return 0;
 }
 
@@ -185,7 +185,7 @@ static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *e
     switch (ev->kind) {
     case DDP_COORD_JOINED:
         if (!n->etcd)
-            ddp_info("node %d: joined node 0 (%s:%d)", ev->node, ctx->master_addr, ctx->coord_port);
+            ddp_info("node %d: joined node 0 (%s:%d)", ev->node, ctx->master_addr, ctx->coord.port);
         ae->kind = DDP_AE_JOINED;
         return true;
     case DDP_COORD_START:
@@ -213,10 +213,10 @@ static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *e
                       v->agent == DDP_AS_JOINING ? "exiting" : "stopping the workers here and exiting");
         else if (v->agent != DDP_AS_JOINING)
             ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
-        else if (ctx->coord_node > 0)
-            ddp_error("node %d cannot join node 0: %s", ctx->coord_node, ev->reason);
+        else if (ctx->coord.node > 0)
+            ddp_error("node %d cannot join node 0: %s", ctx->coord.node, ev->reason);
         else
-            ddp_error("%s cannot join node 0: %s", ctx->hostname, ev->reason);
+            ddp_error("%s cannot join node 0: %s", ctx->job.hostname, ev->reason);
         ae->kind = DDP_AE_COORD_LOST;
         return true;
     default:
@@ -236,7 +236,7 @@ int ddp_roster_last_call(const struct ddp_roster *n)
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     int nup = 1 + ddp_coord_joined(n->coord);
-    return n->leader && ctx->coord_dynamic && ctx->min_nnodes < ctx->nnodes && nup >= ctx->min_nnodes &&
+    return n->leader && ctx->coord.dynamic && ctx->coord.min_nnodes < ctx->nnodes && nup >= ctx->coord.min_nnodes &&
                    nup < ctx->nnodes
                ? nup
                : 0;
@@ -246,16 +246,16 @@ void ddp_roster_join_timeout(struct ddp_roster *n, struct ddp_agent_event_data *
 {
     const struct ddp_plan_ctx *ctx = n->ctx;
     int nup = 1 + ddp_coord_joined(n->coord);
-    *ae = (struct ddp_agent_event_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->min_nnodes};
+    *ae = (struct ddp_agent_event_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->coord.min_nnodes};
     if (ae->all && ddp_roster_last_call(n))
         ddp_info("%d of %d nodes joined (at least %d wanted); last call (%llds) over: starting with them", nup,
-                 ctx->nnodes, ctx->min_nnodes, (ctx->last_call_ms + 500) / 1000);
+                 ctx->nnodes, ctx->coord.min_nnodes, (ctx->coord.last_call_ms + 500) / 1000);
     else if (ae->all)
         ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, ctx->nnodes,
-                 ctx->join_timeout_ms / 1000);
+                 ctx->coord.join_timeout_ms / 1000);
     else
         ddp_errf(err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, ctx->nnodes,
-                 ctx->join_timeout_ms / 1000);
+                 ctx->coord.join_timeout_ms / 1000);
 }
 
 bool ddp_roster_join_progress(struct ddp_roster *n, long long waited_ms)
@@ -284,7 +284,7 @@ bool ddp_roster_join_progress(struct ddp_roster *n, long long waited_ms)
         ddp_buf_printf(&missing, " and %d more", unlisted);
     ddp_info("node 0: waiting for %d more node%s to join (%d of %d up%s%s; %llds of %llds)", ctx->nnodes - nup,
              ctx->nnodes - nup == 1 ? "" : "s", nup, ctx->nnodes, missing.len ? "; missing " : "",
-             missing.len ? missing.data : "", (waited_ms + 500) / 1000, ctx->join_timeout_ms / 1000);
+             missing.len ? missing.data : "", (waited_ms + 500) / 1000, ctx->coord.join_timeout_ms / 1000);
     ddp_buf_free(&missing);
     return true;
 }
@@ -302,12 +302,12 @@ int ddp_roster_start(struct ddp_roster *n, int attempt, int nproc, struct ddp_pl
         now[i].nproc = i == 0 ? nproc : ddp_layout_scale(n->nodes[i].nproc, ctx->nproc, nproc);
         nup += now[i].up;
     }
-    k = ddp_layout_nodes(nn, now, ctx->coord_dynamic, ctx->min_nnodes, as, &world);
+    k = ddp_layout_nodes(nn, now, ctx->coord.dynamic, ctx->coord.min_nnodes, as, &world);
     if (k < 0) {
         free(as);
         free(now);
         return ddp_errf(err, -ENODEV, "only %d node%s up, the job needs at least %d (nnodes): giving up", nup,
-                        nup == 1 ? "" : "s", ctx->min_nnodes);
+                        nup == 1 ? "" : "s", ctx->coord.min_nnodes);
     }
     for (int g = 0; g < k; g++)
         for (int i = 0; i < nn; i++)

@@ -44,7 +44,7 @@ static void tail_line(void *arg, const char *line)
 bool ddp_atfail_possible(struct ddp_atfail *a, const struct ddp_runner_worker *k)
 {
     bool seen;
-    if (!a || a->active || !a->env->cfg.ctx->spec->timeout_sample || !ddp_runner_is_current(k) || k->index >= a->n)
+    if (!a || a->active || !a->env->cfg.job->spec->timeout_sample || !ddp_runner_is_current(k) || k->index >= a->n)
         return false;
     seen = a->coll[k->index];
     if (!seen) /* its last lines may have come with its exit, before they were classified */
@@ -88,9 +88,9 @@ static void decide(struct ddp_atfail *a)
         json_object_set_new(j, "failed_rank", json_integer(k->w->rank));
         json_object_set_new(j, "read_ms", json_integer(now - a->began_ms));
         /* with no majority nobody is blamed, yet the failure is still a mismatch: the failed rank carries it */
-        ddp_records_mismatch(a->env->cfg.rec, first ? first : k, why, j,
-                             ddp_xasprintf("Collective mismatch at the failure: %s\n  rank %d %s there\n", m.why,
-                                           k->w->rank, ended));
+        ddp_records_mismatch(
+            a->env->cfg.rec, first ? first : k, why, j,
+            ddp_xasprintf("Collective mismatch at the failure: %s\n  rank %d %s there\n", m.why, k->w->rank, ended));
         free(why);
     }
     free(in);

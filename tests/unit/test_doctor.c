@@ -67,14 +67,14 @@ static void g4dn_run(struct g4dn *g, int nproc, const char *select)
     g->envp[0] = g->lock_env;
     g->envp[1] = g->xdg_env;
     g->envp[2] = "PATH=/usr/bin:/bin";
-    g->ctx.spec = &g->spec;
-    g->ctx.base_env = g->envp;
+    g->ctx.job.spec = &g->spec;
+    g->ctx.job.base_env = g->envp;
     g->ctx.master_addr = "127.0.0.1";
     g->ctx.nnodes = 1;
     g->ctx.nproc = nproc;
     g->ctx.python = "/usr/bin/python3";
-    g->ctx.topo = g->topo;
-    g->ctx.gpu_holders = g4dn_holders;
+    g->ctx.job.topo = g->topo;
+    g->ctx.gpus.holders = g4dn_holders;
     ddp_doctor_collect(&g->ctx, &g->r);
 }
 
@@ -217,13 +217,13 @@ Test(doctor, live_machine_runs_every_check_quickly)
     snprintf(xdg, sizeof xdg, "XDG_RUNTIME_DIR=%s", base);
     ddp_spec_init(&spec);
     cr_assert_eq(ddp_spec_set(&spec, "job", "master_port", "29431", DDP_ORIGIN_CLI, "--set", &err), 0, "%s", err.msg);
-    ctx.spec = &spec;
-    ctx.base_env = envp;
+    ctx.job.spec = &spec;
+    ctx.job.base_env = envp;
     ctx.master_addr = "127.0.0.1";
     ctx.nnodes = 1;
     ctx.nproc = 2;
     ctx.python = "python3";
-    cr_assert_eq(ddp_topo_load(NULL, &ctx.topo, &err), 0, "%s", err.msg);
+    cr_assert_eq(ddp_topo_load(NULL, &ctx.job.topo, &err), 0, "%s", err.msg);
     t0 = ddp_now_ms();
     ddp_doctor_collect(&ctx, &r);
     cr_expect_lt(ddp_now_ms() - t0, 1000, "doctor took %lld ms", ddp_now_ms() - t0);
@@ -235,6 +235,6 @@ Test(doctor, live_machine_runs_every_check_quickly)
     expect_result(find(&r, "state-dir"), DDP_CHECK_OK, base);
     cr_expect_eq(ddp_check_exit_status(&r), 2);
     ddp_check_report_free(&r);
-    ddp_topo_destroy(ctx.topo);
+    ddp_topo_destroy(ctx.job.topo);
     ddp_spec_free(&spec);
 }

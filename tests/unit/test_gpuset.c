@@ -29,8 +29,8 @@ static void setup_fixture(struct fixture *f)
     int rc = ddp_topo_load(path, &f->topo, &err);
     free(path);
     cr_assert_eq(rc, 0, "%s", err.msg);
-    f->ctx.spec = &f->spec;
-    f->ctx.topo = f->topo;
+    f->ctx.job.spec = &f->spec;
+    f->ctx.job.topo = f->topo;
     f->ctx.nnodes = 1;
     f->ctx.nproc = 8;
     f->g = ddp_gpuset_new(&f->ctx);

@@ -119,24 +119,29 @@ static void world_init(struct world *w, int coord_node)
     struct sockaddr_in sa;
     socklen_t len = sizeof sa;
     cr_assert_eq(getsockname(w->listen_fd, (struct sockaddr *)&sa, &len), 0);
-    w->ctx = (struct ddp_plan_ctx){.spec = &w->spec,
-                                   .base_env = w->env,
-                                   .hostname = coord_node == 0 ? "node-a" : "node-b",
-                                   .run_id = "rid",
+    w->ctx = (struct ddp_plan_ctx){.job = {.spec = &w->spec,
+                                           .base_env = w->env,
+                                           .hostname = coord_node == 0 ? "node-a" : "node-b",
+                                           .run_id = "rid"},
                                    .master_addr = "127.0.0.1",
                                    .nnodes = 2,
                                    .node_rank = coord_node,
                                    .nproc = 2,
-                                   .coord_node = coord_node,
-                                   .coord_port = ntohs(sa.sin_port),
-                                   .coord_listen_fd = coord_node == 0 ? w->listen_fd : -1,
-                                   .coord_secret = SECRET,
-                                   .coord_job = "job-1",
-                                   .min_nnodes = 2,
-                                   .join_timeout_ms = 3000,
-                                   .lost_after_ms = 2000};
+                                   .coord = {.node = coord_node,
+                                             .port = ntohs(sa.sin_port),
+                                             .listen_fd = coord_node == 0 ? w->listen_fd : -1,
+                                             .secret = SECRET,
+                                             .job = "job-1",
+                                             .min_nnodes = 2,
+                                             .join_timeout_ms = 3000,
+                                             .lost_after_ms = 2000}};
     ddp_output_init(&w->out, -1, -1);
-    w->rec = ddp_records_open(&w->ctx, &w->out);
+    struct ddp_records_config rcfg = {.job = &w->ctx.job,
+                                      .master_addr = w->ctx.master_addr,
+                                      .nnodes = w->ctx.nnodes,
+                                      .node_rank = w->ctx.node_rank,
+                                      .nproc = w->ctx.nproc};
+    w->rec = ddp_records_open(&rcfg, &w->out);
 }
 
 static void world_end(struct world *w)
@@ -161,7 +166,7 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
     struct ddp_coord_config pc = {.node_rank = 1,
                                   .nnodes = 2,
                                   .addr = "127.0.0.1",
-                                  .port = w.ctx.coord_port,
+                                  .port = w.ctx.coord.port,
                                   .listen_fd = -1,
                                   .secret = SECRET,
                                   .job = "job-1",
