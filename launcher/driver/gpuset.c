@@ -208,7 +208,7 @@ int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int np
         return nproc;
     g->left_out = false;
     struct ddp_place_req req;
-    ddp_plan_place_req(actx, nproc, &req);
+    ddp_plan_place_req(&actx->job, &actx->gpus, nproc, &req);
     req.exclude_idx = g->exclude;
     req.nexclude_idx = g->nexclude;
     int usable = req.want_gpus ? ddp_place_count_usable(g->topo, &req) : nproc;

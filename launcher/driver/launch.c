@@ -414,7 +414,7 @@ static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f,
     case DDP_NPROC_GPU:
     case DDP_NPROC_AUTO: {
         struct ddp_place_req req;
-        ddp_plan_place_req(&l->ctx, 1, &req);
+        ddp_plan_place_req(&l->ctx.job, &l->ctx.gpus, 1, &req);
         int usable = l->topo && req.want_gpus ? ddp_place_count_usable(l->topo, &req) : 0;
         if (usable > 0)
             return usable;
@@ -549,7 +549,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 
     /* GPU leases: concurrent jobs on this host without a scheduler get disjoint GPUs. */
     struct ddp_place_req req;
-    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    ddp_plan_place_req(&ctx->job, &ctx->gpus, ctx->nproc, &req);
     l->lease = l->cmd == DDP_CMD_RUN && l->topo && req.want_gpus && ddp_topo_ngpus(l->topo) > 0 &&
                (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->sched.allocates_gpus));
     ddp_launch_holders_free(l->holders, l->nholders);
@@ -645,7 +645,7 @@ static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct 
     struct ddp_place_req req;
     struct ddp_placement pl = {0};
 
-    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    ddp_plan_place_req(&ctx->job, &ctx->gpus, ctx->nproc, &req);
     int usable_all = ddp_place_count_usable(ctx->job.topo, &req), needed = ddp_place_count_gpus(ctx->job.topo, &req);
     for (size_t i = 0; i < nheld; i++) {
         int g = ddp_topo_gpu_find(ctx->job.topo, held[i]);

@@ -186,8 +186,20 @@ static int doctor_command(const struct ddp_cli *cli, const char *argv0)
     struct ddp_err err = {0};
     (void)argv0;
     int status = resolve(&l, cli, &err);
-    if (status == 0)
-        status = ddp_doctor_run(&l.ctx, cli->json, stdout);
+    if (status == 0) {
+        const struct ddp_plan_ctx *c = &l.ctx;
+        struct ddp_doctor_config dc = {.job = &c->job,
+                                       .gpus = &c->gpus,
+                                       .master_addr = c->master_addr,
+                                       .port_job = c->port_job,
+                                       .port_job_first = c->port_job_first,
+                                       .nnodes = c->nnodes,
+                                       .node_rank = c->node_rank,
+                                       .nproc = c->nproc,
+                                       .python = c->python,
+                                       .python_why = c->python_why};
+        status = ddp_doctor_run(&dc, cli->json, stdout);
+    }
     ddp_launch_free(&l);
     return status;
 }

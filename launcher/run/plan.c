@@ -325,15 +325,16 @@ static bool select_is(const struct ddp_spec *s, const char *word)
     return s->gpus_select.n == 1 && strcmp(s->gpus_select.v[0], word) == 0;
 }
 
-void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req)
+void ddp_plan_place_req(const struct ddp_plan_job *job, const struct ddp_plan_gpus *gpus, int nproc,
+                        struct ddp_place_req *req)
 {
-    const struct ddp_spec *s = ctx->job.spec;
+    const struct ddp_spec *s = job->spec;
     static const struct ddp_strv empty;
     memset(req, 0, sizeof *req);
     req->nproc = nproc;
     bool auto_select = s->gpus_select.n == 0 || select_is(s, "auto");
     req->want_gpus = s->nproc_per_node.kind != DDP_NPROC_CPU && !select_is(s, "none") &&
-                     (!auto_select || (ctx->job.topo && ddp_topo_ngpus(ctx->job.topo) > 0));
+                     (!auto_select || (job->topo && ddp_topo_ngpus(job->topo) > 0));
     req->select = auto_select || select_is(s, "none") ? &empty : &s->gpus_select;
     req->exclude = &s->gpus_exclude;
     req->policy = s->gpus_policy;
@@ -343,9 +344,9 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->mem = s->numa_memory;
     req->max_memory_used = s->gpus_max_memory_used;
     req->busy = s->gpus_busy;
-    req->inherited_cvd = ctx->gpus.inherited_cvd;
-    req->sched_gpus = ctx->gpus.sched;
-    req->holders = ctx->gpus.holders;
+    req->inherited_cvd = gpus->inherited_cvd;
+    req->sched_gpus = gpus->sched;
+    req->holders = gpus->holders;
 }
 
 /* LOG_DIR/<run>/attempt_N, or the run directory's attempt_N without a log dir, or NULL. Caller owns. */
@@ -519,7 +520,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 
     if (ctx->job.topo) {
         struct ddp_place_req req;
-        ddp_plan_place_req(ctx, nproc, &req);
+        ddp_plan_place_req(&ctx->job, &ctx->gpus, nproc, &req);
         req.exclude_idx = exclude;
         req.nexclude_idx = nexclude;
         rc = ddp_place_ranks(ctx->job.topo, &req, &place, err);

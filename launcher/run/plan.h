@@ -158,7 +158,8 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 /* The placement request (topo.h) this spec makes for nproc workers, without exclusions. Used by launch.c to
  * count usable GPUs (nproc_per_node = gpu|auto) and choose the GPUs to lease. */
 struct ddp_place_req;
-void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req);
+void ddp_plan_place_req(const struct ddp_plan_job *job, const struct ddp_plan_gpus *gpus, int nproc,
+                        struct ddp_place_req *req);
 
 /* The interpreter of script and module jobs: $PYTHON_EXEC from envp when set and not empty; else env_python, the
  * python3 of the Python environment (venv, conda) ddplaunch is installed in, so that workers find that
