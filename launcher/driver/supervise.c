@@ -650,7 +650,7 @@ static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
         return;
     char why[256] = "";
     struct ddp_policy_event_data ev = {.kind = DDP_PE_GPUS_LEFT, .why = why, .pending = a};
-    ev.gpus_left = ddp_gpuset_fit(s->gpus, &s->actx, a->nproc, why, sizeof why);
+    ev.gpus_left = ddp_gpuset_fit(s->gpus, &s->actx.gpus, a->nproc, why, sizeof why);
     if (ev.gpus_left < a->nproc)
         *a = ddp_policy_step(&s->pol, &ev);
 }
@@ -811,7 +811,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
     s->spec = ctx->job.spec;
     s->role = !multi ? ROLE_SINGLE : ctx->coord.node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
-    s->gpus = ddp_gpuset_new(ctx);
+    s->gpus = ddp_gpuset_new(&ctx->job, &ctx->gpus);
     s->actx.gpus.holders = ddp_gpuset_holders(s->gpus); /* ours to change: a GPU leased for a restart */
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
