@@ -31,8 +31,16 @@ static void policy_kind(struct ddp_roles *r, enum ddp_policy_event kind)
 /* Node 0: lay the attempt out over the nodes, send START, start its own workers. */
 static int leader_start(struct ddp_roles *r, int attempt, int nproc)
 {
-    int rc = ddp_roster_start(r->roster, attempt, nproc, r->c.actx, r->c.err);
-    return rc < 0 ? rc : r->c.ops.start(r->c.arg, attempt, nproc);
+    struct ddp_plan_ctx *actx = r->c.actx;
+    struct ddp_roster_place p;
+    int rc = ddp_roster_start(r->roster, attempt, nproc, actx->master_port, &p, r->c.err);
+    if (rc < 0)
+        return rc;
+    actx->node_rank = p.node_rank;
+    actx->nnodes = p.nnodes;
+    actx->rank_base = p.rank_base;
+    actx->world_size = p.world_size;
+    return r->c.ops.start(r->c.arg, attempt, nproc);
 }
 
 /* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
@@ -187,7 +195,13 @@ int ddp_roles_begin(const struct ddp_roles_config *c, struct ddp_roles **out)
         timers[i]->data = r;
     }
     *out = r;
-    int rc = ddp_roster_new(c->loop, c->ctx, c->rec, on_coord, r, &r->roster, c->err);
+    struct ddp_roster_config rcfg = {.job = &c->ctx->job,
+                                     .coord = &c->ctx->coord,
+                                     .master_addr = c->ctx->master_addr,
+                                     .master_port = c->ctx->master_port,
+                                     .nnodes = c->ctx->nnodes,
+                                     .nproc = c->ctx->nproc};
+    int rc = ddp_roster_new(c->loop, &rcfg, c->rec, on_coord, r, &r->roster, c->err);
     if (rc < 0)
         return rc;
     r->frshare = ddp_frshare_new(c->loop, c->ctx->job.spec, r->leader, c->rn, c->watch, r->roster, c->rec);

@@ -74,13 +74,12 @@ static void leader_cb(struct ddp_coord *c, const struct ddp_coord_event *ev, voi
     snprintf(w->why[w->nae], sizeof w->why[0], "%s", why);
     w->nae++;
     if (ae.kind == DDP_AE_JOINED && ae.all) {
-        struct ddp_plan_ctx actx = w->ctx;
-        actx.master_port = 29555;
+        struct ddp_roster_place place;
         struct ddp_err err = {0};
-        cr_expect_eq(ddp_roster_start(w->n, 0, 2, &actx, &err), 0, "%s", err.msg);
-        cr_expect_eq(actx.world_size, 4, "2 nodes x 2 workers");
-        cr_expect_eq(actx.node_rank, 0);
-        cr_expect_eq(actx.rank_base, 0);
+        cr_expect_eq(ddp_roster_start(w->n, 0, 2, 29555, &place, &err), 0, "%s", err.msg);
+        cr_expect_eq(place.world_size, 4, "2 nodes x 2 workers");
+        cr_expect_eq(place.node_rank, 0);
+        cr_expect_eq(place.rank_base, 0);
         cr_expect_eq(ddp_roster_round_attempt(w->n), 0);
     }
 }
@@ -144,6 +143,17 @@ static void world_init(struct world *w, int coord_node)
     w->rec = ddp_records_open(&rcfg, &w->out);
 }
 
+/* The roster's part of the world's plan context, as roles.c fills it. */
+static struct ddp_roster_config roster_config(const struct world *w)
+{
+    return (struct ddp_roster_config){.job = &w->ctx.job,
+                                      .coord = &w->ctx.coord,
+                                      .master_addr = w->ctx.master_addr,
+                                      .master_port = w->ctx.master_port,
+                                      .nnodes = w->ctx.nnodes,
+                                      .nproc = w->ctx.nproc};
+}
+
 static void world_end(struct world *w)
 {
     uv_run(&w->loop, UV_RUN_DEFAULT);
@@ -161,7 +171,8 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
     struct world w;
     struct ddp_err err = {0};
     world_init(&w, 0);
-    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, leader_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_config rcfg = roster_config(&w);
+    cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, leader_cb, &w, &w.n, &err), 0, "%s", err.msg);
     cr_expect_eq(ddp_roster_last_call(w.n), 0, "static: no last call");
     struct ddp_coord_config pc = {.node_rank = 1,
                                   .nnodes = 2,
@@ -228,7 +239,8 @@ Test(nodes, follower_made_up_events, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 1); /* joins w.listen_fd, which never answers */
-    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_config rcfg = roster_config(&w);
+    cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
     struct ddp_roster_view idle = {.agent = DDP_AS_WAITING, .attempt = -1};
     struct ddp_roster_view running = {.agent = DDP_AS_RUNNING, .attempt = 1};
 
@@ -263,7 +275,8 @@ Test(nodes, leader_made_up_events_and_join_timeout, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 0);
-    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_config rcfg = roster_config(&w);
+    cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
     struct ddp_roster_view joining = {.agent = DDP_AS_JOINING, .attempt = -1};
     cr_expect(ddp_roster_join_progress(w.n, 1000), "node 1 missing");
     cr_expect_not(feed(&w, DDP_COORD_JOINED, 2, 0, 0, joining, &ae, why), "node 2 of a 2-node job");
