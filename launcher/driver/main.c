@@ -14,6 +14,7 @@
 #include "doctor/doctor.h"
 #include "driver/gpus.h"
 #include "driver/launch.h"
+#include "driver/parts.h"
 #include "driver/supervise.h"
 #include "host/jobs.h"
 #include "host/rundir.h"
@@ -187,17 +188,7 @@ static int doctor_command(const struct ddp_cli *cli, const char *argv0)
     (void)argv0;
     int status = resolve(&l, cli, &err);
     if (status == 0) {
-        const struct ddp_plan_ctx *c = &l.ctx;
-        struct ddp_doctor_config dc = {.job = &c->job,
-                                       .gpus = &c->gpus,
-                                       .master_addr = c->master_addr,
-                                       .port_job = c->port_job,
-                                       .port_job_first = c->port_job_first,
-                                       .nnodes = c->nnodes,
-                                       .node_rank = c->node_rank,
-                                       .nproc = c->nproc,
-                                       .python = c->python,
-                                       .python_why = c->python_why};
+        struct ddp_doctor_config dc = ddp_parts_doctor(&l.ctx);
         status = ddp_doctor_run(&dc, cli->json, stdout);
     }
     ddp_launch_free(&l);

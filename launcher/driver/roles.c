@@ -8,6 +8,7 @@
 #include "base/exit.h"
 #include "driver/agent.h"
 #include "driver/frshare.h"
+#include "driver/parts.h"
 #include "driver/roster.h"
 #include "records/report.h"
 
@@ -195,12 +196,7 @@ int ddp_roles_begin(const struct ddp_roles_config *c, struct ddp_roles **out)
         timers[i]->data = r;
     }
     *out = r;
-    struct ddp_roster_config rcfg = {.job = &c->ctx->job,
-                                     .coord = &c->ctx->coord,
-                                     .master_addr = c->ctx->master_addr,
-                                     .master_port = c->ctx->master_port,
-                                     .nnodes = c->ctx->nnodes,
-                                     .nproc = c->ctx->nproc};
+    struct ddp_roster_config rcfg = ddp_parts_roster(c->ctx);
     int rc = ddp_roster_new(c->loop, &rcfg, c->rec, on_coord, r, &r->roster, c->err);
     if (rc < 0)
         return rc;

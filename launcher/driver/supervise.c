@@ -21,6 +21,7 @@
 #include "base/exit.h"
 #include "driver/gpus.h"
 #include "driver/gpuset.h"
+#include "driver/parts.h"
 #include "driver/policy.h"
 #include "driver/roles.h"
 #include "driver/signals.h"
@@ -29,7 +30,6 @@
 #include "records/jsonlog.h"
 #include "records/records.h"
 #include "records/report.h"
-#include "run/plan.h"
 #include "run/runner.h"
 #include "run/shim.h"
 #include "run/standby.h"
@@ -856,16 +856,8 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         timers[i]->data = s;
     }
     /* Signals first, so that one arriving while the workers start is not lost. */
-    struct ddp_signals_sched sched = {s->ctx->sched.signals_all, s->ctx->sched.step};
-    s->sigs = ddp_signals_start(&s->loop, s->spec, sched, on_signal, s);
-    struct ddp_records_config reccfg = {.job = &ctx->job,
-                                        .gpu_held = ctx->gpus.held,
-                                        .master_addr = ctx->master_addr,
-                                        .master_port = ctx->master_port,
-                                        .nnodes = ctx->nnodes,
-                                        .node_rank = ctx->node_rank,
-                                        .nproc = ctx->nproc};
-    s->rec = ddp_records_open(&reccfg, ddp_runner_output(s->rn));
+    s->sigs = ddp_signals_start(&s->loop, s->spec, ctx->sched, on_signal, s);
+    s->rec = ddp_records_open(ddp_parts_records(ctx), ddp_runner_output(s->rn));
     struct ddp_watch_config wcfg = {.loop = &s->loop,
                                     .job = &ctx->job,
                                     .timer_file = ctx->watch.timer_file,

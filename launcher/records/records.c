@@ -193,11 +193,11 @@ static void job_start(struct ddp_records *r)
                                        ddp_jsonlog_dir(r->rec), "plan", plan));
 }
 
-struct ddp_records *ddp_records_open(const struct ddp_records_config *cfg, struct ddp_output *out)
+struct ddp_records *ddp_records_open(struct ddp_records_config cfg, struct ddp_output *out)
 {
     struct ddp_records *r = ddp_xcalloc(1, sizeof(*r));
-    const struct ddp_plan_job *job = cfg->job;
-    r->cfg = *cfg;
+    const struct ddp_plan_job *job = cfg.job;
+    r->cfg = cfg;
     r->out = out;
     r->spec = job->spec;
     r->job_start_ms = ddp_now_ms();
@@ -221,8 +221,8 @@ struct ddp_records *ddp_records_open(const struct ddp_records_config *cfg, struc
     struct ddp_err perr = {0};
     json_t *st = ddp_jsonlog_pack("{s:i, s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:i, s:s?, s:[]}", "v", 1, "job",
                                   r->spec->name, "host", job->hostname, "start", r->job_start_iso, "start_unix",
-                                  (json_int_t)time(NULL), "master_port", cfg->master_port, "attempt", 0, "nproc",
-                                  cfg->nproc, "ranks_alive", 0, "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
+                                  (json_int_t)time(NULL), "master_port", cfg.master_port, "attempt", 0, "nproc",
+                                  cfg.nproc, "ranks_alive", 0, "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
     if (ddp_jobs_publish(ddp_rundir_lock_dir(job->base_env), st, job->sweep_leftovers, &r->ps, &perr) < 0)
         ddp_debug("not listed in ddplaunch ps: %s", perr.msg);
     json_decref(st);

@@ -28,9 +28,9 @@ struct ddp_records_config {
 
 /* Open the records of a job (job->logdir: events.jsonl with job_start; job->base_env: the ps entry); a record
  * that cannot be written is said (warning or debug line) and left out. out: the workers' console, whose logs
- * that stopped (a full disk) the summaries list. Never fails. Caller owns; ddp_records_close(). cfg is copied;
- * cfg->job, cfg->gpu_held and out must outlive it. */
-struct ddp_records *ddp_records_open(const struct ddp_records_config *cfg, struct ddp_output *out);
+ * that stopped (a full disk) the summaries list. Never fails. Caller owns; ddp_records_close(). cfg.job,
+ * cfg.gpu_held and out must outlive it. */
+struct ddp_records *ddp_records_open(struct ddp_records_config cfg, struct ddp_output *out);
 void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
 
 /* The record files, for a module that writes its own events (progress.h), or NULL; the JSON array of the

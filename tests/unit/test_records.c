@@ -42,7 +42,7 @@ static void job_open(struct job *j)
     ddp_output_init(&j->out, -1, -1);
     struct ddp_records_config cfg = {
         .job = &j->job, .master_addr = "127.0.0.1", .master_port = 29511, .nnodes = 1, .nproc = 2};
-    j->r = ddp_records_open(&cfg, &j->out);
+    j->r = ddp_records_open(cfg, &j->out);
     cr_assert_not_null(j->r);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/exit.h"
+#include "driver/parts.h"
 #include "driver/roster.h"
 #include "scratch.h"
 
@@ -135,23 +136,7 @@ static void world_init(struct world *w, int coord_node)
                                              .join_timeout_ms = 3000,
                                              .lost_after_ms = 2000}};
     ddp_output_init(&w->out, -1, -1);
-    struct ddp_records_config rcfg = {.job = &w->ctx.job,
-                                      .master_addr = w->ctx.master_addr,
-                                      .nnodes = w->ctx.nnodes,
-                                      .node_rank = w->ctx.node_rank,
-                                      .nproc = w->ctx.nproc};
-    w->rec = ddp_records_open(&rcfg, &w->out);
-}
-
-/* The roster's part of the world's plan context, as roles.c fills it. */
-static struct ddp_roster_config roster_config(const struct world *w)
-{
-    return (struct ddp_roster_config){.job = &w->ctx.job,
-                                      .coord = &w->ctx.coord,
-                                      .master_addr = w->ctx.master_addr,
-                                      .master_port = w->ctx.master_port,
-                                      .nnodes = w->ctx.nnodes,
-                                      .nproc = w->ctx.nproc};
+    w->rec = ddp_records_open(ddp_parts_records(&w->ctx), &w->out);
 }
 
 static void world_end(struct world *w)
@@ -171,7 +156,7 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
     struct world w;
     struct ddp_err err = {0};
     world_init(&w, 0);
-    struct ddp_roster_config rcfg = roster_config(&w);
+    struct ddp_roster_config rcfg = ddp_parts_roster(&w.ctx);
     cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, leader_cb, &w, &w.n, &err), 0, "%s", err.msg);
     cr_expect_eq(ddp_roster_last_call(w.n), 0, "static: no last call");
     struct ddp_coord_config pc = {.node_rank = 1,
@@ -239,7 +224,7 @@ Test(nodes, follower_made_up_events, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 1); /* joins w.listen_fd, which never answers */
-    struct ddp_roster_config rcfg = roster_config(&w);
+    struct ddp_roster_config rcfg = ddp_parts_roster(&w.ctx);
     cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
     struct ddp_roster_view idle = {.agent = DDP_AS_WAITING, .attempt = -1};
     struct ddp_roster_view running = {.agent = DDP_AS_RUNNING, .attempt = 1};
@@ -275,7 +260,7 @@ Test(nodes, leader_made_up_events_and_join_timeout, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 0);
-    struct ddp_roster_config rcfg = roster_config(&w);
+    struct ddp_roster_config rcfg = ddp_parts_roster(&w.ctx);
     cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
     struct ddp_roster_view joining = {.agent = DDP_AS_JOINING, .attempt = -1};
     cr_expect(ddp_roster_join_progress(w.n, 1000), "node 1 missing");
