@@ -225,9 +225,9 @@ static void glob_push(const char *pattern, struct ddp_strv *out)
 }
 
 /* Python library directories to search, in the order the interpreter most likely uses them. */
-static void python_dirs(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_strv *dirs)
+static void python_dirs(const struct ddp_doctor_config *dc, char *const *envp, struct ddp_strv *dirs)
 {
-    const char *py = ctx->python, *venv = ddp_env_get(envp, "VIRTUAL_ENV"), *conda = ddp_env_get(envp, "CONDA_PREFIX");
+    const char *py = dc->python, *venv = ddp_env_get(envp, "VIRTUAL_ENV"), *conda = ddp_env_get(envp, "CONDA_PREFIX");
     const char *home = ddp_env_get(envp, "HOME"), *path = ddp_env_get(envp, "PATH");
     char buf[PATH_MAX + 64], found[PATH_MAX];
 
@@ -279,7 +279,7 @@ static void python_dirs(const struct ddp_plan_ctx *ctx, char *const *envp, struc
     glob_push("/opt/conda/lib/python3*/site-packages", dirs);
 }
 
-static void nccl_lib_facts(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_strv *system,
+static void nccl_lib_facts(const struct ddp_doctor_config *dc, char *const *envp, struct ddp_strv *system,
                            struct ddp_strv *bundled, char **torch_dir, int *torch_cuda)
 {
     struct ddp_strv dirs = {0};
@@ -301,7 +301,7 @@ static void nccl_lib_facts(const struct ddp_plan_ctx *ctx, char *const *envp, st
         s += n + (s[n] == ':');
     }
     glob_push("/usr/local/cuda/lib64/libnccl.so*", system);
-    python_dirs(ctx, envp, &dirs);
+    python_dirs(dc, envp, &dirs);
     *torch_dir = NULL;
     *torch_cuda = -1;
     for (size_t i = 0; i < dirs.n; i++) {
@@ -483,26 +483,26 @@ static char *gpus_unfit(const struct ddp_topo *topo)
     return b.data;
 }
 
-/* GPUs: the placement this job would make (GPUs other jobs hold left out, ctx->gpu_holders), the same-numa
+/* GPUs: the placement this job would make (GPUs other jobs hold left out, dc->gpus->holders), the same-numa
  * alternative, and NVML's view of the picked ones. */
-static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, struct ddp_check_report *r)
+static void check_gpus(const struct ddp_doctor_config *dc, struct gpu_section *s, struct ddp_check_report *r)
 {
-    struct ddp_check_gpus g = {.nproc = ctx->nproc};
+    struct ddp_check_gpus g = {.nproc = dc->nproc};
 
-    if (ctx->topo) {
+    if (dc->job->topo) {
         struct ddp_place_req req;
 
-        gpu_facts_read(ctx->topo, &s->facts);
-        ddp_plan_place_req(ctx, ctx->nproc, &req);
+        gpu_facts_read(dc->job->topo, &s->facts);
+        ddp_plan_place_req(dc->job, dc->gpus, dc->nproc, &req);
         g.have_topo = true;
         g.all = s->facts.gpus;
         g.nall = s->facts.ngpus;
         g.want_gpus = req.want_gpus;
         g.share = req.share;
-        g.nusable = req.want_gpus ? ddp_place_count_usable(ctx->topo, &req) : 0;
-        s->unfit = req.want_gpus ? gpus_unfit(ctx->topo) : NULL;
+        g.nusable = req.want_gpus ? ddp_place_count_usable(dc->job->topo, &req) : 0;
+        s->unfit = req.want_gpus ? gpus_unfit(dc->job->topo) : NULL;
         g.unfit = s->unfit;
-        if (ctx->nproc > 0 && ddp_place_ranks(ctx->topo, &req, &s->pl, &s->perr) == 0) {
+        if (dc->nproc > 0 && ddp_place_ranks(dc->job->topo, &req, &s->pl, &s->perr) == 0) {
             s->placed = true;
             g.reason = s->pl.reason;
             g.nvlink = s->pl.reason && (strstr(s->pl.reason, ", NVLink (NV") || strstr(s->pl.reason, ", XGMI links"));
@@ -516,7 +516,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
                 g.picked = s->picked;
                 alt.select = &none;
                 alt.policy = DDP_POLICY_SAME_NUMA;
-                if (ddp_place_ranks(ctx->topo, &alt, &s->better, &e2) == 0) {
+                if (ddp_place_ranks(dc->job->topo, &alt, &s->better, &e2) == 0) {
                     s->bidx = ddp_xcalloc(s->better.nranks + 1, sizeof *s->bidx);
                     g.nbetter = distinct_gpus(&s->better, s->bidx);
                     g.better = s->bidx;
@@ -528,7 +528,7 @@ static void check_gpus(const struct ddp_plan_ctx *ctx, struct gpu_section *s, st
         /* an XML topology has NVML facts only when paired with NVML (DDPLAUNCH_TOPOLOGY_NVML, the tests) */
         g.nvml = g.npicked && s->facts.n_nvidia && s->facts.nvml->found;
         if (g.nvml)
-            gpu_usage(ctx->topo, &s->facts, s->picked, g.npicked);
+            gpu_usage(dc->job->topo, &s->facts, s->picked, g.npicked);
         g.nvml_status = s->facts.nvml->status;
     }
     ddp_check_gpus(r, &g);
@@ -548,7 +548,7 @@ static void gpu_section_free(struct gpu_section *s)
 }
 
 /* Driver, device nodes, libnccl. */
-static void check_libraries(const struct ddp_plan_ctx *ctx, char *const *envp, const struct gpu_facts *gf,
+static void check_libraries(const struct ddp_doctor_config *dc, char *const *envp, const struct gpu_facts *gf,
                             struct ddp_check_report *r)
 {
     struct ddp_strv devs = {0}, sys = {0}, bun = {0};
@@ -573,7 +573,7 @@ static void check_libraries(const struct ddp_plan_ctx *ctx, char *const *envp, c
     d.ndevs = devs.n;
     ddp_check_driver(r, &d);
     ddp_check_devices(r, &d);
-    nccl_lib_facts(ctx, envp, &sys, &bun, &torch_dir, &torch_cuda);
+    nccl_lib_facts(dc, envp, &sys, &bun, &torch_dir, &torch_cuda);
     struct ddp_check_nccl_lib l = {.xml = d.xml,
                                    .n_nvidia = d.n_nvidia,
                                    .system = (const char *const *)sys.v,
@@ -590,22 +590,22 @@ static void check_libraries(const struct ddp_plan_ctx *ctx, char *const *envp, c
 }
 
 /* master_port: listeners from /proc/net, the holder and a bind test of an explicit port on node 0. */
-static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, struct ddp_check_report *r)
+static void check_port(const struct ddp_doctor_config *dc, const char *lock_dir, struct ddp_check_report *r)
 {
     char *tcp = read_file("/proc/net/tcp", 8u << 20, NULL), *tcp6 = read_file("/proc/net/tcp6", 8u << 20, NULL);
     char *eph = ddp_port_ephemeral_range();
     struct ddp_port_holder holder;
     char lock_holder[256];
-    struct ddp_check_port p = {.spec = ctx->spec->master_port,
-                               .node_rank = ctx->node_rank,
-                               .master_addr = ctx->master_addr,
+    struct ddp_check_port p = {.spec = dc->job->spec->master_port,
+                               .node_rank = dc->node_rank,
+                               .master_addr = dc->master_addr,
                                .tcp = tcp,
                                .tcp6 = tcp6,
                                .ephemeral = eph,
-                               .job = ctx->port_job,
-                               .job_port = ctx->port_job_first};
+                               .job = dc->port_job,
+                               .job_port = dc->port_job_first};
 
-    if (!p.spec.is_auto && ctx->node_rank == 0) {
+    if (!p.spec.is_auto && dc->node_rank == 0) {
         if (ddp_port_holder(p.spec.port, &holder) == 0)
             p.holder = &holder;
         if (ddp_port_lock_holder(lock_dir, p.spec.port, lock_holder, sizeof lock_holder) == 0)
@@ -613,7 +613,7 @@ static void check_port(const struct ddp_plan_ctx *ctx, const char *lock_dir, str
         p.probe_rc = ddp_port_probe(p.spec.port);
     }
     struct ddp_strv held = {0};
-    if (p.spec.is_auto && ctx->node_rank == 0 && ddp_port_locks_held(lock_dir, &held) == 0)
+    if (p.spec.is_auto && dc->node_rank == 0 && ddp_port_locks_held(lock_dir, &held) == 0)
         p.held_locks = &held, p.lock_dir = lock_dir;
     ddp_check_port(r, &p);
     ddp_strv_clear(&held);
@@ -660,29 +660,29 @@ static void check_ras(const struct ddp_spec *spec, char *const *envp, const char
 }
 
 /* master_addr, its route and the socket interface variables. */
-static void check_network(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_check_report *r)
+static void check_network(const struct ddp_doctor_config *dc, char *const *envp, struct ddp_check_report *r)
 {
-    const struct ddp_spec *spec = ctx->spec;
+    const struct ddp_spec *spec = dc->job->spec;
     char resolved[NI_MAXHOST] = "", src[NI_MAXHOST] = "", ifn[NI_MAXHOST] = "", gai[NI_MAXHOST] = "";
-    struct ddp_check_addr a = {.nnodes = ctx->nnodes};
+    struct ddp_check_addr a = {.nnodes = dc->nnodes};
     struct ddp_strv ifs = {0};
-    const char *addr = ctx->master_addr ? ctx->master_addr : spec->master_addr;
+    const char *addr = dc->master_addr ? dc->master_addr : spec->master_addr;
 
     addr_facts(addr, &a, resolved, src, ifn, gai, sizeof resolved);
     ddp_check_addr(r, &a);
     interfaces_up(&ifs);
     ddp_check_ifname(r, "NCCL_SOCKET_IFNAME", nccl_value(spec, envp, "NCCL_SOCKET_IFNAME"), false,
-                     (const char *const *)ifs.v, ifs.n, ctx->nnodes > 1 && !a.loopback ? a.ifname : NULL);
+                     (const char *const *)ifs.v, ifs.n, dc->nnodes > 1 && !a.loopback ? a.ifname : NULL);
     ddp_check_ifname(r, "GLOO_SOCKET_IFNAME", nccl_value(spec, envp, "GLOO_SOCKET_IFNAME"), true,
-                     (const char *const *)ifs.v, ifs.n, ctx->nnodes > 1 && !a.loopback ? a.ifname : NULL);
+                     (const char *const *)ifs.v, ifs.n, dc->nnodes > 1 && !a.loopback ? a.ifname : NULL);
     ddp_strv_clear(&ifs);
 }
 
 /* CPUs and memory nodes allowed against the placement's bindings. */
-static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section *s, struct ddp_check_report *r)
+static void check_cpus(const struct ddp_doctor_config *dc, const struct gpu_section *s, struct ddp_check_report *r)
 {
     char *status = read_file("/proc/self/status", 1u << 20, NULL);
-    char *cpus = ctx->topo ? ddp_topo_allowed_cpus(ctx->topo) : NULL;
+    char *cpus = dc->job->topo ? ddp_topo_allowed_cpus(dc->job->topo) : NULL;
     char *mems = NULL;
     const char **rc = NULL, **rm = NULL;
 
@@ -698,8 +698,8 @@ static void check_cpus(const struct ddp_plan_ctx *ctx, const struct gpu_section 
     }
     struct ddp_check_cpus c = {.cpus_allowed = cpus,
                                .mems_allowed = mems,
-                               .nproc = ctx->nproc,
-                               .bind = ctx->spec->numa_bind,
+                               .nproc = dc->nproc,
+                               .bind = dc->job->spec->numa_bind,
                                .rank_cpus = rc,
                                .rank_mems = rm,
                                .nranks = s->placed ? s->pl.nranks : 0};
@@ -797,13 +797,13 @@ static int import_torch(const char *python, char *const *envp, char *out, size_t
 
 /* Check "python" (a script or module job): the workers' interpreter imports torch; when it does not, the first
  * python3 or python on PATH (then /usr/bin/python3) that does. Seconds: torch's import. */
-static void check_python(const struct ddp_plan_ctx *ctx, char *const *envp, struct ddp_check_report *r)
+static void check_python(const struct ddp_doctor_config *dc, char *const *envp, struct ddp_check_report *r)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = dc->job->spec;
     /* a script or module job: without one (doctor alone) or with a program there is no python to ask */
     struct ddp_check_python p = {.runs_python = !s->command.n && (s->script || s->module),
-                                 .python = ctx->python ? ctx->python : "python3",
-                                 .why = ctx->python_why ? ctx->python_why : "python3 from PATH"};
+                                 .python = dc->python ? dc->python : "python3",
+                                 .why = dc->python_why ? dc->python_why : "python3 from PATH"};
     char got[512], other_got[512], *other = NULL, mine[PATH_MAX] = "";
     if (p.runs_python) {
         if (import_torch(p.python, envp, got, sizeof got))
@@ -833,10 +833,10 @@ static void check_python(const struct ddp_plan_ctx *ctx, char *const *envp, stru
     free(other);
 }
 
-void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report *r)
+void ddp_doctor_collect(const struct ddp_doctor_config *dc, struct ddp_check_report *r)
 {
     extern char **environ;
-    char *const *envp = ctx->base_env ? ctx->base_env : environ;
+    char *const *envp = dc->job->base_env ? dc->job->base_env : environ;
     const char *lock_dir = ddp_rundir_lock_dir(envp);
     struct gpu_section gs = {0};
     struct ddp_lease_info *leases = NULL;
@@ -844,34 +844,34 @@ void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report 
     int lease_rc = ddp_lease_list(lock_dir, &leases, &nleases);
     struct rlimit rl = {0};
 
-    check_gpus(ctx, &gs, r);
+    check_gpus(dc, &gs, r);
     ddp_check_leases(r, leases, nleases, getpid(), lease_rc);
-    check_libraries(ctx, envp, &gs.facts, r);
-    check_python(ctx, envp, r);
-    ddp_check_nccl_env(r, &ctx->spec->nccl, envp);
-    check_port(ctx, lock_dir, r);
-    check_ras(ctx->spec, envp, lock_dir, r);
-    check_network(ctx, envp, r);
-    check_cpus(ctx, &gs, r);
+    check_libraries(dc, envp, &gs.facts, r);
+    check_python(dc, envp, r);
+    ddp_check_nccl_env(r, &dc->job->spec->nccl, envp);
+    check_port(dc, lock_dir, r);
+    check_ras(dc->job->spec, envp, lock_dir, r);
+    check_network(dc, envp, r);
+    check_cpus(dc, &gs, r);
     getrlimit(RLIMIT_NOFILE, &rl);
-    ddp_check_nofile(r, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, ctx->nproc);
+    ddp_check_nofile(r, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, dc->nproc);
     ddp_doctor_check_state_dirs(r, envp, getuid());
-    struct ddp_check_etcd ef = {.backend = ctx->spec->rdzv_backend && *ctx->spec->rdzv_backend ? ctx->spec->rdzv_backend
-                                                                                               : "static",
-                                .nnodes = ctx->nnodes};
+    struct ddp_check_etcd ef = {
+        .backend = dc->job->spec->rdzv_backend && *dc->job->spec->rdzv_backend ? dc->job->spec->rdzv_backend : "static",
+        .nnodes = dc->nnodes};
     if (ef.nnodes > 1 && strstr(ef.backend, "etcd") == ef.backend)
-        ddp_check_etcd_facts(ctx->spec->rdzv_endpoint, ctx->spec->rdzv_conf, &ef);
+        ddp_check_etcd_facts(dc->job->spec->rdzv_endpoint, dc->job->spec->rdzv_conf, &ef);
     ddp_check_rdzv(r, &ef);
     gpu_section_free(&gs);
     free(leases);
 }
 
-int ddp_doctor_run(const struct ddp_plan_ctx *ctx, bool json, FILE *out)
+int ddp_doctor_run(const struct ddp_doctor_config *dc, bool json, FILE *out)
 {
     struct ddp_check_report r = {0};
     int status;
 
-    ddp_doctor_collect(ctx, &r);
+    ddp_doctor_collect(dc, &r);
     ddp_check_print(&r, json, out);
     status = ddp_check_exit_status(&r);
     ddp_check_report_free(&r);

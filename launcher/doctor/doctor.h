@@ -21,11 +21,25 @@ void ddp_doctor_check_state_dirs(struct ddp_check_report *r, char *const *envp, 
 
 /* ---- the command ---- */
 
-/* Run every check for ctx (built as for `ddplaunch plan`, but with master_port NOT reserved: ctx->spec's
- * master_port is read, ctx->master_port is ignored; ctx->topo may be NULL) and print the report to out, as
- * text or one JSON document. Returns the exit status: 0 all ok, 1 some warn, 2 some fail. */
-int ddp_doctor_run(const struct ddp_plan_ctx *ctx, bool json, FILE *out);
+/* What doctor checks of the job: the parts of the plan context (run/plan.h) it reads, which the driver fills as
+ * for `ddplaunch plan`, but with master_port NOT reserved: job->spec's master_port is read. */
+struct ddp_doctor_config {
+    const struct ddp_plan_job *job;   /* spec, base_env (NULL: environ), topology (may be NULL) */
+    const struct ddp_plan_gpus *gpus; /* the GPUs it may take: the placement leaves other jobs' out */
+    const char *master_addr;
+    const char *port_job; /* master_port = auto derived from a scheduler's job id, or NULL */
+    int port_job_first;   /* then: the port that job id gives first */
+    int nnodes;
+    int node_rank;
+    int nproc;
+    const char *python;     /* the interpreter of script and module jobs, or NULL: python3 */
+    const char *python_why; /* why that one, or NULL */
+};
+
+/* Run every check for dc and print the report to out, as text or one JSON document. Returns the exit status:
+ * 0 all ok, 1 some warn, 2 some fail. */
+int ddp_doctor_run(const struct ddp_doctor_config *dc, bool json, FILE *out);
 /* The same, filling r instead of printing (tests). Caller frees r with ddp_check_report_free(). */
-void ddp_doctor_collect(const struct ddp_plan_ctx *ctx, struct ddp_check_report *r);
+void ddp_doctor_collect(const struct ddp_doctor_config *dc, struct ddp_check_report *r);
 
 #endif

@@ -12,7 +12,8 @@
 #include "topo/place.h"
 
 struct ddp_gpuset {
-    const struct ddp_plan_ctx *ctx;
+    const struct ddp_plan_job *job;   /* its spec (the name on a lease) and topology */
+    const struct ddp_plan_gpus *gpus; /* the other jobs' leases, the holders at launch, the lease directory */
     const struct ddp_topo *topo;
     size_t ngpus;
     int *exclude; /* out of the next attempt: stalled ranks' GPUs (may return) and faulty ones */
@@ -22,7 +23,7 @@ struct ddp_gpuset {
     size_t nfaulted;
     bool left_out;             /* a GPU was left out since the last fit */
     bool *ran;                 /* per topology GPU: an attempt of this job ran on it */
-    const char **holders;      /* ctx->gpu_holders, ours: a GPU leased for a restart becomes this job's (NULL) */
+    const char **holders;      /* gpus->holders, ours: a GPU leased for a restart becomes this job's (NULL) */
     char **held;               /* the busy check's holders per topology GPU, or NULL */
     char **not_spare;          /* per topology GPU the job does not hold: why the judge found it unfit at the
                                   last check before a restart (no spare), or NULL */
@@ -30,17 +31,18 @@ struct ddp_gpuset {
     size_t nleases;
 };
 
-struct ddp_gpuset *ddp_gpuset_new(const struct ddp_plan_ctx *ctx)
+struct ddp_gpuset *ddp_gpuset_new(const struct ddp_plan_job *job, const struct ddp_plan_gpus *gpus)
 {
     struct ddp_gpuset *g = ddp_xcalloc(1, sizeof *g);
-    g->ctx = ctx;
-    g->topo = ctx->topo;
-    g->ngpus = ddp_topo_ngpus(ctx->topo);
+    g->job = job;
+    g->gpus = gpus;
+    g->topo = job->topo;
+    g->ngpus = ddp_topo_ngpus(job->topo);
     g->ran = ddp_xcalloc(g->ngpus + 1, sizeof *g->ran);
     g->not_spare = ddp_xcalloc(g->ngpus + 1, sizeof *g->not_spare);
-    if (ctx->gpu_holders) { /* ours to change: a GPU leased for a restart */
+    if (gpus->holders) { /* ours to change: a GPU leased for a restart */
         g->holders = ddp_xcalloc(g->ngpus + 1, sizeof *g->holders);
-        memcpy(g->holders, ctx->gpu_holders, g->ngpus * sizeof *g->holders);
+        memcpy(g->holders, gpus->holders, g->ngpus * sizeof *g->holders);
     }
     return g;
 }
@@ -156,7 +158,7 @@ void ddp_gpuset_recheck(struct ddp_gpuset *g, const struct ddp_nvml *nv, ddp_gpu
             judge_spare(g, i, nv, busid);
             continue;
         }
-        const char *at_launch = g->held ? g->held[i] : g->ctx->gpu_held ? g->ctx->gpu_held[i] : NULL;
+        const char *at_launch = g->held ? g->held[i] : g->gpus->held ? g->gpus->held[i] : NULL;
         struct ddp_fitness_verdict v;
         ddp_fitness_judge_restart(nv, busid, at_launch, &v);
         if (!ddp_fitness_usable(&v))
@@ -174,10 +176,10 @@ void ddp_gpuset_recheck(struct ddp_gpuset *g, const struct ddp_nvml *nv, ddp_gpu
  * this job's), false when none. */
 static bool lease_spare(struct ddp_gpuset *g, const struct ddp_place_req *req, int usable)
 {
-    if (!g->ctx->lease_dir || !g->holders)
+    if (!g->gpus->lease_dir || !g->holders)
         return false;
     for (size_t i = 0; i < g->ngpus; i++) {
-        if (!g->holders[i] || excluded(g, (int)i) || (g->ctx->gpu_held && g->ctx->gpu_held[i]))
+        if (!g->holders[i] || excluded(g, (int)i) || (g->gpus->held && g->gpus->held[i]))
             continue;
         const char *busid = ddp_topo_gpu_busid(g->topo, i), *was = g->holders[i];
         if (g->not_spare[i]) {
@@ -188,7 +190,7 @@ static bool lease_spare(struct ddp_gpuset *g, const struct ddp_place_req *req, i
         struct ddp_err e = {0};
         g->holders[i] = NULL; /* would the job's placement take it ([gpus] select, exclude)? */
         bool takes = ddp_place_count_usable(g->topo, req) > usable;
-        if (!takes || ddp_lease_take(g->ctx->lease_dir, &busid, 1, g->ctx->spec->name, &l, &e) < 0) {
+        if (!takes || ddp_lease_take(g->gpus->lease_dir, &busid, 1, g->job->spec->name, &l, &e) < 0) {
             if (takes)
                 ddp_debug("GPU %zu (%s): not leased for the restart: %s", i, busid, e.msg);
             g->holders[i] = was;
@@ -202,13 +204,13 @@ static bool lease_spare(struct ddp_gpuset *g, const struct ddp_place_req *req, i
     return false;
 }
 
-int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int nproc, char *why, size_t size)
+int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_gpus *agpus, int nproc, char *why, size_t size)
 {
     if (!g->left_out)
         return nproc;
     g->left_out = false;
     struct ddp_place_req req;
-    ddp_plan_place_req(actx, nproc, &req);
+    ddp_plan_place_req(g->job, agpus, nproc, &req);
     req.exclude_idx = g->exclude;
     req.nexclude_idx = g->nexclude;
     int usable = req.want_gpus ? ddp_place_count_usable(g->topo, &req) : nproc;
@@ -216,7 +218,7 @@ int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int np
         usable = ddp_place_count_usable(g->topo, &req);
     if (usable < 1 && g->nfaulted > 0) { /* why names each faulty GPU */
         struct ddp_buf b = {0};
-        ddp_buf_printf(&b, "no usable GPU left%s: ", actx->gpu_holders ? " among the GPUs this job may use" : "");
+        ddp_buf_printf(&b, "no usable GPU left%s: ", agpus->holders ? " among the GPUs this job may use" : "");
         for (size_t i = 0; i < g->nfaulted; i++)
             ddp_buf_printf(&b, "%s%s", i ? "; " : "", g->faulted_why[i]);
         snprintf(why, size, "%s", b.data);

@@ -15,13 +15,13 @@
 
 struct ddp_gpuset;
 
-/* For the job of ctx (its topology, the other jobs' leases per GPU, which it copies as its own to change, the
- * processes that held GPUs at launch, its lease directory). Caller owns; ddp_gpuset_free() (releases the leases
- * taken for restarts). */
-struct ddp_gpuset *ddp_gpuset_new(const struct ddp_plan_ctx *ctx);
+/* For the job (its spec and topology) and the GPUs it may take (the other jobs' leases per GPU, which it copies
+ * as its own to change, the processes that held GPUs at launch, its lease directory); both outlive g. Caller
+ * owns; ddp_gpuset_free() (releases the leases taken for restarts). */
+struct ddp_gpuset *ddp_gpuset_new(const struct ddp_plan_job *job, const struct ddp_plan_gpus *gpus);
 void ddp_gpuset_free(struct ddp_gpuset *g);
 /* The other jobs' leases per topology GPU as this job sees them now (a GPU it leased for a restart is no longer
- * another's), for the attempt's plan context (gpu_holders); NULL when ctx had none. Owned by g. */
+ * another's), for the attempt's plan context (its GPU part's holders); NULL when gpus had none. Owned by g. */
 const char *const *ddp_gpuset_holders(const struct ddp_gpuset *g);
 
 /* A stalled rank's GPU: left out of the next attempt, which may take it back when it cannot be built without. */
@@ -51,12 +51,13 @@ typedef void ddp_gpuset_unfit_fn(void *arg, int gpu, const char *busid, const ch
 void ddp_gpuset_recheck(struct ddp_gpuset *g, const struct ddp_nvml *nv, ddp_gpuset_held_fn *held,
                         ddp_gpuset_unfit_fn *unfit, void *arg);
 
-/* After GPUs were left out for their faults: the GPUs an attempt of nproc workers (placed as actx places them) may
- * use now, leasing a free GPU (no other job's lease, nobody holding it at launch, one the placement takes, fit
- * by the judge at the last ddp_gpuset_recheck) in place of each that failed (each lease said on stderr). nproc
+/* After GPUs were left out for their faults: the GPUs an attempt of nproc workers (placed with agpus, the
+ * attempt's GPU part, whose holders are ddp_gpuset_holders) may use now, leasing a free GPU (no other job's
+ * lease, nobody holding it at launch, one the placement takes, fit by the judge at the last ddp_gpuset_recheck)
+ * in place of each that failed (each lease said on stderr). nproc
  * when nothing was left out since the last call or enough GPUs are left; fewer; or 0 with why naming each faulty
  * GPU when none is left. What follows (downsize, or end the job) is the policy's (policy.h, GPUS_LEFT). One node
  * only, and not with shared GPUs: the caller asks only then. */
-int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_ctx *actx, int nproc, char *why, size_t size);
+int ddp_gpuset_fit(struct ddp_gpuset *g, const struct ddp_plan_gpus *agpus, int nproc, char *why, size_t size);
 
 #endif

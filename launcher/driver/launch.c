@@ -414,7 +414,7 @@ static int resolve_nproc(struct ddp_launch *l, const struct ddp_launch_facts *f,
     case DDP_NPROC_GPU:
     case DDP_NPROC_AUTO: {
         struct ddp_place_req req;
-        ddp_plan_place_req(&l->ctx, 1, &req);
+        ddp_plan_place_req(&l->ctx.job, &l->ctx.gpus, 1, &req);
         int usable = l->topo && req.want_gpus ? ddp_place_count_usable(l->topo, &req) : 0;
         if (usable > 0)
             return usable;
@@ -454,19 +454,19 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
     int rc = ddp_rdzv_decide(spec, ctx->nnodes > 1 && l->sched.rendezvous ? l->sched.name : NULL, &rdzv, err);
     if (rc < 0)
         return rc;
-    ctx->rdzv_source = rdzv.source;
-    ctx->coord_dynamic = rdzv.dynamic;
-    ctx->coord_node = ctx->node_rank;
-    ctx->coord_listen_fd = -1;
-    ctx->join_timeout_ms = rdzv.join_timeout_ms;
-    ctx->last_call_ms = rdzv.last_call_ms;
-    ctx->lost_after_ms = rdzv.lost_after_ms;
+    ctx->coord.rdzv_source = rdzv.source;
+    ctx->coord.dynamic = rdzv.dynamic;
+    ctx->coord.node = ctx->node_rank;
+    ctx->coord.listen_fd = -1;
+    ctx->coord.join_timeout_ms = rdzv.join_timeout_ms;
+    ctx->coord.last_call_ms = rdzv.last_call_ms;
+    ctx->coord.lost_after_ms = rdzv.lost_after_ms;
     if (rdzv.note && l->cmd == DDP_CMD_RUN)
         ddp_info("%s", rdzv.note);
     if (rdzv.etcd && rdzv.several) {
         /* Through etcd: every agent reserves a MASTER_PORT of its own, used when it is group rank 0. */
-        ctx->etcd_endpoints = spec->rdzv_endpoint;
-        ctx->coord_node = DDP_COORD_ANY_RANK;
+        ctx->coord.etcd_endpoints = spec->rdzv_endpoint;
+        ctx->coord.node = DDP_COORD_ANY_RANK;
         ctx->node_rank = 0;
         port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);
         return 0;
@@ -474,7 +474,7 @@ static int resolve_port(struct ddp_launch *l, struct ddp_err *err)
     if (rdzv.dynamic) {
         /* The endpoint's port is the rendezvous; MASTER_PORT is node 0's to choose. Whether this agent serves
          * is decided by acquire (it must try the address and the port). */
-        ctx->coord_port = spec->master_port.is_auto ? DDP_RDZV_C10D_PORT : spec->master_port.port;
+        ctx->coord.port = spec->master_port.is_auto ? DDP_RDZV_C10D_PORT : spec->master_port.port;
         ctx->node_rank = 0;
         ddp_port_spec_parse("auto", &spec->master_port, NULL);
         port_decided(l, DDP_LAUNCH_PORT_RESERVE, 0);
@@ -517,19 +517,15 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
     const char *python_why = NULL;
     l->python = ddp_xstrdup(ddp_plan_python(f->envp, f->env_python, f->torchrun_python, f->path_python, &python_why));
     *ctx = (struct ddp_plan_ctx){
-        .spec = spec,
-        .base_env = f->envp,
-        .hostname = l->hostname,
-        .run_id = l->run_id,
+        .job = {.spec = spec, .base_env = f->envp, .hostname = l->hostname, .run_id = l->run_id, .topo = l->topo},
         .python = l->python,
         .python_why = python_why,
         .console_tty = {f->console_tty[0], f->console_tty[1]},
-        .topo = l->topo,
-        .inherited_cvd = l->sched.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
-        .sched_gpus = l->sched.gpus,
-        .sched_mem_kib = l->sched.mem_kib,
-        .sched_signals_all = l->sched.name && strcmp(l->sched.name, "slurm") == 0,
-        .sched_step = l->sched.step_signals,
+        .gpus = {.inherited_cvd = l->sched.gpus_local ? NULL : ddp_env_get(f->envp, "CUDA_VISIBLE_DEVICES"),
+                 .sched = l->sched.gpus},
+        .sched = {.mem_kib = l->sched.mem_kib,
+                  .signals_all = l->sched.name && strcmp(l->sched.name, "slurm") == 0,
+                  .step = l->sched.step_signals},
         .nnodes = spec->nnodes.max,
         .node_rank = spec->node_rank,
         .master_addr = spec->standalone ? "127.0.0.1" : spec->master_addr,
@@ -553,7 +549,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
 
     /* GPU leases: concurrent jobs on this host without a scheduler get disjoint GPUs. */
     struct ddp_place_req req;
-    ddp_plan_place_req(ctx, ctx->nproc, &req);
+    ddp_plan_place_req(&ctx->job, &ctx->gpus, ctx->nproc, &req);
     l->lease = l->cmd == DDP_CMD_RUN && l->topo && req.want_gpus && ddp_topo_ngpus(l->topo) > 0 &&
                (spec->gpus_lease == DDP_YES || (spec->gpus_lease == DDP_AUTO && !l->sched.allocates_gpus));
     ddp_launch_holders_free(l->holders, l->nholders);
@@ -563,7 +559,7 @@ int ddp_launch_resolve(struct ddp_launch *l, const struct ddp_launch_facts *f, s
         l->holders = ddp_launch_holders(l->topo, f->leases, f->nleases, f->self);
         l->nholders = ddp_topo_ngpus(l->topo);
     }
-    ctx->gpu_holders = (const char *const *)l->holders;
+    ctx->gpus.holders = (const char *const *)l->holders;
 
     if (spec->master_port.is_auto && l->sched.key_job) { /* doctor says where the port comes from */
         snprintf(l->port_job, sizeof l->port_job, "%s job %s", l->sched.name, l->sched.job_id ? l->sched.job_id : "?");
@@ -621,7 +617,7 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
     int rc = ddp_port_reserve(&preq, &l->port, &got, err);
     free(ephemeral);
     port_decided(l, DDP_LAUNCH_PORT_RESERVE, rc < 0 ? 0 : got);
-    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord_dynamic &&
+    if (rc == -EADDRINUSE && l->ctx.nnodes > 1 && spec->node_rank == 0 && !l->ctx.coord.dynamic &&
         !l->sched.rendezvous) {
         /* a second agent of a static job as node 0 (often without --node-rank: torchrun's default is 0) */
         char *why = ddp_xstrdup(err->msg), *cut = strstr(why, "; use master_port");
@@ -644,20 +640,20 @@ static int reserve_port(struct ddp_launch *l, char *const *envp, struct ddp_err 
 static int choose_gpus(void *arg, const char *const *held, size_t nheld, struct ddp_strv *chosen, struct ddp_err *err)
 {
     const struct ddp_plan_ctx *ctx = arg;
-    size_t ngpus = ddp_topo_ngpus(ctx->topo);
+    size_t ngpus = ddp_topo_ngpus(ctx->job.topo);
     const char **holders = ddp_xcalloc(ngpus + 1, sizeof *holders);
     struct ddp_place_req req;
     struct ddp_placement pl = {0};
 
-    ddp_plan_place_req(ctx, ctx->nproc, &req);
-    int usable_all = ddp_place_count_usable(ctx->topo, &req), needed = ddp_place_count_gpus(ctx->topo, &req);
+    ddp_plan_place_req(&ctx->job, &ctx->gpus, ctx->nproc, &req);
+    int usable_all = ddp_place_count_usable(ctx->job.topo, &req), needed = ddp_place_count_gpus(ctx->job.topo, &req);
     for (size_t i = 0; i < nheld; i++) {
-        int g = ddp_topo_gpu_find(ctx->topo, held[i]);
+        int g = ddp_topo_gpu_find(ctx->job.topo, held[i]);
         if (g >= 0)
             holders[g] = "another ddplaunch job";
     }
     req.holders = holders;
-    int rc = ddp_place_ranks(ctx->topo, &req, &pl, err);
+    int rc = ddp_place_ranks(ctx->job.topo, &req, &pl, err);
     free(holders);
     if (rc < 0)
         return usable_all >= needed && nheld > 0 ? -ENODEV : rc; /* -ENODEV: wait for the held ones */
@@ -698,8 +694,8 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
         if (!mine)
             l->holders[g] = ddp_xstrdup("not leased by this job");
     }
-    l->ctx.gpu_holders = (const char *const *)l->holders;
-    l->ctx.lease_dir = ddp_rundir_lock_dir(envp);
+    l->ctx.gpus.holders = (const char *const *)l->holders;
+    l->ctx.gpus.lease_dir = ddp_rundir_lock_dir(envp);
     ddp_strv_clear(&chosen);
     return 0;
 }
@@ -711,7 +707,7 @@ static int lease_gpus(struct ddp_launch *l, char *const *envp, struct ddp_err *e
 static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     struct ddp_err e = {0};
-    l->ctx.sweep_leftovers = ddp_rundir_sweep(envp, getuid(), 60) != -EALREADY;
+    l->ctx.job.sweep_leftovers = ddp_rundir_sweep(envp, getuid(), 60) != -EALREADY;
     if (ddp_rundir_run_create(envp, getuid(), &l->run_dir, &l->run_dir_lock, &e) < 0) {
         l->run_dir = NULL;
         bool hb = l->resolved.heartbeat == DDP_HEARTBEAT_FILE && l->resolved.timeout_stall_ms > 0;
@@ -722,20 +718,20 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
         }
         ddp_warn("no runtime directory, so no heartbeat files: %s", e.msg);
     }
-    l->ctx.run_dir = l->run_dir;
+    l->ctx.watch.run_dir = l->run_dir;
     /* live stack sampling: the sitecustomize the workers load; warm restart's standbys load it too (standby.h) */
     bool warm = l->resolved.restart_warm != DDP_NO && l->resolved.max_restarts > 0 && !l->resolved.program;
     if ((l->resolved.timeout_sample || warm) && l->run_dir) {
-        if (ddp_watch_install(l->run_dir, &l->sample_pydir, &l->ctx.sample_signal, &e) < 0) {
+        if (ddp_watch_install(l->run_dir, &l->sample_pydir, &l->ctx.watch.sample_signal, &e) < 0) {
             if (l->resolved.timeout_sample)
                 ddp_warn("no live stack sampling: %s", e.msg);
             l->resolved.timeout_sample = false;
         }
-        l->ctx.sample_pydir = l->sample_pydir;
+        l->ctx.watch.sample_pydir = l->sample_pydir;
     }
     if (l->resolved.timer_file && l->run_dir) {
         l->timer_path = ddp_xasprintf("%s/timer", l->run_dir); /* the FIFO torch's FileTimerClient writes to */
-        l->ctx.timer_file = l->timer_path;
+        l->ctx.watch.timer_file = l->timer_path;
     }
     return 0;
 }
@@ -745,14 +741,14 @@ static int make_run_dir(struct ddp_launch *l, char *const *envp, struct ddp_err 
  * worker gets, by the rules a run uses. */
 static void plan_run_dir(struct ddp_launch *l)
 {
-    l->ctx.run_dir = "<run dir>";
+    l->ctx.watch.run_dir = "<run dir>";
     if (l->resolved.timeout_sample) {
-        ddp_watch_where(l->ctx.run_dir, &l->sample_pydir, &l->ctx.sample_signal);
-        l->ctx.sample_pydir = l->sample_pydir;
+        ddp_watch_where(l->ctx.watch.run_dir, &l->sample_pydir, &l->ctx.watch.sample_signal);
+        l->ctx.watch.sample_pydir = l->sample_pydir;
     }
     if (l->resolved.timer_file) {
-        l->timer_path = ddp_xasprintf("%s/timer", l->ctx.run_dir);
-        l->ctx.timer_file = l->timer_path;
+        l->timer_path = ddp_xasprintf("%s/timer", l->ctx.watch.run_dir);
+        l->ctx.watch.timer_file = l->timer_path;
     }
 }
 
@@ -776,27 +772,27 @@ static int serve_or_join(struct ddp_launch *l, char *const *envp, struct ddp_err
     int rc = ddp_coord_listen(ctx->master_addr, 0, &fd, err); /* is the address one of this host's? */
     if (rc == 0) {
         close(fd);
-        rc = reserve_exact(l, envp, ctx->coord_port, true, &l->coord_port, err);
+        rc = reserve_exact(l, envp, ctx->coord.port, true, &l->coord_port, err);
         if (rc == 0)
-            rc = ddp_coord_listen(ctx->master_addr, ctx->coord_port, &l->listen_fd, err);
+            rc = ddp_coord_listen(ctx->master_addr, ctx->coord.port, &l->listen_fd, err);
     }
     if (rc == -EADDRNOTAVAIL || rc == -EADDRINUSE) { /* not this host, or another agent here serves: join it */
         memset(err, 0, sizeof *err);                 /* not an error: nothing to report at exit */
-        ctx->coord_node = DDP_COORD_ANY_RANK;
+        ctx->coord.node = DDP_COORD_ANY_RANK;
         port_decided(l, DDP_LAUNCH_PORT_SENT, 0);
         return 0;
     }
     if (rc < 0)
         return fail(l, DDP_EXIT_LAUNCHER, rc);
-    ctx->coord_node = 0;
-    ctx->coord_listen_fd = l->listen_fd;
+    ctx->coord.node = 0;
+    ctx->coord.listen_fd = l->listen_fd;
     return 0;
 }
 
 int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *err)
 {
     int rc;
-    if (l->ctx.coord_dynamic && !l->ctx.etcd_endpoints && l->cmd == DDP_CMD_RUN &&
+    if (l->ctx.coord.dynamic && !l->ctx.coord.etcd_endpoints && l->cmd == DDP_CMD_RUN &&
         (rc = serve_or_join(l, envp, err)) < 0)
         return rc;
     if (l->port_source == DDP_LAUNCH_PORT_RESERVE && (rc = reserve_port(l, envp, err)) < 0)
@@ -820,7 +816,7 @@ int ddp_launch_acquire(struct ddp_launch *l, char *const *envp, struct ddp_err *
             return at_key(&l->resolved, "log_dir", rc, err);
         }
         ddp_info("logs in %s", ddp_logdir_path(l->logdir));
-        l->ctx.logdir = l->logdir;
+        l->ctx.job.logdir = l->logdir;
     }
     return 0;
 }
@@ -833,9 +829,9 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
         return 0;
     /* Several nodes: the agents coordinate over an authenticated control channel: on the c10d endpoint's port,
      * or on master_port + 1 (static), reserved like master_port on node 0. */
-    if (!ctx->coord_dynamic && !ctx->etcd_endpoints) {
-        ctx->coord_port = ctx->master_port + 1;
-        int rc = ctx->node_rank == 0 ? reserve_exact(l, envp, ctx->coord_port, false, &l->coord_port, err) : 0;
+    if (!ctx->coord.dynamic && !ctx->coord.etcd_endpoints) {
+        ctx->coord.port = ctx->master_port + 1;
+        int rc = ctx->node_rank == 0 ? reserve_exact(l, envp, ctx->coord.port, false, &l->coord_port, err) : 0;
         if (rc < 0) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);
@@ -864,8 +860,8 @@ int ddp_launch_acquire_secret(struct ddp_launch *l, char *const *envp, struct dd
         ddp_strv_push(&job_argv, spec->args.v[i]);
     ddp_rdzv_identity(l->run_id, (const char *const *)job_argv.v, l->job);
     ddp_strv_clear(&job_argv);
-    ctx->coord_secret = l->secret;
-    ctx->coord_job = l->job;
-    ctx->min_nnodes = spec->nnodes.min > 0 ? spec->nnodes.min : ctx->nnodes;
+    ctx->coord.secret = l->secret;
+    ctx->coord.job = l->job;
+    ctx->coord.min_nnodes = spec->nnodes.min > 0 ? spec->nnodes.min : ctx->nnodes;
     return 0;
 }

@@ -52,7 +52,7 @@ struct ddp_launch {
     /* The spec as resolved (ddp_launch_resolve, then acquire), beside spec, which keeps what the user wrote:
      * spec's values with what was decided from the facts: name (the program's when none is given),
      * min_nproc_per_node, master_port (auto for c10d, torchrun's 29500 for several static nodes) and
-     * timeout_sample (off when the sampler cannot be installed). ctx.spec points here. It shares spec's memory
+     * timeout_sample (off when the sampler cannot be installed). ctx.job.spec points here. It shares spec's memory
      * except resolved_name; launch.c alone writes it. */
     struct ddp_spec resolved;
     char *resolved_name;
@@ -62,9 +62,9 @@ struct ddp_launch {
     bool lease; /* acquire leases GPUs against other ddplaunch jobs (run, GPUs wanted) */
     char *run_id;
     char *python;
-    char hostname[256]; /* facts' host name, kept: ctx.hostname points here after the facts are freed */
+    char hostname[256]; /* facts' host name, kept: ctx.job.hostname points here after the facts are freed */
     char port_job[128]; /* ctx.port_job's text: "slurm job 123" */
-    char **holders;     /* per topology GPU: who else holds it, or NULL (= ctx.gpu_holders) */
+    char **holders;     /* per topology GPU: who else holds it, or NULL (= ctx.gpus.holders) */
     size_t nholders;
     /* acquired */
     struct ddp_port_resv *port;
@@ -72,7 +72,7 @@ struct ddp_launch {
     struct ddp_lease *gpus;
     char *run_dir;             /* removed again by ddp_launch_free() */
     int run_dir_lock;          /* its lock (rundir.h), valid while run_dir is set */
-    struct ddp_logdir *logdir; /* run: log_dir's fresh run directory (= ctx.logdir), kept at exit */
+    struct ddp_logdir *logdir; /* run: log_dir's fresh run directory (= ctx.job.logdir), kept at exit */
     char *timer_path;
     char *sample_pydir; /* the sitecustomize's directory in run_dir, or NULL */
     char *secret;
@@ -135,7 +135,7 @@ int ddp_launch_scheduler(struct ddp_launch *l, char *const *envp, struct ddp_err
 /* The pure resolve step: fills l->ctx from l->spec, l->sched, l->topo and facts: the number of workers on this
  * node (nproc_per_node: an int, one per usable GPU, one per CPU), the defaults the spec leaves open
  * (min_nproc_per_node, name: written into l->spec), the run id, the interpreter, the master address and where
- * the port comes from (port_source), whether to lease GPUs, and the GPUs other jobs hold (ctx.gpu_holders;
+ * the port comes from (port_source), whether to lease GPUs, and the GPUs other jobs hold (ctx.gpus.holders;
  * none when this launch leases, whose acquire decides). Reads no file and no variable outside facts.
  * 0, or a negative errno with err and fail_status (nproc_per_node = gpu without a usable GPU; master_port =
  * auto on several nodes without a scheduler job id). */

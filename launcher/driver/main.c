@@ -14,6 +14,7 @@
 #include "doctor/doctor.h"
 #include "driver/gpus.h"
 #include "driver/launch.h"
+#include "driver/parts.h"
 #include "driver/supervise.h"
 #include "host/jobs.h"
 #include "host/rundir.h"
@@ -167,7 +168,7 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         return DDP_EXIT_USAGE;
     }
     struct ddp_strv notes = {0}; /* what the workers get instead of the launcher's own settings */
-    ddp_replaced_notes(environ, l->ctx.spec, attempt, &notes);
+    ddp_replaced_notes(environ, l->ctx.job.spec, attempt, &notes);
     for (size_t i = 0; i < notes.n; i++)
         ddp_info("%s", notes.v[i]);
     ddp_strv_clear(&notes);
@@ -176,7 +177,7 @@ static int acquire_and_plan(struct ddp_launch *l, struct ddp_attempt *attempt, c
         error_line(err->msg);
         return DDP_EXIT_TEMPFAIL;
     }
-    l->ctx.gpu_held = held ? (const char *const *)*held : NULL;
+    l->ctx.gpus.held = held ? (const char *const *)*held : NULL;
     return 0;
 }
 
@@ -186,8 +187,10 @@ static int doctor_command(const struct ddp_cli *cli, const char *argv0)
     struct ddp_err err = {0};
     (void)argv0;
     int status = resolve(&l, cli, &err);
-    if (status == 0)
-        status = ddp_doctor_run(&l.ctx, cli->json, stdout);
+    if (status == 0) {
+        struct ddp_doctor_config dc = ddp_parts_doctor(&l.ctx);
+        status = ddp_doctor_run(&dc, cli->json, stdout);
+    }
     ddp_launch_free(&l);
     return status;
 }
@@ -206,7 +209,7 @@ static int plan_command(const struct ddp_cli *cli, const char *argv0)
         else
             ddp_plan_print(stdout, &l.ctx, &attempt, cli->json);
         if (!cli->json)
-            ddp_standby_print_plan(stdout, l.ctx.spec, &attempt);
+            ddp_standby_print_plan(stdout, l.ctx.job.spec, &attempt);
     }
     ddp_attempt_free(&attempt);
     ddp_gpus_held_free(held, ddp_topo_ngpus(l.topo));

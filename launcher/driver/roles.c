@@ -8,6 +8,7 @@
 #include "base/exit.h"
 #include "driver/agent.h"
 #include "driver/frshare.h"
+#include "driver/parts.h"
 #include "driver/roster.h"
 #include "records/report.h"
 
@@ -31,15 +32,23 @@ static void policy_kind(struct ddp_roles *r, enum ddp_policy_event kind)
 /* Node 0: lay the attempt out over the nodes, send START, start its own workers. */
 static int leader_start(struct ddp_roles *r, int attempt, int nproc)
 {
-    int rc = ddp_roster_start(r->roster, attempt, nproc, r->c.actx, r->c.err);
-    return rc < 0 ? rc : r->c.ops.start(r->c.arg, attempt, nproc);
+    struct ddp_plan_ctx *actx = r->c.actx;
+    struct ddp_roster_place p;
+    int rc = ddp_roster_start(r->roster, attempt, nproc, actx->master_port, &p, r->c.err);
+    if (rc < 0)
+        return rc;
+    actx->node_rank = p.node_rank;
+    actx->nnodes = p.nnodes;
+    actx->rank_base = p.rank_base;
+    actx->world_size = p.world_size;
+    return r->c.ops.start(r->c.arg, attempt, nproc);
 }
 
 /* Other nodes: node 0 said START (cev): start this node's workers of the attempt. */
 static void follower_start(struct ddp_roles *r, const struct ddp_coord_event *cev)
 {
     struct ddp_agent_event_data failed = {.kind = DDP_AE_START_FAILED};
-    bool etcd = r->c.ctx->etcd_endpoints != NULL;
+    bool etcd = r->c.ctx->coord.etcd_endpoints != NULL;
     if (cev->attempt > 0)
         ddp_warn("attempt %d: restarting as attempt %d with %d worker%s here, world size %d (%s)", cev->attempt - 1,
                  cev->attempt, cev->nproc, cev->nproc == 1 ? "" : "s", cev->world_size,
@@ -51,7 +60,7 @@ static void follower_start(struct ddp_roles *r, const struct ddp_coord_event *ce
     r->c.actx->master_port = cev->master_port;
     r->c.actx->rank_base = cev->rank_base;
     r->c.actx->world_size = cev->world_size;
-    ddp_policy_init(r->c.pol, r->c.ctx->spec, cev->nproc);
+    ddp_policy_init(r->c.pol, r->c.ctx->job.spec, cev->nproc);
     r->c.pol->attempt = cev->attempt;
     ddp_records_forget(r->c.rec);
     ddp_info("attempt %d: starting %d worker%s (ranks %d-%d of %d)", cev->attempt, cev->nproc,
@@ -143,13 +152,13 @@ static void arm_last_call(struct ddp_roles *r)
 {
     const struct ddp_plan_ctx *ctx = r->c.ctx;
     int nup = ddp_roster_last_call(r->roster);
-    long long left = r->join_start_ms + ctx->join_timeout_ms - ddp_now_ms();
+    long long left = r->join_start_ms + ctx->coord.join_timeout_ms - ddp_now_ms();
     if (!nup || r->agent.state != DDP_AS_JOINING || left <= 0)
         return;
-    long long wait = ctx->last_call_ms < left ? ctx->last_call_ms : left;
+    long long wait = ctx->coord.last_call_ms < left ? ctx->coord.last_call_ms : left;
     uv_timer_start(&r->join, on_join_timeout, (uint64_t)wait, 0);
     ddp_info("node 0: %d of %d nodes in (at least %d wanted): last call, %.1fs for more to join", nup, ctx->nnodes,
-             ctx->min_nnodes, (double)wait / 1000.0);
+             ctx->coord.min_nnodes, (double)wait / 1000.0);
 }
 
 static void on_coord(struct ddp_coord *c, const struct ddp_coord_event *ev, void *data)
@@ -180,7 +189,7 @@ int ddp_roles_begin(const struct ddp_roles_config *c, struct ddp_roles **out)
 {
     struct ddp_roles *r = ddp_xcalloc(1, sizeof(*r));
     r->c = *c;
-    r->leader = c->ctx->coord_node == 0;
+    r->leader = c->ctx->coord.node == 0;
     ddp_agent_init(&r->agent, r->leader ? DDP_AR_LEADER : DDP_AR_FOLLOWER);
     uv_timer_t *timers[] = {&r->join, &r->joinlog};
     for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
@@ -188,13 +197,14 @@ int ddp_roles_begin(const struct ddp_roles_config *c, struct ddp_roles **out)
         timers[i]->data = r;
     }
     *out = r;
-    int rc = ddp_roster_new(c->loop, c->ctx, c->rec, on_coord, r, &r->roster, c->err);
+    struct ddp_roster_config rcfg = ddp_parts_roster(c->ctx);
+    int rc = ddp_roster_new(c->loop, &rcfg, c->rec, on_coord, r, &r->roster, c->err);
     if (rc < 0)
         return rc;
-    r->frshare = ddp_frshare_new(c->loop, c->ctx->spec, r->leader, c->rn, c->watch, r->roster, c->rec);
+    r->frshare = ddp_frshare_new(c->loop, c->ctx->job.spec, r->leader, c->rn, c->watch, r->roster, c->rec);
     if (!r->leader)
         return 0;
-    uv_timer_start(&r->join, on_join_timeout, (uint64_t)c->ctx->join_timeout_ms, 0);
+    uv_timer_start(&r->join, on_join_timeout, (uint64_t)c->ctx->coord.join_timeout_ms, 0);
     r->join_start_ms = ddp_now_ms();
     uv_timer_start(&r->joinlog, on_join_progress, 5000, 5000);
     arm_last_call(r); /* MIN may be 1: node 0 alone */

@@ -13,10 +13,10 @@
 #include "records/jsonlog.h"
 
 struct ddp_roster {
-    const struct ddp_plan_ctx *ctx;
+    struct ddp_roster_config cfg;
     struct ddp_records *rec;
     struct ddp_coord *coord;
-    struct ddp_rdzv_etcd *etcd; /* through etcd (ctx->etcd_endpoints): instead of coord; never the leader */
+    struct ddp_rdzv_etcd *etcd; /* through etcd (cfg.coord->etcd_endpoints): instead of coord; never the leader */
     bool leader;
     struct ddp_layout_node *nodes;    /* node 0: every node by node rank: joined, its own worker count, host */
     char **hosts;                     /* node 0: the host names nodes[].host points to */
@@ -33,22 +33,22 @@ static bool round_live(enum ddp_agent_state agent)
 /* Through etcd: every agent follows the decision key; the elected one writes it (rdzv_etcd.h). */
 static int etcd_new(uv_loop_t *loop, struct ddp_roster *n, ddp_coord_cb cb, void *arg, struct ddp_err *err)
 {
-    const struct ddp_plan_ctx *ctx = n->ctx;
+    const struct ddp_roster_config *cf = &n->cfg;
     struct ddp_rdzv_etcd_config cfg = {
-        .endpoints = ctx->etcd_endpoints,
-        .conf = ctx->spec->rdzv_conf,
-        .id = ctx->run_id,
-        .secret = ctx->coord_secret,
-        .job = ctx->coord_job,
-        .min_nodes = ctx->min_nnodes,
-        .max_nodes = ctx->nnodes,
-        .nproc = ctx->nproc,
-        .host = ctx->hostname,
-        .master_port = ctx->master_port,
-        .max_restarts = ctx->spec->max_restarts,
-        .lost_after_ms = ctx->lost_after_ms,
-        .join_timeout_ms = ctx->join_timeout_ms,
-        .last_call_ms = ctx->last_call_ms,
+        .endpoints = cf->coord->etcd_endpoints,
+        .conf = cf->job->spec->rdzv_conf,
+        .id = cf->job->run_id,
+        .secret = cf->coord->secret,
+        .job = cf->coord->job,
+        .min_nodes = cf->coord->min_nnodes,
+        .max_nodes = cf->nnodes,
+        .nproc = cf->nproc,
+        .host = cf->job->hostname,
+        .master_port = cf->master_port,
+        .max_restarts = cf->job->spec->max_restarts,
+        .lost_after_ms = cf->coord->lost_after_ms,
+        .join_timeout_ms = cf->coord->join_timeout_ms,
+        .last_call_ms = cf->coord->last_call_ms,
     };
     int rc = ddp_rdzv_etcd_start(loop, &cfg, cb, arg, &n->etcd, err);
     if (rc < 0)
@@ -56,33 +56,33 @@ static int etcd_new(uv_loop_t *loop, struct ddp_roster *n, ddp_coord_cb cb, void
     return rc;
 }
 
-int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_records *rec, ddp_coord_cb cb, void *arg,
-                   struct ddp_roster **out, struct ddp_err *err)
+int ddp_roster_new(uv_loop_t *loop, const struct ddp_roster_config *cf, struct ddp_records *rec, ddp_coord_cb cb,
+                   void *arg, struct ddp_roster **out, struct ddp_err *err)
 {
     struct ddp_coord_config cfg = {
-        .node_rank = ctx->coord_node,
-        .nnodes = ctx->nnodes,
-        .addr = ctx->master_addr,
-        .port = ctx->coord_port,
-        .listen_fd = ctx->coord_listen_fd,
-        .secret = ctx->coord_secret,
-        .job = ctx->coord_job,
-        .nproc = ctx->nproc,
-        .host = ctx->hostname,
-        .lost_after_ms = ctx->lost_after_ms,
-        .join_timeout_ms = ctx->join_timeout_ms,
+        .node_rank = cf->coord->node,
+        .nnodes = cf->nnodes,
+        .addr = cf->master_addr,
+        .port = cf->coord->port,
+        .listen_fd = cf->coord->listen_fd,
+        .secret = cf->coord->secret,
+        .job = cf->coord->job,
+        .nproc = cf->nproc,
+        .host = cf->job->hostname,
+        .lost_after_ms = cf->coord->lost_after_ms,
+        .join_timeout_ms = cf->coord->join_timeout_ms,
     };
     struct ddp_roster *n = ddp_xcalloc(1, sizeof(*n));
-    n->ctx = ctx;
+    n->cfg = *cf;
     n->rec = rec;
-    n->leader = ctx->coord_node == 0;
+    n->leader = cf->coord->node == 0;
     *out = n;
-    if (ctx->etcd_endpoints)
+    if (cf->coord->etcd_endpoints)
         return etcd_new(loop, n, cb, arg, err);
     if (n->leader) {
-        n->nodes = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->nodes));
-        n->hosts = ddp_xcalloc((size_t)ctx->nnodes, sizeof(*n->hosts));
-        n->nodes[0] = (struct ddp_layout_node){true, ctx->nproc, ctx->hostname};
+        n->nodes = ddp_xcalloc((size_t)cf->nnodes, sizeof(*n->nodes));
+        n->hosts = ddp_xcalloc((size_t)cf->nnodes, sizeof(*n->hosts));
+        n->nodes[0] = (struct ddp_layout_node){true, cf->nproc, cf->job->hostname};
     }
     int rc = ddp_coord_start(loop, &cfg, cb, arg, &n->coord, err);
     if (rc < 0) {
@@ -91,12 +91,12 @@ int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_r
     }
     if (n->leader)
         ddp_info("node 0: waiting up to %llds for %d other node%s to join on control port %s:%d",
-                 ctx->join_timeout_ms / 1000, ctx->nnodes - 1, ctx->nnodes == 2 ? "" : "s", ctx->master_addr,
+                 cf->coord->join_timeout_ms / 1000, cf->nnodes - 1, cf->nnodes == 2 ? "" : "s", cf->master_addr,
                  ddp_coord_port(n->coord));
-    else if (ctx->coord_node > 0)
-        ddp_info("node %d: joining node 0 at %s:%d", ctx->coord_node, ctx->master_addr, ctx->coord_port);
+    else if (cf->coord->node > 0)
+        ddp_info("node %d: joining node 0 at %s:%d", cf->coord->node, cf->master_addr, cf->coord->port);
     else
-        ddp_info("joining the rendezvous at %s:%d", ctx->master_addr, ctx->coord_port);
+        ddp_info("joining the rendezvous at %s:%d", cf->master_addr, cf->coord->port);
     return 0;
 }
 
@@ -105,7 +105,7 @@ void ddp_roster_free(struct ddp_roster *n)
     if (!n)
         return;
     free(n->nodes);
-    for (int i = 0; n->hosts && i < n->ctx->nnodes; i++)
+    for (int i = 0; n->hosts && i < n->cfg.nnodes; i++)
         free(n->hosts[i]);
     free(n->hosts);
     if (n->round.state)
@@ -132,7 +132,7 @@ void ddp_roster_close(struct ddp_roster *n, int status)
 static bool leader_event(struct ddp_roster *n, const struct ddp_coord_event *ev, const struct ddp_roster_view *v,
                          struct ddp_agent_event_data *ae, char *why, size_t why_size)
 {
-    int nn = n->ctx->nnodes;
+    int nn = n->cfg.nnodes;
     bool live = round_live(v->agent);
     switch (ev->kind) {
     case DDP_COORD_JOINED:
@@ -180,12 +180,12 @@ static bool leader_event(struct ddp_roster *n, const struct ddp_coord_event *ev,
 static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *ev, const struct ddp_roster_view *v,
                            struct ddp_agent_event_data *ae)
 {
-    const struct ddp_plan_ctx *ctx = n->ctx;
+    const struct ddp_roster_config *cf = &n->cfg;
     const char *who = n->etcd ? "the job's decision in etcd" : "node 0";
     switch (ev->kind) {
     case DDP_COORD_JOINED:
         if (!n->etcd)
-            ddp_info("node %d: joined node 0 (%s:%d)", ev->node, ctx->master_addr, ctx->coord_port);
+            ddp_info("node %d: joined node 0 (%s:%d)", ev->node, cf->master_addr, cf->coord->port);
         ae->kind = DDP_AE_JOINED;
         return true;
     case DDP_COORD_START:
@@ -213,10 +213,10 @@ static bool follower_event(struct ddp_roster *n, const struct ddp_coord_event *e
                       v->agent == DDP_AS_JOINING ? "exiting" : "stopping the workers here and exiting");
         else if (v->agent != DDP_AS_JOINING)
             ddp_error("node 0 is gone (%s): stopping the workers here and exiting", ev->reason);
-        else if (ctx->coord_node > 0)
-            ddp_error("node %d cannot join node 0: %s", ctx->coord_node, ev->reason);
+        else if (cf->coord->node > 0)
+            ddp_error("node %d cannot join node 0: %s", cf->coord->node, ev->reason);
         else
-            ddp_error("%s cannot join node 0: %s", ctx->hostname, ev->reason);
+            ddp_error("%s cannot join node 0: %s", cf->job->hostname, ev->reason);
         ae->kind = DDP_AE_COORD_LOST;
         return true;
     default:
@@ -234,44 +234,44 @@ bool ddp_roster_translate(struct ddp_roster *n, const struct ddp_coord_event *ev
 
 int ddp_roster_last_call(const struct ddp_roster *n)
 {
-    const struct ddp_plan_ctx *ctx = n->ctx;
+    const struct ddp_roster_config *cf = &n->cfg;
     int nup = 1 + ddp_coord_joined(n->coord);
-    return n->leader && ctx->coord_dynamic && ctx->min_nnodes < ctx->nnodes && nup >= ctx->min_nnodes &&
-                   nup < ctx->nnodes
+    return n->leader && cf->coord->dynamic && cf->coord->min_nnodes < cf->nnodes && nup >= cf->coord->min_nnodes &&
+                   nup < cf->nnodes
                ? nup
                : 0;
 }
 
 void ddp_roster_join_timeout(struct ddp_roster *n, struct ddp_agent_event_data *ae, struct ddp_err *err)
 {
-    const struct ddp_plan_ctx *ctx = n->ctx;
+    const struct ddp_roster_config *cf = &n->cfg;
     int nup = 1 + ddp_coord_joined(n->coord);
-    *ae = (struct ddp_agent_event_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= ctx->min_nnodes};
+    *ae = (struct ddp_agent_event_data){.kind = DDP_AE_JOIN_TIMEOUT, .all = nup >= cf->coord->min_nnodes};
     if (ae->all && ddp_roster_last_call(n))
         ddp_info("%d of %d nodes joined (at least %d wanted); last call (%llds) over: starting with them", nup,
-                 ctx->nnodes, ctx->min_nnodes, (ctx->last_call_ms + 500) / 1000);
+                 cf->nnodes, cf->coord->min_nnodes, (cf->coord->last_call_ms + 500) / 1000);
     else if (ae->all)
-        ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, ctx->nnodes,
-                 ctx->join_timeout_ms / 1000);
+        ddp_warn("only %d of %d nodes joined within %llds; starting with them", nup, cf->nnodes,
+                 cf->coord->join_timeout_ms / 1000);
     else
-        ddp_errf(err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, ctx->nnodes,
-                 ctx->join_timeout_ms / 1000);
+        ddp_errf(err, -ETIMEDOUT, "only %d of %d nodes joined within %llds (join_timeout)", nup, cf->nnodes,
+                 cf->coord->join_timeout_ms / 1000);
 }
 
 bool ddp_roster_join_progress(struct ddp_roster *n, long long waited_ms)
 {
-    const struct ddp_plan_ctx *ctx = n->ctx;
+    const struct ddp_roster_config *cf = &n->cfg;
     struct ddp_buf missing = {0};
     int nup = 1 + ddp_coord_joined(n->coord);
-    if (nup >= ctx->nnodes)
+    if (nup >= cf->nnodes)
         return false;
     /* as ranges, the first 16 of them: 1,000 nodes starting in order leave one range, not 4 KB of numbers */
     int runs = 0, unlisted = 0;
-    for (int i = 1; n->nodes && i < ctx->nnodes; i++) {
+    for (int i = 1; n->nodes && i < cf->nnodes; i++) {
         if (n->nodes[i].up || (i > 1 && !n->nodes[i - 1].up))
             continue; /* not the first of a run of missing nodes */
         int j = i;
-        while (j + 1 < ctx->nnodes && !n->nodes[j + 1].up)
+        while (j + 1 < cf->nnodes && !n->nodes[j + 1].up)
             j++;
         if (runs++ >= 16)
             unlisted += j - i + 1;
@@ -282,32 +282,33 @@ bool ddp_roster_join_progress(struct ddp_roster *n, long long waited_ms)
     }
     if (unlisted)
         ddp_buf_printf(&missing, " and %d more", unlisted);
-    ddp_info("node 0: waiting for %d more node%s to join (%d of %d up%s%s; %llds of %llds)", ctx->nnodes - nup,
-             ctx->nnodes - nup == 1 ? "" : "s", nup, ctx->nnodes, missing.len ? "; missing " : "",
-             missing.len ? missing.data : "", (waited_ms + 500) / 1000, ctx->join_timeout_ms / 1000);
+    ddp_info("node 0: waiting for %d more node%s to join (%d of %d up%s%s; %llds of %llds)", cf->nnodes - nup,
+             cf->nnodes - nup == 1 ? "" : "s", nup, cf->nnodes, missing.len ? "; missing " : "",
+             missing.len ? missing.data : "", (waited_ms + 500) / 1000, cf->coord->join_timeout_ms / 1000);
     ddp_buf_free(&missing);
     return true;
 }
 
 /* ---------------------------------------------------------------- rounds */
 
-int ddp_roster_start(struct ddp_roster *n, int attempt, int nproc, struct ddp_plan_ctx *actx, struct ddp_err *err)
+int ddp_roster_start(struct ddp_roster *n, int attempt, int nproc, int master_port, struct ddp_roster_place *out,
+                     struct ddp_err *err)
 {
-    const struct ddp_plan_ctx *ctx = n->ctx;
-    int nn = ctx->nnodes, world = 0, k, nup = 0;
+    const struct ddp_roster_config *cf = &n->cfg;
+    int nn = cf->nnodes, world = 0, k, nup = 0;
     struct ddp_layout_assign *as = ddp_xcalloc((size_t)nn, sizeof(*as));
     struct ddp_layout_node *now = ddp_xcalloc((size_t)nn, sizeof(*now));
     for (int i = 0; i < nn; i++) {
         now[i] = n->nodes[i];
-        now[i].nproc = i == 0 ? nproc : ddp_layout_scale(n->nodes[i].nproc, ctx->nproc, nproc);
+        now[i].nproc = i == 0 ? nproc : ddp_layout_scale(n->nodes[i].nproc, cf->nproc, nproc);
         nup += now[i].up;
     }
-    k = ddp_layout_nodes(nn, now, ctx->coord_dynamic, ctx->min_nnodes, as, &world);
+    k = ddp_layout_nodes(nn, now, cf->coord->dynamic, cf->coord->min_nnodes, as, &world);
     if (k < 0) {
         free(as);
         free(now);
         return ddp_errf(err, -ENODEV, "only %d node%s up, the job needs at least %d (nnodes): giving up", nup,
-                        nup == 1 ? "" : "s", ctx->min_nnodes);
+                        nup == 1 ? "" : "s", cf->coord->min_nnodes);
     }
     for (int g = 0; g < k; g++)
         for (int i = 0; i < nn; i++)
@@ -315,12 +316,10 @@ int ddp_roster_start(struct ddp_roster *n, int attempt, int nproc, struct ddp_pl
                 ddp_info("attempt %d: group rank %d = node %d (%s): %d worker%s, ranks %d-%d of %d", attempt, g, i,
                          now[i].host && *now[i].host ? now[i].host : "?", as[i].nproc, as[i].nproc == 1 ? "" : "s",
                          as[i].rank_base, as[i].rank_base + as[i].nproc - 1, world);
-    actx->node_rank = as[0].group_rank;
-    actx->nnodes = k;
-    actx->rank_base = as[0].rank_base;
-    actx->world_size = world;
+    *out = (struct ddp_roster_place){
+        .node_rank = as[0].group_rank, .nnodes = k, .rank_base = as[0].rank_base, .world_size = world};
     ddp_layout_round_begin(&n->round, nn, attempt, as);
-    ddp_coord_send_start(n->coord, attempt, world, k, actx->master_port, as);
+    ddp_coord_send_start(n->coord, attempt, world, k, master_port, as);
     free(n->assign);
     n->assign = as;
     free(now);
@@ -356,7 +355,7 @@ void ddp_roster_report(struct ddp_roster *n, int attempt, int status, const char
 
 const char *ddp_roster_runs_rank(const struct ddp_roster *n, int attempt, int node, int rank)
 {
-    if (!n->leader || !n->assign || attempt != n->round.attempt || node <= 0 || node >= n->ctx->nnodes)
+    if (!n->leader || !n->assign || attempt != n->round.attempt || node <= 0 || node >= n->cfg.nnodes)
         return NULL;
     const struct ddp_layout_assign *a = &n->assign[node];
     if (a->nproc <= 0 || rank < a->rank_base || rank >= a->rank_base + a->nproc)

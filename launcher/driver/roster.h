@@ -25,10 +25,29 @@ struct ddp_roster_view {
     bool stopping;              /* this node's attempt is being stopped already */
 };
 
+/* What the roster is told of the job: the parts of the plan context (run/plan.h) it reads, filled by the driver.
+ * cf is copied; job and coord must outlive the roster. */
+struct ddp_roster_config {
+    const struct ddp_plan_job *job;     /* spec (rdzv_conf, max_restarts), run id, host name */
+    const struct ddp_plan_coord *coord; /* the control channel: secret, port, node, timeouts, etcd */
+    const char *master_addr;            /* node 0's address */
+    int master_port;
+    int nnodes; /* MAX */
+    int nproc;  /* this node's workers */
+};
+
+/* This node's place in an attempt that ddp_roster_start laid out. */
+struct ddp_roster_place {
+    int node_rank; /* group rank */
+    int nnodes;    /* nodes in the attempt */
+    int rank_base; /* this node's first global rank */
+    int world_size;
+};
+
 /* Start listening (node 0) or joining (others) on loop; the channel's events go to cb(c, ev, arg). 0 with *out
  * (caller owns; ddp_roster_free after the loop), or a negative errno (said on stderr, err set). */
-int ddp_roster_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_records *rec, ddp_coord_cb cb, void *arg,
-                   struct ddp_roster **out, struct ddp_err *err);
+int ddp_roster_new(uv_loop_t *loop, const struct ddp_roster_config *cf, struct ddp_records *rec, ddp_coord_cb cb,
+                   void *arg, struct ddp_roster **out, struct ddp_err *err);
 void ddp_roster_free(struct ddp_roster *n);
 
 /* The channel's event ev as the agent's event *ae (why: its line for NODE_FAILED), with what node 0 keeps
@@ -45,9 +64,10 @@ int ddp_roster_last_call(const struct ddp_roster *n);
 bool ddp_roster_join_progress(struct ddp_roster *n, long long waited_ms);
 
 /* Node 0: lay attempt `attempt` with nproc workers here out over the nodes that are up, begin its round and
- * send START; *actx gets this node's group rank, node count, rank base and world size. 0, or -ENODEV with err
- * when too few nodes are up. */
-int ddp_roster_start(struct ddp_roster *n, int attempt, int nproc, struct ddp_plan_ctx *actx, struct ddp_err *err);
+ * send START (with the attempt's master_port); *out gets this node's group rank, node count, rank base and world
+ * size. 0, or -ENODEV with err when too few nodes are up. */
+int ddp_roster_start(struct ddp_roster *n, int attempt, int nproc, int master_port, struct ddp_roster_place *out,
+                     struct ddp_err *err);
 /* Node 0: this node's workers of the round ended with status; true when every node of the round has ended. */
 bool ddp_roster_local_end(struct ddp_roster *n, int status);
 /* Node 0: STOP the round's attempt on every node. */

@@ -24,7 +24,7 @@ struct ddp_signals {
     uv_poll_t poll;
     void (*fn)(void *arg, int signo, bool reached);
     void *arg;
-    struct ddp_signals_sched sched;
+    struct ddp_plan_sched sched;
 };
 
 static int note_fd = -1; /* the write end for the handler; one set of handlers per process */
@@ -45,7 +45,7 @@ static void on_raw(int signo, siginfo_t *si, void *uc)
 static bool reached_all(const struct ddp_signals *g, pid_t from)
 {
     bool batch_script = !g->sched.step && getppid() == from;
-    return g->sched.all && ddp_proc_is_slurmstepd(from) && !batch_script;
+    return g->sched.signals_all && ddp_proc_is_slurmstepd(from) && !batch_script;
 }
 
 static void on_readable(uv_poll_t *h, int status, int events)
@@ -81,7 +81,7 @@ static void add(struct ddp_signals *g, int signo)
     g->sigs[g->n++] = signo;
 }
 
-struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_signals_sched sched,
+struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_plan_sched sched,
                                       void (*fn)(void *arg, int signo, bool reached), void *arg)
 {
     static const int base[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};

@@ -11,20 +11,16 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "run/plan.h"
 #include "spec/spec.h"
 
 struct ddp_signals;
 
-/* What the scheduler says of its signals (nodes/scheduler.h): all, its daemon signals every process of the job
- * (Slurm); step, this launcher runs in a step of it, where that daemon signals the whole step, not in the batch
- * script, which alone gets what is sent to the batch step. */
-struct ddp_signals_sched {
-    bool all;
-    bool step;
-};
-
-/* Start handling them on loop. Caller owns; ddp_signals_close(), then free() after the loop. */
-struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_signals_sched sched,
+/* Start handling them on loop, with what the scheduler says of its signals (the launch's scheduler part,
+ * run/plan.h): signals_all, its daemon signals every process of the job (Slurm); step, this launcher runs in a
+ * step of it, where that daemon signals the whole step, not in the batch script, which alone gets what is sent to
+ * the batch step. Caller owns; ddp_signals_close(), then free() after the loop. */
+struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *spec, struct ddp_plan_sched sched,
                                       void (*fn)(void *arg, int signo, bool reached), void *arg);
 void ddp_signals_close(struct ddp_signals *g);
 

@@ -22,6 +22,7 @@
 #include "base/exit.h"
 #include "driver/gpus.h"
 #include "driver/gpuset.h"
+#include "driver/parts.h"
 #include "driver/policy.h"
 #include "driver/roles.h"
 #include "driver/signals.h"
@@ -30,7 +31,6 @@
 #include "records/jsonlog.h"
 #include "records/records.h"
 #include "records/report.h"
-#include "run/plan.h"
 #include "run/runner.h"
 #include "run/shim.h"
 #include "run/standby.h"
@@ -243,12 +243,12 @@ static void standbys_open(struct sup *s)
     struct ddp_standby_config c = {.loop = &s->loop,
                                    .rn = s->rn,
                                    .preload = &sp->restart_preload,
-                                   .pydir = s->ctx->sample_pydir,
-                                   .sampling = s->ctx->spec->timeout_sample && s->ctx->sample_pydir,
-                                   .sample_signal = s->ctx->sample_signal,
+                                   .pydir = s->ctx->watch.sample_pydir,
+                                   .sampling = s->ctx->job.spec->timeout_sample && s->ctx->watch.sample_pydir,
+                                   .sample_signal = s->ctx->watch.sample_signal,
                                    .cgroup_base = s->cgroup_base,
                                    .quiet = sp->restart_warm == DDP_AUTO,
-                                   .sched_mem_kib = s->ctx->sched_mem_kib};
+                                   .sched_mem_kib = s->ctx->sched.mem_kib};
     s->standbys = ddp_standby_new(&c);
     ddp_runner_set_adopt(s->rn, ddp_standby_take, s->standbys);
 }
@@ -260,7 +260,7 @@ static void left_out(void *arg, int gpu, const char *busid, const char *why);
 static void gpucheck_answered(void *arg, struct ddp_gpus_found *found)
 {
     struct sup *s = arg;
-    size_t ngpus = ddp_topo_ngpus(s->ctx->topo);
+    size_t ngpus = ddp_topo_ngpus(s->ctx->job.topo);
     s->gpucheck = NULL;
     ddp_gpuset_set_held(s->gpus, found->held);
     for (size_t g = 0; found->held && g < ngpus; g++)
@@ -268,7 +268,7 @@ static void gpucheck_answered(void *arg, struct ddp_gpus_found *found)
             ddp_records_gpu_held(s->rec, (int)g, found->held[g]);
     for (size_t g = 0; found->unfit && g < ngpus; g++)
         if (found->unfit[g])
-            left_out(s, (int)g, ddp_topo_gpu_busid(s->ctx->topo, g), found->unfit[g]);
+            left_out(s, (int)g, ddp_topo_gpu_busid(s->ctx->job.topo, g), found->unfit[g]);
     ddp_gpus_held_free(found->unfit, ngpus);
 }
 
@@ -292,8 +292,8 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     }
     if (rc == 0)
         ddp_gpuset_ran(s->gpus, &plan);
-    if (rc == 0 && s->ctx->logdir)
-        rc = ddp_logdir_attempt(s->ctx->logdir, attempt, nproc, s->err);
+    if (rc == 0 && s->ctx->job.logdir)
+        rc = ddp_logdir_attempt(s->ctx->job.logdir, attempt, nproc, s->err);
     if (rc < 0) {
         ddp_attempt_free(&plan);
         return rc;
@@ -322,7 +322,7 @@ static int start_attempt(struct sup *s, int attempt, int nproc)
     if (!s->gpucheck_started && ddp_gpus_check_beside(s->spec, true)) { /* else checked before the spawn */
         s->gpucheck_started = true;
         s->gpucheck =
-            ddp_gpus_check_start(&s->loop, s->ctx->topo, s->spec, ddp_runner_attempt_plan(r), gpucheck_answered, s);
+            ddp_gpus_check_start(&s->loop, s->ctx->job.topo, s->spec, ddp_runner_attempt_plan(r), gpucheck_answered, s);
     }
     return 0;
 }
@@ -368,9 +368,9 @@ static void roles_report(void *arg)
     if (st != 0 && s->pol.stop != DDP_STOP_REMOTE) {
         ddp_records_root_line(s->rec, root, sizeof(root));
         if (s->timeout_reason)
-            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, s->timeout_reason);
+            snprintf(why, sizeof(why), "%s: %s", s->ctx->job.hostname, s->timeout_reason);
         else if (root[0])
-            snprintf(why, sizeof(why), "%s: %s", s->ctx->hostname, root);
+            snprintf(why, sizeof(why), "%s: %s", s->ctx->job.hostname, root);
         if (s->pol.stop != DDP_STOP_SIGNAL)
             ddp_records_print_summary(s->rec, st, ddp_runner_output(s->rn));
     }
@@ -616,7 +616,7 @@ static void gpu_recheck_answered(void *arg, const struct ddp_nvml *nv);
 static bool gpu_recheck_start(struct sup *s, const struct ddp_policy_action *a)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(s->rn);
-    const struct ddp_topo *topo = s->ctx->topo;
+    const struct ddp_topo *topo = s->ctx->job.topo;
     bool gpus = false;
     for (size_t i = 0; r && i < ddp_runner_attempt_plan(r)->nworkers; i++)
         gpus |= ddp_runner_attempt_plan(r)->workers[i].gpu >= 0;
@@ -665,7 +665,7 @@ static void fit_to_gpus_left(struct sup *s, struct ddp_policy_action *a)
         return;
     char why[256] = "";
     struct ddp_policy_event_data ev = {.kind = DDP_PE_GPUS_LEFT, .why = why, .pending = a};
-    ev.gpus_left = ddp_gpuset_fit(s->gpus, &s->actx, a->nproc, why, sizeof why);
+    ev.gpus_left = ddp_gpuset_fit(s->gpus, &s->actx.gpus, a->nproc, why, sizeof why);
     if (ev.gpus_left < a->nproc)
         *a = ddp_policy_step(&s->pol, &ev);
 }
@@ -823,18 +823,18 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
 {
     struct sup *s = ddp_xcalloc(1, sizeof(*s));
     int rc, status;
-    bool multi = ctx->nnodes > 1 && ctx->coord_secret;
+    bool multi = ctx->nnodes > 1 && ctx->coord.secret;
 
     s->ctx = ctx;
     s->actx = *ctx;
-    s->spec = ctx->spec;
-    s->role = !multi ? ROLE_SINGLE : ctx->coord_node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
+    s->spec = ctx->job.spec;
+    s->role = !multi ? ROLE_SINGLE : ctx->coord.node == 0 ? ROLE_LEADER : ROLE_FOLLOWER;
     s->err = err;
-    s->gpus = ddp_gpuset_new(ctx);
-    s->actx.gpu_holders = ddp_gpuset_holders(s->gpus); /* ours to change: a GPU leased for a restart */
+    s->gpus = ddp_gpuset_new(&ctx->job, &ctx->gpus);
+    s->actx.gpus.holders = ddp_gpuset_holders(s->gpus); /* ours to change: a GPU leased for a restart */
     if (ddp_cgroup_base(&s->cgroup_base) < 0)
         s->cgroup_base = NULL; /* no cgroup v2 of ours: the shims' subreaping alone */
-    else if (ctx->sweep_leftovers)
+    else if (ctx->job.sweep_leftovers)
         ddp_cgroup_sweep(s->cgroup_base); /* what SIGKILLed launchers left there */
     signal(SIGPIPE, SIG_IGN);             /* a closed console must not kill the launcher (workers get SIG_DFL back) */
     /* what a worker's killed shim contained comes back to us, not to init */
@@ -853,7 +853,7 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         .self_exe = self_exe,
         .self_exec = self_exec,
         .grace_ms = s->spec->shutdown_timeout_ms,
-        .logdir = ctx->logdir,
+        .logdir = ctx->job.logdir,
         .dup_filters = {s->spec->duplicate_stdout_filters, s->spec->duplicate_stderr_filters},
         .cgroup_base = s->cgroup_base,
         .ops = {.started = on_started,
@@ -875,11 +875,11 @@ int ddp_supervise_run(const struct ddp_plan_ctx *ctx, const char *self_exe, cons
         timers[i]->data = s;
     }
     /* Signals first, so that one arriving while the workers start is not lost. */
-    struct ddp_signals_sched sched = {s->ctx->sched_signals_all, s->ctx->sched_step};
-    s->sigs = ddp_signals_start(&s->loop, s->spec, sched, on_signal, s);
-    s->rec = ddp_records_open(ctx, ddp_runner_output(s->rn));
+    s->sigs = ddp_signals_start(&s->loop, s->spec, ctx->sched, on_signal, s);
+    s->rec = ddp_records_open(ddp_parts_records(ctx), ddp_runner_output(s->rn));
     struct ddp_watch_config wcfg = {.loop = &s->loop,
-                                    .ctx = ctx,
+                                    .job = &ctx->job,
+                                    .timer_file = ctx->watch.timer_file,
                                     .rn = s->rn,
                                     .rec = s->rec,
                                     .sink = {on_timeout, s, ddp_policy_suspect},

@@ -10,7 +10,7 @@
 #include "run/plan.h"
 
 /* Run the job: build attempt 0 with ddp_plan_build(ctx, 0, ctx->nproc, NULL, 0, &a, err), start the workers
- * through the exec shim (self_exe re-executed with "--exec-shim"), supervise, restart/downsize per ctx->spec,
+ * through the exec shim (self_exe re-executed with "--exec-shim"), supervise, restart/downsize per ctx->job.spec,
  * print the summary. Returns the launcher's exit status: 0 all succeeded, the root cause's exit code,
  * 128+N after a signal N (to a worker or to the launcher), 124 on a timeout with on_timeout=fail, 1 when the
  * launcher itself failed (said on stderr when it happened; err->msg is then empty). */

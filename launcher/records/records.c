@@ -31,7 +31,7 @@ struct ended {
 };
 
 struct ddp_records {
-    const struct ddp_plan_ctx *ctx;
+    struct ddp_records_config cfg;
     struct ddp_output *out; /* borrowed: its logs that stopped; flushed before they are listed */
     const struct ddp_spec *spec;
     struct ddp_jsonlog *rec; /* events.jsonl and summary.json, or NULL */
@@ -180,7 +180,7 @@ void ddp_records_event(struct ddp_records *r, const char *name, json_t *fields)
 static void job_start(struct ddp_records *r)
 {
     const struct ddp_spec *sp = r->spec;
-    const struct ddp_plan_ctx *ctx = r->ctx;
+    const struct ddp_records_config *c = &r->cfg;
     json_t *plan = ddp_jsonlog_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:I}", "max_restarts", sp->max_restarts,
                                     "on_failure", sp->on_failure == DDP_ONFAIL_FAIL ? "fail" : "restart", "on_timeout",
                                     on_timeout_name(sp->on_timeout), "timeout_init_ms", ms_or_null(sp->timeout_init_ms),
@@ -189,42 +189,43 @@ static void job_start(struct ddp_records *r)
                                     "shutdown_timeout_ms", (json_int_t)sp->shutdown_timeout_ms);
     ddp_jsonlog_event(r->rec, "job_start",
                       ddp_jsonlog_pack("{s:s?, s:s?, s:s?, s:i, s:i, s:i, s:i, s:s?, s:i, s:s?, s:o}", "job", sp->name,
-                                       "host", ctx->hostname, "run_id", ctx->run_id, "pid", (int)getpid(), "nnodes",
-                                       ctx->nnodes, "node_rank", ctx->node_rank, "nproc", ctx->nproc, "master_addr",
-                                       ctx->master_addr, "master_port", ctx->master_port, "log_dir",
+                                       "host", c->job->hostname, "run_id", c->job->run_id, "pid", (int)getpid(),
+                                       "nnodes", c->nnodes, "node_rank", c->node_rank, "nproc", c->nproc, "master_addr",
+                                       c->master_addr, "master_port", c->master_port, "log_dir",
                                        ddp_jsonlog_dir(r->rec), "plan", plan));
 }
 
-struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out)
+struct ddp_records *ddp_records_open(struct ddp_records_config cfg, struct ddp_output *out)
 {
     struct ddp_records *r = ddp_xcalloc(1, sizeof(*r));
-    r->ctx = ctx;
+    const struct ddp_plan_job *job = cfg.job;
+    r->cfg = cfg;
     r->out = out;
-    r->spec = ctx->spec;
+    r->spec = job->spec;
     r->job_start_ms = ddp_now_ms();
     r->ranks_hi = -1;
     r->stopping = -1;
     r->stragglers = json_array();
     r->recovery.attempt = -1;
     r->warm = json_array();
-    r->ngpu = ddp_topo_ngpus(ctx->topo);
+    r->ngpu = ddp_topo_ngpus(job->topo);
     r->left_out = json_array();
     r->gpu_fault = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_fault));
     r->gpu_held = ddp_xcalloc(r->ngpu + 1, sizeof(*r->gpu_held));
     r->recorder = json_object();
     ddp_time_iso(NULL, r->job_start_iso);
-    if (ctx->logdir) {
+    if (job->logdir) {
         struct ddp_err rerr = {0};
-        if (ddp_jsonlog_open(ddp_logdir_fd(ctx->logdir), ddp_logdir_path(ctx->logdir), &r->rec, &rerr) < 0)
+        if (ddp_jsonlog_open(ddp_logdir_fd(job->logdir), ddp_logdir_path(job->logdir), &r->rec, &rerr) < 0)
             ddp_warn("no run record: %s", rerr.msg);
         job_start(r);
     }
     struct ddp_err perr = {0};
     json_t *st = ddp_jsonlog_pack("{s:i, s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:i, s:s?, s:[]}", "v", 1, "job",
-                                  r->spec->name, "host", ctx->hostname, "start", r->job_start_iso, "start_unix",
-                                  (json_int_t)time(NULL), "master_port", ctx->master_port, "attempt", 0, "nproc",
-                                  ctx->nproc, "ranks_alive", 0, "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
-    if (ddp_jobs_publish(ddp_rundir_lock_dir(ctx->base_env), st, ctx->sweep_leftovers, &r->ps, &perr) < 0)
+                                  r->spec->name, "host", job->hostname, "start", r->job_start_iso, "start_unix",
+                                  (json_int_t)time(NULL), "master_port", cfg.master_port, "attempt", 0, "nproc",
+                                  cfg.nproc, "ranks_alive", 0, "log_dir", ddp_jsonlog_dir(r->rec), "gpus");
+    if (ddp_jobs_publish(ddp_rundir_lock_dir(job->base_env), st, job->sweep_leftovers, &r->ps, &perr) < 0)
         ddp_debug("not listed in ddplaunch ps: %s", perr.msg);
     json_decref(st);
     return r;
@@ -409,9 +410,9 @@ static void gpu_cause(const struct ddp_records *r, struct ended *e, const struct
     int g = w->gpu;
     if (g < 0 || (size_t)g >= r->ngpu)
         return;
-    const char *held = r->gpu_held[g]                            ? r->gpu_held[g]
-                       : r->ctx->gpu_held && r->ctx->gpu_held[g] ? r->ctx->gpu_held[g]
-                                                                 : NULL;
+    const char *held = r->gpu_held[g]                          ? r->gpu_held[g]
+                       : r->cfg.gpu_held && r->cfg.gpu_held[g] ? r->cfg.gpu_held[g]
+                                                               : NULL;
     if (r->gpu_fault[g]) {
         e->cause = ddp_xasprintf("GPU %d (%s) fault: %s", g, w->gpu_busid ? w->gpu_busid : "?", r->gpu_fault[g]);
         free(e->class_name);
@@ -727,14 +728,14 @@ static struct ddp_report_entry entry_of(const struct ddp_records *r, const struc
 {
     return (struct ddp_report_entry){.rank = e->rank,
                                      .local_rank = e->local_rank,
-                                     .host = r->ctx->hostname,
+                                     .host = r->cfg.job->hostname,
                                      .pid = e->pid,
                                      .exit_code = e->status,
                                      .signo = e->signo,
                                      .captured = e->captured,
                                      .when = e->when,
                                      .error_file = e->error_file,
-                                     .error_file_kept = r->ctx->logdir != NULL,
+                                     .error_file_kept = r->cfg.job->logdir != NULL,
                                      .class_name = e->class_name,
                                      .class_line = e->class_line,
                                      .hint = e->hint,
@@ -849,16 +850,17 @@ void ddp_records_job_end(struct ddp_records *r, int status, const char *result, 
         json_array_append_new(others, ddp_report_entry_json(&e));
     }
     struct ddp_report_entry root = entry_of(r, &r->root);
-    json_t *sum = ddp_jsonlog_pack(
-        "{s:s, s:s?, s:s?, s:s?, s:i, s:s, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:s?}", "program", prog_name(r->spec),
-        "job", r->spec->name, "host", r->ctx->hostname, "run_id", r->ctx->run_id, "exit_status", status, "result",
-        result, "attempts", r->nattempts, "started", r->job_start_iso, "ended", ddp_time_iso(NULL, now), "duration_ms",
-        (json_int_t)(ddp_now_ms() - r->job_start_ms), "timeout", timeout ? json_string(timeout) : json_null(),
-        "root_cause", r->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures", others,
-        "log_dir", ddp_jsonlog_dir(r->rec));
-    const struct ddp_plan_ctx *ctx = r->ctx; /* which node this is, on a file system that nodes share */
-    json_object_set_new(sum, "node_rank", ctx->node_rank >= 0 ? json_integer(ctx->node_rank) : json_null());
-    json_object_set_new(sum, "nnodes", json_integer(ctx->nnodes));
+    json_t *sum = ddp_jsonlog_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:s, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:s?}",
+                                   "program", prog_name(r->spec), "job", r->spec->name, "host", r->cfg.job->hostname,
+                                   "run_id", r->cfg.job->run_id, "exit_status", status, "result", result, "attempts",
+                                   r->nattempts, "started", r->job_start_iso, "ended", ddp_time_iso(NULL, now),
+                                   "duration_ms", (json_int_t)(ddp_now_ms() - r->job_start_ms), "timeout",
+                                   timeout ? json_string(timeout) : json_null(), "root_cause",
+                                   r->root.set && status != 0 ? ddp_report_entry_json(&root) : json_null(), "failures",
+                                   others, "log_dir", ddp_jsonlog_dir(r->rec));
+    const struct ddp_records_config *c = &r->cfg; /* which node this is, on a file system that nodes share */
+    json_object_set_new(sum, "node_rank", c->node_rank >= 0 ? json_integer(c->node_rank) : json_null());
+    json_object_set_new(sum, "nnodes", json_integer(c->nnodes));
     json_object_set_new(sum, "ranks", r->ranks_hi >= 0 ? json_pack("[i, i]", r->ranks_lo, r->ranks_hi) : json_null());
     json_object_set_new(sum, "exit", ddp_verdict_json(status, result, r->root.set, r->root.rank, r->root.status));
     json_object_set(sum, "hang", r->hang ? r->hang : json_null());

@@ -15,11 +15,22 @@
 
 struct ddp_records;
 
-/* Open the records of a job (ctx->logdir: events.jsonl with job_start; ctx->base_env: the ps entry); a record
+/* What the records are told of the job on this node (the driver fills it from its plan context). */
+struct ddp_records_config {
+    const struct ddp_plan_job *job; /* spec, host, run id, topology, log dir, base_env; must outlive the records */
+    const char *const *gpu_held;    /* per topology GPU: what held memory on it at launch (ddp_plan_gpus), or NULL */
+    const char *master_addr;
+    int master_port;
+    int nnodes;
+    int node_rank; /* -1: not known */
+    int nproc;
+};
+
+/* Open the records of a job (job->logdir: events.jsonl with job_start; job->base_env: the ps entry); a record
  * that cannot be written is said (warning or debug line) and left out. out: the workers' console, whose logs
- * that stopped (a full disk) the summaries list. Never fails. Caller owns; ddp_records_close(). ctx and out
- * must outlive it. */
-struct ddp_records *ddp_records_open(const struct ddp_plan_ctx *ctx, struct ddp_output *out);
+ * that stopped (a full disk) the summaries list. Never fails. Caller owns; ddp_records_close(). cfg.job,
+ * cfg.gpu_held and out must outlive it. */
+struct ddp_records *ddp_records_open(struct ddp_records_config cfg, struct ddp_output *out);
 void ddp_records_close(struct ddp_records *r); /* NULL is a no-op */
 
 /* The record files, for a module that writes its own events (progress.h), or NULL; the JSON array of the
@@ -101,7 +112,7 @@ void ddp_records_root_line(const struct ddp_records *r, char *buf, size_t size);
 /* What NVML said about topology GPU gpu (busid) during the run: a fault (a critical Xid, a double-bit ECC error,
  * text its meaning), which then names the GPU as the root cause of a failure or hang of the rank on it; or a
  * process holding its memory seen after the launch (held: "pid N (user, command, X GiB)"), which explains a CUDA
- * out-of-memory failure there as the launch's holder does (ctx->gpu_held). The first fault is kept. */
+ * out-of-memory failure there as the launch's holder does (ddp_records_config's gpu_held). The first fault is kept. */
 void ddp_records_gpu_fault(struct ddp_records *r, int gpu, const char *busid, const char *text);
 void ddp_records_gpu_held(struct ddp_records *r, int gpu, const char *held);
 /* GPU gpu (busid) is left out of the attempts after `attempt` (why; text: the console's line): a gpu_left_out

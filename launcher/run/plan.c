@@ -251,7 +251,7 @@ static bool argv0_is_python(const struct ddp_strv *argv)
 
 static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
     const char *py = ctx->python ? ctx->python : "python3";
     if (s->command.n) {
         for (size_t i = 0; i < s->command.n; i++)
@@ -285,7 +285,7 @@ static void build_argv(const struct ddp_plan_ctx *ctx, struct ddp_strv *argv)
  * workers write to the terminal itself). */
 static void decide_console(const struct ddp_plan_ctx *ctx, struct ddp_attempt *a)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
     size_t reaching = 0;
     bool prefix_asked = s->origin[ddp_spec_key_find("job", "log_line_prefix")] != DDP_ORIGIN_DEFAULT &&
                         s->log_line_prefix && *s->log_line_prefix;
@@ -304,7 +304,7 @@ static void decide_console(const struct ddp_plan_ctx *ctx, struct ddp_attempt *a
                 w->raw[k] = reaching <= 1;
             if (!tee && s->console_mode == DDP_CONSOLE_AUTO && !prefix_asked && !ctx->console_tty[k])
                 t = "";
-            w->prefix[k] = prefix_for(t, w->rank, w->local_rank, s->role, ctx->hostname);
+            w->prefix[k] = prefix_for(t, w->rank, w->local_rank, s->role, ctx->job.hostname);
             w->tty[k] = w->to_console[k] && ctx->console_tty[k];
         }
     }
@@ -325,15 +325,16 @@ static bool select_is(const struct ddp_spec *s, const char *word)
     return s->gpus_select.n == 1 && strcmp(s->gpus_select.v[0], word) == 0;
 }
 
-void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req)
+void ddp_plan_place_req(const struct ddp_plan_job *job, const struct ddp_plan_gpus *gpus, int nproc,
+                        struct ddp_place_req *req)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = job->spec;
     static const struct ddp_strv empty;
     memset(req, 0, sizeof *req);
     req->nproc = nproc;
     bool auto_select = s->gpus_select.n == 0 || select_is(s, "auto");
     req->want_gpus = s->nproc_per_node.kind != DDP_NPROC_CPU && !select_is(s, "none") &&
-                     (!auto_select || (ctx->topo && ddp_topo_ngpus(ctx->topo) > 0));
+                     (!auto_select || (job->topo && ddp_topo_ngpus(job->topo) > 0));
     req->select = auto_select || select_is(s, "none") ? &empty : &s->gpus_select;
     req->exclude = &s->gpus_exclude;
     req->policy = s->gpus_policy;
@@ -343,20 +344,20 @@ void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_pl
     req->mem = s->numa_memory;
     req->max_memory_used = s->gpus_max_memory_used;
     req->busy = s->gpus_busy;
-    req->inherited_cvd = ctx->inherited_cvd;
-    req->sched_gpus = ctx->sched_gpus;
-    req->holders = ctx->gpu_holders;
+    req->inherited_cvd = gpus->inherited_cvd;
+    req->sched_gpus = gpus->sched;
+    req->holders = gpus->holders;
 }
 
 /* LOG_DIR/<run>/attempt_N, or the run directory's attempt_N without a log dir, or NULL. Caller owns. */
 static char *attempt_dir(const struct ddp_plan_ctx *ctx, int attempt)
 {
-    if (ctx->logdir)
-        return ddp_xasprintf("%s/attempt_%d", ddp_logdir_path(ctx->logdir), attempt);
-    if (ctx->spec->log_dir) /* `plan`: the run directory is made when the job starts */
-        return ddp_xasprintf("%s/%s_XXXXXXXX/attempt_%d", ctx->spec->log_dir, ctx->run_id, attempt);
-    if (ctx->run_dir)
-        return ddp_xasprintf("%s/attempt_%d", ctx->run_dir, attempt);
+    if (ctx->job.logdir)
+        return ddp_xasprintf("%s/attempt_%d", ddp_logdir_path(ctx->job.logdir), attempt);
+    if (ctx->job.spec->log_dir) /* `plan`: the run directory is made when the job starts */
+        return ddp_xasprintf("%s/%s_XXXXXXXX/attempt_%d", ctx->job.spec->log_dir, ctx->job.run_id, attempt);
+    if (ctx->watch.run_dir)
+        return ddp_xasprintf("%s/attempt_%d", ctx->watch.run_dir, attempt);
     return NULL;
 }
 
@@ -366,10 +367,10 @@ static void set_torchrun_env(struct ddp_kvlist *env, const struct ddp_plan_ctx *
                              int rank, int lr, const char *signals, const char *log_dir)
 {
     env_setf(env, "RANK", "%d", rank);
-    env_setf(env, "LOCAL_RANK", "%d", ctx->spec->gpus_visible == DDP_VISIBLE_VIRTUAL ? 0 : lr);
+    env_setf(env, "LOCAL_RANK", "%d", ctx->job.spec->gpus_visible == DDP_VISIBLE_VIRTUAL ? 0 : lr);
     env_setf(env, "GROUP_RANK", "%d", ctx->node_rank);
     env_setf(env, "ROLE_RANK", "%d", rank);
-    env_set(env, "ROLE_NAME", ctx->spec->role);
+    env_set(env, "ROLE_NAME", ctx->job.spec->role);
     env_setf(env, "LOCAL_WORLD_SIZE", "%d", out->nproc);
     env_setf(env, "WORLD_SIZE", "%d", out->world_size);
     env_setf(env, "GROUP_WORLD_SIZE", "%d", ctx->nnodes);
@@ -377,14 +378,14 @@ static void set_torchrun_env(struct ddp_kvlist *env, const struct ddp_plan_ctx *
     env_set(env, "MASTER_ADDR", ctx->master_addr);
     env_setf(env, "MASTER_PORT", "%d", ctx->master_port);
     env_setf(env, "TORCHELASTIC_RESTART_COUNT", "%d", out->attempt);
-    env_setf(env, "TORCHELASTIC_MAX_RESTARTS", "%d", ctx->spec->max_restarts);
-    env_set(env, "TORCHELASTIC_RUN_ID", ctx->run_id);
+    env_setf(env, "TORCHELASTIC_MAX_RESTARTS", "%d", ctx->job.spec->max_restarts);
+    env_set(env, "TORCHELASTIC_RUN_ID", ctx->job.run_id);
     env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
     env_set(env, "TORCHELASTIC_SIGNALS_TO_HANDLE", signals);
     if (log_dir)
         env_setf(env, "TORCHELASTIC_ERROR_FILE", "%s/error.json", log_dir);
-    if (ctx->timer_file)
-        env_set(env, "TORCHELASTIC_TIMER_FILE", ctx->timer_file);
+    if (ctx->watch.timer_file)
+        env_set(env, "TORCHELASTIC_TIMER_FILE", ctx->watch.timer_file);
     env_default(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
     if (ctx->ras_port > 0 && !env_lookup(env, "NCCL_RAS_ADDR")) /* NCCL's RAS thread: this job's own port */
         env_setf(env, "NCCL_RAS_ADDR", "localhost:%d", ctx->ras_port);
@@ -417,7 +418,7 @@ static void apply_placement(struct ddp_worker *w, const struct ddp_place_rank *p
 static void init_worker(const struct ddp_plan_ctx *ctx, const struct ddp_attempt *out, struct ddp_worker *w, int lr,
                         int rank)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
 
     w->local_rank = lr;
     w->rank = rank;
@@ -483,7 +484,7 @@ static void set_stacks_env(struct ddp_worker *w, const struct ddp_spec *s, struc
 static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a, int lr,
                            struct ddp_kvlist *env)
 {
-    if (!ctx->spec->timeout_sample || !ctx->sample_pydir || !a->dir)
+    if (!ctx->job.spec->timeout_sample || !ctx->watch.sample_pydir || !a->dir)
         return;
     /* the user's PYTHONPATH is kept verbatim after ours (an empty entry is the current directory), and given to
      * the sitecustomize, which puts it back into the environment byte for byte ("-": there was none) */
@@ -493,12 +494,12 @@ static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx,
     else
         env_set(env, "DDPLAUNCH_PYTHONPATH", "-");
     if (old && *old)
-        env_setf(env, "PYTHONPATH", "%s:%s", ctx->sample_pydir, old);
+        env_setf(env, "PYTHONPATH", "%s:%s", ctx->watch.sample_pydir, old);
     else
-        env_set(env, "PYTHONPATH", ctx->sample_pydir);
+        env_set(env, "PYTHONPATH", ctx->watch.sample_pydir);
     w->stacks_file = ddp_xasprintf("%s/stacks.%d", a->dir, lr);
     env_set(env, "DDPLAUNCH_STACKS_FILE", w->stacks_file);
-    env_setf(env, "DDPLAUNCH_STACKS_SIGNAL", "%d", ctx->sample_signal);
+    env_setf(env, "DDPLAUNCH_STACKS_SIGNAL", "%d", ctx->watch.sample_signal);
     /* torch 2.x's on-demand flight-recorder dump (NCCL): progress.c writes to the FIFO when it suspects a hang */
     char *stem = ddp_xasprintf("%s/fr_pipe_", a->dir);
     env_default(env, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", stem);
@@ -509,7 +510,7 @@ static void set_sample_env(struct ddp_worker *w, const struct ddp_plan_ctx *ctx,
 int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const int *exclude, size_t nexclude,
                    struct ddp_attempt *out, struct ddp_err *err)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
     struct ddp_placement place = {0};
     int rc;
 
@@ -517,12 +518,12 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     if (nproc < 1)
         return ddp_errf(err, -EINVAL, "internal: attempt with %d workers", nproc);
 
-    if (ctx->topo) {
+    if (ctx->job.topo) {
         struct ddp_place_req req;
-        ddp_plan_place_req(ctx, nproc, &req);
+        ddp_plan_place_req(&ctx->job, &ctx->gpus, nproc, &req);
         req.exclude_idx = exclude;
         req.nexclude_idx = nexclude;
-        rc = ddp_place_ranks(ctx->topo, &req, &place, err);
+        rc = ddp_place_ranks(ctx->job.topo, &req, &place, err);
         if (rc < 0)
             return rc;
     }
@@ -531,7 +532,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
     out->nproc = nproc;
     out->world_size = ctx->world_size > 0 ? ctx->world_size : nproc * ctx->nnodes;
     out->orig_world_size = ctx->nproc * ctx->nnodes;
-    out->run_id = ddp_xstrdup(ctx->run_id);
+    out->run_id = ddp_xstrdup(ctx->job.run_id);
     out->master_addr = ddp_xstrdup(ctx->master_addr);
     out->master_port = ctx->master_port;
     out->dir = attempt_dir(ctx, attempt);
@@ -550,17 +551,17 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         int rank = (ctx->world_size > 0 ? ctx->rank_base : ctx->node_rank * nproc) + lr;
         init_worker(ctx, out, w, lr, rank);
 
-        env_load(env, ctx->base_env);
+        env_load(env, ctx->job.base_env);
         set_torchrun_env(env, ctx, out, rank, lr, signals, w->log_dir);
 
-        if (ctx->topo)
+        if (ctx->job.topo)
             apply_placement(w, &place.ranks[lr], env);
         env_setf(env, "DDPLAUNCH_ATTEMPT", "%d", attempt);
         env_setf(env, "DDPLAUNCH_ORIG_WORLD_SIZE", "%d", out->orig_world_size);
         if (out->dir)
             env_set(env, "DDPLAUNCH_ATTEMPT_DIR", out->dir);
-        if (ctx->run_dir)
-            env_setf(env, "DDPLAUNCH_HEARTBEAT_FILE", "%s/heartbeat.%d", ctx->run_dir, lr);
+        if (ctx->watch.run_dir)
+            env_setf(env, "DDPLAUNCH_HEARTBEAT_FILE", "%s/heartbeat.%d", ctx->watch.run_dir, lr);
 
         rc = set_user_env(env, s, err);
         if (rc < 0) {
@@ -574,7 +575,7 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
         env_store(env, &w->envp);
         ddp_kvlist_free(env);
     }
-    if (ctx->topo)
+    if (ctx->job.topo)
         ddp_place_free(&place);
     decide_console(ctx, out);
     return 0;

@@ -60,12 +60,77 @@ void ddp_attempt_free(struct ddp_attempt *a);
 
 struct ddp_logdir;
 
-/* What a builder needs that is not in the spec: decided once per launch. */
-struct ddp_plan_ctx {
+/* The context of a launch is split by concern, so that each consumer is given the parts it reads and no more:
+ * the job and its host (ddp_plan_job), the GPUs it may take (ddp_plan_gpus), the run directory's files of the
+ * watch and the workers (ddp_plan_watch), the scheduler's facts (ddp_plan_sched) and the control channel between
+ * node agents (ddp_plan_coord). Only the driver and plan see the whole struct ddp_plan_ctx. */
+
+/* The job on this host: its spec and the facts of the host it runs on. */
+struct ddp_plan_job {
     const struct ddp_spec *spec;
     char *const *base_env; /* the launcher's environment, inherited by workers */
     const char *hostname;
     const char *run_id;
+    struct ddp_topo *topo;     /* may be NULL (no topology: no GPUs, no binding) */
+    struct ddp_logdir *logdir; /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
+                                  and without log_dir */
+    bool sweep_leftovers;      /* this launch removes what SIGKILLed launchers of this user left: ps files,
+                                  attempt cgroups (false when one did a moment ago: ddp_rundir_sweep) */
+};
+
+/* The GPUs the job may take: what its environment and scheduler give, and what other jobs and processes hold. */
+struct ddp_plan_gpus {
+    const char *inherited_cvd;  /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
+    const char *sched;          /* the scheduler's GPUs for this node (global indices), or NULL */
+    const char *const *holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
+    const char *lease_dir;      /* the lock directory of this job's GPU leases (lease.h), NULL when it leases
+                                   none: a restart may lease a free GPU there for one that failed */
+    const char *const *held;    /* per topology GPU: a process that held memory on it at launch ("pid N
+                                   (user, command, X GiB)", gpus.h), or NULL; may be NULL */
+};
+
+/* The run directory's files that the watch and the workers share: live stack sampling and the timer FIFO. */
+struct ddp_plan_watch {
+    const char *run_dir;      /* private runtime dir of this launch (0700): heartbeat files, error files
+                                 when there is no log_dir, the timer FIFO; "<run dir>" in `plan` */
+    const char *timer_file;   /* TORCHELASTIC_TIMER_FILE path, or NULL */
+    const char *sample_pydir; /* live stack sampling: the sitecustomize's directory (prepended to PYTHONPATH),
+                                 or NULL (no sampling); "<run dir>/python" in `plan` */
+    int sample_signal;        /* the signal the sitecustomize takes (DDPLAUNCH_STACKS_SIGNAL) */
+};
+
+/* What the scheduler says of the job on this node. */
+struct ddp_plan_sched {
+    long long mem_kib; /* its memory for this node's part of the job (KiB), 0: none said */
+    bool signals_all;  /* its daemon signals every process of the job (Slurm's slurmstepd) */
+    bool step;         /* ... and this launcher runs in a step of it, not in the batch script */
+};
+
+/* nnodes > 1: the control channel between the agents (coord.h); unused on one node. */
+struct ddp_plan_coord {
+    const char *secret;         /* the job secret (token.h); never exported to workers */
+    const char *job;            /* the job's identity bound into the handshake (rendezvous id and command) */
+    int port;                   /* node 0's control port */
+    int node;                   /* 0 = this agent serves; > 0 = joins as that node rank; -1 = gets one at join */
+    int listen_fd;              /* serving a c10d-style rendezvous: the endpoint's listening socket, else -1 */
+    const char *rdzv_source;    /* what gave the node rank ("static", "c10d", "slurm"...; rdzv.h), for plan */
+    bool dynamic;               /* c10d-style: node ranks given at join, group ranks in host-name order */
+    const char *etcd_endpoints; /* etcd-v3: the cluster's members (rdzv_endpoint); NULL: not through etcd */
+    int min_nnodes;             /* nnodes MIN: the job goes on while at least this many nodes are up */
+    long long join_timeout_ms;  /* how long node 0 waits for nnodes MAX (then starts with >= MIN), and others
+                                   try to reach node 0 */
+    long long last_call_ms;     /* c10d, MIN < MAX: once MIN nodes joined, node 0 waits this long for more */
+    long long lost_after_ms;    /* a silent agent is lost after this long */
+};
+
+/* What a builder needs that is not in the spec: decided once per launch (the fields outside the parts: this
+ * node's place in the attempt, which a job on several nodes learns anew for each attempt). */
+struct ddp_plan_ctx {
+    struct ddp_plan_job job;
+    struct ddp_plan_gpus gpus;
+    struct ddp_plan_watch watch;
+    struct ddp_plan_sched sched;
+    struct ddp_plan_coord coord;
     const char *master_addr;
     int master_port;
     int ras_port;         /* NCCL_RAS_ADDR's port reserved for this job on this host (0: none, NCCL's default 28028) */
@@ -73,50 +138,15 @@ struct ddp_plan_ctx {
     int port_job_first;   /* then: the port that job id gives first (ddp_port_job_candidate) */
     int nnodes;
     int node_rank;
-    int nproc;                      /* resolved local worker count */
-    const char *python;             /* interpreter for script/module jobs (ddp_plan_python) */
-    const char *python_why;         /* why that one (ddp_plan_python's phrase), or NULL */
-    bool console_tty[2];            /* the launcher's stdout [0] / stderr [1] is a terminal: job.console = auto
-                                       prefixes lines there, and workers get a pseudo-terminal for it */
-    struct ddp_topo *topo;          /* may be NULL (no topology: no GPUs, no binding) */
-    const char *inherited_cvd;      /* CUDA_VISIBLE_DEVICES the launcher got, or NULL */
-    const char *run_dir;            /* private runtime dir of this launch (0700): heartbeat files, error files
-                                       when there is no log_dir, the timer FIFO; "<run dir>" in `plan` */
-    bool sweep_leftovers;           /* this launch removes what SIGKILLed launchers of this user left: ps files,
-                                       attempt cgroups (false when one did a moment ago: ddp_rundir_sweep) */
-    const char *timer_file;         /* TORCHELASTIC_TIMER_FILE path, or NULL */
-    const char *sample_pydir;       /* live stack sampling: the sitecustomize's directory (prepended to PYTHONPATH),
-                                       or NULL (no sampling); "<run dir>/python" in `plan` */
-    int sample_signal;              /* the signal the sitecustomize takes (DDPLAUNCH_STACKS_SIGNAL) */
-    long long sched_mem_kib;        /* the scheduler's memory for this node's part of the job (KiB), 0: none said */
-    bool sched_signals_all;         /* its daemon signals every process of the job (Slurm's slurmstepd) */
-    bool sched_step;                /* ... and this launcher runs in a step of it, not in the batch script */
-    struct ddp_logdir *logdir;      /* log_dir's run directory LOG_DIR/<run_id>_XXXXXXXX (logdir.h), NULL in `plan`
-                                       and without log_dir */
-    const char *sched_gpus;         /* the scheduler's GPUs for this node (global indices), or NULL */
-    const char *const *gpu_holders; /* per topology GPU: held by another job (who), or NULL; may be NULL */
-    const char *lease_dir;          /* the lock directory of this job's GPU leases (lease.h), NULL when it leases
-                                       none: a restart may lease a free GPU there for one that failed */
-    const char *const *gpu_held;    /* per topology GPU: a process that held memory on it at launch ("pid N
-                                       (user, command, X GiB)", gpus.h), or NULL; may be NULL */
+    int nproc;              /* resolved local worker count */
+    const char *python;     /* interpreter for script/module jobs (ddp_plan_python) */
+    const char *python_why; /* why that one (ddp_plan_python's phrase), or NULL */
+    bool console_tty[2];    /* the launcher's stdout [0] / stderr [1] is a terminal: job.console = auto
+                               prefixes lines there, and workers get a pseudo-terminal for it */
     /* An attempt laid out over nodes with their own worker counts (layout.h): this node's first global rank
      * and the world size. world_size 0 = every node runs nproc: ranks node_rank * nproc + local rank. */
     int rank_base;
     int world_size;
-    /* nnodes > 1: the control channel between the agents (coord.h); unused on one node */
-    const char *coord_secret;   /* the job secret (token.h); never exported to workers */
-    const char *coord_job;      /* the job's identity bound into the handshake (rendezvous id and command) */
-    int coord_port;             /* node 0's control port */
-    int coord_node;             /* 0 = this agent serves; > 0 = joins as that node rank; -1 = gets one at join */
-    int coord_listen_fd;        /* serving a c10d-style rendezvous: the endpoint's listening socket, else -1 */
-    const char *rdzv_source;    /* what gave the node rank ("static", "c10d", "slurm"...; rdzv.h), for plan */
-    bool coord_dynamic;         /* c10d-style: node ranks given at join, group ranks in host-name order */
-    const char *etcd_endpoints; /* etcd-v3: the cluster's members (rdzv_endpoint); NULL: not through etcd */
-    int min_nnodes;             /* nnodes MIN: the job goes on while at least this many nodes are up */
-    long long join_timeout_ms;  /* how long node 0 waits for nnodes MAX (then starts with >= MIN), and others
-                                   try to reach node 0 */
-    long long last_call_ms;     /* c10d, MIN < MAX: once MIN nodes joined, node 0 waits this long for more */
-    long long lost_after_ms;    /* a silent agent is lost after this long */
 };
 
 /* Build attempt number `attempt` with `nproc` local workers, leaving out the GPUs in exclude (topology
@@ -128,7 +158,8 @@ int ddp_plan_build(const struct ddp_plan_ctx *ctx, int attempt, int nproc, const
 /* The placement request (topo.h) this spec makes for nproc workers, without exclusions. Used by launch.c to
  * count usable GPUs (nproc_per_node = gpu|auto) and choose the GPUs to lease. */
 struct ddp_place_req;
-void ddp_plan_place_req(const struct ddp_plan_ctx *ctx, int nproc, struct ddp_place_req *req);
+void ddp_plan_place_req(const struct ddp_plan_job *job, const struct ddp_plan_gpus *gpus, int nproc,
+                        struct ddp_place_req *req);
 
 /* The interpreter of script and module jobs: $PYTHON_EXEC from envp when set and not empty; else env_python, the
  * python3 of the Python environment (venv, conda) ddplaunch is installed in, so that workers find that

@@ -23,7 +23,7 @@ static bool strv_has(const struct ddp_strv *v, const char *e)
 /* The variables ddplaunch sets or changes for a worker, relative to the launcher's environment. */
 static bool env_changed(const struct ddp_plan_ctx *ctx, const char *entry)
 {
-    for (char *const *e = ctx->base_env; e && *e; e++)
+    for (char *const *e = ctx->job.base_env; e && *e; e++)
         if (strcmp(*e, entry) == 0)
             return false;
     return true;
@@ -42,13 +42,13 @@ static char *key_value(const struct ddp_spec *s, size_t i)
  * value shown is the one the job uses. *note (static) is NULL or the meaning of the default. Caller frees. */
 static char *key_value_used(const struct ddp_plan_ctx *ctx, size_t i, const char **note)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
     const struct ddp_key *k = &ddp_spec_keys[i];
     *note = NULL;
     if (s->origin[i] == DDP_ORIGIN_DEFAULT && strcmp(k->section, "job") == 0) {
         if (strcmp(k->name, "join_timeout") == 0) { /* 0 on one node, which waits for no other */
             *note = "0 = 600s with c10d, 900s static";
-            return ddp_xasprintf("%llds", ctx->join_timeout_ms / 1000);
+            return ddp_xasprintf("%llds", ctx->coord.join_timeout_ms / 1000);
         }
         if (strcmp(k->name, "min_nproc_per_node") == 0)
             *note = s->on_timeout == DDP_ONTIMEOUT_DOWNSIZE ? "0 = 1 with on_timeout = downsize"
@@ -64,7 +64,7 @@ static const struct ddp_nvml_gpu *gpu_now(const struct ddp_plan_ctx *ctx, int g,
     struct ddp_topo_gpu_facts facts;
     if (unheld)
         *unheld = false;
-    if (!ctx->topo || g < 0 || ddp_topo_gpu_facts(ctx->topo, (size_t)g, &facts) < 0)
+    if (!ctx->job.topo || g < 0 || ddp_topo_gpu_facts(ctx->job.topo, (size_t)g, &facts) < 0)
         return NULL;
     if (unheld)
         *unheld = facts.unheld;
@@ -129,7 +129,7 @@ static void gpu_state_json(struct ddp_buf *b, const struct ddp_plan_ctx *ctx, in
 
 static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
     struct ddp_buf b = {0};
     ddp_buf_puts(&b, "{\n  \"spec\": {");
     for (size_t i = 0; i < ddp_spec_nkeys; i++) {
@@ -153,7 +153,7 @@ static void print_json(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp
     ddp_buf_printf(&b, "  \"nnodes\": %d,\n  \"node_rank\": %d,\n  \"nproc_per_node\": %d,\n  \"world_size\": %d,\n",
                    ctx->nnodes, ctx->node_rank, a->nproc, a->world_size);
     ddp_buf_puts(&b, "  \"rendezvous\": ");
-    ddp_buf_json_str(&b, ctx->rdzv_source ? ctx->rdzv_source : "single node");
+    ddp_buf_json_str(&b, ctx->coord.rdzv_source ? ctx->coord.rdzv_source : "single node");
     ddp_buf_puts(&b, ",\n  \"master_addr\": ");
     ddp_buf_json_str(&b, a->master_addr);
     ddp_buf_printf(&b, ",\n  \"master_port\": %d,\n  \"run_id\": ", a->master_port);
@@ -222,7 +222,7 @@ static void print_directory(FILE *f, const struct ddp_spec *s)
 /* The spec's values and where each came from; brief: only those not at their default. */
 static void print_spec(FILE *f, const struct ddp_plan_ctx *ctx, bool brief)
 {
-    const struct ddp_spec *s = ctx->spec;
+    const struct ddp_spec *s = ctx->job.spec;
     if (brief)
         fprintf(f, "Job spec (the settings not at their default; --full lists every one):\n");
     else
@@ -263,22 +263,23 @@ static void print_spec(FILE *f, const struct ddp_plan_ctx *ctx, bool brief)
 /* Nodes, master, GPUs, interpreter, directory, console, and the table of ranks. */
 static void print_head(FILE *f, const struct ddp_plan_ctx *ctx, const struct ddp_attempt *a)
 {
-    const struct ddp_spec *s = ctx->spec;
-    if (ctx->etcd_endpoints)
+    const struct ddp_spec *s = ctx->job.spec;
+    if (ctx->coord.etcd_endpoints)
         fprintf(f, "\nNodes: %d, rendezvous: etcd-v3 at %s (node ranks are taken at join), %d workers here\n",
-                ctx->nnodes, ctx->etcd_endpoints, a->nproc);
-    else if (ctx->coord_dynamic)
+                ctx->nnodes, ctx->coord.etcd_endpoints, a->nproc);
+    else if (ctx->coord.dynamic)
         fprintf(f,
                 "\nNodes: %d, rendezvous: %s at %s:%d (the agent on that host serves; node ranks are given at "
                 "join), %d workers here\n",
-                ctx->nnodes, ctx->rdzv_source, ctx->master_addr, ctx->coord_port, a->nproc);
+                ctx->nnodes, ctx->coord.rdzv_source, ctx->master_addr, ctx->coord.port, a->nproc);
     else
         fprintf(f, "\nNodes: %d (this is node %d; node rank from: %s), %d workers here, world size %d\n", ctx->nnodes,
-                ctx->node_rank, ctx->rdzv_source ? ctx->rdzv_source : "single node", a->nproc, a->world_size);
+                ctx->node_rank, ctx->coord.rdzv_source ? ctx->coord.rdzv_source : "single node", a->nproc,
+                a->world_size);
     if (ctx->nnodes > 1)
         fprintf(f, "Can be lost: %s\n",
-                ctx->etcd_endpoints ? "any node, node 0 included, and one etcd member (decisions are in etcd)"
-                                    : "any node but node 0 (it serves the rendezvous and decides restarts)");
+                ctx->coord.etcd_endpoints ? "any node, node 0 included, and one etcd member (decisions are in etcd)"
+                                          : "any node but node 0 (it serves the rendezvous and decides restarts)");
     fprintf(f, "Master: %s:%d%s   run id: %s\n", a->master_addr, a->master_port,
             s->master_port.is_auto ? " (auto: free now; reserved when the job starts)" : "", a->run_id);
     if (a->gpu_reason)

@@ -44,7 +44,7 @@ static void tail_line(void *arg, const char *line)
 bool ddp_atfail_possible(struct ddp_atfail *a, const struct ddp_runner_worker *k)
 {
     bool seen;
-    if (!a || a->active || !a->env->cfg.ctx->spec->timeout_sample || !ddp_runner_is_current(k) ||
+    if (!a || a->active || !a->env->cfg.job->spec->timeout_sample || !ddp_runner_is_current(k) ||
         ddp_runner_worker_index(k) >= a->n)
         return false;
     seen = a->coll[ddp_runner_worker_index(k)];

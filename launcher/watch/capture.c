@@ -84,7 +84,7 @@ struct ddp_capture {
     size_t n;
     void (*evidence)(void *arg, size_t i, struct ddp_capture_evidence *ev);
     void *evidence_arg;
-    const struct ddp_plan_ctx *ctx;
+    const struct ddp_plan_job *job;
     struct ddp_runner *rn;
     struct ddp_records *rec;
     void (*decided)(void *arg);
@@ -106,11 +106,11 @@ static void on_timer(uv_timer_t *t)
     feed(c, &ev);
 }
 
-struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_runner *rn,
+struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_job *job, struct ddp_runner *rn,
                                     struct ddp_records *rec, void (*decided)(void *arg), void *arg)
 {
     struct ddp_capture *c = ddp_xcalloc(1, sizeof(*c));
-    c->ctx = ctx;
+    c->job = job;
     c->rn = rn;
     c->rec = rec;
     c->decided = decided;
@@ -208,7 +208,7 @@ int ddp_capture_possible(const struct ddp_capture *c)
 {
     struct ddp_runner_attempt *r = ddp_runner_current(c->rn);
     int n = 0;
-    if (!r || !c->ctx->spec->timeout_stacks || c->state != DDP_CS_IDLE)
+    if (!r || !c->job->spec->timeout_stacks || c->state != DDP_CS_IDLE)
         return 0;
     for (size_t i = 0; i < ddp_runner_attempt_nworkers(r); i++)
         n += can_capture(ddp_runner_attempt_worker(r, i));
@@ -438,7 +438,7 @@ static void gather_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
         struct ddp_buf d = {0};
         describe(g, i, false, &d);
         ddp_buf_printf(all, "== rank %d (local %d, pid %d, host %s, gpu %s)%s: %.*s\n", ddp_runner_worker_rank(k),
-                       ddp_runner_worker_local_rank(k), ddp_runner_worker_pid(k), c->ctx->hostname,
+                       ddp_runner_worker_local_rank(k), ddp_runner_worker_pid(k), c->job->hostname,
                        ddp_runner_worker_plan(k)->gpu_busid ? ddp_runner_worker_plan(k)->gpu_busid : "-",
                        g->culprit[i] ? " CULPRIT" : "", (int)d.len, d.data ? d.data : "");
         ddp_buf_free(&d);
@@ -458,19 +458,19 @@ static void gather_stacks(const struct ddp_capture *c, struct ddp_runner_attempt
 static char *write_stacks(const struct ddp_capture *c, struct ddp_runner_attempt *r, const struct ddp_buf *all)
 {
     char *stacks = NULL;
-    if (c->ctx->logdir) {
+    if (c->job->logdir) {
         struct ddp_err e = {0};
         char *rel = ddp_xasprintf("attempt_%d/stacks.txt", ddp_runner_attempt_number(r));
-        int fd = ddp_logdir_create_file(c->ctx->logdir, rel, &e);
+        int fd = ddp_logdir_create_file(c->job->logdir, rel, &e);
         if (fd >= 0) {
             int rc = ddp_write_full(fd, all->data ? all->data : "", all->len);
             struct stat st;
             if (rc == 0) {
-                stacks = ddp_xasprintf("%s/%s", ddp_logdir_path(c->ctx->logdir), rel);
+                stacks = ddp_xasprintf("%s/%s", ddp_logdir_path(c->job->logdir), rel);
             } else { /* a full disk: the verdict still reaches the console and summary.json */
                 uint64_t kept = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
                 ddp_warn("%s/%s: log stopped at %llu bytes: %s; the verdict is in the summary",
-                         ddp_logdir_path(c->ctx->logdir), rel, (unsigned long long)kept, strerror(-rc));
+                         ddp_logdir_path(c->job->logdir), rel, (unsigned long long)kept, strerror(-rc));
                 ddp_records_stopped(c->rec, rel, kept, -rc);
             }
             close(fd);
@@ -532,7 +532,7 @@ static void print_verdict(const struct ddp_capture *c, struct ddp_runner_attempt
     if (stacks) {
         ddp_buf_printf(&b, "  stacks: %s\n", stacks);
     } else {
-        ddp_buf_printf(&b, "  stacks: below (%s)\n", c->ctx->logdir ? "stacks.txt could not be written" : "no log_dir");
+        ddp_buf_printf(&b, "  stacks: below (%s)\n", c->job->logdir ? "stacks.txt could not be written" : "no log_dir");
         without_sampler(all->data ? all->data : "", all->len, &b);
     }
     ddp_output_flush(ddp_runner_output(c->rn)); /* the workers' lines before it first */
@@ -546,7 +546,7 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
                                         const char *stacks, const struct ddp_buf *all, long long capture_ms)
 {
     const struct ddp_hang_verdict *v = &g->v;
-    const char *host = c->ctx->hostname;
+    const char *host = c->job->hostname;
     json_t *culprits = json_array();
     struct ddp_buf txt = {0};
     struct ddp_runner_worker *first = NULL;
@@ -579,7 +579,7 @@ static struct ddp_runner_worker *report(const struct ddp_capture *c, struct ddp_
         ddp_buf_puts(&txt, v->mismatch ? "collective mismatch, no culprit named" : "no culprit named");
     ddp_buf_printf(&txt, "\n  why: %s\n  stacks: %s\n", v->why,
                    stacks           ? stacks
-                   : c->ctx->logdir ? "printed with the verdict above (stacks.txt could not be written)"
+                   : c->job->logdir ? "printed with the verdict above (stacks.txt could not be written)"
                                     : "printed with the verdict above (no log_dir)");
     print_verdict(c, r, g, txt.data, stacks, all);
     json_t *hang = ddp_jsonlog_pack(
@@ -653,7 +653,7 @@ static void feed(struct ddp_capture *c, const struct ddp_capture_event_data *ev)
         if (a & DDP_CA_ABORT)
             abort_ranks(c);
         if (a & DDP_CA_ARM_WINDOW) {
-            long long window = c->ctx->spec->shutdown_timeout_ms / 2;
+            long long window = c->job->spec->shutdown_timeout_ms / 2;
             if (window > DDP_CAPTURE_MS || window <= 0)
                 window = DDP_CAPTURE_MS;
             uv_timer_start(&c->timer, on_timer, (uint64_t)window, 0);
@@ -692,7 +692,7 @@ static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_
 {
     (void)err;
     const struct ddp_watch_config *cfg = &env->cfg;
-    struct ddp_capture *c = ddp_capture_new(cfg->loop, cfg->ctx, cfg->rn, cfg->rec, cfg->decided, cfg->arg);
+    struct ddp_capture *c = ddp_capture_new(cfg->loop, cfg->job, cfg->rn, cfg->rec, cfg->decided, cfg->arg);
     ddp_capture_recorder(c, live_fr, (void *)env, env->remote);
     ddp_capture_evidence(c, evidence, (void *)env);
     *self = c;

@@ -63,7 +63,7 @@ const char *ddp_cevent_name(enum ddp_capture_event e);
 struct ddp_capture; /* what the driver asks of it: capture_ask.h */
 
 /* decided: the verdict is out (or there was nothing to decide); the driver feeds DDP_PE_CAPTURE_DONE. */
-struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_ctx *ctx, struct ddp_runner *rn,
+struct ddp_capture *ddp_capture_new(uv_loop_t *loop, const struct ddp_plan_job *job, struct ddp_runner *rn,
                                     struct ddp_records *rec, void (*decided)(void *arg), void *arg);
 /* Where the verdict finds each worker's flight recorder as last sampled (fr.h; the live watch's, stopped
  * before the capture): fr(arg, i, &still_ms) for worker i, NULL when none. The recorder's finding wins over the

@@ -72,11 +72,10 @@ void ddp_ft_expiry_free(struct ddp_ft_expiry *f)
 
 static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
 {
-    const struct ddp_plan_ctx *ctx = env->cfg.ctx;
     struct ddp_ft_expiry *f = NULL;
     int rc = 0;
-    if (ctx->timer_file && ctx->spec->timer_file)
-        rc = ddp_ft_expiry_start(env->cfg.loop, ctx->timer_file, env->cfg.rn, env->cfg.sink, &f, err);
+    if (env->cfg.timer_file && env->cfg.job->spec->timer_file)
+        rc = ddp_ft_expiry_start(env->cfg.loop, env->cfg.timer_file, env->cfg.rn, env->cfg.sink, &f, err);
     *self = f;
     return rc;
 }

@@ -307,7 +307,7 @@ static void source_start(void *self, struct ddp_runner_attempt *r)
         gpus |= ddp_runner_attempt_plan(r)->workers[i].gpu >= 0;
     if (gpus && !src->w)
         src->w =
-            ddp_gpuwatch_start(src->env->cfg.loop, src->env->cfg.ctx->topo, src->env->cfg.gpu_event, src->env->cfg.arg);
+            ddp_gpuwatch_start(src->env->cfg.loop, src->env->cfg.job->topo, src->env->cfg.gpu_event, src->env->cfg.arg);
 }
 
 static void source_close(void *self)

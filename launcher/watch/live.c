@@ -197,7 +197,7 @@ static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_
     const struct ddp_watch_config *cfg = &env->cfg;
     struct live_source *s = ddp_xcalloc(1, sizeof *s);
     s->env = env;
-    s->live = ddp_live_new(cfg->loop, cfg->ctx->spec, cfg->ctx->hostname, ddp_records_record(cfg->rec),
+    s->live = ddp_live_new(cfg->loop, cfg->job->spec, cfg->job->hostname, ddp_records_record(cfg->rec),
                            ddp_records_stragglers(cfg->rec), cfg->sink);
     ddp_live_recorder(s->live, ddp_records_recorder(cfg->rec), env->remote);
     s->live->recovery = ddp_records_recovery(cfg->rec);

@@ -24,7 +24,8 @@ struct ddp_gpuwatch_event;
 
 struct ddp_watch_config {
     uv_loop_t *loop;
-    const struct ddp_plan_ctx *ctx; /* its spec, hostname, topology, timer FIFO; outlives the watch */
+    const struct ddp_plan_job *job; /* its spec, hostname, topology, log dir; outlives the watch */
+    const char *timer_file;         /* the timer FIFO (TORCHELASTIC_TIMER_FILE), or NULL */
     struct ddp_runner *rn;          /* outlives the watch */
     struct ddp_records *rec;        /* outlives the watch */
     struct ddp_timeout_sink sink;   /* every timeout source reports here */

@@ -294,7 +294,7 @@ void ddp_stall_resumed(struct ddp_stall *w, long long now)
 static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
 {
     (void)err;
-    *self = ddp_stall_new(env->cfg.loop, env->cfg.ctx->spec, env->cfg.rn, env->cfg.sink);
+    *self = ddp_stall_new(env->cfg.loop, env->cfg.job->spec, env->cfg.rn, env->cfg.sink);
     return 0;
 }
 

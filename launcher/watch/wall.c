@@ -82,7 +82,7 @@ void ddp_wall_stop(struct ddp_wall *w)
 static int source_open(const struct ddp_watch_env *env, void **self, struct ddp_err *err)
 {
     (void)err;
-    *self = ddp_wall_new(env->cfg.loop, env->cfg.ctx->spec->timeout_wall_ms, env->cfg.sink);
+    *self = ddp_wall_new(env->cfg.loop, env->cfg.job->spec->timeout_wall_ms, env->cfg.sink);
     return 0;
 }
 

@@ -42,7 +42,9 @@ static char *fixture(const char *name)
 struct g4dn {
     struct ddp_spec spec;
     struct ddp_topo *topo;
-    struct ddp_plan_ctx ctx;
+    struct ddp_plan_job job;
+    struct ddp_plan_gpus gpus;
+    struct ddp_doctor_config dc;
     struct ddp_check_report r;
     char lock_env[128], xdg_env[128];
     char *envp[4];
@@ -67,15 +69,17 @@ static void g4dn_run(struct g4dn *g, int nproc, const char *select)
     g->envp[0] = g->lock_env;
     g->envp[1] = g->xdg_env;
     g->envp[2] = "PATH=/usr/bin:/bin";
-    g->ctx.spec = &g->spec;
-    g->ctx.base_env = g->envp;
-    g->ctx.master_addr = "127.0.0.1";
-    g->ctx.nnodes = 1;
-    g->ctx.nproc = nproc;
-    g->ctx.python = "/usr/bin/python3";
-    g->ctx.topo = g->topo;
-    g->ctx.gpu_holders = g4dn_holders;
-    ddp_doctor_collect(&g->ctx, &g->r);
+    g->job.spec = &g->spec;
+    g->job.base_env = g->envp;
+    g->job.topo = g->topo;
+    g->gpus.holders = g4dn_holders;
+    g->dc.job = &g->job;
+    g->dc.gpus = &g->gpus;
+    g->dc.master_addr = "127.0.0.1";
+    g->dc.nnodes = 1;
+    g->dc.nproc = nproc;
+    g->dc.python = "/usr/bin/python3";
+    ddp_doctor_collect(&g->dc, &g->r);
 }
 
 static void g4dn_free(struct g4dn *g)
@@ -206,7 +210,8 @@ Test(doctor, live_machine_runs_every_check_quickly)
                                          "devices",     "nccl-lib",    "nccl-env", "master-port", "master-addr",
                                          "nccl-ifname", "gloo-ifname", "cpus",     "nofile",      "state-dir"};
     struct ddp_spec spec;
-    struct ddp_plan_ctx ctx = {0};
+    struct ddp_plan_job job = {0};
+    struct ddp_plan_gpus gpus = {0};
     struct ddp_check_report r = {0};
     char lock[128], xdg[128];
     char *envp[] = {lock, xdg, "NCCL_SOCKET_IFNAME=nosuchif0", NULL};
@@ -217,15 +222,13 @@ Test(doctor, live_machine_runs_every_check_quickly)
     snprintf(xdg, sizeof xdg, "XDG_RUNTIME_DIR=%s", base);
     ddp_spec_init(&spec);
     cr_assert_eq(ddp_spec_set(&spec, "job", "master_port", "29431", DDP_ORIGIN_CLI, "--set", &err), 0, "%s", err.msg);
-    ctx.spec = &spec;
-    ctx.base_env = envp;
-    ctx.master_addr = "127.0.0.1";
-    ctx.nnodes = 1;
-    ctx.nproc = 2;
-    ctx.python = "python3";
-    cr_assert_eq(ddp_topo_load(NULL, &ctx.topo, &err), 0, "%s", err.msg);
+    job.spec = &spec;
+    job.base_env = envp;
+    cr_assert_eq(ddp_topo_load(NULL, &job.topo, &err), 0, "%s", err.msg);
+    struct ddp_doctor_config dc = {
+        .job = &job, .gpus = &gpus, .master_addr = "127.0.0.1", .nnodes = 1, .nproc = 2, .python = "python3"};
     t0 = ddp_now_ms();
-    ddp_doctor_collect(&ctx, &r);
+    ddp_doctor_collect(&dc, &r);
     cr_expect_lt(ddp_now_ms() - t0, 1000, "doctor took %lld ms", ddp_now_ms() - t0);
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         cr_expect_geq(count(&r, checks[i]), 1, "no %s check", checks[i]);
@@ -235,6 +238,6 @@ Test(doctor, live_machine_runs_every_check_quickly)
     expect_result(find(&r, "state-dir"), DDP_CHECK_OK, base);
     cr_expect_eq(ddp_check_exit_status(&r), 2);
     ddp_check_report_free(&r);
-    ddp_topo_destroy(ctx.topo);
+    ddp_topo_destroy(job.topo);
     ddp_spec_free(&spec);
 }

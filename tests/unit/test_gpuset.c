@@ -29,11 +29,11 @@ static void setup_fixture(struct fixture *f)
     int rc = ddp_topo_load(path, &f->topo, &err);
     free(path);
     cr_assert_eq(rc, 0, "%s", err.msg);
-    f->ctx.spec = &f->spec;
-    f->ctx.topo = f->topo;
+    f->ctx.job.spec = &f->spec;
+    f->ctx.job.topo = f->topo;
     f->ctx.nnodes = 1;
     f->ctx.nproc = 8;
-    f->g = ddp_gpuset_new(&f->ctx);
+    f->g = ddp_gpuset_new(&f->ctx.job, &f->ctx.gpus);
 }
 
 static void teardown_fixture(struct fixture *f)
@@ -139,13 +139,13 @@ Test(gpuset, the_next_attempt_fits_the_gpus_left)
     struct fixture f;
     setup_fixture(&f);
     char why[512] = "";
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 8, why, sizeof why), 8, "nothing left out");
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx.gpus, 8, why, sizeof why), 8, "nothing left out");
     free(ddp_gpuset_left_out(f.g, 2, "0000:1a:00.0", "Xid 79"));
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 8, why, sizeof why), 7, "one GPU fewer: the policy downsizes");
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 7, why, sizeof why), 7, "asked again: no news");
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx.gpus, 8, why, sizeof why), 7, "one GPU fewer: the policy downsizes");
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx.gpus, 7, why, sizeof why), 7, "asked again: no news");
     for (int i = 0; i < 8; i++)
         free(ddp_gpuset_left_out(f.g, i, "x", "lost"));
-    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx, 7, why, sizeof why), 0);
+    cr_expect_eq(ddp_gpuset_fit(f.g, &f.ctx.gpus, 7, why, sizeof why), 0);
     cr_expect(strncmp(why, "no usable GPU left: GPU 2 (0000:1a:00.0): Xid 79; GPU 0 (x): lost", 64) == 0, "%s", why);
     teardown_fixture(&f);
 }

@@ -66,11 +66,11 @@ Test(launch, nproc_int_and_derived_defaults)
     cr_expect_str_eq(l.resolved.name, "train.py");
     cr_expect_eq(l.spec.min_nproc_per_node, 0, "the parsed spec keeps what the user wrote (nothing)");
     cr_expect(!l.spec.name || !*l.spec.name, "no name was given");
-    cr_expect_str_eq(l.ctx.run_id, "0123456789ab");
+    cr_expect_str_eq(l.ctx.job.run_id, "0123456789ab");
     cr_expect_str_eq(l.ctx.python, "python3");
-    cr_expect_str_eq(l.ctx.hostname, "node7");
-    cr_expect_eq(l.ctx.spec, &l.resolved);
-    cr_expect_null(l.ctx.gpu_holders); /* no topology: nothing held */
+    cr_expect_str_eq(l.ctx.job.hostname, "node7");
+    cr_expect_eq(l.ctx.job.spec, &l.resolved);
+    cr_expect_null(l.ctx.gpus.holders); /* no topology: nothing held */
     cr_expect_eq(l.port_source, DDP_LAUNCH_PORT_RESERVE);
     cr_expect_not(l.lease);
     ddp_launch_free(&l);
@@ -81,7 +81,7 @@ Test(launch, nproc_int_and_derived_defaults)
     resolve_ok(&l, &f);
     cr_expect_eq(l.resolved.min_nproc_per_node, 1); /* downsizing may go down to one */
     cr_expect_str_eq(l.resolved.name, "bert");
-    cr_expect_str_eq(l.ctx.run_id, "r1");
+    cr_expect_str_eq(l.ctx.job.run_id, "r1");
     ddp_launch_free(&l);
 }
 
@@ -96,7 +96,7 @@ Test(launch, run_id_python_and_address_from_the_environment)
     setup(&l, DDP_CMD_PLAN, NULL, "[job]\nprogram = /bin/true\nnproc_per_node = 1\nstandalone = yes\n");
     cr_assert_eq(ddp_launch_scheduler(&l, env, &err), 1, "%s", err.msg); /* as check_spec does */
     resolve_ok(&l, &f);
-    cr_expect_str_eq(l.ctx.run_id, "slurm-777", "the scheduler's job id, the same on every node");
+    cr_expect_str_eq(l.ctx.job.run_id, "slurm-777", "the scheduler's job id, the same on every node");
     cr_expect_str_eq(l.ctx.python, "/opt/py/bin/python");
     cr_expect_str_eq(l.ctx.master_addr, "127.0.0.1");
     ddp_launch_free(&l);
@@ -107,7 +107,7 @@ Test(launch, run_id_python_and_address_from_the_environment)
           "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 2\nnode_rank = 1\nmaster_addr = n0\n"
           "master_port = 29400\n");
     resolve_ok(&l, &f);
-    cr_expect_str_eq(l.ctx.run_id, "none");
+    cr_expect_str_eq(l.ctx.job.run_id, "none");
     cr_expect_str_eq(l.ctx.master_addr, "n0");
     cr_expect_eq(l.ctx.nnodes, 2);
     cr_expect_eq(l.ctx.node_rank, 1);
@@ -127,14 +127,14 @@ Test(launch, nproc_gpu_counts_usable_gpus)
     resolve_ok(&l, &f);
     cr_expect_eq(l.ctx.nproc, 8);
     cr_expect(l.lease); /* gpus.lease = auto outside Slurm */
-    cr_expect_null(l.ctx.gpu_holders);
+    cr_expect_null(l.ctx.gpus.holders);
     ddp_launch_free(&l);
 
     f = facts(env);
     setup(&l, DDP_CMD_RUN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = gpu\n");
     resolve_ok(&l, &f);
     cr_expect_eq(l.ctx.nproc, 3);
-    cr_expect_str_eq(l.ctx.inherited_cvd, "4,5,6");
+    cr_expect_str_eq(l.ctx.gpus.inherited_cvd, "4,5,6");
     ddp_launch_free(&l);
 
     /* auto without GPUs: one per CPU the process may use */
@@ -195,8 +195,8 @@ Test(launch, several_nodes_need_a_source_of_node_ranks)
     cr_expect_not(l.resolved.master_port.is_auto);
     cr_expect_eq(l.resolved.master_port.port, 29500);
     cr_expect(l.spec.master_port.is_auto, "the parsed spec keeps auto (the default)");
-    cr_expect_str_eq(l.ctx.rdzv_source, "static");
-    cr_expect_eq(l.ctx.join_timeout_ms, 900000);
+    cr_expect_str_eq(l.ctx.coord.rdzv_source, "static");
+    cr_expect_eq(l.ctx.coord.join_timeout_ms, 900000);
     ddp_launch_free(&l);
 
     /* c10d: the endpoint's port is the rendezvous (29400 by default); MASTER_PORT is node 0's to choose */
@@ -204,12 +204,12 @@ Test(launch, several_nodes_need_a_source_of_node_ranks)
           "[job]\nprogram = /bin/true\nnproc_per_node = 1\nnnodes = 1:2\nrdzv_backend = c10d\n"
           "master_addr = n0\n"); /* as load_spec sets it from rdzv_endpoint = n0 */
     resolve_ok(&l, &f);
-    cr_expect(l.ctx.coord_dynamic);
-    cr_expect_eq(l.ctx.coord_port, 29400);
+    cr_expect(l.ctx.coord.dynamic);
+    cr_expect_eq(l.ctx.coord.port, 29400);
     cr_expect(l.resolved.master_port.is_auto);
     cr_expect_str_eq(l.ctx.master_addr, "n0");
-    cr_expect_str_eq(l.ctx.rdzv_source, "c10d");
-    cr_expect_eq(l.ctx.join_timeout_ms, 600000);
+    cr_expect_str_eq(l.ctx.coord.rdzv_source, "c10d");
+    cr_expect_eq(l.ctx.coord.join_timeout_ms, 600000);
     ddp_launch_free(&l);
 }
 
@@ -233,11 +233,11 @@ Test(launch, gpus_other_jobs_lease_are_held_in_the_placement)
     setup(&l, DDP_CMD_PLAN, T4, "[job]\nprogram = /bin/true\nnproc_per_node = 4\n");
     resolve_ok(&l, &f);
     cr_expect_not(l.lease);
-    cr_assert_not_null(l.ctx.gpu_holders);
-    cr_expect_null(l.ctx.gpu_holders[0]);
-    cr_expect_str_eq(l.ctx.gpu_holders[1], "job 'bert' (pid 4242, user alice, command python3)");
-    cr_expect_null(l.ctx.gpu_holders[2]);
-    cr_expect_str_eq(l.ctx.gpu_holders[4], "a process that is no ddplaunch job, job '?' (pid 77, user ?, command ?)");
+    cr_assert_not_null(l.ctx.gpus.holders);
+    cr_expect_null(l.ctx.gpus.holders[0]);
+    cr_expect_str_eq(l.ctx.gpus.holders[1], "job 'bert' (pid 4242, user alice, command python3)");
+    cr_expect_null(l.ctx.gpus.holders[2]);
+    cr_expect_str_eq(l.ctx.gpus.holders[4], "a process that is no ddplaunch job, job '?' (pid 77, user ?, command ?)");
     cr_assert_eq(ddp_plan_build(&l.ctx, 0, 4, NULL, 0, &a, &err), 0, "%s", err.msg);
     /* node 0 has three free GPUs, node 1 three: four GPUs span both, none of them held */
     for (size_t i = 0; i < a.nworkers; i++) {
@@ -252,7 +252,7 @@ Test(launch, gpus_other_jobs_lease_are_held_in_the_placement)
     resolve_ok(&l, &f);
     cr_expect_eq(l.ctx.nproc, 8);
     cr_expect(l.lease);
-    cr_expect_null(l.ctx.gpu_holders);
+    cr_expect_null(l.ctx.gpus.holders);
     ddp_launch_free(&l);
 
     /* [gpus] lease = no: held GPUs are left out when counting */

@@ -26,10 +26,10 @@ static void setup_spec(struct fixture *f, const char *ini)
     memset(f, 0, sizeof *f);
     ddp_spec_init(&f->spec);
     cr_assert_eq(ddp_spec_load_string(&f->spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
-    f->ctx.spec = &f->spec;
-    f->ctx.base_env = base_env;
-    f->ctx.hostname = "node7";
-    f->ctx.run_id = "run42";
+    f->ctx.job.spec = &f->spec;
+    f->ctx.job.base_env = base_env;
+    f->ctx.job.hostname = "node7";
+    f->ctx.job.run_id = "run42";
     f->ctx.master_addr = "10.0.0.1";
     f->ctx.master_port = 29501;
     f->ctx.nnodes = 1;
@@ -165,7 +165,7 @@ Test(plan_env, launcher_variables_are_replaced_not_duplicated)
         "RANK=99", "WORLD_SIZE=99", "MASTER_PORT=1", "LOCAL_RANK=7", "PATH=/usr/bin:/bin", "HOME=/home/u", NULL};
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n");
-    f.ctx.base_env = env;
+    f.ctx.job.base_env = env;
     f.ctx.nproc = 2;
     build(&f, 0, 2);
     for (int lr = 0; lr < 2; lr++) {
@@ -184,7 +184,7 @@ Test(plan_env, defaults_do_not_override_inherited_values)
                           "TORCH_NCCL_ASYNC_ERROR_HANDLING=0", NULL};
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n");
-    f.ctx.base_env = env;
+    f.ctx.job.base_env = env;
     f.ctx.nproc = 2;
     build(&f, 0, 2);
     expect_env(&f.a.workers[0], "OMP_NUM_THREADS", "8");
@@ -209,7 +209,7 @@ Test(plan_env, explicit_settings_win_over_defaults_and_inherited)
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n[nccl]\nNCCL_DEBUG = INFO\nTORCH_NCCL_ASYNC_ERROR_HANDLING = 3\n"
                    "[env]\nOMP_NUM_THREADS = 4\n");
-    f.ctx.base_env = env;
+    f.ctx.job.base_env = env;
     f.ctx.nproc = 2;
     build(&f, 0, 2);
     for (int lr = 0; lr < 2; lr++) {
@@ -295,8 +295,8 @@ Test(plan_env, directories_heartbeat_timer_and_error_files)
 {
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\nlog_dir = /var/log/job\nworkdir = /work/dir\n");
-    f.ctx.run_dir = "/run/user/0/ddplaunch-1-abc";
-    f.ctx.timer_file = "/run/user/0/ddplaunch-1-abc/timer";
+    f.ctx.watch.run_dir = "/run/user/0/ddplaunch-1-abc";
+    f.ctx.watch.timer_file = "/run/user/0/ddplaunch-1-abc/timer";
     f.ctx.nproc = 2;
     build(&f, 1, 2);
     cr_expect_str_eq(f.a.dir, "/var/log/job/run42_XXXXXXXX/attempt_1");
@@ -310,7 +310,7 @@ Test(plan_env, directories_heartbeat_timer_and_error_files)
     teardown_fixture(&f);
     /* no log_dir: error files go to the private run dir */
     setup_spec(&f, "[job]\nscript = t.py\n");
-    f.ctx.run_dir = "/tmp/rd";
+    f.ctx.watch.run_dir = "/tmp/rd";
     build(&f, 0, 1);
     expect_env(&f.a.workers[0], "TORCHELASTIC_ERROR_FILE", "/tmp/rd/attempt_0/0/error.json");
     cr_expect_null(f.a.workers[0].cwd);
@@ -432,7 +432,7 @@ static void load_topo(struct fixture *f, const char *name)
     free(path);
     cr_assert_eq(rc, 0, "%s", err.msg);
     cr_assert_eq(ddp_topo_ngpus(f->topo), 8u);
-    f->ctx.topo = f->topo;
+    f->ctx.job.topo = f->topo;
 }
 
 #define G4DN "2s-8gpu-aws-g4dn-metal-t4.xml"
@@ -479,8 +479,8 @@ Test(plan_gpu, inherited_cuda_visible_devices_limits_the_choice)
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n");
     load_topo(&f, G4DN);
-    f.ctx.base_env = env;
-    f.ctx.inherited_cvd = "5,6,7";
+    f.ctx.job.base_env = env;
+    f.ctx.gpus.inherited_cvd = "5,6,7";
     f.ctx.nproc = 2;
     build(&f, 0, 2);
     for (int lr = 0; lr < 2; lr++) {
@@ -500,7 +500,7 @@ Test(plan_gpu, cpu_workers_see_no_gpu)
     struct fixture f;
     setup_spec(&f, "[job]\nscript = t.py\n[gpus]\nselect = none\n");
     load_topo(&f, G4DN);
-    f.ctx.base_env = env;
+    f.ctx.job.base_env = env;
     f.ctx.nproc = 2;
     build(&f, 0, 2);
     for (int lr = 0; lr < 2; lr++) {

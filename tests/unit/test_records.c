@@ -21,7 +21,7 @@ SCRATCH_SUITE(records);
 
 struct job {
     struct ddp_spec spec;
-    struct ddp_plan_ctx ctx;
+    struct ddp_plan_job job;
     struct ddp_logdir *logdir;
     char *env[3];
     struct ddp_output out;
@@ -39,17 +39,12 @@ static void job_open(struct job *j)
     cr_assert_eq(ddp_logdir_create(base, "rid", &j->logdir, &err), 0, "%s", err.msg);
     j->env[0] = ddp_xasprintf("DDPLAUNCH_LOCK_DIR=%s", lockdir);
     j->env[1] = ddp_xasprintf("XDG_RUNTIME_DIR=%s", base);
-    j->ctx = (struct ddp_plan_ctx){.spec = &j->spec,
-                                   .base_env = j->env,
-                                   .hostname = "node-a",
-                                   .run_id = "rid",
-                                   .master_addr = "127.0.0.1",
-                                   .master_port = 29511,
-                                   .nnodes = 1,
-                                   .nproc = 2,
-                                   .logdir = j->logdir};
+    j->job = (struct ddp_plan_job){
+        .spec = &j->spec, .base_env = j->env, .hostname = "node-a", .run_id = "rid", .logdir = j->logdir};
     ddp_output_init(&j->out, -1, -1);
-    j->r = ddp_records_open(&j->ctx, &j->out);
+    struct ddp_records_config cfg = {
+        .job = &j->job, .master_addr = "127.0.0.1", .master_port = 29511, .nnodes = 1, .nproc = 2};
+    j->r = ddp_records_open(cfg, &j->out);
     cr_assert_not_null(j->r);
 }
 

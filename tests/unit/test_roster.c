@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/exit.h"
+#include "driver/parts.h"
 #include "driver/roster.h"
 #include "scratch.h"
 
@@ -74,13 +75,12 @@ static void leader_cb(struct ddp_coord *c, const struct ddp_coord_event *ev, voi
     snprintf(w->why[w->nae], sizeof w->why[0], "%s", why);
     w->nae++;
     if (ae.kind == DDP_AE_JOINED && ae.all) {
-        struct ddp_plan_ctx actx = w->ctx;
-        actx.master_port = 29555;
+        struct ddp_roster_place place;
         struct ddp_err err = {0};
-        cr_expect_eq(ddp_roster_start(w->n, 0, 2, &actx, &err), 0, "%s", err.msg);
-        cr_expect_eq(actx.world_size, 4, "2 nodes x 2 workers");
-        cr_expect_eq(actx.node_rank, 0);
-        cr_expect_eq(actx.rank_base, 0);
+        cr_expect_eq(ddp_roster_start(w->n, 0, 2, 29555, &place, &err), 0, "%s", err.msg);
+        cr_expect_eq(place.world_size, 4, "2 nodes x 2 workers");
+        cr_expect_eq(place.node_rank, 0);
+        cr_expect_eq(place.rank_base, 0);
         cr_expect_eq(ddp_roster_round_attempt(w->n), 0);
     }
 }
@@ -119,24 +119,24 @@ static void world_init(struct world *w, int coord_node)
     struct sockaddr_in sa;
     socklen_t len = sizeof sa;
     cr_assert_eq(getsockname(w->listen_fd, (struct sockaddr *)&sa, &len), 0);
-    w->ctx = (struct ddp_plan_ctx){.spec = &w->spec,
-                                   .base_env = w->env,
-                                   .hostname = coord_node == 0 ? "node-a" : "node-b",
-                                   .run_id = "rid",
+    w->ctx = (struct ddp_plan_ctx){.job = {.spec = &w->spec,
+                                           .base_env = w->env,
+                                           .hostname = coord_node == 0 ? "node-a" : "node-b",
+                                           .run_id = "rid"},
                                    .master_addr = "127.0.0.1",
                                    .nnodes = 2,
                                    .node_rank = coord_node,
                                    .nproc = 2,
-                                   .coord_node = coord_node,
-                                   .coord_port = ntohs(sa.sin_port),
-                                   .coord_listen_fd = coord_node == 0 ? w->listen_fd : -1,
-                                   .coord_secret = SECRET,
-                                   .coord_job = "job-1",
-                                   .min_nnodes = 2,
-                                   .join_timeout_ms = 3000,
-                                   .lost_after_ms = 2000};
+                                   .coord = {.node = coord_node,
+                                             .port = ntohs(sa.sin_port),
+                                             .listen_fd = coord_node == 0 ? w->listen_fd : -1,
+                                             .secret = SECRET,
+                                             .job = "job-1",
+                                             .min_nnodes = 2,
+                                             .join_timeout_ms = 3000,
+                                             .lost_after_ms = 2000}};
     ddp_output_init(&w->out, -1, -1);
-    w->rec = ddp_records_open(&w->ctx, &w->out);
+    w->rec = ddp_records_open(ddp_parts_records(&w->ctx), &w->out);
 }
 
 static void world_end(struct world *w)
@@ -156,12 +156,13 @@ Test(nodes, leader_over_a_real_channel, .init = cr_redirect_stderr)
     struct world w;
     struct ddp_err err = {0};
     world_init(&w, 0);
-    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, leader_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_config rcfg = ddp_parts_roster(&w.ctx);
+    cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, leader_cb, &w, &w.n, &err), 0, "%s", err.msg);
     cr_expect_eq(ddp_roster_last_call(w.n), 0, "static: no last call");
     struct ddp_coord_config pc = {.node_rank = 1,
                                   .nnodes = 2,
                                   .addr = "127.0.0.1",
-                                  .port = w.ctx.coord_port,
+                                  .port = w.ctx.coord.port,
                                   .listen_fd = -1,
                                   .secret = SECRET,
                                   .job = "job-1",
@@ -223,7 +224,8 @@ Test(nodes, follower_made_up_events, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 1); /* joins w.listen_fd, which never answers */
-    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_config rcfg = ddp_parts_roster(&w.ctx);
+    cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
     struct ddp_roster_view idle = {.agent = DDP_AS_WAITING, .attempt = -1};
     struct ddp_roster_view running = {.agent = DDP_AS_RUNNING, .attempt = 1};
 
@@ -258,7 +260,8 @@ Test(nodes, leader_made_up_events_and_join_timeout, .init = cr_redirect_stderr)
     struct ddp_agent_event_data ae;
     char why[128];
     world_init(&w, 0);
-    cr_assert_eq(ddp_roster_new(&w.loop, &w.ctx, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
+    struct ddp_roster_config rcfg = ddp_parts_roster(&w.ctx);
+    cr_assert_eq(ddp_roster_new(&w.loop, &rcfg, w.rec, ignore_cb, &w, &w.n, &err), 0, "%s", err.msg);
     struct ddp_roster_view joining = {.agent = DDP_AS_JOINING, .attempt = -1};
     cr_expect(ddp_roster_join_progress(w.n, 1000), "node 1 missing");
     cr_expect_not(feed(&w, DDP_COORD_JOINED, 2, 0, 0, joining, &ae, why), "node 2 of a 2-node job");

@@ -31,10 +31,10 @@ static int supervise(const char *ini, int nproc, const struct script *script)
     memset(restart_count, 0, sizeof restart_count);
     ddp_spec_init(&spec);
     cr_assert_eq(ddp_spec_load_string(&spec, "job.ini", ini, strlen(ini), DDP_ORIGIN_SPEC, &err), 0, "%s", err.msg);
-    ctx.spec = &spec;
-    ctx.base_env = base_env;
-    ctx.hostname = "node7";
-    ctx.run_id = "run42";
+    ctx.job.spec = &spec;
+    ctx.job.base_env = base_env;
+    ctx.job.hostname = "node7";
+    ctx.job.run_id = "run42";
     ctx.master_addr = "127.0.0.1";
     ctx.master_port = 29501;
     ctx.nnodes = 1;
