@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "driver/policy.h"
+#include "records/records.h"
 #include "records/report.h"
 
 struct note {
@@ -131,4 +133,23 @@ void ddp_signals_close(struct ddp_signals *g)
     note_fd = -1;
     if (g->fds[0] >= 0)
         uv_close((uv_handle_t *)&g->poll, on_poll_closed);
+}
+
+void ddp_signals_tell(struct ddp_records *rec, int attempt, int signo, bool reached, bool kill, int alive)
+{
+    ddp_records_signal(rec, attempt, signo, reached,
+                       kill                             ? "kill"
+                       : ddp_policy_signal_stops(signo) ? "stop"
+                                                        : "forward");
+    const char *s = alive == 1 ? "" : "s";
+    if (kill)
+        ddp_error("got %s again: killing %d worker%s now", ddp_report_signame(signo), alive, s);
+    else if (reached)
+        ddp_info("got %s from Slurm, which signalled the %d worker%s too: not forwarded", ddp_report_signame(signo),
+                 alive, s);
+    else if (ddp_policy_signal_stops(signo))
+        ddp_info("got %s: forwarding it to %d worker%s%s", ddp_report_signame(signo), alive, s,
+                 signo == SIGINT ? " (again to kill them now)" : "");
+    else
+        ddp_info("got %s: forwarding it to %d worker%s", ddp_report_signame(signo), alive, s);
 }

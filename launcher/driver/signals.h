@@ -24,4 +24,10 @@ struct ddp_signals *ddp_signals_start(uv_loop_t *loop, const struct ddp_spec *sp
                                       void (*fn)(void *arg, int signo, bool reached), void *arg);
 void ddp_signals_close(struct ddp_signals *g);
 
+struct ddp_records;
+/* What the launcher does with signal signo, in one console line and the signal event: kill (a second SIGINT: the
+ * workers are killed now), not forwarded (reached: Slurm signalled every worker already), or forwarded to alive
+ * workers. */
+void ddp_signals_tell(struct ddp_records *rec, int attempt, int signo, bool reached, bool kill, int alive);
+
 #endif

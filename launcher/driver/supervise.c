@@ -28,7 +28,6 @@
 #include "driver/signals.h"
 #include "host/cgroup.h"
 #include "host/logdir.h"
-#include "records/jsonlog.h"
 #include "records/records.h"
 #include "records/report.h"
 #include "run/runner.h"
@@ -136,25 +135,9 @@ static void feed(struct sup *s, const struct ddp_policy_event_data *ev)
                                                             : "a worker on node 0 failed";
         ddp_roles_stopping(s->roles, why);
     }
-    if (ev->kind == DDP_PE_SIGNAL && a.flags) {
-        int alive = ddp_runner_alive(s->rn);
-        ddp_records_signal(s->rec, cur_attempt(s), ev->signo, s->sig_reached,
-                           (a.flags & DDP_ACT_KILL_ALL)         ? "kill"
-                           : ddp_policy_signal_stops(ev->signo) ? "stop"
-                                                                : "forward");
-        if (a.flags & DDP_ACT_KILL_ALL)
-            ddp_error("got %s again: killing %d worker%s now", ddp_report_signame(ev->signo), alive,
-                      alive == 1 ? "" : "s");
-        else if (s->sig_reached)
-            ddp_info("got %s from Slurm, which signalled the %d worker%s too: not forwarded",
-                     ddp_report_signame(ev->signo), alive, alive == 1 ? "" : "s");
-        else if (ddp_policy_signal_stops(ev->signo))
-            ddp_info("got %s: forwarding it to %d worker%s%s", ddp_report_signame(ev->signo), alive,
-                     alive == 1 ? "" : "s", ev->signo == SIGINT ? " (again to kill them now)" : "");
-        else
-            ddp_info("got %s: forwarding it to %d worker%s", ddp_report_signame(ev->signo), alive,
-                     alive == 1 ? "" : "s");
-    }
+    if (ev->kind == DDP_PE_SIGNAL && a.flags)
+        ddp_signals_tell(s->rec, cur_attempt(s), ev->signo, s->sig_reached, a.flags & DDP_ACT_KILL_ALL,
+                         ddp_runner_alive(s->rn));
     apply(s, &a);
 }
 
@@ -579,29 +562,12 @@ static void on_gpu_event(void *arg, const struct ddp_gpuwatch_event *ev)
         ddp_debug("GPU %d (%s), not held by this job: %s", ev->gpu, ev->busid ? ev->busid : "?", ev->text);
         return;
     }
-    char again[96] = "";
-    if (ev->repeats)
-        snprintf(again, sizeof again, " (%llu more time%s in the last minute)", ev->repeats,
-                 ev->repeats == 1 ? "" : "s");
-    char of[40] = "of this job, between attempts";
-    if (rank < 0 && s->pol.state == DDP_PS_RUNNING) /* left out, or beyond a downsized attempt */
-        snprintf(of, sizeof of, "of this job, no rank on it now");
-    else if (rank >= 0)
-        snprintf(of, sizeof of, "of rank %d", rank);
-    char *text = ddp_xasprintf("GPU %d (%s) %s: %s%s", ev->gpu, ev->busid ? ev->busid : "?", of, ev->text, again);
+    char *text = ddp_gpuwatch_event_text(ev, rank, s->pol.state == DDP_PS_RUNNING);
     if (ev->fault || ev->type == DDP_NVML_EV_CLOCK)
         ddp_warn("attempt %d: %s", cur_attempt(s), text);
     else
         ddp_info("attempt %d: %s", cur_attempt(s), text);
-    const char *kind = ev->type == DDP_NVML_EV_XID       ? "xid"
-                       : ev->type == DDP_NVML_EV_ECC_DBE ? "ecc-dbe"
-                       : ev->type == DDP_NVML_EV_CLOCK   ? "clocks"
-                                                         : "other";
-    ddp_records_event(s->rec, "gpu_event",
-                      ddp_jsonlog_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:I, s:s}", "attempt", cur_attempt(s),
-                                       "gpu", ev->gpu, "busid", ev->busid, "rank", rank, "kind", kind, "data",
-                                       (json_int_t)ev->data, "fault", ev->fault, "repeats", (json_int_t)ev->repeats,
-                                       "text", text));
+    ddp_records_event(s->rec, "gpu_event", ddp_gpuwatch_event_json(ev, cur_attempt(s), rank, text));
     if (ev->fault) {
         ddp_records_gpu_fault(s->rec, ev->gpu, ev->busid, ev->text);
         left_out(s, ev->gpu, ev->busid, ev->text);

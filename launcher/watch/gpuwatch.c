@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "base/util.h"
+#include "records/jsonlog.h"
 #include "run/plan.h"
 #include "topo/fitness.h"
 #include "watch/source.h"
@@ -326,3 +327,28 @@ static void source_free(void *self)
 
 const struct ddp_watch_source ddp_gpuwatch_source = {
     .name = "gpuwatch", .open = source_open, .start = source_start, .close = source_close, .free = source_free};
+
+char *ddp_gpuwatch_event_text(const struct ddp_gpuwatch_event *ev, int rank, bool running)
+{
+    char again[96] = "";
+    if (ev->repeats)
+        snprintf(again, sizeof again, " (%llu more time%s in the last minute)", ev->repeats,
+                 ev->repeats == 1 ? "" : "s");
+    char of[40] = "of this job, between attempts";
+    if (rank < 0 && running) /* left out, or beyond a downsized attempt */
+        snprintf(of, sizeof of, "of this job, no rank on it now");
+    else if (rank >= 0)
+        snprintf(of, sizeof of, "of rank %d", rank);
+    return ddp_xasprintf("GPU %d (%s) %s: %s%s", ev->gpu, ev->busid ? ev->busid : "?", of, ev->text, again);
+}
+
+json_t *ddp_gpuwatch_event_json(const struct ddp_gpuwatch_event *ev, int attempt, int rank, const char *text)
+{
+    const char *kind = ev->type == DDP_NVML_EV_XID       ? "xid"
+                       : ev->type == DDP_NVML_EV_ECC_DBE ? "ecc-dbe"
+                       : ev->type == DDP_NVML_EV_CLOCK   ? "clocks"
+                                                         : "other";
+    return ddp_jsonlog_pack("{s:i, s:i, s:s?, s:i, s:s, s:I, s:b, s:I, s:s}", "attempt", attempt, "gpu", ev->gpu,
+                            "busid", ev->busid, "rank", rank, "kind", kind, "data", (json_int_t)ev->data, "fault",
+                            ev->fault, "repeats", (json_int_t)ev->repeats, "text", text);
+}

@@ -5,6 +5,7 @@
 #ifndef DDP_GPUWATCH_H
 #define DDP_GPUWATCH_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -21,6 +22,13 @@ struct ddp_gpuwatch_event {
     char text[256];             /* what happened, in words ("Xid 79: GPU has fallen off the bus (...)") */
 };
 typedef void ddp_gpuwatch_fn(void *arg, const struct ddp_gpuwatch_event *ev);
+
+/* ev on a GPU of the job, in words, for the console: "GPU 1 (0000:..) of rank 3: Xid 79: ... (2 more times in the
+ * last minute)"; rank -1: no rank on it (running: an attempt runs, so the GPU was left out or is beyond a downsized
+ * attempt; else it is between attempts). Caller frees. */
+char *ddp_gpuwatch_event_text(const struct ddp_gpuwatch_event *ev, int rank, bool running);
+/* The gpu_event record of ev (ddplaunch(1), EVENTS): attempt, gpu, busid, rank, kind, data, fault, repeats, text. */
+json_t *ddp_gpuwatch_event_json(const struct ddp_gpuwatch_event *ev, int attempt, int rank, const char *text);
 
 struct ddp_gpuwatch;
 /* Watch every GPU of topo that NVML listed (nothing when topo is NULL or NVML was not read); fn(arg, ev) runs
