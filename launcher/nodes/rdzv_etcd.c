@@ -15,6 +15,7 @@
 #define TIMEOUT_MS 3000L       /* one request to one member */
 #define CLOSE_TIMEOUT_MS 1000L /* leaving: one request to one member */
 #define RETRY_MS 1000          /* a request that found no member able to serve is tried again this much later */
+#define FULL_GAP_MS 250        /* the decision-maker reads every key of the job at most this often */
 #define CANDIDATES 4           /* a node that does not decide reads this many of the election's first candidates */
 
 enum phase { PH_GRANT, PH_CLAIM, PH_JOINED, PH_GONE };
@@ -31,10 +32,11 @@ struct ddp_rdzv_etcd {
     int ttl_s;
     int node; /* -1 before claimed */
     int claim_try;
-    uv_timer_t tick, retry;
+    uv_timer_t tick, retry, reread;
     unsigned ticks;
     long long join_rev; /* the store's revision of this agent's join */
-    long long start_ms, last_keepalive_ms, min_since_ms;
+    long long start_ms, last_keepalive_ms, min_since_ms, last_full_ms;
+    bool keepalive_inflight;
     struct ddp_etcd_req *watch, *range;
     bool resync_again;
     bool watch_full;   /* the watch covers the whole prefix (the decision-maker's), else the decision key only */
@@ -155,9 +157,11 @@ static void on_granted(void *data, json_t *reply, const char *error)
 /* The node ranks held now (the keys-only read of node/ in a lost compare-and-swap's failure branch): the next
  * try is a free one, at random, so that a thousand agents that lost the same compare-and-swap do not all try the
  * same rank again. */
+static void joined(struct ddp_rdzv_etcd *r);
+
 static void pick_free(struct ddp_rdzv_etcd *r, json_t *reply)
 {
-    int max = r->cfg.max_nodes, nfree = 0;
+    int max = r->cfg.max_nodes, nfree = 0, mine = -1;
     bool *taken = ddp_xcalloc((size_t)max, sizeof *taken);
     size_t i, plen = strlen(r->prefix) + 5; /* PREFIX "node/" */
     json_t *kv;
@@ -169,7 +173,15 @@ static void pick_free(struct ddp_rdzv_etcd *r, json_t *reply)
         int k = key && strlen(key) > plen ? atoi(key + plen) : -1;
         if (k >= 0 && k < max)
             taken[k] = true;
+        if (k >= 0 && k < max && ddp_etcd_int(kv, "lease") == r->lease)
+            mine = k; /* an earlier try whose answer timed out did take it */
         free(key);
+    }
+    if (mine >= 0) {
+        free(taken);
+        r->node = mine;
+        r->join_rev = ddp_etcd_int(json_object_get(reply, "header"), "revision");
+        return joined(r);
     }
     for (int k = 0; k < max; k++)
         nfree += !taken[k];
@@ -203,6 +215,11 @@ static void joined(struct ddp_rdzv_etcd *r)
 static void on_claimed(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
+    if (!reply && error && strstr(error, "lease not found")) {
+        ddp_debug("etcd: the lease expired before a node rank was taken: another one");
+        r->phase = PH_GRANT;
+        r->lease = 0;
+    }
     if (!reply)
         return retry_later(r, error);
     if (json_is_true(json_object_get(reply, "succeeded"))) {
@@ -410,6 +427,11 @@ static void on_range(void *data, json_t *reply, const char *error)
 /* The decision-maker reads every key of the job (one range); the others the decision key and the election's
  * first candidates (one read-only transaction), so that what a thousand nodes read does not grow with the nodes.
  * Serializable: any member answers, quorum or not. One read at a time, another after it when asked meanwhile. */
+static void on_reread(uv_timer_t *t)
+{
+    resync(t->data);
+}
+
 static void resync(struct ddp_rdzv_etcd *r)
 {
     if (r->closing || r->phase != PH_JOINED)
@@ -419,7 +441,15 @@ static void resync(struct ddp_rdzv_etcd *r)
         return;
     }
     r->range_full = r->view.decider == r->lease;
+    long long now = ddp_now_ms();
+    if (r->range_full && now - r->last_full_ms < FULL_GAP_MS) {
+        /* a thousand joins, each a change, would have it read 2N keys a thousand times: at most one a gap */
+        if (!uv_is_active((uv_handle_t *)&r->reread))
+            uv_timer_start(&r->reread, on_reread, (uint64_t)(FULL_GAP_MS - (now - r->last_full_ms)), 0);
+        return;
+    }
     if (r->range_full) {
+        r->last_full_ms = now;
         json_t *b = range_body(r->prefix);
         json_object_set_new(b, "serializable", json_true());
         r->range = ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_range, r);
@@ -495,8 +525,10 @@ static void on_keepalive(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
     json_t *res = reply ? json_object_get(reply, "result") : NULL;
+    r->keepalive_inflight = false;
     if (!reply) {
         ddp_debug("etcd: lease keepalive: %s", error);
+        r->last_keepalive_ms = 0; /* again at the next tick, not a third of the TTL later */
         return;
     }
     if (ddp_etcd_int(res, "TTL") <= 0 && r->phase == PH_JOINED)
@@ -513,8 +545,9 @@ static void on_tick(uv_timer_t *t)
     if (r->closing || r->phase == PH_GONE)
         return;
     long long now = ddp_now_ms();
-    if (r->lease && now - r->last_keepalive_ms >= r->ttl_s * 1000LL / 3) {
+    if (r->lease && !r->keepalive_inflight && now - r->last_keepalive_ms >= r->ttl_s * 1000LL / 3) {
         r->last_keepalive_ms = now;
+        r->keepalive_inflight = true;
         ddp_etcd_post(r->e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", json_sprintf("%lld", r->lease)), TIMEOUT_MS,
                       on_keepalive, r);
     }
@@ -631,7 +664,8 @@ int ddp_rdzv_etcd_start(uv_loop_t *loop, const struct ddp_rdzv_etcd_config *cfg,
     ddp_re_view_init(&r->view, cfg->max_nodes);
     uv_timer_init(loop, &r->tick); /* first: ddp_rdzv_etcd_close closes them whatever failed below */
     uv_timer_init(loop, &r->retry);
-    r->tick.data = r->retry.data = r;
+    uv_timer_init(loop, &r->reread);
+    r->tick.data = r->retry.data = r->reread.data = r;
     struct ddp_etcd_config ec = {.endpoints = cfg->endpoints};
     int rc = ddp_rdzv_etcd_tls(cfg->conf, &ec, &r->owned, err);
     if (rc == 0)
@@ -697,6 +731,7 @@ void ddp_rdzv_etcd_close(struct ddp_rdzv_etcd *r)
     r->watch = r->range = NULL;
     uv_close((uv_handle_t *)&r->tick, NULL);
     uv_close((uv_handle_t *)&r->retry, NULL);
+    uv_close((uv_handle_t *)&r->reread, NULL);
     if (!r->e)
         return;
     if (!r->lease) {
