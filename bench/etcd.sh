@@ -13,6 +13,9 @@
 # election's first candidates (its answer does not grow with N) at every fifth tick. The decision-maker alone
 # watches and reads every key of the job (2N) at each change while the nodes join.
 # usage: bash bench/etcd.sh path/to/ddplaunch [N...]      (default N: 16 64)
+# Both modes run with lost_after = 60 s (etcd: the lease's TTL; c10d: the heartbeats'): on a host that runs N
+# agents and etcd on 2 CPUs, with other work, an agent or etcd can be off the CPU for longer than the default
+# 15 s, and the bench measures starting and stopping, not losing nodes.
 # ETCD_BENCH_LIMIT: seconds one run (one mode, one N) may take before its agents are killed (default 300).
 set -u
 DDP=${1:?usage: bench/etcd.sh path/to/ddplaunch [N...]}
@@ -67,7 +70,10 @@ port=29700
 run() { # mode n: sets start, finish (microseconds), bad, acpu, ecpu (clock ticks)
     local mode=$1 n=$2 i t0 rdzv c0 e0 deadline alive logs
     port=$((port + 1))
-    if [ "$mode" = etcd ]; then rdzv=(--rdzv-backend etcd-v3 --rdzv-endpoint "127.0.0.1:$cport" --rdzv-id "b$port")
+    # with etcd every node reserves the MASTER_PORT it would serve as group rank 0: here all on one host, so a
+    # range wider than the default 500 ports, below the ephemeral ones
+    if [ "$mode" = etcd ]; then rdzv=(--rdzv-backend etcd-v3 --rdzv-endpoint "127.0.0.1:$cport" --rdzv-id "b$port"
+        --master-port auto:20000-22999)
     else rdzv=(--rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$port" --rdzv-id "b$port"); fi
     logs=$TMP/$mode-$n
     mkdir -p "$logs"
@@ -79,7 +85,7 @@ run() { # mode n: sets start, finish (microseconds), bad, acpu, ecpu (clock tick
     t0=$(now)
     deadline=$((t0 + LIMIT * 1000000))
     for i in $(seq 1 "$n"); do
-        setsid "$DDP" --nnodes "$n" --nproc-per-node 1 "${rdzv[@]}" --max-restarts 0 --no-python \
+        setsid "$DDP" --nnodes "$n" --nproc-per-node 1 "${rdzv[@]}" --max-restarts 0 --set job.lost_after=60 --no-python \
             /bin/sh -c "echo x >>'$TMP/started'; exec sleep 1" >/dev/null 2>"$logs/a$i.err" &
         pids+=($!)
     done

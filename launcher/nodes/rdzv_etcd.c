@@ -531,6 +531,15 @@ static void on_keepalive(void *data, json_t *reply, const char *error)
         r->last_keepalive_ms = 0; /* again at the next tick, not a third of the TTL later */
         return;
     }
+    if (!res || json_object_get(reply, "error")) {
+        /* a stream's error comes in its answer (the gateway says 200): etcd busy or without a leader, not the
+         * lease's end; an expired lease is a result with no TTL */
+        char *text = json_dumps(reply, JSON_COMPACT);
+        ddp_debug("etcd: lease keepalive: %s", text ? text : "?");
+        free(text);
+        r->last_keepalive_ms = 0;
+        return;
+    }
     if (ddp_etcd_int(res, "TTL") <= 0 && r->phase == PH_JOINED)
         lost(r, "this node's etcd lease expired: the other nodes count it lost");
 }
@@ -553,9 +562,9 @@ static void on_tick(uv_timer_t *t)
     }
     watch_start(r);
     /* the decision-maker reads the job's keys at every tick, and so does the next in line (to take over within a
-     * tick of the lease's end); the others follow the watch, and read at every fifth tick or while they have no
-     * watch (one whose member lost quorum hears nothing) */
-    if (r->view.decider == r->lease || r->next_in_line || !r->watch || ++r->ticks % 5 == 0)
+     * tick of the lease's end); the others follow the watch, and read at every tenth tick (an event the watch
+     * missed) or while they have no watch (one whose member lost quorum hears nothing) */
+    if (r->view.decider == r->lease || r->next_in_line || !r->watch || ++r->ticks % 10 == 0)
         resync(r);
     if (r->report_key)
         report_send(r);
