@@ -10,8 +10,8 @@
 # What an etcd agent pays (rdzv_etcd.h): loading libcurl (dlopen, about 30 libraries: 25-50 ms of CPU); a lease
 # grant; one transaction that claims node rank 0 or, when that is held, answers with the ranks held (keys only),
 # then one that claims a free one at random; a watch of the decision key; a read of the decision key and the
-# election's first candidates (its answer does not grow with N) at every fifth tick. The decision-maker alone
-# watches and reads every key of the job (2N) at each change while the nodes join.
+# election's first candidates (its answer does not grow with N) every 10 s. The decision-maker alone
+# watches and reads every key of the job (2N), at most every 250 ms, while the nodes join.
 # usage: bash bench/etcd.sh path/to/ddplaunch [N...]      (default N: 16 64)
 # Both modes run with lost_after = 60 s (etcd: the lease's TTL; c10d: the heartbeats'): on a host that runs N
 # agents and etcd on 2 CPUs, with other work, an agent or etcd can be off the CPU for longer than the default
