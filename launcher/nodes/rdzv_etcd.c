@@ -15,6 +15,8 @@
 #define TIMEOUT_MS 3000L       /* one request to one member */
 #define CLOSE_TIMEOUT_MS 1000L /* leaving: one request to one member */
 #define RETRY_MS 1000          /* a request that found no member able to serve is tried again this much later */
+#define FULL_GAP_MS 250        /* the decision-maker reads every key of the job at most this often */
+#define CANDIDATES 4           /* a node that does not decide reads this many of the election's first candidates */
 
 enum phase { PH_GRANT, PH_CLAIM, PH_JOINED, PH_GONE };
 
@@ -30,12 +32,16 @@ struct ddp_rdzv_etcd {
     int ttl_s;
     int node; /* -1 before claimed */
     int claim_try;
-    uv_timer_t tick, retry;
+    uv_timer_t tick, retry, reread;
     unsigned ticks;
     long long join_rev; /* the store's revision of this agent's join */
-    long long start_ms, last_keepalive_ms, min_since_ms;
+    long long start_ms, last_keepalive_ms, min_since_ms, last_full_ms;
+    bool keepalive_inflight;
     struct ddp_etcd_req *watch, *range;
     bool resync_again;
+    bool watch_full;   /* the watch covers the whole prefix (the decision-maker's), else the decision key only */
+    bool range_full;   /* the read on its way covers the whole prefix */
+    bool next_in_line; /* the candidate after the decision-maker: reads at every tick, to take over in time */
     struct ddp_re_view view;
     /* following the decision */
     int started; /* the attempt last started here, -1 none */
@@ -148,24 +154,34 @@ static void on_granted(void *data, json_t *reply, const char *error)
     step(r);
 }
 
-/* The node ranks held now (a keys-only read of node/): the next try is a free one, at random, so that a thousand
- * agents that lost the same compare-and-swap do not all try the same rank again. */
-static void on_free(void *data, json_t *reply, const char *error)
+/* The node ranks held now (the keys-only read of node/ in a lost compare-and-swap's failure branch): the next
+ * try is a free one, at random, so that a thousand agents that lost the same compare-and-swap do not all try the
+ * same rank again. */
+static void joined(struct ddp_rdzv_etcd *r);
+
+static void pick_free(struct ddp_rdzv_etcd *r, json_t *reply)
 {
-    struct ddp_rdzv_etcd *r = data;
-    if (!reply)
-        return retry_later(r, error);
-    int max = r->cfg.max_nodes, nfree = 0;
+    int max = r->cfg.max_nodes, nfree = 0, mine = -1;
     bool *taken = ddp_xcalloc((size_t)max, sizeof *taken);
     size_t i, plen = strlen(r->prefix) + 5; /* PREFIX "node/" */
     json_t *kv;
-    json_array_foreach(json_object_get(reply, "kvs"), i, kv)
+    json_t *held = json_object_get(
+        json_object_get(json_array_get(json_object_get(reply, "responses"), 0), "response_range"), "kvs");
+    json_array_foreach(held, i, kv)
     {
         char *key = ddp_etcd_unb64(json_string_value(json_object_get(kv, "key")), NULL);
         int k = key && strlen(key) > plen ? atoi(key + plen) : -1;
         if (k >= 0 && k < max)
             taken[k] = true;
+        if (k >= 0 && k < max && ddp_etcd_int(kv, "lease") == r->lease)
+            mine = k; /* an earlier try whose answer timed out did take it */
         free(key);
+    }
+    if (mine >= 0) {
+        free(taken);
+        r->node = mine;
+        r->join_rev = ddp_etcd_int(json_object_get(reply, "header"), "revision");
+        return joined(r);
     }
     for (int k = 0; k < max; k++)
         nfree += !taken[k];
@@ -199,6 +215,11 @@ static void joined(struct ddp_rdzv_etcd *r)
 static void on_claimed(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
+    if (!reply && error && strstr(error, "lease not found")) {
+        ddp_debug("etcd: the lease expired before a node rank was taken: another one");
+        r->phase = PH_GRANT;
+        r->lease = 0;
+    }
     if (!reply)
         return retry_later(r, error);
     if (json_is_true(json_object_get(reply, "succeeded"))) {
@@ -206,11 +227,7 @@ static void on_claimed(void *data, json_t *reply, const char *error)
         r->join_rev = ddp_etcd_int(json_object_get(reply, "header"), "revision");
         return joined(r);
     }
-    char *nodes = ddp_xasprintf("%snode/", r->prefix);
-    json_t *b = range_body(nodes);
-    json_object_set_new(b, "keys_only", json_true());
-    ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_free, r);
-    free(nodes);
+    pick_free(r, reply);
 }
 
 /* The join: a lease, then node rank 0 or else a free one (compare-and-swap) with a candidacy in the election. */
@@ -228,9 +245,14 @@ static void step(struct ddp_rdzv_etcd *r)
         char *key = ddp_xasprintf("%s%s", r->prefix, rel), *kb = b64s(key), elect[64], who[32];
         snprintf(elect, sizeof elect, "elect/%016llx", r->lease);
         snprintf(who, sizeof who, "node=%d", r->claim_try);
-        json_t *txn = json_pack("{s:[{s:s,s:s,s:s,s:s}],s:[{s:o},{s:o}],s:[]}", "compare", "key", kb, "target",
+        char *nodes = ddp_xasprintf("%snode/", r->prefix);
+        json_t *held = range_body(nodes); /* lost: the ranks held, in the same round trip */
+        json_object_set_new(held, "keys_only", json_true());
+        json_t *txn = json_pack("{s:[{s:s,s:s,s:s,s:s}],s:[{s:o},{s:o}],s:[{s:o}]}", "compare", "key", kb, "target",
                                 "CREATE", "result", "EQUAL", "create_revision", "0", "success", "request_put",
-                                put_op(r, rel, payload, true), "request_put", put_op(r, elect, who, true), "failure");
+                                put_op(r, rel, payload, true), "request_put", put_op(r, elect, who, true), "failure",
+                                "request_range", held);
+        free(nodes);
         ddp_etcd_post(r->e, "/v3/kv/txn", txn, TIMEOUT_MS, on_claimed, r);
         free(key);
         free(kb);
@@ -338,6 +360,33 @@ static void decide(struct ddp_rdzv_etcd *r)
     ddp_re_decision_free(&next);
 }
 
+/* A node that does not decide read the decision key and the election's first candidates (a transaction of two
+ * ranges): their keys as one range's answer (caller decrefs); next_in_line when this agent is the second signed
+ * candidate. */
+static json_t *follower_answer(struct ddp_rdzv_etcd *r, json_t *reply)
+{
+    json_t *kvs = json_array(), *resp, *kv;
+    size_t i, j;
+    int signed_seen = 0;
+    r->next_in_line = false;
+    json_array_foreach(json_object_get(reply, "responses"), i, resp)
+    {
+        json_array_foreach(json_object_get(json_object_get(resp, "response_range"), "kvs"), j, kv)
+        {
+            json_array_append(kvs, kv);
+            if (i != 1)
+                continue;
+            char *key = ddp_etcd_unb64(json_string_value(json_object_get(kv, "key")) ?: "", NULL);
+            char *value = ddp_etcd_unb64(json_string_value(json_object_get(kv, "value")) ?: "", NULL);
+            if (key && value && ddp_re_verify(r->secret, r->job, key, value) && signed_seen++ == 1)
+                r->next_in_line = ddp_etcd_int(kv, "lease") == r->lease;
+            free(key);
+            free(value);
+        }
+    }
+    return json_pack("{s:O,s:o}", "header", json_object_get(reply, "header"), "kvs", kvs);
+}
+
 static void on_range(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
@@ -346,9 +395,11 @@ static void on_range(void *data, json_t *reply, const char *error)
         ddp_debug("etcd: reading the job's keys: %s", error);
         return;
     }
+    json_t *answer = r->range_full ? json_incref(reply) : follower_answer(r, reply);
     /* a decision key that another client overwrote without the job's secret is not the job's decision: the last
      * signed one still is (and a write of the decision-maker compares the key's real mod_revision) */
-    ddp_re_view_read(&r->view, r->prefix, r->secret, r->job, reply, &r->good);
+    ddp_re_view_read(&r->view, r->prefix, r->secret, r->job, answer, &r->good);
+    json_decref(answer);
     if (r->view.d.state != DDP_RE_NONE)
         ddp_re_decision_copy(&r->good, &r->view.d);
     if (r->view.forged && r->view.forged_rev != r->forged_rev) {
@@ -357,15 +408,30 @@ static void on_range(void *data, json_t *reply, const char *error)
                  r->view.forged == 1 ? "" : "s", r->prefix, r->view.forged_key);
     }
     follow(r);
-    if (!r->closing && r->phase == PH_JOINED && r->view.decider == r->lease)
+    bool decider = r->view.decider == r->lease;
+    if (!r->closing && r->phase == PH_JOINED && decider && r->range_full)
         decide(r);
+    else if (decider)
+        r->resync_again = true; /* just elected: every key of the job first */
+    if (r->watch && r->watch_full != decider) {
+        ddp_etcd_cancel(r->watch); /* the decision-maker watches every key, the others the decision */
+        r->watch = NULL;
+        watch_start(r);
+    }
     if (r->resync_again) {
         r->resync_again = false;
         resync(r);
     }
 }
 
-/* Read every key of the job (one range); one read at a time, another after it when asked meanwhile. */
+/* The decision-maker reads every key of the job (one range); the others the decision key and the election's
+ * first candidates (one read-only transaction), so that what a thousand nodes read does not grow with the nodes.
+ * Serializable: any member answers, quorum or not. One read at a time, another after it when asked meanwhile. */
+static void on_reread(uv_timer_t *t)
+{
+    resync(t->data);
+}
+
 static void resync(struct ddp_rdzv_etcd *r)
 {
     if (r->closing || r->phase != PH_JOINED)
@@ -374,9 +440,34 @@ static void resync(struct ddp_rdzv_etcd *r)
         r->resync_again = true;
         return;
     }
-    json_t *b = range_body(r->prefix);
-    json_object_set_new(b, "serializable", json_true()); /* any member answers, quorum or not */
-    r->range = ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_range, r);
+    r->range_full = r->view.decider == r->lease;
+    long long now = ddp_now_ms();
+    if (r->range_full && now - r->last_full_ms < FULL_GAP_MS) {
+        /* a thousand joins, each a change, would have it read 2N keys a thousand times: at most one a gap */
+        if (!uv_is_active((uv_handle_t *)&r->reread))
+            uv_timer_start(&r->reread, on_reread, (uint64_t)(FULL_GAP_MS - (now - r->last_full_ms)), 0);
+        return;
+    }
+    if (r->range_full) {
+        r->last_full_ms = now;
+        json_t *b = range_body(r->prefix);
+        json_object_set_new(b, "serializable", json_true());
+        r->range = ddp_etcd_post(r->e, "/v3/kv/range", b, TIMEOUT_MS, on_range, r);
+        return;
+    }
+    char *dkey = ddp_xasprintf("%sdecision", r->prefix), *db = b64s(dkey);
+    char *elect = ddp_xasprintf("%select/", r->prefix);
+    json_t *cands = range_body(elect);
+    json_object_set_new(cands, "sort_order", json_string("ASCEND"));
+    json_object_set_new(cands, "sort_target", json_string("CREATE"));
+    json_object_set_new(cands, "limit", json_integer(CANDIDATES));
+    json_object_set_new(cands, "serializable", json_true());
+    json_t *txn = json_pack("{s:[],s:[{s:{s:s,s:b}},{s:o}],s:[]}", "compare", "success", "request_range", "key", db,
+                            "serializable", 1, "request_range", cands, "failure");
+    r->range = ddp_etcd_post(r->e, "/v3/kv/txn", txn, TIMEOUT_MS, on_range, r);
+    free(dkey);
+    free(db);
+    free(elect);
 }
 
 static void on_watch(void *data, json_t *reply, const char *error)
@@ -387,8 +478,8 @@ static void on_watch(void *data, json_t *reply, const char *error)
         ddp_debug("etcd: watch: %s", error ? error : "ended");
         return;
     }
-    /* the decision-maker reads again on any change; the others only when the decision or the election changed
-     * (a thousand agents reading a thousand keys at each join would cost the square) */
+    /* the decision-maker watches every key of the job and reads again on any change; the others watch the
+     * decision key only (a thousand agents told of a thousand joins would cost the square) */
     if (json_is_true(json_object_get(json_object_get(reply, "result"), "canceled"))) {
         ddp_etcd_cancel(r->watch); /* compacted past our revision, say: the next tick reads and watches again */
         r->watch = NULL;
@@ -413,7 +504,16 @@ static void watch_start(struct ddp_rdzv_etcd *r)
 {
     if (r->watch || r->closing || r->phase != PH_JOINED)
         return;
-    json_t *cr = range_body(r->prefix);
+    r->watch_full = r->view.decider == r->lease;
+    json_t *cr;
+    if (r->watch_full) {
+        cr = range_body(r->prefix);
+    } else {
+        char *key = ddp_xasprintf("%sdecision", r->prefix), *kb = b64s(key);
+        cr = json_pack("{s:s}", "key", kb);
+        free(key);
+        free(kb);
+    }
     /* from just after what this agent read last (or its join), so that no change falls between read and watch */
     long long from = (r->view.revision > r->join_rev ? r->view.revision : r->join_rev) + 1;
     json_object_set_new(cr, "start_revision", json_sprintf("%lld", from));
@@ -425,8 +525,19 @@ static void on_keepalive(void *data, json_t *reply, const char *error)
 {
     struct ddp_rdzv_etcd *r = data;
     json_t *res = reply ? json_object_get(reply, "result") : NULL;
+    r->keepalive_inflight = false;
     if (!reply) {
         ddp_debug("etcd: lease keepalive: %s", error);
+        r->last_keepalive_ms = 0; /* again at the next tick, not a third of the TTL later */
+        return;
+    }
+    if (!res || json_object_get(reply, "error")) {
+        /* a stream's error comes in its answer (the gateway says 200): etcd busy or without a leader, not the
+         * lease's end; an expired lease is a result with no TTL */
+        char *text = json_dumps(reply, JSON_COMPACT);
+        ddp_debug("etcd: lease keepalive: %s", text ? text : "?");
+        free(text);
+        r->last_keepalive_ms = 0;
         return;
     }
     if (ddp_etcd_int(res, "TTL") <= 0 && r->phase == PH_JOINED)
@@ -443,15 +554,17 @@ static void on_tick(uv_timer_t *t)
     if (r->closing || r->phase == PH_GONE)
         return;
     long long now = ddp_now_ms();
-    if (r->lease && now - r->last_keepalive_ms >= r->ttl_s * 1000LL / 3) {
+    if (r->lease && !r->keepalive_inflight && now - r->last_keepalive_ms >= r->ttl_s * 1000LL / 3) {
         r->last_keepalive_ms = now;
+        r->keepalive_inflight = true;
         ddp_etcd_post(r->e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", json_sprintf("%lld", r->lease)), TIMEOUT_MS,
                       on_keepalive, r);
     }
     watch_start(r);
-    /* the decision-maker reads the job's keys at every tick; the others follow the watch, and read them at every
-     * fifth tick or while they have no watch (one whose member lost quorum hears nothing) */
-    if (r->view.decider == r->lease || !r->watch || ++r->ticks % 5 == 0)
+    /* the decision-maker reads the job's keys at every tick, and so does the next in line (to take over within a
+     * tick of the lease's end); the others follow the watch, and read at every tenth tick (an event the watch
+     * missed) or while they have no watch (one whose member lost quorum hears nothing) */
+    if (r->view.decider == r->lease || r->next_in_line || !r->watch || ++r->ticks % 10 == 0)
         resync(r);
     if (r->report_key)
         report_send(r);
@@ -560,7 +673,8 @@ int ddp_rdzv_etcd_start(uv_loop_t *loop, const struct ddp_rdzv_etcd_config *cfg,
     ddp_re_view_init(&r->view, cfg->max_nodes);
     uv_timer_init(loop, &r->tick); /* first: ddp_rdzv_etcd_close closes them whatever failed below */
     uv_timer_init(loop, &r->retry);
-    r->tick.data = r->retry.data = r;
+    uv_timer_init(loop, &r->reread);
+    r->tick.data = r->retry.data = r->reread.data = r;
     struct ddp_etcd_config ec = {.endpoints = cfg->endpoints};
     int rc = ddp_rdzv_etcd_tls(cfg->conf, &ec, &r->owned, err);
     if (rc == 0)
@@ -626,6 +740,7 @@ void ddp_rdzv_etcd_close(struct ddp_rdzv_etcd *r)
     r->watch = r->range = NULL;
     uv_close((uv_handle_t *)&r->tick, NULL);
     uv_close((uv_handle_t *)&r->retry, NULL);
+    uv_close((uv_handle_t *)&r->reread, NULL);
     if (!r->e)
         return;
     if (!r->lease) {
