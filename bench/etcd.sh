@@ -15,7 +15,8 @@
 # usage: bash bench/etcd.sh path/to/ddplaunch [N...]      (default N: 16 64)
 # Both modes run with lost_after = 60 s (etcd: the lease's TTL; c10d: the heartbeats'): on a host that runs N
 # agents and etcd on 2 CPUs, with other work, an agent or etcd can be off the CPU for longer than the default
-# 15 s, and the bench measures starting and stopping, not losing nodes.
+# 15 s, and the bench measures starting and stopping, not losing nodes. ETCD_BENCH_LOST_AFTER sets it (1024
+# agents on 2 CPUs: keepalives starve for longer than 60 s).
 # ETCD_BENCH_LIMIT: seconds one run (one mode, one N) may take before its agents are killed (default 300).
 set -u
 DDP=${1:?usage: bench/etcd.sh path/to/ddplaunch [N...]}
@@ -24,6 +25,7 @@ shift
 Ns=("$@")
 [ ${#Ns[@]} = 0 ] && Ns=(16 64)
 LIMIT=${ETCD_BENCH_LIMIT:-300}
+LOST=${ETCD_BENCH_LOST_AFTER:-60}
 command -v etcd >/dev/null || { echo "bench/etcd.sh: etcd-server is not installed" >&2; exit 1; }
 # each agent holds a few descriptors, etcd one or two a agent, the shell none: raise the soft limit to the hard one
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
@@ -85,7 +87,7 @@ run() { # mode n: sets start, finish (microseconds), bad, acpu, ecpu (clock tick
     t0=$(now)
     deadline=$((t0 + LIMIT * 1000000))
     for i in $(seq 1 "$n"); do
-        setsid "$DDP" --nnodes "$n" --nproc-per-node 1 "${rdzv[@]}" --max-restarts 0 --set job.lost_after=60 --no-python \
+        setsid "$DDP" --nnodes "$n" --nproc-per-node 1 "${rdzv[@]}" --max-restarts 0 --set job.lost_after="$LOST" --no-python \
             /bin/sh -c "echo x >>'$TMP/started'; exec sleep 1" >/dev/null 2>"$logs/a$i.err" &
         pids+=($!)
     done
