@@ -76,6 +76,17 @@ void ddp_check_etcd_facts(const char *endpoints, const char *conf, struct ddp_ch
     free(owned);
 }
 
+/* etcd 3.4's answers to a request without a user where authentication is on, or with one it refuses. */
+static bool wants_user(const char *error)
+{
+    static const char *const words[] = {"user name is empty", "permission denied", "invalid auth token",
+                                        "authentication failed"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(error, words[i]))
+            return true;
+    return false;
+}
+
 static bool is_etcd(const char *backend)
 {
     return strcmp(backend, "etcd-v3") == 0 || strcmp(backend, "etcd") == 0 || strcmp(backend, "etcd-v2") == 0;
@@ -107,6 +118,11 @@ void ddp_check_rdzv(struct ddp_check_report *r, const struct ddp_check_etcd *f)
     if (f->read_ok)
         ddp_check_add(r, DDP_CHECK_OK, "etcd", NULL,
                       "quorum: a read of /ddplaunch/ succeeded (%d of %d members answer)", up, f->n);
+    else if (up > 0 && wants_user(f->read_error))
+        ddp_check_add(r, DDP_CHECK_FAIL, "etcd",
+                      "ddplaunch does not log in to etcd: give the job a cluster without authentication (a job "
+                      "would wait up to join_timeout, then exit)",
+                      "auth: the members answer but refuse a read of /ddplaunch/ without a user: %s", f->read_error);
     else
         ddp_check_add(r, DDP_CHECK_FAIL, "etcd", "a job would wait for quorum up to join_timeout, then exit",
                       "no read of /ddplaunch/ through %d member%s: %s", f->n, f->n == 1 ? "" : "s", f->read_error);

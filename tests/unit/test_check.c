@@ -12,6 +12,7 @@
 #include "base/exit.h"
 #include "check_expect.h"
 #include "doctor/check.h"
+#include "doctor/check_etcd.h"
 #include "doctor/check_host.h"
 #include "doctor/check_net.h"
 #include "host/klock.h"
@@ -641,5 +642,29 @@ Test(check, more_workers_than_gpus_names_share)
     g.reason = "1 GPU on NUMA node 0; 3 workers share it, round-robin ([gpus] share)";
     ddp_check_gpus(&r, &g);
     expect_result(&r.v[2], DDP_CHECK_OK, "would pick 0000:3b:00.0 (1 GPU on NUMA node 0; 3 workers share it");
+    ddp_check_report_free(&r);
+}
+
+Test(check, etcd_that_wants_a_user_is_named_as_auth)
+{
+    struct ddp_check_etcd f = {.backend = "etcd-v3", .nnodes = 2, .n = 1};
+    snprintf(f.m[0].endpoint, sizeof f.m[0].endpoint, "127.0.0.1:2379");
+    snprintf(f.m[0].version, sizeof f.m[0].version, "3.4.23");
+    f.m[0].leader_known = true;
+    snprintf(f.read_error, sizeof f.read_error, "etcd member 127.0.0.1:2379: HTTP 400: etcdserver: user name is empty");
+    struct ddp_check_report r = {0};
+    ddp_check_rdzv(&r, &f);
+    cr_assert_eq(r.n, 3);
+    expect_result(&r.v[2], DDP_CHECK_FAIL, "auth: the members answer but refuse a read of /ddplaunch/ without a user");
+    cr_expect(strstr(r.v[2].todo, "does not log in to etcd"), "todo: %s", r.v[2].todo);
+    ddp_check_report_free(&r);
+
+    /* no member answers: quorum, not auth */
+    f.m[0].version[0] = '\0';
+    snprintf(f.m[0].error, sizeof f.m[0].error, "etcd member 127.0.0.1:2379: Connection refused");
+    snprintf(f.read_error, sizeof f.read_error, "etcd member 127.0.0.1:2379: Connection refused");
+    ddp_check_rdzv(&r, &f);
+    expect_result(&r.v[2], DDP_CHECK_FAIL, "no read of /ddplaunch/ through 1 member");
+    cr_expect(strstr(r.v[2].todo, "wait for quorum"));
     ddp_check_report_free(&r);
 }
