@@ -276,7 +276,7 @@ static void watch_lines(struct ddp_etcd_req *r)
             r->cb(r->data, obj, NULL);
         json_decref(obj);
     }
-    if (r->dead)
+    if (r->dead || off == 0) /* nothing taken (r->in may still be NULL) */
         return;
     memmove(r->in, r->in + off, r->inlen - off);
     r->inlen -= off;

@@ -312,7 +312,9 @@ Test(rundir, xdg_runtime_dir_of_another_user_not_used)
     char *e = ddp_xasprintf("XDG_RUNTIME_DIR=%s", x);
     char *env[] = {e, NULL};
     char *p = ddp_rundir_private_path(env, 0);
-    cr_expect_str_eq(p, ddp_xasprintf("%s/ddplaunch", x), "%s", p);
+    char *want = ddp_xasprintf("%s/ddplaunch", x);
+    cr_expect_str_eq(p, want, "%s", p);
+    free(want);
     cr_expect(ddp_rundir_path_trusted(x));
     free(p);
     cr_assert_eq(chown(x, 4321, 4321), 0); /* as after a plain `su` from uid 4321 */

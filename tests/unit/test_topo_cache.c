@@ -79,6 +79,7 @@ Test(topo_cache, nvml_static_facts_round_trip_without_live_state)
     cr_expect_eq(back.gpus[1].util, -1);
     cr_expect_eq(back.gpus[1].nprocs, 0);
     cr_expect_eq(ddp_nvml_links(&back, "0000:18:00.0", "0000:19:00.0"), 1);
+    ddp_nvml_free(&back);
     cr_expect_eq(ddp_nvml_static_parse("{\"found\":true}", &back), -EBADMSG);
     free(json);
     ddp_nvml_free(&n);
