@@ -58,7 +58,13 @@ check_round() {
     ndistinct=$(echo "$ports" | sort -u | grep -c . || true)
     [ "$bad" = 0 ] || fail "$(basename "$dir"): $bad of $n jobs failed"
     expect_eq "$(basename "$dir"): jobs that reported a port" "$nports" "$n"
-    expect_eq "$(basename "$dir"): distinct ports" "$ndistinct" "$n"
+    # A port may come back only to a job whose rank 0 listened after the earlier one had let it go (it holds it
+    # HOLD = 1.0 s after listening): on a loaded host the last jobs of a round can start after the first ended.
+    local reused
+    reused=$(cat "$dir"/port.* | awk '{ print $2, $3 }' | sort -k1,1n -k2,2n |
+        awk '$1 == p && $2 - t >= 1.0 { n++ } { p = $1; t = $2 } END { print n + 0 }')
+    [ "$reused" = 0 ] || echo "$(basename "$dir"): $reused port(s) taken again after a job let them go"
+    expect_eq "$(basename "$dir"): distinct ports" "$ndistinct" "$((n - reused))"
     echo "$(basename "$dir"): $n jobs ok, $ndistinct distinct ports ($(echo "$ports" | head -1)..$(echo "$ports" | tail -1)), $(cat "$dir/elapsed") s"
 }
 
