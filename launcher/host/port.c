@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/klock.h"
@@ -565,6 +566,19 @@ static int busy_message(int port, const char *addr, int probe_rc, struct ddp_err
                     port, addr, strerror(-probe_rc));
 }
 
+/* The port derived from a scheduler's job id is the one every node agrees on: a listener that goes within
+ * DDP_PORT_SETTLE_MS (the rank 0 of a job that just ended, still exiting) does not make it busy. */
+static int probe_settled(int port)
+{
+    int rc = ddp_port_probe(port);
+    for (int waited = 0; rc == -EADDRINUSE && waited < DDP_PORT_SETTLE_MS; waited += 100) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        rc = ddp_port_probe(port);
+    }
+    return rc;
+}
+
 int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out, int *port_out, struct ddp_err *err)
 {
     const char *addr = req->addr && *req->addr ? req->addr : "localhost";
@@ -627,7 +641,7 @@ int ddp_port_reserve(const struct ddp_port_req *req, struct ddp_port_resv **out,
                 continue;
             }
         }
-        int prc = ddp_port_probe(port);
+        int prc = req->job_key ? probe_settled(port) : ddp_port_probe(port);
         if (prc < 0) {
             if (fd >= 0)
                 close(fd);

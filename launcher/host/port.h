@@ -17,6 +17,7 @@
 /* Default range for `master_port = auto` (below the kernel's default ephemeral range 32768-60999). */
 #define DDP_PORT_AUTO_LO 29500
 #define DDP_PORT_AUTO_HI 29999
+#define DDP_PORT_SETTLE_MS 2000 /* how long a job-id port may stay in use before it is busy (port.c) */
 /* torchrun's default MASTER_PORT and c10d rendezvous port: master_port = auto tries them last (a torchrun job
  * started beside a ddplaunch job takes them without asking). */
 #define DDP_PORT_TORCHRUN 29500
